@@ -1,0 +1,39 @@
+# Third-party dependencies, all from Debian 12 packages (scripts/deps.sh
+# installs them). With GL_STATIC_DEPS the static archives are linked so the
+# binaries run on hosts that lack these libraries (the GPU nodes); GnuTLS is
+# always linked dynamically (libgnutls30 is on every target).
+find_package(PkgConfig REQUIRED)
+find_package(Threads REQUIRED)
+pkg_check_modules(GNUTLS REQUIRED IMPORTED_TARGET gnutls>=3.7)
+pkg_check_modules(NGTCP2 REQUIRED libngtcp2>=0.12)
+pkg_check_modules(NGTCP2_CRYPTO REQUIRED libngtcp2_crypto_gnutls>=0.12)
+pkg_check_modules(JSONC REQUIRED json-c)
+
+find_path(LIBEV_INCLUDE_DIR ev.h REQUIRED)
+
+function(gl_find_lib var name)
+  if(GL_STATIC_DEPS)
+    find_library(${var} NAMES lib${name}.a ${name} REQUIRED)
+  else()
+    find_library(${var} NAMES ${name} REQUIRED)
+  endif()
+endfunction()
+
+gl_find_lib(GL_NGTCP2_LIB ngtcp2)
+gl_find_lib(GL_NGTCP2_CRYPTO_LIB ngtcp2_crypto_gnutls)
+gl_find_lib(GL_LIBEV_LIB ev)
+gl_find_lib(GL_JSONC_LIB json-c)
+
+add_library(gl_dep_ngtcp2 INTERFACE)
+target_include_directories(gl_dep_ngtcp2 INTERFACE ${NGTCP2_INCLUDE_DIRS} ${NGTCP2_CRYPTO_INCLUDE_DIRS})
+target_link_libraries(gl_dep_ngtcp2 INTERFACE ${GL_NGTCP2_CRYPTO_LIB} ${GL_NGTCP2_LIB} PkgConfig::GNUTLS)
+
+add_library(gl_dep_libev INTERFACE)
+target_include_directories(gl_dep_libev INTERFACE ${LIBEV_INCLUDE_DIR})
+target_link_libraries(gl_dep_libev INTERFACE ${GL_LIBEV_LIB} m)
+
+add_library(gl_dep_jsonc INTERFACE)
+target_include_directories(gl_dep_jsonc INTERFACE ${JSONC_INCLUDE_DIRS})
+target_link_libraries(gl_dep_jsonc INTERFACE ${GL_JSONC_LIB})
+
+find_program(GL_NVCC nvcc PATHS /usr/local/cuda/bin)

@@ -1,0 +1,341 @@
+/*
+ * gpulease.h - the public API of libgpulease, the gpulease client library.
+ *
+ * libgpulease leases a slice of a remote NVIDIA GPU from a gpuleased daemon
+ * (VRAM in bytes, for a time-to-live in seconds) and runs compiled CUDA
+ * kernels (PTX, cubin or fatbin) on it over QUIC with TLS 1.3. The client
+ * needs no CUDA toolkit and no CUDA driver; this header needs no header but
+ * the C standard library's.
+ *
+ * Conventions, stated once:
+ *   - Every function that can fail returns a gpulease_status. GPULEASE_OK
+ *     (0) is success. Codes below 100 are the daemon's wire status codes
+ *     (docs/protocol.md, "Status codes"); codes from 100 up arise in the
+ *     client only and never travel on the wire.
+ *   - The last parameter of such a function is an optional `gpulease_error
+ *     *err` owned by the caller. When non-NULL it receives the status and a
+ *     human-readable message (the daemon's message for wire errors). It is
+ *     written on failure and set to GPULEASE_OK with an empty message on
+ *     success.
+ *   - Sizes and offsets are in bytes, times in the unit their name says
+ *     (`_s` seconds, `_ms` milliseconds, `_ns` nanoseconds).
+ *   - Pointers passed in are borrowed for the duration of the call only;
+ *     nothing is retained after a function returns unless its comment says
+ *     so.
+ *
+ * Thread safety: a gpulease_client is one QUIC connection and is NOT safe to
+ * use from several threads at once; give each thread its own client (the
+ * daemon accepts many concurrent connections), or serialise calls with a
+ * lock of your own. Distinct clients share no state and may be used
+ * concurrently. gpulease_status_name() and the secret helpers are
+ * thread-safe.
+ */
+#ifndef GPULEASE_GPULEASE_H
+#define GPULEASE_GPULEASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && !defined(GPULEASE_STATIC_BUILD)
+#define GPULEASE_API __attribute__((visibility("default")))
+#else
+#define GPULEASE_API
+#endif
+
+/* ------------------------------------------------------------------------
+ * Status codes
+ * ---------------------------------------------------------------------- */
+
+/* Wire status codes (0..99) and client-side codes (100..). Numbers are
+ * never reused; a retired code keeps its number. */
+typedef enum gpulease_status {
+  GPULEASE_OK = 0,
+  /* A field of the request is out of range or inconsistent. */
+  GPULEASE_INVALID_ARGUMENT = 1,
+  /* The lease secret is missing or wrong. */
+  GPULEASE_UNAUTHORIZED = 2,
+  /* The module image could not be loaded (the message carries the JIT log). */
+  GPULEASE_LOAD_FAILED = 3,
+  /* The kernel could not be found, launched, or it faulted (the message
+   * names the CUDA error, e.g. CUDA_ERROR_ILLEGAL_ADDRESS). */
+  GPULEASE_LAUNCH_FAILED = 4,
+  /* No lease with that id exists (never existed, or freed long ago). */
+  GPULEASE_NOT_FOUND = 5,
+  /* Reading the output back from device memory failed. */
+  GPULEASE_READ_FAILED = 6,
+  /* The lease's TTL ran out; everything it held has been freed. */
+  GPULEASE_LEASE_EXPIRED = 7,
+  /* The GPU lacks the free VRAM, or a daemon budget (leases) is full. */
+  GPULEASE_CAPACITY_EXCEEDED = 8,
+  /* Unknown op, unsupported protocol version or image format. */
+  GPULEASE_UNSUPPORTED = 9,
+  /* The node has no usable GPU, or no GPU with the requested index. */
+  GPULEASE_NO_DEVICE = 10,
+  /* The request frame is truncated or malformed. */
+  GPULEASE_MALFORMED = 11,
+  /* The request is larger than the daemon accepts. */
+  GPULEASE_TOO_LARGE = 12,
+  /* The daemon is overloaded (connection or request budget); retry later. */
+  GPULEASE_BUSY = 13,
+  /* Copying input bytes into device memory failed. */
+  GPULEASE_WRITE_FAILED = 14,
+  /* An unexpected failure inside the daemon or its worker. */
+  GPULEASE_INTERNAL = 15,
+
+  /* Client-side only. */
+  /* Could not connect, or the connection was lost or closed. */
+  GPULEASE_DISCONNECTED = 100,
+  /* TLS handshake failed or the server's certificate did not verify. */
+  GPULEASE_TLS_FAILED = 101,
+  /* The daemon's reply could not be decoded. */
+  GPULEASE_PROTOCOL_ERROR = 102,
+  /* The client ran out of memory. */
+  GPULEASE_NO_MEMORY = 103,
+  /* No reply within the client's timeout. */
+  GPULEASE_TIMEOUT = 104,
+} gpulease_status;
+
+/* Returns the status's upper-case name ("LEASE_EXPIRED"), or "UNKNOWN" for a
+ * number this library does not know. The string is static. */
+GPULEASE_API const char *gpulease_status_name(int status);
+
+/* Caller-owned error details; see the conventions above. */
+typedef struct gpulease_error {
+  gpulease_status status;
+  char message[1024];
+} gpulease_error;
+
+/* ------------------------------------------------------------------------
+ * Client connection
+ * ---------------------------------------------------------------------- */
+
+typedef struct gpulease_client gpulease_client;
+
+#define GPULEASE_CONNECT_OPTIONS_VERSION 1
+
+/* How to reach and verify a daemon. Fill with
+ * gpulease_connect_options_default() and then set fields; new fields are only
+ * ever appended. Exactly one of ca_file, pin_sha256 or insecure should be
+ * set; if none is, the system trust store is used. */
+typedef struct gpulease_connect_options {
+  uint32_t struct_version; /* GPULEASE_CONNECT_OPTIONS_VERSION */
+  /* "HOST:PORT", "[IPv6]:PORT" or "HOST" (port 5701). Default
+   * "127.0.0.1:5701". */
+  const char *addr;
+  /* PEM file of CA certificates that the daemon's certificate must chain to;
+   * the host part of addr must match the certificate. */
+  const char *ca_file;
+  /* SHA-256 fingerprint of the daemon's DER certificate, 64 hex digits
+   * (colons allowed), as gpuleased prints at start-up. */
+  const char *pin_sha256;
+  /* Non-zero: skip certificate verification (encryption only). The CLI says
+   * so on stderr; the library does not print. */
+  int insecure;
+  /* Reply timeout in milliseconds for each request, and the connect/
+   * handshake timeout. Default 30000. 0 means the default. */
+  uint32_t timeout_ms;
+} gpulease_connect_options;
+
+GPULEASE_API void gpulease_connect_options_default(gpulease_connect_options *opts);
+
+/* Opens a QUIC connection (ALPN "gpulease/1") to the daemon and completes the
+ * TLS 1.3 handshake with the verification that opts asks for.
+ *   opts: borrowed; *out receives a client to close with
+ *   gpulease_client_close().
+ * Errors: INVALID_ARGUMENT (bad address or options), DISCONNECTED (cannot
+ * resolve or reach, handshake timeout), TLS_FAILED (verification failed),
+ * NO_MEMORY. */
+GPULEASE_API gpulease_status gpulease_client_connect(const gpulease_connect_options *opts,
+                                                     gpulease_client **out,
+                                                     gpulease_error *err);
+
+/* Closes the connection and frees the client. Leases are not freed: they
+ * live on the daemon until freed or expired. NULL is ignored. */
+GPULEASE_API void gpulease_client_close(gpulease_client *client);
+
+/* ------------------------------------------------------------------------
+ * Inventory (GET_INVENTORY, docs/protocol.md)
+ * ---------------------------------------------------------------------- */
+
+#define GPULEASE_MAX_GPUS 64
+#define GPULEASE_ANY_GPU UINT32_MAX
+
+/* gpulease_gpu_info.flags */
+#define GPULEASE_GPU_EMULATED 0x1u /* an emulated device (PTX on the CPU) */
+
+typedef struct gpulease_gpu_info {
+  uint32_t index;           /* the daemon's GPU index (NVML order) */
+  char uuid[96];            /* "GPU-xxxxxxxx-..." NUL-terminated */
+  char name[96];            /* "NVIDIA H100 80GB HBM3" NUL-terminated */
+  uint32_t cc_major;        /* compute capability, e.g. 9 */
+  uint32_t cc_minor;        /* e.g. 0 */
+  uint32_t sm_count;        /* streaming multiprocessors; 0 if unknown */
+  uint64_t total_vram_bytes;
+  uint64_t free_vram_bytes;   /* as NVML reports now */
+  uint64_t leased_vram_bytes; /* granted to live leases */
+  uint32_t active_leases;
+  uint32_t flags;           /* GPULEASE_GPU_* */
+} gpulease_gpu_info;
+
+typedef struct gpulease_inventory {
+  char driver_version[64]; /* NVIDIA driver version, or "" with no driver */
+  uint32_t max_ttl_s;      /* longest TTL the daemon grants */
+  uint32_t gpu_count;
+  gpulease_gpu_info gpus[GPULEASE_MAX_GPUS];
+} gpulease_inventory;
+
+/* Lists the node's GPUs. *out is caller-owned and fully written on success.
+ * Errors: DISCONNECTED, TIMEOUT, PROTOCOL_ERROR, and any wire status. */
+GPULEASE_API gpulease_status gpulease_inventory_get(gpulease_client *client,
+                                                    gpulease_inventory *out,
+                                                    gpulease_error *err);
+
+/* ------------------------------------------------------------------------
+ * Leases (LEASE_ALLOC, LEASE_RENEW, LEASE_QUERY, LEASE_FREE)
+ * ---------------------------------------------------------------------- */
+
+#define GPULEASE_SECRET_BYTES 16
+
+/* A lease: its id and its secret are the capability for every op on it.
+ * Plain data; copy it freely. */
+typedef struct gpulease_lease {
+  uint64_t id;
+  uint8_t secret[GPULEASE_SECRET_BYTES];
+  uint32_t gpu_index;   /* the GPU the VRAM is on */
+  uint64_t vram_bytes;  /* VRAM reserved on the device for this lease */
+  uint32_t ttl_s;       /* TTL granted by the last alloc or renew */
+  uint64_t remaining_ms; /* time left when the daemon answered */
+  uint64_t submits;     /* GPU_SUBMITs completed (filled by query) */
+} gpulease_lease;
+
+/* Asks for vram_bytes of VRAM on GPU gpu_index (GPULEASE_ANY_GPU: the GPU
+ * with the most free VRAM) for ttl_s seconds. The daemon reserves the VRAM
+ * on the device, in a CUDA context of the lease's own, before answering.
+ * *out is caller-owned. Errors: INVALID_ARGUMENT (zero size or TTL, TTL above
+ * the daemon's maximum), NO_DEVICE, CAPACITY_EXCEEDED, INTERNAL, and the
+ * connection errors. */
+GPULEASE_API gpulease_status gpulease_lease_alloc(gpulease_client *client, uint32_t gpu_index,
+                                                  uint64_t vram_bytes, uint32_t ttl_s,
+                                                  gpulease_lease *out, gpulease_error *err);
+
+/* Extends the lease to expire ttl_s seconds from now; updates lease->ttl_s
+ * and lease->remaining_ms. Errors: UNAUTHORIZED, NOT_FOUND, LEASE_EXPIRED,
+ * INVALID_ARGUMENT (TTL), and the connection errors. */
+GPULEASE_API gpulease_status gpulease_lease_renew(gpulease_client *client, gpulease_lease *lease,
+                                                  uint32_t ttl_s, gpulease_error *err);
+
+/* Reads the lease's state from the daemon into *lease (id and secret are
+ * the input; the other fields are overwritten). Errors as renew. */
+GPULEASE_API gpulease_status gpulease_lease_query(gpulease_client *client, gpulease_lease *lease,
+                                                  gpulease_error *err);
+
+/* Frees the lease now: the daemon ends its worker process and with it the
+ * CUDA context and all its VRAM. Errors: UNAUTHORIZED, NOT_FOUND,
+ * LEASE_EXPIRED, and the connection errors. */
+GPULEASE_API gpulease_status gpulease_lease_free(gpulease_client *client,
+                                                 const gpulease_lease *lease,
+                                                 gpulease_error *err);
+
+/* Writes the secret as 32 lower-case hex digits and a NUL into hex[33]. */
+GPULEASE_API void gpulease_secret_to_hex(const uint8_t secret[GPULEASE_SECRET_BYTES],
+                                         char hex[2 * GPULEASE_SECRET_BYTES + 1]);
+
+/* Parses 32 hex digits into secret. Returns GPULEASE_OK or
+ * GPULEASE_INVALID_ARGUMENT. */
+GPULEASE_API gpulease_status gpulease_secret_from_hex(const char *hex,
+                                                      uint8_t secret[GPULEASE_SECRET_BYTES]);
+
+/* ------------------------------------------------------------------------
+ * One-shot kernel execution (GPU_SUBMIT)
+ * ---------------------------------------------------------------------- */
+
+typedef enum gpulease_image_format {
+  GPULEASE_IMAGE_AUTO = 0,   /* the daemon detects PTX, cubin (ELF), fatbin */
+  GPULEASE_IMAGE_PTX = 1,
+  GPULEASE_IMAGE_CUBIN = 2,
+  GPULEASE_IMAGE_FATBIN = 3,
+} gpulease_image_format;
+
+typedef enum gpulease_param_kind {
+  /* A device pointer: the lease region's base address plus `offset`. */
+  GPULEASE_PARAM_POINTER = 1,
+  /* `size` bytes of `value`, copied as the parameter's bytes (host byte
+   * order of the GPU, i.e. little-endian). */
+  GPULEASE_PARAM_SCALAR = 2,
+} gpulease_param_kind;
+
+#define GPULEASE_MAX_SCALAR_BYTES 64
+#define GPULEASE_MAX_PARAMS 256
+
+/* One kernel parameter. */
+typedef struct gpulease_param {
+  gpulease_param_kind kind;
+  uint32_t size;     /* SCALAR: 1..GPULEASE_MAX_SCALAR_BYTES bytes */
+  uint64_t offset;   /* POINTER: bytes from the region's start */
+  uint8_t value[GPULEASE_MAX_SCALAR_BYTES]; /* SCALAR: the bytes */
+} gpulease_param;
+
+/* Helpers that fill a parameter; they return the parameter by value. */
+GPULEASE_API gpulease_param gpulease_param_pointer(uint64_t offset);
+GPULEASE_API gpulease_param gpulease_param_scalar(const void *value, uint32_t size);
+
+#define GPULEASE_SUBMIT_DESC_VERSION 1
+
+/* What GPU_SUBMIT runs. Fill with gpulease_submit_desc_default(); every
+ * pointer is borrowed for the call. */
+typedef struct gpulease_submit_desc {
+  uint32_t struct_version;       /* GPULEASE_SUBMIT_DESC_VERSION */
+  const void *image;             /* PTX text, cubin or fatbin bytes */
+  size_t image_size;             /* bytes; PTX need not be NUL-terminated */
+  gpulease_image_format format;
+  const char *kernel;            /* the function's (mangled) name */
+  uint32_t grid[3];              /* grid dimensions in blocks */
+  uint32_t block[3];             /* block dimensions in threads */
+  uint32_t shared_mem_bytes;     /* dynamic shared memory per block */
+  const void *input;             /* optional bytes copied to the region */
+  size_t input_size;             /*   before the launch, at input_offset */
+  uint64_t input_offset;
+  uint64_t output_offset;        /* bytes read back from the region after */
+  uint64_t output_size;          /*   the kernel, at output_offset */
+  /* Kernel parameters. With param_count == 0 and use_params == 0 the
+   * region's device pointer is the only parameter (seed recipe 29). */
+  const gpulease_param *params;
+  size_t param_count;
+  int use_params;
+} gpulease_submit_desc;
+
+GPULEASE_API void gpulease_submit_desc_default(gpulease_submit_desc *desc);
+
+/* GPU_SUBMIT's result. output is malloc'd and owned by the caller: release
+ * it with gpulease_submit_result_release(). */
+typedef struct gpulease_submit_result {
+  void *output;          /* output_size bytes */
+  size_t output_size;
+  uint64_t gpu_time_ns;  /* kernel time measured with CUDA events */
+} gpulease_submit_result;
+
+/* Runs one kernel on the lease's GPU and waits for it: loads the image
+ * (cuModuleLoadDataEx), finds the function (cuModuleGetFunction), copies the
+ * input (cuMemcpyHtoD), launches (cuLaunchKernel), synchronizes and reads
+ * the output (cuMemcpyDtoH). *result is written on success.
+ * Errors: UNAUTHORIZED, NOT_FOUND, LEASE_EXPIRED (also when the TTL ran out
+ * during the kernel: the daemon killed it), INVALID_ARGUMENT (ranges outside
+ * the lease, dimensions), LOAD_FAILED (with the JIT log), LAUNCH_FAILED
+ * (with the CUDA error name), WRITE_FAILED, READ_FAILED, TOO_LARGE, and the
+ * connection errors. */
+GPULEASE_API gpulease_status gpulease_submit(gpulease_client *client, const gpulease_lease *lease,
+                                             const gpulease_submit_desc *desc,
+                                             gpulease_submit_result *result,
+                                             gpulease_error *err);
+
+/* Frees result->output and zeroes the result. NULL is ignored. */
+GPULEASE_API void gpulease_submit_result_release(gpulease_submit_result *result);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GPULEASE_GPULEASE_H */

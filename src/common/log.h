@@ -1,0 +1,25 @@
+/*
+ * log.h - leveled logging to stderr, shared by the daemon and its workers.
+ * Lines look like "2026-11-21T22:37:13.123Z gpuleased[1234] INFO message".
+ */
+#ifndef GL_COMMON_LOG_H
+#define GL_COMMON_LOG_H
+
+enum gl_log_level { GL_LOG_ERROR = 0, GL_LOG_WARN = 1, GL_LOG_INFO = 2, GL_LOG_DEBUG = 3 };
+
+/* Sets the program name printed on each line and the most verbose level
+ * printed (default: "gpulease", INFO). Call once at start-up. */
+void gl_log_init(const char *program, enum gl_log_level level);
+
+/* Parses "error", "warn", "info", "debug". Returns the level or -1. */
+int gl_log_level_parse(const char *s);
+
+/* Logs one line (a trailing newline is added). Thread-safe. */
+void gl_log(enum gl_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define GL_ERROR(...) gl_log(GL_LOG_ERROR, __VA_ARGS__)
+#define GL_WARN(...) gl_log(GL_LOG_WARN, __VA_ARGS__)
+#define GL_INFO(...) gl_log(GL_LOG_INFO, __VA_ARGS__)
+#define GL_DEBUG(...) gl_log(GL_LOG_DEBUG, __VA_ARGS__)
+
+#endif

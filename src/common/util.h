@@ -1,0 +1,42 @@
+/*
+ * util.h - small helpers shared by the library, the daemon and the CLI:
+ * clocks, hex, host:port parsing, constant-time compare, reading files.
+ */
+#ifndef GL_COMMON_UTIL_H
+#define GL_COMMON_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GL_DEFAULT_PORT 5701
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t gl_mono_ns(void);
+
+/* Lower-case hex of n bytes into out (2n+1 bytes with NUL). */
+void gl_hex_encode(const uint8_t *in, size_t n, char *out);
+
+/* Parses exactly 2n hex digits into n bytes. 0 or -1. */
+int gl_hex_decode(const char *in, uint8_t *out, size_t n);
+
+/* Constant-time equality of two n-byte strings. */
+bool gl_ct_equal(const uint8_t *a, const uint8_t *b, size_t n);
+
+/* Splits "host:port", "[v6]:port", "host" (default_port) into host (no
+ * brackets) and port. 0 or -1 (empty host, bad or zero port, too long). */
+int gl_parse_hostport(const char *in, uint16_t default_port, char *host, size_t hostlen,
+                      uint16_t *port);
+
+/* Parses an unsigned decimal with an optional binary suffix K, M, G, T
+ * (KiB...) or KB/MB/GB (decimal), e.g. "1048576", "64M", "2GiB". 0 or -1. */
+int gl_parse_size(const char *s, uint64_t *out);
+
+/* Parses a whole unsigned decimal (no sign, no suffix) in [0, max]. 0 or -1. */
+int gl_parse_u64(const char *s, uint64_t max, uint64_t *out);
+
+/* Reads a whole file into a malloc'd buffer (caller frees), at most max
+ * bytes. 0, or -1 with errno set (EFBIG when larger than max). */
+int gl_read_file(const char *path, size_t max, uint8_t **data, size_t *len);
+
+#endif

@@ -1,0 +1,127 @@
+/*
+ * quic.h - QUIC transport (ngtcp2 + GnuTLS, TLS 1.3) for gpulease.
+ *
+ * The transport moves opaque messages: one request and one response per
+ * client-initiated bidirectional stream. It knows nothing of the gpulease
+ * frame format beyond a per-stream size limit; the codec lives in
+ * src/proto/. The server runs on a libev loop (the daemon's); the client is
+ * blocking and owns its own poll() loop (no event-loop dependency in
+ * libgpulease).
+ *
+ * ALPN is always "gpulease/1" (GL_WIRE_ALPN). ngtcp2 0.12 (Debian 12) and
+ * 1.x are both supported through ngtcp2_shim.h.
+ */
+#ifndef GL_NET_QUIC_H
+#define GL_NET_QUIC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct ev_loop;
+
+/* ======================================================================
+ * Server
+ * ==================================================================== */
+
+typedef struct gl_qserver gl_qserver;
+/* One request: one stream of one connection. Owned by the server until
+ * gl_qreq_reply() (exactly once per request) is called. */
+typedef struct gl_qreq gl_qreq;
+
+enum gl_qreq_err {
+  GL_QREQ_OK = 0,
+  /* The client sent more than max_message_bytes on the stream. msg holds
+   * the first bytes received (at least the 12-byte header when that many
+   * arrived); the rest of the stream's input is discarded (STOP_SENDING). */
+  GL_QREQ_TOO_LARGE = 1,
+};
+
+/* Called once per request stream when the client finished it (FIN), or
+ * when it grew past the limit. msg is valid only during the callback.
+ * The callee must eventually call gl_qreq_reply(req, ...) exactly once,
+ * now or later (e.g. after a worker answered). */
+typedef void (*gl_qserver_request_cb)(void *user, gl_qreq *req, const uint8_t *msg,
+                                      size_t len, int err /* enum gl_qreq_err */);
+
+typedef struct gl_qserver_config {
+  const char *listen_host;   /* "0.0.0.0", "::", "127.0.0.1" ... */
+  uint16_t listen_port;      /* 0 = pick a free port (see gl_qserver_port) */
+  const char *cert_file;     /* PEM certificate chain */
+  const char *key_file;      /* PEM private key */
+  size_t max_message_bytes;  /* per request stream */
+  uint32_t idle_timeout_ms;  /* connection idle timeout (default 60000) */
+  size_t max_connections;    /* beyond: new connections refused (default 1024) */
+  uint32_t max_streams_per_conn; /* concurrent bidi streams (default 256) */
+  gl_qserver_request_cb on_request;
+  void *user;
+} gl_qserver_config;
+
+/* Binds a UDP socket and starts serving on loop. cfg is copied (strings
+ * too). Returns 0, or -1 with a reason in err. */
+int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserver **out,
+                   char *err, size_t errlen);
+
+/* Closes every connection (CONNECTION_CLOSE) and frees the server. Pending
+ * gl_qreq objects become "orphaned": a later gl_qreq_reply() on them just
+ * frees them. */
+void gl_qserver_del(gl_qserver *srv);
+
+/* The UDP port actually bound. */
+uint16_t gl_qserver_port(const gl_qserver *srv);
+
+/* Number of live connections (for metrics and tests). */
+size_t gl_qserver_connection_count(const gl_qserver *srv);
+
+/* Sends msg (copied) as the response on req's stream, then FIN, and frees
+ * req. If the connection or stream is gone, only frees req. Returns 0, or -1
+ * if the reply could not be queued (req is freed all the same). */
+int gl_qreq_reply(gl_qreq *req, const uint8_t *msg, size_t len);
+
+/* True when the connection of req has closed (the reply would be dropped).
+ * Lets the daemon skip work for vanished clients. */
+bool gl_qreq_orphaned(const gl_qreq *req);
+
+/* ======================================================================
+ * Client (blocking)
+ * ==================================================================== */
+
+typedef struct gl_qclient gl_qclient;
+
+enum gl_qclient_err {
+  GL_QC_OK = 0,
+  GL_QC_INVALID = -1,      /* bad address or options */
+  GL_QC_UNREACHABLE = -2,  /* resolve/connect/handshake timeout, conn lost */
+  GL_QC_TLS = -3,          /* handshake failed or certificate not verified */
+  GL_QC_TIMEOUT = -4,      /* no complete response within timeout */
+  GL_QC_NOMEM = -5,
+  GL_QC_TOO_LARGE = -6,    /* response bigger than max_response_bytes */
+};
+
+typedef struct gl_qclient_config {
+  const char *host;        /* name or address literal (no brackets) */
+  uint16_t port;
+  const char *ca_file;     /* verify chain + hostname against this CA file */
+  const char *pin_sha256;  /* or: 64 hex digits (colons allowed) of the
+                              SHA-256 of the server's DER certificate */
+  bool insecure;           /* or: no verification at all */
+  uint32_t timeout_ms;     /* handshake and per-request timeout */
+  size_t max_response_bytes;
+} gl_qclient_config;
+
+/* Resolves host, opens a UDP socket and completes the QUIC/TLS handshake.
+ * With none of ca_file/pin_sha256/insecure the system trust store is used.
+ * Returns GL_QC_OK or a negative gl_qclient_err with a reason in err. */
+int gl_qclient_connect(const gl_qclient_config *cfg, gl_qclient **out, char *err,
+                       size_t errlen);
+
+/* Sends req (len bytes) on a new bidi stream with FIN and blocks until the
+ * whole response arrived (FIN). *resp is malloc'd (caller frees).
+ * Returns GL_QC_OK or a negative gl_qclient_err with a reason in err. */
+int gl_qclient_request(gl_qclient *c, const uint8_t *req, size_t len, uint8_t **resp,
+                       size_t *resp_len, char *err, size_t errlen);
+
+/* Closes the connection (CONNECTION_CLOSE) and frees c. NULL ignored. */
+void gl_qclient_del(gl_qclient *c);
+
+#endif /* GL_NET_QUIC_H */

@@ -1,0 +1,344 @@
+/*
+ * wire.h - the gpulease/1 wire codec: bytes in, structs out, and back.
+ *
+ * Pure code: no I/O, no QUIC, no allocation while decoding. Decoded structs
+ * BORROW pointers into the input buffer (kernel name, image, input bytes,
+ * messages, output bytes): they stay valid as long as that buffer does.
+ * docs/protocol.md is the normative description of every byte; this file
+ * and that document change together.
+ *
+ * Framing summary (all integers big-endian / network byte order):
+ *
+ *   A message is a 12-byte header followed by body_len bytes of body.
+ *     off size field
+ *       0    2 magic       'G' 'L' (0x47 0x4C)
+ *       2    1 version     1
+ *       3    1 kind        0 = request, 1 = response
+ *       4    2 op          operation code (GL_OP_*)
+ *       6    2 status      requests: 0; responses: gpulease_status
+ *       8    4 body_len    bytes of body that follow
+ *
+ *   A response body always starts with
+ *       u16 msg_len, msg_len bytes of UTF-8 message (no NUL)
+ *   followed, only when status == OK, by the op's result fields.
+ *
+ *   Each QUIC bidirectional stream carries exactly one request (client
+ *   sends it and FIN) and one response (server sends it and FIN).
+ *
+ * Common pieces:
+ *   lease_auth := u64 lease_id, 16 bytes secret
+ *   str8       := u8 len, len bytes         (no NUL; len <= 255)
+ *   str16      := u16 len, len bytes
+ *
+ * Op bodies (request -> OK response result):
+ *
+ *   GET_INVENTORY (0x0001)
+ *     request: empty
+ *     result : u32 max_ttl_s, str8 driver_version, u16 gpu_count (<= 64),
+ *              gpu_count x { u32 index, str8 uuid, str8 name, u8 cc_major,
+ *                            u8 cc_minor, u32 sm_count, u64 total_vram_bytes,
+ *                            u64 free_vram_bytes, u64 leased_vram_bytes,
+ *                            u32 active_leases, u32 flags }
+ *
+ *   LEASE_ALLOC (0x0101)
+ *     request: u32 gpu_index (0xFFFFFFFF = any), u64 vram_bytes, u32 ttl_s
+ *     result : lease_info
+ *
+ *   LEASE_RENEW (0x0102)
+ *     request: lease_auth, u32 ttl_s
+ *     result : lease_info
+ *
+ *   LEASE_QUERY (0x0103)
+ *     request: lease_auth
+ *     result : lease_info
+ *
+ *   LEASE_FREE (0x0104)
+ *     request: lease_auth
+ *     result : empty
+ *
+ *   lease_info := u64 lease_id, 16 bytes secret (LEASE_ALLOC: the new
+ *                 secret; RENEW/QUERY: 16 zero bytes, never echoed),
+ *                 u32 gpu_index, u64 vram_bytes, u32 ttl_s,
+ *                 u64 remaining_ms, u64 submits
+ *
+ *   GPU_SUBMIT (0x0201)
+ *     request: lease_auth,
+ *              u8  image_format (gpulease_image_format, 0..3),
+ *              u8  flags (bit 0: the param list below is used; other bits 0),
+ *              str16 kernel_name (1..1024 bytes),
+ *              u32 grid_x, grid_y, grid_z, u32 block_x, block_y, block_z,
+ *              u32 shared_mem_bytes,
+ *              u64 input_offset, u64 output_offset, u64 output_size,
+ *              u16 param_count (<= 256),
+ *              param_count x { u8 kind (1 = pointer, 2 = scalar),
+ *                              pointer: u64 offset
+ *                              scalar : u8 size (1..64), size bytes },
+ *              u32 image_len (>= 1), image_len bytes,
+ *              u32 input_len, input_len bytes
+ *              The body must end exactly after the input bytes.
+ *     result : u64 gpu_time_ns, u32 output_len, output_len bytes
+ *
+ *   Internal ops (worker IPC only; the daemon refuses them from the network
+ *   with UNSUPPORTED):
+ *   WORKER_INIT (0x7F01)
+ *     request: u32 cuda_ordinal, u64 vram_bytes
+ *     result : u64 region_base (device address), str8 device_name
+ *   WORKER_PROBE (0x7F02)
+ *     request: empty
+ *     result : u16 count, count x { str8 uuid, str8 name, u8 cc_major,
+ *              u8 cc_minor, u32 sm_count, u64 total_vram_bytes }
+ *              (count may be 0; status NO_DEVICE with a message when the
+ *               CUDA driver cannot be loaded or initialised)
+ *
+ * Limits: a decoder rejects a header whose version is not 1 (UNSUPPORTED),
+ * a bad magic or kind (MALFORMED), a body_len different from the bytes
+ * present (MALFORMED: truncated or trailing bytes), body_len above the
+ * caller's max (TOO_LARGE), an unknown op (UNSUPPORTED), any field that runs
+ * past the body, or trailing bytes after the last field (MALFORMED), and
+ * out-of-range fields listed above (INVALID_ARGUMENT).
+ */
+#ifndef GL_PROTO_WIRE_H
+#define GL_PROTO_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpulease/gpulease.h"
+
+#define GL_WIRE_MAGIC0 0x47 /* 'G' */
+#define GL_WIRE_MAGIC1 0x4C /* 'L' */
+#define GL_WIRE_VERSION 1
+#define GL_WIRE_HEADER_SIZE 12
+#define GL_WIRE_KIND_REQUEST 0
+#define GL_WIRE_KIND_RESPONSE 1
+#define GL_WIRE_ALPN "gpulease/1"
+
+#define GL_WIRE_MAX_KERNEL_NAME 1024
+#define GL_WIRE_MAX_MESSAGE 65535
+
+enum gl_op {
+  GL_OP_GET_INVENTORY = 0x0001,
+  GL_OP_LEASE_ALLOC = 0x0101,
+  GL_OP_LEASE_RENEW = 0x0102,
+  GL_OP_LEASE_QUERY = 0x0103,
+  GL_OP_LEASE_FREE = 0x0104,
+  GL_OP_GPU_SUBMIT = 0x0201,
+  GL_OP_WORKER_INIT = 0x7F01,
+  GL_OP_WORKER_PROBE = 0x7F02,
+};
+
+/* Returns "GPU_SUBMIT" etc., or "UNKNOWN". Static string. */
+const char *gl_op_name(uint16_t op);
+
+/* ---- growable output buffer -------------------------------------------- */
+
+typedef struct gl_buf {
+  uint8_t *data;
+  size_t len;
+  size_t cap;
+  bool oom; /* set once an allocation failed; further writes are dropped */
+} gl_buf;
+
+void gl_buf_init(gl_buf *b);
+void gl_buf_free(gl_buf *b);
+/* Takes ownership of b->data (malloc'd; caller frees) and resets b. */
+uint8_t *gl_buf_steal(gl_buf *b, size_t *len);
+
+/* ---- header ------------------------------------------------------------- */
+
+typedef struct gl_header {
+  uint8_t version;
+  uint8_t kind;
+  uint16_t op;
+  uint16_t status;
+  uint32_t body_len;
+} gl_header;
+
+/* Decodes the first GL_WIRE_HEADER_SIZE bytes of p. Returns GPULEASE_OK,
+ * GPULEASE_MALFORMED (len < 12, bad magic, bad kind) or GPULEASE_UNSUPPORTED
+ * (version != 1). On UNSUPPORTED, *h is still filled so the caller can echo
+ * the op. */
+gpulease_status gl_header_decode(const uint8_t *p, size_t len, gl_header *h);
+
+/* ---- decoded structures -------------------------------------------------- */
+
+typedef struct gl_lease_auth {
+  uint64_t lease_id;
+  uint8_t secret[GPULEASE_SECRET_BYTES];
+} gl_lease_auth;
+
+typedef struct gl_lease_alloc_req {
+  uint32_t gpu_index;
+  uint64_t vram_bytes;
+  uint32_t ttl_s;
+} gl_lease_alloc_req;
+
+typedef struct gl_lease_renew_req {
+  gl_lease_auth auth;
+  uint32_t ttl_s;
+} gl_lease_renew_req;
+
+typedef struct gl_submit_req {
+  gl_lease_auth auth;
+  uint8_t image_format;
+  uint8_t flags; /* GL_SUBMIT_F_PARAMS */
+  const char *kernel_name; /* borrowed, NOT NUL-terminated */
+  uint16_t kernel_name_len;
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t shared_mem_bytes;
+  uint64_t input_offset;
+  uint64_t output_offset;
+  uint64_t output_size;
+  uint16_t param_count;
+  const uint8_t *params_raw; /* borrowed: the encoded param list */
+  size_t params_raw_len;
+  const uint8_t *image; /* borrowed */
+  uint32_t image_len;
+  const uint8_t *input; /* borrowed */
+  uint32_t input_len;
+} gl_submit_req;
+#define GL_SUBMIT_F_PARAMS 0x01
+
+/* One decoded kernel parameter (see gl_param_next). */
+typedef struct gl_param {
+  uint8_t kind;  /* GPULEASE_PARAM_POINTER or GPULEASE_PARAM_SCALAR */
+  uint8_t size;  /* scalar size in bytes */
+  uint64_t offset; /* pointer offset */
+  const uint8_t *value; /* scalar bytes, borrowed */
+} gl_param;
+
+/* Iterates over a submit request's already validated param list:
+ *   size_t pos = 0; gl_param p; while (gl_param_next(req, &pos, &p)) ...
+ * Returns false at the end. */
+bool gl_param_next(const gl_submit_req *req, size_t *pos, gl_param *out);
+
+typedef struct gl_worker_init_req {
+  uint32_t cuda_ordinal;
+  uint64_t vram_bytes;
+} gl_worker_init_req;
+
+typedef struct gl_request {
+  uint16_t op;
+  union {
+    gl_lease_alloc_req alloc;     /* LEASE_ALLOC */
+    gl_lease_renew_req renew;     /* LEASE_RENEW */
+    gl_lease_auth auth;           /* LEASE_QUERY, LEASE_FREE */
+    gl_submit_req submit;         /* GPU_SUBMIT */
+    gl_worker_init_req worker_init; /* WORKER_INIT */
+  } u;
+} gl_request;
+
+typedef struct gl_gpu_entry {
+  uint32_t index;
+  char uuid[96];  /* NUL-terminated copy (str8 fits) */
+  char name[96];
+  uint8_t cc_major, cc_minor;
+  uint32_t sm_count;
+  uint64_t total_vram_bytes;
+  uint64_t free_vram_bytes;
+  uint64_t leased_vram_bytes;
+  uint32_t active_leases;
+  uint32_t flags;
+} gl_gpu_entry;
+
+typedef struct gl_inventory {
+  uint32_t max_ttl_s;
+  char driver_version[64]; /* NUL-terminated copy */
+  uint16_t gpu_count;
+  gl_gpu_entry gpus[GPULEASE_MAX_GPUS];
+} gl_inventory;
+
+typedef struct gl_lease_info {
+  uint64_t lease_id;
+  uint8_t secret[GPULEASE_SECRET_BYTES];
+  uint32_t gpu_index;
+  uint64_t vram_bytes;
+  uint32_t ttl_s;
+  uint64_t remaining_ms;
+  uint64_t submits;
+} gl_lease_info;
+
+typedef struct gl_submit_resp {
+  uint64_t gpu_time_ns;
+  const uint8_t *output; /* borrowed */
+  uint32_t output_len;
+} gl_submit_resp;
+
+typedef struct gl_probe_gpu {
+  char uuid[96];
+  char name[96];
+  uint8_t cc_major, cc_minor;
+  uint32_t sm_count;
+  uint64_t total_vram_bytes;
+} gl_probe_gpu;
+
+typedef struct gl_probe_resp {
+  uint16_t count;
+  gl_probe_gpu gpus[GPULEASE_MAX_GPUS];
+} gl_probe_resp;
+
+typedef struct gl_worker_init_resp {
+  uint64_t region_base;
+  char device_name[96];
+} gl_worker_init_resp;
+
+typedef struct gl_response {
+  uint16_t op;
+  uint16_t status;
+  const char *msg; /* borrowed, NOT NUL-terminated */
+  uint16_t msg_len;
+  union { /* valid only when status == GPULEASE_OK */
+    gl_inventory inventory;   /* GET_INVENTORY */
+    gl_lease_info lease;      /* LEASE_ALLOC, LEASE_RENEW, LEASE_QUERY */
+    gl_submit_resp submit;    /* GPU_SUBMIT */
+    gl_probe_resp probe;      /* WORKER_PROBE */
+    gl_worker_init_resp worker_init; /* WORKER_INIT */
+  } u;
+} gl_response;
+
+/* ---- decode ------------------------------------------------------------- */
+
+/* Decodes one whole request message (header + body, exactly len bytes).
+ *   max_body: largest body_len accepted (TOO_LARGE above it).
+ *   out: filled on success; borrows from msg.
+ *   err/errlen: receives a human-readable reason on failure (may be NULL).
+ * Returns GPULEASE_OK, MALFORMED, UNSUPPORTED, TOO_LARGE or
+ * INVALID_ARGUMENT. On failure *out_op (if non-NULL) receives the header's
+ * op when the header could be read, else 0, so the caller can echo it. */
+gpulease_status gl_request_decode(const uint8_t *msg, size_t len, size_t max_body,
+                                  gl_request *out, uint16_t *out_op, char *err, size_t errlen);
+
+/* Decodes one whole response message. For a non-OK status only op, status
+ * and msg are filled. Returns GPULEASE_OK when the message is well formed
+ * (whatever its status field says), otherwise MALFORMED / UNSUPPORTED /
+ * TOO_LARGE with err filled. */
+gpulease_status gl_response_decode(const uint8_t *msg, size_t len, size_t max_body,
+                                   gl_response *out, char *err, size_t errlen);
+
+/* ---- encode ------------------------------------------------------------- */
+
+/* Appends a whole request message for req to out. Fields are validated the
+ * same way the decoder validates them; returns GPULEASE_OK,
+ * INVALID_ARGUMENT (with nothing appended) or NO_MEMORY. */
+gpulease_status gl_request_encode(const gl_request *req, gl_buf *out);
+
+/* Appends a whole response message. When resp->status != OK only op, status
+ * and msg are encoded (msg is truncated to GL_WIRE_MAX_MESSAGE bytes).
+ * Returns GPULEASE_OK or NO_MEMORY. */
+gpulease_status gl_response_encode(const gl_response *resp, gl_buf *out);
+
+/* Convenience: appends an error response (no result fields) with a
+ * printf-formatted message. */
+gpulease_status gl_response_encode_error(uint16_t op, gpulease_status status, gl_buf *out,
+                                         const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Encodes the param list of a GPU_SUBMIT request from public params, into
+ * out (appends). Used by encoders of gl_submit_req: the caller points
+ * params_raw/params_raw_len/param_count at the result. Returns OK,
+ * INVALID_ARGUMENT (kind, size) or NO_MEMORY. */
+gpulease_status gl_params_encode(const gpulease_param *params, size_t count, gl_buf *out);
+
+#endif /* GL_PROTO_WIRE_H */

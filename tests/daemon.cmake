@@ -1,0 +1,1 @@
+# tests of src/daemon (owner fills in)

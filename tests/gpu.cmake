@@ -1,0 +1,1 @@
+# tests of src/gpu (owner fills in)

@@ -1,0 +1,1 @@
+# tests of src/net (owner fills in)

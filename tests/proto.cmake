@@ -1,0 +1,1 @@
+# tests of src/proto (owner fills in)
