@@ -37,3 +37,10 @@ target_include_directories(gl_dep_jsonc INTERFACE ${JSONC_INCLUDE_DIRS})
 target_link_libraries(gl_dep_jsonc INTERFACE ${GL_JSONC_LIB})
 
 find_program(GL_NVCC nvcc PATHS /usr/local/cuda/bin)
+
+# libgpulease.so cannot take Debian's libngtcp2.a (not built as PIC): the
+# shared library links the shared ngtcp2 instead.
+find_library(GL_NGTCP2_SO NAMES libngtcp2.so ngtcp2 REQUIRED)
+find_library(GL_NGTCP2_CRYPTO_SO NAMES libngtcp2_crypto_gnutls.so ngtcp2_crypto_gnutls REQUIRED)
+add_library(gl_dep_ngtcp2_shared INTERFACE)
+target_link_libraries(gl_dep_ngtcp2_shared INTERFACE ${GL_NGTCP2_CRYPTO_SO} ${GL_NGTCP2_SO} PkgConfig::GNUTLS)

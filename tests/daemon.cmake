@@ -1,1 +1,7 @@
-# tests of src/daemon (owner fills in)
+# Tests of src/daemon, src/lib and src/cli.
+gl_add_test(test_lease_table SOURCES unit/test_lease_table.c LIBS gl_daemon)
+gl_add_test(test_e2e SOURCES e2e/test_e2e.c e2e/daemon_harness.c
+  LIBS gpulease_static gl_proto gl_common Threads::Threads TIMEOUT 300)
+add_dependencies(test_e2e gpuleased)
+add_test(NAME test_cli COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_cli.sh ${PROJECT_BINARY_DIR})
+set_tests_properties(test_cli PROPERTIES TIMEOUT 120)

@@ -1,1 +1,31 @@
-# tests of src/gpu (owner fills in)
+# Tests of src/gpu and src/worker. None needs a GPU: the driver loaders are
+# checked to fail cleanly, the worker runs over a socketpair (its CUDA
+# backend answering NO_DEVICE, or a fake backend for the submit path).
+gl_add_test(test_worker
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/unit/test_worker.c
+  LIBS gl_worker Threads::Threads
+  LABELS gpu)
+gl_add_test(test_submit_check
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/unit/test_submit_check.c
+  LIBS gl_worker
+  LABELS gpu)
+
+# Our copies of the CUDA types and signatures against the real cuda.h,
+# where the toolkit is installed (the build itself never needs it).
+find_path(GL_CUDA_INCLUDE_DIR cuda.h PATHS /usr/local/cuda/include)
+if(GL_CUDA_INCLUDE_DIR)
+  gl_add_test(test_cuda_abi
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/unit/test_cuda_abi.c
+            ${CMAKE_CURRENT_LIST_DIR}/unit/cuda_abi_ours.c
+    LIBS gl_gpu
+    LABELS gpu)
+  target_include_directories(test_cuda_abi SYSTEM PRIVATE ${GL_CUDA_INCLUDE_DIR})
+endif()
+
+# On a GPU machine, by hand (not in ctest):
+#   ./gl_worker_smoke kernels/        (or kernels/iota.ptx)
+add_executable(gl_worker_smoke ${CMAKE_CURRENT_LIST_DIR}/gpu/worker_smoke.c)
+target_link_libraries(gl_worker_smoke PRIVATE gl_worker)
+if(TARGET gl_kernels)
+  add_dependencies(gl_worker_smoke gl_kernels)
+endif()

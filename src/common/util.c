@@ -86,7 +86,7 @@ int gl_parse_hostport(const char *in, uint16_t default_port, char *host, size_t 
   host[hl] = 0;
   if (p) {
     uint64_t v;
-    if (gl_parse_u64(p, 65535, &v) != 0 || v == 0) return -1;
+    if (gl_parse_u64(p, 65535, &v) != 0) return -1;
     *port = (uint16_t)v;
   } else {
     *port = default_port;

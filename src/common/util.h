@@ -24,7 +24,8 @@ int gl_hex_decode(const char *in, uint8_t *out, size_t n);
 bool gl_ct_equal(const uint8_t *a, const uint8_t *b, size_t n);
 
 /* Splits "host:port", "[v6]:port", "host" (default_port) into host (no
- * brackets) and port. 0 or -1 (empty host, bad or zero port, too long). */
+ * brackets) and port. Port 0 is accepted (a server then picks one; clients
+ * must refuse it). 0 or -1 (empty host, bad port, too long). */
 int gl_parse_hostport(const char *in, uint16_t default_port, char *host, size_t hostlen,
                       uint16_t *port);
 

@@ -116,6 +116,8 @@
 
 #define GL_WIRE_MAX_KERNEL_NAME 1024
 #define GL_WIRE_MAX_MESSAGE 65535
+/* Largest encoded GPU_SUBMIT param list (kind bytes, sizes and values). */
+#define GL_WIRE_MAX_PARAM_BYTES 4096
 
 enum gl_op {
   GL_OP_GET_INVENTORY = 0x0001,
@@ -323,6 +325,12 @@ gpulease_status gl_response_decode(const uint8_t *msg, size_t len, size_t max_bo
  * same way the decoder validates them; returns GPULEASE_OK,
  * INVALID_ARGUMENT (with nothing appended) or NO_MEMORY. */
 gpulease_status gl_request_encode(const gl_request *req, gl_buf *out);
+
+/* Checks req the way gl_request_encode() does, without encoding it, and
+ * says why it is refused: the client library uses it to report a precise
+ * INVALID_ARGUMENT message. err/errlen may be NULL/0. Returns GPULEASE_OK or
+ * GPULEASE_INVALID_ARGUMENT. */
+gpulease_status gl_request_validate(const gl_request *req, char *err, size_t errlen);
 
 /* Appends a whole response message. When resp->status != OK only op, status
  * and msg are encoded (msg is truncated to GL_WIRE_MAX_MESSAGE bytes).

@@ -1,0 +1,86 @@
+/*
+ * cli.h - shared state of the gpulease command-line tool.
+ *
+ * main.c parses every option in one pass (options may come before or after
+ * the subcommand words) into a gl_cli; each cmd_*.c runs one subcommand and
+ * returns the process exit code: 0 success, 1 the operation failed, 2 bad
+ * usage.
+ */
+#ifndef GL_CLI_CLI_H
+#define GL_CLI_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gpulease/gpulease.h"
+
+#define CLI_MAX_ARGS GPULEASE_MAX_PARAMS
+
+enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
+
+typedef struct gl_cli {
+  /* global */
+  const char *addr, *ca_file, *pin_sha256;
+  bool insecure, json;
+  uint32_t timeout_ms;
+  /* lease */
+  bool have_vram, have_ttl, have_gpu;
+  uint64_t vram_bytes;
+  uint32_t ttl_s, gpu_index;
+  const char *secret_hex; /* --secret or $GPULEASE_SECRET */
+  const char *lease_id_str;
+  /* submit */
+  const char *binary, *kernel, *input_file, *output_file, *format, *image_format;
+  uint32_t grid[3], block[3];
+  uint32_t shared_mem_bytes;
+  uint64_t input_offset, output_offset, output_size;
+  bool have_output_size;
+  gpulease_param params[CLI_MAX_ARGS];
+  size_t param_count;
+  /* positionals after the subcommand */
+  char **words;
+  int nwords;
+  /* bit set of options given, for "does not apply" checks */
+  uint64_t given;
+} gl_cli;
+
+/* Option bits for gl_cli.given. */
+enum {
+  OPT_VRAM = 1 << 0, OPT_TTL = 1 << 1, OPT_GPU = 1 << 2, OPT_SECRET = 1 << 3,
+  OPT_BINARY = 1 << 4, OPT_KERNEL = 1 << 5, OPT_GRID = 1 << 6, OPT_BLOCK = 1 << 7,
+  OPT_SHMEM = 1 << 8, OPT_INPUT = 1 << 9, OPT_INPUT_OFF = 1 << 10, OPT_OUTPUT_OFF = 1 << 11,
+  OPT_OUTPUT_SIZE = 1 << 12, OPT_FORMAT = 1 << 13, OPT_ARG = 1 << 14, OPT_LEASE = 1 << 15,
+  OPT_IMAGE_FORMAT = 1 << 16, OPT_OUTPUT = 1 << 17,
+};
+
+/* Connects with the global options; on failure reports and returns NULL. */
+gpulease_client *cli_connect(const gl_cli *cli);
+
+/* Reports a failed call: "gpulease: WHAT: STATUS: message" on stderr, or a
+ * JSON error object on stdout with --json. Returns EXIT_FAILED. */
+int cli_fail(const gl_cli *cli, const char *what, const gpulease_error *err);
+
+/* Reports a usage error on stderr. Returns EXIT_USAGE. */
+int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Refuses options in `given` that are not in `allowed`. 0 or EXIT_USAGE. */
+int cli_only(const gl_cli *cli, uint64_t allowed, const char *cmd);
+
+/* Parses a --arg value ("ptr:OFFSET", "i32:-5", "f32:2.5", "u64:7",
+ * "bytes:HEX", ...). 0 or -1 with a message in err. */
+int cli_parse_arg(const char *s, gpulease_param *out, char *err, size_t errlen);
+
+/* Parses "X", "X,Y" or "X,Y,Z" (missing ones are 1). 0 or -1. */
+int cli_parse_dim3(const char *s, uint32_t out[3]);
+
+/* Reads the lease from ID and --secret / $GPULEASE_SECRET. 0 or EXIT_USAGE. */
+int cli_lease_from_args(const gl_cli *cli, const char *id_str, gpulease_lease *out);
+
+/* Prints a lease (alloc/renew/show) as text or JSON. */
+void cli_print_lease(const gl_cli *cli, const gpulease_lease *l, bool with_secret);
+
+int cmd_inventory(gl_cli *cli);
+int cmd_lease(gl_cli *cli);
+int cmd_submit(gl_cli *cli);
+
+#endif

@@ -1,0 +1,73 @@
+/*
+ * cmd_inventory.c - `gpulease inventory`: the node's GPUs (GET_INVENTORY).
+ */
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <stdio.h>
+
+#include "cli/cli.h"
+
+static void print_json(const gpulease_inventory *inv) {
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "driver_version", json_object_new_string(inv->driver_version));
+  json_object_object_add(o, "max_ttl_s", json_object_new_int64(inv->max_ttl_s));
+  json_object *arr = json_object_new_array();
+  for (uint32_t i = 0; i < inv->gpu_count; i++) {
+    const gpulease_gpu_info *g = &inv->gpus[i];
+    json_object *j = json_object_new_object();
+    json_object_object_add(j, "index", json_object_new_int64(g->index));
+    json_object_object_add(j, "uuid", json_object_new_string(g->uuid));
+    json_object_object_add(j, "name", json_object_new_string(g->name));
+    char cc[16];
+    snprintf(cc, sizeof cc, "%u.%u", g->cc_major, g->cc_minor);
+    json_object_object_add(j, "compute_capability", json_object_new_string(cc));
+    json_object_object_add(j, "sm_count", json_object_new_int64(g->sm_count));
+    json_object_object_add(j, "total_vram_bytes", json_object_new_uint64(g->total_vram_bytes));
+    json_object_object_add(j, "free_vram_bytes", json_object_new_uint64(g->free_vram_bytes));
+    json_object_object_add(j, "leased_vram_bytes", json_object_new_uint64(g->leased_vram_bytes));
+    json_object_object_add(j, "active_leases", json_object_new_int64(g->active_leases));
+    json_object_object_add(j, "emulated",
+                           json_object_new_boolean((g->flags & GPULEASE_GPU_EMULATED) != 0));
+    json_object_array_add(arr, j);
+  }
+  json_object_object_add(o, "gpus", arr);
+  puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
+  json_object_put(o);
+}
+
+static void print_text(const gpulease_inventory *inv) {
+  printf("driver %s, max TTL %" PRIu32 " s, %" PRIu32 " GPU(s)\n",
+         inv->driver_version[0] ? inv->driver_version : "(none)", inv->max_ttl_s, inv->gpu_count);
+  if (inv->gpu_count == 0) {
+    printf("no GPU on this node\n");
+    return;
+  }
+  printf("%-3s %-28s %-5s %-4s %11s %11s %11s %6s\n", "GPU", "NAME", "CC", "SMS", "TOTAL MiB",
+         "FREE MiB", "LEASED MiB", "LEASES");
+  for (uint32_t i = 0; i < inv->gpu_count; i++) {
+    const gpulease_gpu_info *g = &inv->gpus[i];
+    char cc[16];
+    snprintf(cc, sizeof cc, "%u.%u", g->cc_major, g->cc_minor);
+    printf("%-3" PRIu32 " %-28.28s %-5s %-4" PRIu32 " %11" PRIu64 " %11" PRIu64 " %11" PRIu64
+           " %6" PRIu32 "%s\n",
+           g->index, g->name, cc, g->sm_count, g->total_vram_bytes >> 20,
+           g->free_vram_bytes >> 20, g->leased_vram_bytes >> 20, g->active_leases,
+           (g->flags & GPULEASE_GPU_EMULATED) ? "  (emulated)" : "");
+    printf("    %s\n", g->uuid);
+  }
+}
+
+int cmd_inventory(gl_cli *cli) {
+  if (cli->nwords != 1) return cli_usage_error("inventory takes no arguments");
+  int rc = cli_only(cli, 0, "inventory");
+  if (rc) return rc;
+  gpulease_client *c = cli_connect(cli);
+  if (!c) return EXIT_FAILED;
+  static gpulease_inventory inv;
+  gpulease_error err;
+  if (gpulease_inventory_get(c, &inv, &err) != GPULEASE_OK) rc = cli_fail(cli, "inventory", &err);
+  else if (cli->json) print_json(&inv);
+  else print_text(&inv);
+  gpulease_client_close(c);
+  return rc;
+}

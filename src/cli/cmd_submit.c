@@ -1,0 +1,235 @@
+/*
+ * cmd_submit.c - `gpulease submit`: run one kernel (GPU_SUBMIT) and print
+ * its output. Without --lease it leases just the VRAM the call needs, for
+ * the call only, and frees it afterwards (also when the call fails).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/util.h"
+
+#define MAX_FILE_BYTES ((size_t)1 << 30)
+#define ONESHOT_TTL_S 60
+
+enum out_format { F_F32, F_I32, F_U32, F_HEX, F_RAW };
+
+static int parse_format(const char *s, enum out_format *f) {
+  static const char *names[] = {"f32", "i32", "u32", "hex", "raw"};
+  for (int i = 0; i < 5; i++)
+    if (strcmp(s, names[i]) == 0) {
+      *f = (enum out_format)i;
+      return 0;
+    }
+  return -1;
+}
+
+static int parse_image_format(const char *s, gpulease_image_format *f) {
+  static const char *names[] = {"auto", "ptx", "cubin", "fatbin"};
+  for (int i = 0; i < 4; i++)
+    if (strcmp(s, names[i]) == 0) {
+      *f = (gpulease_image_format)i;
+      return 0;
+    }
+  return -1;
+}
+
+/* The VRAM a one-shot call needs: the end of the furthest range it
+ * touches, at least 1 byte. */
+static uint64_t vram_needed(const gl_cli *cli, size_t input_size) {
+  uint64_t need = 1;
+  uint64_t in_end = cli->input_offset + input_size;
+  uint64_t out_end = cli->output_offset + cli->output_size;
+  if (in_end > need) need = in_end;
+  if (out_end > need) need = out_end;
+  for (size_t i = 0; i < cli->param_count; i++)
+    if (cli->params[i].kind == GPULEASE_PARAM_POINTER && cli->params[i].offset + 1 > need)
+      need = cli->params[i].offset + 1;
+  return need;
+}
+
+static void print_values_text(const uint8_t *p, size_t n, enum out_format f) {
+  size_t count = n / 4;
+  for (size_t i = 0; i < count; i++) {
+    uint32_t u;
+    memcpy(&u, p + 4 * i, 4);
+    if (i % 8 == 0) printf("%s[%5zu]", i ? "\n" : "", i);
+    if (f == F_F32) {
+      float x;
+      memcpy(&x, &u, 4);
+      printf(" %12g", (double)x);
+    } else if (f == F_I32) {
+      printf(" %11" PRId32, (int32_t)u);
+    } else {
+      printf(" %10" PRIu32, u);
+    }
+  }
+  if (count) putchar('\n');
+  if (n % 4) printf("(%zu trailing byte(s) not shown)\n", n % 4);
+}
+
+static void print_hex_text(const uint8_t *p, size_t n) {
+  for (size_t i = 0; i < n; i += 16) {
+    printf("%08zx ", i);
+    for (size_t j = i; j < i + 16 && j < n; j++) printf(" %02x", p[j]);
+    putchar('\n');
+  }
+}
+
+static void print_json(const gl_cli *cli, const gpulease_submit_result *r, enum out_format f,
+                       uint64_t lease_id) {
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "lease_id", json_object_new_uint64(lease_id));
+  json_object_object_add(o, "kernel", json_object_new_string(cli->kernel));
+  json_object_object_add(o, "gpu_time_ns", json_object_new_uint64(r->gpu_time_ns));
+  json_object_object_add(o, "output_size", json_object_new_uint64(r->output_size));
+  const uint8_t *p = r->output;
+  if (f == F_HEX || f == F_RAW) {
+    char *hex = malloc(2 * r->output_size + 1);
+    if (hex) {
+      gl_hex_encode(p, r->output_size, hex);
+      json_object_object_add(o, "output_hex", json_object_new_string(hex));
+      free(hex);
+    }
+  } else {
+    static const char *names[] = {"f32", "i32", "u32"};
+    json_object_object_add(o, "format", json_object_new_string(names[f]));
+    json_object *arr = json_object_new_array();
+    for (size_t i = 0; i + 4 <= r->output_size; i += 4) {
+      uint32_t u;
+      memcpy(&u, p + i, 4);
+      if (f == F_F32) {
+        float x;
+        memcpy(&x, &u, 4);
+        json_object_array_add(arr, json_object_new_double((double)x));
+      } else if (f == F_I32) {
+        json_object_array_add(arr, json_object_new_int((int32_t)u));
+      } else {
+        json_object_array_add(arr, json_object_new_int64(u));
+      }
+    }
+    json_object_object_add(o, "values", arr);
+  }
+  puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
+  json_object_put(o);
+}
+
+static int write_output(const gl_cli *cli, const gpulease_submit_result *r, enum out_format f,
+                        uint64_t lease_id) {
+  if (cli->output_file) {
+    FILE *fp = fopen(cli->output_file, "wb");
+    if (!fp || fwrite(r->output, 1, r->output_size, fp) != r->output_size || fclose(fp) != 0) {
+      fprintf(stderr, "gpulease: cannot write %s: %s\n", cli->output_file, strerror(errno));
+      return EXIT_FAILED;
+    }
+  }
+  if (cli->json) {
+    print_json(cli, r, f, lease_id);
+  } else if (f == F_RAW) {
+    if (!cli->output_file) fwrite(r->output, 1, r->output_size, stdout);
+  } else {
+    printf("%s: %zu bytes of output, kernel time %.3f us\n", cli->kernel, r->output_size,
+           (double)r->gpu_time_ns / 1000.0);
+    if (f == F_HEX) print_hex_text(r->output, r->output_size);
+    else print_values_text(r->output, r->output_size, f);
+  }
+  return EXIT_OK;
+}
+
+int cmd_submit(gl_cli *cli) {
+  int rc = cli_only(cli,
+                    OPT_VRAM | OPT_TTL | OPT_GPU | OPT_SECRET | OPT_BINARY | OPT_KERNEL |
+                        OPT_GRID | OPT_BLOCK | OPT_SHMEM | OPT_INPUT | OPT_INPUT_OFF |
+                        OPT_OUTPUT_OFF | OPT_OUTPUT_SIZE | OPT_FORMAT | OPT_ARG | OPT_LEASE |
+                        OPT_IMAGE_FORMAT | OPT_OUTPUT,
+                    "submit");
+  if (rc) return rc;
+  if (cli->nwords != 1) return cli_usage_error("submit takes options only");
+  if (!cli->binary || !cli->kernel) return cli_usage_error("submit needs --binary FILE and --kernel NAME");
+  enum out_format fmt = F_HEX;
+  if (cli->format && parse_format(cli->format, &fmt) != 0)
+    return cli_usage_error("--format: expected f32, i32, u32, hex or raw");
+  gpulease_image_format ifmt = GPULEASE_IMAGE_AUTO;
+  if (cli->image_format && parse_image_format(cli->image_format, &ifmt) != 0)
+    return cli_usage_error("--image-format: expected auto, ptx, cubin or fatbin");
+  gpulease_lease lease;
+  bool oneshot = cli->lease_id_str == NULL;
+  if (oneshot && (cli->given & OPT_SECRET))
+    return cli_usage_error("--secret goes with --lease ID");
+  if (!oneshot) {
+    if (cli->given & (OPT_VRAM | OPT_TTL | OPT_GPU))
+      return cli_usage_error("--vram, --ttl and --gpu are for a one-shot lease, not with --lease");
+    if ((rc = cli_lease_from_args(cli, cli->lease_id_str, &lease))) return rc;
+  }
+
+  uint8_t *image = NULL, *input = NULL;
+  size_t image_size = 0, input_size = 0;
+  if (gl_read_file(cli->binary, MAX_FILE_BYTES, &image, &image_size) != 0) {
+    fprintf(stderr, "gpulease: cannot read --binary %s: %s\n", cli->binary, strerror(errno));
+    return EXIT_FAILED;
+  }
+  if (cli->input_file && gl_read_file(cli->input_file, MAX_FILE_BYTES, &input, &input_size) != 0) {
+    fprintf(stderr, "gpulease: cannot read --input %s: %s\n", cli->input_file, strerror(errno));
+    free(image);
+    return EXIT_FAILED;
+  }
+
+  gpulease_submit_desc d;
+  gpulease_submit_desc_default(&d);
+  d.image = image;
+  d.image_size = image_size;
+  d.format = ifmt;
+  d.kernel = cli->kernel;
+  memcpy(d.grid, cli->grid, sizeof d.grid);
+  memcpy(d.block, cli->block, sizeof d.block);
+  d.shared_mem_bytes = cli->shared_mem_bytes;
+  d.input = input;
+  d.input_size = input_size;
+  d.input_offset = cli->input_offset;
+  d.output_offset = cli->output_offset;
+  d.output_size = cli->output_size;
+  d.params = cli->params;
+  d.param_count = cli->param_count;
+  d.use_params = cli->param_count > 0;
+
+  gpulease_client *c = cli_connect(cli);
+  if (!c) {
+    free(image);
+    free(input);
+    return EXIT_FAILED;
+  }
+  gpulease_error err;
+  rc = EXIT_OK;
+  if (oneshot) {
+    uint64_t vram = cli->have_vram ? cli->vram_bytes : vram_needed(cli, input_size);
+    uint32_t ttl = cli->have_ttl ? cli->ttl_s : ONESHOT_TTL_S;
+    uint32_t gpu = cli->have_gpu ? cli->gpu_index : GPULEASE_ANY_GPU;
+    if (gpulease_lease_alloc(c, gpu, vram, ttl, &lease, &err) != GPULEASE_OK)
+      rc = cli_fail(cli, "lease alloc", &err);
+  }
+  if (rc == EXIT_OK) {
+    gpulease_submit_result r;
+    if (gpulease_submit(c, &lease, &d, &r, &err) != GPULEASE_OK) {
+      rc = cli_fail(cli, "submit", &err);
+    } else {
+      rc = write_output(cli, &r, fmt, lease.id);
+      gpulease_submit_result_release(&r);
+    }
+    if (oneshot) {
+      gpulease_error ferr;
+      if (gpulease_lease_free(c, &lease, &ferr) != GPULEASE_OK &&
+          ferr.status != GPULEASE_LEASE_EXPIRED)
+        fprintf(stderr, "gpulease: warning: could not free the one-shot lease %" PRIu64
+                        " (%s: %s); it expires in %u s\n",
+                lease.id, gpulease_status_name(ferr.status), ferr.message, lease.ttl_s);
+    }
+  }
+  gpulease_client_close(c);
+  free(image);
+  free(input);
+  return rc;
+}

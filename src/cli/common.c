@@ -1,0 +1,192 @@
+/*
+ * common.c - helpers shared by the gpulease subcommands: connecting,
+ * reporting errors, parsing typed kernel arguments, printing leases.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/util.h"
+
+gpulease_client *cli_connect(const gl_cli *cli) {
+  gpulease_connect_options o;
+  gpulease_connect_options_default(&o);
+  if (cli->addr) o.addr = cli->addr;
+  o.ca_file = cli->ca_file;
+  o.pin_sha256 = cli->pin_sha256;
+  o.insecure = cli->insecure;
+  if (cli->timeout_ms) o.timeout_ms = cli->timeout_ms;
+  if (cli->insecure)
+    fprintf(stderr, "gpulease: warning: --insecure: the daemon's certificate is NOT verified\n");
+  gpulease_client *c = NULL;
+  gpulease_error err;
+  if (gpulease_client_connect(&o, &c, &err) != GPULEASE_OK) {
+    cli_fail(cli, "connect", &err);
+    return NULL;
+  }
+  return c;
+}
+
+int cli_fail(const gl_cli *cli, const char *what, const gpulease_error *err) {
+  if (cli->json) {
+    json_object *o = json_object_new_object();
+    json_object *e = json_object_new_object();
+    json_object_object_add(e, "status", json_object_new_string(gpulease_status_name(err->status)));
+    json_object_object_add(e, "code", json_object_new_int(err->status));
+    json_object_object_add(e, "operation", json_object_new_string(what));
+    json_object_object_add(e, "message", json_object_new_string(err->message));
+    json_object_object_add(o, "error", e);
+    puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(o);
+  }
+  fprintf(stderr, "gpulease: %s failed: %s: %s\n", what, gpulease_status_name(err->status),
+          err->message);
+  return EXIT_FAILED;
+}
+
+int cli_usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("gpulease: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputs(" (see gpulease --help)\n", stderr);
+  va_end(ap);
+  return EXIT_USAGE;
+}
+
+int cli_only(const gl_cli *cli, uint64_t allowed, const char *cmd) {
+  static const char *names[] = {"--vram", "--ttl", "--gpu", "--secret", "--binary", "--kernel",
+                                "--grid", "--block", "--shared-mem", "--input", "--input-offset",
+                                "--output-offset", "--output-size", "--format", "--arg",
+                                "--lease", "--image-format", "--output"};
+  uint64_t extra = cli->given & ~allowed;
+  for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (extra & (1ull << i)) return cli_usage_error("%s does not apply to '%s'", names[i], cmd);
+  return 0;
+}
+
+int cli_parse_dim3(const char *s, uint32_t out[3]) {
+  out[0] = out[1] = out[2] = 1;
+  char buf[96];
+  if (strlen(s) >= sizeof buf) return -1;
+  snprintf(buf, sizeof buf, "%s", s);
+  char *save = NULL;
+  int n = 0;
+  for (char *tok = strtok_r(buf, ",x", &save); tok; tok = strtok_r(NULL, ",x", &save)) {
+    uint64_t v;
+    if (n == 3 || gl_parse_u64(tok, UINT32_MAX, &v) != 0 || v == 0) return -1;
+    out[n++] = (uint32_t)v;
+  }
+  return n ? 0 : -1;
+}
+
+static int parse_int(const char *v, int bits, bool is_signed, gpulease_param *out) {
+  char *end;
+  errno = 0;
+  if (is_signed) {
+    long long x = strtoll(v, &end, 0);
+    long long lo = bits == 64 ? INT64_MIN : -(1ll << (bits - 1));
+    long long hi = bits == 64 ? INT64_MAX : (1ll << (bits - 1)) - 1;
+    if (errno || *end || end == v || x < lo || x > hi) return -1;
+    *out = gpulease_param_scalar(&x, (uint32_t)bits / 8); /* little-endian host */
+  } else {
+    if (*v == '-') return -1;
+    unsigned long long x = strtoull(v, &end, 0);
+    unsigned long long hi = bits == 64 ? UINT64_MAX : (1ull << bits) - 1;
+    if (errno || *end || end == v || x > hi) return -1;
+    *out = gpulease_param_scalar(&x, (uint32_t)bits / 8);
+  }
+  return 0;
+}
+
+int cli_parse_arg(const char *s, gpulease_param *out, char *err, size_t errlen) {
+  const char *colon = strchr(s, ':');
+  if (!colon) {
+    snprintf(err, errlen, "--arg '%s': expected TYPE:VALUE (ptr, i8..i64, u8..u64, f32, f64, bytes)", s);
+    return -1;
+  }
+  size_t tl = (size_t)(colon - s);
+  const char *v = colon + 1;
+  static const struct { const char *name; int bits; bool is_signed; } ints[] = {
+      {"i8", 8, true}, {"i16", 16, true}, {"i32", 32, true}, {"i64", 64, true},
+      {"u8", 8, false}, {"u16", 16, false}, {"u32", 32, false}, {"u64", 64, false}};
+  if (tl == 3 && strncmp(s, "ptr", 3) == 0) {
+    uint64_t off;
+    if (gl_parse_size(v, &off) != 0) goto bad;
+    *out = gpulease_param_pointer(off);
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+    if (tl == strlen(ints[i].name) && strncmp(s, ints[i].name, tl) == 0) {
+      if (parse_int(v, ints[i].bits, ints[i].is_signed, out) != 0) goto bad;
+      return 0;
+    }
+  }
+  if ((tl == 3 && strncmp(s, "f32", 3) == 0) || (tl == 3 && strncmp(s, "f64", 3) == 0)) {
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (errno || *end || end == v) goto bad;
+    if (s[1] == '3') {
+      float f = (float)d;
+      *out = gpulease_param_scalar(&f, sizeof f);
+    } else {
+      *out = gpulease_param_scalar(&d, sizeof d);
+    }
+    return 0;
+  }
+  if (tl == 5 && strncmp(s, "bytes", 5) == 0) {
+    size_t n = strlen(v) / 2;
+    uint8_t buf[GPULEASE_MAX_SCALAR_BYTES];
+    if (n == 0 || n > sizeof buf || gl_hex_decode(v, buf, n) != 0) goto bad;
+    *out = gpulease_param_scalar(buf, (uint32_t)n);
+    return 0;
+  }
+  snprintf(err, errlen, "--arg '%s': unknown type '%.*s' (ptr, i8..i64, u8..u64, f32, f64, bytes)",
+           s, (int)tl, s);
+  return -1;
+bad:
+  snprintf(err, errlen, "--arg '%s': value out of range or not a number for its type", s);
+  return -1;
+}
+
+int cli_lease_from_args(const gl_cli *cli, const char *id_str, gpulease_lease *out) {
+  memset(out, 0, sizeof *out);
+  if (!id_str) return cli_usage_error("a lease ID is required");
+  if (gl_parse_u64(id_str, UINT64_MAX, &out->id) != 0 || out->id == 0)
+    return cli_usage_error("lease ID '%s' is not a positive number", id_str);
+  if (!cli->secret_hex) return cli_usage_error("--secret (or $GPULEASE_SECRET) is required");
+  if (gpulease_secret_from_hex(cli->secret_hex, out->secret) != GPULEASE_OK)
+    return cli_usage_error("--secret must be 32 hex digits");
+  return 0;
+}
+
+void cli_print_lease(const gl_cli *cli, const gpulease_lease *l, bool with_secret) {
+  char hex[2 * GPULEASE_SECRET_BYTES + 1];
+  gpulease_secret_to_hex(l->secret, hex);
+  if (cli->json) {
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "lease_id", json_object_new_uint64(l->id));
+    if (with_secret) json_object_object_add(o, "secret", json_object_new_string(hex));
+    json_object_object_add(o, "gpu_index", json_object_new_int64(l->gpu_index));
+    json_object_object_add(o, "vram_bytes", json_object_new_uint64(l->vram_bytes));
+    json_object_object_add(o, "ttl_s", json_object_new_int64(l->ttl_s));
+    json_object_object_add(o, "remaining_ms", json_object_new_uint64(l->remaining_ms));
+    json_object_object_add(o, "submits", json_object_new_uint64(l->submits));
+    puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
+    json_object_put(o);
+    return;
+  }
+  printf("lease      %" PRIu64 "\n", l->id);
+  if (with_secret) printf("secret     %s\n", hex);
+  printf("gpu        %" PRIu32 "\n", l->gpu_index);
+  printf("vram       %" PRIu64 " bytes\n", l->vram_bytes);
+  printf("ttl        %" PRIu32 " s (%.1f s left)\n", l->ttl_s, (double)l->remaining_ms / 1000.0);
+  printf("submits    %" PRIu64 "\n", l->submits);
+}

@@ -1,0 +1,214 @@
+/*
+ * main.c - the gpulease command-line tool: option parsing and dispatch.
+ *
+ *   gpulease [global options] inventory
+ *   gpulease [global options] lease alloc --vram BYTES --ttl SECONDS [--gpu N]
+ *   gpulease [global options] lease renew ID --secret S --ttl SECONDS
+ *   gpulease [global options] lease show|free ID --secret S
+ *   gpulease [global options] submit --binary FILE --kernel NAME ...
+ *
+ * Options may stand before or after the subcommand words.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/util.h"
+
+static const char usage_text[] =
+    "usage: gpulease [global options] COMMAND [options]\n"
+    "\n"
+    "Global options:\n"
+    "  --addr HOST:PORT      daemon address (default 127.0.0.1:5701)\n"
+    "  --ca-file FILE        verify the daemon against these CA certificates\n"
+    "  --pin-sha256 HEX      or: accept only this certificate fingerprint\n"
+    "  --insecure            or: do not verify the daemon (encryption only)\n"
+    "  --json                machine-readable output\n"
+    "  --timeout SECONDS     per-request timeout (default 30)\n"
+    "\n"
+    "Commands:\n"
+    "  inventory                         list the node's GPUs\n"
+    "  lease alloc --vram BYTES --ttl SECONDS [--gpu N]\n"
+    "  lease renew ID --secret HEX --ttl SECONDS\n"
+    "  lease show ID --secret HEX\n"
+    "  lease free ID --secret HEX\n"
+    "  submit --binary FILE --kernel NAME [--grid X,Y,Z] [--block X,Y,Z]\n"
+    "         [--shared-mem BYTES] [--input FILE] [--input-offset BYTES]\n"
+    "         [--output-size BYTES] [--output-offset BYTES] [--output FILE]\n"
+    "         [--format f32|i32|u32|hex|raw] [--arg TYPE:VALUE]...\n"
+    "         [--image-format auto|ptx|cubin|fatbin]\n"
+    "         [--lease ID --secret HEX | --vram BYTES --ttl SECONDS --gpu N]\n"
+    "\n"
+    "BYTES take K/M/G suffixes (KiB...). --arg types: ptr:OFFSET (a pointer into the\n"
+    "lease's VRAM), i8 i16 i32 i64 u8 u16 u32 u64 f32 f64, bytes:HEX. Without --arg\n"
+    "the lease's VRAM pointer is the kernel's only parameter. Without --lease, submit\n"
+    "leases just enough VRAM for the call and frees it afterwards. The secret may\n"
+    "also come from $GPULEASE_SECRET.\n";
+
+enum {
+  O_ADDR = 256, O_CA, O_PIN, O_INSECURE, O_JSON, O_TIMEOUT, O_VRAM, O_TTL, O_GPU, O_SECRET,
+  O_BINARY, O_KERNEL, O_GRID, O_BLOCK, O_SHMEM, O_INPUT, O_INPUT_OFF, O_OUTPUT_OFF,
+  O_OUTPUT_SIZE, O_FORMAT, O_ARG, O_LEASE, O_IMAGE_FORMAT, O_OUTPUT,
+};
+
+static int parse_size_opt(const char *name, const char *v, uint64_t max, uint64_t *out) {
+  if (gl_parse_size(v, out) != 0 || *out > max)
+    return cli_usage_error("%s: '%s' is not a size in bytes (K/M/G suffixes allowed)", name, v);
+  return 0;
+}
+
+static int parse_u32_opt(const char *name, const char *v, uint32_t lo, uint32_t *out) {
+  uint64_t x;
+  if (gl_parse_u64(v, UINT32_MAX, &x) != 0 || x < lo)
+    return cli_usage_error("%s: '%s' is not a whole number >= %u", name, v, lo);
+  *out = (uint32_t)x;
+  return 0;
+}
+
+static int parse_options(int argc, char **argv, gl_cli *cli) {
+  static const struct option opts[] = {
+      {"addr", required_argument, 0, O_ADDR},
+      {"ca-file", required_argument, 0, O_CA},
+      {"pin-sha256", required_argument, 0, O_PIN},
+      {"insecure", no_argument, 0, O_INSECURE},
+      {"json", no_argument, 0, O_JSON},
+      {"timeout", required_argument, 0, O_TIMEOUT},
+      {"vram", required_argument, 0, O_VRAM},
+      {"ttl", required_argument, 0, O_TTL},
+      {"gpu", required_argument, 0, O_GPU},
+      {"secret", required_argument, 0, O_SECRET},
+      {"binary", required_argument, 0, O_BINARY},
+      {"kernel", required_argument, 0, O_KERNEL},
+      {"grid", required_argument, 0, O_GRID},
+      {"block", required_argument, 0, O_BLOCK},
+      {"shared-mem", required_argument, 0, O_SHMEM},
+      {"input", required_argument, 0, O_INPUT},
+      {"input-offset", required_argument, 0, O_INPUT_OFF},
+      {"output-offset", required_argument, 0, O_OUTPUT_OFF},
+      {"output-size", required_argument, 0, O_OUTPUT_SIZE},
+      {"output", required_argument, 0, O_OUTPUT},
+      {"format", required_argument, 0, O_FORMAT},
+      {"arg", required_argument, 0, O_ARG},
+      {"lease", required_argument, 0, O_LEASE},
+      {"image-format", required_argument, 0, O_IMAGE_FORMAT},
+      {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0},
+  };
+  int c, rc;
+  uint64_t v;
+  char err[256];
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1 || optind < argc) {
+    if (c == -1) { /* a word: keep it and go on past it */
+      cli->words[cli->nwords++] = argv[optind++];
+      continue;
+    }
+    switch (c) {
+    case O_ADDR: cli->addr = optarg; break;
+    case O_CA: cli->ca_file = optarg; break;
+    case O_PIN: cli->pin_sha256 = optarg; break;
+    case O_INSECURE: cli->insecure = true; break;
+    case O_JSON: cli->json = true; break;
+    case O_TIMEOUT:
+      if ((rc = parse_u32_opt("--timeout", optarg, 1, &cli->timeout_ms))) return rc;
+      if (cli->timeout_ms > 86400) return cli_usage_error("--timeout: at most 86400 seconds");
+      cli->timeout_ms *= 1000;
+      break;
+    case O_VRAM:
+      if ((rc = parse_size_opt("--vram", optarg, UINT64_MAX, &cli->vram_bytes))) return rc;
+      cli->have_vram = true;
+      cli->given |= OPT_VRAM;
+      break;
+    case O_TTL:
+      if ((rc = parse_u32_opt("--ttl", optarg, 1, &cli->ttl_s))) return rc;
+      cli->have_ttl = true;
+      cli->given |= OPT_TTL;
+      break;
+    case O_GPU:
+      if ((rc = parse_u32_opt("--gpu", optarg, 0, &cli->gpu_index))) return rc;
+      cli->have_gpu = true;
+      cli->given |= OPT_GPU;
+      break;
+    case O_SECRET: cli->secret_hex = optarg; cli->given |= OPT_SECRET; break;
+    case O_BINARY: cli->binary = optarg; cli->given |= OPT_BINARY; break;
+    case O_KERNEL: cli->kernel = optarg; cli->given |= OPT_KERNEL; break;
+    case O_GRID:
+      if (cli_parse_dim3(optarg, cli->grid) != 0)
+        return cli_usage_error("--grid: expected X[,Y[,Z]] of positive numbers, got '%s'", optarg);
+      cli->given |= OPT_GRID;
+      break;
+    case O_BLOCK:
+      if (cli_parse_dim3(optarg, cli->block) != 0)
+        return cli_usage_error("--block: expected X[,Y[,Z]] of positive numbers, got '%s'", optarg);
+      cli->given |= OPT_BLOCK;
+      break;
+    case O_SHMEM:
+      if ((rc = parse_size_opt("--shared-mem", optarg, UINT32_MAX, &v))) return rc;
+      cli->shared_mem_bytes = (uint32_t)v;
+      cli->given |= OPT_SHMEM;
+      break;
+    case O_INPUT: cli->input_file = optarg; cli->given |= OPT_INPUT; break;
+    case O_INPUT_OFF:
+      if ((rc = parse_size_opt("--input-offset", optarg, UINT64_MAX, &cli->input_offset))) return rc;
+      cli->given |= OPT_INPUT_OFF;
+      break;
+    case O_OUTPUT_OFF:
+      if ((rc = parse_size_opt("--output-offset", optarg, UINT64_MAX, &cli->output_offset))) return rc;
+      cli->given |= OPT_OUTPUT_OFF;
+      break;
+    case O_OUTPUT_SIZE:
+      if ((rc = parse_size_opt("--output-size", optarg, UINT64_MAX, &cli->output_size))) return rc;
+      cli->have_output_size = true;
+      cli->given |= OPT_OUTPUT_SIZE;
+      break;
+    case O_OUTPUT: cli->output_file = optarg; cli->given |= OPT_OUTPUT; break;
+    case O_FORMAT: cli->format = optarg; cli->given |= OPT_FORMAT; break;
+    case O_IMAGE_FORMAT: cli->image_format = optarg; cli->given |= OPT_IMAGE_FORMAT; break;
+    case O_LEASE: cli->lease_id_str = optarg; cli->given |= OPT_LEASE; break;
+    case O_ARG:
+      if (cli->param_count == CLI_MAX_ARGS)
+        return cli_usage_error("at most %d --arg", CLI_MAX_ARGS);
+      if (cli_parse_arg(optarg, &cli->params[cli->param_count], err, sizeof err) != 0)
+        return cli_usage_error("%s", err);
+      cli->param_count++;
+      cli->given |= OPT_ARG;
+      break;
+    case 'h':
+      fputs(usage_text, stdout);
+      exit(EXIT_OK);
+    case ':':
+      return cli_usage_error("%s needs a value", argv[optind - 1]);
+    default:
+      return cli_usage_error("unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  static gl_cli cli; /* large (kernel params): keep it off the stack */
+  cli.words = calloc((size_t)argc + 1, sizeof *cli.words);
+  if (!cli.words) return EXIT_FAILED;
+  if (!cli.secret_hex) cli.secret_hex = getenv("GPULEASE_SECRET");
+  cli.grid[0] = cli.grid[1] = cli.grid[2] = 1;
+  cli.block[0] = cli.block[1] = cli.block[2] = 1;
+  int rc = parse_options(argc, argv, &cli);
+  if (rc) goto out;
+  if (cli.nwords == 0) {
+    fputs(usage_text, stderr);
+    rc = EXIT_USAGE;
+  } else if (strcmp(cli.words[0], "inventory") == 0) {
+    rc = cmd_inventory(&cli);
+  } else if (strcmp(cli.words[0], "lease") == 0) {
+    rc = cmd_lease(&cli);
+  } else if (strcmp(cli.words[0], "submit") == 0) {
+    rc = cmd_submit(&cli);
+  } else {
+    rc = cli_usage_error("unknown command '%s'", cli.words[0]);
+  }
+out:
+  free(cli.words);
+  return rc;
+}

@@ -1,0 +1,176 @@
+/*
+ * daemon.c - gpuleased's start-up, main loop, expiry timer and shutdown.
+ */
+#include "daemon/daemon.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "daemon/worker_proc.h"
+#include "net/tls.h"
+
+#define EXPIRY_TICK_S 0.05
+#define TOMBSTONE_NS (600ull * 1000000000ull)
+
+void gl_daemon_config_default(gl_daemon_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  snprintf(cfg->listen_host, sizeof cfg->listen_host, "127.0.0.1");
+  cfg->listen_port = GL_DEFAULT_PORT;
+  snprintf(cfg->log_level, sizeof cfg->log_level, "info");
+  cfg->max_ttl_s = 300;
+  cfg->max_leases = 64;
+  cfg->max_message_bytes = 256u << 20;
+  cfg->max_connections = 1024;
+}
+
+static void on_expiry_one(void *user, gl_lease *l) {
+  gl_daemon *d = user;
+  char why[160];
+  snprintf(why, sizeof why, "lease %" PRIu64 " expired (TTL %" PRIu32 " s); its GPU work was stopped",
+           l->id, l->ttl_s);
+  GL_INFO("lease %" PRIu64 " expired; freeing its %" PRIu64 " bytes on GPU %" PRIu32, l->id,
+          l->vram_bytes, l->gpu_index);
+  gl_daemon_end_lease(d, l, GPULEASE_LEASE_EXPIRED, why);
+}
+
+static void on_expiry_timer(struct ev_loop *loop, ev_timer *t, int revents) {
+  (void)loop;
+  (void)revents;
+  gl_daemon *d = t->data;
+  gl_lease_table_expire(d->leases, gl_mono_ns(), on_expiry_one, d);
+}
+
+static void on_signal(struct ev_loop *loop, ev_signal *s, int revents) {
+  (void)revents;
+  GL_INFO("signal %d: shutting down", s->signum);
+  ev_break(loop, EVBREAK_ALL);
+}
+
+static int mkdir_p(const char *dir) {
+  char tmp[1024];
+  snprintf(tmp, sizeof tmp, "%s", dir);
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = 0;
+    if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  return mkdir(tmp, 0700) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+static int setup_tls(gl_daemon *d, char *err, size_t errlen) {
+  gl_daemon_config *c = &d->cfg;
+  if (!c->cert_file[0] != !c->key_file[0]) {
+    snprintf(err, errlen, "--cert and --key go together");
+    return -1;
+  }
+  if (!c->cert_file[0]) {
+    if (mkdir_p(c->state_dir) != 0) {
+      snprintf(err, errlen, "cannot create state directory %s: %s", c->state_dir,
+               strerror(errno));
+      return -1;
+    }
+    int created = 0;
+    if (gl_tls_ensure_self_signed(c->state_dir, c->cert_file, c->key_file, sizeof c->cert_file,
+                                  &created, err, errlen) != 0)
+      return -1;
+    GL_INFO("%s self-signed certificate %s", created ? "generated" : "using", c->cert_file);
+  }
+  if (gl_tls_file_fingerprint(c->cert_file, d->fingerprint, err, errlen) != 0) return -1;
+  return 0;
+}
+
+static void write_ready_file(const gl_daemon *d) {
+  if (!d->cfg.ready_file[0]) return;
+  char tmp[1100];
+  snprintf(tmp, sizeof tmp, "%s.tmp", d->cfg.ready_file);
+  FILE *f = fopen(tmp, "w");
+  if (!f) {
+    GL_WARN("cannot write %s: %s", tmp, strerror(errno));
+    return;
+  }
+  fprintf(f, "%u %s\n", gl_qserver_port(d->server), d->fingerprint);
+  fclose(f);
+  rename(tmp, d->cfg.ready_file);
+}
+
+int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t errlen) {
+  memset(d, 0, sizeof *d);
+  d->cfg = *cfg;
+  d->loop = ev_default_loop(0);
+  if (setup_tls(d, err, errlen) != 0) return -1;
+
+  gl_lease_table_config lc = {.max_ttl_s = cfg->max_ttl_s,
+                              .max_leases = cfg->max_leases,
+                              .tombstone_ns = TOMBSTONE_NS};
+  d->leases = gl_lease_table_new(&lc);
+  if (!d->leases) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  gl_node_discover(&d->node, cfg->worker_exe, cfg->log_level);
+  for (uint32_t i = 0; i < d->node.gpu_count; i++) {
+    const gl_node_gpu *g = &d->node.gpus[i];
+    gl_lease_table_set_gpu(d->leases, i, g->total_vram_bytes);
+    GL_INFO("GPU %" PRIu32 ": %s %s, compute capability %u.%u, %" PRIu32 " SMs, %" PRIu64
+            " MiB",
+            i, g->name, g->uuid, g->cc_major, g->cc_minor, g->sm_count,
+            g->total_vram_bytes >> 20);
+  }
+  if (d->node.gpu_count == 0) GL_WARN("%s; leases will be refused", d->node.no_gpu_reason);
+
+  gl_qserver_config sc = {
+      .listen_host = cfg->listen_host,
+      .listen_port = cfg->listen_port,
+      .cert_file = d->cfg.cert_file,
+      .key_file = d->cfg.key_file,
+      .max_message_bytes = cfg->max_message_bytes,
+      .idle_timeout_ms = 60000,
+      .max_connections = cfg->max_connections,
+      .max_streams_per_conn = 256,
+      .on_request = gl_daemon_on_request,
+      .user = d,
+  };
+  if (gl_qserver_new(d->loop, &sc, &d->server, err, errlen) != 0) return -1;
+
+  ev_timer_init(&d->expiry_timer, on_expiry_timer, EXPIRY_TICK_S, EXPIRY_TICK_S);
+  d->expiry_timer.data = d;
+  ev_timer_start(d->loop, &d->expiry_timer);
+  ev_signal_init(&d->sigint, on_signal, SIGINT);
+  ev_signal_init(&d->sigterm, on_signal, SIGTERM);
+  ev_signal_start(d->loop, &d->sigint);
+  ev_signal_start(d->loop, &d->sigterm);
+
+  GL_INFO("listening on %s:%u (QUIC, ALPN gpulease/1)", cfg->listen_host,
+          gl_qserver_port(d->server));
+  GL_INFO("certificate SHA-256 fingerprint: %s", d->fingerprint);
+  write_ready_file(d);
+  return 0;
+}
+
+static void end_one(void *user, gl_lease *l) {
+  gl_daemon_end_lease(user, l, GPULEASE_LEASE_EXPIRED, "the daemon is shutting down");
+}
+
+void gl_daemon_run(gl_daemon *d) { ev_run(d->loop, 0); }
+
+void gl_daemon_stop(gl_daemon *d) {
+  if (d->leases) gl_lease_table_foreach(d->leases, end_one, d);
+  if (d->server) gl_qserver_del(d->server);
+  d->server = NULL;
+  /* Let the killed workers be reaped so nothing is left behind. */
+  for (int i = 0; i < 100 && gl_wproc_live_count() > 0; i++) ev_run(d->loop, EVRUN_ONCE);
+  ev_timer_stop(d->loop, &d->expiry_timer);
+  ev_signal_stop(d->loop, &d->sigint);
+  ev_signal_stop(d->loop, &d->sigterm);
+  gl_lease_table_del(d->leases);
+  d->leases = NULL;
+  gl_node_close(&d->node);
+}

@@ -1,0 +1,65 @@
+/*
+ * daemon.h - gpuleased's state and lifecycle.
+ *
+ * One libev loop (the default loop) drives everything: the QUIC server, the
+ * lease expiry timer, the workers' sockets and their exits. ops.c turns
+ * requests into lease-table changes and worker calls.
+ */
+#ifndef GL_DAEMON_DAEMON_H
+#define GL_DAEMON_DAEMON_H
+
+#include <ev.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/lease_table.h"
+#include "daemon/node.h"
+#include "net/quic.h"
+
+typedef struct gl_daemon_config {
+  char listen_host[256];
+  uint16_t listen_port;
+  char cert_file[1024];  /* empty: self-signed pair in state_dir */
+  char key_file[1024];
+  char state_dir[1024];
+  char ready_file[1024]; /* empty: none; else "PORT FINGERPRINT\n" when ready */
+  char worker_exe[1024]; /* the program run as worker (our own binary) */
+  char log_level[16];
+  uint32_t max_ttl_s;
+  size_t max_leases;
+  size_t max_message_bytes;
+  size_t max_connections;
+} gl_daemon_config;
+
+typedef struct gl_daemon {
+  gl_daemon_config cfg;
+  struct ev_loop *loop;
+  gl_qserver *server;
+  gl_lease_table *leases;
+  gl_node node;
+  ev_timer expiry_timer;
+  ev_signal sigint, sigterm;
+  char fingerprint[65];
+} gl_daemon;
+
+/* Fills defaults: listen 127.0.0.1:5701, max TTL 300 s, 64 leases, 256 MiB
+ * messages, 1024 connections. */
+void gl_daemon_config_default(gl_daemon_config *cfg);
+
+/* Discovers GPUs, loads or creates the TLS credentials, binds the socket.
+ * 0, or -1 with a reason in err. */
+int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t errlen);
+
+/* Runs until SIGINT/SIGTERM; then frees every lease (kills workers). */
+void gl_daemon_run(gl_daemon *d);
+
+void gl_daemon_stop(gl_daemon *d);
+
+/* ops.c: the request callback given to the QUIC server. */
+void gl_daemon_on_request(void *user, gl_qreq *req, const uint8_t *msg, size_t len, int err);
+
+/* ops.c: tears down a live lease's worker (expiry, free, shutdown). */
+void gl_daemon_end_lease(gl_daemon *d, gl_lease *l, gpulease_status why_status,
+                         const char *why);
+
+#endif /* GL_DAEMON_DAEMON_H */

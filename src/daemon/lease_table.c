@@ -1,0 +1,265 @@
+/*
+ * lease_table.c - see lease_table.h.
+ *
+ * Leases live in a flat array of pointers: a daemon holds at most a few
+ * hundred, and a linear scan per request is cheaper than any hashing at that
+ * size. Pointers stay stable because each lease is its own allocation.
+ */
+#include "daemon/lease_table.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+
+#define NS_PER_S 1000000000ull
+
+typedef struct gpu_slot {
+  uint64_t capacity_bytes;
+  bool present;
+} gpu_slot;
+
+struct gl_lease_table {
+  gl_lease_table_config cfg;
+  gl_lease **leases; /* live leases and tombstones */
+  size_t count, cap;
+  uint64_t next_id;
+  gpu_slot gpus[GPULEASE_MAX_GPUS];
+  uint32_t gpu_count;
+};
+
+gl_lease_table *gl_lease_table_new(const gl_lease_table_config *cfg) {
+  gl_lease_table *t = calloc(1, sizeof *t);
+  if (!t) return NULL;
+  t->cfg = *cfg;
+  t->next_id = 1;
+  return t;
+}
+
+void gl_lease_table_del(gl_lease_table *t) {
+  if (!t) return;
+  for (size_t i = 0; i < t->count; i++) free(t->leases[i]);
+  free(t->leases);
+  free(t);
+}
+
+int gl_lease_table_set_gpu(gl_lease_table *t, uint32_t index, uint64_t capacity_bytes) {
+  if (index >= GPULEASE_MAX_GPUS) return -1;
+  t->gpus[index].capacity_bytes = capacity_bytes;
+  t->gpus[index].present = true;
+  if (index + 1 > t->gpu_count) t->gpu_count = index + 1;
+  return 0;
+}
+
+uint32_t gl_lease_table_gpu_count(const gl_lease_table *t) { return t->gpu_count; }
+
+static bool is_live(const gl_lease *l) { return l->state != GL_LEASE_EXPIRED; }
+
+void gl_lease_table_gpu_usage(const gl_lease_table *t, uint32_t index, uint64_t *leased_bytes,
+                              uint32_t *count) {
+  uint64_t bytes = 0;
+  uint32_t n = 0;
+  for (size_t i = 0; i < t->count; i++) {
+    const gl_lease *l = t->leases[i];
+    if (is_live(l) && l->gpu_index == index) {
+      bytes += l->vram_bytes;
+      n++;
+    }
+  }
+  if (leased_bytes) *leased_bytes = bytes;
+  if (count) *count = n;
+}
+
+size_t gl_lease_table_live_count(const gl_lease_table *t) {
+  size_t n = 0;
+  for (size_t i = 0; i < t->count; i++) n += is_live(t->leases[i]);
+  return n;
+}
+
+static uint64_t unleased(const gl_lease_table *t, uint32_t index) {
+  uint64_t used;
+  gl_lease_table_gpu_usage(t, index, &used, NULL);
+  uint64_t cap = t->gpus[index].capacity_bytes;
+  return used >= cap ? 0 : cap - used;
+}
+
+static gpulease_status check_ttl(const gl_lease_table *t, uint32_t ttl_s, char *err,
+                                 size_t errlen) {
+  if (ttl_s == 0 || ttl_s > t->cfg.max_ttl_s) {
+    snprintf(err, errlen, "ttl_s %" PRIu32 " out of range 1..%" PRIu32, ttl_s,
+             t->cfg.max_ttl_s);
+    return GPULEASE_INVALID_ARGUMENT;
+  }
+  return GPULEASE_OK;
+}
+
+static gpulease_status pick_gpu(const gl_lease_table *t, uint32_t want, uint64_t vram_bytes,
+                                uint32_t *out, char *err, size_t errlen) {
+  if (t->gpu_count == 0) {
+    snprintf(err, errlen, "this node has no GPU to lease");
+    return GPULEASE_NO_DEVICE;
+  }
+  if (want != GPULEASE_ANY_GPU) {
+    if (want >= t->gpu_count || !t->gpus[want].present) {
+      snprintf(err, errlen, "no GPU with index %" PRIu32 " (this node has %" PRIu32 ")", want,
+               t->gpu_count);
+      return GPULEASE_NO_DEVICE;
+    }
+    uint64_t free_bytes = unleased(t, want);
+    if (vram_bytes > free_bytes) {
+      snprintf(err, errlen,
+               "GPU %" PRIu32 " has %" PRIu64 " bytes of VRAM left to lease, %" PRIu64
+               " requested",
+               want, free_bytes, vram_bytes);
+      return GPULEASE_CAPACITY_EXCEEDED;
+    }
+    *out = want;
+    return GPULEASE_OK;
+  }
+  uint64_t best_free = 0;
+  uint32_t best = UINT32_MAX;
+  for (uint32_t i = 0; i < t->gpu_count; i++) {
+    if (!t->gpus[i].present) continue;
+    uint64_t f = unleased(t, i);
+    if (f >= vram_bytes && (best == UINT32_MAX || f > best_free)) {
+      best = i;
+      best_free = f;
+    }
+  }
+  if (best == UINT32_MAX) {
+    snprintf(err, errlen, "no GPU has %" PRIu64 " bytes of VRAM left to lease", vram_bytes);
+    return GPULEASE_CAPACITY_EXCEEDED;
+  }
+  *out = best;
+  return GPULEASE_OK;
+}
+
+gpulease_status gl_lease_table_alloc(gl_lease_table *t, uint64_t now_ns, uint32_t gpu_index,
+                                     uint64_t vram_bytes, uint32_t ttl_s,
+                                     const uint8_t secret[GPULEASE_SECRET_BYTES], gl_lease **out,
+                                     char *err, size_t errlen) {
+  if (vram_bytes == 0) {
+    snprintf(err, errlen, "vram_bytes must be at least 1");
+    return GPULEASE_INVALID_ARGUMENT;
+  }
+  gpulease_status st = check_ttl(t, ttl_s, err, errlen);
+  if (st != GPULEASE_OK) return st;
+  if (gl_lease_table_live_count(t) >= t->cfg.max_leases) {
+    snprintf(err, errlen, "the daemon already holds its maximum of %zu leases",
+             t->cfg.max_leases);
+    return GPULEASE_CAPACITY_EXCEEDED;
+  }
+  uint32_t gpu;
+  st = pick_gpu(t, gpu_index, vram_bytes, &gpu, err, errlen);
+  if (st != GPULEASE_OK) return st;
+
+  if (t->count == t->cap) {
+    size_t ncap = t->cap ? t->cap * 2 : 16;
+    gl_lease **nl = realloc(t->leases, ncap * sizeof *nl);
+    if (!nl) goto oom;
+    t->leases = nl;
+    t->cap = ncap;
+  }
+  gl_lease *l = calloc(1, sizeof *l);
+  if (!l) goto oom;
+  l->id = t->next_id++;
+  memcpy(l->secret, secret, GPULEASE_SECRET_BYTES);
+  l->gpu_index = gpu;
+  l->vram_bytes = vram_bytes;
+  l->ttl_s = ttl_s;
+  l->expires_ns = now_ns + (uint64_t)ttl_s * NS_PER_S;
+  l->state = GL_LEASE_PENDING;
+  t->leases[t->count++] = l;
+  *out = l;
+  return GPULEASE_OK;
+oom:
+  snprintf(err, errlen, "out of memory");
+  return GPULEASE_INTERNAL;
+}
+
+void gl_lease_table_activate(gl_lease_table *t, gl_lease *l, uint64_t now_ns) {
+  (void)t;
+  l->state = GL_LEASE_ACTIVE;
+  l->expires_ns = now_ns + (uint64_t)l->ttl_s * NS_PER_S;
+}
+
+gpulease_status gl_lease_table_auth(gl_lease_table *t, uint64_t id,
+                                    const uint8_t secret[GPULEASE_SECRET_BYTES], gl_lease **out) {
+  for (size_t i = 0; i < t->count; i++) {
+    gl_lease *l = t->leases[i];
+    if (l->id != id) continue;
+    if (!gl_ct_equal(l->secret, secret, GPULEASE_SECRET_BYTES)) return GPULEASE_UNAUTHORIZED;
+    if (!is_live(l)) return GPULEASE_LEASE_EXPIRED;
+    *out = l;
+    return GPULEASE_OK;
+  }
+  return GPULEASE_NOT_FOUND;
+}
+
+gl_lease *gl_lease_table_find(gl_lease_table *t, uint64_t id) {
+  for (size_t i = 0; i < t->count; i++)
+    if (t->leases[i]->id == id && is_live(t->leases[i])) return t->leases[i];
+  return NULL;
+}
+
+gpulease_status gl_lease_table_renew(gl_lease_table *t, gl_lease *l, uint64_t now_ns,
+                                     uint32_t ttl_s, char *err, size_t errlen) {
+  gpulease_status st = check_ttl(t, ttl_s, err, errlen);
+  if (st != GPULEASE_OK) return st;
+  l->ttl_s = ttl_s;
+  l->expires_ns = now_ns + (uint64_t)ttl_s * NS_PER_S;
+  return GPULEASE_OK;
+}
+
+static void remove_at(gl_lease_table *t, size_t i) {
+  free(t->leases[i]);
+  t->leases[i] = t->leases[--t->count];
+}
+
+void gl_lease_table_remove(gl_lease_table *t, gl_lease *l) {
+  for (size_t i = 0; i < t->count; i++) {
+    if (t->leases[i] == l) {
+      remove_at(t, i);
+      return;
+    }
+  }
+}
+
+void gl_lease_table_bury(gl_lease_table *t, gl_lease *l, uint64_t now_ns) {
+  l->state = GL_LEASE_EXPIRED;
+  l->owner = NULL;
+  l->expires_ns = now_ns + t->cfg.tombstone_ns;
+}
+
+size_t gl_lease_table_expire(gl_lease_table *t, uint64_t now_ns,
+                             void (*on_expire)(void *user, gl_lease *l), void *user) {
+  size_t expired = 0;
+  for (size_t i = 0; i < t->count;) {
+    gl_lease *l = t->leases[i];
+    if (l->expires_ns > now_ns) {
+      i++;
+      continue;
+    }
+    if (!is_live(l)) { /* tombstone past its time */
+      remove_at(t, i);
+      continue;
+    }
+    if (on_expire) on_expire(user, l);
+    gl_lease_table_bury(t, l, now_ns);
+    expired++;
+    i++;
+  }
+  return expired;
+}
+
+uint64_t gl_lease_remaining_ms(const gl_lease *l, uint64_t now_ns) {
+  if (l->state == GL_LEASE_EXPIRED || l->expires_ns <= now_ns) return 0;
+  return (l->expires_ns - now_ns) / 1000000ull;
+}
+
+void gl_lease_table_foreach(gl_lease_table *t, void (*fn)(void *user, gl_lease *l), void *user) {
+  for (size_t i = 0; i < t->count; i++)
+    if (is_live(t->leases[i])) fn(user, t->leases[i]);
+}

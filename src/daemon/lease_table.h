@@ -1,0 +1,112 @@
+/*
+ * lease_table.h - the daemon's book of VRAM leases.
+ *
+ * Pure bookkeeping: ids, secrets, TTLs, per-GPU capacity. It does no I/O and
+ * never reads a clock: every call that depends on time takes `now_ns`
+ * (CLOCK_MONOTONIC nanoseconds), so tests drive it with a fake clock. The
+ * daemon attaches a worker process to each lease through `owner`.
+ *
+ * A lease is PENDING between alloc and the worker's confirmation that the
+ * VRAM is reserved on the device, then ACTIVE. When it expires it becomes a
+ * tombstone for `tombstone_ns` so that late requests with the right secret
+ * hear LEASE_EXPIRED instead of NOT_FOUND. A freed lease leaves no tombstone.
+ */
+#ifndef GL_DAEMON_LEASE_TABLE_H
+#define GL_DAEMON_LEASE_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpulease/gpulease.h"
+
+enum gl_lease_state { GL_LEASE_PENDING = 1, GL_LEASE_ACTIVE = 2, GL_LEASE_EXPIRED = 3 };
+
+typedef struct gl_lease {
+  uint64_t id;
+  uint8_t secret[GPULEASE_SECRET_BYTES];
+  uint32_t gpu_index;
+  uint64_t vram_bytes;
+  uint32_t ttl_s;
+  uint64_t expires_ns; /* PENDING/ACTIVE: expiry; EXPIRED: tombstone end */
+  uint64_t submits;
+  enum gl_lease_state state;
+  void *owner; /* the daemon's per-lease data (worker process) */
+} gl_lease;
+
+typedef struct gl_lease_table gl_lease_table;
+
+typedef struct gl_lease_table_config {
+  uint32_t max_ttl_s;     /* TTLs above are INVALID_ARGUMENT */
+  size_t max_leases;      /* live (pending + active) leases; above: CAPACITY_EXCEEDED */
+  uint64_t tombstone_ns;  /* how long expired ids are remembered */
+} gl_lease_table_config;
+
+/* Returns NULL on allocation failure. cfg is copied. */
+gl_lease_table *gl_lease_table_new(const gl_lease_table_config *cfg);
+void gl_lease_table_del(gl_lease_table *t);
+
+/* Declares GPU `index` with `capacity_bytes` of leasable VRAM. Indices are
+ * dense from 0; calling again updates the capacity. 0 or -1 (index too big). */
+int gl_lease_table_set_gpu(gl_lease_table *t, uint32_t index, uint64_t capacity_bytes);
+uint32_t gl_lease_table_gpu_count(const gl_lease_table *t);
+
+/* Creates a PENDING lease. gpu_index GPULEASE_ANY_GPU picks the GPU with the
+ * most unleased capacity that fits. `secret` is copied (the caller draws it
+ * from a CSPRNG). The new id is never 0 and never reused.
+ * Errors (message in err): INVALID_ARGUMENT (vram 0, TTL 0 or > max),
+ * NO_DEVICE (no GPUs, index out of range), CAPACITY_EXCEEDED (does not fit,
+ * too many leases). *out points into the table; it stays valid until the
+ * lease is removed. */
+gpulease_status gl_lease_table_alloc(gl_lease_table *t, uint64_t now_ns, uint32_t gpu_index,
+                                     uint64_t vram_bytes, uint32_t ttl_s,
+                                     const uint8_t secret[GPULEASE_SECRET_BYTES], gl_lease **out,
+                                     char *err, size_t errlen);
+
+/* Marks a PENDING lease ACTIVE; its TTL counts from now_ns. */
+void gl_lease_table_activate(gl_lease_table *t, gl_lease *l, uint64_t now_ns);
+
+/* Finds lease `id` and checks `secret` in constant time.
+ * Returns OK (*out set, state PENDING or ACTIVE), NOT_FOUND, UNAUTHORIZED,
+ * or LEASE_EXPIRED (a tombstone, right secret). */
+gpulease_status gl_lease_table_auth(gl_lease_table *t, uint64_t id,
+                                    const uint8_t secret[GPULEASE_SECRET_BYTES], gl_lease **out);
+
+/* Finds a live lease by id alone (no secret): for the daemon's own
+ * bookkeeping after a worker replied, never for serving a client. NULL when
+ * there is no live lease with that id. */
+gl_lease *gl_lease_table_find(gl_lease_table *t, uint64_t id);
+
+/* Sets the lease to expire ttl_s after now_ns. INVALID_ARGUMENT for a TTL of
+ * 0 or above the maximum. */
+gpulease_status gl_lease_table_renew(gl_lease_table *t, gl_lease *l, uint64_t now_ns,
+                                     uint32_t ttl_s, char *err, size_t errlen);
+
+/* Removes a lease (free or failed alloc) without a tombstone. l is invalid
+ * afterwards. */
+void gl_lease_table_remove(gl_lease_table *t, gl_lease *l);
+
+/* Turns a live lease into a tombstone now (e.g. its worker died). */
+void gl_lease_table_bury(gl_lease_table *t, gl_lease *l, uint64_t now_ns);
+
+/* Expires every live lease whose deadline is <= now_ns: calls
+ * on_expire(user, lease) for each (while it is still live, so the daemon can
+ * tear its worker down), then buries it. Also drops tombstones past their
+ * time. Returns the number of leases expired. */
+size_t gl_lease_table_expire(gl_lease_table *t, uint64_t now_ns,
+                             void (*on_expire)(void *user, gl_lease *l), void *user);
+
+/* Remaining milliseconds of a live lease at now_ns (0 when due). */
+uint64_t gl_lease_remaining_ms(const gl_lease *l, uint64_t now_ns);
+
+/* Per-GPU usage: VRAM of live leases and their number. */
+void gl_lease_table_gpu_usage(const gl_lease_table *t, uint32_t index, uint64_t *leased_bytes,
+                              uint32_t *count);
+
+/* Calls fn for every live lease (for shutdown). fn must not remove leases. */
+void gl_lease_table_foreach(gl_lease_table *t, void (*fn)(void *user, gl_lease *l), void *user);
+
+/* Live (pending + active) leases. */
+size_t gl_lease_table_live_count(const gl_lease_table *t);
+
+#endif /* GL_DAEMON_LEASE_TABLE_H */

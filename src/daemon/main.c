@@ -1,0 +1,171 @@
+/*
+ * main.c - gpuleased's command line.
+ *
+ *   gpuleased [--listen HOST:PORT] [--cert FILE --key FILE] [--state-dir DIR]
+ *             [--max-ttl SECONDS] [--max-leases N] [--max-message BYTES]
+ *             [--log-level error|warn|info|debug] [--ready-file FILE]
+ *
+ * The same binary is the per-lease worker: `gpuleased --worker FD` (started
+ * by the daemon itself, never by hand).
+ */
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "daemon/daemon.h"
+#include "worker/backend_host.h"
+#include "worker/worker.h"
+
+static void usage(FILE *f) {
+  fputs("usage: gpuleased [options]\n"
+        "  --listen HOST:PORT    UDP address to serve QUIC on (default 127.0.0.1:5701)\n"
+        "  --cert FILE           PEM certificate chain (with --key)\n"
+        "  --key FILE            PEM private key\n"
+        "  --state-dir DIR       state directory; holds the self-signed certificate made\n"
+        "                        when no --cert is given (default $STATE_DIRECTORY,\n"
+        "                        /var/lib/gpuleased as root, else ~/.local/state/gpuleased)\n"
+        "  --max-ttl SECONDS     longest lease TTL granted (default 300)\n"
+        "  --max-leases N        live leases at most (default 64)\n"
+        "  --max-message BYTES   largest request or response (default 256M)\n"
+        "  --log-level LEVEL     error, warn, info (default) or debug\n"
+        "  --ready-file FILE     write \"PORT FINGERPRINT\" there once serving\n"
+        "  --help\n",
+        f);
+}
+
+static void default_state_dir(char *out, size_t len) {
+  const char *sd = getenv("STATE_DIRECTORY");
+  const char *home = getenv("HOME");
+  if (sd && *sd) snprintf(out, len, "%s", sd);
+  else if (geteuid() == 0) snprintf(out, len, "/var/lib/gpuleased");
+  else if (home && *home) snprintf(out, len, "%s/.local/state/gpuleased", home);
+  else snprintf(out, len, "/tmp/gpuleased-%d", (int)geteuid());
+}
+
+static int copy_arg(char *dst, size_t len, const char *src, const char *flag) {
+  if (strlen(src) >= len) {
+    fprintf(stderr, "gpuleased: %s: value too long\n", flag);
+    return -1;
+  }
+  snprintf(dst, len, "%s", src);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  gl_daemon_config cfg;
+  gl_daemon_config_default(&cfg);
+  default_state_dir(cfg.state_dir, sizeof cfg.state_dir);
+  int worker_fd = -1;
+  enum { O_LISTEN = 256, O_CERT, O_KEY, O_STATE, O_TTL, O_LEASES, O_MSG, O_LOG, O_READY, O_WORKER };
+  static const struct option opts[] = {
+      {"listen", required_argument, 0, O_LISTEN},  {"cert", required_argument, 0, O_CERT},
+      {"key", required_argument, 0, O_KEY},        {"state-dir", required_argument, 0, O_STATE},
+      {"max-ttl", required_argument, 0, O_TTL},    {"max-leases", required_argument, 0, O_LEASES},
+      {"max-message", required_argument, 0, O_MSG}, {"log-level", required_argument, 0, O_LOG},
+      {"ready-file", required_argument, 0, O_READY}, {"worker", required_argument, 0, O_WORKER},
+      {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
+  int c;
+  uint64_t v;
+  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (c) {
+    case O_LISTEN:
+      if (gl_parse_hostport(optarg, GL_DEFAULT_PORT, cfg.listen_host, sizeof cfg.listen_host,
+                            &cfg.listen_port) != 0) {
+        fprintf(stderr, "gpuleased: --listen: expected HOST:PORT, got '%s'\n", optarg);
+        return 2;
+      }
+      break;
+    case O_CERT:
+      if (copy_arg(cfg.cert_file, sizeof cfg.cert_file, optarg, "--cert")) return 2;
+      break;
+    case O_KEY:
+      if (copy_arg(cfg.key_file, sizeof cfg.key_file, optarg, "--key")) return 2;
+      break;
+    case O_STATE:
+      if (copy_arg(cfg.state_dir, sizeof cfg.state_dir, optarg, "--state-dir")) return 2;
+      break;
+    case O_READY:
+      if (copy_arg(cfg.ready_file, sizeof cfg.ready_file, optarg, "--ready-file")) return 2;
+      break;
+    case O_TTL:
+      if (gl_parse_u64(optarg, 7 * 24 * 3600, &v) != 0 || v == 0) {
+        fprintf(stderr, "gpuleased: --max-ttl: expected 1..604800 seconds, got '%s'\n", optarg);
+        return 2;
+      }
+      cfg.max_ttl_s = (uint32_t)v;
+      break;
+    case O_LEASES:
+      if (gl_parse_u64(optarg, 100000, &v) != 0 || v == 0) {
+        fprintf(stderr, "gpuleased: --max-leases: expected 1..100000, got '%s'\n", optarg);
+        return 2;
+      }
+      cfg.max_leases = (size_t)v;
+      break;
+    case O_MSG:
+      if (gl_parse_size(optarg, &v) != 0 || v < 65536 || v > (2ull << 30)) {
+        fprintf(stderr, "gpuleased: --max-message: expected 64K..2G, got '%s'\n", optarg);
+        return 2;
+      }
+      cfg.max_message_bytes = (size_t)v;
+      break;
+    case O_LOG:
+      if (gl_log_level_parse(optarg) < 0) {
+        fprintf(stderr, "gpuleased: --log-level: expected error|warn|info|debug\n");
+        return 2;
+      }
+      snprintf(cfg.log_level, sizeof cfg.log_level, "%s", optarg);
+      break;
+    case O_WORKER:
+      if (gl_parse_u64(optarg, INT_MAX, &v) != 0) return 2;
+      worker_fd = (int)v;
+      break;
+    case 'h':
+      usage(stdout);
+      return 0;
+    default:
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (optind != argc) {
+    fprintf(stderr, "gpuleased: unexpected argument '%s'\n", argv[optind]);
+    usage(stderr);
+    return 2;
+  }
+  if (worker_fd >= 0) {
+    gl_log_init("gpulease-worker", (enum gl_log_level)gl_log_level_parse(cfg.log_level));
+    const char *test_dev = getenv(GL_TEST_HOST_DEVICE_ENV);
+    if (test_dev && gl_parse_size(test_dev, &v) == 0) { /* tests without a GPU */
+      gl_backend *b = gl_backend_host_new(v);
+      if (!b) return 1;
+      int rc = gl_worker_run(worker_fd, b);
+      b->ops->destroy(b);
+      return rc;
+    }
+    return gl_worker_main(worker_fd);
+  }
+  gl_log_init("gpuleased", (enum gl_log_level)gl_log_level_parse(cfg.log_level));
+  ssize_t n = readlink("/proc/self/exe", cfg.worker_exe, sizeof cfg.worker_exe - 1);
+  if (n <= 0) {
+    GL_ERROR("cannot find my own executable (/proc/self/exe)");
+    return 1;
+  }
+  cfg.worker_exe[n] = 0;
+
+  gl_daemon d;
+  char err[1024];
+  if (gl_daemon_start(&d, &cfg, err, sizeof err) != 0) {
+    GL_ERROR("%s", err);
+    gl_daemon_stop(&d);
+    return 1;
+  }
+  gl_daemon_run(&d);
+  gl_daemon_stop(&d);
+  GL_INFO("stopped");
+  return 0;
+}

@@ -1,0 +1,172 @@
+/*
+ * node.c - GPU discovery for the daemon; see node.h.
+ */
+#include "daemon/node.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "daemon/worker_proc.h"
+#include "gpu/nvml.h"
+#include "proto/wire.h"
+#include "worker/backend_host.h"
+
+#define PROBE_TIMEOUT_MS 60000
+
+/* Reads exactly n bytes within the deadline. 0 or -1. */
+static int read_full(int fd, uint8_t *p, size_t n, int timeout_ms) {
+  size_t got = 0;
+  while (got < n) {
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    int pr = poll(&pfd, 1, timeout_ms);
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr <= 0) return -1;
+    ssize_t r = read(fd, p + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    got += (size_t)r;
+  }
+  return 0;
+}
+
+/* Runs WORKER_PROBE in a throw-away worker. Returns the worker's status;
+ * on failure `why` says what went wrong. */
+static gpulease_status probe(const char *exe, const char *log_level, gl_probe_resp *out,
+                             char *why, size_t whylen) {
+  pid_t pid;
+  int fd;
+  if (gl_worker_spawn_raw(exe, log_level, &pid, &fd, why, whylen) != 0) return GPULEASE_INTERNAL;
+  gpulease_status st = GPULEASE_INTERNAL;
+  gl_buf req;
+  gl_buf_init(&req);
+  gl_request r = {.op = GL_OP_WORKER_PROBE};
+  uint8_t *msg = NULL;
+  if (gl_request_encode(&r, &req) != GPULEASE_OK ||
+      write(fd, req.data, req.len) != (ssize_t)req.len) {
+    snprintf(why, whylen, "cannot send the probe to the worker");
+    goto done;
+  }
+  uint8_t hdr[GL_WIRE_HEADER_SIZE];
+  gl_header h;
+  if (read_full(fd, hdr, sizeof hdr, PROBE_TIMEOUT_MS) != 0 ||
+      gl_header_decode(hdr, sizeof hdr, &h) != GPULEASE_OK || h.body_len > (1u << 20)) {
+    snprintf(why, whylen, "the probe worker gave no valid reply");
+    goto done;
+  }
+  msg = malloc(sizeof hdr + h.body_len);
+  if (!msg) goto done;
+  memcpy(msg, hdr, sizeof hdr);
+  if (read_full(fd, msg + sizeof hdr, h.body_len, PROBE_TIMEOUT_MS) != 0) {
+    snprintf(why, whylen, "the probe worker's reply was cut short");
+    goto done;
+  }
+  gl_response *resp = malloc(sizeof *resp);
+  if (!resp) goto done;
+  char err[256];
+  if (gl_response_decode(msg, sizeof hdr + h.body_len, 1u << 20, resp, err, sizeof err) !=
+      GPULEASE_OK) {
+    snprintf(why, whylen, "the probe worker's reply is malformed: %s", err);
+  } else if (resp->status != GPULEASE_OK) {
+    st = resp->status;
+    snprintf(why, whylen, "%.*s", (int)resp->msg_len, resp->msg);
+  } else {
+    *out = resp->u.probe;
+    st = GPULEASE_OK;
+  }
+  free(resp);
+done:
+  free(msg);
+  gl_buf_free(&req);
+  close(fd);
+  int status;
+  for (int i = 0; i < 50 && waitpid(pid, &status, WNOHANG) == 0; i++) usleep(100000);
+  if (waitpid(pid, &status, WNOHANG) == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  return st;
+}
+
+static void add_gpu(gl_node *n, const gl_node_gpu *g) {
+  if (n->gpu_count < GPULEASE_MAX_GPUS) n->gpus[n->gpu_count++] = *g;
+}
+
+void gl_node_discover(gl_node *n, const char *worker_exe, const char *log_level) {
+  memset(n, 0, sizeof *n);
+  char nvml_err[256] = "not used with the test host device";
+  /* With the test double (tests on machines without a GPU) the probe
+   * worker's device list is the whole truth; real GPUs stay out of it. */
+  if (getenv(GL_TEST_HOST_DEVICE_ENV) == NULL &&
+      gl_nvml_open(&n->nvml, nvml_err, sizeof nvml_err) != 0)
+    n->nvml = NULL;
+
+  gl_probe_resp *pr = calloc(1, sizeof *pr);
+  char probe_err[300] = "";
+  gpulease_status pst =
+      pr ? probe(worker_exe, log_level, pr, probe_err, sizeof probe_err) : GPULEASE_INTERNAL;
+  if (pst != GPULEASE_OK && pr) pr->count = 0;
+
+  if (n->nvml) {
+    gl_nvml_driver_version(n->nvml, n->driver_version, sizeof n->driver_version);
+    unsigned count = gl_nvml_count(n->nvml);
+    for (unsigned i = 0; i < count && i < GPULEASE_MAX_GPUS; i++) {
+      gl_nvml_device d;
+      if (gl_nvml_device_info(n->nvml, i, &d) != 0) continue;
+      gl_node_gpu g = {.index = i, .cuda_ordinal = -1};
+      snprintf(g.uuid, sizeof g.uuid, "%s", d.uuid);
+      snprintf(g.name, sizeof g.name, "%s", d.name);
+      g.cc_major = (uint8_t)d.cc_major;
+      g.cc_minor = (uint8_t)d.cc_minor;
+      g.total_vram_bytes = d.total_bytes;
+      for (unsigned k = 0; pr && k < pr->count; k++) {
+        if (strcmp(pr->gpus[k].uuid, d.uuid) == 0) {
+          g.cuda_ordinal = (int)k;
+          g.sm_count = pr->gpus[k].sm_count;
+        }
+      }
+      if (g.cuda_ordinal < 0) {
+        GL_WARN("GPU %u (%s) is not visible to CUDA; not offered for lease", i, d.uuid);
+        continue;
+      }
+      g.index = n->gpu_count;
+      add_gpu(n, &g);
+    }
+  } else if (pr) {
+    for (unsigned k = 0; k < pr->count; k++) {
+      gl_node_gpu g = {.index = n->gpu_count, .cuda_ordinal = (int)k};
+      snprintf(g.uuid, sizeof g.uuid, "%s", pr->gpus[k].uuid);
+      snprintf(g.name, sizeof g.name, "%s", pr->gpus[k].name);
+      g.cc_major = pr->gpus[k].cc_major;
+      g.cc_minor = pr->gpus[k].cc_minor;
+      g.sm_count = pr->gpus[k].sm_count;
+      g.total_vram_bytes = pr->gpus[k].total_vram_bytes;
+      add_gpu(n, &g);
+    }
+  }
+  if (n->gpu_count == 0) {
+    snprintf(n->no_gpu_reason, sizeof n->no_gpu_reason, "no GPU on this node (NVML: %s; CUDA: %s)",
+             n->nvml ? "no devices" : nvml_err,
+             pst == GPULEASE_OK ? "no devices" : probe_err);
+  }
+  free(pr);
+}
+
+uint64_t gl_node_free_vram(const gl_node *n, uint32_t index, uint64_t fallback) {
+  if (!n->nvml || index >= n->gpu_count) return fallback;
+  uint64_t total, free_bytes, used;
+  if (gl_nvml_memory_by_uuid(n->nvml, n->gpus[index].uuid, &total, &free_bytes, &used) != 0)
+    return fallback;
+  return free_bytes;
+}
+
+void gl_node_close(gl_node *n) {
+  if (n->nvml) gl_nvml_close(n->nvml);
+  n->nvml = NULL;
+}

@@ -1,0 +1,446 @@
+/*
+ * ops.c - gpuleased's request handlers: one function per op.
+ *
+ * Every request is decoded here (untrusted bytes from the network), checked
+ * against the lease table (id + secret), and either answered at once or
+ * forwarded to the lease's worker process. Each request gets exactly one
+ * response; a request whose worker is killed (expiry, free) is answered with
+ * the reason.
+ */
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "daemon/daemon.h"
+#include "daemon/worker_proc.h"
+#include "proto/wire.h"
+
+/* ======================================================================
+ * Per-lease runtime and pending calls
+ * ==================================================================== */
+
+/* What the daemon keeps for a live lease beside its table entry. */
+typedef struct lease_rt {
+  gl_daemon *d;
+  uint64_t lease_id;
+  gl_wproc *w; /* NULL after the worker died on its own; respawned on use */
+} lease_rt;
+
+/* A request waiting for a worker's reply. */
+typedef struct call {
+  gl_daemon *d;
+  gl_qreq *req;
+  uint16_t op;
+  uint64_t lease_id;
+} call;
+
+static void reply_bytes(gl_qreq *req, gl_buf *b) {
+  if (b->oom) {
+    gl_buf_free(b);
+    gl_buf_init(b);
+    gl_response_encode_error(0, GPULEASE_INTERNAL, b, "daemon out of memory");
+  }
+  gl_qreq_reply(req, b->data, b->len);
+  gl_buf_free(b);
+}
+
+static void reply_error(gl_qreq *req, uint16_t op, gpulease_status st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void reply_error(gl_qreq *req, uint16_t op, gpulease_status st, const char *fmt, ...) {
+  char msg[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  GL_DEBUG("%s -> %s: %s", gl_op_name(op), gpulease_status_name(st), msg);
+  gl_buf b;
+  gl_buf_init(&b);
+  gl_response_encode_error(op, st, &b, "%s", msg);
+  reply_bytes(req, &b);
+}
+
+static void reply_lease(gl_daemon *d, gl_qreq *req, uint16_t op, const gl_lease *l,
+                        bool with_secret) {
+  gl_response r = {.op = op, .status = GPULEASE_OK};
+  gl_lease_info *li = &r.u.lease;
+  li->lease_id = l->id;
+  if (with_secret) memcpy(li->secret, l->secret, sizeof li->secret);
+  li->gpu_index = l->gpu_index;
+  li->vram_bytes = l->vram_bytes;
+  li->ttl_s = l->ttl_s;
+  li->remaining_ms = gl_lease_remaining_ms(l, gl_mono_ns());
+  li->submits = l->submits;
+  (void)d;
+  gl_buf b;
+  gl_buf_init(&b);
+  gl_response_encode(&r, &b);
+  reply_bytes(req, &b);
+}
+
+static call *call_new(gl_daemon *d, gl_qreq *req, uint16_t op, uint64_t lease_id) {
+  call *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->d = d;
+  c->req = req;
+  c->op = op;
+  c->lease_id = lease_id;
+  return c;
+}
+
+void gl_daemon_end_lease(gl_daemon *d, gl_lease *l, gpulease_status why_status,
+                         const char *why) {
+  (void)d;
+  lease_rt *rt = l->owner;
+  if (!rt) return;
+  if (rt->w) gl_wproc_kill(rt->w, why_status, why);
+  free(rt);
+  l->owner = NULL;
+}
+
+static void on_worker_exit(void *owner, int code, int signo) {
+  lease_rt *rt = owner;
+  GL_WARN("worker of lease %" PRIu64 " ended on its own (code %d, signal %d); a fresh CUDA "
+          "context will be created on its next use",
+          rt->lease_id, code, signo);
+  rt->w = NULL;
+}
+
+static int encode_worker_init(const gl_daemon *d, const gl_lease *l, gl_buf *b) {
+  gl_request r = {.op = GL_OP_WORKER_INIT};
+  r.u.worker_init.cuda_ordinal = (uint32_t)d->node.gpus[l->gpu_index].cuda_ordinal;
+  r.u.worker_init.vram_bytes = l->vram_bytes;
+  gl_buf_init(b);
+  return gl_request_encode(&r, b) == GPULEASE_OK ? 0 : -1;
+}
+
+/* Starts a worker for lease l and queues WORKER_INIT on it; the reply goes
+ * to cb(ctx). 0 or -1 with err. */
+static int start_worker(gl_daemon *d, gl_lease *l, lease_rt *rt, gl_wproc_reply_cb cb, void *ctx,
+                        char *err, size_t errlen) {
+  if (gl_wproc_spawn(d->loop, d->cfg.worker_exe, d->cfg.log_level, on_worker_exit, rt, &rt->w,
+                     err, errlen) != 0)
+    return -1;
+  gl_buf b;
+  if (encode_worker_init(d, l, &b) != 0 || gl_wproc_call(rt->w, b.data, b.len, cb, ctx) != 0) {
+    gl_buf_free(&b);
+    gl_wproc_kill(rt->w, GPULEASE_INTERNAL, "cannot start the worker");
+    rt->w = NULL;
+    snprintf(err, errlen, "cannot send WORKER_INIT to the worker");
+    return -1;
+  }
+  gl_buf_free(&b);
+  return 0;
+}
+
+/* ======================================================================
+ * GET_INVENTORY
+ * ==================================================================== */
+
+static void op_inventory(gl_daemon *d, gl_qreq *req) {
+  gl_response *r = calloc(1, sizeof *r);
+  if (!r) {
+    reply_error(req, GL_OP_GET_INVENTORY, GPULEASE_INTERNAL, "daemon out of memory");
+    return;
+  }
+  r->op = GL_OP_GET_INVENTORY;
+  r->status = GPULEASE_OK;
+  gl_inventory *inv = &r->u.inventory;
+  inv->max_ttl_s = d->cfg.max_ttl_s;
+  snprintf(inv->driver_version, sizeof inv->driver_version, "%s", d->node.driver_version);
+  inv->gpu_count = (uint16_t)d->node.gpu_count;
+  for (uint32_t i = 0; i < d->node.gpu_count; i++) {
+    const gl_node_gpu *g = &d->node.gpus[i];
+    gl_gpu_entry *e = &inv->gpus[i];
+    e->index = i;
+    snprintf(e->uuid, sizeof e->uuid, "%s", g->uuid);
+    snprintf(e->name, sizeof e->name, "%s", g->name);
+    e->cc_major = g->cc_major;
+    e->cc_minor = g->cc_minor;
+    e->sm_count = g->sm_count;
+    e->total_vram_bytes = g->total_vram_bytes;
+    gl_lease_table_gpu_usage(d->leases, i, &e->leased_vram_bytes, &e->active_leases);
+    uint64_t fallback =
+        g->total_vram_bytes > e->leased_vram_bytes ? g->total_vram_bytes - e->leased_vram_bytes : 0;
+    e->free_vram_bytes = gl_node_free_vram(&d->node, i, fallback);
+    e->flags = g->flags;
+  }
+  gl_buf b;
+  gl_buf_init(&b);
+  gl_response_encode(r, &b);
+  free(r);
+  reply_bytes(req, &b);
+}
+
+/* ======================================================================
+ * LEASE_ALLOC
+ * ==================================================================== */
+
+static void alloc_done(void *ctx, gpulease_status status, const uint8_t *msg, size_t len,
+                       const char *why) {
+  call *c = ctx;
+  gl_daemon *d = c->d;
+  gl_lease *l = gl_lease_table_find(d->leases, c->lease_id);
+  gl_response resp;
+  char err[256];
+  if (status != GPULEASE_OK) { /* worker killed (expired) or died */
+    if (l) {
+      gl_daemon_end_lease(d, l, status, why);
+      gl_lease_table_remove(d->leases, l);
+    }
+    reply_error(c->req, GL_OP_LEASE_ALLOC, status == GPULEASE_LEASE_EXPIRED ? status : GPULEASE_INTERNAL,
+                "could not set up the lease: %s", why);
+  } else if (gl_response_decode(msg, len, 1 << 20, &resp, err, sizeof err) != GPULEASE_OK) {
+    if (l) {
+      gl_daemon_end_lease(d, l, GPULEASE_INTERNAL, "lease setup failed");
+      gl_lease_table_remove(d->leases, l);
+    }
+    reply_error(c->req, GL_OP_LEASE_ALLOC, GPULEASE_INTERNAL, "worker reply malformed: %s", err);
+  } else if (resp.status != GPULEASE_OK) {
+    if (l) {
+      gl_daemon_end_lease(d, l, GPULEASE_INTERNAL, "lease setup failed");
+      gl_lease_table_remove(d->leases, l);
+    }
+    reply_error(c->req, GL_OP_LEASE_ALLOC, (gpulease_status)resp.status, "%.*s",
+                (int)resp.msg_len, resp.msg);
+  } else if (!l) {
+    reply_error(c->req, GL_OP_LEASE_ALLOC, GPULEASE_INTERNAL, "lease vanished during setup");
+  } else if (gl_qreq_orphaned(c->req)) {
+    GL_INFO("lease %" PRIu64 ": client left before the grant; freeing it", l->id);
+    gl_daemon_end_lease(d, l, GPULEASE_INTERNAL, "client gone");
+    gl_lease_table_remove(d->leases, l);
+    gl_qreq_reply(c->req, NULL, 0);
+  } else {
+    gl_lease_table_activate(d->leases, l, gl_mono_ns());
+    GL_INFO("lease %" PRIu64 ": %" PRIu64 " bytes on GPU %" PRIu32 " for %" PRIu32 " s", l->id,
+            l->vram_bytes, l->gpu_index, l->ttl_s);
+    reply_lease(d, c->req, GL_OP_LEASE_ALLOC, l, true);
+  }
+  free(c);
+}
+
+static void op_lease_alloc(gl_daemon *d, gl_qreq *req, const gl_lease_alloc_req *a) {
+  char err[512];
+  if (d->node.gpu_count == 0) {
+    reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_NO_DEVICE, "%s", d->node.no_gpu_reason);
+    return;
+  }
+  uint8_t secret[GPULEASE_SECRET_BYTES];
+  if (gnutls_rnd(GNUTLS_RND_KEY, secret, sizeof secret) != 0) {
+    reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_INTERNAL, "random number generator failed");
+    return;
+  }
+  gl_lease *l;
+  gpulease_status st = gl_lease_table_alloc(d->leases, gl_mono_ns(), a->gpu_index, a->vram_bytes,
+                                            a->ttl_s, secret, &l, err, sizeof err);
+  if (st != GPULEASE_OK) {
+    reply_error(req, GL_OP_LEASE_ALLOC, st, "%s", err);
+    return;
+  }
+  uint64_t free_now = gl_node_free_vram(&d->node, l->gpu_index, UINT64_MAX);
+  if (l->vram_bytes > free_now) {
+    reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_CAPACITY_EXCEEDED,
+                "GPU %" PRIu32 " has %" PRIu64 " bytes of VRAM free, %" PRIu64 " requested",
+                l->gpu_index, free_now, l->vram_bytes);
+    gl_lease_table_remove(d->leases, l);
+    return;
+  }
+  lease_rt *rt = calloc(1, sizeof *rt);
+  call *c = call_new(d, req, GL_OP_LEASE_ALLOC, l->id);
+  if (!rt || !c) {
+    free(rt);
+    free(c);
+    gl_lease_table_remove(d->leases, l);
+    reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_INTERNAL, "daemon out of memory");
+    return;
+  }
+  rt->d = d;
+  rt->lease_id = l->id;
+  l->owner = rt;
+  if (start_worker(d, l, rt, alloc_done, c, err, sizeof err) != 0) {
+    free(c);
+    gl_daemon_end_lease(d, l, GPULEASE_INTERNAL, err);
+    gl_lease_table_remove(d->leases, l);
+    reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_INTERNAL, "%s", err);
+  }
+}
+
+/* ======================================================================
+ * LEASE_RENEW, LEASE_QUERY, LEASE_FREE
+ * ==================================================================== */
+
+/* Authenticates; on failure replies and returns NULL. */
+static gl_lease *auth_or_reply(gl_daemon *d, gl_qreq *req, uint16_t op, const gl_lease_auth *a) {
+  gl_lease *l = NULL;
+  gpulease_status st = gl_lease_table_auth(d->leases, a->lease_id, a->secret, &l);
+  switch (st) {
+  case GPULEASE_OK:
+    return l;
+  case GPULEASE_NOT_FOUND:
+    reply_error(req, op, st, "no lease with id %" PRIu64, a->lease_id);
+    break;
+  case GPULEASE_UNAUTHORIZED:
+    reply_error(req, op, st, "wrong secret for lease %" PRIu64, a->lease_id);
+    break;
+  case GPULEASE_LEASE_EXPIRED:
+    reply_error(req, op, st, "lease %" PRIu64 " has expired; its GPU memory was freed",
+                a->lease_id);
+    break;
+  default:
+    reply_error(req, op, GPULEASE_INTERNAL, "lease lookup failed");
+  }
+  return NULL;
+}
+
+static void op_lease_renew(gl_daemon *d, gl_qreq *req, const gl_lease_renew_req *r) {
+  gl_lease *l = auth_or_reply(d, req, GL_OP_LEASE_RENEW, &r->auth);
+  if (!l) return;
+  char err[256];
+  gpulease_status st = gl_lease_table_renew(d->leases, l, gl_mono_ns(), r->ttl_s, err, sizeof err);
+  if (st != GPULEASE_OK) {
+    reply_error(req, GL_OP_LEASE_RENEW, st, "%s", err);
+    return;
+  }
+  reply_lease(d, req, GL_OP_LEASE_RENEW, l, false);
+}
+
+static void op_lease_query(gl_daemon *d, gl_qreq *req, const gl_lease_auth *a) {
+  gl_lease *l = auth_or_reply(d, req, GL_OP_LEASE_QUERY, a);
+  if (l) reply_lease(d, req, GL_OP_LEASE_QUERY, l, false);
+}
+
+static void op_lease_free(gl_daemon *d, gl_qreq *req, const gl_lease_auth *a) {
+  gl_lease *l = auth_or_reply(d, req, GL_OP_LEASE_FREE, a);
+  if (!l) return;
+  char why[128];
+  snprintf(why, sizeof why, "lease %" PRIu64 " was freed while this request was running", l->id);
+  GL_INFO("lease %" PRIu64 " freed by its holder", l->id);
+  gl_daemon_end_lease(d, l, GPULEASE_LEASE_EXPIRED, why);
+  gl_lease_table_remove(d->leases, l);
+  gl_response r = {.op = GL_OP_LEASE_FREE, .status = GPULEASE_OK};
+  gl_buf b;
+  gl_buf_init(&b);
+  gl_response_encode(&r, &b);
+  reply_bytes(req, &b);
+}
+
+/* ======================================================================
+ * GPU_SUBMIT
+ * ==================================================================== */
+
+static void submit_done(void *ctx, gpulease_status status, const uint8_t *msg, size_t len,
+                        const char *why) {
+  call *c = ctx;
+  if (status != GPULEASE_OK) {
+    reply_error(c->req, GL_OP_GPU_SUBMIT, status, "%s", why);
+  } else {
+    /* The worker's reply is a complete GPU_SUBMIT response; count
+     * successes and pass it through unchanged. */
+    gl_header h;
+    if (gl_header_decode(msg, len, &h) == GPULEASE_OK && h.status == GPULEASE_OK) {
+      gl_lease *l = gl_lease_table_find(c->d->leases, c->lease_id);
+      if (l) l->submits++;
+    }
+    gl_qreq_reply(c->req, msg, len);
+  }
+  free(c);
+}
+
+static void respawn_done(void *ctx, gpulease_status status, const uint8_t *msg, size_t len,
+                         const char *why) {
+  uint64_t *id = ctx;
+  gl_header h;
+  if (status != GPULEASE_OK)
+    GL_WARN("lease %" PRIu64 ": new worker failed: %s", *id, why);
+  else if (gl_header_decode(msg, len, &h) == GPULEASE_OK && h.status != GPULEASE_OK)
+    GL_WARN("lease %" PRIu64 ": new worker could not set up its context (%s)", *id,
+            gpulease_status_name(h.status));
+  free(id);
+}
+
+static void op_submit(gl_daemon *d, gl_qreq *req, const gl_submit_req *s, const uint8_t *msg,
+                      size_t len) {
+  gl_lease *l = auth_or_reply(d, req, GL_OP_GPU_SUBMIT, &s->auth);
+  if (!l) return;
+  if (s->output_size > d->cfg.max_message_bytes - 4096) {
+    reply_error(req, GL_OP_GPU_SUBMIT, GPULEASE_INVALID_ARGUMENT,
+                "output_size %" PRIu64 " exceeds the daemon's message limit of %zu bytes",
+                s->output_size, d->cfg.max_message_bytes - 4096);
+    return;
+  }
+  lease_rt *rt = l->owner;
+  char err[512];
+  if (!rt->w) { /* the last worker died (fatal CUDA error): start afresh */
+    uint64_t *id = malloc(sizeof *id);
+    if (!id || (*id = l->id, start_worker(d, l, rt, respawn_done, id, err, sizeof err) != 0)) {
+      free(id);
+      reply_error(req, GL_OP_GPU_SUBMIT, GPULEASE_INTERNAL, "cannot restart the lease's worker: %s",
+                  id ? err : "out of memory");
+      return;
+    }
+  }
+  call *c = call_new(d, req, GL_OP_GPU_SUBMIT, l->id);
+  if (!c || gl_wproc_call(rt->w, msg, len, submit_done, c) != 0) {
+    free(c);
+    reply_error(req, GL_OP_GPU_SUBMIT, GPULEASE_INTERNAL, "cannot reach the lease's worker");
+  }
+}
+
+/* ======================================================================
+ * Entry point
+ * ==================================================================== */
+
+void gl_daemon_on_request(void *user, gl_qreq *req, const uint8_t *msg, size_t len, int err) {
+  gl_daemon *d = user;
+  gl_header h = {0};
+  if (err == GL_QREQ_TOO_LARGE) {
+    uint16_t op = gl_header_decode(msg, len, &h) == GPULEASE_OK ? h.op : 0;
+    reply_error(req, op, GPULEASE_TOO_LARGE,
+                "request larger than the daemon's limit of %zu bytes", d->cfg.max_message_bytes);
+    return;
+  }
+  gl_request *r = malloc(sizeof *r);
+  if (!r) {
+    reply_error(req, 0, GPULEASE_INTERNAL, "daemon out of memory");
+    return;
+  }
+  uint16_t op = 0;
+  char why[512];
+  gpulease_status st = gl_request_decode(msg, len, d->cfg.max_message_bytes, r, &op, why, sizeof why);
+  if (st != GPULEASE_OK) {
+    reply_error(req, op, st, "%s", why);
+    free(r);
+    return;
+  }
+  GL_DEBUG("request %s (%zu bytes)", gl_op_name(r->op), len);
+  switch (r->op) {
+  case GL_OP_GET_INVENTORY:
+    op_inventory(d, req);
+    break;
+  case GL_OP_LEASE_ALLOC:
+    op_lease_alloc(d, req, &r->u.alloc);
+    break;
+  case GL_OP_LEASE_RENEW:
+    op_lease_renew(d, req, &r->u.renew);
+    break;
+  case GL_OP_LEASE_QUERY:
+    op_lease_query(d, req, &r->u.auth);
+    break;
+  case GL_OP_LEASE_FREE:
+    op_lease_free(d, req, &r->u.auth);
+    break;
+  case GL_OP_GPU_SUBMIT:
+    op_submit(d, req, &r->u.submit, msg, len);
+    break;
+  default:
+    reply_error(req, r->op, GPULEASE_UNSUPPORTED, "op 0x%04x is not served over the network",
+                r->op);
+  }
+  free(r);
+}

@@ -1,0 +1,314 @@
+/*
+ * worker_proc.c - see worker_proc.h.
+ *
+ * I/O is non-blocking on the daemon's side of the socketpair: a write queue
+ * drained by an ev_io write watcher, and a read buffer parsed into whole
+ * messages (12-byte header, then body_len bytes) by an ev_io read watcher.
+ * The process is reaped by an ev_child watcher; the object outlives the
+ * process until then.
+ */
+#include "daemon/worker_proc.h"
+
+#include <errno.h>
+#include <ev.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "proto/wire.h"
+
+extern char **environ;
+
+/* Largest reply accepted from a worker (output bytes plus framing). */
+#define WPROC_MAX_REPLY (((size_t)1 << 30) + 65536)
+
+typedef struct pending {
+  gl_wproc_reply_cb cb;
+  void *ctx;
+  struct pending *next;
+} pending;
+
+typedef struct outmsg {
+  uint8_t *data;
+  size_t len, off;
+  struct outmsg *next;
+} outmsg;
+
+struct gl_wproc {
+  struct ev_loop *loop;
+  pid_t pid;
+  int fd;
+  ev_io rio, wio;
+  ev_child cw;
+  pending *head, *tail;
+  outmsg *out_head, *out_tail;
+  uint8_t *in;
+  size_t in_len, in_cap;
+  bool killed;  /* gl_wproc_kill called: owner no longer listens */
+  bool dead;    /* fd closed (EOF, error or kill) */
+  gl_wproc_exit_cb on_exit;
+  void *owner;
+};
+
+static size_t g_live;
+
+size_t gl_wproc_live_count(void) { return g_live; }
+pid_t gl_wproc_pid(const gl_wproc *w) { return w->pid; }
+
+static void fail_pending(gl_wproc *w, gpulease_status status, const char *why) {
+  pending *p = w->head;
+  w->head = w->tail = NULL;
+  while (p) {
+    pending *next = p->next;
+    p->cb(p->ctx, status, NULL, 0, why);
+    free(p);
+    p = next;
+  }
+}
+
+static void close_channel(gl_wproc *w) {
+  if (w->dead) return;
+  w->dead = true;
+  ev_io_stop(w->loop, &w->rio);
+  ev_io_stop(w->loop, &w->wio);
+  close(w->fd);
+  w->fd = -1;
+  for (outmsg *o = w->out_head; o;) {
+    outmsg *next = o->next;
+    free(o->data);
+    free(o);
+    o = next;
+  }
+  w->out_head = w->out_tail = NULL;
+  free(w->in);
+  w->in = NULL;
+  w->in_len = w->in_cap = 0;
+}
+
+static void destroy(gl_wproc *w) {
+  close_channel(w);
+  ev_child_stop(w->loop, &w->cw);
+  free(w);
+  g_live--;
+}
+
+static void drain(gl_wproc *w);
+
+static void on_child(struct ev_loop *loop, ev_child *cw, int revents) {
+  (void)loop;
+  (void)revents;
+  gl_wproc *w = cw->data;
+  int status = cw->rstatus;
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  GL_DEBUG("worker %d exited (code %d, signal %d)", (int)w->pid, code, sig);
+  if (!w->killed) {
+    char why[128];
+    if (sig)
+      snprintf(why, sizeof why, "the lease's worker process died (signal %d)", sig);
+    else
+      snprintf(why, sizeof why, "the lease's worker process exited (code %d)", code);
+    if (!w->dead) drain(w); /* replies the worker wrote before exiting */
+    close_channel(w);
+    fail_pending(w, GPULEASE_INTERNAL, why);
+    if (w->on_exit) w->on_exit(w->owner, code, sig);
+  }
+  destroy(w);
+}
+
+/* Parses whole messages out of the read buffer and hands them to waiters. */
+static void deliver(gl_wproc *w) {
+  size_t off = 0;
+  while (w->in_len - off >= GL_WIRE_HEADER_SIZE) {
+    const uint8_t *p = w->in + off;
+    size_t body = (size_t)p[8] << 24 | (size_t)p[9] << 16 | (size_t)p[10] << 8 | p[11];
+    size_t total = GL_WIRE_HEADER_SIZE + body;
+    if (total > WPROC_MAX_REPLY) {
+      GL_ERROR("worker %d sent an oversized reply (%zu bytes); killing it", (int)w->pid, total);
+      kill(w->pid, SIGKILL);
+      close_channel(w);
+      return;
+    }
+    if (w->in_len - off < total) break;
+    pending *pd = w->head;
+    if (!pd) {
+      GL_ERROR("worker %d sent an unexpected reply; killing it", (int)w->pid);
+      kill(w->pid, SIGKILL);
+      close_channel(w);
+      return;
+    }
+    w->head = pd->next;
+    if (!w->head) w->tail = NULL;
+    pd->cb(pd->ctx, GPULEASE_OK, p, total, NULL);
+    free(pd);
+    off += total;
+    if (w->dead) return; /* the callback killed the worker */
+  }
+  memmove(w->in, w->in + off, w->in_len - off);
+  w->in_len -= off;
+}
+
+/* Reads everything available now; delivers whole messages. On EOF or a
+ * read error the channel is closed (on_child reports the exit). */
+static void drain(gl_wproc *w) {
+  for (;;) {
+    if (w->in_cap - w->in_len < 65536) {
+      size_t ncap = w->in_cap ? w->in_cap * 2 : 131072;
+      uint8_t *n = realloc(w->in, ncap);
+      if (!n) {
+        GL_ERROR("out of memory reading from worker %d", (int)w->pid);
+        return;
+      }
+      w->in = n;
+      w->in_cap = ncap;
+    }
+    ssize_t r = read(w->fd, w->in + w->in_len, w->in_cap - w->in_len);
+    if (r > 0) {
+      w->in_len += (size_t)r;
+      continue;
+    }
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    /* EOF or error: the worker is going away; on_child reports it. */
+    deliver(w);
+    close_channel(w);
+    return;
+  }
+  deliver(w);
+}
+
+static void on_read(struct ev_loop *loop, ev_io *io, int revents) {
+  (void)loop;
+  (void)revents;
+  drain(io->data);
+}
+
+static void on_write(struct ev_loop *loop, ev_io *io, int revents) {
+  (void)revents;
+  gl_wproc *w = io->data;
+  while (w->out_head) {
+    outmsg *o = w->out_head;
+    ssize_t n = send(w->fd, o->data + o->off, o->len - o->off, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      GL_WARN("write to worker %d failed: %s", (int)w->pid, strerror(errno));
+      ev_io_stop(loop, io);
+      return; /* the read side sees EOF and on_child reports the exit */
+    }
+    o->off += (size_t)n;
+    if (o->off < o->len) continue;
+    w->out_head = o->next;
+    if (!w->out_head) w->out_tail = NULL;
+    free(o->data);
+    free(o);
+  }
+  ev_io_stop(loop, io);
+}
+
+int gl_worker_spawn_raw(const char *worker_exe, const char *log_level, pid_t *pid_out,
+                        int *fd_out, char *err, size_t errlen) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    snprintf(err, errlen, "socketpair: %s", strerror(errno));
+    return -1;
+  }
+  /* The child's end must survive exec: dup it without CLOEXEC. */
+  int child_fd = fcntl(sv[1], F_DUPFD, 3);
+  close(sv[1]);
+  if (child_fd < 0) {
+    close(sv[0]);
+    snprintf(err, errlen, "fcntl: %s", strerror(errno));
+    return -1;
+  }
+  char fdstr[16];
+  snprintf(fdstr, sizeof fdstr, "%d", child_fd);
+  char *argv[] = {(char *)worker_exe, "--worker", fdstr, "--log-level", (char *)log_level, NULL};
+  pid_t pid;
+  int rc = posix_spawn(&pid, worker_exe, NULL, NULL, argv, environ);
+  close(child_fd);
+  if (rc != 0) {
+    close(sv[0]);
+    snprintf(err, errlen, "cannot start worker %s: %s", worker_exe, strerror(rc));
+    return -1;
+  }
+  *pid_out = pid;
+  *fd_out = sv[0];
+  return 0;
+}
+
+int gl_wproc_spawn(struct ev_loop *loop, const char *worker_exe, const char *log_level,
+                   gl_wproc_exit_cb on_exit, void *owner, gl_wproc **out, char *err,
+                   size_t errlen) {
+  pid_t pid;
+  int fd;
+  if (gl_worker_spawn_raw(worker_exe, log_level, &pid, &fd, err, errlen) != 0) return -1;
+  gl_wproc *w = calloc(1, sizeof *w);
+  if (!w) {
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    close(fd);
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  w->loop = loop;
+  w->pid = pid;
+  w->fd = fd;
+  w->on_exit = on_exit;
+  w->owner = owner;
+  ev_io_init(&w->rio, on_read, w->fd, EV_READ);
+  ev_io_init(&w->wio, on_write, w->fd, EV_WRITE);
+  w->rio.data = w->wio.data = w;
+  ev_io_start(loop, &w->rio);
+  ev_child_init(&w->cw, on_child, pid, 0);
+  w->cw.data = w;
+  ev_child_start(loop, &w->cw);
+  g_live++;
+  GL_DEBUG("started worker %d", (int)pid);
+  *out = w;
+  return 0;
+}
+
+int gl_wproc_call(gl_wproc *w, const uint8_t *msg, size_t len, gl_wproc_reply_cb cb, void *ctx) {
+  if (w->dead || w->killed) return -1;
+  pending *p = calloc(1, sizeof *p);
+  outmsg *o = calloc(1, sizeof *o);
+  uint8_t *copy = malloc(len);
+  if (!p || !o || !copy) {
+    free(p);
+    free(o);
+    free(copy);
+    return -1;
+  }
+  memcpy(copy, msg, len);
+  o->data = copy;
+  o->len = len;
+  p->cb = cb;
+  p->ctx = ctx;
+  if (w->tail) w->tail->next = p;
+  else w->head = p;
+  w->tail = p;
+  if (w->out_tail) w->out_tail->next = o;
+  else w->out_head = o;
+  w->out_tail = o;
+  ev_io_start(w->loop, &w->wio);
+  return 0;
+}
+
+void gl_wproc_kill(gl_wproc *w, gpulease_status status, const char *why) {
+  if (w->killed) return;
+  w->killed = true;
+  kill(w->pid, SIGKILL);
+  close_channel(w);
+  fail_pending(w, status, why);
+  /* on_child frees w once the kernel has reaped the process. */
+}

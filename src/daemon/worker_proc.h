@@ -1,0 +1,67 @@
+/*
+ * worker_proc.h - one worker process as the daemon sees it.
+ *
+ * Each lease's CUDA context lives in a worker process of its own
+ * (src/worker/), started here with posix_spawn of the daemon's own binary
+ * (`gpuleased --worker FD`) over a socketpair. The daemon's network process
+ * never calls CUDA. Calls are wire-format messages (src/proto/wire.h) written
+ * to the worker; replies come back in the same order (the worker serves one
+ * request at a time), so replies are matched first-in first-out.
+ *
+ * Killing a worker (lease freed or expired) is SIGKILL: the driver then
+ * reclaims the context and all its VRAM even when a kernel hangs. Every
+ * call still waiting gets its callback with a status and message, exactly
+ * once.
+ */
+#ifndef GL_DAEMON_WORKER_PROC_H
+#define GL_DAEMON_WORKER_PROC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "gpulease/gpulease.h"
+
+struct ev_loop;
+
+typedef struct gl_wproc gl_wproc;
+
+/* A reply: on success (status OK) msg/len is the worker's whole response
+ * message (header included), valid during the callback only. Otherwise
+ * msg is NULL and `why` says what happened (worker killed or died). */
+typedef void (*gl_wproc_reply_cb)(void *ctx, gpulease_status status, const uint8_t *msg,
+                                  size_t len, const char *why);
+
+/* Called once when the worker process has exited and been reaped, unless it
+ * was killed with gl_wproc_kill (then the owner already knows). */
+typedef void (*gl_wproc_exit_cb)(void *owner, int exit_code, int signo);
+
+/* Starts a worker. worker_exe is the program to run (the daemon's own
+ * binary); its argv will be {exe, "--worker", "<fd>", "--log-level", L}.
+ * loop must be libev's default loop (child watchers need it). 0 or -1 with
+ * err. */
+int gl_wproc_spawn(struct ev_loop *loop, const char *worker_exe, const char *log_level,
+                   gl_wproc_exit_cb on_exit, void *owner, gl_wproc **out, char *err,
+                   size_t errlen);
+
+/* Queues a request message (copied). cb is called exactly once. 0, or -1
+ * when the worker is gone (cb is then NOT called). */
+int gl_wproc_call(gl_wproc *w, const uint8_t *msg, size_t len, gl_wproc_reply_cb cb, void *ctx);
+
+/* SIGKILLs the worker; every pending call gets cb(ctx, status, NULL, 0,
+ * why). The object is freed once the process is reaped; the caller must not
+ * use w afterwards. */
+void gl_wproc_kill(gl_wproc *w, gpulease_status status, const char *why);
+
+pid_t gl_wproc_pid(const gl_wproc *w);
+
+/* Starts a worker process without a watcher: *fd_out is the daemon's end
+ * of the socketpair (blocking, close-on-exec). For the start-up probe. */
+int gl_worker_spawn_raw(const char *worker_exe, const char *log_level, pid_t *pid_out,
+                        int *fd_out, char *err, size_t errlen);
+
+/* Number of live worker objects (spawned, not yet reaped). For tests and
+ * metrics. */
+size_t gl_wproc_live_count(void);
+
+#endif /* GL_DAEMON_WORKER_PROC_H */

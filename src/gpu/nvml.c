@@ -1,0 +1,182 @@
+/* nvml.c - see nvml.h. */
+#include "gpu/nvml.h"
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GL_NVML_LIBRARY "libnvidia-ml.so.1"
+
+/* Our copies of the few nvml.h declarations we use (same ABI). */
+typedef int nvmlReturn_t;
+typedef struct nvmlDevice_st *nvmlDevice_t;
+typedef struct nvmlMemory_st {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+} nvmlMemory_t;
+enum { NVML_SUCCESS = 0 };
+#define NVML_BUFFER_SIZE 96 /* NVML_DEVICE_UUID_V2_BUFFER_SIZE, ..._NAME_V2_... */
+
+struct gl_nvml {
+  void *dl;
+  nvmlReturn_t (*nvmlInit_v2)(void);
+  nvmlReturn_t (*nvmlShutdown)(void);
+  const char *(*nvmlErrorString)(nvmlReturn_t result);
+  nvmlReturn_t (*nvmlDeviceGetCount_v2)(unsigned int *count);
+  nvmlReturn_t (*nvmlDeviceGetHandleByIndex_v2)(unsigned int index, nvmlDevice_t *device);
+  nvmlReturn_t (*nvmlDeviceGetHandleByUUID)(const char *uuid, nvmlDevice_t *device);
+  nvmlReturn_t (*nvmlDeviceGetUUID)(nvmlDevice_t device, char *uuid, unsigned int length);
+  nvmlReturn_t (*nvmlDeviceGetName)(nvmlDevice_t device, char *name, unsigned int length);
+  nvmlReturn_t (*nvmlDeviceGetMemoryInfo)(nvmlDevice_t device, nvmlMemory_t *memory);
+  nvmlReturn_t (*nvmlDeviceGetCudaComputeCapability)(nvmlDevice_t device, int *major,
+                                                     int *minor);
+  nvmlReturn_t (*nvmlSystemGetDriverVersion)(char *version, unsigned int length);
+};
+
+typedef struct sym {
+  const char *name;
+  size_t offset;
+} sym;
+
+#define SYM(field) {#field, offsetof(struct gl_nvml, field)}
+
+static const sym k_syms[] = {
+    SYM(nvmlInit_v2),
+    SYM(nvmlShutdown),
+    SYM(nvmlErrorString),
+    SYM(nvmlDeviceGetCount_v2),
+    SYM(nvmlDeviceGetHandleByIndex_v2),
+    SYM(nvmlDeviceGetHandleByUUID),
+    SYM(nvmlDeviceGetUUID),
+    SYM(nvmlDeviceGetName),
+    SYM(nvmlDeviceGetMemoryInfo),
+    SYM(nvmlDeviceGetCudaComputeCapability),
+    SYM(nvmlSystemGetDriverVersion),
+};
+
+__attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errlen,
+                                                           const char *fmt, ...) {
+  if (!err || !errlen) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+}
+
+static const char *nvml_strerror(const gl_nvml *n, nvmlReturn_t r) {
+  const char *s = n->nvmlErrorString ? n->nvmlErrorString(r) : NULL;
+  return s ? s : "unknown NVML error";
+}
+
+int gl_nvml_open(gl_nvml **out, char *err, size_t errlen) {
+  *out = NULL;
+  void *dl = dlopen(GL_NVML_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  if (!dl) {
+    const char *why = dlerror();
+    set_err(err, errlen, "NVML not available: %s", why ? why : GL_NVML_LIBRARY);
+    return -1;
+  }
+  gl_nvml *n = calloc(1, sizeof *n);
+  if (!n) {
+    set_err(err, errlen, "NVML: out of memory");
+    dlclose(dl);
+    return -1;
+  }
+  n->dl = dl;
+  for (size_t i = 0; i < sizeof k_syms / sizeof k_syms[0]; i++) {
+    void *fn = dlsym(dl, k_syms[i].name);
+    if (!fn) {
+      set_err(err, errlen, "NVML not usable: %s lacks %s", GL_NVML_LIBRARY, k_syms[i].name);
+      free(n);
+      dlclose(dl);
+      return -1;
+    }
+    memcpy((char *)n + k_syms[i].offset, &fn, sizeof fn);
+  }
+  nvmlReturn_t r = n->nvmlInit_v2();
+  if (r != NVML_SUCCESS) {
+    set_err(err, errlen, "nvmlInit_v2 failed: %s", nvml_strerror(n, r));
+    free(n);
+    dlclose(dl);
+    return -1;
+  }
+  *out = n;
+  return 0;
+}
+
+void gl_nvml_close(gl_nvml *nvml) {
+  if (!nvml) return;
+  nvml->nvmlShutdown();
+  dlclose(nvml->dl);
+  free(nvml);
+}
+
+unsigned gl_nvml_count(gl_nvml *nvml) {
+  unsigned count = 0;
+  if (nvml->nvmlDeviceGetCount_v2(&count) != NVML_SUCCESS) return 0;
+  return count;
+}
+
+int gl_nvml_device_info(gl_nvml *nvml, unsigned index, gl_nvml_device *out) {
+  memset(out, 0, sizeof *out);
+  nvmlDevice_t dev;
+  if (nvml->nvmlDeviceGetHandleByIndex_v2(index, &dev) != NVML_SUCCESS) return -1;
+
+  char uuid[NVML_BUFFER_SIZE], name[NVML_BUFFER_SIZE];
+  memset(uuid, 0, sizeof uuid);
+  memset(name, 0, sizeof name);
+  int major = 0, minor = 0;
+  nvmlMemory_t mem;
+  if (nvml->nvmlDeviceGetUUID(dev, uuid, sizeof uuid - 1) != NVML_SUCCESS ||
+      nvml->nvmlDeviceGetName(dev, name, sizeof name - 1) != NVML_SUCCESS ||
+      nvml->nvmlDeviceGetCudaComputeCapability(dev, &major, &minor) != NVML_SUCCESS ||
+      nvml->nvmlDeviceGetMemoryInfo(dev, &mem) != NVML_SUCCESS)
+    return -1;
+  snprintf(out->uuid, sizeof out->uuid, "%s", uuid);
+  snprintf(out->name, sizeof out->name, "%s", name);
+  out->cc_major = major > 0 ? (unsigned)major : 0;
+  out->cc_minor = minor > 0 ? (unsigned)minor : 0;
+  out->total_bytes = mem.total;
+  out->free_bytes = mem.free;
+  out->used_bytes = mem.used;
+  return 0;
+}
+
+static int memory_of(gl_nvml *nvml, nvmlDevice_t dev, uint64_t *total, uint64_t *free_bytes,
+                     uint64_t *used) {
+  nvmlMemory_t mem;
+  if (nvml->nvmlDeviceGetMemoryInfo(dev, &mem) != NVML_SUCCESS) return -1;
+  if (total) *total = mem.total;
+  if (free_bytes) *free_bytes = mem.free;
+  if (used) *used = mem.used;
+  return 0;
+}
+
+int gl_nvml_memory(gl_nvml *nvml, unsigned index, uint64_t *total, uint64_t *free_bytes,
+                   uint64_t *used) {
+  nvmlDevice_t dev;
+  if (nvml->nvmlDeviceGetHandleByIndex_v2(index, &dev) != NVML_SUCCESS) return -1;
+  return memory_of(nvml, dev, total, free_bytes, used);
+}
+
+int gl_nvml_memory_by_uuid(gl_nvml *nvml, const char *uuid, uint64_t *total,
+                           uint64_t *free_bytes, uint64_t *used) {
+  nvmlDevice_t dev;
+  if (!uuid || nvml->nvmlDeviceGetHandleByUUID(uuid, &dev) != NVML_SUCCESS) return -1;
+  return memory_of(nvml, dev, total, free_bytes, used);
+}
+
+int gl_nvml_driver_version(gl_nvml *nvml, char *buf, size_t buflen) {
+  if (!buflen) return -1;
+  char v[NVML_BUFFER_SIZE];
+  memset(v, 0, sizeof v);
+  if (nvml->nvmlSystemGetDriverVersion(v, sizeof v - 1) != NVML_SUCCESS) {
+    buf[0] = 0;
+    return -1;
+  }
+  snprintf(buf, buflen, "%s", v);
+  return 0;
+}

@@ -1,0 +1,380 @@
+/*
+ * client.c - libgpulease: the public API of include/gpulease/gpulease.h on
+ * top of the blocking QUIC client (src/net/) and the wire codec
+ * (src/proto/). Each call is one request/response exchange on a new stream
+ * of the client's connection.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "gpulease/gpulease.h"
+#include "net/quic.h"
+#include "proto/wire.h"
+
+#define DEFAULT_TIMEOUT_MS 30000
+/* Largest reply accepted: output bytes of a submit plus framing. */
+#define MAX_RESPONSE_BYTES (((size_t)1 << 30) + 65536)
+
+struct gpulease_client {
+  gl_qclient *q;
+};
+
+/* ======================================================================
+ * Errors
+ * ==================================================================== */
+
+static gpulease_status set_err(gpulease_error *err, gpulease_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static gpulease_status set_err(gpulease_error *err, gpulease_status st, const char *fmt, ...) {
+  if (err) {
+    err->status = st;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+  }
+  return st;
+}
+
+static gpulease_status ok(gpulease_error *err) {
+  if (err) {
+    err->status = GPULEASE_OK;
+    err->message[0] = 0;
+  }
+  return GPULEASE_OK;
+}
+
+static gpulease_status map_qc(int rc) {
+  switch (rc) {
+  case GL_QC_INVALID:
+    return GPULEASE_INVALID_ARGUMENT;
+  case GL_QC_TLS:
+    return GPULEASE_TLS_FAILED;
+  case GL_QC_TIMEOUT:
+    return GPULEASE_TIMEOUT;
+  case GL_QC_NOMEM:
+    return GPULEASE_NO_MEMORY;
+  case GL_QC_TOO_LARGE:
+    return GPULEASE_PROTOCOL_ERROR;
+  default:
+    return GPULEASE_DISCONNECTED;
+  }
+}
+
+/* ======================================================================
+ * Connection
+ * ==================================================================== */
+
+void gpulease_connect_options_default(gpulease_connect_options *o) {
+  memset(o, 0, sizeof *o);
+  o->struct_version = GPULEASE_CONNECT_OPTIONS_VERSION;
+  o->addr = "127.0.0.1:5701";
+  o->timeout_ms = DEFAULT_TIMEOUT_MS;
+}
+
+gpulease_status gpulease_client_connect(const gpulease_connect_options *opts,
+                                        gpulease_client **out, gpulease_error *err) {
+  if (!opts || !out || opts->struct_version == 0 ||
+      opts->struct_version > GPULEASE_CONNECT_OPTIONS_VERSION)
+    return set_err(err, GPULEASE_INVALID_ARGUMENT, "connect options missing or of unknown version");
+  char host[256];
+  uint16_t port;
+  const char *addr = opts->addr ? opts->addr : "127.0.0.1:5701";
+  if (gl_parse_hostport(addr, GL_DEFAULT_PORT, host, sizeof host, &port) != 0 || port == 0)
+    return set_err(err, GPULEASE_INVALID_ARGUMENT,
+                   "bad address '%s': expected HOST:PORT or [IPv6]:PORT", addr);
+  gpulease_client *c = calloc(1, sizeof *c);
+  if (!c) return set_err(err, GPULEASE_NO_MEMORY, "out of memory");
+  gl_qclient_config qc = {
+      .host = host,
+      .port = port,
+      .ca_file = opts->ca_file,
+      .pin_sha256 = opts->pin_sha256,
+      .insecure = opts->insecure != 0,
+      .timeout_ms = opts->timeout_ms ? opts->timeout_ms : DEFAULT_TIMEOUT_MS,
+      .max_response_bytes = MAX_RESPONSE_BYTES,
+  };
+  char why[sizeof err->message - 64];
+  int rc = gl_qclient_connect(&qc, &c->q, why, sizeof why);
+  if (rc != GL_QC_OK) {
+    free(c);
+    return set_err(err, map_qc(rc), "cannot connect to %s: %s", addr, why);
+  }
+  *out = c;
+  return ok(err);
+}
+
+void gpulease_client_close(gpulease_client *client) {
+  if (!client) return;
+  gl_qclient_del(client->q);
+  free(client);
+}
+
+/* ======================================================================
+ * One exchange
+ * ==================================================================== */
+
+/* Sends req, decodes the reply into *resp (which borrows *raw: the caller
+ * frees *raw afterwards). Maps every failure, including a non-OK status
+ * from the daemon, to a status with a message. */
+static gpulease_status exchange(gpulease_client *c, const gl_request *req, gl_response *resp,
+                                uint8_t **raw, gpulease_error *err) {
+  *raw = NULL;
+  if (!c) return set_err(err, GPULEASE_INVALID_ARGUMENT, "client is NULL");
+  gl_buf b;
+  gl_buf_init(&b);
+  gpulease_status st = gl_request_encode(req, &b);
+  if (st != GPULEASE_OK) {
+    gl_buf_free(&b);
+    return set_err(err, st, "%s: request fields out of range", gl_op_name(req->op));
+  }
+  size_t len;
+  char why[sizeof err->message - 64];
+  int rc = gl_qclient_request(c->q, b.data, b.len, raw, &len, why, sizeof why);
+  gl_buf_free(&b);
+  if (rc != GL_QC_OK)
+    return set_err(err, map_qc(rc), "%s: %s", gl_op_name(req->op), why);
+  char derr[256];
+  if (gl_response_decode(*raw, len, MAX_RESPONSE_BYTES, resp, derr, sizeof derr) != GPULEASE_OK) {
+    free(*raw);
+    *raw = NULL;
+    return set_err(err, GPULEASE_PROTOCOL_ERROR, "%s: bad reply from the daemon: %s",
+                   gl_op_name(req->op), derr);
+  }
+  if (resp->op != req->op && resp->status == GPULEASE_OK) {
+    free(*raw);
+    *raw = NULL;
+    return set_err(err, GPULEASE_PROTOCOL_ERROR, "reply is for op 0x%04x, not %s", resp->op,
+                   gl_op_name(req->op));
+  }
+  if (resp->status != GPULEASE_OK) {
+    st = (gpulease_status)resp->status;
+    set_err(err, st, "%.*s", (int)resp->msg_len, resp->msg);
+    free(*raw);
+    *raw = NULL;
+    return st;
+  }
+  return ok(err);
+}
+
+/* ======================================================================
+ * Inventory and leases
+ * ==================================================================== */
+
+gpulease_status gpulease_inventory_get(gpulease_client *client, gpulease_inventory *out,
+                                       gpulease_error *err) {
+  if (!out) return set_err(err, GPULEASE_INVALID_ARGUMENT, "out is NULL");
+  gl_request req = {.op = GL_OP_GET_INVENTORY};
+  gl_response *resp = malloc(sizeof *resp);
+  if (!resp) return set_err(err, GPULEASE_NO_MEMORY, "out of memory");
+  uint8_t *raw;
+  gpulease_status st = exchange(client, &req, resp, &raw, err);
+  if (st == GPULEASE_OK) {
+    const gl_inventory *inv = &resp->u.inventory;
+    memset(out, 0, sizeof *out);
+    snprintf(out->driver_version, sizeof out->driver_version, "%s", inv->driver_version);
+    out->max_ttl_s = inv->max_ttl_s;
+    out->gpu_count = inv->gpu_count;
+    for (uint32_t i = 0; i < inv->gpu_count && i < GPULEASE_MAX_GPUS; i++) {
+      const gl_gpu_entry *e = &inv->gpus[i];
+      gpulease_gpu_info *g = &out->gpus[i];
+      g->index = e->index;
+      snprintf(g->uuid, sizeof g->uuid, "%s", e->uuid);
+      snprintf(g->name, sizeof g->name, "%s", e->name);
+      g->cc_major = e->cc_major;
+      g->cc_minor = e->cc_minor;
+      g->sm_count = e->sm_count;
+      g->total_vram_bytes = e->total_vram_bytes;
+      g->free_vram_bytes = e->free_vram_bytes;
+      g->leased_vram_bytes = e->leased_vram_bytes;
+      g->active_leases = e->active_leases;
+      g->flags = e->flags;
+    }
+  }
+  free(raw);
+  free(resp);
+  return st;
+}
+
+static void lease_from_info(gpulease_lease *l, const gl_lease_info *li, bool take_secret) {
+  l->id = li->lease_id;
+  if (take_secret) memcpy(l->secret, li->secret, sizeof l->secret);
+  l->gpu_index = li->gpu_index;
+  l->vram_bytes = li->vram_bytes;
+  l->ttl_s = li->ttl_s;
+  l->remaining_ms = li->remaining_ms;
+  l->submits = li->submits;
+}
+
+gpulease_status gpulease_lease_alloc(gpulease_client *client, uint32_t gpu_index,
+                                     uint64_t vram_bytes, uint32_t ttl_s, gpulease_lease *out,
+                                     gpulease_error *err) {
+  if (!out) return set_err(err, GPULEASE_INVALID_ARGUMENT, "out is NULL");
+  gl_request req = {.op = GL_OP_LEASE_ALLOC};
+  req.u.alloc.gpu_index = gpu_index;
+  req.u.alloc.vram_bytes = vram_bytes;
+  req.u.alloc.ttl_s = ttl_s;
+  gl_response resp;
+  uint8_t *raw;
+  gpulease_status st = exchange(client, &req, &resp, &raw, err);
+  if (st == GPULEASE_OK) {
+    memset(out, 0, sizeof *out);
+    lease_from_info(out, &resp.u.lease, true);
+  }
+  free(raw);
+  return st;
+}
+
+/* RENEW, QUERY and FREE share the lease_auth prefix. */
+static gpulease_status lease_op(gpulease_client *client, uint16_t op, gpulease_lease *lease,
+                                uint32_t ttl_s, gpulease_error *err) {
+  if (!lease) return set_err(err, GPULEASE_INVALID_ARGUMENT, "lease is NULL");
+  gl_request req = {.op = op};
+  gl_lease_auth *a = op == GL_OP_LEASE_RENEW ? &req.u.renew.auth : &req.u.auth;
+  a->lease_id = lease->id;
+  memcpy(a->secret, lease->secret, sizeof a->secret);
+  if (op == GL_OP_LEASE_RENEW) req.u.renew.ttl_s = ttl_s;
+  gl_response resp;
+  uint8_t *raw;
+  gpulease_status st = exchange(client, &req, &resp, &raw, err);
+  if (st == GPULEASE_OK && op != GL_OP_LEASE_FREE) lease_from_info(lease, &resp.u.lease, false);
+  free(raw);
+  return st;
+}
+
+gpulease_status gpulease_lease_renew(gpulease_client *client, gpulease_lease *lease,
+                                     uint32_t ttl_s, gpulease_error *err) {
+  return lease_op(client, GL_OP_LEASE_RENEW, lease, ttl_s, err);
+}
+
+gpulease_status gpulease_lease_query(gpulease_client *client, gpulease_lease *lease,
+                                     gpulease_error *err) {
+  return lease_op(client, GL_OP_LEASE_QUERY, lease, 0, err);
+}
+
+gpulease_status gpulease_lease_free(gpulease_client *client, const gpulease_lease *lease,
+                                    gpulease_error *err) {
+  if (!lease) return set_err(err, GPULEASE_INVALID_ARGUMENT, "lease is NULL");
+  gpulease_lease copy = *lease;
+  return lease_op(client, GL_OP_LEASE_FREE, &copy, 0, err);
+}
+
+void gpulease_secret_to_hex(const uint8_t secret[GPULEASE_SECRET_BYTES],
+                            char hex[2 * GPULEASE_SECRET_BYTES + 1]) {
+  gl_hex_encode(secret, GPULEASE_SECRET_BYTES, hex);
+}
+
+gpulease_status gpulease_secret_from_hex(const char *hex, uint8_t secret[GPULEASE_SECRET_BYTES]) {
+  return gl_hex_decode(hex, secret, GPULEASE_SECRET_BYTES) == 0 ? GPULEASE_OK
+                                                                : GPULEASE_INVALID_ARGUMENT;
+}
+
+/* ======================================================================
+ * GPU_SUBMIT
+ * ==================================================================== */
+
+gpulease_param gpulease_param_pointer(uint64_t offset) {
+  gpulease_param p;
+  memset(&p, 0, sizeof p);
+  p.kind = GPULEASE_PARAM_POINTER;
+  p.offset = offset;
+  return p;
+}
+
+gpulease_param gpulease_param_scalar(const void *value, uint32_t size) {
+  gpulease_param p;
+  memset(&p, 0, sizeof p);
+  p.kind = GPULEASE_PARAM_SCALAR;
+  p.size = size <= GPULEASE_MAX_SCALAR_BYTES ? size : 0; /* 0 is refused by submit */
+  if (value && p.size) memcpy(p.value, value, p.size);
+  return p;
+}
+
+void gpulease_submit_desc_default(gpulease_submit_desc *d) {
+  memset(d, 0, sizeof *d);
+  d->struct_version = GPULEASE_SUBMIT_DESC_VERSION;
+  d->grid[0] = d->grid[1] = d->grid[2] = 1;
+  d->block[0] = d->block[1] = d->block[2] = 1;
+}
+
+gpulease_status gpulease_submit(gpulease_client *client, const gpulease_lease *lease,
+                                const gpulease_submit_desc *d, gpulease_submit_result *result,
+                                gpulease_error *err) {
+  if (!lease || !d || !result)
+    return set_err(err, GPULEASE_INVALID_ARGUMENT, "lease, desc and result are required");
+  if (d->struct_version == 0 || d->struct_version > GPULEASE_SUBMIT_DESC_VERSION)
+    return set_err(err, GPULEASE_INVALID_ARGUMENT, "submit desc of unknown version %u",
+                   d->struct_version);
+  if (!d->image || d->image_size == 0 || d->image_size > UINT32_MAX)
+    return set_err(err, GPULEASE_INVALID_ARGUMENT, "image missing or larger than 4 GiB");
+  if (!d->kernel || !*d->kernel || strlen(d->kernel) > GL_WIRE_MAX_KERNEL_NAME)
+    return set_err(err, GPULEASE_INVALID_ARGUMENT, "kernel name missing or longer than %d bytes",
+                   GL_WIRE_MAX_KERNEL_NAME);
+  if (d->input_size > UINT32_MAX || (d->input_size && !d->input))
+    return set_err(err, GPULEASE_INVALID_ARGUMENT, "input missing or larger than 4 GiB");
+  if (d->param_count > GPULEASE_MAX_PARAMS || (d->param_count && !d->params))
+    return set_err(err, GPULEASE_INVALID_ARGUMENT, "param list missing or over %d entries",
+                   GPULEASE_MAX_PARAMS);
+
+  gl_buf params;
+  gl_buf_init(&params);
+  if (d->use_params || d->param_count) {
+    gpulease_status pst = gl_params_encode(d->params, d->param_count, &params);
+    if (pst != GPULEASE_OK) {
+      gl_buf_free(&params);
+      return set_err(err, pst, "kernel parameters out of range (kind, or scalar size 1..%d)",
+                     GPULEASE_MAX_SCALAR_BYTES);
+    }
+  }
+  gl_request req = {.op = GL_OP_GPU_SUBMIT};
+  gl_submit_req *s = &req.u.submit;
+  s->auth.lease_id = lease->id;
+  memcpy(s->auth.secret, lease->secret, sizeof s->auth.secret);
+  s->image_format = (uint8_t)d->format;
+  s->flags = (d->use_params || d->param_count) ? GL_SUBMIT_F_PARAMS : 0;
+  s->kernel_name = d->kernel;
+  s->kernel_name_len = (uint16_t)strlen(d->kernel);
+  memcpy(s->grid, d->grid, sizeof s->grid);
+  memcpy(s->block, d->block, sizeof s->block);
+  s->shared_mem_bytes = d->shared_mem_bytes;
+  s->input_offset = d->input_offset;
+  s->output_offset = d->output_offset;
+  s->output_size = d->output_size;
+  s->param_count = (uint16_t)d->param_count;
+  s->params_raw = params.data;
+  s->params_raw_len = params.len;
+  s->image = d->image;
+  s->image_len = (uint32_t)d->image_size;
+  s->input = d->input;
+  s->input_len = (uint32_t)d->input_size;
+
+  gl_response resp;
+  uint8_t *raw;
+  gpulease_status st = exchange(client, &req, &resp, &raw, err);
+  gl_buf_free(&params);
+  if (st != GPULEASE_OK) return st;
+  memset(result, 0, sizeof *result);
+  result->gpu_time_ns = resp.u.submit.gpu_time_ns;
+  result->output_size = resp.u.submit.output_len;
+  /* Hand out a buffer of exactly the output (at least 1 byte for malloc). */
+  result->output = malloc(result->output_size ? result->output_size : 1);
+  if (!result->output) {
+    free(raw);
+    return set_err(err, GPULEASE_NO_MEMORY, "out of memory for %zu output bytes",
+                   result->output_size);
+  }
+  memcpy(result->output, resp.u.submit.output, result->output_size);
+  free(raw);
+  return GPULEASE_OK;
+}
+
+void gpulease_submit_result_release(gpulease_submit_result *result) {
+  if (!result) return;
+  free(result->output);
+  memset(result, 0, sizeof *result);
+}

@@ -1,0 +1,1454 @@
+/*
+ * quic_server.c - the server half of quic.h: ngtcp2 + GnuTLS on a libev
+ * loop, one UDP socket, one request/response pair per bidirectional stream.
+ *
+ * Shape of the code:
+ *   - One UDP socket (dual-stack when bound to "::"). Datagrams are read in
+ *     batches by srv_on_readable(); each one is routed by its destination
+ *     connection ID through a hash table that holds every SCID we issued
+ *     plus the client's original DCID (for retransmitted Initials).
+ *   - Nothing is sent from inside ngtcp2 callbacks and no user callback runs
+ *     inside them: callbacks only record state (bytes into a stream buffer,
+ *     a stream onto the connection's ready list). After ngtcp2_conn_read_pkt
+ *     returns, ready requests are handed to on_request and the connection
+ *     is put on the server's "dirty" list. srv_flush() then writes every
+ *     dirty connection (stream data, ACKs, retransmissions), re-arms its
+ *     timer, and frees connections that are done. Every entry point (read,
+ *     write-ready, timer, gl_qreq_reply outside a batch) ends in srv_flush(),
+ *     which is the only place connections are freed (besides
+ *     gl_qserver_del).
+ *   - A connection is ACTIVE, CLOSING (we sent CONNECTION_CLOSE: resend it
+ *     to late packets for 3 PTO), DRAINING (the peer closed: stay silent
+ *     for 3 PTO), or DEAD (free at the next flush). Leaving ACTIVE orphans
+ *     every outstanding gl_qreq.
+ *   - Flow control: a stream's window is extended as soon as its bytes are
+ *     copied into the request buffer (a request larger than
+ *     max_message_bytes is cut, delivered once as GL_QREQ_TOO_LARGE, and
+ *     the rest refused with STOP_SENDING). The connection's window is
+ *     extended likewise while the connection's undelivered request bytes
+ *     stay under a budget (2 x max_message_bytes, at least 64 MiB); past
+ *     it, credit is returned only as requests are delivered, so one
+ *     connection cannot make the server buffer more than that budget plus
+ *     one window.
+ *   - Replies keep their bytes until the stream closes (ngtcp2 may need them
+ *     for retransmission); unsent parts wait on the connection's send queue,
+ *     retried on every flush, so a window update that arrives in any packet
+ *     restarts them.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <ev.h>
+#include <gnutls/gnutls.h>
+#include <ngtcp2/ngtcp2.h>
+#include <ngtcp2/ngtcp2_crypto.h>
+#include <ngtcp2/ngtcp2_crypto_gnutls.h>
+
+#include "common/log.h"
+#include "net/ngtcp2_shim.h"
+#include "net/quic.h"
+#include "net/quic_internal.h"
+
+#define DEFAULT_IDLE_TIMEOUT_MS 60000u
+#define DEFAULT_MAX_CONNECTIONS 1024u
+#define DEFAULT_MAX_STREAMS 256u
+#define DEFAULT_MAX_MESSAGE (64u << 20)
+#define HANDSHAKE_TIMEOUT_NS (10ull * NGTCP2_SECONDS)
+#define SOCKET_BUFFER_BYTES (4 << 20)
+/* Datagrams read per readiness event before other watchers get a turn. */
+#define READ_BATCH 256
+
+enum conn_state { ST_ACTIVE, ST_CLOSING, ST_DRAINING, ST_DEAD };
+
+typedef struct qconn qconn;
+typedef struct qstream qstream;
+
+struct gl_qreq {
+  qstream *st; /* NULL once orphaned */
+};
+
+/* One client-initiated bidirectional stream. */
+struct qstream {
+  qconn *c;
+  int64_t id;
+  qstream *prev, *next;   /* c->streams */
+  qstream *snext, *sprev; /* c->send queue (reply bytes left to hand to ngtcp2) */
+  qstream *rnext;         /* c->ready list (request to deliver) */
+  bool in_send, in_ready;
+  bool counted;  /* opened through stream_open: we re-grant its slot on close */
+  /* Request side. */
+  uint8_t *rbuf;
+  size_t rlen, rcap;
+  bool too_large, reset_rx, delivered;
+  gl_qreq *req; /* delivered, not answered yet */
+  /* Reply side: sbuf lives until the stream closes (retransmissions). */
+  uint8_t *sbuf;
+  size_t slen, soff;
+  bool blocked;    /* flow-control blocked during the current write round */
+  bool write_dead; /* peer sent STOP_SENDING or the stream was reset */
+};
+
+struct qconn {
+  gl_qserver *srv;
+  qconn *prev, *next;       /* srv->conns */
+  qconn *dnext;             /* srv->dirty */
+  qconn *bnext;             /* srv->blocked (socket full) */
+  bool in_dirty, in_blocked;
+  enum conn_state state;
+  bool fresh; /* no packet accepted yet: errors drop it silently */
+  ngtcp2_conn *conn;
+  gnutls_session_t tls;
+  ngtcp2_crypto_conn_ref ref;
+  ev_timer timer;
+  uint64_t close_deadline_ns;
+  uint8_t *close_pkt;
+  size_t close_len;
+  unsigned close_rx;
+  /* Where we last sent (close packets go there). */
+  struct sockaddr_storage local, remote;
+  socklen_t locallen, remotelen;
+  /* Connection IDs registered in srv's table for this connection. */
+  ngtcp2_cid *cids;
+  size_t ncids, cidcap;
+  qstream *streams;
+  qstream *send_head, *send_tail;
+  qstream *ready_head, *ready_tail;
+  size_t rx_buffered; /* request bytes held in undelivered stream buffers */
+  uint64_t rx_owed;   /* connection credit not yet returned (budget full) */
+  /* One packet the socket refused with EAGAIN. */
+  uint8_t pend[GL_Q_MAX_PKT];
+  size_t pend_len;
+  char peer[INET6_ADDRSTRLEN + 8];
+};
+
+typedef struct cid_ent {
+  struct cid_ent *next;
+  qconn *c;
+  uint8_t len;
+  uint8_t data[NGTCP2_MAX_CIDLEN];
+} cid_ent;
+
+struct gl_qserver {
+  struct ev_loop *loop;
+  gl_qserver_config cfg; /* strings point to the copies below */
+  char *listen_host, *cert_file, *key_file;
+  int fd;
+  int family;
+  struct sockaddr_storage bound;
+  socklen_t boundlen;
+  uint16_t port;
+  bool pktinfo_send_broken;
+  ev_io rio, wio;
+  gnutls_certificate_credentials_t cred;
+  gnutls_priority_t prio;
+  qconn *conns;
+  size_t nconns;   /* all allocated */
+  size_t nactive;  /* ACTIVE only */
+  size_t rx_budget; /* per connection, see the top of the file */
+  uint64_t last_refusal_log_ns;
+  qconn *dirty_head, *dirty_tail;
+  qconn *blocked_head;
+  bool in_batch;
+  cid_ent **buckets;
+  size_t nbuckets, nents;
+  uint64_t hash_key;
+  uint8_t rbuf[GL_Q_RECV_BUF];
+};
+
+static void srv_flush(gl_qserver *s);
+static void conn_close(qconn *c, const gl_ng_ccerr *e);
+static void conn_close_liberr(qconn *c, int liberr);
+static void stream_free(qstream *st);
+
+/* ======================================================================
+ * Small helpers
+ * ==================================================================== */
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...) {
+  if (!err || errlen == 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+}
+
+static char *dup_str(const char *s) {
+  if (!s) return NULL;
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+static void addr_to_str(const struct sockaddr *sa, char *buf, size_t len) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  unsigned port = 0;
+  if (sa->sa_family == AF_INET) {
+    const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+    inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+    port = ntohs(in->sin_port);
+    snprintf(buf, len, "%s:%u", host, port);
+  } else if (sa->sa_family == AF_INET6) {
+    const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+    if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+      inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], host, sizeof host);
+      snprintf(buf, len, "%s:%u", host, (unsigned)ntohs(in6->sin6_port));
+    } else {
+      inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+      snprintf(buf, len, "[%s]:%u", host, (unsigned)ntohs(in6->sin6_port));
+    }
+  } else {
+    snprintf(buf, len, "?");
+  }
+}
+
+/* ======================================================================
+ * Connection ID table
+ * ==================================================================== */
+
+static uint64_t cid_hash(const gl_qserver *s, const uint8_t *data, size_t len) {
+  /* FNV-1a with a per-server random basis: clients choose the original
+   * DCID, so the bucket must not be predictable. */
+  uint64_t h = 0xcbf29ce484222325ull ^ s->hash_key;
+  for (size_t i = 0; i < len; i++) {
+    h ^= data[i];
+    h *= 0x100000001b3ull;
+  }
+  return h ^ (h >> 29);
+}
+
+static cid_ent **cid_slot(gl_qserver *s, const uint8_t *data, size_t len) {
+  cid_ent **pp = &s->buckets[cid_hash(s, data, len) & (s->nbuckets - 1)];
+  for (; *pp; pp = &(*pp)->next)
+    if ((*pp)->len == len && memcmp((*pp)->data, data, len) == 0) return pp;
+  return pp;
+}
+
+static qconn *cid_lookup(gl_qserver *s, const uint8_t *data, size_t len) {
+  if (len > NGTCP2_MAX_CIDLEN) return NULL;
+  cid_ent *e = *cid_slot(s, data, len);
+  return e ? e->c : NULL;
+}
+
+static void cid_grow(gl_qserver *s) {
+  size_t nb = s->nbuckets * 2;
+  cid_ent **b = calloc(nb, sizeof *b);
+  if (!b) return; /* keep the longer chains */
+  for (size_t i = 0; i < s->nbuckets; i++) {
+    cid_ent *e = s->buckets[i];
+    while (e) {
+      cid_ent *next = e->next;
+      size_t at = cid_hash(s, e->data, e->len) & (nb - 1);
+      e->next = b[at];
+      b[at] = e;
+      e = next;
+    }
+  }
+  free(s->buckets);
+  s->buckets = b;
+  s->nbuckets = nb;
+}
+
+/* Maps cid to c; remembers it on c so conn_free can unmap it. */
+static int conn_add_cid(qconn *c, const ngtcp2_cid *cid) {
+  gl_qserver *s = c->srv;
+  if (cid->datalen == 0 || cid->datalen > NGTCP2_MAX_CIDLEN) return -1;
+  cid_ent **pp = cid_slot(s, cid->data, cid->datalen);
+  if (*pp) return (*pp)->c == c ? 0 : -1;
+  if (c->ncids == c->cidcap) {
+    size_t cap = c->cidcap ? c->cidcap * 2 : 4;
+    ngtcp2_cid *n = realloc(c->cids, cap * sizeof *n);
+    if (!n) return -1;
+    c->cids = n;
+    c->cidcap = cap;
+  }
+  cid_ent *e = calloc(1, sizeof *e);
+  if (!e) return -1;
+  e->c = c;
+  e->len = (uint8_t)cid->datalen;
+  memcpy(e->data, cid->data, cid->datalen);
+  *pp = e;
+  c->cids[c->ncids++] = *cid;
+  if (++s->nents > s->nbuckets) cid_grow(s);
+  return 0;
+}
+
+static void cid_unmap(gl_qserver *s, const ngtcp2_cid *cid) {
+  cid_ent **pp = cid_slot(s, cid->data, cid->datalen);
+  if (!*pp) return;
+  cid_ent *e = *pp;
+  *pp = e->next;
+  free(e);
+  s->nents--;
+}
+
+static void conn_remove_cid(qconn *c, const ngtcp2_cid *cid) {
+  for (size_t i = 0; i < c->ncids; i++) {
+    if (ngtcp2_cid_eq(&c->cids[i], cid)) {
+      cid_unmap(c->srv, cid);
+      c->cids[i] = c->cids[--c->ncids];
+      return;
+    }
+  }
+}
+
+static void conn_unmap_all_cids(qconn *c) {
+  for (size_t i = 0; i < c->ncids; i++) cid_unmap(c->srv, &c->cids[i]);
+  c->ncids = 0;
+}
+
+/* ======================================================================
+ * Sending
+ * ==================================================================== */
+
+/* sendmsg with the local address as source (IP_PKTINFO / IPV6_PKTINFO), so
+ * a wildcard-bound server answers from the address the client used. */
+static ssize_t srv_sendto(gl_qserver *s, const struct sockaddr *local,
+                          const struct sockaddr *remote, socklen_t remotelen,
+                          const uint8_t *pkt, size_t len) {
+  struct iovec iov = {.iov_base = (void *)pkt, .iov_len = len};
+  union {
+    char buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+    struct cmsghdr align;
+  } ctl;
+  memset(&ctl, 0, sizeof ctl);
+  struct msghdr msg = {
+      .msg_name = (void *)remote,
+      .msg_namelen = remotelen,
+      .msg_iov = &iov,
+      .msg_iovlen = 1,
+  };
+  if (local && !s->pktinfo_send_broken) {
+    if (s->family == AF_INET6 && local->sa_family == AF_INET6) {
+      const struct sockaddr_in6 *l6 = (const struct sockaddr_in6 *)local;
+      if (!IN6_IS_ADDR_UNSPECIFIED(&l6->sin6_addr)) {
+        msg.msg_control = ctl.buf;
+        msg.msg_controllen = CMSG_SPACE(sizeof(struct in6_pktinfo));
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = IPPROTO_IPV6;
+        cm->cmsg_type = IPV6_PKTINFO;
+        cm->cmsg_len = CMSG_LEN(sizeof(struct in6_pktinfo));
+        struct in6_pktinfo pi = {.ipi6_addr = l6->sin6_addr,
+                                 .ipi6_ifindex = l6->sin6_scope_id};
+        memcpy(CMSG_DATA(cm), &pi, sizeof pi);
+      }
+    } else if (s->family == AF_INET && local->sa_family == AF_INET) {
+      const struct sockaddr_in *l4 = (const struct sockaddr_in *)local;
+      if (l4->sin_addr.s_addr != htonl(INADDR_ANY)) {
+        msg.msg_control = ctl.buf;
+        msg.msg_controllen = CMSG_SPACE(sizeof(struct in_pktinfo));
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = IPPROTO_IP;
+        cm->cmsg_type = IP_PKTINFO;
+        cm->cmsg_len = CMSG_LEN(sizeof(struct in_pktinfo));
+        struct in_pktinfo pi = {.ipi_spec_dst = l4->sin_addr};
+        memcpy(CMSG_DATA(cm), &pi, sizeof pi);
+      }
+    }
+  }
+  for (;;) {
+    ssize_t n = sendmsg(s->fd, &msg, 0);
+    if (n >= 0) return n;
+    if (errno == EINTR) continue;
+    if (errno == EINVAL && msg.msg_control) {
+      /* Some kernels refuse a source for v4-mapped destinations. */
+      GL_DEBUG("quic: sendmsg with a source address failed, sending without");
+      s->pktinfo_send_broken = true;
+      msg.msg_control = NULL;
+      msg.msg_controllen = 0;
+      continue;
+    }
+    return -1;
+  }
+}
+
+static bool errno_is_busy(void) {
+  return errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS;
+}
+
+/* Sends one packet of c. Returns false when the socket is full (the packet
+ * is kept and sent again when writable). Other errors drop the packet: QUIC
+ * loss recovery resends what mattered. */
+static bool conn_send(qconn *c, const ngtcp2_path *path, const uint8_t *pkt, size_t len) {
+  gl_qserver *s = c->srv;
+  if (path->remote.addrlen <= sizeof c->remote) {
+    memcpy(&c->remote, path->remote.addr, path->remote.addrlen);
+    c->remotelen = (socklen_t)path->remote.addrlen;
+  }
+  if (path->local.addrlen <= sizeof c->local) {
+    memcpy(&c->local, path->local.addr, path->local.addrlen);
+    c->locallen = (socklen_t)path->local.addrlen;
+  }
+  if (srv_sendto(s, (const struct sockaddr *)&c->local, (const struct sockaddr *)&c->remote,
+                 c->remotelen, pkt, len) >= 0)
+    return true;
+  if (errno_is_busy()) {
+    memcpy(c->pend, pkt, len);
+    c->pend_len = len;
+    if (!c->in_blocked) {
+      c->in_blocked = true;
+      c->bnext = s->blocked_head;
+      s->blocked_head = c;
+    }
+    ev_io_start(s->loop, &s->wio);
+    return false;
+  }
+  GL_DEBUG("quic: send to %s failed: %s", c->peer, strerror(errno));
+  return true;
+}
+
+static void send_queue_remove(qconn *c, qstream *st) {
+  if (!st->in_send) return;
+  if (st->sprev) st->sprev->snext = st->snext;
+  else c->send_head = st->snext;
+  if (st->snext) st->snext->sprev = st->sprev;
+  else c->send_tail = st->sprev;
+  st->snext = st->sprev = NULL;
+  st->in_send = false;
+}
+
+static void send_queue_add(qconn *c, qstream *st) {
+  if (st->in_send) return;
+  st->in_send = true;
+  st->snext = NULL;
+  st->sprev = c->send_tail;
+  if (c->send_tail) c->send_tail->snext = st;
+  else c->send_head = st;
+  c->send_tail = st;
+}
+
+/* First stream, from `from` on and then wrapping around, not blocked. */
+static qstream *pick_stream(qconn *c, qstream *from) {
+  for (qstream *st = from; st; st = st->snext)
+    if (!st->blocked) return st;
+  for (qstream *st = c->send_head; st && st != from; st = st->snext)
+    if (!st->blocked) return st;
+  return NULL;
+}
+
+/* Writes everything ngtcp2 lets us send now. */
+static void conn_write(qconn *c) {
+  if (c->state != ST_ACTIVE || c->pend_len) return;
+  uint64_t now = gl_q_now_ns();
+  for (qstream *st = c->send_head; st; st = st->snext) st->blocked = false;
+
+  uint8_t buf[GL_Q_MAX_PKT];
+  size_t maxlen = ngtcp2_conn_get_path_max_tx_udp_payload_size(c->conn);
+  if (maxlen > sizeof buf || maxlen == 0) maxlen = sizeof buf;
+  ngtcp2_path_storage ps;
+  ngtcp2_path_storage_zero(&ps);
+  ngtcp2_pkt_info pi;
+  qstream *cur = c->send_head;
+
+  for (;;) {
+    cur = pick_stream(c, cur);
+    int64_t sid = -1;
+    ngtcp2_vec v = {0};
+    size_t vcnt = 0;
+    uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_NONE;
+    if (cur) {
+      sid = cur->id;
+      v.base = cur->sbuf + cur->soff;
+      v.len = cur->slen - cur->soff;
+      vcnt = 1;
+      flags = NGTCP2_WRITE_STREAM_FLAG_MORE | NGTCP2_WRITE_STREAM_FLAG_FIN;
+    }
+    ngtcp2_ssize ndata = -1;
+    ngtcp2_ssize n = ngtcp2_conn_writev_stream(c->conn, &ps.path, &pi, buf, maxlen, &ndata,
+                                               flags, sid, &v, vcnt, now);
+    qstream *next = cur ? cur->snext : NULL;
+    if (cur && ndata >= 0) {
+      cur->soff += (size_t)ndata;
+      /* All remaining bytes went out with FIN: ngtcp2 owns the rest. */
+      if (cur->soff == cur->slen) send_queue_remove(c, cur);
+    }
+    if (n < 0) {
+      if (n == NGTCP2_ERR_WRITE_MORE) {
+        if (cur && cur->in_send && ndata > 0) next = cur; /* room left for more of it */
+        cur = next;
+        continue;
+      }
+      if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED && cur) {
+        cur->blocked = true;
+        cur = next;
+        continue;
+      }
+      if ((n == NGTCP2_ERR_STREAM_SHUT_WR || n == NGTCP2_ERR_STREAM_NOT_FOUND) && cur) {
+        cur->write_dead = true;
+        send_queue_remove(c, cur);
+        cur = next;
+        continue;
+      }
+      GL_DEBUG("quic: write to %s failed: %s", c->peer, ngtcp2_strerror((int)n));
+      conn_close_liberr(c, (int)n);
+      return;
+    }
+    if (n == 0) break;
+    if (!conn_send(c, &ps.path, buf, (size_t)n)) break;
+    /* Take turns between streams, one packet each. */
+    cur = next;
+  }
+  ngtcp2_conn_update_pkt_tx_time(c->conn, now);
+}
+
+/* ======================================================================
+ * Connection lifecycle
+ * ==================================================================== */
+
+static void conn_mark_dirty(qconn *c) {
+  gl_qserver *s = c->srv;
+  if (c->in_dirty) return;
+  c->in_dirty = true;
+  c->dnext = NULL;
+  if (s->dirty_tail) s->dirty_tail->dnext = c;
+  else s->dirty_head = c;
+  s->dirty_tail = c;
+}
+
+/* Every outstanding request of c becomes orphaned; undelivered ones are
+ * dropped. */
+static void conn_orphan_all(qconn *c) {
+  for (qstream *st = c->streams; st; st = st->next) {
+    if (st->req) {
+      st->req->st = NULL;
+      st->req = NULL;
+    }
+    st->in_ready = false;
+  }
+  c->ready_head = c->ready_tail = NULL;
+}
+
+static void conn_leave_active(qconn *c, enum conn_state to) {
+  if (c->state == ST_ACTIVE) c->srv->nactive--;
+  c->state = to;
+  conn_orphan_all(c);
+  conn_mark_dirty(c);
+}
+
+static uint64_t conn_close_period_ns(qconn *c) {
+  uint64_t pto = ngtcp2_conn_get_pto(c->conn);
+  if (pto < 10 * NGTCP2_MILLISECONDS) pto = 10 * NGTCP2_MILLISECONDS;
+  if (pto > 2 * NGTCP2_SECONDS) pto = 2 * NGTCP2_SECONDS;
+  return 3 * pto;
+}
+
+/* Drops c without a word (garbage, idle timeout). */
+static void conn_drop(qconn *c, const char *why) {
+  if (c->state == ST_DEAD) return;
+  if (!c->fresh) GL_INFO("quic: connection %s closed (%s)", c->peer, why);
+  else GL_DEBUG("quic: dropped new connection from %s (%s)", c->peer, why);
+  conn_unmap_all_cids(c); /* later packets do not reach it */
+  conn_leave_active(c, ST_DEAD);
+}
+
+static void conn_start_draining(qconn *c) {
+  if (c->state != ST_ACTIVE) return;
+  gl_ng_ccerr e;
+  gl_ng_conn_get_ccerr(c->conn, &e);
+  char why[200];
+  gl_q_describe_ccerr(&e, why, sizeof why);
+  GL_INFO("quic: connection %s closed by peer (%s)", c->peer, why);
+  c->close_deadline_ns = gl_q_now_ns() + conn_close_period_ns(c);
+  conn_leave_active(c, ST_DRAINING);
+}
+
+/* Sends CONNECTION_CLOSE with e and enters the closing period. */
+static void conn_close(qconn *c, const gl_ng_ccerr *e) {
+  if (c->state != ST_ACTIVE) return;
+  uint8_t buf[GL_Q_MAX_PKT];
+  ngtcp2_path_storage ps;
+  ngtcp2_path_storage_zero(&ps);
+  ngtcp2_pkt_info pi;
+  uint64_t now = gl_q_now_ns();
+  ngtcp2_ssize n = ngtcp2_conn_write_connection_close(c->conn, &ps.path, &pi, buf, sizeof buf,
+                                                      e, now);
+  char why[200];
+  gl_q_describe_ccerr(e, why, sizeof why);
+  if (n <= 0) {
+    conn_drop(c, why);
+    return;
+  }
+  GL_INFO("quic: closing connection %s (%s)", c->peer, why);
+  free(c->close_pkt);
+  c->close_pkt = malloc((size_t)n);
+  if (c->close_pkt) {
+    memcpy(c->close_pkt, buf, (size_t)n);
+    c->close_len = (size_t)n;
+  }
+  c->pend_len = 0; /* the close packet replaces anything queued */
+  (void)conn_send(c, &ps.path, buf, (size_t)n);
+  c->pend_len = 0;
+  c->close_deadline_ns = now + conn_close_period_ns(c);
+  conn_leave_active(c, ST_CLOSING);
+}
+
+static void conn_close_liberr(qconn *c, int liberr) {
+  if (c->fresh && liberr != NGTCP2_ERR_CRYPTO) {
+    conn_drop(c, ngtcp2_strerror(liberr));
+    return;
+  }
+  gl_ng_ccerr e;
+  gl_ng_ccerr_default(&e);
+  if (liberr == NGTCP2_ERR_CRYPTO)
+    gl_ng_ccerr_set_tls_alert(&e, ngtcp2_conn_get_tls_alert(c->conn));
+  else
+    gl_ng_ccerr_set_liberr(&e, liberr);
+  conn_close(c, &e);
+}
+
+static void conn_free(qconn *c) {
+  gl_qserver *s = c->srv;
+  ev_timer_stop(s->loop, &c->timer);
+  conn_unmap_all_cids(c);
+  conn_orphan_all(c);
+  while (c->streams) stream_free(c->streams);
+  if (c->in_dirty) {
+    qconn *prev = NULL;
+    for (qconn *x = s->dirty_head; x; prev = x, x = x->dnext) {
+      if (x == c) {
+        if (prev) prev->dnext = x->dnext;
+        else s->dirty_head = x->dnext;
+        if (s->dirty_tail == x) s->dirty_tail = prev;
+        break;
+      }
+    }
+  }
+  if (c->in_blocked) {
+    for (qconn **pp = &s->blocked_head; *pp; pp = &(*pp)->bnext) {
+      if (*pp == c) {
+        *pp = c->bnext;
+        break;
+      }
+    }
+  }
+  if (c->state == ST_ACTIVE) s->nactive--;
+  if (c->prev) c->prev->next = c->next;
+  else s->conns = c->next;
+  if (c->next) c->next->prev = c->prev;
+  s->nconns--;
+  if (c->conn) ngtcp2_conn_del(c->conn);
+  if (c->tls) gnutls_deinit(c->tls);
+  free(c->close_pkt);
+  free(c->cids);
+  free(c);
+}
+
+static void conn_arm_timer(qconn *c) {
+  gl_qserver *s = c->srv;
+  uint64_t exp;
+  if (c->state == ST_ACTIVE) exp = ngtcp2_conn_get_expiry(c->conn);
+  else exp = c->close_deadline_ns;
+  ev_timer_stop(s->loop, &c->timer);
+  if (exp == UINT64_MAX) return;
+  uint64_t now = gl_q_now_ns();
+  double delay = exp > now ? (double)(exp - now) / 1e9 : 0.0;
+  ev_timer_set(&c->timer, delay, 0.0);
+  ev_timer_start(s->loop, &c->timer);
+}
+
+/* Writes, re-arms or frees every dirty connection. */
+static void srv_flush(gl_qserver *s) {
+  if (s->in_batch) return;
+  if (s->dirty_head) ev_now_update(s->loop);
+  qconn *c;
+  while ((c = s->dirty_head)) {
+    s->dirty_head = c->dnext;
+    if (!s->dirty_head) s->dirty_tail = NULL;
+    c->in_dirty = false;
+    c->dnext = NULL;
+    if (c->state == ST_ACTIVE) conn_write(c);
+    if (c->state == ST_DEAD) conn_free(c);
+    else conn_arm_timer(c);
+  }
+}
+
+static void conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents) {
+  (void)loop;
+  (void)revents;
+  qconn *c = w->data;
+  gl_qserver *s = c->srv;
+  uint64_t now = gl_q_now_ns();
+  s->in_batch = true;
+  if (c->state == ST_ACTIVE) {
+    int rv = ngtcp2_conn_handle_expiry(c->conn, now);
+    if (rv == NGTCP2_ERR_IDLE_CLOSE) conn_drop(c, "idle timeout");
+    else if (rv == NGTCP2_ERR_HANDSHAKE_TIMEOUT) conn_drop(c, "handshake timeout");
+    else if (rv != 0) conn_close_liberr(c, rv);
+  } else if (now >= c->close_deadline_ns) {
+    c->state = ST_DEAD;
+  }
+  conn_mark_dirty(c);
+  s->in_batch = false;
+  srv_flush(s);
+}
+
+/* ======================================================================
+ * Streams and requests
+ * ==================================================================== */
+
+static qstream *stream_new(qconn *c, int64_t id) {
+  qstream *st = calloc(1, sizeof *st);
+  if (!st) return NULL;
+  st->c = c;
+  st->id = id;
+  st->next = c->streams;
+  if (c->streams) c->streams->prev = st;
+  c->streams = st;
+  return st;
+}
+
+static void ready_push(qconn *c, qstream *st) {
+  if (st->in_ready || st->delivered) return;
+  st->in_ready = true;
+  st->rnext = NULL;
+  if (c->ready_tail) c->ready_tail->rnext = st;
+  else c->ready_head = st;
+  c->ready_tail = st;
+}
+
+static void ready_remove(qconn *c, qstream *st) {
+  if (!st->in_ready) return;
+  qstream *prev = NULL;
+  for (qstream *x = c->ready_head; x; prev = x, x = x->rnext) {
+    if (x == st) {
+      if (prev) prev->rnext = x->rnext;
+      else c->ready_head = x->rnext;
+      if (c->ready_tail == x) c->ready_tail = prev;
+      break;
+    }
+  }
+  st->in_ready = false;
+}
+
+static void stream_free(qstream *st) {
+  qconn *c = st->c;
+  if (st->req) st->req->st = NULL; /* orphaned */
+  send_queue_remove(c, st);
+  ready_remove(c, st);
+  c->rx_buffered -= st->rlen;
+  if (st->prev) st->prev->next = st->next;
+  else c->streams = st->next;
+  if (st->next) st->next->prev = st->prev;
+  free(st->rbuf);
+  free(st->sbuf);
+  free(st);
+}
+
+static int buf_append(qstream *st, const uint8_t *data, size_t len, size_t limit) {
+  if (len == 0) return 0;
+  if (st->rlen + len > st->rcap) {
+    size_t cap = st->rcap ? st->rcap : 16384;
+    while (cap < st->rlen + len) cap *= 2;
+    if (cap > limit) cap = limit;
+    uint8_t *n = realloc(st->rbuf, cap);
+    if (!n) return -1;
+    st->rbuf = n;
+    st->rcap = cap;
+  }
+  memcpy(st->rbuf + st->rlen, data, len);
+  st->rlen += len;
+  return 0;
+}
+
+/* Gives the peer back n bytes of connection credit, now if the
+ * connection's undelivered bytes are within budget, else later. */
+static void conn_return_credit(qconn *c, uint64_t n) {
+  c->rx_owed += n;
+  if (c->rx_owed && c->rx_buffered <= c->srv->rx_budget && c->state == ST_ACTIVE) {
+    ngtcp2_conn_extend_max_offset(c->conn, c->rx_owed);
+    c->rx_owed = 0;
+  }
+}
+
+/* Hands finished (or oversized) requests of c to on_request. Runs outside
+ * ngtcp2 callbacks; replies made from on_request are queued and written at
+ * the next flush. */
+static void conn_deliver(qconn *c) {
+  gl_qserver *s = c->srv;
+  qstream *st;
+  while (c->state == ST_ACTIVE && (st = c->ready_head)) {
+    c->ready_head = st->rnext;
+    if (!c->ready_head) c->ready_tail = NULL;
+    st->in_ready = false;
+    if (st->delivered) continue;
+    st->delivered = true;
+    if (st->reset_rx && !st->too_large) {
+      /* The client abandoned the request before finishing it. */
+      gl_ng_conn_shutdown_stream(c->conn, st->id, GL_Q_APP_CANCELLED);
+      continue;
+    }
+    gl_qreq *req = calloc(1, sizeof *req);
+    if (!req) {
+      GL_ERROR("quic: out of memory for a request from %s", c->peer);
+      gl_ng_conn_shutdown_stream(c->conn, st->id, GL_Q_APP_CANCELLED);
+      continue;
+    }
+    req->st = st;
+    st->req = req;
+    int err = GL_QREQ_OK;
+    if (st->too_large) {
+      err = GL_QREQ_TOO_LARGE;
+      gl_ng_conn_shutdown_stream_read(c->conn, st->id, GL_Q_APP_TOO_LARGE);
+      GL_DEBUG("quic: request on stream %lld from %s over %zu bytes", (long long)st->id,
+               c->peer, s->cfg.max_message_bytes);
+    }
+    uint8_t *msg = st->rbuf;
+    size_t len = st->rlen;
+    st->rbuf = NULL;
+    st->rlen = st->rcap = 0;
+    c->rx_buffered -= len;
+    s->cfg.on_request(s->cfg.user, req, msg ? msg : (const uint8_t *)"", len, err);
+    free(msg);
+  }
+  if (c->state == ST_ACTIVE) conn_return_credit(c, 0);
+}
+
+int gl_qreq_reply(gl_qreq *req, const uint8_t *msg, size_t len) {
+  if (!req) return -1;
+  qstream *st = req->st;
+  free(req);
+  if (!st) return -1;
+  st->req = NULL;
+  qconn *c = st->c;
+  if (c->state != ST_ACTIVE || st->write_dead) return -1;
+  uint8_t *copy = malloc(len ? len : 1);
+  if (!copy) {
+    gl_ng_conn_shutdown_stream(c->conn, st->id, GL_Q_APP_CANCELLED);
+    conn_mark_dirty(c);
+    srv_flush(c->srv);
+    return -1;
+  }
+  if (len) memcpy(copy, msg, len);
+  free(st->sbuf);
+  st->sbuf = copy;
+  st->slen = len;
+  st->soff = 0;
+  send_queue_add(c, st);
+  conn_mark_dirty(c);
+  srv_flush(c->srv); /* no-op inside a batch: the batch ends with a flush */
+  return 0;
+}
+
+bool gl_qreq_orphaned(const gl_qreq *req) {
+  return !req || !req->st || req->st->c->state != ST_ACTIVE;
+}
+
+/* ======================================================================
+ * ngtcp2 callbacks (record state only)
+ * ==================================================================== */
+
+static ngtcp2_conn *conn_ref_get(ngtcp2_crypto_conn_ref *ref) {
+  return ((qconn *)ref->user_data)->conn;
+}
+
+static int cb_handshake_completed(ngtcp2_conn *conn, void *user_data) {
+  (void)conn;
+  qconn *c = user_data;
+  GL_INFO("quic: connection from %s established", c->peer);
+  return 0;
+}
+
+static int cb_stream_open(ngtcp2_conn *conn, int64_t stream_id, void *user_data) {
+  qconn *c = user_data;
+  if (!ngtcp2_is_bidi_stream(stream_id)) return 0;
+  qstream *st = stream_new(c, stream_id);
+  if (!st) return NGTCP2_ERR_CALLBACK_FAILURE;
+  st->counted = true;
+  ngtcp2_conn_set_stream_user_data(conn, stream_id, st);
+  return 0;
+}
+
+static int cb_recv_stream_data(ngtcp2_conn *conn, uint32_t flags, int64_t stream_id,
+                               uint64_t offset, const uint8_t *data, size_t datalen,
+                               void *user_data, void *stream_user_data) {
+  (void)offset;
+  qconn *c = user_data;
+  qstream *st = stream_user_data;
+  if (!st) {
+    st = stream_new(c, stream_id);
+    if (!st) return NGTCP2_ERR_CALLBACK_FAILURE;
+    ngtcp2_conn_set_stream_user_data(conn, stream_id, st);
+  }
+  if (st->delivered || st->too_large || st->in_ready) {
+    conn_return_credit(c, datalen); /* past the cut: discarded */
+    return 0;
+  }
+  size_t limit = c->srv->cfg.max_message_bytes;
+  size_t before = st->rlen;
+  if (datalen > limit - st->rlen) {
+    if (buf_append(st, data, limit - st->rlen, limit) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
+    st->too_large = true;
+    ready_push(c, st);
+  } else {
+    if (buf_append(st, data, datalen, limit) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
+    ngtcp2_conn_extend_max_stream_offset(conn, stream_id, datalen);
+    if (flags & NGTCP2_STREAM_DATA_FLAG_FIN) ready_push(c, st);
+  }
+  c->rx_buffered += st->rlen - before;
+  conn_return_credit(c, datalen);
+  return 0;
+}
+
+static int cb_stream_close(ngtcp2_conn *conn, uint32_t flags, int64_t stream_id,
+                           uint64_t app_error_code, void *user_data, void *stream_user_data) {
+  (void)flags;
+  (void)app_error_code;
+  (void)user_data;
+  qstream *st = stream_user_data;
+  if (!st) return 0;
+  bool counted = st->counted;
+  qconn *c = st->c;
+  stream_free(st);
+  conn_return_credit(c, 0);
+  if (counted && !ngtcp2_conn_is_local_stream(conn, stream_id) &&
+      ngtcp2_is_bidi_stream(stream_id))
+    ngtcp2_conn_extend_max_streams_bidi(conn, 1);
+  return 0;
+}
+
+static int cb_stream_reset(ngtcp2_conn *conn, int64_t stream_id, uint64_t final_size,
+                           uint64_t app_error_code, void *user_data, void *stream_user_data) {
+  (void)conn;
+  (void)stream_id;
+  (void)final_size;
+  (void)app_error_code;
+  qconn *c = user_data;
+  qstream *st = stream_user_data;
+  if (!st || st->delivered || st->too_large) return 0;
+  /* Unfinished request: free its bytes now, close our side on delivery. */
+  st->reset_rx = true;
+  c->rx_buffered -= st->rlen;
+  free(st->rbuf);
+  st->rbuf = NULL;
+  st->rlen = st->rcap = 0;
+  ready_push(c, st);
+  conn_return_credit(c, 0);
+  return 0;
+}
+
+static int cb_stream_stop_sending(ngtcp2_conn *conn, int64_t stream_id, uint64_t app_error_code,
+                                  void *user_data, void *stream_user_data) {
+  (void)conn;
+  (void)stream_id;
+  (void)app_error_code;
+  (void)user_data;
+  qstream *st = stream_user_data;
+  if (st) st->write_dead = true;
+  return 0;
+}
+
+static int cb_get_new_connection_id(ngtcp2_conn *conn, ngtcp2_cid *cid, uint8_t *token,
+                                    size_t cidlen, void *user_data) {
+  (void)conn;
+  qconn *c = user_data;
+  if (cidlen > NGTCP2_MAX_CIDLEN) return NGTCP2_ERR_CALLBACK_FAILURE;
+  for (int tries = 0;; tries++) {
+    if (tries == 8 || gl_q_random(cid->data, cidlen) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
+    cid->datalen = cidlen;
+    if (!cid_lookup(c->srv, cid->data, cidlen)) break;
+  }
+  if (gl_q_random(token, NGTCP2_STATELESS_RESET_TOKENLEN) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
+  if (conn_add_cid(c, cid) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
+  return 0;
+}
+
+static int cb_remove_connection_id(ngtcp2_conn *conn, const ngtcp2_cid *cid, void *user_data) {
+  (void)conn;
+  conn_remove_cid(user_data, cid);
+  return 0;
+}
+
+/* GnuTLS hook after ClientHello: refuse clients that do not speak our ALPN
+ * (no_application_protocol alert). */
+static int alpn_hook(gnutls_session_t session, unsigned htype, unsigned when,
+                     unsigned incoming, const gnutls_datum_t *msg) {
+  (void)htype;
+  (void)when;
+  (void)incoming;
+  (void)msg;
+  if (gl_q_alpn_ok(session)) return 0;
+  GL_DEBUG("quic: client did not offer ALPN gpulease/1");
+  return GNUTLS_E_NO_APPLICATION_PROTOCOL;
+}
+
+/* ======================================================================
+ * Accepting connections
+ * ==================================================================== */
+
+static void send_refusal(gl_qserver *s, const ngtcp2_pkt_hd *hd, const struct sockaddr *local,
+                         const struct sockaddr *remote, socklen_t remotelen) {
+  static const char reason[] = "too many connections";
+  uint8_t buf[GL_Q_MAX_PKT];
+  ngtcp2_ssize n = ngtcp2_crypto_write_connection_close(
+      buf, sizeof buf, hd->version, &hd->scid, &hd->dcid, NGTCP2_CONNECTION_REFUSED,
+      (const uint8_t *)reason, sizeof reason - 1);
+  if (n > 0) (void)srv_sendto(s, local, remote, remotelen, buf, (size_t)n);
+}
+
+static void send_version_negotiation(gl_qserver *s, const ngtcp2_version_cid *vc,
+                                     const struct sockaddr *local,
+                                     const struct sockaddr *remote, socklen_t remotelen) {
+  uint8_t buf[GL_Q_MAX_PKT];
+  uint8_t unused;
+  uint32_t versions[] = {NGTCP2_PROTO_VER_V1};
+  if (gl_q_random(&unused, 1) != 0) unused = 0;
+  ngtcp2_ssize n = ngtcp2_pkt_write_version_negotiation(buf, sizeof buf, unused, vc->scid,
+                                                        vc->scidlen, vc->dcid, vc->dcidlen,
+                                                        versions, 1);
+  if (n > 0) (void)srv_sendto(s, local, remote, remotelen, buf, (size_t)n);
+}
+
+static int conn_tls_init(qconn *c) {
+  gl_qserver *s = c->srv;
+  if (gnutls_init(&c->tls, GNUTLS_SERVER | GNUTLS_NO_END_OF_EARLY_DATA) != 0) {
+    c->tls = NULL;
+    return -1;
+  }
+  if (gnutls_priority_set(c->tls, s->prio) != 0) return -1;
+  if (gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE, s->cred) != 0) return -1;
+  if (ngtcp2_crypto_gnutls_configure_server_session(c->tls) != 0) return -1;
+  if (gnutls_alpn_set_protocols(c->tls, gl_q_alpn(), 1, GNUTLS_ALPN_MANDATORY) != 0) return -1;
+  gnutls_handshake_set_hook_function(c->tls, GNUTLS_HANDSHAKE_CLIENT_HELLO, GNUTLS_HOOK_POST,
+                                     alpn_hook);
+  c->ref.get_conn = conn_ref_get;
+  c->ref.user_data = c;
+  gnutls_session_set_ptr(c->tls, &c->ref);
+  ngtcp2_conn_set_tls_native_handle(c->conn, c->tls);
+  return 0;
+}
+
+static qconn *conn_accept(gl_qserver *s, const ngtcp2_path *path, const uint8_t *pkt,
+                          size_t len) {
+  ngtcp2_pkt_hd hd;
+  if (ngtcp2_accept(&hd, pkt, len) != 0) {
+    GL_DEBUG("quic: dropped a %zu-byte datagram: not a valid first packet", len);
+    return NULL;
+  }
+  if (s->nconns >= s->cfg.max_connections) {
+    uint64_t now = gl_q_now_ns();
+    if (now - s->last_refusal_log_ns >= NGTCP2_SECONDS) { /* at most one line a second */
+      s->last_refusal_log_ns = now;
+      GL_WARN("quic: refusing connections: %zu open (max %zu)", s->nconns,
+              s->cfg.max_connections);
+    }
+    send_refusal(s, &hd, path->local.addr, path->remote.addr, (socklen_t)path->remote.addrlen);
+    return NULL;
+  }
+  qconn *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->srv = s;
+  c->state = ST_ACTIVE;
+  c->fresh = true;
+  ev_timer_init(&c->timer, conn_timer_cb, 0.0, 0.0);
+  c->timer.data = c;
+  addr_to_str(path->remote.addr, c->peer, sizeof c->peer);
+  c->next = s->conns;
+  if (s->conns) s->conns->prev = c;
+  s->conns = c;
+  s->nconns++;
+  s->nactive++;
+
+  ngtcp2_cid scid;
+  scid.datalen = GL_Q_SCID_LEN;
+  do {
+    if (gl_q_random(scid.data, scid.datalen) != 0) goto fail;
+  } while (cid_lookup(s, scid.data, scid.datalen));
+
+  ngtcp2_callbacks cb = {
+      .recv_client_initial = ngtcp2_crypto_recv_client_initial_cb,
+      .recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb,
+      .handshake_completed = cb_handshake_completed,
+      .encrypt = ngtcp2_crypto_encrypt_cb,
+      .decrypt = ngtcp2_crypto_decrypt_cb,
+      .hp_mask = ngtcp2_crypto_hp_mask_cb,
+      .recv_stream_data = cb_recv_stream_data,
+      .stream_open = cb_stream_open,
+      .stream_close = cb_stream_close,
+      .rand = gl_q_rand_cb,
+      .get_new_connection_id = cb_get_new_connection_id,
+      .remove_connection_id = cb_remove_connection_id,
+      .update_key = ngtcp2_crypto_update_key_cb,
+      .stream_reset = cb_stream_reset,
+      .delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb,
+      .delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb,
+      .get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb,
+      .stream_stop_sending = cb_stream_stop_sending,
+      .version_negotiation = ngtcp2_crypto_version_negotiation_cb,
+  };
+  uint64_t now = gl_q_now_ns();
+  ngtcp2_settings settings;
+  ngtcp2_settings_default(&settings);
+  settings.initial_ts = now;
+  settings.max_window = GL_Q_MAX_CONN_WINDOW;
+  settings.max_stream_window = GL_Q_MAX_STREAM_WINDOW;
+  uint64_t idle_ns = (uint64_t)s->cfg.idle_timeout_ms * NGTCP2_MILLISECONDS;
+  settings.handshake_timeout = idle_ns < HANDSHAKE_TIMEOUT_NS ? idle_ns : HANDSHAKE_TIMEOUT_NS;
+
+  ngtcp2_transport_params params;
+  ngtcp2_transport_params_default(&params);
+  params.initial_max_stream_data_bidi_remote = GL_Q_STREAM_WINDOW;
+  params.initial_max_stream_data_bidi_local = 0;
+  params.initial_max_stream_data_uni = 0;
+  params.initial_max_data = GL_Q_CONN_WINDOW;
+  params.initial_max_streams_bidi = s->cfg.max_streams_per_conn;
+  params.initial_max_streams_uni = 0;
+  params.max_idle_timeout = idle_ns;
+  gl_ng_params_set_original_dcid(&params, &hd.dcid);
+
+  int rv = ngtcp2_conn_server_new(&c->conn, &hd.scid, &scid, path, hd.version, &cb, &settings,
+                                  &params, NULL, c);
+  if (rv != 0) {
+    c->conn = NULL;
+    GL_WARN("quic: cannot create a connection: %s", ngtcp2_strerror(rv));
+    goto fail;
+  }
+  if (conn_tls_init(c) != 0) {
+    GL_WARN("quic: cannot set up a TLS session");
+    goto fail;
+  }
+  if (conn_add_cid(c, &scid) != 0 || conn_add_cid(c, &hd.dcid) != 0) goto fail;
+  return c;
+
+fail:
+  c->state = ST_DEAD;
+  s->nactive--;
+  conn_free(c);
+  return NULL;
+}
+
+/* One datagram from remote to local. */
+static void srv_handle_datagram(gl_qserver *s, const ngtcp2_path *path, const uint8_t *pkt,
+                                size_t len) {
+  ngtcp2_version_cid vc;
+  int rv = ngtcp2_pkt_decode_version_cid(&vc, pkt, len, GL_Q_SCID_LEN);
+  if (rv == NGTCP2_ERR_VERSION_NEGOTIATION) {
+    /* Only answer datagrams as large as a client Initial (no amplification). */
+    if (len >= NGTCP2_MAX_UDP_PAYLOAD_SIZE)
+      send_version_negotiation(s, &vc, path->local.addr, path->remote.addr,
+                               (socklen_t)path->remote.addrlen);
+    return;
+  }
+  if (rv != 0) {
+    GL_DEBUG("quic: dropped a %zu-byte datagram: bad header", len);
+    return;
+  }
+  qconn *c = cid_lookup(s, vc.dcid, vc.dcidlen);
+  if (!c) {
+    if (vc.version == 0) {
+      GL_DEBUG("quic: dropped a %zu-byte short-header datagram: unknown connection", len);
+      return;
+    }
+    c = conn_accept(s, path, pkt, len);
+    if (!c) return;
+  }
+
+  switch (c->state) {
+  case ST_ACTIVE:
+    break;
+  case ST_CLOSING:
+    /* Answer late packets with our CONNECTION_CLOSE, ever more rarely. */
+    c->close_rx++;
+    if (c->close_pkt && (c->close_rx & (c->close_rx - 1)) == 0)
+      (void)srv_sendto(s, path->local.addr, path->remote.addr, (socklen_t)path->remote.addrlen,
+                       c->close_pkt, c->close_len);
+    return;
+  default:
+    return;
+  }
+
+  ngtcp2_pkt_info pi = {0};
+  rv = ngtcp2_conn_read_pkt(c->conn, path, &pi, pkt, len, gl_q_now_ns());
+  if (rv == 0) {
+    c->fresh = false;
+  } else if (rv == NGTCP2_ERR_DRAINING) {
+    conn_start_draining(c);
+  } else if (rv == NGTCP2_ERR_DROP_CONN || rv == NGTCP2_ERR_RETRY) {
+    conn_drop(c, ngtcp2_strerror(rv));
+  } else {
+    GL_DEBUG("quic: packet from %s: %s", c->peer, ngtcp2_strerror(rv));
+    conn_close_liberr(c, rv);
+  }
+  conn_deliver(c);
+  conn_mark_dirty(c);
+}
+
+static void srv_on_readable(struct ev_loop *loop, ev_io *w, int revents) {
+  (void)loop;
+  (void)revents;
+  gl_qserver *s = w->data;
+  s->in_batch = true;
+  for (int i = 0; i < READ_BATCH; i++) {
+    struct sockaddr_storage remote, local;
+    union {
+      char buf[CMSG_SPACE(sizeof(struct in6_pktinfo)) + CMSG_SPACE(sizeof(struct in_pktinfo))];
+      struct cmsghdr align;
+    } ctl;
+    struct iovec iov = {.iov_base = s->rbuf, .iov_len = sizeof s->rbuf};
+    struct msghdr msg = {
+        .msg_name = &remote,
+        .msg_namelen = sizeof remote,
+        .msg_iov = &iov,
+        .msg_iovlen = 1,
+        .msg_control = ctl.buf,
+        .msg_controllen = sizeof ctl.buf,
+    };
+    ssize_t n = recvmsg(s->fd, &msg, MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK)
+        GL_DEBUG("quic: recvmsg: %s", strerror(errno));
+      break;
+    }
+    if (n == 0 || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+        (remote.ss_family != AF_INET && remote.ss_family != AF_INET6)) {
+      GL_DEBUG("quic: dropped a %zd-byte datagram (empty or truncated)", n);
+      continue;
+    }
+    /* Local address: the bound one, with the destination address of this
+     * datagram when the kernel told us. */
+    memcpy(&local, &s->bound, s->boundlen);
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+      if (cm->cmsg_level == IPPROTO_IPV6 && cm->cmsg_type == IPV6_PKTINFO &&
+          s->family == AF_INET6) {
+        struct in6_pktinfo pi;
+        memcpy(&pi, CMSG_DATA(cm), sizeof pi);
+        struct sockaddr_in6 *l6 = (struct sockaddr_in6 *)&local;
+        l6->sin6_addr = pi.ipi6_addr;
+        l6->sin6_scope_id = IN6_IS_ADDR_LINKLOCAL(&pi.ipi6_addr) ? pi.ipi6_ifindex : 0;
+      } else if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_PKTINFO &&
+                 s->family == AF_INET) {
+        struct in_pktinfo pi;
+        memcpy(&pi, CMSG_DATA(cm), sizeof pi);
+        ((struct sockaddr_in *)&local)->sin_addr = pi.ipi_addr;
+      }
+    }
+    ngtcp2_path path = {
+        .local = {.addr = (struct sockaddr *)&local, .addrlen = s->boundlen},
+        .remote = {.addr = (struct sockaddr *)&remote, .addrlen = msg.msg_namelen},
+    };
+    srv_handle_datagram(s, &path, s->rbuf, (size_t)n);
+  }
+  s->in_batch = false;
+  srv_flush(s);
+}
+
+static void srv_on_writable(struct ev_loop *loop, ev_io *w, int revents) {
+  (void)revents;
+  gl_qserver *s = w->data;
+  s->in_batch = true;
+  while (s->blocked_head) {
+    qconn *c = s->blocked_head;
+    if (c->pend_len) {
+      if (srv_sendto(s, (const struct sockaddr *)&c->local, (const struct sockaddr *)&c->remote,
+                     c->remotelen, c->pend, c->pend_len) < 0 &&
+          errno_is_busy())
+        break;
+      c->pend_len = 0;
+    }
+    s->blocked_head = c->bnext;
+    c->in_blocked = false;
+    conn_mark_dirty(c);
+  }
+  if (!s->blocked_head) ev_io_stop(loop, &s->wio);
+  s->in_batch = false;
+  srv_flush(s);
+}
+
+/* ======================================================================
+ * Server object
+ * ==================================================================== */
+
+static int srv_bind(gl_qserver *s, char *err, size_t errlen) {
+  const char *host = s->listen_host && *s->listen_host ? s->listen_host : "::";
+  char port[8];
+  snprintf(port, sizeof port, "%u", (unsigned)s->cfg.listen_port);
+  struct addrinfo hints = {
+      .ai_family = AF_UNSPEC,
+      .ai_socktype = SOCK_DGRAM,
+      .ai_protocol = IPPROTO_UDP,
+      .ai_flags = AI_PASSIVE | AI_NUMERICSERV,
+  };
+  struct addrinfo *res = NULL;
+  int rc = getaddrinfo(host, port, &hints, &res);
+  if (rc != 0 && !(s->listen_host && *s->listen_host)) {
+    host = "0.0.0.0"; /* no IPv6 on this host */
+    rc = getaddrinfo(host, port, &hints, &res);
+  }
+  if (rc != 0) {
+    set_err(err, errlen, "cannot resolve listen address %s: %s", host, gai_strerror(rc));
+    return -1;
+  }
+  int last_errno = 0;
+  for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+    if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6) continue;
+    int fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      last_errno = errno;
+      continue;
+    }
+    int one = 1, size = SOCKET_BUFFER_BYTES;
+    if (ai->ai_family == AF_INET6) {
+      const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)ai->ai_addr;
+      int v6only = IN6_IS_ADDR_UNSPECIFIED(&a6->sin6_addr) ? 0 : 1;
+      (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
+      (void)setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof one);
+    } else {
+      (void)setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof one);
+    }
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+    (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+      last_errno = errno;
+      close(fd);
+      continue;
+    }
+    s->boundlen = sizeof s->bound;
+    if (getsockname(fd, (struct sockaddr *)&s->bound, &s->boundlen) != 0) {
+      last_errno = errno;
+      close(fd);
+      continue;
+    }
+    s->fd = fd;
+    s->family = ai->ai_family;
+    s->port = ntohs(ai->ai_family == AF_INET6
+                        ? ((struct sockaddr_in6 *)&s->bound)->sin6_port
+                        : ((struct sockaddr_in *)&s->bound)->sin_port);
+    break;
+  }
+  freeaddrinfo(res);
+  if (s->fd < 0) {
+    set_err(err, errlen, "cannot bind UDP %s port %u: %s", host, (unsigned)s->cfg.listen_port,
+            strerror(last_errno ? last_errno : EADDRNOTAVAIL));
+    return -1;
+  }
+  return 0;
+}
+
+int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserver **out,
+                   char *err, size_t errlen) {
+  if (out) *out = NULL;
+  if (!loop || !cfg || !out || !cfg->on_request || !cfg->cert_file || !cfg->key_file) {
+    set_err(err, errlen, "invalid server configuration");
+    return -1;
+  }
+  gl_qserver *s = calloc(1, sizeof *s);
+  if (!s) {
+    set_err(err, errlen, "out of memory");
+    return -1;
+  }
+  s->loop = loop;
+  s->fd = -1;
+  s->cfg = *cfg;
+  s->listen_host = dup_str(cfg->listen_host);
+  s->cert_file = dup_str(cfg->cert_file);
+  s->key_file = dup_str(cfg->key_file);
+  s->cfg.listen_host = s->listen_host;
+  s->cfg.cert_file = s->cert_file;
+  s->cfg.key_file = s->key_file;
+  if (!s->cfg.idle_timeout_ms) s->cfg.idle_timeout_ms = DEFAULT_IDLE_TIMEOUT_MS;
+  if (!s->cfg.max_connections) s->cfg.max_connections = DEFAULT_MAX_CONNECTIONS;
+  if (!s->cfg.max_streams_per_conn) s->cfg.max_streams_per_conn = DEFAULT_MAX_STREAMS;
+  if (!s->cfg.max_message_bytes) s->cfg.max_message_bytes = DEFAULT_MAX_MESSAGE;
+  s->rx_budget = s->cfg.max_message_bytes > SIZE_MAX / 2 ? SIZE_MAX : 2 * s->cfg.max_message_bytes;
+  if (s->rx_budget < GL_Q_CONN_WINDOW) s->rx_budget = GL_Q_CONN_WINDOW;
+  s->nbuckets = 64;
+  s->buckets = calloc(s->nbuckets, sizeof *s->buckets);
+  if ((cfg->listen_host && !s->listen_host) || !s->cert_file || !s->key_file || !s->buckets ||
+      gl_q_random(&s->hash_key, sizeof s->hash_key) != 0) {
+    set_err(err, errlen, "out of memory");
+    goto fail;
+  }
+
+  int rc = gnutls_certificate_allocate_credentials(&s->cred);
+  if (rc < 0) {
+    s->cred = NULL;
+    set_err(err, errlen, "TLS credentials: %s", gnutls_strerror(rc));
+    goto fail;
+  }
+  rc = gnutls_certificate_set_x509_key_file(s->cred, s->cert_file, s->key_file,
+                                            GNUTLS_X509_FMT_PEM);
+  if (rc < 0) {
+    set_err(err, errlen, "cannot load certificate %s / key %s: %s", s->cert_file, s->key_file,
+            gnutls_strerror(rc));
+    goto fail;
+  }
+  const char *errpos = NULL;
+  rc = gnutls_priority_init(&s->prio, GL_Q_PRIORITY, &errpos);
+  if (rc < 0) {
+    s->prio = NULL;
+    set_err(err, errlen, "TLS priorities: %s", gnutls_strerror(rc));
+    goto fail;
+  }
+  if (srv_bind(s, err, errlen) != 0) goto fail;
+
+  ev_io_init(&s->rio, srv_on_readable, s->fd, EV_READ);
+  s->rio.data = s;
+  ev_io_init(&s->wio, srv_on_writable, s->fd, EV_WRITE);
+  s->wio.data = s;
+  ev_io_start(loop, &s->rio);
+  char addr[INET6_ADDRSTRLEN + 8];
+  addr_to_str((const struct sockaddr *)&s->bound, addr, sizeof addr);
+  GL_INFO("quic: listening on %s (UDP)", addr);
+  *out = s;
+  return 0;
+
+fail:
+  gl_qserver_del(s);
+  return -1;
+}
+
+void gl_qserver_del(gl_qserver *srv) {
+  if (!srv) return;
+  gl_qserver *s = srv;
+  while (s->conns) {
+    qconn *c = s->conns;
+    if (c->state == ST_ACTIVE && !c->fresh) {
+      static const char reason[] = "server shutting down";
+      gl_ng_ccerr e;
+      gl_ng_ccerr_default(&e);
+      gl_ng_ccerr_set_application_error(&e, GL_Q_APP_SHUTDOWN, reason, sizeof reason - 1);
+      conn_close(c, &e);
+    }
+    conn_free(c);
+  }
+  s->dirty_head = s->dirty_tail = NULL;
+  if (s->fd >= 0) {
+    ev_io_stop(s->loop, &s->rio);
+    ev_io_stop(s->loop, &s->wio);
+    close(s->fd);
+  }
+  if (s->buckets) {
+    for (size_t i = 0; i < s->nbuckets; i++) {
+      cid_ent *e = s->buckets[i];
+      while (e) {
+        cid_ent *next = e->next;
+        free(e);
+        e = next;
+      }
+    }
+    free(s->buckets);
+  }
+  if (s->prio) gnutls_priority_deinit(s->prio);
+  if (s->cred) gnutls_certificate_free_credentials(s->cred);
+  free(s->listen_host);
+  free(s->cert_file);
+  free(s->key_file);
+  free(s);
+}
+
+uint16_t gl_qserver_port(const gl_qserver *srv) { return srv ? srv->port : 0; }
+
+size_t gl_qserver_connection_count(const gl_qserver *srv) { return srv ? srv->nactive : 0; }

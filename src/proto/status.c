@@ -1,0 +1,51 @@
+/*
+ * status.c - names of gpulease status codes and of wire ops.
+ *
+ * gpulease_status_name() is part of the public API (gpulease.h) but lives
+ * with the codec because the daemon, the worker and the CLI print the same
+ * names; keeping the table next to gl_op_name() keeps both in one place.
+ * Every name is the enumerator without its GPULEASE_ prefix, which is also
+ * how docs/protocol.md spells them.
+ */
+#include "proto/wire.h"
+
+GPULEASE_API const char *gpulease_status_name(int status) {
+  switch (status) {
+  case GPULEASE_OK: return "OK";
+  case GPULEASE_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+  case GPULEASE_UNAUTHORIZED: return "UNAUTHORIZED";
+  case GPULEASE_LOAD_FAILED: return "LOAD_FAILED";
+  case GPULEASE_LAUNCH_FAILED: return "LAUNCH_FAILED";
+  case GPULEASE_NOT_FOUND: return "NOT_FOUND";
+  case GPULEASE_READ_FAILED: return "READ_FAILED";
+  case GPULEASE_LEASE_EXPIRED: return "LEASE_EXPIRED";
+  case GPULEASE_CAPACITY_EXCEEDED: return "CAPACITY_EXCEEDED";
+  case GPULEASE_UNSUPPORTED: return "UNSUPPORTED";
+  case GPULEASE_NO_DEVICE: return "NO_DEVICE";
+  case GPULEASE_MALFORMED: return "MALFORMED";
+  case GPULEASE_TOO_LARGE: return "TOO_LARGE";
+  case GPULEASE_BUSY: return "BUSY";
+  case GPULEASE_WRITE_FAILED: return "WRITE_FAILED";
+  case GPULEASE_INTERNAL: return "INTERNAL";
+  case GPULEASE_DISCONNECTED: return "DISCONNECTED";
+  case GPULEASE_TLS_FAILED: return "TLS_FAILED";
+  case GPULEASE_PROTOCOL_ERROR: return "PROTOCOL_ERROR";
+  case GPULEASE_NO_MEMORY: return "NO_MEMORY";
+  case GPULEASE_TIMEOUT: return "TIMEOUT";
+  default: return "UNKNOWN";
+  }
+}
+
+const char *gl_op_name(uint16_t op) {
+  switch (op) {
+  case GL_OP_GET_INVENTORY: return "GET_INVENTORY";
+  case GL_OP_LEASE_ALLOC: return "LEASE_ALLOC";
+  case GL_OP_LEASE_RENEW: return "LEASE_RENEW";
+  case GL_OP_LEASE_QUERY: return "LEASE_QUERY";
+  case GL_OP_LEASE_FREE: return "LEASE_FREE";
+  case GL_OP_GPU_SUBMIT: return "GPU_SUBMIT";
+  case GL_OP_WORKER_INIT: return "WORKER_INIT";
+  case GL_OP_WORKER_PROBE: return "WORKER_PROBE";
+  default: return "UNKNOWN";
+  }
+}

@@ -1,0 +1,102 @@
+/* ipc.c - see ipc.h. */
+#include "worker/ipc.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Reads up to n bytes, stopping early only at EOF. Returns the bytes read,
+ * or -1 on error. */
+static ssize_t read_full(int fd, uint8_t *p, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = read(fd, p + got, n - got);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    if (r == 0) break;
+    got += (size_t)r;
+  }
+  return (ssize_t)got;
+}
+
+static int discard(int fd, uint64_t n) {
+  uint8_t sink[65536];
+  while (n > 0) {
+    size_t want = n < sizeof sink ? (size_t)n : sizeof sink;
+    ssize_t r = read_full(fd, sink, want);
+    if (r < 0) return -1;
+    if ((size_t)r != want) {
+      errno = ECONNRESET;
+      return -1;
+    }
+    n -= want;
+  }
+  return 0;
+}
+
+gl_ipc_result gl_ipc_read(int fd, size_t max_body, gl_header *hdr, uint8_t **msg, size_t *len,
+                          gpulease_status *hdr_status) {
+  *msg = NULL;
+  *len = 0;
+  memset(hdr, 0, sizeof *hdr);
+  if (max_body > GL_IPC_MAX_BODY) max_body = GL_IPC_MAX_BODY;
+
+  uint8_t h[GL_WIRE_HEADER_SIZE];
+  ssize_t r = read_full(fd, h, sizeof h);
+  if (r < 0) return GL_IPC_IO_ERROR;
+  if (r == 0) return GL_IPC_EOF;
+  if ((size_t)r < sizeof h) {
+    errno = ECONNRESET;
+    return GL_IPC_IO_ERROR;
+  }
+  gpulease_status st = gl_header_decode(h, sizeof h, hdr);
+  if (st != GPULEASE_OK) {
+    if (hdr_status) *hdr_status = st;
+    return GL_IPC_BAD_HEADER;
+  }
+  if (hdr->body_len > max_body) {
+    if (discard(fd, hdr->body_len) != 0) return GL_IPC_IO_ERROR;
+    return GL_IPC_TOO_LARGE;
+  }
+  size_t total = sizeof h + hdr->body_len;
+  uint8_t *buf = malloc(total);
+  if (!buf) {
+    /* Keep the stream in step so the caller can still answer. */
+    if (discard(fd, hdr->body_len) != 0) return GL_IPC_IO_ERROR;
+    return GL_IPC_TOO_LARGE;
+  }
+  memcpy(buf, h, sizeof h);
+  r = read_full(fd, buf + sizeof h, hdr->body_len);
+  if (r < 0 || (size_t)r != hdr->body_len) {
+    int e = r < 0 ? errno : ECONNRESET;
+    free(buf);
+    errno = e;
+    return GL_IPC_IO_ERROR;
+  }
+  *msg = buf;
+  *len = total;
+  return GL_IPC_MESSAGE;
+}
+
+int gl_ipc_write_all(int fd, const void *buf, size_t len) {
+  const uint8_t *p = buf;
+  int use_send = 1;
+  while (len > 0) {
+    ssize_t n = use_send ? send(fd, p, len, MSG_NOSIGNAL) : write(fd, p, len);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (use_send && errno == ENOTSOCK) {
+        use_send = 0; /* a pipe or file: plain write */
+        continue;
+      }
+      return -1;
+    }
+    p += n;
+    len -= (size_t)n;
+  }
+  return 0;
+}

@@ -1,0 +1,45 @@
+/*
+ * ipc.h - whole wire messages over a blocking stream socket.
+ *
+ * The daemon and a worker talk over a SOCK_STREAM socketpair carrying
+ * gpulease/1 messages (src/proto/wire.h) back to back: a 12-byte header,
+ * then body_len bytes. These helpers read and write whole messages,
+ * retrying on EINTR and short transfers. They block; the worker has nothing
+ * else to do. Writes use MSG_NOSIGNAL, so a vanished peer is an error
+ * return (EPIPE), never a SIGPIPE.
+ */
+#ifndef GL_WORKER_IPC_H
+#define GL_WORKER_IPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/wire.h"
+
+/* Largest body a worker accepts (1 GiB). */
+#define GL_IPC_MAX_BODY (1u << 30)
+
+typedef enum gl_ipc_result {
+  GL_IPC_MESSAGE = 0,  /* *msg holds a whole message (header + body) */
+  GL_IPC_EOF = 1,      /* the peer closed the stream between messages */
+  GL_IPC_IO_ERROR = 2, /* read error, or EOF inside a message (errno set) */
+  GL_IPC_BAD_HEADER = 3, /* the header does not decode: the stream cannot be
+                            resynchronised; *hdr holds what could be read */
+  GL_IPC_TOO_LARGE = 4,  /* body_len > max_body: the body was read and
+                            discarded, the stream is still in step; *hdr set */
+} gl_ipc_result;
+
+/* Reads one message.
+ *   max_body: largest body_len accepted (at most GL_IPC_MAX_BODY).
+ *   hdr: receives the decoded header (MESSAGE, BAD_HEADER, TOO_LARGE).
+ *   msg, len: on MESSAGE, a malloc'd buffer of the whole message (the
+ *     caller frees it) and its size; NULL and 0 otherwise.
+ *   hdr_status: on BAD_HEADER, what gl_header_decode said (MALFORMED or
+ *     UNSUPPORTED); may be NULL. */
+gl_ipc_result gl_ipc_read(int fd, size_t max_body, gl_header *hdr, uint8_t **msg, size_t *len,
+                          gpulease_status *hdr_status);
+
+/* Writes all len bytes. 0, or -1 with errno set. */
+int gl_ipc_write_all(int fd, const void *buf, size_t len);
+
+#endif /* GL_WORKER_IPC_H */

@@ -1,0 +1,53 @@
+/*
+ * worker.h - the per-lease worker process.
+ *
+ * Each lease's device context lives in a process of its own that the
+ * daemon spawns (`gpuleased --worker FD`) and supervises: if a kernel hangs
+ * the daemon SIGKILLs the worker and the driver reclaims the context and
+ * its VRAM; if a kernel faults, only that lease's process is lost.
+ *
+ * The worker serves requests read from FD, one at a time, each answered by
+ * exactly one response in the same order (src/proto/wire.h framing):
+ *
+ *   WORKER_PROBE  list the CUDA devices (uuid, name, compute capability,
+ *                 SMs, memory); NO_DEVICE with the reason when the driver
+ *                 cannot be loaded or initialised. Allowed at any time.
+ *   WORKER_INIT   open CUDA device cuda_ordinal, reserve vram_bytes for the
+ *                 lease's region and zero it (no earlier tenant's data is
+ *                 ever visible); reply region_base and the device name.
+ *                 Once per worker.
+ *   GPU_SUBMIT    validate against the region, load the image (cached),
+ *                 copy input, launch, wait, read output back; reply the
+ *                 output and the kernel's GPU time. Only after INIT.
+ *
+ * Any other op is answered UNSUPPORTED; a body that does not decode is
+ * answered with the decoder's status (MALFORMED, ...) and the worker goes
+ * on. The lease auth in GPU_SUBMIT is the daemon's business and is ignored
+ * here.
+ */
+#ifndef GL_WORKER_WORKER_H
+#define GL_WORKER_WORKER_H
+
+#include "worker/backend.h"
+
+/* The worker's return values, meant to become its process exit status. */
+#define GL_WORKER_EXIT_OK 0           /* the daemon closed the stream */
+#define GL_WORKER_EXIT_IO 1           /* read/write error or undecodable framing */
+#define GL_WORKER_EXIT_CONTEXT_LOST 3 /* a kernel fault killed the CUDA context;
+                                         the failing request was answered */
+
+/* Largest GPU_SUBMIT output_size the worker reads back (the response must
+ * fit in one message of at most GL_IPC_MAX_BODY bytes). */
+#define GL_WORKER_MAX_OUTPUT ((1u << 30) - 4096u)
+
+/* Runs the worker loop on fd (a connected SOCK_STREAM socket; blocking)
+ * with the CUDA backend until the daemon closes the stream. Returns one of
+ * GL_WORKER_EXIT_*; the caller exits the process with it, i.e.
+ * `return gl_worker_main(fd);` from main(). fd is not closed. */
+int gl_worker_main(int fd);
+
+/* The same loop with the given backend (borrowed; not destroyed). For other
+ * backends and for tests. */
+int gl_worker_run(int fd, gl_backend *backend);
+
+#endif /* GL_WORKER_WORKER_H */

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The gpulease CLI against a real gpuleased (test host device, no GPU):
+# output formats, exit codes and error messages. Usage: test_cli.sh BUILD_DIR
+set -uo pipefail
+build=$1
+bin=$build/src
+dir=$(mktemp -d /tmp/gl-cli-XXXXXX)
+GPULEASE_TEST_HOST_DEVICE=64M "$bin/daemon/gpuleased" --listen 127.0.0.1:0 --state-dir "$dir" \
+  --ready-file "$dir/ready" --max-ttl 60 2> "$dir/daemon.log" &
+daemon=$!
+trap 'kill $daemon 2>/dev/null; wait $daemon 2>/dev/null; rm -rf "$dir"' EXIT
+for _ in $(seq 1 300); do [ -s "$dir/ready" ] && break; sleep 0.1; done
+read -r port fp < "$dir/ready"
+cli() { "$bin/cli/gpulease" --addr "127.0.0.1:$port" --pin-sha256 "$fp" "$@"; }
+pass=0 fail=0
+check() { # check NAME EXPECTED_RC ACTUAL_RC [PATTERN FILE]
+  local ok=1
+  [ "$2" = "$3" ] || ok=0
+  if [ $# -ge 5 ] && ! grep -q -- "$4" "$5"; then ok=0; fi
+  if [ $ok = 1 ]; then pass=$((pass+1)); echo "ok   $1";
+  else fail=$((fail+1)); echo "FAIL $1 (rc $3, want $2)"; [ $# -ge 5 ] && cat "$5"; fi
+}
+out=$dir/out err=$dir/err
+
+cli inventory > $out 2> $err;                 check "inventory text" 0 $? "test host device" $out
+cli --json inventory > $out 2> $err;          check "inventory json" 0 $? '"total_vram_bytes": 67108864' $out
+cli lease alloc --vram 1M --ttl 30 --json > $out 2> $err
+check "lease alloc json" 0 $? '"secret"' $out
+id=$(sed -n 's/.*"lease_id": \([0-9]*\).*/\1/p' $out)
+secret=$(sed -n 's/.*"secret": "\([0-9a-f]*\)".*/\1/p' $out)
+cli lease show "$id" --secret "$secret" > $out 2> $err;  check "lease show" 0 $? "vram       1048576 bytes" $out
+GPULEASE_SECRET=$secret cli lease renew "$id" --ttl 50 > $out 2> $err
+check "lease renew (secret from env)" 0 $? "ttl        50 s" $out
+cli lease show "$id" --secret 00000000000000000000000000000000 > $out 2> $err
+check "wrong secret" 1 $? "lease show failed: UNAUTHORIZED: wrong secret" $err
+cli --json lease show "$id" --secret 00000000000000000000000000000000 > $out 2> $err
+check "wrong secret json" 1 $? '"status": "UNAUTHORIZED"' $out
+cli lease renew "$id" --secret "$secret" --ttl 61 > $out 2> $err
+check "ttl above max" 1 $? "INVALID_ARGUMENT: ttl_s 61 out of range 1..60" $err
+cli lease alloc --vram 65M --ttl 10 > $out 2> $err
+check "capacity" 1 $? "CAPACITY_EXCEEDED" $err
+cli lease free "$id" --secret "$secret" > $out 2> $err;  check "lease free" 0 $? "freed" $out
+cli lease show "$id" --secret "$secret" > $out 2> $err;  check "after free" 1 $? "NOT_FOUND" $err
+printf '.version 8.0\n.target sm_75\n.address_size 64\n' > $dir/k.ptx
+cli submit --binary $dir/k.ptx --kernel k --output-size 16 > $out 2> $err
+check "one-shot submit reaches the worker" 1 $? "submit failed: UNSUPPORTED" $err
+cli --json inventory > $out 2> $err
+check "one-shot lease freed afterwards" 0 $? '"active_leases": 0' $out
+cli lease alloc --vram 1M > $out 2> $err;     check "usage: missing --ttl" 2 $? "needs --vram BYTES and --ttl" $err
+cli inventory --vram 1M > $out 2> $err;       check "usage: option not for command" 2 $? "does not apply" $err
+cli submit --binary $dir/k.ptx --kernel k --arg q32:1 > $out 2> $err
+check "usage: bad --arg" 2 $? "unknown type" $err
+cli frobnicate > $out 2> $err;                check "usage: unknown command" 2 $? "unknown command" $err
+"$bin/cli/gpulease" --addr "127.0.0.1:$port" --insecure inventory > $out 2> $err
+check "insecure warns" 0 $? "NOT verified" $err
+"$bin/cli/gpulease" --addr "127.0.0.1:$port" --pin-sha256 "$(echo $fp | tr 0-9a-f 1-9a-f0)" inventory > $out 2> $err
+check "wrong pin" 1 $? "TLS_FAILED" $err
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]

@@ -1,0 +1,134 @@
+/* daemon_harness.c - see daemon_harness.h. */
+#include "daemon_harness.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Daemons still running when the test program exits (a failed assertion
+ * skips gl_test_daemon_stop) are killed, so none outlives the test and
+ * holds ctest's output pipe open. */
+static pid_t g_started[64];
+
+static void kill_leftovers(void) {
+  for (int i = 0; i < 64; i++)
+    if (g_started[i] > 0) {
+      kill(g_started[i], SIGKILL);
+      waitpid(g_started[i], NULL, 0);
+    }
+}
+
+static void track(pid_t pid, pid_t replace) {
+  static int registered;
+  if (!registered) registered = atexit(kill_leftovers) == 0;
+  for (int i = 0; i < 64; i++)
+    if (g_started[i] == replace) {
+      g_started[i] = pid;
+      return;
+    }
+}
+
+int gl_test_daemon_start(gl_test_daemon *d, const char *test_device, const char *const *extra) {
+  memset(d, 0, sizeof *d);
+  snprintf(d->dir, sizeof d->dir, "/tmp/gl-e2e-XXXXXX");
+  if (!mkdtemp(d->dir)) return -1;
+  const char *bin_dir = getenv("GL_TEST_BIN_DIR");
+  char exe[512], ready[300], log[300];
+  snprintf(exe, sizeof exe, "%s/src/daemon/gpuleased", bin_dir ? bin_dir : ".");
+  snprintf(ready, sizeof ready, "%s/ready", d->dir);
+  snprintf(log, sizeof log, "%s/daemon.log", d->dir);
+  const char *argv[32] = {exe, "--listen", "127.0.0.1:0", "--state-dir", d->dir,
+                          "--ready-file", ready, "--log-level", "debug"};
+  int n = 9;
+  for (int i = 0; extra && extra[i] && n < 30; i++) argv[n++] = extra[i];
+  argv[n] = NULL;
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    if (test_device) setenv("GPULEASE_TEST_HOST_DEVICE", test_device, 1);
+    else unsetenv("GPULEASE_TEST_HOST_DEVICE");
+    FILE *f = freopen(log, "w", stderr);
+    FILE *o = freopen("/dev/null", "w", stdout);
+    (void)f, (void)o;
+    execv(exe, (char *const *)argv);
+    _exit(127);
+  }
+  d->pid = pid;
+  track(pid, 0);
+  for (int i = 0; i < 300; i++) { /* up to 30 s */
+    FILE *f = fopen(ready, "r");
+    if (f) {
+      unsigned port;
+      int ok = fscanf(f, "%u %79s", &port, d->fingerprint) == 2;
+      fclose(f);
+      if (ok) {
+        snprintf(d->addr, sizeof d->addr, "127.0.0.1:%u", port);
+        return 0;
+      }
+    }
+    if (waitpid(pid, NULL, WNOHANG) == pid) break;
+    struct timespec ts = {0, 100000000};
+    nanosleep(&ts, NULL);
+  }
+  fprintf(stderr, "daemon did not start; its log:\n");
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "cat %s >&2", log);
+  if (system(cmd) != 0) fprintf(stderr, "(no log)\n");
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  return -1;
+}
+
+int gl_test_daemon_children(const gl_test_daemon *d) {
+  DIR *dir = opendir("/proc");
+  if (!dir) return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(dir))) {
+    char path[300], buf[512];
+    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = 0;
+    char *rp = strrchr(buf, ')'); /* comm may hold spaces */
+    int ppid;
+    char state;
+    if (rp && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 && ppid == d->pid && state != 'Z')
+      n++;
+  }
+  closedir(dir);
+  return n;
+}
+
+int gl_test_daemon_stop(gl_test_daemon *d) {
+  int status = -1;
+  if (d->pid > 0) {
+    kill(d->pid, SIGTERM);
+    for (int i = 0; i < 100; i++) {
+      if (waitpid(d->pid, &status, WNOHANG) == d->pid) break;
+      struct timespec ts = {0, 100000000};
+      nanosleep(&ts, NULL);
+      if (i == 99) {
+        kill(d->pid, SIGKILL);
+        waitpid(d->pid, &status, 0);
+      }
+    }
+  }
+  if (getenv("GL_TEST_KEEP")) {
+    fprintf(stderr, "kept %s\n", d->dir);
+  } else {
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", d->dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", d->dir);
+  }
+  track(0, d->pid);
+  d->pid = 0;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}

@@ -1,0 +1,29 @@
+/*
+ * daemon_harness.h - starts a real gpuleased for a test: its own state
+ * directory, a free loopback port, and the certificate fingerprint to pin.
+ */
+#ifndef GL_TESTS_DAEMON_HARNESS_H
+#define GL_TESTS_DAEMON_HARNESS_H
+
+#include <sys/types.h>
+
+typedef struct gl_test_daemon {
+  pid_t pid;
+  char dir[256];
+  char addr[64];
+  char fingerprint[80];
+} gl_test_daemon;
+
+/* Starts $GL_TEST_BIN_DIR/src/daemon/gpuleased with extra arguments (NULL
+ * terminated) and, if test_device is non-NULL, GPULEASE_TEST_HOST_DEVICE
+ * set to it. Waits until it serves. 0 or -1. */
+int gl_test_daemon_start(gl_test_daemon *d, const char *test_device, const char *const *extra);
+
+/* SIGTERMs it, waits, removes its directory. Returns its exit status
+ * (0 for a clean shutdown). */
+int gl_test_daemon_stop(gl_test_daemon *d);
+
+/* Number of live child processes (workers) of the daemon. */
+int gl_test_daemon_children(const gl_test_daemon *d);
+
+#endif

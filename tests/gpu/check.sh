@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# GPU check, run on a machine with an NVIDIA GPU against a build folder:
+#   tests/gpu/check.sh [BUILD_DIR]
+# iota, vector_add and scale through the CLI and the library with outputs
+# checked; TTL expiry gives the VRAM back (as NVML reports it); an
+# over-sized lease is CAPACITY_EXCEEDED; a kernel that never ends is killed
+# at lease expiry while a second lease keeps working; a faulting kernel and
+# a bad PTX give clear errors; then the GPU_SUBMIT round-trip benchmark.
+set -uo pipefail
+B=$(cd "${1:-build}" && pwd)
+K=$B/kernels
+W=$(mktemp -d /tmp/gl-gpucheck-XXXXXX)
+"$B/src/daemon/gpuleased" --listen 127.0.0.1:0 --state-dir "$W" --ready-file "$W/ready" \
+  --max-ttl 120 2> "$W/daemon.log" &
+DAEMON=$!
+trap 'kill $DAEMON 2>/dev/null; wait $DAEMON 2>/dev/null; rm -rf "$W"' EXIT
+for _ in $(seq 1 300); do [ -s "$W/ready" ] && break; sleep 0.1; done
+read -r PORT FP < "$W/ready" || { cat "$W/daemon.log"; exit 1; }
+ADDR=127.0.0.1:$PORT
+cli() { "$B/src/cli/gpulease" --addr "$ADDR" --pin-sha256 "$FP" "$@"; }
+PASS=0 FAIL=0
+result() { if [ "$2" = 0 ]; then PASS=$((PASS+1)); echo "PASS $1"; else FAIL=$((FAIL+1)); echo "FAIL $1"; fi; }
+free_mib() { cli --json inventory | python3 -c 'import json,sys; print(json.load(sys.stdin)["gpus"][0]["free_vram_bytes"]>>20)'; }
+field() { python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+
+echo "== inventory"
+cli inventory
+BASE=$(free_mib)
+echo "free VRAM at start: $BASE MiB"
+
+echo "== CLI: iota (the main job)"
+cli submit --binary "$K/iota.ptx" --kernel iota --grid 1,1,1 --block 256,1,1 \
+  --output-size 1024 --format f32 | tee "$W/iota.txt" | head -4
+cli submit --binary "$K/iota.ptx" --kernel iota --block 256 --output-size 1024 --format raw > "$W/iota.bin"
+python3 - "$W/iota.bin" <<'PY'
+import struct,sys
+v=struct.unpack('<256f',open(sys.argv[1],'rb').read())
+sys.exit(0 if all(v[i]==i+1 for i in range(256)) else 1)
+PY
+result "cli iota: 256 floats out[i] == i+1" $?
+
+echo "== CLI: vector_add and scale"
+N=100000
+python3 - "$W" $N <<'PY'
+import struct,sys
+d,n=sys.argv[1],int(sys.argv[2])
+a=[i*0.25 for i in range(n)]; b=[float(n-i) for i in range(n)]
+open(d+'/ab.bin','wb').write(struct.pack('<%df'%n,*a)+struct.pack('<%df'%n,*b))
+open(d+'/x.bin','wb').write(struct.pack('<%df'%n,*[i-7.5 for i in range(n)]))
+PY
+cli submit --binary "$K/vector_add.ptx" --kernel vector_add --grid $(((N+255)/256)) --block 256 \
+  --input "$W/ab.bin" --arg ptr:0 --arg ptr:$((4*N)) --arg ptr:$((8*N)) --arg i32:$N \
+  --output-offset $((8*N)) --output-size $((4*N)) --format raw > "$W/c.bin"
+python3 - "$W" $N <<'PY'
+import struct,sys
+d,n=sys.argv[1],int(sys.argv[2])
+ab=struct.unpack('<%df'%(2*n),open(d+'/ab.bin','rb').read())
+c=struct.unpack('<%df'%n,open(d+'/c.bin','rb').read())
+bad=sum(1 for i in range(n) if c[i]!=struct.unpack('<f',struct.pack('<f',ab[i]+ab[n+i]))[0])
+print("vector_add wrong:",bad); sys.exit(1 if bad else 0)
+PY
+result "cli vector_add: $N elements" $?
+cli submit --binary "$K/scale.ptx" --kernel scale --grid $(((N+127)/128)) --block 128 \
+  --input "$W/x.bin" --arg ptr:0 --arg f32:2.5 --arg i32:$N --output-size $((4*N)) --format raw > "$W/y.bin"
+python3 - "$W" $N <<'PY'
+import struct,sys
+d,n=sys.argv[1],int(sys.argv[2])
+x=struct.unpack('<%df'%n,open(d+'/x.bin','rb').read()); y=struct.unpack('<%df'%n,open(d+'/y.bin','rb').read())
+bad=sum(1 for i in range(n) if y[i]!=struct.unpack('<f',struct.pack('<f',x[i]*2.5))[0])
+print("scale wrong:",bad); sys.exit(1 if bad else 0)
+PY
+result "cli scale: $N elements" $?
+
+echo "== library examples"
+"$B/examples/example_iota" "$ADDR" "$FP" "$K/iota.ptx"; result "lib iota" $?
+"$B/examples/example_vector_add" "$ADDR" "$FP" "$K/vector_add.ptx" 1000000; result "lib vector_add" $?
+"$B/examples/example_scale" "$ADDR" "$FP" "$K/scale.ptx" 65536 -3; result "lib scale" $?
+
+echo "== over-sized lease"
+cli lease alloc --vram 4T --ttl 10 2> "$W/err"; rc=$?
+cat "$W/err"
+[ $rc = 1 ] && grep -q CAPACITY_EXCEEDED "$W/err"; result "4 TiB lease gives CAPACITY_EXCEEDED" $?
+
+echo "== TTL expiry returns VRAM"
+cli --json lease alloc --vram 2G --ttl 3 > "$W/l.json"; rc=$?
+HELD=$(free_mib)
+echo "free with a 2 GiB lease: $HELD MiB (start $BASE MiB)"
+[ $rc = 0 ] && [ $((BASE - HELD)) -ge 2048 ]; result "2 GiB lease reserves VRAM on the device" $?
+for _ in $(seq 1 50); do sleep 0.2; [ $(( $(free_mib) + 16 )) -ge $BASE ] && break; done
+AFTER=$(free_mib)
+echo "free after expiry: $AFTER MiB"
+[ $((AFTER + 16)) -ge $BASE ]; result "expired lease's VRAM back to baseline (within 16 MiB)" $?
+cli lease show "$(field lease_id < "$W/l.json")" --secret "$(field secret < "$W/l.json")" 2>&1 | grep -q LEASE_EXPIRED
+result "expired lease reports LEASE_EXPIRED" $?
+
+echo "== hung kernel killed at expiry, second lease unaffected"
+cli --json lease alloc --vram 64M --ttl 4 > "$W/a.json"
+cli --json lease alloc --vram 64M --ttl 60 > "$W/b.json"
+AID=$(field lease_id < "$W/a.json"); ASEC=$(field secret < "$W/a.json")
+BID=$(field lease_id < "$W/b.json"); BSEC=$(field secret < "$W/b.json")
+T0=$(date +%s.%N)
+cli submit --lease "$AID" --secret "$ASEC" --binary "$K/spin.ptx" --kernel spin --output-size 8 \
+  > /dev/null 2> "$W/spin.err" &
+SPIN=$!
+sleep 1
+cli submit --lease "$BID" --secret "$BSEC" --binary "$K/iota.ptx" --kernel iota --block 256 \
+  --output-size 1024 --format f32 > "$W/b1.txt" 2>&1
+grep -q "1024 bytes of output" "$W/b1.txt"; result "lease B runs iota while lease A's kernel spins" $?
+wait $SPIN; rc=$?
+T1=$(date +%s.%N)
+cat "$W/spin.err"
+[ $rc = 1 ] && grep -q LEASE_EXPIRED "$W/spin.err"; result "spinning kernel stopped at expiry with LEASE_EXPIRED ($(python3 -c "print(round($T1-$T0,1))") s)" $?
+cli submit --lease "$BID" --secret "$BSEC" --binary "$K/iota.ptx" --kernel iota --block 256 \
+  --output-size 1024 --format f32 > "$W/b2.txt" 2>&1
+grep -q "1024 bytes of output" "$W/b2.txt"; result "lease B still works after A was killed" $?
+
+echo "== faulting kernel and bad PTX"
+cli submit --lease "$BID" --secret "$BSEC" --binary "$K/oob.ptx" --kernel oob --output-size 4 2> "$W/oob.err"
+cat "$W/oob.err"
+grep -q "LAUNCH_FAILED.*CUDA_ERROR_ILLEGAL_ADDRESS" "$W/oob.err"; result "out-of-bounds kernel gives LAUNCH_FAILED naming CUDA_ERROR_ILLEGAL_ADDRESS" $?
+cli submit --lease "$BID" --secret "$BSEC" --binary "$K/iota.ptx" --kernel iota --block 256 \
+  --output-size 1024 --format f32 > "$W/b3.txt" 2>&1
+grep -q "1024 bytes of output" "$W/b3.txt"; result "lease B works again after the fault (fresh context)" $?
+printf '.version 8.0\n.target sm_75\n.address_size 64\n.visible .entry broken(\n{\n  frobnicate.u32 %%r1;\n}\n' > "$W/bad.ptx"
+cli submit --lease "$BID" --secret "$BSEC" --binary "$W/bad.ptx" --kernel broken --output-size 4 2> "$W/bad.err"
+head -c 600 "$W/bad.err"; echo
+grep -q "LOAD_FAILED" "$W/bad.err"; result "bad PTX gives LOAD_FAILED with the JIT log" $?
+cli lease free "$BID" --secret "$BSEC" > /dev/null; result "free lease B" $?
+
+echo "== all leases gone: VRAM back to baseline"
+for _ in $(seq 1 50); do sleep 0.2; [ $(( $(free_mib) + 16 )) -ge $BASE ] && break; done
+END=$(free_mib); echo "free at end: $END MiB (start $BASE MiB)"
+[ $((END + 16)) -ge $BASE ]; result "VRAM back to baseline at the end" $?
+pgrep -P $DAEMON > /dev/null; [ $? = 1 ]; result "no worker process left" $?
+
+echo "== benchmark"
+"$B/bench/gl_bench_submit" --addr "$ADDR" --pin-sha256 "$FP" --ptx "$K/iota.ptx" --iters 100
+echo
+echo "GPU check: $PASS passed, $FAIL failed"
+[ $FAIL = 0 ]

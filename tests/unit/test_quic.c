@@ -1,0 +1,880 @@
+/*
+ * test_quic.c - loopback tests of src/net: the QUIC server on a libev loop
+ * in its own thread, blocking clients in the test thread (or many threads),
+ * and the TLS helpers.
+ *
+ * The test server answers by the request's first bytes:
+ *   "DEFER:<ms>"  reply "LATE" after <ms> (a slow worker); records whether
+ *                 the request was orphaned by then
+ *   "SIZE:<n>"    reply n bytes of a pattern
+ *   anything else reply the bytes reversed
+ *   over max_message_bytes: reply "TOO_LARGE:<bytes delivered>"
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "net/quic.h"
+#include "net/tls.h"
+
+/* ======================================================================
+ * Test server
+ * ==================================================================== */
+
+typedef struct deferred {
+  ev_timer timer;
+  gl_qreq *req;
+  struct deferred *prev, *next;
+  struct server_fx *fx;
+} deferred;
+
+typedef struct server_fx {
+  struct ev_loop *loop;
+  gl_qserver *srv;
+  pthread_t thread;
+  ev_async stop;
+  ev_timer stats;
+  uint16_t port;
+  deferred *pending;
+  atomic_size_t conn_count;
+  atomic_int too_large;
+  atomic_size_t too_large_len;
+  atomic_int requests;
+  atomic_int deferred_fired;
+  atomic_int deferred_orphaned;
+} server_fx;
+
+static char g_dir[256];
+static char g_cert[512], g_key[512], g_fp[GL_TLS_FP_HEX_LEN];
+
+static uint8_t pattern_byte(size_t i) { return (uint8_t)((i * 131u + (i >> 9)) & 0xff); }
+
+static void reply_or_fail(gl_qreq *req, const uint8_t *msg, size_t len) {
+  (void)gl_qreq_reply(req, msg, len);
+}
+
+static void deferred_fire(server_fx *fx, deferred *d) {
+  ev_timer_stop(fx->loop, &d->timer);
+  if (d->prev) d->prev->next = d->next;
+  else fx->pending = d->next;
+  if (d->next) d->next->prev = d->prev;
+  /* Count first: the client may see the reply before we return. */
+  if (gl_qreq_orphaned(d->req)) atomic_fetch_add(&fx->deferred_orphaned, 1);
+  atomic_fetch_add(&fx->deferred_fired, 1);
+  reply_or_fail(d->req, (const uint8_t *)"LATE", 4);
+  free(d);
+}
+
+static void deferred_cb(struct ev_loop *loop, ev_timer *w, int revents) {
+  (void)loop;
+  (void)revents;
+  deferred *d = w->data;
+  deferred_fire(d->fx, d);
+}
+
+static void on_request(void *user, gl_qreq *req, const uint8_t *msg, size_t len, int err) {
+  server_fx *fx = user;
+  atomic_fetch_add(&fx->requests, 1);
+  if (err == GL_QREQ_TOO_LARGE) {
+    atomic_fetch_add(&fx->too_large, 1);
+    atomic_store(&fx->too_large_len, len);
+    char text[64];
+    int n = snprintf(text, sizeof text, "TOO_LARGE:%zu", len);
+    reply_or_fail(req, (const uint8_t *)text, (size_t)n);
+    return;
+  }
+  if (len > 6 && memcmp(msg, "DEFER:", 6) == 0) {
+    char num[16] = {0};
+    memcpy(num, msg + 6, len - 6 < 15 ? len - 6 : 15);
+    deferred *d = calloc(1, sizeof *d);
+    assert_non_null(d);
+    d->req = req;
+    d->fx = fx;
+    d->next = fx->pending;
+    if (fx->pending) fx->pending->prev = d;
+    fx->pending = d;
+    ev_timer_init(&d->timer, deferred_cb, atof(num) / 1000.0, 0.0);
+    d->timer.data = d;
+    ev_timer_start(fx->loop, &d->timer);
+    return;
+  }
+  if (len > 5 && memcmp(msg, "SIZE:", 5) == 0) {
+    char num[24] = {0};
+    memcpy(num, msg + 5, len - 5 < 23 ? len - 5 : 23);
+    size_t n = (size_t)strtoull(num, NULL, 10);
+    uint8_t *out = malloc(n ? n : 1);
+    assert_non_null(out);
+    for (size_t i = 0; i < n; i++) out[i] = pattern_byte(i);
+    reply_or_fail(req, out, n);
+    free(out);
+    return;
+  }
+  uint8_t *out = malloc(len ? len : 1);
+  assert_non_null(out);
+  for (size_t i = 0; i < len; i++) out[i] = msg[len - 1 - i];
+  reply_or_fail(req, out, len);
+  free(out);
+}
+
+static void stop_cb(struct ev_loop *loop, ev_async *w, int revents) {
+  (void)revents;
+  server_fx *fx = w->data;
+  while (fx->pending) deferred_fire(fx, fx->pending);
+  gl_qserver_del(fx->srv);
+  fx->srv = NULL;
+  ev_timer_stop(loop, &fx->stats);
+  ev_async_stop(loop, &fx->stop);
+  ev_break(loop, EVBREAK_ALL);
+}
+
+static void stats_cb(struct ev_loop *loop, ev_timer *w, int revents) {
+  (void)loop;
+  (void)revents;
+  server_fx *fx = w->data;
+  atomic_store(&fx->conn_count, gl_qserver_connection_count(fx->srv));
+}
+
+static void *server_main(void *arg) {
+  server_fx *fx = arg;
+  ev_run(fx->loop, 0);
+  return NULL;
+}
+
+typedef struct server_opts {
+  const char *listen_host;
+  size_t max_message_bytes;
+  size_t max_connections;
+  uint32_t max_streams;
+  uint32_t idle_timeout_ms;
+} server_opts;
+
+static server_fx *server_start(const server_opts *o) {
+  server_fx *fx = calloc(1, sizeof *fx);
+  assert_non_null(fx);
+  fx->loop = ev_loop_new(EVFLAG_AUTO);
+  assert_non_null(fx->loop);
+  gl_qserver_config cfg = {
+      .listen_host = o ? o->listen_host : NULL, /* NULL: "::", dual stack */
+      .listen_port = 0,
+      .cert_file = g_cert,
+      .key_file = g_key,
+      .max_message_bytes = o && o->max_message_bytes ? o->max_message_bytes : (16u << 20),
+      .idle_timeout_ms = o && o->idle_timeout_ms ? o->idle_timeout_ms : 5000,
+      .max_connections = o && o->max_connections ? o->max_connections : 256,
+      .max_streams_per_conn = o && o->max_streams ? o->max_streams : 8,
+      .on_request = on_request,
+      .user = fx,
+  };
+  char err[256];
+  int rc = gl_qserver_new(fx->loop, &cfg, &fx->srv, err, sizeof err);
+  if (rc != 0) fprintf(stderr, "gl_qserver_new: %s\n", err);
+  assert_int_equal(rc, 0);
+  fx->port = gl_qserver_port(fx->srv);
+  assert_true(fx->port != 0);
+  ev_async_init(&fx->stop, stop_cb);
+  fx->stop.data = fx;
+  ev_async_start(fx->loop, &fx->stop);
+  ev_timer_init(&fx->stats, stats_cb, 0.02, 0.02);
+  fx->stats.data = fx;
+  ev_timer_start(fx->loop, &fx->stats);
+  assert_int_equal(pthread_create(&fx->thread, NULL, server_main, fx), 0);
+  return fx;
+}
+
+static void server_stop(server_fx *fx) {
+  ev_async_send(fx->loop, &fx->stop);
+  pthread_join(fx->thread, NULL);
+  ev_loop_destroy(fx->loop);
+  free(fx);
+}
+
+static void sleep_ms(unsigned ms) {
+  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+/* Waits up to ms for *v == want. */
+static bool wait_int(atomic_int *v, int want, unsigned ms) {
+  for (unsigned t = 0; t < ms; t += 10) {
+    if (atomic_load(v) == want) return true;
+    sleep_ms(10);
+  }
+  return atomic_load(v) == want;
+}
+
+static bool wait_count(server_fx *fx, size_t want, unsigned ms) {
+  for (unsigned t = 0; t < ms; t += 10) {
+    if (atomic_load(&fx->conn_count) == want) return true;
+    sleep_ms(10);
+  }
+  return atomic_load(&fx->conn_count) == want;
+}
+
+/* ======================================================================
+ * Client helpers
+ * ==================================================================== */
+
+static gl_qclient_config pin_config(uint16_t port) {
+  gl_qclient_config cfg = {
+      .host = "127.0.0.1",
+      .port = port,
+      .pin_sha256 = g_fp,
+      .timeout_ms = 10000,
+      .max_response_bytes = 32u << 20,
+  };
+  return cfg;
+}
+
+static gl_qclient *connect_ok(const gl_qclient_config *cfg) {
+  gl_qclient *c = NULL;
+  char err[512] = "";
+  int rc = gl_qclient_connect(cfg, &c, err, sizeof err);
+  if (rc != GL_QC_OK) fprintf(stderr, "connect %s: %d %s\n", cfg->host, rc, err);
+  assert_int_equal(rc, GL_QC_OK);
+  assert_non_null(c);
+  return c;
+}
+
+/* Sends msg, expects the reversed bytes. */
+static void expect_echo(gl_qclient *c, const uint8_t *msg, size_t len) {
+  uint8_t *resp = NULL;
+  size_t rlen = 0;
+  char err[512] = "";
+  int rc = gl_qclient_request(c, msg, len, &resp, &rlen, err, sizeof err);
+  if (rc != GL_QC_OK) fprintf(stderr, "request: %d %s\n", rc, err);
+  assert_int_equal(rc, GL_QC_OK);
+  assert_non_null(resp);
+  assert_int_equal(rlen, len);
+  for (size_t i = 0; i < len; i++) {
+    if (resp[i] != msg[len - 1 - i]) fail_msg("byte %zu differs", i);
+  }
+  free(resp);
+}
+
+static void expect_text(gl_qclient *c, const char *req, const char *want) {
+  uint8_t *resp = NULL;
+  size_t rlen = 0;
+  char err[512] = "";
+  int rc = gl_qclient_request(c, (const uint8_t *)req, strlen(req), &resp, &rlen, err,
+                              sizeof err);
+  if (rc != GL_QC_OK) fprintf(stderr, "request: %d %s\n", rc, err);
+  assert_int_equal(rc, GL_QC_OK);
+  assert_int_equal(rlen, strlen(want));
+  assert_memory_equal(resp, want, rlen);
+  free(resp);
+}
+
+static uint16_t unused_udp_port(void) {
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  assert_true(fd >= 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  socklen_t l = sizeof a;
+  assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &l), 0);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+/* ======================================================================
+ * TLS helper tests
+ * ==================================================================== */
+
+static void test_fingerprint_parse(void **state) {
+  (void)state;
+  char hex[GL_TLS_FP_HEX_LEN];
+  const char *lower = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+  assert_int_equal(gl_tls_parse_fingerprint(lower, hex), 0);
+  assert_string_equal(hex, lower);
+  assert_int_equal(gl_tls_parse_fingerprint("00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF:"
+                                            "00:11:22:33:44:55:66:77:88:99:aA:Bb:cC:dD:Ee:fF",
+                                            hex),
+                   0);
+  assert_string_equal(hex, lower);
+  assert_int_equal(gl_tls_parse_fingerprint("  00112233445566778899AABBCCDDEEFF00112233445566778899"
+                                            "AABBCCDDEEFF\n",
+                                            hex),
+                   0);
+  assert_string_equal(hex, lower);
+  /* Malformed. */
+  assert_int_equal(gl_tls_parse_fingerprint(NULL, hex), -1);
+  assert_int_equal(gl_tls_parse_fingerprint("", hex), -1);
+  assert_int_equal(gl_tls_parse_fingerprint("0011", hex), -1);
+  assert_int_equal(gl_tls_parse_fingerprint(
+                       "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff00", hex),
+                   -1);
+  assert_int_equal(gl_tls_parse_fingerprint(
+                       "g0112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", hex),
+                   -1);
+  assert_int_equal(gl_tls_parse_fingerprint(
+                       ":00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", hex),
+                   -1);
+  assert_int_equal(gl_tls_parse_fingerprint(
+                       "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff:", hex),
+                   -1);
+  assert_int_equal(gl_tls_parse_fingerprint(
+                       "0:0112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", hex),
+                   -1);
+  assert_int_equal(gl_tls_parse_fingerprint(
+                       "00::112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", hex),
+                   -1);
+  assert_int_equal(gl_tls_parse_fingerprint(
+                       "00112233445566778899aabbccddeeff 00112233445566778899aabbccddeeff", hex),
+                   -1);
+}
+
+static void test_self_signed_keeps_pair(void **state) {
+  (void)state;
+  char dir[300];
+  snprintf(dir, sizeof dir, "%s/second", g_dir);
+  char cert[512], key[512], err[256];
+  int created = -1;
+  assert_int_equal(gl_tls_ensure_self_signed(dir, cert, key, sizeof cert, &created, err,
+                                             sizeof err),
+                   0);
+  assert_int_equal(created, 1);
+  struct stat st;
+  assert_int_equal(stat(key, &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0600);
+  char fp1[GL_TLS_FP_HEX_LEN], fp2[GL_TLS_FP_HEX_LEN];
+  assert_int_equal(gl_tls_file_fingerprint(cert, fp1, err, sizeof err), 0);
+  assert_int_equal(strlen(fp1), 64);
+
+  assert_int_equal(gl_tls_ensure_self_signed(dir, cert, key, sizeof cert, &created, err,
+                                             sizeof err),
+                   0);
+  assert_int_equal(created, 0);
+  assert_int_equal(gl_tls_file_fingerprint(cert, fp2, err, sizeof err), 0);
+  assert_string_equal(fp1, fp2);
+
+  /* A certificate without its key is an error, never overwritten. */
+  assert_int_equal(unlink(key), 0);
+  assert_int_equal(gl_tls_ensure_self_signed(dir, cert, key, sizeof cert, &created, err,
+                                             sizeof err),
+                   -1);
+  assert_non_null(strstr(err, "missing"));
+  assert_int_equal(gl_tls_file_fingerprint(cert, fp2, err, sizeof err), 0);
+  assert_string_equal(fp1, fp2);
+  unlink(cert);
+  rmdir(dir);
+
+  /* Not a certificate. */
+  assert_int_equal(gl_tls_file_fingerprint(g_key, fp2, err, sizeof err), -1);
+  assert_int_equal(gl_tls_file_fingerprint("/nonexistent/cert.pem", fp2, err, sizeof err), -1);
+}
+
+/* ======================================================================
+ * Handshake and verification
+ * ==================================================================== */
+
+static void test_pin(void **state) {
+  (void)state;
+  server_fx *fx = server_start(NULL);
+  /* Pin given with colons and in upper case. */
+  char pin[200];
+  size_t n = 0;
+  for (size_t i = 0; i < 64; i += 2) {
+    n += (size_t)snprintf(pin + n, sizeof pin - n, "%s%c%c", i ? ":" : "",
+                          g_fp[i] >= 'a' ? g_fp[i] - 32 : g_fp[i],
+                          g_fp[i + 1] >= 'a' ? g_fp[i + 1] - 32 : g_fp[i + 1]);
+  }
+  gl_qclient_config cfg = pin_config(fx->port);
+  cfg.pin_sha256 = pin;
+  gl_qclient *c = connect_ok(&cfg);
+  expect_text(c, "hello", "olleh");
+  expect_echo(c, (const uint8_t *)"", 0); /* empty request, empty reply */
+  gl_qclient_del(c);
+  server_stop(fx);
+}
+
+static void test_ca_file(void **state) {
+  (void)state;
+  server_fx *fx = server_start(NULL);
+  const char *hosts[] = {"127.0.0.1", "localhost"};
+  for (size_t i = 0; i < 2; i++) {
+    gl_qclient_config cfg = pin_config(fx->port);
+    cfg.pin_sha256 = NULL;
+    cfg.ca_file = g_cert;
+    cfg.host = hosts[i];
+    gl_qclient *c = connect_ok(&cfg);
+    expect_text(c, "abc", "cba");
+    gl_qclient_del(c);
+  }
+  /* 127.0.0.2 is loopback too, but not in the certificate. */
+  gl_qclient_config cfg = pin_config(fx->port);
+  cfg.pin_sha256 = NULL;
+  cfg.ca_file = g_cert;
+  cfg.host = "127.0.0.2";
+  cfg.timeout_ms = 3000;
+  gl_qclient *c = NULL;
+  char err[512] = "";
+  int rc = gl_qclient_connect(&cfg, &c, err, sizeof err);
+  assert_int_equal(rc, GL_QC_TLS);
+  assert_null(c);
+  assert_non_null(strstr(err, "verification failed"));
+  /* System trust does not know our self-signed certificate. */
+  cfg.ca_file = NULL;
+  cfg.host = "127.0.0.1";
+  assert_int_equal(gl_qclient_connect(&cfg, &c, err, sizeof err), GL_QC_TLS);
+  assert_null(c);
+  /* A CA file that does not exist is an option error. */
+  cfg.host = "127.0.0.1";
+  cfg.ca_file = "/nonexistent/ca.pem";
+  assert_int_equal(gl_qclient_connect(&cfg, &c, err, sizeof err), GL_QC_INVALID);
+  /* Conflicting options. */
+  cfg.ca_file = g_cert;
+  cfg.insecure = true;
+  assert_int_equal(gl_qclient_connect(&cfg, &c, err, sizeof err), GL_QC_INVALID);
+  server_stop(fx);
+}
+
+/* IPv4-only and IPv6-only listeners; "localhost" falls back from ::1 to
+ * 127.0.0.1 when the first address refuses. */
+static void test_listen_families(void **state) {
+  (void)state;
+  server_opts o4 = {.listen_host = "127.0.0.1"};
+  server_fx *fx = server_start(&o4);
+  const char *hosts4[] = {"127.0.0.1", "localhost"};
+  for (size_t i = 0; i < 2; i++) {
+    gl_qclient_config cfg = pin_config(fx->port);
+    cfg.host = hosts4[i];
+    gl_qclient *c = connect_ok(&cfg);
+    expect_text(c, "v4", "4v");
+    gl_qclient_del(c);
+  }
+  server_stop(fx);
+
+  int probe = socket(AF_INET6, SOCK_DGRAM, 0);
+  struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+  bool have_v6 = probe >= 0 && bind(probe, (struct sockaddr *)&a6, sizeof a6) == 0;
+  if (probe >= 0) close(probe);
+  if (!have_v6) return; /* no IPv6 loopback here */
+  server_opts o6 = {.listen_host = "::1"};
+  fx = server_start(&o6);
+  gl_qclient_config cfg = pin_config(fx->port);
+  cfg.host = "::1";
+  gl_qclient *c = connect_ok(&cfg);
+  expect_text(c, "v6", "6v");
+  gl_qclient_del(c);
+  cfg.pin_sha256 = NULL;
+  cfg.ca_file = g_cert; /* ::1 is an IP SAN */
+  c = connect_ok(&cfg);
+  expect_text(c, "v6", "6v");
+  gl_qclient_del(c);
+  server_stop(fx);
+}
+
+static void test_insecure_and_wrong_pin(void **state) {
+  (void)state;
+  server_fx *fx = server_start(NULL);
+  gl_qclient_config cfg = pin_config(fx->port);
+  cfg.pin_sha256 = NULL;
+  cfg.insecure = true;
+  gl_qclient *c = connect_ok(&cfg);
+  expect_text(c, "xyz", "zyx");
+  gl_qclient_del(c);
+
+  char bad[GL_TLS_FP_HEX_LEN];
+  memcpy(bad, g_fp, sizeof bad);
+  bad[10] = bad[10] == '0' ? '1' : '0';
+  cfg = pin_config(fx->port);
+  cfg.pin_sha256 = bad;
+  char err[512] = "";
+  c = NULL;
+  assert_int_equal(gl_qclient_connect(&cfg, &c, err, sizeof err), GL_QC_TLS);
+  assert_null(c);
+  assert_non_null(strstr(err, "certificate fingerprint mismatch: expected "));
+  assert_non_null(strstr(err, bad));
+  assert_non_null(strstr(err, g_fp));
+
+  cfg.pin_sha256 = "not-a-fingerprint";
+  assert_int_equal(gl_qclient_connect(&cfg, &c, err, sizeof err), GL_QC_INVALID);
+  /* The server dropped the failed handshakes. */
+  assert_true(wait_count(fx, 0, 5000));
+  server_stop(fx);
+}
+
+static void test_nothing_listening(void **state) {
+  (void)state;
+  gl_qclient_config cfg = pin_config(unused_udp_port());
+  cfg.timeout_ms = 1500;
+  gl_qclient *c = NULL;
+  char err[512] = "";
+  uint64_t t0 = gl_mono_ns();
+  assert_int_equal(gl_qclient_connect(&cfg, &c, err, sizeof err), GL_QC_UNREACHABLE);
+  uint64_t elapsed_ms = (gl_mono_ns() - t0) / 1000000;
+  assert_null(c);
+  assert_true(err[0] != 0);
+  assert_true(elapsed_ms <= 1500 + 500);
+
+  cfg.host = "no-such-host.invalid";
+  assert_int_equal(gl_qclient_connect(&cfg, &c, err, sizeof err), GL_QC_UNREACHABLE);
+  cfg.host = "";
+  assert_int_equal(gl_qclient_connect(&cfg, &c, err, sizeof err), GL_QC_INVALID);
+}
+
+static void test_connection_budget(void **state) {
+  (void)state;
+  server_opts o = {.max_connections = 2};
+  server_fx *fx = server_start(&o);
+  gl_qclient_config cfg = pin_config(fx->port);
+  gl_qclient *a = connect_ok(&cfg), *b = connect_ok(&cfg), *c = NULL;
+  char err[512] = "";
+  cfg.timeout_ms = 3000;
+  assert_int_equal(gl_qclient_connect(&cfg, &c, err, sizeof err), GL_QC_UNREACHABLE);
+  assert_non_null(strstr(err, "refused"));
+  expect_text(a, "12", "21");
+  gl_qclient_del(a);
+  gl_qclient_del(b);
+  assert_true(wait_count(fx, 0, 5000));
+  server_stop(fx);
+}
+
+/* ======================================================================
+ * Messages
+ * ==================================================================== */
+
+static void test_big_roundtrip(void **state) {
+  (void)state;
+  server_fx *fx = server_start(NULL);
+  gl_qclient_config cfg = pin_config(fx->port);
+  gl_qclient *c = connect_ok(&cfg);
+  size_t len = 8u << 20;
+  uint8_t *msg = malloc(len);
+  assert_non_null(msg);
+  for (size_t i = 0; i < len; i++) msg[i] = pattern_byte(i * 7 + 3);
+  expect_echo(c, msg, len);
+  free(msg);
+
+  /* An 8 MiB response to a small request. */
+  uint8_t *resp = NULL;
+  size_t rlen = 0;
+  char err[256];
+  const char *req = "SIZE:8388608";
+  assert_int_equal(gl_qclient_request(c, (const uint8_t *)req, strlen(req), &resp, &rlen, err,
+                                      sizeof err),
+                   GL_QC_OK);
+  assert_int_equal(rlen, 8u << 20);
+  for (size_t i = 0; i < rlen; i++)
+    if (resp[i] != pattern_byte(i)) fail_msg("byte %zu differs", i);
+  free(resp);
+  gl_qclient_del(c);
+  server_stop(fx);
+}
+
+static void test_too_large(void **state) {
+  (void)state;
+  server_opts o = {.max_message_bytes = 1u << 20};
+  server_fx *fx = server_start(&o);
+  gl_qclient_config cfg = pin_config(fx->port);
+  gl_qclient *c = connect_ok(&cfg);
+  size_t len = 3u << 20;
+  uint8_t *msg = calloc(1, len);
+  assert_non_null(msg);
+  uint8_t *resp = NULL;
+  size_t rlen = 0;
+  char err[256] = "";
+  int rc = gl_qclient_request(c, msg, len, &resp, &rlen, err, sizeof err);
+  if (rc) fprintf(stderr, "%s\n", err);
+  assert_int_equal(rc, GL_QC_OK);
+  char want[64];
+  snprintf(want, sizeof want, "TOO_LARGE:%u", 1u << 20);
+  assert_int_equal(rlen, strlen(want));
+  assert_memory_equal(resp, want, rlen);
+  free(resp);
+  assert_int_equal(atomic_load(&fx->too_large), 1);
+  assert_int_equal(atomic_load(&fx->too_large_len), 1u << 20);
+  /* Exactly at the limit is fine. */
+  expect_echo(c, msg, 1u << 20);
+  /* The connection keeps working. */
+  expect_text(c, "after", "retfa");
+  assert_int_equal(atomic_load(&fx->too_large), 1);
+  free(msg);
+
+  /* The client's own response limit. */
+  gl_qclient_del(c);
+  cfg.max_response_bytes = 1000;
+  c = connect_ok(&cfg);
+  rc = gl_qclient_request(c, (const uint8_t *)"SIZE:5000", 9, &resp, &rlen, err, sizeof err);
+  assert_int_equal(rc, GL_QC_TOO_LARGE);
+  assert_null(resp);
+  assert_int_equal(gl_qclient_request(c, (const uint8_t *)"SIZE:3", 6, &resp, &rlen, err,
+                                      sizeof err),
+                   GL_QC_OK);
+  assert_int_equal(rlen, 3);
+  assert_memory_equal(resp, "\x00\x83\x06", 3);
+  free(resp);
+  gl_qclient_del(c);
+  server_stop(fx);
+}
+
+static void test_sequential_1000(void **state) {
+  (void)state;
+  server_opts o = {.max_streams = 4};
+  server_fx *fx = server_start(&o);
+  gl_qclient_config cfg = pin_config(fx->port);
+  gl_qclient *c = connect_ok(&cfg);
+  uint8_t msg[3000];
+  for (size_t i = 0; i < sizeof msg; i++) msg[i] = pattern_byte(i);
+  for (int i = 0; i < 1000; i++) expect_echo(c, msg, 1 + (size_t)(i * 37) % sizeof msg);
+  assert_int_equal(atomic_load(&fx->requests), 1000);
+  gl_qclient_del(c);
+  server_stop(fx);
+}
+
+typedef struct worker_arg {
+  uint16_t port;
+  int id;
+  atomic_int *ok;
+} worker_arg;
+
+static void *worker_main(void *p) {
+  worker_arg *a = p;
+  gl_qclient_config cfg = pin_config(a->port);
+  gl_qclient *c = NULL;
+  char err[512];
+  if (gl_qclient_connect(&cfg, &c, err, sizeof err) != GL_QC_OK) {
+    fprintf(stderr, "worker %d: %s\n", a->id, err);
+    return NULL;
+  }
+  for (int i = 0; i < 20; i++) {
+    char req[64];
+    int n = snprintf(req, sizeof req, "worker %d request %d %s", a->id, i, "padding");
+    uint8_t *resp = NULL;
+    size_t rlen = 0;
+    if (gl_qclient_request(c, (const uint8_t *)req, (size_t)n, &resp, &rlen, err, sizeof err) !=
+        GL_QC_OK) {
+      fprintf(stderr, "worker %d: %s\n", a->id, err);
+      break;
+    }
+    bool good = rlen == (size_t)n;
+    for (size_t k = 0; good && k < rlen; k++) good = resp[k] == (uint8_t)req[n - 1 - (int)k];
+    free(resp);
+    if (!good) break;
+    atomic_fetch_add(a->ok, 1);
+  }
+  gl_qclient_del(c);
+  return NULL;
+}
+
+static void test_concurrent_clients(void **state) {
+  (void)state;
+  server_fx *fx = server_start(NULL);
+  enum { NT = 50 };
+  pthread_t th[NT];
+  worker_arg args[NT];
+  atomic_int ok = 0;
+  for (int i = 0; i < NT; i++) {
+    args[i] = (worker_arg){.port = fx->port, .id = i, .ok = &ok};
+    assert_int_equal(pthread_create(&th[i], NULL, worker_main, &args[i]), 0);
+  }
+  for (int i = 0; i < NT; i++) pthread_join(th[i], NULL);
+  assert_int_equal(atomic_load(&ok), NT * 20);
+  assert_true(wait_count(fx, 0, 5000));
+  server_stop(fx);
+}
+
+static void test_deferred_and_orphaned(void **state) {
+  (void)state;
+  server_fx *fx = server_start(NULL);
+  gl_qclient_config cfg = pin_config(fx->port);
+
+  /* A slow reply to a patient client arrives, not orphaned. */
+  gl_qclient *c = connect_ok(&cfg);
+  expect_text(c, "DEFER:300", "LATE");
+  assert_int_equal(atomic_load(&fx->deferred_fired), 1);
+  assert_int_equal(atomic_load(&fx->deferred_orphaned), 0);
+
+  /* The client gives up first; the connection stays usable. */
+  gl_qclient_del(c);
+  cfg.timeout_ms = 500;
+  c = connect_ok(&cfg);
+  uint8_t *resp = NULL;
+  size_t rlen = 0;
+  char err[256];
+  assert_int_equal(gl_qclient_request(c, (const uint8_t *)"DEFER:1500", 10, &resp, &rlen, err,
+                                      sizeof err),
+                   GL_QC_TIMEOUT);
+  assert_null(resp);
+  expect_text(c, "ok", "ko");
+  /* ... and then disconnects while the request is still held. */
+  assert_int_equal(gl_qclient_request(c, (const uint8_t *)"DEFER:1200", 10, &resp, &rlen, err,
+                                      sizeof err),
+                   GL_QC_TIMEOUT);
+  gl_qclient_del(c);
+  assert_true(wait_int(&fx->deferred_fired, 3, 5000));
+  assert_int_equal(atomic_load(&fx->deferred_orphaned), 2);
+  assert_true(wait_count(fx, 0, 5000));
+
+  /* A request still held when the server shuts down is answered by the
+   * stop handler (replies to orphans just free them). */
+  c = connect_ok(&cfg);
+  assert_int_equal(gl_qclient_request(c, (const uint8_t *)"DEFER:60000", 11, &resp, &rlen, err,
+                                      sizeof err),
+                   GL_QC_TIMEOUT);
+  server_stop(fx);
+  gl_qclient_del(c);
+}
+
+/* Keep-alive holds a connection open through a reply slower than the idle
+ * timeout; an idle connection closes and then reports why. */
+static void test_idle_and_keepalive(void **state) {
+  (void)state;
+  server_opts o = {.idle_timeout_ms = 800};
+  server_fx *fx = server_start(&o);
+  gl_qclient_config cfg = pin_config(fx->port);
+  gl_qclient *c = connect_ok(&cfg);
+  expect_text(c, "DEFER:2000", "LATE");
+  assert_int_equal(atomic_load(&fx->deferred_orphaned), 0);
+  sleep_ms(2500); /* nobody talks: both sides time out */
+  uint8_t *resp = NULL;
+  size_t rlen = 0;
+  char err[256] = "";
+  assert_int_equal(gl_qclient_request(c, (const uint8_t *)"x", 1, &resp, &rlen, err, sizeof err),
+                   GL_QC_UNREACHABLE);
+  assert_non_null(strstr(err, "idle"));
+  gl_qclient_del(c);
+  assert_true(wait_count(fx, 0, 3000));
+  server_stop(fx);
+}
+
+/* Garbage at the server port must not crash it or leak. */
+static void test_garbage_datagrams(void **state) {
+  (void)state;
+  server_fx *fx = server_start(NULL);
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  assert_true(fd >= 0);
+  struct sockaddr_in to = {.sin_family = AF_INET,
+                           .sin_port = htons(fx->port),
+                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  assert_int_equal(connect(fd, (struct sockaddr *)&to, sizeof to), 0);
+  uint8_t buf[1500];
+  unsigned seed = 12345;
+  for (int i = 0; i < 3000; i++) {
+    size_t len = 1 + (size_t)rand_r(&seed) % sizeof buf;
+    for (size_t k = 0; k < len; k++) buf[k] = (uint8_t)rand_r(&seed);
+    switch (i % 5) {
+    case 0: /* looks like a client Initial: long header, v1, 8..20 byte DCID */
+      len = 1200 + (size_t)rand_r(&seed) % 300;
+      buf[0] = 0xc0 | (buf[0] & 0x0f);
+      buf[1] = 0, buf[2] = 0, buf[3] = 0, buf[4] = 1;
+      buf[5] = (uint8_t)(8 + rand_r(&seed) % 13);
+      break;
+    case 1: /* unknown version: version negotiation */
+      len = 1200;
+      buf[0] |= 0x80;
+      buf[1] = 0x1a, buf[2] = 0x2a, buf[3] = 0x3a, buf[4] = 0x4a;
+      buf[5] = 8;
+      buf[14] = 8;
+      break;
+    case 2: /* short header */
+      buf[0] = 0x40 | (buf[0] & 0x3f);
+      break;
+    default:
+      break;
+    }
+    (void)send(fd, buf, len, 0);
+    if (i % 200 == 0) sleep_ms(5);
+  }
+  close(fd);
+  /* Still serving. */
+  gl_qclient_config cfg = pin_config(fx->port);
+  gl_qclient *c = connect_ok(&cfg);
+  expect_text(c, "still alive", "evila llits");
+  gl_qclient_del(c);
+  assert_true(wait_count(fx, 0, 8000));
+  server_stop(fx);
+}
+
+static void test_server_shutdown(void **state) {
+  (void)state;
+  server_fx *fx = server_start(NULL);
+  gl_qclient_config cfg = pin_config(fx->port);
+  gl_qclient *c = connect_ok(&cfg);
+  expect_text(c, "1", "1");
+  server_stop(fx);
+  uint8_t *resp = NULL;
+  size_t rlen = 0;
+  char err[256] = "";
+  assert_int_equal(gl_qclient_request(c, (const uint8_t *)"x", 1, &resp, &rlen, err, sizeof err),
+                   GL_QC_UNREACHABLE);
+  fprintf(stderr, "after shutdown: %s\n", err);
+  assert_non_null(strstr(err, "closed"));
+  /* Dead stays dead, with the same reason. */
+  assert_int_equal(gl_qclient_request(c, (const uint8_t *)"x", 1, &resp, &rlen, err, sizeof err),
+                   GL_QC_UNREACHABLE);
+  gl_qclient_del(c);
+}
+
+/* ======================================================================
+ * Setup
+ * ==================================================================== */
+
+static int group_setup(void **state) {
+  (void)state;
+  const char *lvl = getenv("GL_TEST_LOG");
+  gl_log_init("test_quic", lvl && gl_log_level_parse(lvl) >= 0
+                               ? (enum gl_log_level)gl_log_level_parse(lvl)
+                               : GL_LOG_ERROR);
+  snprintf(g_dir, sizeof g_dir, "/tmp/gl_test_quic.XXXXXX");
+  if (!mkdtemp(g_dir)) return -1;
+  char err[256];
+  int created = 0;
+  if (gl_tls_ensure_self_signed(g_dir, g_cert, g_key, sizeof g_cert, &created, err,
+                                sizeof err) != 0) {
+    fprintf(stderr, "%s\n", err);
+    return -1;
+  }
+  if (!created) return -1;
+  if (gl_tls_file_fingerprint(g_cert, g_fp, err, sizeof err) != 0) return -1;
+  return 0;
+}
+
+static int group_teardown(void **state) {
+  (void)state;
+  unlink(g_cert);
+  unlink(g_key);
+  rmdir(g_dir);
+  return 0;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_fingerprint_parse),
+      cmocka_unit_test(test_self_signed_keeps_pair),
+      cmocka_unit_test(test_pin),
+      cmocka_unit_test(test_ca_file),
+      cmocka_unit_test(test_listen_families),
+      cmocka_unit_test(test_insecure_and_wrong_pin),
+      cmocka_unit_test(test_nothing_listening),
+      cmocka_unit_test(test_connection_budget),
+      cmocka_unit_test(test_big_roundtrip),
+      cmocka_unit_test(test_too_large),
+      cmocka_unit_test(test_sequential_1000),
+      cmocka_unit_test(test_concurrent_clients),
+      cmocka_unit_test(test_deferred_and_orphaned),
+      cmocka_unit_test(test_idle_and_keepalive),
+      cmocka_unit_test(test_garbage_datagrams),
+      cmocka_unit_test(test_server_shutdown),
+  };
+  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
