@@ -137,4 +137,5 @@ echo "== benchmark"
 "$B/bench/gl_bench_submit" --addr "$ADDR" --pin-sha256 "$FP" --ptx "$K/iota.ptx" --iters 100
 echo
 echo "GPU check: $PASS passed, $FAIL failed"
+[ $FAIL = 0 ] || { echo "--- daemon log (last 60 lines)"; tail -60 "$W/daemon.log"; }
 [ $FAIL = 0 ]
