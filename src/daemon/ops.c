@@ -376,6 +376,10 @@ static void op_submit(gl_daemon *d, gl_qreq *req, const gl_submit_req *s, const 
   }
   lease_rt *rt = l->owner;
   char err[512];
+  if (rt->w && !gl_wproc_usable(rt->w)) { /* exiting after a fatal device error */
+    gl_wproc_kill(rt->w, GPULEASE_INTERNAL, "the lease's worker ended");
+    rt->w = NULL;
+  }
   if (!rt->w) { /* the last worker died (fatal CUDA error): start afresh */
     uint64_t *id = malloc(sizeof *id);
     if (!id || (*id = l->id, start_worker(d, l, rt, respawn_done, id, err, sizeof err) != 0)) {

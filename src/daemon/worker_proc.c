@@ -278,6 +278,11 @@ int gl_wproc_spawn(struct ev_loop *loop, const char *worker_exe, const char *log
   return 0;
 }
 
+bool gl_wproc_usable(gl_wproc *w) {
+  if (!w->dead && !w->killed) drain(w);
+  return !w->dead && !w->killed;
+}
+
 int gl_wproc_call(gl_wproc *w, const uint8_t *msg, size_t len, gl_wproc_reply_cb cb, void *ctx) {
   if (w->dead || w->killed) return -1;
   pending *p = calloc(1, sizeof *p);

@@ -16,6 +16,7 @@
 #ifndef GL_DAEMON_WORKER_PROC_H
 #define GL_DAEMON_WORKER_PROC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -54,6 +55,11 @@ int gl_wproc_call(gl_wproc *w, const uint8_t *msg, size_t len, gl_wproc_reply_cb
 void gl_wproc_kill(gl_wproc *w, gpulease_status status, const char *why);
 
 pid_t gl_wproc_pid(const gl_wproc *w);
+
+/* Reads whatever the worker has sent already (replies, end of stream) and
+ * says whether it still takes calls. A worker that closed its end (it exits
+ * after a fatal device error) does not, even before it is reaped. */
+bool gl_wproc_usable(gl_wproc *w);
 
 /* Starts a worker process without a watcher: *fd_out is the daemon's end
  * of the socketpair (blocking, close-on-exec). For the start-up probe. */

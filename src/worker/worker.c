@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "common/log.h"
 #include "worker/ipc.h"
@@ -364,6 +365,10 @@ int gl_worker_run(int fd, gl_backend *backend) {
     if (backend->ops->context_lost(backend)) {
       GL_ERROR("worker: the CUDA context is lost after a device fault; exiting with status %d",
                GL_WORKER_EXIT_CONTEXT_LOST);
+      /* Tell the daemon at once (end of stream), before the slow teardown
+       * of a faulted context, so it starts a fresh worker for the lease's
+       * next request instead of queueing it here. */
+      shutdown(fd, SHUT_RDWR);
       rc = GL_WORKER_EXIT_CONTEXT_LOST;
       break;
     }

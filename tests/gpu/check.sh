@@ -90,7 +90,8 @@ for _ in $(seq 1 50); do sleep 0.2; [ $(( $(free_mib) + 16 )) -ge $BASE ] && bre
 AFTER=$(free_mib)
 echo "free after expiry: $AFTER MiB"
 [ $((AFTER + 16)) -ge $BASE ]; result "expired lease's VRAM back to baseline (within 16 MiB)" $?
-cli lease show "$(field lease_id < "$W/l.json")" --secret "$(field secret < "$W/l.json")" 2>&1 | grep -q LEASE_EXPIRED
+cli lease show "$(field lease_id < "$W/l.json")" --secret "$(field secret < "$W/l.json")" > "$W/show.txt" 2>&1
+cat "$W/show.txt"; grep -q LEASE_EXPIRED "$W/show.txt"
 result "expired lease reports LEASE_EXPIRED" $?
 
 echo "== hung kernel killed at expiry, second lease unaffected"
