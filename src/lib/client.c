@@ -131,7 +131,9 @@ static gpulease_status exchange(gpulease_client *c, const gl_request *req, gl_re
   gpulease_status st = gl_request_encode(req, &b);
   if (st != GPULEASE_OK) {
     gl_buf_free(&b);
-    return set_err(err, st, "%s: request fields out of range", gl_op_name(req->op));
+    char why[256] = "out of memory";
+    if (st == GPULEASE_INVALID_ARGUMENT) gl_request_validate(req, why, sizeof why);
+    return set_err(err, st, "%s: %s", gl_op_name(req->op), why);
   }
   size_t len;
   char why[sizeof err->message - 64];

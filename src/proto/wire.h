@@ -234,7 +234,7 @@ typedef struct gl_request {
 
 typedef struct gl_gpu_entry {
   uint32_t index;
-  char uuid[96];  /* NUL-terminated copy (str8 fits) */
+  char uuid[96];  /* NUL-terminated copy; longer str8 is INVALID_ARGUMENT */
   char name[96];
   uint8_t cc_major, cc_minor;
   uint32_t sm_count;
@@ -315,7 +315,8 @@ gpulease_status gl_request_decode(const uint8_t *msg, size_t len, size_t max_bod
 /* Decodes one whole response message. For a non-OK status only op, status
  * and msg are filled. Returns GPULEASE_OK when the message is well formed
  * (whatever its status field says), otherwise MALFORMED / UNSUPPORTED /
- * TOO_LARGE with err filled. */
+ * TOO_LARGE / INVALID_ARGUMENT (a count or string out of range) with err
+ * filled. */
 gpulease_status gl_response_decode(const uint8_t *msg, size_t len, size_t max_body,
                                    gl_response *out, char *err, size_t errlen);
 
@@ -334,11 +335,12 @@ gpulease_status gl_request_validate(const gl_request *req, char *err, size_t err
 
 /* Appends a whole response message. When resp->status != OK only op, status
  * and msg are encoded (msg is truncated to GL_WIRE_MAX_MESSAGE bytes).
- * Returns GPULEASE_OK or NO_MEMORY. */
+ * Returns GPULEASE_OK, NO_MEMORY, or INVALID_ARGUMENT (status >= 100, an OK
+ * response of an unknown op, a count or string out of range). */
 gpulease_status gl_response_encode(const gl_response *resp, gl_buf *out);
 
 /* Convenience: appends an error response (no result fields) with a
- * printf-formatted message. */
+ * printf-formatted message. status must not be OK (INVALID_ARGUMENT). */
 gpulease_status gl_response_encode_error(uint16_t op, gpulease_status status, gl_buf *out,
                                          const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -413,8 +413,8 @@ fail:
   if (c->lost) {
     size_t n = strlen(err);
     if (n < errlen)
-      snprintf(err + n, errlen - n, "; the lease's CUDA context is lost (free the lease and "
-                                    "allocate a new one)");
+      snprintf(err + n, errlen - n, "; the lease's CUDA context is lost: its next "
+                                    "request gets a fresh one, with the region zeroed");
   }
   return GPULEASE_LAUNCH_FAILED;
 }
