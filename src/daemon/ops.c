@@ -66,8 +66,7 @@ static void reply_error(gl_qreq *req, uint16_t op, gpulease_status st, const cha
   reply_bytes(req, &b);
 }
 
-static void reply_lease(gl_daemon *d, gl_qreq *req, uint16_t op, const gl_lease *l,
-                        bool with_secret) {
+static void reply_lease(gl_qreq *req, uint16_t op, const gl_lease *l, bool with_secret) {
   gl_response r = {.op = op, .status = GPULEASE_OK};
   gl_lease_info *li = &r.u.lease;
   li->lease_id = l->id;
@@ -77,7 +76,6 @@ static void reply_lease(gl_daemon *d, gl_qreq *req, uint16_t op, const gl_lease 
   li->ttl_s = l->ttl_s;
   li->remaining_ms = gl_lease_remaining_ms(l, gl_mono_ns());
   li->submits = l->submits;
-  (void)d;
   gl_buf b;
   gl_buf_init(&b);
   gl_response_encode(&r, &b);
@@ -220,7 +218,7 @@ static void alloc_done(void *ctx, gpulease_status status, const uint8_t *msg, si
     gl_lease_table_activate(d->leases, l, gl_mono_ns());
     GL_INFO("lease %" PRIu64 ": %" PRIu64 " bytes on GPU %" PRIu32 " for %" PRIu32 " s", l->id,
             l->vram_bytes, l->gpu_index, l->ttl_s);
-    reply_lease(d, c->req, GL_OP_LEASE_ALLOC, l, true);
+    reply_lease(c->req, GL_OP_LEASE_ALLOC, l, true);
   }
   free(c);
 }
@@ -307,12 +305,12 @@ static void op_lease_renew(gl_daemon *d, gl_qreq *req, const gl_lease_renew_req 
     reply_error(req, GL_OP_LEASE_RENEW, st, "%s", err);
     return;
   }
-  reply_lease(d, req, GL_OP_LEASE_RENEW, l, false);
+  reply_lease(req, GL_OP_LEASE_RENEW, l, false);
 }
 
 static void op_lease_query(gl_daemon *d, gl_qreq *req, const gl_lease_auth *a) {
   gl_lease *l = auth_or_reply(d, req, GL_OP_LEASE_QUERY, a);
-  if (l) reply_lease(d, req, GL_OP_LEASE_QUERY, l, false);
+  if (l) reply_lease(req, GL_OP_LEASE_QUERY, l, false);
 }
 
 static void op_lease_free(gl_daemon *d, gl_qreq *req, const gl_lease_auth *a) {
