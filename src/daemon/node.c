@@ -4,11 +4,12 @@
 #include "daemon/node.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,24 +18,9 @@
 #include "gpu/nvml.h"
 #include "proto/wire.h"
 #include "worker/backend_host.h"
+#include "worker/ipc.h"
 
 #define PROBE_TIMEOUT_MS 60000
-
-/* Reads exactly n bytes within the deadline. 0 or -1. */
-static int read_full(int fd, uint8_t *p, size_t n, int timeout_ms) {
-  size_t got = 0;
-  while (got < n) {
-    struct pollfd pfd = {.fd = fd, .events = POLLIN};
-    int pr = poll(&pfd, 1, timeout_ms);
-    if (pr < 0 && errno == EINTR) continue;
-    if (pr <= 0) return -1;
-    ssize_t r = read(fd, p + got, n - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return -1;
-    got += (size_t)r;
-  }
-  return 0;
-}
 
 /* Runs WORKER_PROBE in a throw-away worker. Returns the worker's status;
  * on failure `why` says what went wrong. */
@@ -48,29 +34,25 @@ static gpulease_status probe(const char *exe, const char *log_level, gl_probe_re
   gl_buf_init(&req);
   gl_request r = {.op = GL_OP_WORKER_PROBE};
   uint8_t *msg = NULL;
+  size_t len = 0;
+  /* A driver that hangs in cuInit must not hang the daemon's start. */
+  struct timeval tv = {.tv_sec = PROBE_TIMEOUT_MS / 1000};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   if (gl_request_encode(&r, &req) != GPULEASE_OK ||
-      write(fd, req.data, req.len) != (ssize_t)req.len) {
+      gl_ipc_write_all(fd, req.data, req.len) != 0) {
     snprintf(why, whylen, "cannot send the probe to the worker");
     goto done;
   }
-  uint8_t hdr[GL_WIRE_HEADER_SIZE];
   gl_header h;
-  if (read_full(fd, hdr, sizeof hdr, PROBE_TIMEOUT_MS) != 0 ||
-      gl_header_decode(hdr, sizeof hdr, &h) != GPULEASE_OK || h.body_len > (1u << 20)) {
-    snprintf(why, whylen, "the probe worker gave no valid reply");
-    goto done;
-  }
-  msg = malloc(sizeof hdr + h.body_len);
-  if (!msg) goto done;
-  memcpy(msg, hdr, sizeof hdr);
-  if (read_full(fd, msg + sizeof hdr, h.body_len, PROBE_TIMEOUT_MS) != 0) {
-    snprintf(why, whylen, "the probe worker's reply was cut short");
+  if (gl_ipc_read(fd, 1u << 20, &h, &msg, &len, NULL) != GL_IPC_MESSAGE) {
+    snprintf(why, whylen, "the probe worker gave no valid reply within %d s",
+             PROBE_TIMEOUT_MS / 1000);
     goto done;
   }
   gl_response *resp = malloc(sizeof *resp);
   if (!resp) goto done;
   char err[256];
-  if (gl_response_decode(msg, sizeof hdr + h.body_len, 1u << 20, resp, err, sizeof err) !=
+  if (gl_response_decode(msg, len, 1u << 20, resp, err, sizeof err) !=
       GPULEASE_OK) {
     snprintf(why, whylen, "the probe worker's reply is malformed: %s", err);
   } else if (resp->status != GPULEASE_OK) {

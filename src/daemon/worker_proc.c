@@ -129,10 +129,12 @@ static void deliver(gl_wproc *w) {
   size_t off = 0;
   while (w->in_len - off >= GL_WIRE_HEADER_SIZE) {
     const uint8_t *p = w->in + off;
-    size_t body = (size_t)p[8] << 24 | (size_t)p[9] << 16 | (size_t)p[10] << 8 | p[11];
-    size_t total = GL_WIRE_HEADER_SIZE + body;
-    if (total > WPROC_MAX_REPLY) {
-      GL_ERROR("worker %d sent an oversized reply (%zu bytes); killing it", (int)w->pid, total);
+    gl_header h;
+    size_t total = 0;
+    if (gl_header_decode(p, w->in_len - off, &h) == GPULEASE_OK)
+      total = GL_WIRE_HEADER_SIZE + (size_t)h.body_len;
+    if (total == 0 || total > WPROC_MAX_REPLY) {
+      GL_ERROR("worker %d sent a bad or oversized reply header; killing it", (int)w->pid);
       kill(w->pid, SIGKILL);
       close_channel(w);
       return;
