@@ -5,3 +5,6 @@ gl_add_test(test_e2e SOURCES e2e/test_e2e.c e2e/daemon_harness.c
 add_dependencies(test_e2e gpuleased)
 add_test(NAME test_cli COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_cli.sh ${PROJECT_BINARY_DIR})
 set_tests_properties(test_cli PROPERTIES TIMEOUT 120)
+gl_add_test(test_e2e_emu SOURCES e2e/test_e2e_emu.c e2e/daemon_harness.c
+  LIBS gpulease_static gl_common Threads::Threads TIMEOUT 300 LABELS emu)
+add_dependencies(test_e2e_emu gpuleased gl_kernels)

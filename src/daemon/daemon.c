@@ -28,6 +28,9 @@ void gl_daemon_config_default(gl_daemon_config *cfg) {
   cfg->max_leases = 64;
   cfg->max_message_bytes = 256u << 20;
   cfg->max_connections = 1024;
+  cfg->device_mode = GL_DEVICE_AUTO;
+  cfg->emu_vram_bytes = 1ull << 30;
+  cfg->emu_threads = 1;
 }
 
 static void on_expiry_one(void *user, gl_lease *l) {
@@ -115,7 +118,10 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  gl_node_discover(&d->node, cfg->worker_exe, cfg->log_level);
+  gl_node_config ncfg = {.worker_exe = cfg->worker_exe, .log_level = cfg->log_level,
+                         .mode = cfg->device_mode, .emu_vram_bytes = cfg->emu_vram_bytes,
+                         .emu_threads = cfg->emu_threads};
+  gl_node_discover(&d->node, &ncfg);
   for (uint32_t i = 0; i < d->node.gpu_count; i++) {
     const gl_node_gpu *g = &d->node.gpus[i];
     gl_lease_table_set_gpu(d->leases, i, g->total_vram_bytes);

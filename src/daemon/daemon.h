@@ -29,6 +29,9 @@ typedef struct gl_daemon_config {
   size_t max_leases;
   size_t max_message_bytes;
   size_t max_connections;
+  gl_device_mode device_mode;  /* --device */
+  uint64_t emu_vram_bytes;     /* --emu-vram */
+  unsigned emu_threads;        /* --emu-threads */
 } gl_daemon_config;
 
 typedef struct gl_daemon {

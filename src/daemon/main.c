@@ -4,12 +4,15 @@
  *   gpuleased [--listen HOST:PORT] [--cert FILE --key FILE] [--state-dir DIR]
  *             [--max-ttl SECONDS] [--max-leases N] [--max-message BYTES]
  *             [--log-level error|warn|info|debug] [--ready-file FILE]
+ *             [--device auto|cuda|emu] [--emu-vram BYTES] [--emu-threads N]
  *
  * The same binary is the per-lease worker: `gpuleased --worker FD` (started
- * by the daemon itself, never by hand).
+ * by the daemon itself, never by hand), with --device cuda|emu and, for
+ * emu, --emu-vram and --emu-threads saying which device layer it runs.
  */
 #include <getopt.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +21,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "daemon/daemon.h"
-#include "worker/backend_host.h"
+#include "worker/backend_emu.h"
 #include "worker/worker.h"
 
 static void usage(FILE *f) {
@@ -34,6 +37,13 @@ static void usage(FILE *f) {
         "  --max-message BYTES   largest request or response (default 256M)\n"
         "  --log-level LEVEL     error, warn, info (default) or debug\n"
         "  --ready-file FILE     write \"PORT FINGERPRINT\" there once serving\n"
+        "  --device MODE         auto (default): the node's GPUs, or the emulated device\n"
+        "                        when it has none; cuda: real GPUs only; emu: only the\n"
+        "                        emulated device, which runs PTX on the CPU\n"
+        "  --emu-vram BYTES      the emulated device's VRAM, taken from host memory as\n"
+        "                        leases need it (default 1G)\n"
+        "  --emu-threads N       host threads an emulated launch may use (default 1:\n"
+        "                        blocks run in order, results are deterministic)\n"
         "  --help\n",
         f);
 }
@@ -61,13 +71,17 @@ int main(int argc, char **argv) {
   gl_daemon_config_default(&cfg);
   default_state_dir(cfg.state_dir, sizeof cfg.state_dir);
   int worker_fd = -1;
-  enum { O_LISTEN = 256, O_CERT, O_KEY, O_STATE, O_TTL, O_LEASES, O_MSG, O_LOG, O_READY, O_WORKER };
+  bool device_given = false;
+  enum { O_LISTEN = 256, O_CERT, O_KEY, O_STATE, O_TTL, O_LEASES, O_MSG, O_LOG, O_READY, O_WORKER,
+         O_DEVICE, O_EMU_VRAM, O_EMU_THREADS };
   static const struct option opts[] = {
       {"listen", required_argument, 0, O_LISTEN},  {"cert", required_argument, 0, O_CERT},
       {"key", required_argument, 0, O_KEY},        {"state-dir", required_argument, 0, O_STATE},
       {"max-ttl", required_argument, 0, O_TTL},    {"max-leases", required_argument, 0, O_LEASES},
       {"max-message", required_argument, 0, O_MSG}, {"log-level", required_argument, 0, O_LOG},
       {"ready-file", required_argument, 0, O_READY}, {"worker", required_argument, 0, O_WORKER},
+      {"device", required_argument, 0, O_DEVICE},  {"emu-vram", required_argument, 0, O_EMU_VRAM},
+      {"emu-threads", required_argument, 0, O_EMU_THREADS},
       {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
   int c;
   uint64_t v;
@@ -120,6 +134,30 @@ int main(int argc, char **argv) {
       }
       snprintf(cfg.log_level, sizeof cfg.log_level, "%s", optarg);
       break;
+    case O_DEVICE:
+      if (strcmp(optarg, "auto") == 0) cfg.device_mode = GL_DEVICE_AUTO;
+      else if (strcmp(optarg, "cuda") == 0) cfg.device_mode = GL_DEVICE_CUDA;
+      else if (strcmp(optarg, "emu") == 0) cfg.device_mode = GL_DEVICE_EMU;
+      else {
+        fprintf(stderr, "gpuleased: --device: expected auto, cuda or emu, got '%s'\n", optarg);
+        return 2;
+      }
+      device_given = true;
+      break;
+    case O_EMU_VRAM:
+      if (gl_parse_size(optarg, &v) != 0 || v < 4096 || v > (1ull << 40)) {
+        fprintf(stderr, "gpuleased: --emu-vram: expected 4K..1T bytes, got '%s'\n", optarg);
+        return 2;
+      }
+      cfg.emu_vram_bytes = v;
+      break;
+    case O_EMU_THREADS:
+      if (gl_parse_u64(optarg, 1024, &v) != 0 || v == 0) {
+        fprintf(stderr, "gpuleased: --emu-threads: expected 1..1024, got '%s'\n", optarg);
+        return 2;
+      }
+      cfg.emu_threads = (unsigned)v;
+      break;
     case O_WORKER:
       if (gl_parse_u64(optarg, INT_MAX, &v) != 0) return 2;
       worker_fd = (int)v;
@@ -139,9 +177,8 @@ int main(int argc, char **argv) {
   }
   if (worker_fd >= 0) {
     gl_log_init("gpulease-worker", (enum gl_log_level)gl_log_level_parse(cfg.log_level));
-    const char *test_dev = getenv(GL_TEST_HOST_DEVICE_ENV);
-    if (test_dev && gl_parse_size(test_dev, &v) == 0) { /* tests without a GPU */
-      gl_backend *b = gl_backend_host_new(v);
+    if (device_given && cfg.device_mode == GL_DEVICE_EMU) {
+      gl_backend *b = gl_backend_emu_new(cfg.emu_vram_bytes, cfg.emu_threads);
       if (!b) return 1;
       int rc = gl_worker_run(worker_fd, b);
       b->ops->destroy(b);

@@ -4,6 +4,7 @@
 #include "daemon/node.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,18 +18,19 @@
 #include "daemon/worker_proc.h"
 #include "gpu/nvml.h"
 #include "proto/wire.h"
-#include "worker/backend_host.h"
+#include "emu/emu.h"
 #include "worker/ipc.h"
 
 #define PROBE_TIMEOUT_MS 60000
 
 /* Runs WORKER_PROBE in a throw-away worker. Returns the worker's status;
  * on failure `why` says what went wrong. */
-static gpulease_status probe(const char *exe, const char *log_level, gl_probe_resp *out,
-                             char *why, size_t whylen) {
+static gpulease_status probe(const gl_node *n, const char *exe, const char *log_level,
+                             gl_probe_resp *out, char *why, size_t whylen) {
   pid_t pid;
   int fd;
-  if (gl_worker_spawn_raw(exe, log_level, &pid, &fd, why, whylen) != 0) return GPULEASE_INTERNAL;
+  if (gl_worker_spawn_raw(exe, log_level, n->cuda_args, &pid, &fd, why, whylen) != 0)
+    return GPULEASE_INTERNAL;
   gpulease_status st = GPULEASE_INTERNAL;
   gl_buf req;
   gl_buf_init(&req);
@@ -80,19 +82,30 @@ static void add_gpu(gl_node *n, const gl_node_gpu *g) {
   if (n->gpu_count < GPULEASE_MAX_GPUS) n->gpus[n->gpu_count++] = *g;
 }
 
-void gl_node_discover(gl_node *n, const char *worker_exe, const char *log_level) {
-  memset(n, 0, sizeof *n);
-  char nvml_err[256] = "not used with the test host device";
-  /* With the test double (tests on machines without a GPU) the probe
-   * worker's device list is the whole truth; real GPUs stay out of it. */
-  if (getenv(GL_TEST_HOST_DEVICE_ENV) == NULL &&
-      gl_nvml_open(&n->nvml, nvml_err, sizeof nvml_err) != 0)
-    n->nvml = NULL;
+static void add_emulated(gl_node *n, const gl_node_config *cfg) {
+  gl_node_gpu g = {.index = n->gpu_count, .cuda_ordinal = 0, .flags = GPULEASE_GPU_EMULATED};
+  snprintf(g.uuid, sizeof g.uuid, "EMU-0");
+  snprintf(g.name, sizeof g.name, "%s", GL_EMU_NAME);
+  g.cc_major = GL_EMU_CC_MAJOR;
+  g.cc_minor = GL_EMU_CC_MINOR;
+  g.sm_count = cfg->emu_threads;
+  g.total_vram_bytes = cfg->emu_vram_bytes;
+  add_gpu(n, &g);
+  GL_INFO("offering the emulated device (PTX on the CPU): %" PRIu64 " bytes of host memory as "
+          "VRAM, %u host thread(s) per launch",
+          cfg->emu_vram_bytes, cfg->emu_threads);
+}
+
+/* Real GPUs: NVML's list joined with the probe worker's CUDA view. */
+static void discover_cuda(gl_node *n, const gl_node_config *cfg) {
+  char nvml_err[256];
+  if (gl_nvml_open(&n->nvml, nvml_err, sizeof nvml_err) != 0) n->nvml = NULL;
 
   gl_probe_resp *pr = calloc(1, sizeof *pr);
   char probe_err[300] = "";
-  gpulease_status pst =
-      pr ? probe(worker_exe, log_level, pr, probe_err, sizeof probe_err) : GPULEASE_INTERNAL;
+  gpulease_status pst = pr ? probe(n, cfg->worker_exe, cfg->log_level, pr, probe_err,
+                                   sizeof probe_err)
+                           : GPULEASE_INTERNAL;
   if (pst != GPULEASE_OK && pr) pr->count = 0;
 
   if (n->nvml) {
@@ -138,6 +151,29 @@ void gl_node_discover(gl_node *n, const char *worker_exe, const char *log_level)
              pst == GPULEASE_OK ? "no devices" : probe_err);
   }
   free(pr);
+}
+
+void gl_node_discover(gl_node *n, const gl_node_config *cfg) {
+  memset(n, 0, sizeof *n);
+  n->cuda_args[0] = "--device";
+  n->cuda_args[1] = "cuda";
+  snprintf(n->emu_vram_arg, sizeof n->emu_vram_arg, "%" PRIu64, cfg->emu_vram_bytes);
+  snprintf(n->emu_threads_arg, sizeof n->emu_threads_arg, "%u", cfg->emu_threads);
+  const char *emu[] = {"--device", "emu", "--emu-vram", n->emu_vram_arg,
+                       "--emu-threads", n->emu_threads_arg, NULL};
+  memcpy(n->emu_args, emu, sizeof emu);
+
+  if (cfg->mode != GL_DEVICE_EMU) discover_cuda(n, cfg);
+  else snprintf(n->no_gpu_reason, sizeof n->no_gpu_reason, "real GPUs not used (--device emu)");
+  if (cfg->mode == GL_DEVICE_EMU || (cfg->mode == GL_DEVICE_AUTO && n->gpu_count == 0)) {
+    if (cfg->mode == GL_DEVICE_AUTO) GL_INFO("%s", n->no_gpu_reason);
+    add_emulated(n, cfg);
+  }
+}
+
+const char *const *gl_node_worker_args(const gl_node *n, uint32_t index) {
+  if (index < n->gpu_count && (n->gpus[index].flags & GPULEASE_GPU_EMULATED)) return n->emu_args;
+  return n->cuda_args;
 }
 
 uint64_t gl_node_free_vram(const gl_node *n, uint32_t index, uint64_t fallback) {

@@ -6,7 +6,13 @@
  * what only CUDA knows (SM count, the CUDA ordinal of each UUID), so the
  * daemon's own process never initialises CUDA. Either source may be missing:
  * without NVML the probe's list is used (free VRAM then unknown); without
- * the CUDA driver there is nothing to lease and `no_gpu_reason` says why.
+ * the CUDA driver there is nothing real to lease and `no_gpu_reason` says
+ * why.
+ *
+ * The emulated device (PTX on the CPU, src/emu/) is offered as one more GPU,
+ * flagged GPULEASE_GPU_EMULATED: always with device mode "emu", and in mode
+ * "auto" (the default) when the node has no real GPU. Its VRAM is a budget
+ * of host memory (--emu-vram).
  */
 #ifndef GL_DAEMON_NODE_H
 #define GL_DAEMON_NODE_H
@@ -29,17 +35,41 @@ typedef struct gl_node_gpu {
   uint32_t flags;      /* GPULEASE_GPU_* */
 } gl_node_gpu;
 
+/* Which devices the daemon offers (gpuleased --device). */
+typedef enum gl_device_mode {
+  GL_DEVICE_AUTO = 0, /* real GPUs; the emulated device when there are none */
+  GL_DEVICE_CUDA,     /* real GPUs only */
+  GL_DEVICE_EMU       /* the emulated device only */
+} gl_device_mode;
+
+typedef struct gl_node_config {
+  const char *worker_exe; /* the program run as worker (the daemon's binary) */
+  const char *log_level;
+  gl_device_mode mode;
+  uint64_t emu_vram_bytes; /* the emulated device's VRAM (host memory) */
+  unsigned emu_threads;    /* host threads per emulated launch */
+} gl_node_config;
+
 typedef struct gl_node {
   struct gl_nvml *nvml;   /* NULL without NVML */
   uint32_t gpu_count;
   gl_node_gpu gpus[GPULEASE_MAX_GPUS];
   char driver_version[64];
-  char no_gpu_reason[512]; /* set when gpu_count == 0 */
+  char no_gpu_reason[512]; /* set when no real GPU was found */
+  /* the worker arguments for each kind of device (gl_node_worker_args) */
+  const char *cuda_args[3];
+  const char *emu_args[7];
+  char emu_vram_arg[24], emu_threads_arg[12];
 } gl_node;
 
-/* Discovers the GPUs. worker_exe/log_level start the probe worker.
- * Never fails: with no GPU, gpu_count is 0 and no_gpu_reason explains. */
-void gl_node_discover(gl_node *n, const char *worker_exe, const char *log_level);
+/* Discovers the GPUs (cfg is only read during the call). Never fails: with
+ * nothing to offer, gpu_count is 0 and no_gpu_reason explains. */
+void gl_node_discover(gl_node *n, const gl_node_config *cfg);
+
+/* The extra worker arguments (NULL-terminated, owned by n) that make a
+ * worker run GPU `index`'s device layer: "--device cuda" or "--device emu
+ * --emu-vram N --emu-threads T". */
+const char *const *gl_node_worker_args(const gl_node *n, uint32_t index);
 
 /* Free VRAM of GPU `index` now: NVML's figure, or `fallback` without NVML. */
 uint64_t gl_node_free_vram(const gl_node *n, uint32_t index, uint64_t fallback);

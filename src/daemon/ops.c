@@ -38,7 +38,16 @@ typedef struct call {
   gl_qreq *req;
   uint16_t op;
   uint64_t lease_id;
+  uint8_t *msg; /* GPU_SUBMIT: the request, kept to send again (see submit_done) */
+  size_t len;
+  bool resent;
 } call;
+
+static void call_free(call *c) {
+  if (!c) return;
+  free(c->msg);
+  free(c);
+}
 
 static void reply_bytes(gl_qreq *req, gl_buf *b) {
   if (b->oom) {
@@ -122,8 +131,9 @@ static int encode_worker_init(const gl_daemon *d, const gl_lease *l, gl_buf *b) 
  * to cb(ctx). 0 or -1 with err. */
 static int start_worker(gl_daemon *d, gl_lease *l, lease_rt *rt, gl_wproc_reply_cb cb, void *ctx,
                         char *err, size_t errlen) {
-  if (gl_wproc_spawn(d->loop, d->cfg.worker_exe, d->cfg.log_level, on_worker_exit, rt, &rt->w,
-                     err, errlen) != 0)
+  if (gl_wproc_spawn(d->loop, d->cfg.worker_exe, d->cfg.log_level,
+                     gl_node_worker_args(&d->node, l->gpu_index), on_worker_exit, rt, &rt->w, err,
+                     errlen) != 0)
     return -1;
   gl_buf b;
   if (encode_worker_init(d, l, &b) != 0 || gl_wproc_call(rt->w, b.data, b.len, cb, ctx) != 0) {
@@ -332,24 +342,6 @@ static void op_lease_free(gl_daemon *d, gl_qreq *req, const gl_lease_auth *a) {
  * GPU_SUBMIT
  * ==================================================================== */
 
-static void submit_done(void *ctx, gpulease_status status, const uint8_t *msg, size_t len,
-                        const char *why) {
-  call *c = ctx;
-  if (status != GPULEASE_OK) {
-    reply_error(c->req, GL_OP_GPU_SUBMIT, status, "%s", why);
-  } else {
-    /* The worker's reply is a complete GPU_SUBMIT response; count
-     * successes and pass it through unchanged. */
-    gl_header h;
-    if (gl_header_decode(msg, len, &h) == GPULEASE_OK && h.status == GPULEASE_OK) {
-      gl_lease *l = gl_lease_table_find(c->d->leases, c->lease_id);
-      if (l) l->submits++;
-    }
-    gl_qreq_reply(c->req, msg, len);
-  }
-  free(c);
-}
-
 static void respawn_done(void *ctx, gpulease_status status, const uint8_t *msg, size_t len,
                          const char *why) {
   uint64_t *id = ctx;
@@ -362,6 +354,58 @@ static void respawn_done(void *ctx, gpulease_status status, const uint8_t *msg, 
   free(id);
 }
 
+/* Makes sure lease l has a live worker: after a fatal device error the last
+ * one is exiting or gone, and the lease gets a fresh context. 0, or -1 with
+ * err. */
+static int ensure_worker(gl_daemon *d, gl_lease *l, char *err, size_t errlen) {
+  lease_rt *rt = l->owner;
+  if (rt->w && !gl_wproc_usable(rt->w)) { /* exiting after a fatal device error */
+    gl_wproc_kill(rt->w, GPULEASE_BUSY, "the lease's worker ended");
+    rt->w = NULL;
+  }
+  if (rt->w) return 0;
+  uint64_t *id = malloc(sizeof *id);
+  if (!id) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  *id = l->id;
+  if (start_worker(d, l, rt, respawn_done, id, err, errlen) != 0) {
+    free(id);
+    return -1;
+  }
+  return 0;
+}
+
+static void submit_done(void *ctx, gpulease_status status, const uint8_t *msg, size_t len,
+                        const char *why) {
+  call *c = ctx;
+  if (status == GPULEASE_BUSY && !c->resent) {
+    /* The worker died of an earlier request's device fault before reading
+     * this one, which therefore never ran: run it on a fresh worker. */
+    gl_lease *l = gl_lease_table_find(c->d->leases, c->lease_id);
+    char err[512];
+    c->resent = true;
+    if (l && l->owner && ensure_worker(c->d, l, err, sizeof err) == 0 &&
+        gl_wproc_call(((lease_rt *)l->owner)->w, c->msg, c->len, submit_done, c) == 0)
+      return;
+    status = GPULEASE_INTERNAL;
+  }
+  if (status != GPULEASE_OK) {
+    reply_error(c->req, GL_OP_GPU_SUBMIT, status, "%s", why);
+  } else {
+    /* The worker's reply is a complete GPU_SUBMIT response; count
+     * successes and pass it through unchanged. */
+    gl_header h;
+    if (gl_header_decode(msg, len, &h) == GPULEASE_OK && h.status == GPULEASE_OK) {
+      gl_lease *l = gl_lease_table_find(c->d->leases, c->lease_id);
+      if (l) l->submits++;
+    }
+    gl_qreq_reply(c->req, msg, len);
+  }
+  call_free(c);
+}
+
 static void op_submit(gl_daemon *d, gl_qreq *req, const gl_submit_req *s, const uint8_t *msg,
                       size_t len) {
   gl_lease *l = auth_or_reply(d, req, GL_OP_GPU_SUBMIT, &s->auth);
@@ -372,24 +416,19 @@ static void op_submit(gl_daemon *d, gl_qreq *req, const gl_submit_req *s, const 
                 s->output_size, d->cfg.max_message_bytes - 4096);
     return;
   }
-  lease_rt *rt = l->owner;
   char err[512];
-  if (rt->w && !gl_wproc_usable(rt->w)) { /* exiting after a fatal device error */
-    gl_wproc_kill(rt->w, GPULEASE_INTERNAL, "the lease's worker ended");
-    rt->w = NULL;
-  }
-  if (!rt->w) { /* the last worker died (fatal CUDA error): start afresh */
-    uint64_t *id = malloc(sizeof *id);
-    if (!id || (*id = l->id, start_worker(d, l, rt, respawn_done, id, err, sizeof err) != 0)) {
-      free(id);
-      reply_error(req, GL_OP_GPU_SUBMIT, GPULEASE_INTERNAL, "cannot restart the lease's worker: %s",
-                  id ? err : "out of memory");
-      return;
-    }
+  if (ensure_worker(d, l, err, sizeof err) != 0) {
+    reply_error(req, GL_OP_GPU_SUBMIT, GPULEASE_INTERNAL, "cannot restart the lease's worker: %s",
+                err);
+    return;
   }
   call *c = call_new(d, req, GL_OP_GPU_SUBMIT, l->id);
-  if (!c || gl_wproc_call(rt->w, msg, len, submit_done, c) != 0) {
-    free(c);
+  if (c && (c->msg = malloc(len))) {
+    memcpy(c->msg, msg, len);
+    c->len = len;
+  }
+  if (!c || !c->msg || gl_wproc_call(((lease_rt *)l->owner)->w, msg, len, submit_done, c) != 0) {
+    call_free(c);
     reply_error(req, GL_OP_GPU_SUBMIT, GPULEASE_INTERNAL, "cannot reach the lease's worker");
   }
 }

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "worker/worker.h"
 #include "proto/wire.h"
 
 extern char **environ;
@@ -118,8 +119,16 @@ static void on_child(struct ev_loop *loop, ev_child *cw, int revents) {
       snprintf(why, sizeof why, "the lease's worker process exited (code %d)", code);
     if (!w->dead) drain(w); /* replies the worker wrote before exiting */
     close_channel(w);
-    fail_pending(w, GPULEASE_INTERNAL, why);
+    /* The owner learns first, so the callbacks below may start a new
+     * worker. After a device fault the worker answers the failing request
+     * and exits without reading another: the calls still pending never
+     * ran (BUSY: safe to send again). */
     if (w->on_exit) w->on_exit(w->owner, code, sig);
+    if (!sig && code == GL_WORKER_EXIT_CONTEXT_LOST)
+      fail_pending(w, GPULEASE_BUSY,
+                   "the lease's worker ended after a device fault without running this request");
+    else
+      fail_pending(w, GPULEASE_INTERNAL, why);
   }
   destroy(w);
 }
@@ -216,8 +225,9 @@ static void on_write(struct ev_loop *loop, ev_io *io, int revents) {
   ev_io_stop(loop, io);
 }
 
-int gl_worker_spawn_raw(const char *worker_exe, const char *log_level, pid_t *pid_out,
-                        int *fd_out, char *err, size_t errlen) {
+int gl_worker_spawn_raw(const char *worker_exe, const char *log_level,
+                        const char *const *device_args, pid_t *pid_out, int *fd_out, char *err,
+                        size_t errlen) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
     snprintf(err, errlen, "socketpair: %s", strerror(errno));
@@ -233,7 +243,11 @@ int gl_worker_spawn_raw(const char *worker_exe, const char *log_level, pid_t *pi
   }
   char fdstr[16];
   snprintf(fdstr, sizeof fdstr, "%d", child_fd);
-  char *argv[] = {(char *)worker_exe, "--worker", fdstr, "--log-level", (char *)log_level, NULL};
+  char *argv[16] = {(char *)worker_exe, "--worker", fdstr, "--log-level", (char *)log_level};
+  int argc = 5;
+  for (int i = 0; device_args && device_args[i] && argc < 15; i++)
+    argv[argc++] = (char *)device_args[i];
+  argv[argc] = NULL;
   pid_t pid;
   int rc = posix_spawn(&pid, worker_exe, NULL, NULL, argv, environ);
   close(child_fd);
@@ -248,11 +262,12 @@ int gl_worker_spawn_raw(const char *worker_exe, const char *log_level, pid_t *pi
 }
 
 int gl_wproc_spawn(struct ev_loop *loop, const char *worker_exe, const char *log_level,
-                   gl_wproc_exit_cb on_exit, void *owner, gl_wproc **out, char *err,
-                   size_t errlen) {
+                   const char *const *device_args, gl_wproc_exit_cb on_exit, void *owner,
+                   gl_wproc **out, char *err, size_t errlen) {
   pid_t pid;
   int fd;
-  if (gl_worker_spawn_raw(worker_exe, log_level, &pid, &fd, err, errlen) != 0) return -1;
+  if (gl_worker_spawn_raw(worker_exe, log_level, device_args, &pid, &fd, err, errlen) != 0)
+    return -1;
   gl_wproc *w = calloc(1, sizeof *w);
   if (!w) {
     kill(pid, SIGKILL);

@@ -29,7 +29,10 @@ typedef struct gl_wproc gl_wproc;
 
 /* A reply: on success (status OK) msg/len is the worker's whole response
  * message (header included), valid during the callback only. Otherwise
- * msg is NULL and `why` says what happened (worker killed or died). */
+ * msg is NULL and `why` says what happened: the status given to
+ * gl_wproc_kill; INTERNAL when the worker died; BUSY when it exited after
+ * a device fault (GL_WORKER_EXIT_CONTEXT_LOST) before reading this call,
+ * which therefore had no effect and may be sent to a fresh worker. */
 typedef void (*gl_wproc_reply_cb)(void *ctx, gpulease_status status, const uint8_t *msg,
                                   size_t len, const char *why);
 
@@ -38,12 +41,13 @@ typedef void (*gl_wproc_reply_cb)(void *ctx, gpulease_status status, const uint8
 typedef void (*gl_wproc_exit_cb)(void *owner, int exit_code, int signo);
 
 /* Starts a worker. worker_exe is the program to run (the daemon's own
- * binary); its argv will be {exe, "--worker", "<fd>", "--log-level", L}.
- * loop must be libev's default loop (child watchers need it). 0 or -1 with
- * err. */
+ * binary); its argv will be {exe, "--worker", "<fd>", "--log-level", L}
+ * followed by device_args (NULL-terminated, at most 10; NULL for none),
+ * which pick its device layer (e.g. "--device", "emu"). loop must be
+ * libev's default loop (child watchers need it). 0 or -1 with err. */
 int gl_wproc_spawn(struct ev_loop *loop, const char *worker_exe, const char *log_level,
-                   gl_wproc_exit_cb on_exit, void *owner, gl_wproc **out, char *err,
-                   size_t errlen);
+                   const char *const *device_args, gl_wproc_exit_cb on_exit, void *owner,
+                   gl_wproc **out, char *err, size_t errlen);
 
 /* Queues a request message (copied). cb is called exactly once. 0, or -1
  * when the worker is gone (cb is then NOT called). */
@@ -63,8 +67,9 @@ bool gl_wproc_usable(gl_wproc *w);
 
 /* Starts a worker process without a watcher: *fd_out is the daemon's end
  * of the socketpair (blocking, close-on-exec). For the start-up probe. */
-int gl_worker_spawn_raw(const char *worker_exe, const char *log_level, pid_t *pid_out,
-                        int *fd_out, char *err, size_t errlen);
+int gl_worker_spawn_raw(const char *worker_exe, const char *log_level,
+                        const char *const *device_args, pid_t *pid_out, int *fd_out, char *err,
+                        size_t errlen);
 
 /* Number of live worker objects (spawned, not yet reaped). For tests and
  * metrics. */

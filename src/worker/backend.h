@@ -3,8 +3,8 @@
  *
  * worker.c does framing, validation and dispatch; everything that touches a
  * device goes through a gl_backend, a table of operations in the style of a
- * driver vtable. backend_cuda.c implements it on the CUDA driver API; an
- * emulated device (PTX run on the CPU) will implement the same table, and
+ * driver vtable. backend_cuda.c implements it on the CUDA driver API,
+ * backend_emu.c on the emulated device (PTX run on the CPU, src/emu/), and
  * the unit tests use a fake one.
  *
  * Conventions for every operation:

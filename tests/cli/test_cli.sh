@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The gpulease CLI against a real gpuleased (test host device, no GPU):
+# The gpulease CLI against a real gpuleased (emulated device, no GPU):
 # output formats, exit codes and error messages. Usage: test_cli.sh BUILD_DIR
 set -uo pipefail
 build=$1
 bin=$build/src
 dir=$(mktemp -d /tmp/gl-cli-XXXXXX)
-GPULEASE_TEST_HOST_DEVICE=64M "$bin/daemon/gpuleased" --listen 127.0.0.1:0 --state-dir "$dir" \
+"$bin/daemon/gpuleased" --device emu --emu-vram 64M --listen 127.0.0.1:0 --state-dir "$dir" \
   --ready-file "$dir/ready" --max-ttl 60 2> "$dir/daemon.log" &
 daemon=$!
 trap 'kill $daemon 2>/dev/null; wait $daemon 2>/dev/null; rm -rf "$dir"' EXIT
@@ -22,7 +22,7 @@ check() { # check NAME EXPECTED_RC ACTUAL_RC [PATTERN FILE]
 }
 out=$dir/out err=$dir/err
 
-cli inventory > $out 2> $err;                 check "inventory text" 0 $? "test host device" $out
+cli inventory > $out 2> $err;                 check "inventory text" 0 $? "(emulated)" $out
 cli --json inventory > $out 2> $err;          check "inventory json" 0 $? '"total_vram_bytes": 67108864' $out
 cli lease alloc --vram 1M --ttl 30 --json > $out 2> $err
 check "lease alloc json" 0 $? '"secret"' $out
@@ -43,7 +43,9 @@ cli lease free "$id" --secret "$secret" > $out 2> $err;  check "lease free" 0 $?
 cli lease show "$id" --secret "$secret" > $out 2> $err;  check "after free" 1 $? "NOT_FOUND" $err
 printf '.version 8.0\n.target sm_75\n.address_size 64\n' > $dir/k.ptx
 cli submit --binary $dir/k.ptx --kernel k --output-size 16 > $out 2> $err
-check "one-shot submit reaches the worker" 1 $? "submit failed: UNSUPPORTED" $err
+check "one-shot submit reaches the worker" 1 $? "submit failed: LAUNCH_FAILED: .*no kernel named 'k'" $err
+cli submit --binary "$build/kernels/iota.ptx" --kernel iota --grid 2 --block 4 --output-size 32 --format f32 > $out 2> $err
+check "one-shot submit on the emulated device" 0 $? "\[    0\] *1 *2 *3 *4 *5 *6 *7 *8$" $out
 cli --json inventory > $out 2> $err
 check "one-shot lease freed afterwards" 0 $? '"active_leases": 0' $out
 cli lease alloc --vram 1M > $out 2> $err;     check "usage: missing --ttl" 2 $? "needs --vram BYTES and --ttl" $err

@@ -33,7 +33,7 @@ static void track(pid_t pid, pid_t replace) {
     }
 }
 
-int gl_test_daemon_start(gl_test_daemon *d, const char *test_device, const char *const *extra) {
+int gl_test_daemon_start(gl_test_daemon *d, const char *emu_vram, const char *const *extra) {
   memset(d, 0, sizeof *d);
   snprintf(d->dir, sizeof d->dir, "/tmp/gl-e2e-XXXXXX");
   if (!mkdtemp(d->dir)) return -1;
@@ -45,13 +45,20 @@ int gl_test_daemon_start(gl_test_daemon *d, const char *test_device, const char 
   const char *argv[32] = {exe, "--listen", "127.0.0.1:0", "--state-dir", d->dir,
                           "--ready-file", ready, "--log-level", "debug"};
   int n = 9;
+  if (emu_vram) {
+    argv[n++] = "--device";
+    argv[n++] = "emu";
+    argv[n++] = "--emu-vram";
+    argv[n++] = emu_vram;
+  } else {
+    argv[n++] = "--device";
+    argv[n++] = "cuda";
+  }
   for (int i = 0; extra && extra[i] && n < 30; i++) argv[n++] = extra[i];
   argv[n] = NULL;
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
-    if (test_device) setenv("GPULEASE_TEST_HOST_DEVICE", test_device, 1);
-    else unsetenv("GPULEASE_TEST_HOST_DEVICE");
     FILE *f = freopen(log, "w", stderr);
     FILE *o = freopen("/dev/null", "w", stdout);
     (void)f, (void)o;

@@ -15,9 +15,10 @@ typedef struct gl_test_daemon {
 } gl_test_daemon;
 
 /* Starts $GL_TEST_BIN_DIR/src/daemon/gpuleased with extra arguments (NULL
- * terminated) and, if test_device is non-NULL, GPULEASE_TEST_HOST_DEVICE
- * set to it. Waits until it serves. 0 or -1. */
-int gl_test_daemon_start(gl_test_daemon *d, const char *test_device, const char *const *extra);
+ * terminated). With emu_vram non-NULL the daemon offers only the emulated
+ * device, with that much VRAM ("64M"); with NULL only real GPUs
+ * (--device cuda: none on a CI machine). Waits until it serves. 0 or -1. */
+int gl_test_daemon_start(gl_test_daemon *d, const char *emu_vram, const char *const *extra);
 
 /* SIGTERMs it, waits, removes its directory. Returns its exit status
  * (0 for a clean shutdown). */

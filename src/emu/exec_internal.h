@@ -1,0 +1,225 @@
+/*
+ * exec_internal.h - what the executor's files share: the device and module
+ * objects behind emu.h's handles, the per-launch and per-block state, and
+ * the entry points that launch.c, exec.c, exec_mem.c and exec_warp.c call
+ * in each other. Internal names use the prefix gl_emu__; nothing here is a
+ * public API.
+ *
+ * Layout of a running block (one host thread runs one block at a time):
+ *   registers  warp w, register r, lane l at
+ *              regs[((w * nregs) + r) * 32 + l]: one row of 32 lanes per
+ *              register, so an ALU instruction is a loop over 32 slots
+ *   shared     shared_alloc bytes, zeroed when the block starts
+ *   local      local_bytes per thread, zeroed when the block starts; a
+ *              .func's parameters (FPARAM) live there too
+ *
+ * Lockstep: a warp keeps its "group", the runnable lanes at the lowest PC,
+ * with that PC held once for all of them (w->pc). The other runnable lanes
+ * ("others") keep their own PC in lane_pc[] and are all above w->pc;
+ * others_min caches the lowest. Sequential execution only increments w->pc
+ * and merges the others that sit at the new PC. A divergent branch, call or
+ * return writes the group's PCs back to lane_pc[] and clears the group;
+ * the next step picks a new one (warp_reselect in exec.c).
+ */
+#ifndef GL_EMU_EXEC_INTERNAL_H
+#define GL_EMU_EXEC_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "emu/alu.h"
+#include "emu/emu.h"
+#include "emu/ptx_ir.h"
+
+#define GL_EMU_NBARRIERS 16
+#define GL_EMU_SEG_ALIGN 0x10000ull /* modules' data segments: 64 KiB apart */
+
+/* ---- Device and modules (device.c) -------------------------------------- */
+
+/* A kernel as the interpreter runs it: its own copy of its code and of
+ * every .func it can reach, each function's instructions in a row with one
+ * implicit `ret` after its last one (so falling off the end, or branching
+ * to a label at the closing brace, returns), labels renumbered, and the
+ * registers it uses renumbered densely from 1 (0 stays the carry flag):
+ * PTX numbers registers module-wide, and a warp's register file only needs
+ * this kernel's. */
+struct gl_emu_function {
+  const gl_emu_module *mod;
+  uint32_t index;      /* in mod->pm->funcs */
+  gl_ptx_insn *code;   /* entries only; NULL for a .func */
+  uint32_t ncode;
+  uint32_t *func_pc;   /* per module function: first instruction in code,
+                          UINT32_MAX when the kernel cannot reach it */
+  uint32_t nregs;      /* register rows a warp needs */
+};
+
+struct gl_emu_module {
+  gl_emu_device *dev;
+  gl_emu_module *next; /* the device's list, sorted by data_base */
+  gl_ptx_module *pm;
+  gl_emu_function *fns; /* per function; only entries are handed out */
+  uint32_t max_depth;   /* call stack slots a lane needs */
+  uint64_t data_base;   /* device address of pm->data */
+  uint64_t data_span;   /* address space reserved for it (>= data_bytes) */
+};
+
+struct gl_emu_device {
+  uint8_t *region;
+  uint64_t region_bytes;
+  gl_emu_module *modules;
+};
+
+/* ---- A launch ----------------------------------------------------------- */
+
+/* A piece of global memory: [base, base+size) at host address host. */
+typedef struct gl_emu_seg {
+  uint64_t base, size;
+  uint8_t *host;
+} gl_emu_seg;
+
+typedef struct gl_emu_launch_state {
+  const gl_emu_module *mod;
+  const gl_emu_function *fn;
+  const gl_ptx_insn *code;  /* fn->code */
+  const uint32_t *func_pc;  /* fn->func_pc */
+  const gl_ptx_call *calls;
+  const gl_ptx_func *funcs;
+  uint32_t nregs;
+  uint32_t max_depth;
+  uint32_t grid[3], block[3];
+  uint32_t nthreads, nwarps;
+  uint64_t nblocks;
+  uint8_t *params;
+  uint32_t param_bytes;
+  uint32_t shared_alloc;  /* bytes of shared memory a block gets */
+  uint32_t dyn_shared;    /* the dynamic part */
+  uint32_t local_bytes;   /* per thread */
+  gl_emu_seg *segs;       /* [0] the region, then modules' data */
+  size_t nsegs;
+  uint64_t deadline_ns;
+  unsigned host_threads;
+  _Atomic uint64_t next_block;
+  atomic_int failed;      /* set once by the first error */
+  gpulease_status status; /* written by the thread that set failed */
+  char err[512];
+  _Atomic uint64_t thread_insns, warp_insns;
+} gl_emu_launch_state;
+
+typedef struct gl_emu_warp {
+  uint32_t pc;         /* the group's PC */
+  uint32_t group;      /* runnable lanes at pc: the ones that execute */
+  uint32_t others;     /* runnable lanes elsewhere (lane_pc, > pc) */
+  uint32_t others_min; /* min lane_pc over others */
+  uint32_t live;       /* lanes that exist and have not exited */
+  uint32_t parked;     /* lanes waiting at a barrier */
+  uint32_t index;      /* warp number in the block */
+  uint32_t suspended;  /* lanes set aside while another PC runs alone */
+  uint32_t starve;     /* instructions issued while diverged (see exec.c) */
+  uint32_t forced_left; /* instructions left for the lanes run alone */
+  uint32_t lane_pc[GL_EMU_WARP];
+  uint8_t bar_id[GL_EMU_WARP];
+  uint8_t depth[GL_EMU_WARP];
+  uint32_t *stack;     /* [lane * max_depth + d]: pc of the call insn */
+  uint64_t *regs;      /* nregs rows of 32 */
+  uint8_t *local;      /* 32 * local_bytes */
+} gl_emu_warp;
+
+typedef struct gl_emu_barrier {
+  uint32_t arrived;  /* threads so far */
+  uint32_t expected; /* 0: every non-exited thread of the block */
+  uint32_t red_popc; /* bar.red accumulators */
+  uint32_t red_and, red_or;
+} gl_emu_barrier;
+
+typedef struct gl_emu_block {
+  gl_emu_launch_state *L;
+  unsigned host_index;  /* %smid */
+  uint32_t ctaid[3];
+  uint64_t *regs;
+  uint8_t *shared;
+  uint8_t *local;
+  uint32_t *stacks;
+  gl_emu_warp *warps;
+  uint32_t live_threads; /* non-exited threads of the block */
+  gl_emu_barrier bars[GL_EMU_NBARRIERS];
+  uint64_t clock;        /* warp instructions issued by this block */
+  uint64_t thread_insns, warp_insns; /* this host thread's totals */
+  uint64_t since_check;  /* warp instructions since the last deadline check */
+  int failed;            /* this block hit an error (L->err written) */
+  /* scratch rows for immediates, special registers, negated predicates,
+   * '_' destinations */
+  uint64_t scratch[6][GL_EMU_WARP];
+  uint64_t sink[2][GL_EMU_WARP];
+} gl_emu_block;
+
+/* ---- device.c ----------------------------------------------------------- */
+
+/* Copies the global segments (region, then each module's data) for a
+ * launch. Returns a malloc'd array (count in *n) or NULL. */
+gl_emu_seg *gl_emu__device_segments(gl_emu_device *dev, size_t *n);
+
+/* ---- launch.c ----------------------------------------------------------- */
+
+/* Records the launch's first error (later ones are dropped) and marks the
+ * block failed. Always returns -1 so callers can `return gl_emu__fail(...)`. */
+int gl_emu__fail(gl_emu_block *b, gpulease_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- exec.c ------------------------------------------------------------- */
+
+/* Runs one block (b->ctaid set, memory allocated) to completion. 0, or -1
+ * after gl_emu__fail (or when another host thread failed the launch). */
+int gl_emu__block_run(gl_emu_block *b);
+
+/* The row of register r of warp w. */
+static inline uint64_t *gl_emu__row(const gl_emu_block *b, const gl_emu_warp *w, uint32_t r) {
+  (void)b;
+  return w->regs + (size_t)r * GL_EMU_WARP;
+}
+
+/* Reads source operand o into a row (a register's row, or scratch row k
+ * filled with an immediate / special register / negated predicate). */
+const uint64_t *gl_emu__src_row(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_operand *o,
+                                unsigned k);
+
+/* Thread coordinates of lane l of warp w, for messages. */
+void gl_emu__thread_of(const gl_emu_block *b, const gl_emu_warp *w, unsigned lane,
+                       uint32_t tid[3]);
+
+/* ---- exec_mem.c --------------------------------------------------------- */
+
+int gl_emu__exec_ld(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
+int gl_emu__exec_st(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
+int gl_emu__exec_atom(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
+int gl_emu__exec_cvta(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
+/* Host pointer for `size` bytes at local offset off of lane l, or NULL
+ * after gl_emu__fail (line for the message). */
+uint8_t *gl_emu__local_ptr(gl_emu_block *b, gl_emu_warp *w, unsigned lane, uint64_t off,
+                           uint64_t size, uint32_t line);
+
+/* ---- exec_warp.c -------------------------------------------------------- */
+
+int gl_emu__exec_shfl(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
+int gl_emu__exec_vote(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
+int gl_emu__exec_match(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
+/* bar.*: parks or counts the lanes m; releases the barrier when complete.
+ * The caller has already flushed the group (w->group == 0 afterwards is
+ * the caller's job). */
+int gl_emu__exec_bar(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
+/* After threads exited: completes barriers waiting for "all threads". */
+void gl_emu__bar_recheck(gl_emu_block *b);
+
+/* Writes the group's PC back to lane_pc[] and clears the group. */
+static inline void gl_emu__warp_flush(gl_emu_warp *w) {
+  uint32_t g = w->group;
+  while (g) {
+    unsigned l = (unsigned)__builtin_ctz(g);
+    g &= g - 1;
+    w->lane_pc[l] = w->pc;
+  }
+  w->group = 0;
+}
+
+#endif /* GL_EMU_EXEC_INTERNAL_H */

@@ -1,0 +1,344 @@
+/*
+ * ptx_ir.h - the emulated device's intermediate form of a PTX module.
+ *
+ * The PTX parser (ptx_parse.c) turns module text into a gl_ptx_module: one
+ * flat array of decoded instructions, every name already resolved to a
+ * number (register index, instruction index, byte offset or address). The
+ * executor (exec.c) and its ALU (alu.c) run that array; they never look at
+ * names or text again. This header is the contract between the three, so
+ * every field says who writes it and what it means.
+ *
+ * Values. Every register, of every PTX type, is one 64-bit slot per thread
+ * (predicates too: 0 or 1). Writers store a value extended to 64 bits: sign
+ * extension for .s8-.s64, zero extension for everything else (.b, .u, .f16
+ * bits, .f32 bits, .pred). Readers use only the low bits of the width of
+ * the type they read with, so a register's declared width never matters.
+ * Floats are stored as their IEEE bit patterns (f32 in the low 32 bits, f16
+ * in the low 16, f16x2 with element 0 in bits 0-15).
+ *
+ * Memory map of the emulated device (generic addresses, 64 bit):
+ *   [GL_EMU_SHARED_WINDOW, +4 GiB)  the running block's shared memory
+ *   [GL_EMU_LOCAL_WINDOW,  +4 GiB)  the running thread's local memory
+ *   [GL_EMU_PARAM_WINDOW,  +4 GiB)  the kernel's parameter buffer (read-only)
+ *   anything else                    global memory: the lease's region and
+ *                                    each loaded module's .global/.const data
+ * A state-space address (ld.shared [r], mov r, shared_var) is the offset in
+ * that space; cvta adds or subtracts the window base.
+ */
+#ifndef GL_EMU_PTX_IR_H
+#define GL_EMU_PTX_IR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GL_EMU_SHARED_WINDOW 0x0000700000000000ull
+#define GL_EMU_LOCAL_WINDOW 0x0000710000000000ull
+#define GL_EMU_PARAM_WINDOW 0x0000720000000000ull
+#define GL_EMU_WINDOW_SIZE 0x0000000100000000ull
+
+#define GL_PTX_NOREG UINT32_MAX /* "no register": '_' sink, or no base */
+#define GL_PTX_REG_CC 0u        /* register 0 is the carry flag (.cc) */
+
+/* ---- Types -------------------------------------------------------------- */
+
+typedef enum gl_ptx_type {
+  GL_PTX_T_NONE = 0,
+  GL_PTX_T_PRED,
+  GL_PTX_T_B8, GL_PTX_T_B16, GL_PTX_T_B32, GL_PTX_T_B64, GL_PTX_T_B128,
+  GL_PTX_T_U8, GL_PTX_T_U16, GL_PTX_T_U32, GL_PTX_T_U64,
+  GL_PTX_T_S8, GL_PTX_T_S16, GL_PTX_T_S32, GL_PTX_T_S64,
+  GL_PTX_T_F16, GL_PTX_T_F16X2, GL_PTX_T_BF16, GL_PTX_T_BF16X2,
+  GL_PTX_T_F32, GL_PTX_T_F64,
+  GL_PTX_T_COUNT
+} gl_ptx_type;
+
+/* Width in bytes (pred: 1, none: 0). */
+static inline unsigned gl_ptx_type_size(gl_ptx_type t) {
+  static const unsigned char sz[GL_PTX_T_COUNT] = {
+      0, 1, 1, 2, 4, 8, 16, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 2, 4, 4, 8};
+  return t < GL_PTX_T_COUNT ? sz[t] : 0;
+}
+static inline int gl_ptx_type_is_signed(gl_ptx_type t) {
+  return t >= GL_PTX_T_S8 && t <= GL_PTX_T_S64;
+}
+static inline int gl_ptx_type_is_float(gl_ptx_type t) {
+  return t >= GL_PTX_T_F16 && t <= GL_PTX_T_F64;
+}
+
+/* ---- State spaces ------------------------------------------------------- */
+
+typedef enum gl_ptx_space {
+  GL_PTX_SPACE_GENERIC = 0, /* no space suffix: a generic address */
+  GL_PTX_SPACE_GLOBAL,
+  GL_PTX_SPACE_SHARED, /* .shared and .shared::cta */
+  GL_PTX_SPACE_LOCAL,
+  GL_PTX_SPACE_CONST,
+  GL_PTX_SPACE_PARAM, /* kernel parameters: read-only, block-wide */
+  GL_PTX_SPACE_FPARAM /* a .func's parameters and call arguments: per thread,
+                         stored in the thread's local memory (see below) */
+} gl_ptx_space;
+
+/* ---- Special registers -------------------------------------------------- */
+
+typedef enum gl_ptx_sreg {
+  GL_PTX_SR_TID_X, GL_PTX_SR_TID_Y, GL_PTX_SR_TID_Z,
+  GL_PTX_SR_NTID_X, GL_PTX_SR_NTID_Y, GL_PTX_SR_NTID_Z,
+  GL_PTX_SR_CTAID_X, GL_PTX_SR_CTAID_Y, GL_PTX_SR_CTAID_Z,
+  GL_PTX_SR_NCTAID_X, GL_PTX_SR_NCTAID_Y, GL_PTX_SR_NCTAID_Z,
+  GL_PTX_SR_LANEID, GL_PTX_SR_WARPID, GL_PTX_SR_NWARPID,
+  GL_PTX_SR_SMID, GL_PTX_SR_NSMID, GL_PTX_SR_GRIDID,
+  GL_PTX_SR_CLOCK, GL_PTX_SR_CLOCK64, GL_PTX_SR_CLOCK_HI,
+  GL_PTX_SR_GLOBALTIMER, GL_PTX_SR_GLOBALTIMER_LO, GL_PTX_SR_GLOBALTIMER_HI,
+  GL_PTX_SR_LANEMASK_EQ, GL_PTX_SR_LANEMASK_LE, GL_PTX_SR_LANEMASK_LT,
+  GL_PTX_SR_LANEMASK_GE, GL_PTX_SR_LANEMASK_GT,
+  GL_PTX_SR_DYNAMIC_SMEM_SIZE, GL_PTX_SR_TOTAL_SMEM_SIZE,
+  GL_PTX_SR_COUNT
+} gl_ptx_sreg;
+
+/* ---- Opcodes ------------------------------------------------------------
+ * ALU: executed by gl_emu_alu_exec (alu.h), lane-wise, no memory.
+ * MACHINE: executed by the executor itself. */
+typedef enum gl_ptx_op {
+  GL_PTX_OP_NOP = 0,
+  /* ALU */
+  GL_PTX_OP_MOV,      /* scalar mov d, a (a: reg or imm). Vector pack or
+                         unpack forms and sreg/symbol sources: MACHINE */
+  GL_PTX_OP_CVT,      /* cvt{.rnd}{.ftz}{.sat}.type.type2 d, a */
+  GL_PTX_OP_ADD, GL_PTX_OP_SUB, GL_PTX_OP_MUL, GL_PTX_OP_MAD,
+  GL_PTX_OP_MUL24, GL_PTX_OP_MAD24, GL_PTX_OP_SAD,
+  GL_PTX_OP_DIV, GL_PTX_OP_REM, GL_PTX_OP_ABS, GL_PTX_OP_NEG,
+  GL_PTX_OP_MIN, GL_PTX_OP_MAX, GL_PTX_OP_FMA,
+  GL_PTX_OP_RCP, GL_PTX_OP_SQRT, GL_PTX_OP_RSQRT,
+  GL_PTX_OP_SIN, GL_PTX_OP_COS, GL_PTX_OP_LG2, GL_PTX_OP_EX2, GL_PTX_OP_TANH,
+  GL_PTX_OP_COPYSIGN, GL_PTX_OP_TESTP,
+  GL_PTX_OP_AND, GL_PTX_OP_OR, GL_PTX_OP_XOR, GL_PTX_OP_NOT, GL_PTX_OP_CNOT,
+  GL_PTX_OP_SHL, GL_PTX_OP_SHR, GL_PTX_OP_POPC, GL_PTX_OP_CLZ, GL_PTX_OP_BREV,
+  GL_PTX_OP_BFE, GL_PTX_OP_BFI, GL_PTX_OP_BFIND, GL_PTX_OP_PRMT, GL_PTX_OP_SHF,
+  GL_PTX_OP_DP4A, GL_PTX_OP_DP2A,
+  GL_PTX_OP_SETP, GL_PTX_OP_SET, GL_PTX_OP_SELP, GL_PTX_OP_SLCT,
+  GL_PTX_OP_ALU_LAST = GL_PTX_OP_SLCT,
+  /* MACHINE */
+  GL_PTX_OP_LD,       /* ld, ldu: d (scalar or vector), [addr] */
+  GL_PTX_OP_ST,       /* st: [addr], a (scalar or vector) */
+  GL_PTX_OP_CVTA,     /* cvta.space d, a (to generic) / cvta.to.space */
+  GL_PTX_OP_ATOM,     /* atom.space.op.type d, [addr], b {, c} */
+  GL_PTX_OP_RED,      /* red.space.op.type [addr], b */
+  GL_PTX_OP_BRA,      /* bra target (src[0] LABEL) */
+  GL_PTX_OP_CALL,     /* call (see gl_ptx_call) */
+  GL_PTX_OP_RET,
+  GL_PTX_OP_EXIT,
+  GL_PTX_OP_BAR,      /* bar.sync / barrier.sync / bar.arrive / bar.red */
+  GL_PTX_OP_MEMBAR,   /* membar.*, fence.*: no-op on the emulator */
+  GL_PTX_OP_SHFL,     /* shfl.sync.mode.b32 d{|p}, a, b, c, membermask */
+  GL_PTX_OP_VOTE,     /* vote.sync.mode{.pred|.b32} d, {!}p, membermask */
+  GL_PTX_OP_MATCH,    /* match.sync.any/all.b32/.b64 d{|p}, a, membermask */
+  GL_PTX_OP_ACTIVEMASK,
+  GL_PTX_OP_TRAP,
+  GL_PTX_OP_NANOSLEEP,
+  GL_PTX_OP_PREFETCH, /* prefetch, prefetchu: no-op */
+  GL_PTX_OP_COUNT
+} gl_ptx_op;
+
+/* ---- Modifiers (gl_ptx_insn.mode: meaning depends on the opcode) --------- */
+
+typedef enum gl_ptx_rnd {
+  GL_PTX_RND_NONE = 0, /* none written: the instruction's default */
+  GL_PTX_RND_RN, GL_PTX_RND_RZ, GL_PTX_RND_RM, GL_PTX_RND_RP, /* float */
+  GL_PTX_RND_RNI, GL_PTX_RND_RZI, GL_PTX_RND_RMI, GL_PTX_RND_RPI /* to int */
+} gl_ptx_rnd;
+
+/* mode for MUL, MAD (integer types): */
+enum { GL_PTX_MUL_LO = 0, GL_PTX_MUL_HI, GL_PTX_MUL_WIDE };
+/* mode for SETP and SET: the comparison */
+typedef enum gl_ptx_cmp {
+  GL_PTX_CMP_EQ, GL_PTX_CMP_NE, GL_PTX_CMP_LT, GL_PTX_CMP_LE, GL_PTX_CMP_GT,
+  GL_PTX_CMP_GE, GL_PTX_CMP_LO, GL_PTX_CMP_LS, GL_PTX_CMP_HI, GL_PTX_CMP_HS,
+  GL_PTX_CMP_EQU, GL_PTX_CMP_NEU, GL_PTX_CMP_LTU, GL_PTX_CMP_LEU,
+  GL_PTX_CMP_GTU, GL_PTX_CMP_GEU, GL_PTX_CMP_NUM, GL_PTX_CMP_NAN
+} gl_ptx_cmp;
+/* boolop for SETP and SET (the optional .and/.or/.xor with src[2]): */
+enum { GL_PTX_BOOL_NONE = 0, GL_PTX_BOOL_AND, GL_PTX_BOOL_OR, GL_PTX_BOOL_XOR };
+/* mode for TESTP */
+enum { GL_PTX_TESTP_FINITE, GL_PTX_TESTP_INFINITE, GL_PTX_TESTP_NUMBER,
+       GL_PTX_TESTP_NOTANUMBER, GL_PTX_TESTP_NORMAL, GL_PTX_TESTP_SUBNORMAL };
+/* mode for PRMT: 0 = default (selector in src[2]) */
+enum { GL_PTX_PRMT_DEFAULT = 0, GL_PTX_PRMT_F4E, GL_PTX_PRMT_B4E, GL_PTX_PRMT_RC8,
+       GL_PTX_PRMT_ECL, GL_PTX_PRMT_ECR, GL_PTX_PRMT_RC16 };
+/* mode for SHF (flags carry GL_PTX_F_CLAMP or not = wrap) */
+enum { GL_PTX_SHF_L = 0, GL_PTX_SHF_R };
+/* mode for ATOM and RED */
+typedef enum gl_ptx_atom_op {
+  GL_PTX_ATOM_ADD, GL_PTX_ATOM_MIN, GL_PTX_ATOM_MAX, GL_PTX_ATOM_EXCH,
+  GL_PTX_ATOM_CAS, GL_PTX_ATOM_AND, GL_PTX_ATOM_OR, GL_PTX_ATOM_XOR,
+  GL_PTX_ATOM_INC, GL_PTX_ATOM_DEC
+} gl_ptx_atom_op;
+/* mode for SHFL */
+enum { GL_PTX_SHFL_UP, GL_PTX_SHFL_DOWN, GL_PTX_SHFL_BFLY, GL_PTX_SHFL_IDX };
+/* mode for VOTE (type is PRED for all/any/uni, B32 for ballot) */
+enum { GL_PTX_VOTE_ALL, GL_PTX_VOTE_ANY, GL_PTX_VOTE_UNI, GL_PTX_VOTE_BALLOT };
+/* mode for MATCH */
+enum { GL_PTX_MATCH_ANY, GL_PTX_MATCH_ALL };
+/* mode for BAR */
+enum { GL_PTX_BAR_SYNC, GL_PTX_BAR_ARRIVE, GL_PTX_BAR_RED_POPC,
+       GL_PTX_BAR_RED_AND, GL_PTX_BAR_RED_OR };
+/* mode for CVTA: direction (space holds the non-generic space) */
+enum { GL_PTX_CVTA_TO_GENERIC = 0, GL_PTX_CVTA_TO_SPACE };
+
+/* flags (gl_ptx_insn.flags) */
+#define GL_PTX_F_FTZ 0x0001u     /* .ftz */
+#define GL_PTX_F_SAT 0x0002u     /* .sat */
+#define GL_PTX_F_APPROX 0x0004u  /* .approx */
+#define GL_PTX_F_FULL 0x0008u    /* .full (div.full.f32) */
+#define GL_PTX_F_CC 0x0010u      /* .cc: writes carry to register GL_PTX_REG_CC */
+#define GL_PTX_F_CARRY_IN 0x0020u /* addc/subc/madc: reads carry from GL_PTX_REG_CC */
+#define GL_PTX_F_UNI 0x0040u     /* .uni on bra/call/ret */
+#define GL_PTX_F_NAN 0x0080u     /* .NaN on min/max */
+#define GL_PTX_F_CLAMP 0x0100u   /* .clamp (shf, shfl is always clamp-like) */
+#define GL_PTX_F_SHIFTAMT 0x0200u /* .shiftamt on bfind */
+#define GL_PTX_F_RELU 0x0400u    /* .relu on cvt/min/max of f16 */
+#define GL_PTX_F_XORSIGN_ABS 0x0800u /* .xorsign.abs on min/max */
+#define GL_PTX_F_NONCOHERENT 0x1000u /* ld.global.nc, ldu: read-only path */
+#define GL_PTX_F_WAIT 0x2000u    /* bar with a thread count operand (src[1]) */
+
+/* ---- Operands ----------------------------------------------------------- */
+
+typedef enum gl_ptx_opnd_kind {
+  GL_PTX_O_NONE = 0,
+  GL_PTX_O_REG,   /* reg */
+  GL_PTX_O_IMM,   /* imm: integer literals as two's complement 64-bit; 0fXXXXXXXX
+                     as the 32 f32 bits; 0dXXXXXXXXXXXXXXXX as the 64 f64 bits;
+                     a symbol used as a value (mov r, var) as its resolved address
+                     in its space (for a local or .func-param symbol: kind FRAME) */
+  GL_PTX_O_SREG,  /* sreg: a special register */
+  GL_PTX_O_VEC,   /* vec[0..vec_n-1]: {%r1, %r2, ...}; GL_PTX_NOREG for '_' */
+  GL_PTX_O_ADDR,  /* [reg + imm]; reg may be GL_PTX_NOREG ([imm], [symbol]) */
+  GL_PTX_O_LABEL, /* imm = instruction index (absolute in gl_ptx_module.insns) */
+  GL_PTX_O_FRAME  /* imm = byte offset in the thread's local memory, as a
+                     value (mov %SPL, __local_depot0) */
+} gl_ptx_opnd_kind;
+
+typedef struct gl_ptx_operand {
+  uint8_t kind;  /* gl_ptx_opnd_kind */
+  uint8_t neg;   /* '!' before a predicate source operand */
+  uint8_t vec_n; /* GL_PTX_O_VEC: 1..4 elements */
+  uint8_t sreg;  /* GL_PTX_O_SREG: gl_ptx_sreg */
+  uint32_t reg;  /* GL_PTX_O_REG, GL_PTX_O_ADDR base register or GL_PTX_NOREG */
+  uint32_t vec[4];
+  int64_t imm;
+} gl_ptx_operand;
+
+/* ---- Instructions ------------------------------------------------------- */
+
+/* Operand order is PTX's: destinations in dst[], sources in src[] in the
+ * order written. Per opcode:
+ *   ADD..SLCT     dst[0]; src[0..2]. A second predicate destination (setp
+ *                 d|q) is dst[1]; with GL_PTX_F_CC, dst[1] is the carry
+ *                 register (REG GL_PTX_REG_CC); with GL_PTX_F_CARRY_IN the
+ *                 carry is read from register GL_PTX_REG_CC by the ALU.
+ *                 setp/set with boolop: src[2] is the predicate operand.
+ *                 selp d, a, b, p: src[2] = p. slct d, a, b, c: src[2] = c.
+ *   CVT           type = destination type, type2 = source type.
+ *   SET           type = destination type, type2 = compared type.
+ *   SLCT          type = value type, type2 = the type of c (.s32 or .f32).
+ *   MUL/MAD .wide type = the SOURCE type (.s32 -> 64-bit result).
+ *   DP4A/DP2A     type = type of a, type2 = type of b; DP2A mode: 0 lo, 1 hi.
+ *   LD            dst[0] (REG or VEC), src[0] ADDR; vec = 1, 2 or 4.
+ *   ST            src[0] ADDR, src[1] (REG, IMM or VEC).
+ *   CVTA          dst[0], src[0] (REG or IMM); space; mode = direction.
+ *   ATOM          dst[0], src[0] ADDR, src[1] b, src[2] c (cas only).
+ *   RED           src[0] ADDR, src[1] b.
+ *   BRA           src[0] LABEL.
+ *   CALL          imm of src[0] = index into gl_ptx_module.calls.
+ *   BAR           src[0] barrier id (REG or IMM), src[1] thread count if
+ *                 GL_PTX_F_WAIT; bar.red: dst[0] and src[2] predicate.
+ *   SHFL          dst[0], dst[1] optional pred; src[0] a, src[1] b (lane or
+ *                 delta), src[2] c (clamp/segment mask), src[3] membermask.
+ *   VOTE          dst[0]; src[0] pred (maybe neg); src[1] membermask.
+ *   MATCH         dst[0], dst[1] optional pred; src[0] value; src[1] mask.
+ *   ACTIVEMASK    dst[0].
+ *   NANOSLEEP     src[0].
+ */
+typedef struct gl_ptx_insn {
+  uint16_t op;     /* gl_ptx_op */
+  uint8_t type;    /* gl_ptx_type: the instruction's type suffix (last one
+                      for most opcodes; see above for cvt/set/slct/wide) */
+  uint8_t type2;   /* gl_ptx_type: second type, GL_PTX_T_NONE if none */
+  uint8_t space;   /* gl_ptx_space: ld, st, atom, red, cvta, prefetch */
+  uint8_t vec;     /* ld/st: 1, 2 or 4 elements */
+  uint8_t rnd;     /* gl_ptx_rnd */
+  uint8_t mode;    /* per-opcode mode (the enums above), else 0 */
+  uint8_t boolop;  /* setp/set: GL_PTX_BOOL_* */
+  uint8_t ndst, nsrc;
+  uint8_t guard_neg; /* @!p */
+  uint16_t flags;    /* GL_PTX_F_* */
+  uint32_t guard;    /* guard predicate register, or GL_PTX_NOREG */
+  uint32_t line;     /* 1-based line in the PTX text, for messages */
+  gl_ptx_operand dst[2];
+  gl_ptx_operand src[4];
+} gl_ptx_insn;
+
+/* One call site: call (retval), func, (args). The caller's call-sequence
+ * .param variables and each function's formal parameters live in the
+ * calling thread's local memory at offsets fixed at load time (recursion
+ * is refused when the module loads, so every function has one frame). At
+ * the call the executor copies arg_size[i] bytes from caller offset
+ * arg_off[i] to the callee's formal parameter offset; at ret it copies
+ * the callee's return value back to ret_off. */
+#define GL_PTX_MAX_CALL_ARGS 32
+typedef struct gl_ptx_call {
+  uint32_t func;      /* index into gl_ptx_module.funcs */
+  uint32_t nargs;
+  int32_t ret_off;    /* caller's retval param offset, -1 if none */
+  uint32_t arg_off[GL_PTX_MAX_CALL_ARGS];
+  uint32_t arg_size[GL_PTX_MAX_CALL_ARGS];
+} gl_ptx_call;
+
+/* A kernel parameter or a .func formal parameter. */
+typedef struct gl_ptx_param {
+  uint32_t offset; /* kernels: in the parameter buffer; funcs: local memory */
+  uint32_t size;   /* bytes */
+  uint32_t align;  /* bytes */
+} gl_ptx_param;
+
+/* A .entry (kernel) or .func. */
+typedef struct gl_ptx_func {
+  char name[256];
+  int is_entry;
+  uint32_t first_insn, insn_count; /* its instructions: [first, first+count) */
+  uint32_t nparams;
+  gl_ptx_param *params;     /* nparams; kernels: laid out in order with
+                               their alignment, as cuLaunchKernel packs them */
+  uint32_t param_bytes;     /* kernels: size of the parameter buffer */
+  int32_t ret_off;          /* funcs: return value's local offset, -1 none */
+  uint32_t ret_size;
+  /* entries only: what a launch needs, including every .func it can call */
+  uint32_t static_shared_bytes; /* .shared variables (module-wide layout) */
+  uint32_t local_bytes;     /* per-thread local memory: depots + param frames */
+  uint32_t reqntid[3];      /* .reqntid, 0 if absent */
+  uint32_t maxntid[3];      /* .maxntid, 0 if absent */
+} gl_ptx_func;
+
+typedef struct gl_ptx_module {
+  int version_major, version_minor; /* .version */
+  int target_sm;                    /* .target sm_XX -> XX (e.g. 75, 90) */
+  uint32_t nregs;    /* registers, numbered module-wide; 0 = carry flag */
+  gl_ptx_insn *insns;
+  uint32_t ninsns;
+  gl_ptx_func *funcs;
+  uint32_t nfuncs;
+  gl_ptx_call *calls;
+  uint32_t ncalls;
+  /* .global and .const variables, initialised, as one image that the
+   * device maps at the data_base given to gl_ptx_parse. */
+  uint8_t *data;
+  uint64_t data_bytes;
+  /* Shared and local memory are laid out module-wide: every .shared
+   * variable of every function gets its own offset, as does every
+   * function's local depot and parameter frame. An .extern .shared array
+   * (dynamic shared memory) starts at GL_PTX_DYN_SHARED_OFFSET(m). */
+  uint32_t shared_bytes;     /* all static .shared variables */
+} gl_ptx_module;
+
+#define GL_PTX_DYN_SHARED_OFFSET(m) (((m)->shared_bytes + 15u) & ~15u)
+
+#endif /* GL_EMU_PTX_IR_H */

@@ -1,0 +1,951 @@
+/*
+ * test_emu_exec.c - the emulated device's executor: machine semantics of
+ * gl_emu_launch on small kernels compiled by nvcc (tests/emu/exec-samples/
+ * *.cu, with the PTX for sm_75 and sm_90 checked in next to them; every
+ * test runs once on each). Each result is checked against a C reference:
+ * indexing, divergence, barriers, warp primitives, atomics (also with four
+ * host threads), calls, local memory, every kind of fault, deadlines,
+ * launch limits and determinism. A tiled matmul reports the interpreter's
+ * speed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/util.h"
+#include "emu/emu.h"
+
+#define REGION (64u << 20)
+
+/* ---- Fixture ------------------------------------------------------------ */
+
+typedef struct env {
+  gl_emu_device *dev;
+  gl_emu_module *mod;
+  uint64_t next; /* bump allocator in the region */
+  char err[1024];
+} env;
+
+static const char *variant(void **state) { return *state ? (const char *)*state : ""; }
+
+static char *read_sample(const char *name, const char *var, size_t *len) {
+  const char *src = getenv("GL_TEST_SRC_DIR");
+  char path[1024];
+  snprintf(path, sizeof path, "%s/tests/emu/exec-samples/%s%s.ptx", src ? src : GL_SOURCE_DIR,
+           name, var);
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fail_msg("cannot open %s", path);
+    return NULL;
+  }
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  assert_non_null(buf);
+  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+  buf[n] = '\0';
+  fclose(f);
+  *len = (size_t)n;
+  return buf;
+}
+
+static void env_open(env *e, const char *sample, void **state) {
+  memset(e, 0, sizeof *e);
+  e->dev = gl_emu_device_new(REGION);
+  assert_non_null(e->dev);
+  e->next = GL_EMU_REGION_BASE;
+  size_t len;
+  char *ptx = read_sample(sample, variant(state), &len);
+  gpulease_status st = gl_emu_module_load(e->dev, ptx, len, &e->mod, e->err, sizeof e->err);
+  free(ptx);
+  if (st != GPULEASE_OK)
+    fail_msg("load %s%s: %d %s", sample, variant(state), st, e->err);
+}
+
+static void env_close(env *e) {
+  gl_emu_module_unload(e->dev, e->mod);
+  gl_emu_device_free(e->dev);
+}
+
+/* Device memory holding a copy of n bytes of src (zeros if NULL). */
+static uint64_t dput(env *e, const void *src, size_t n) {
+  uint64_t a = e->next;
+  e->next += (n + 255) & ~(uint64_t)255;
+  uint8_t *p = gl_emu_device_ptr(e->dev, a, n);
+  assert_non_null(p);
+  if (src)
+    memcpy(p, src, n);
+  else
+    memset(p, 0, n);
+  return a;
+}
+
+static void dget(env *e, uint64_t a, void *dst, size_t n) {
+  uint8_t *p = gl_emu_device_ptr(e->dev, a, n);
+  assert_non_null(p);
+  memcpy(dst, p, n);
+}
+
+typedef struct lcfg {
+  uint32_t grid[3], block[3];
+  uint32_t shared;
+  unsigned threads;
+  uint64_t deadline_ns;
+} lcfg;
+
+static gpulease_status run_k(env *e, const char *kernel, lcfg c, void **args,
+                             gl_emu_stats *stats) {
+  const gl_emu_function *fn = gl_emu_module_function(e->mod, kernel);
+  if (!fn)
+    fail_msg("no kernel %s", kernel);
+  gl_emu_launch_cfg cfg = {.shared_bytes = c.shared, .args = args,
+                           .deadline_ns = c.deadline_ns, .threads = c.threads};
+  for (int i = 0; i < 3; i++) {
+    cfg.grid[i] = c.grid[i] ? c.grid[i] : 1;
+    cfg.block[i] = c.block[i] ? c.block[i] : 1;
+  }
+  return gl_emu_launch(e->dev, fn, &cfg, stats, e->err, sizeof e->err);
+}
+
+#define RUN_OK(e, k, c, args)                                                                  \
+  do {                                                                                         \
+    gpulease_status st_ = run_k((e), (k), (c), (args), NULL);                                  \
+    if (st_ != GPULEASE_OK)                                                                    \
+      fail_msg("%s: status %d: %s", (k), st_, (e)->err);                                      \
+  } while (0)
+
+static void expect_fail(env *e, const char *k, lcfg c, void **args, gpulease_status want,
+                        const char *needle) {
+  gpulease_status st = run_k(e, k, c, args, NULL);
+  if (st != want || !strstr(e->err, needle))
+    fail_msg("%s: want %d with '%s', got %d: %s", k, want, needle, st, e->err);
+}
+
+/* ---- Indexing, divergence, 64-bit --------------------------------------- */
+
+static void test_index3d(void **state) {
+  env e;
+  env_open(&e, "basic", state);
+  lcfg c = {.grid = {2, 3, 2}, .block = {4, 2, 3}};
+  size_t nthreads = 12 * 24;
+  uint64_t out = dput(&e, NULL, nthreads * 16);
+  void *args[] = {&out};
+  RUN_OK(&e, "index3d", c, args);
+  uint32_t *o = malloc(nthreads * 16);
+  dget(&e, out, o, nthreads * 16);
+  for (uint32_t bz = 0; bz < 2; bz++)
+    for (uint32_t by = 0; by < 3; by++)
+      for (uint32_t bx = 0; bx < 2; bx++)
+        for (uint32_t tz = 0; tz < 3; tz++)
+          for (uint32_t ty = 0; ty < 2; ty++)
+            for (uint32_t tx = 0; tx < 4; tx++) {
+              uint32_t b = bx + 2 * (by + 3 * bz), t = tx + 4 * (ty + 2 * tz);
+              uint32_t *r = o + 4 * (b * 24 + t);
+              assert_int_equal(r[0], tx | ty << 10 | tz << 20);
+              assert_int_equal(r[1], bx | by << 10 | bz << 20);
+              assert_int_equal(r[2], 4u | 2u << 10 | 3u << 20);
+              assert_int_equal(r[3], 2u | 3u << 10 | 2u << 20);
+            }
+  free(o);
+  env_close(&e);
+}
+
+static void test_diverge(void **state) {
+  env e;
+  env_open(&e, "basic", state);
+  enum { N = 300 };
+  int in[N], out[N], ref[N];
+  for (int i = 0; i < N; i++)
+    in[i] = (i * 37 + 11) % 60;
+  uint64_t din = dput(&e, in, sizeof in), dout = dput(&e, NULL, sizeof out);
+  int n = N - 5; /* the last threads return at once */
+  void *args[] = {&din, &dout, &n};
+  RUN_OK(&e, "diverge", ((lcfg){.grid = {3}, .block = {128}}), args);
+  dget(&e, dout, out, sizeof out);
+  for (int i = 0; i < N; i++) {
+    int v = in[i], acc = 0;
+    if (i >= n) {
+      ref[i] = 0;
+      continue;
+    }
+    if (v % 3 == 0) {
+      for (int k = 0; k < v; k++)
+        acc += k * (i & 7);
+      if (v & 1)
+        acc = -acc;
+    } else if (v % 3 == 1) {
+      int k = v;
+      while (k > 1) {
+        k = (k & 1) ? 3 * k + 1 : k / 2;
+        acc++;
+      }
+    } else {
+      if (i & 1) {
+        ref[i] = 12345;
+        continue;
+      }
+      acc = v * 7;
+    }
+    ref[i] = acc;
+  }
+  assert_memory_equal(out, ref, sizeof ref);
+  env_close(&e);
+}
+
+static void test_wide(void **state) {
+  env e;
+  env_open(&e, "basic", state);
+  enum { N = 64 };
+  long long a[N], o[2 * N];
+  double d[N], od[N];
+  for (int i = 0; i < N; i++) {
+    a[i] = (long long)((i * 0x123456789ll) ^ (i & 1 ? -1ll : 0)) - 1000 * i;
+    d[i] = i * 0.75 - 10.0;
+  }
+  uint64_t da = dput(&e, a, sizeof a), dd = dput(&e, d, sizeof d);
+  uint64_t doo = dput(&e, NULL, sizeof o), dod = dput(&e, NULL, sizeof od);
+  void *args[] = {&da, &dd, &doo, &dod};
+  RUN_OK(&e, "wide", ((lcfg){.block = {N}}), args);
+  dget(&e, doo, o, sizeof o);
+  dget(&e, dod, od, sizeof od);
+  for (int i = 0; i < N; i++) {
+    long long x = a[i];
+    unsigned long long u = (unsigned long long)x * 0x9E3779B97F4A7C15ull;
+    assert_int_equal(o[2 * i], x / 7 + (x % 5) - (x >> 3));
+    assert_int_equal(o[2 * i + 1], (long long)(u ^ (u >> 29)));
+    double y = d[i], want = y * y + 1.0 / (y + 3.0) - (double)i;
+    double diff = od[i] - want;
+    if (diff < 0)
+      diff = -diff;
+    assert_true(diff <= 1e-12 * (want < 0 ? -want : want) + 1e-12);
+  }
+  env_close(&e);
+}
+
+/* ---- Barriers and shared memory ----------------------------------------- */
+
+static void test_reduce(void **state) {
+  env e;
+  env_open(&e, "sync", state);
+  enum { B = 5, T = 256 };
+  float in[B * T], out[B];
+  for (int i = 0; i < B * T; i++)
+    in[i] = (float)((i * 13) % 17);
+  uint64_t din = dput(&e, in, sizeof in), dout = dput(&e, NULL, sizeof out);
+  void *args[] = {&din, &dout};
+  RUN_OK(&e, "reduce", ((lcfg){.grid = {B}, .block = {T}}), args);
+  dget(&e, dout, out, sizeof out);
+  for (int b = 0; b < B; b++) {
+    float s = 0;
+    for (int t = 0; t < T; t++)
+      s += in[b * T + t];
+    assert_true(out[b] == s);
+  }
+  env_close(&e);
+}
+
+static void test_dyn_shared(void **state) {
+  env e;
+  env_open(&e, "sync", state);
+  enum { B = 3, T = 200 };
+  int data[B * T], out[B * T];
+  for (int i = 0; i < B * T; i++)
+    data[i] = i * 3 + 1;
+  uint64_t dd = dput(&e, data, sizeof data);
+  void *args[] = {&dd};
+  RUN_OK(&e, "reverse_dyn", ((lcfg){.grid = {B}, .block = {T}, .shared = T * 4}), args);
+  dget(&e, dd, out, sizeof out);
+  for (int b = 0; b < B; b++)
+    for (int t = 0; t < T; t++)
+      assert_int_equal(out[b * T + t], data[b * T + (T - 1 - t)]);
+  /* too little dynamic shared memory: the block reads past its end */
+  expect_fail(&e, "reverse_dyn", ((lcfg){.grid = {B}, .block = {T}, .shared = T * 2}), args,
+              GPULEASE_LAUNCH_FAILED, "CUDA_ERROR_ILLEGAL_ADDRESS");
+  assert_non_null(strstr(e.err, "shared"));
+  env_close(&e);
+}
+
+static void test_exit_then_sync(void **state) {
+  env e;
+  env_open(&e, "sync", state);
+  int out[64];
+  for (int i = 0; i < 64; i++)
+    out[i] = -1;
+  uint64_t d = dput(&e, out, sizeof out);
+  void *args[] = {&d};
+  RUN_OK(&e, "exit_then_sync", ((lcfg){.block = {64}}), args);
+  dget(&e, d, out, sizeof out);
+  for (int t = 0; t < 64; t++)
+    assert_int_equal(out[t], t < 40 ? 2 * (39 - t) : -1);
+  env_close(&e);
+}
+
+static void test_sync_count(void **state) {
+  env e;
+  env_open(&e, "sync", state);
+  int out[96];
+  uint64_t d = dput(&e, NULL, sizeof out);
+  void *args[] = {&d};
+  RUN_OK(&e, "sync_count", ((lcfg){.block = {96}}), args);
+  dget(&e, d, out, sizeof out);
+  for (int t = 0; t < 96; t++)
+    assert_int_equal(out[t], 32 * 1000 + 10 + 1);
+  env_close(&e);
+}
+
+static void test_deadlock(void **state) {
+  env e;
+  env_open(&e, "sync", state);
+  uint64_t d = dput(&e, NULL, 256);
+  void *args[] = {&d};
+  expect_fail(&e, "deadlock", ((lcfg){.block = {64}}), args, GPULEASE_LAUNCH_FAILED,
+              "can never complete");
+  expect_fail(&e, "deadlock", ((lcfg){.grid = {8}, .block = {64}, .threads = 4}), args,
+              GPULEASE_LAUNCH_FAILED, "can never complete");
+  /* one warp alone completes barrier 1 */
+  RUN_OK(&e, "deadlock", ((lcfg){.block = {32}}), args);
+  env_close(&e);
+}
+
+/* ---- Warp primitives ---------------------------------------------------- */
+
+static void test_shfl(void **state) {
+  static const int widths[] = {32, 16, 8, 4, 2, 1};
+  env e;
+  env_open(&e, "warp", state);
+  enum { T = 64 };
+  int in[T], out[8 * T];
+  for (int i = 0; i < T; i++)
+    in[i] = i * 1000 + 7;
+  uint64_t din = dput(&e, in, sizeof in), dout = dput(&e, NULL, sizeof out);
+  for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
+    int w = widths[wi];
+    void *args[] = {&din, &dout, &w};
+    RUN_OK(&e, "shfl_all", ((lcfg){.block = {T}}), args);
+    dget(&e, dout, out, sizeof out);
+    for (int t = 0; t < T; t++) {
+      int base = t & ~31, lane = t & 31, seg = lane & ~(w - 1), end = lane | (w - 1);
+      int *o = out + 8 * t;
+      int src = seg + (((t * 7 + 3) & 63) % w);
+      assert_int_equal(o[0], in[base + src]);
+      int up = lane - 3;
+      assert_int_equal(o[1], in[base + (up < seg ? lane : up)]);
+      int dn = lane + 5;
+      assert_int_equal(o[2], in[base + (dn > end ? lane : dn)]);
+      int x = lane ^ 6;
+      assert_int_equal(o[3], in[base + (x > end ? lane : x)]);
+      assert_int_equal(o[4], in[base + seg + (2 % w)]);
+      int sum = 0, pref = 0;
+      for (int k = 0; k < 32; k++) {
+        sum += in[base + k];
+        if (k <= lane)
+          pref += in[base + k];
+      }
+      assert_int_equal(o[5], sum);
+      assert_int_equal(o[6], pref);
+      assert_int_equal(o[7], in[base + (lane == 31 ? 31 : lane + 1)]);
+    }
+  }
+  env_close(&e);
+}
+
+static void test_votes(void **state) {
+  env e;
+  env_open(&e, "warp", state);
+  enum { T = 64 };
+  int in[T];
+  unsigned out[8 * T];
+  for (int i = 0; i < T; i++)
+    in[i] = (i * 29) % 23 + (i == 40 ? 77 : 0) + (i == 50 ? 5000 : 0);
+  uint64_t din = dput(&e, in, sizeof in), dout = dput(&e, NULL, sizeof out);
+  void *args[] = {&din, &dout};
+  RUN_OK(&e, "votes", ((lcfg){.block = {T}}), args);
+  dget(&e, dout, out, sizeof out);
+  for (int t = 0; t < T; t++) {
+    int base = t & ~31;
+    unsigned ballot = 0, any77 = 0, odd = 0, m4 = 0, m3 = 0;
+    int same_k = 1;
+    for (int k = 0; k < 32; k++) {
+      int v = in[base + k];
+      ballot |= (unsigned)(v > 10) << k;
+      any77 |= v == 77;
+      odd |= (unsigned)(v & 1) << k;
+      m4 |= (unsigned)(v % 4 == in[t] % 4) << k;
+      m3 |= (unsigned)(v % 3 == in[t] % 3) << k;
+      same_k &= v / 1000 == in[base] / 1000;
+    }
+    unsigned *o = out + 8 * t;
+    assert_int_equal(o[0], ballot);
+    assert_int_equal(o[1], any77);
+    assert_int_equal(o[2], 1);
+    assert_int_equal(o[3], m4);
+    assert_int_equal(o[4], same_k ? 0xffffffffu : 0);
+    assert_int_equal(o[5], same_k);
+    assert_int_equal(o[6], (in[t] & 1) ? odd : 0xdeadu);
+    assert_int_equal(o[7], m3);
+  }
+  env_close(&e);
+}
+
+/* ---- Atomics ------------------------------------------------------------ */
+
+static void atom_mix_run(env *e, unsigned threads) {
+  unsigned g[9] = {0};
+  int gi[5] = {0, -1000, 0, 0x1234, -1};
+  float gf = 0;
+  double gd = 0;
+  unsigned long long g64 = 0;
+  uint64_t dg = dput(e, g, sizeof g), dgf = dput(e, &gf, sizeof gf), dgd = dput(e, &gd, 8);
+  uint64_t dg64 = dput(e, &g64, 8), dgi = dput(e, gi, sizeof gi);
+  void *args[] = {&dg, &dgf, &dgd, &dg64, &dgi};
+  RUN_OK(e, "atom_mix", ((lcfg){.grid = {3}, .block = {64}, .threads = threads}), args);
+  dget(e, dg, g, sizeof g);
+  dget(e, dgf, &gf, 4);
+  dget(e, dgd, &gd, 8);
+  dget(e, dg64, &g64, 8);
+  dget(e, dgi, gi, sizeof gi);
+  assert_int_equal(g[0], 192);
+  assert_int_equal(g[1], 3 * 2016);
+  assert_int_equal(g[2], 3 * 189);
+  assert_int_equal(g[3], 3 * 4);
+  assert_int_equal(g[4], 192);
+  assert_int_equal(g[5], 192 % 17);
+  assert_int_equal(g[6], 0);
+  assert_int_equal(g[7], 64);
+  assert_int_equal(g[8], 42);
+  assert_true(gf == 96.0f);
+  assert_true(gd == 48.0);
+  assert_true(g64 == 192ull << 33);
+  assert_int_equal(gi[0], -191);
+  assert_int_equal(gi[1], 127);
+  assert_int_equal((unsigned)gi[2], 0xffffffffu);
+  assert_int_equal(gi[3], 0x1234);
+  assert_int_equal(gi[4], 0);
+}
+
+static void test_atomics(void **state) {
+  env e;
+  env_open(&e, "atomics", state);
+  atom_mix_run(&e, 1);
+  atom_mix_run(&e, 4);
+  env_close(&e);
+}
+
+static void test_atomic_count_threads(void **state) {
+  env e;
+  env_open(&e, "atomics", state);
+  for (unsigned threads = 1; threads <= 4; threads += 3) {
+    unsigned c = 0;
+    unsigned long long sum = 0;
+    uint64_t dc = dput(&e, &c, 4), ds = dput(&e, &sum, 8);
+    void *args[] = {&dc, &ds};
+    gl_emu_stats st;
+    lcfg cfg = {.grid = {1000}, .block = {128}, .threads = threads};
+    assert_int_equal(run_k(&e, "count", cfg, args, &st), GPULEASE_OK);
+    dget(&e, dc, &c, 4);
+    dget(&e, ds, &sum, 8);
+    assert_int_equal(c, 128000);
+    assert_true(sum == 128000ull * 127999ull / 2);
+    assert_true(st.thread_insns >= 128000ull * 4);
+    assert_int_equal(st.thread_insns % 128, 0);
+    assert_true(st.warp_insns * 32 == st.thread_insns);
+  }
+  env_close(&e);
+}
+
+/* ---- Calls and local memory --------------------------------------------- */
+
+static void test_calls(void **state) {
+  env e;
+  env_open(&e, "calls", state);
+  enum { T = 48 };
+  int oi[T];
+  float of[T];
+  double od[T];
+  uint64_t di = dput(&e, NULL, sizeof oi), df = dput(&e, NULL, sizeof of);
+  uint64_t dd = dput(&e, NULL, sizeof od);
+  void *args[] = {&di, &df, &dd};
+  RUN_OK(&e, "calls", ((lcfg){.block = {T}}), args);
+  dget(&e, di, oi, sizeof oi);
+  dget(&e, df, of, sizeof of);
+  dget(&e, dd, od, sizeof od);
+  for (int t = 0; t < T; t++) {
+    assert_int_equal(oi[t], 33 * t - (t << 18));
+    float want = (t & 1) ? (float)t * (float)(t % 4) + 2.0f * (float)t : -(float)t * 0.5f + 1.0f;
+    assert_true(of[t] == want);
+    assert_true(od[t] == t * 0.5 + 3 * t);
+  }
+  env_close(&e);
+}
+
+static void test_local(void **state) {
+  env e;
+  env_open(&e, "calls", state);
+  enum { T = 40 };
+  int idx[T], out[T];
+  for (int i = 0; i < T; i++)
+    idx[i] = (i * 53) & 255;
+  uint64_t di = dput(&e, idx, sizeof idx), dout = dput(&e, NULL, sizeof out);
+  void *args[] = {&di, &dout};
+  RUN_OK(&e, "local_array", ((lcfg){.block = {T}}), args);
+  dget(&e, dout, out, sizeof out);
+  for (int t = 0; t < T; t++)
+    assert_int_equal(out[t], 2 * t * 100 + (idx[t] & 15) + ((idx[t] >> 4) & 15));
+  /* in bounds, then out of bounds */
+  for (int i = 0; i < T; i++)
+    idx[i] = i % 8;
+  di = dput(&e, idx, sizeof idx);
+  RUN_OK(&e, "local_oob", ((lcfg){.block = {T}}), args);
+  idx[17] = 1000000;
+  di = dput(&e, idx, sizeof idx);
+  expect_fail(&e, "local_oob", ((lcfg){.block = {T}}), args, GPULEASE_LAUNCH_FAILED,
+              "CUDA_ERROR_ILLEGAL_ADDRESS");
+  assert_non_null(strstr(e.err, "local"));
+  assert_non_null(strstr(e.err, "thread (17,0,0)"));
+  env_close(&e);
+}
+
+/* ---- Module data and special registers ---------------------------------- */
+
+static void test_globals(void **state) {
+  env e;
+  env_open(&e, "basic", state);
+  /* a second copy of the module has its own data */
+  size_t len;
+  char *ptx = read_sample("basic", variant(state), &len);
+  gl_emu_module *m2 = NULL;
+  assert_int_equal(gl_emu_module_load(e.dev, ptx, len, &m2, e.err, sizeof e.err), GPULEASE_OK);
+  free(ptx);
+  int out[64], cnt[2];
+  uint64_t d = dput(&e, NULL, sizeof out), dc = dput(&e, NULL, sizeof cnt);
+  void *args[] = {&d};
+  void *cargs[] = {&dc};
+  RUN_OK(&e, "globals", ((lcfg){.grid = {2}, .block = {64}}), args);
+  dget(&e, d, out, sizeof out);
+  for (int t = 0; t < 64; t++)
+    assert_int_equal(out[t], ((t & 3) + 1) * 10 + 5 + (t & 3) + ((t & 3) == 0 ? 100 : 0));
+  RUN_OK(&e, "read_counter", ((lcfg){.block = {1}}), cargs);
+  dget(&e, dc, cnt, sizeof cnt);
+  assert_int_equal(cnt[0], 128);
+  assert_int_equal(cnt[1], 205);
+  gl_emu_module *m1 = e.mod;
+  e.mod = m2;
+  RUN_OK(&e, "read_counter", ((lcfg){.block = {1}}), cargs);
+  dget(&e, dc, cnt, sizeof cnt);
+  assert_int_equal(cnt[0], 0);
+  assert_int_equal(cnt[1], 5);
+  gl_emu_module_unload(e.dev, m2);
+  e.mod = m1;
+  env_close(&e);
+}
+
+static void test_sregs(void **state) {
+  env e;
+  env_open(&e, "basic", state);
+  enum { T = 70 };
+  unsigned out[10 * T];
+  uint64_t d = dput(&e, NULL, sizeof out);
+  void *args[] = {&d};
+  uint32_t shared_static;
+  gl_emu_function_info(gl_emu_module_function(e.mod, "sregs"), &shared_static, NULL, NULL);
+  RUN_OK(&e, "sregs", ((lcfg){.block = {T}, .shared = 100}), args);
+  dget(&e, d, out, sizeof out);
+  for (unsigned t = 0; t < T; t++) {
+    unsigned *o = out + 10 * t, lane = t & 31;
+    assert_int_equal(o[0], lane);
+    assert_int_equal(o[1], t / 32);
+    assert_int_equal(o[2], 3);
+    assert_int_equal(o[3], (1u << lane) - 1);
+    assert_int_equal(o[4], ~((1u << lane) - 1));
+    assert_int_equal(o[5], 100);
+    assert_true(o[6] >= 100);
+    assert_int_equal(o[7], 1);
+    assert_int_equal(o[8], 1);
+  }
+  env_close(&e);
+}
+
+/* ---- Faults ------------------------------------------------------------- */
+
+static void test_illegal_address(void **state) {
+  env e;
+  env_open(&e, "faults", state);
+  int zero[64] = {0};
+  uint64_t p = dput(&e, zero, sizeof zero), out = dput(&e, NULL, 256);
+  long long off = 0;
+  uint64_t null = 0;
+  lcfg c = {.block = {32}};
+  void *args[] = {&p, &off, &out};
+  RUN_OK(&e, "load_at", c, args);
+  off = REGION / 4; /* past the region's end */
+  expect_fail(&e, "load_at", c, args, GPULEASE_LAUNCH_FAILED, "CUDA_ERROR_ILLEGAL_ADDRESS");
+  assert_non_null(strstr(e.err, "global"));
+  assert_non_null(strstr(e.err, "line "));
+  off = -(long long)(GL_EMU_REGION_BASE / 4); /* device address 0 */
+  expect_fail(&e, "load_at", c, args, GPULEASE_LAUNCH_FAILED, "CUDA_ERROR_ILLEGAL_ADDRESS");
+  assert_non_null(strstr(e.err, "at 0x0 "));
+  void *nargs[] = {&null, &off, &out};
+  off = 0;
+  expect_fail(&e, "load_at", c, nargs, GPULEASE_LAUNCH_FAILED, "CUDA_ERROR_ILLEGAL_ADDRESS");
+  /* a store straddling the region's end: lanes up to the end store, then it fails */
+  uint64_t last = GL_EMU_REGION_BASE + REGION - 8;
+  void *sargs[] = {&last, &off};
+  expect_fail(&e, "store_at", c, sargs, GPULEASE_LAUNCH_FAILED, "CUDA_ERROR_ILLEGAL_ADDRESS");
+  assert_non_null(strstr(e.err, "thread (2,0,0)"));
+  /* shared out of bounds */
+  int i = 1000;
+  void *shargs[] = {&i, &out};
+  expect_fail(&e, "shared_at", c, shargs, GPULEASE_LAUNCH_FAILED, "CUDA_ERROR_ILLEGAL_ADDRESS");
+  assert_non_null(strstr(e.err, "shared"));
+  i = 0;
+  RUN_OK(&e, "shared_at", c, shargs);
+  /* the same with four host threads and many blocks */
+  off = REGION / 4;
+  expect_fail(&e, "load_at", ((lcfg){.grid = {64}, .block = {32}, .threads = 4}), args,
+              GPULEASE_LAUNCH_FAILED, "CUDA_ERROR_ILLEGAL_ADDRESS");
+  env_close(&e);
+}
+
+static void test_misaligned_trap(void **state) {
+  env e;
+  env_open(&e, "faults", state);
+  uint64_t p = dput(&e, NULL, 64), out = dput(&e, NULL, 256);
+  void *args[] = {&p, &out};
+  expect_fail(&e, "misaligned", ((lcfg){.block = {4}}), args, GPULEASE_LAUNCH_FAILED,
+              "CUDA_ERROR_MISALIGNED_ADDRESS");
+  void *targs[] = {&out};
+  expect_fail(&e, "trapper", ((lcfg){.block = {8}}), targs, GPULEASE_LAUNCH_FAILED,
+              "CUDA_ERROR_ILLEGAL_INSTRUCTION");
+  env_close(&e);
+}
+
+static void test_deadline(void **state) {
+  env e;
+  env_open(&e, "faults", state);
+  uint64_t flag = dput(&e, NULL, 4);
+  void *args[] = {&flag};
+  for (unsigned threads = 1; threads <= 2; threads++) {
+    uint64_t t0 = gl_mono_ns();
+    lcfg c = {.grid = {4}, .block = {64}, .threads = threads,
+              .deadline_ns = t0 + 200000000ull};
+    expect_fail(&e, "spin", c, args, GPULEASE_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_TIMEOUT");
+    assert_true(gl_mono_ns() - t0 < 5000000000ull);
+  }
+  /* the flag set: it ends */
+  int one = 1;
+  memcpy(gl_emu_device_ptr(e.dev, flag, 4), &one, 4);
+  RUN_OK(&e, "spin", ((lcfg){.grid = {4}, .block = {64}, .deadline_ns = gl_mono_ns() + 10000000000ull}),
+         args);
+  env_close(&e);
+}
+
+/* ---- Launch limits ------------------------------------------------------ */
+
+static void test_limits(void **state) {
+  env e;
+  env_open(&e, "basic", state);
+  uint64_t out = dput(&e, NULL, 4096);
+  void *args[] = {&out};
+  static const struct {
+    lcfg c;
+  } bad[] = {
+      {{.block = {1025}}},
+      {{.block = {1, 1025}}},
+      {{.block = {1, 1, 65}}},
+      {{.block = {32, 32, 2}}},
+      {{.grid = {1, 65536}}},
+      {{.grid = {1, 1, 65536}}},
+      {{.block = {32}, .shared = GL_EMU_MAX_SHARED_BYTES + 1}},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    expect_fail(&e, "index3d", bad[i].c, args, GPULEASE_INVALID_ARGUMENT,
+                "CUDA_ERROR_INVALID_VALUE");
+  /* zero dimensions */
+  const gl_emu_function *fn = gl_emu_module_function(e.mod, "index3d");
+  gl_emu_launch_cfg cfg = {.grid = {1, 0, 1}, .block = {1, 1, 1}, .args = args};
+  assert_int_equal(gl_emu_launch(e.dev, fn, &cfg, NULL, e.err, sizeof e.err),
+                   GPULEASE_INVALID_ARGUMENT);
+  cfg = (gl_emu_launch_cfg){.grid = {1, 1, 1}, .block = {0, 1, 1}, .args = args};
+  assert_int_equal(gl_emu_launch(e.dev, fn, &cfg, NULL, e.err, sizeof e.err),
+                   GPULEASE_INVALID_ARGUMENT);
+  /* no arguments for a kernel that takes one */
+  cfg = (gl_emu_launch_cfg){.grid = {1, 1, 1}, .block = {1, 1, 1}};
+  assert_int_equal(gl_emu_launch(e.dev, fn, &cfg, NULL, e.err, sizeof e.err),
+                   GPULEASE_INVALID_ARGUMENT);
+  /* the largest legal block and shared size are fine */
+  RUN_OK(&e, "index3d", ((lcfg){.block = {1024}, .shared = GL_EMU_MAX_SHARED_BYTES}), args);
+  size_t sizes[4];
+  assert_int_equal(gl_emu_function_params(fn, sizes, 4), 1);
+  assert_int_equal(sizes[0], 8);
+  assert_null(gl_emu_module_function(e.mod, "nonexistent"));
+  env_close(&e);
+}
+
+
+/* ---- Vectors, sign extension, generic pointers, named barriers ---------- */
+
+static void test_vec_sext(void **state) {
+  env e;
+  env_open(&e, "more", state);
+  enum { T = 64 };
+  float in[4 * T], out[4 * T];
+  signed char c[T];
+  short sh[T];
+  int o[2 * T];
+  for (int i = 0; i < 4 * T; i++)
+    in[i] = (float)i * 0.5f;
+  for (int i = 0; i < T; i++) {
+    c[i] = (signed char)(i * 5 - 100);
+    sh[i] = (short)(i * 1000 - 30000);
+  }
+  uint64_t din = dput(&e, in, sizeof in), dout = dput(&e, NULL, sizeof out);
+  uint64_t dc = dput(&e, c, sizeof c), ds = dput(&e, sh, sizeof sh), dox = dput(&e, NULL, sizeof o);
+  void *args[] = {&din, &dout, &dc, &ds, &dox};
+  RUN_OK(&e, "vec_sext", ((lcfg){.block = {T}}), args);
+  dget(&e, dout, out, sizeof out);
+  dget(&e, dox, o, sizeof o);
+  for (int t = 0; t < T; t++) {
+    for (int k = 0; k < 4; k++)
+      assert_true(out[4 * t + k] == in[4 * t + 3 - k]);
+    assert_int_equal(o[2 * t], c[t]);
+    assert_int_equal(o[2 * t + 1], sh[t]);
+  }
+  /* a float4 load from an address that is only 4-byte aligned */
+  din += 4;
+  expect_fail(&e, "vec_sext", ((lcfg){.block = {T}}), args, GPULEASE_LAUNCH_FAILED,
+              "CUDA_ERROR_MISALIGNED_ADDRESS");
+  assert_non_null(strstr(e.err, "16 bytes"));
+  env_close(&e);
+}
+
+static void test_generic_shared(void **state) {
+  env e;
+  env_open(&e, "more", state);
+  enum { T = 64 };
+  for (int which = 0; which < 2; which++) {
+    int g[T];
+    for (int i = 0; i < T; i++)
+      g[i] = 5 * i;
+    uint64_t dg = dput(&e, g, sizeof g);
+    void *args[] = {&dg, &which};
+    RUN_OK(&e, "generic_ptr", ((lcfg){.block = {T}}), args);
+    dget(&e, dg, g, sizeof g);
+    for (int t = 0; t < T; t++)
+      assert_int_equal(g[t], ((t + which) & 1) ? t + 1000 : 5 * t + 1000);
+  }
+  env_close(&e);
+}
+
+static void test_named_barrier(void **state) {
+  env e;
+  env_open(&e, "more", state);
+  int out[32];
+  uint64_t d = dput(&e, NULL, sizeof out);
+  void *args[] = {&d};
+  RUN_OK(&e, "producer_consumer", ((lcfg){.grid = {3}, .block = {96}}), args);
+  dget(&e, d, out, sizeof out);
+  for (int i = 0; i < 32; i++)
+    assert_int_equal(out[i], (31 - i) * (31 - i));
+  env_close(&e);
+}
+
+static void test_shfl_pred(void **state) {
+  env e;
+  env_open(&e, "more", state);
+  int out[64];
+  uint64_t d = dput(&e, NULL, sizeof out);
+  void *args[] = {&d};
+  RUN_OK(&e, "shfl_pred", ((lcfg){.block = {32}}), args);
+  dget(&e, d, out, sizeof out);
+  for (int l = 0; l < 32; l++) {
+    int ok = (l & 15) >= 4;
+    assert_int_equal(out[2 * l], 3 * (ok ? l - 4 : l));
+    assert_int_equal(out[2 * l + 1], ok);
+  }
+  env_close(&e);
+}
+
+static void test_atom16_64(void **state) {
+  env e;
+  env_open(&e, "more", state);
+  for (unsigned threads = 1; threads <= 4; threads += 3) {
+    uint32_t h = 0;
+    uint64_t c = 0;
+    float sf = 0;
+    uint64_t dh = dput(&e, &h, 4), dc = dput(&e, &c, 8), dsf = dput(&e, &sf, 4);
+    void *args[] = {&dh, &dc, &dsf};
+    RUN_OK(&e, "atom16_64", ((lcfg){.grid = {2}, .block = {64}, .threads = threads}), args);
+    dget(&e, dh, &h, 4);
+    dget(&e, dc, &c, 8);
+    dget(&e, dsf, &sf, 4);
+    assert_int_equal(h, 0x5800u | 0x5400u << 16); /* (128.0, 64.0) in f16 */
+    assert_true(c == 384);
+    assert_true(sf == 16.0f);
+  }
+  env_close(&e);
+}
+
+static void test_spinlock(void **state) {
+  env e;
+  env_open(&e, "more", state);
+  for (unsigned threads = 1; threads <= 2; threads++) {
+    int zero = 0, out[128];
+    uint64_t dm = dput(&e, &zero, 4), dc = dput(&e, &zero, 4), dout = dput(&e, NULL, sizeof out);
+    void *args[] = {&dm, &dc, &dout};
+    lcfg c = {.grid = {2}, .block = {64}, .threads = threads,
+              .deadline_ns = gl_mono_ns() + 60000000000ull};
+    RUN_OK(&e, "spinlock", c, args);
+    int cnt;
+    dget(&e, dc, &cnt, 4);
+    dget(&e, dout, out, sizeof out);
+    assert_int_equal(cnt, 128);
+    for (int i = 0; i < 128; i++)
+      assert_int_equal(out[i], (i % 64) ^ 1);
+  }
+  env_close(&e);
+}
+
+/* ---- Determinism and speed ---------------------------------------------- */
+
+static void matmul_ref(const float *A, const float *B, float *C, int n) {
+  for (int r = 0; r < n; r++)
+    for (int c = 0; c < n; c++) {
+      float acc = 0;
+      for (int k = 0; k < n; k++)
+        acc = __builtin_fmaf(A[r * n + k], B[k * n + c], acc);
+      C[r * n + c] = acc;
+    }
+}
+
+static void test_matmul(void **state) {
+  env e;
+  env_open(&e, "matmul", state);
+  const char *nv = getenv("GL_EMU_MATMUL_N");
+  int n = nv ? atoi(nv) : 128;
+  if (n < 16 || n % 16 || n > 2048)
+    n = 128;
+  size_t bytes = (size_t)n * n * sizeof(float);
+  float *A = malloc(bytes), *B = malloc(bytes), *C = malloc(bytes), *C4 = malloc(bytes);
+  float *R = malloc(bytes);
+  for (int i = 0; i < n * n; i++) {
+    A[i] = (float)((i * 7) % 13) * 0.25f - 1.0f;
+    B[i] = (float)((i * 5) % 11) * 0.5f - 2.0f;
+  }
+  uint64_t da = dput(&e, A, bytes), db = dput(&e, B, bytes), dc = dput(&e, NULL, bytes);
+  void *args[] = {&da, &db, &dc, &n};
+  lcfg c = {.grid = {(uint32_t)n / 16, (uint32_t)n / 16}, .block = {16, 16}};
+  gl_emu_stats st;
+  uint64_t t0 = gl_mono_ns();
+  assert_int_equal(run_k(&e, "matmul", c, args, &st), GPULEASE_OK);
+  uint64_t dt = gl_mono_ns() - t0;
+  dget(&e, dc, C, bytes);
+  matmul_ref(A, B, R, n);
+  assert_memory_equal(C, R, bytes);
+  printf("matmul n=%d: %llu thread insns in %.3f s = %.1f M thread-insns/s (one host thread)\n",
+         n, (unsigned long long)st.thread_insns, (double)dt / 1e9,
+         (double)st.thread_insns / ((double)dt / 1e3));
+  /* four host threads: the same bits */
+  memset(gl_emu_device_ptr(e.dev, dc, bytes), 0, bytes);
+  c.threads = 4;
+  t0 = gl_mono_ns();
+  gl_emu_stats st4;
+  assert_int_equal(run_k(&e, "matmul", c, args, &st4), GPULEASE_OK);
+  dt = gl_mono_ns() - t0;
+  printf("matmul n=%d: %.1f M thread-insns/s with 4 host threads\n", n,
+         (double)st4.thread_insns / ((double)dt / 1e3));
+  dget(&e, dc, C4, bytes);
+  assert_memory_equal(C4, C, bytes);
+  assert_true(st4.thread_insns == st.thread_insns);
+  free(A);
+  free(B);
+  free(C);
+  free(C4);
+  free(R);
+  env_close(&e);
+}
+
+static void test_determinism(void **state) {
+  env e;
+  env_open(&e, "sync", state);
+  enum { B = 4, T = 256 };
+  float in[B * T], o1[B], o2[B];
+  for (int i = 0; i < B * T; i++)
+    in[i] = 1.0f / (float)(i + 1);
+  uint64_t din = dput(&e, in, sizeof in), d1 = dput(&e, NULL, sizeof o1);
+  uint64_t d2 = dput(&e, NULL, sizeof o2);
+  void *a1[] = {&din, &d1}, *a2[] = {&din, &d2};
+  gl_emu_stats s1, s2;
+  assert_int_equal(run_k(&e, "reduce", ((lcfg){.grid = {B}, .block = {T}}), a1, &s1), 0);
+  assert_int_equal(run_k(&e, "reduce", ((lcfg){.grid = {B}, .block = {T}}), a2, &s2), 0);
+  dget(&e, d1, o1, sizeof o1);
+  dget(&e, d2, o2, sizeof o2);
+  assert_memory_equal(o1, o2, sizeof o1);
+  assert_true(s1.thread_insns == s2.thread_insns && s1.warp_insns == s2.warp_insns);
+  env_close(&e);
+}
+
+/* ---- Device API --------------------------------------------------------- */
+
+static void test_device_api(void **state) {
+  (void)state;
+  gl_emu_device *dev = gl_emu_device_new(4096);
+  assert_non_null(dev);
+  assert_non_null(gl_emu_device_ptr(dev, GL_EMU_REGION_BASE, 4096));
+  assert_non_null(gl_emu_device_ptr(dev, GL_EMU_REGION_BASE + 4095, 1));
+  assert_null(gl_emu_device_ptr(dev, GL_EMU_REGION_BASE + 4095, 2));
+  assert_null(gl_emu_device_ptr(dev, GL_EMU_REGION_BASE - 1, 1));
+  assert_null(gl_emu_device_ptr(dev, GL_EMU_REGION_BASE + 1, UINT64_MAX));
+  char err[256];
+  gl_emu_module *m = NULL;
+  static const char junk[] = "this is not PTX";
+  assert_int_not_equal(gl_emu_module_load(dev, junk, sizeof junk - 1, &m, err, sizeof err),
+                       GPULEASE_OK);
+  assert_null(m);
+  gl_emu_device_free(dev);
+  gl_emu_device_free(NULL);
+}
+
+#define BOTH(f)                                                                                \
+  cmocka_unit_test_prestate(f, NULL), cmocka_unit_test_prestate(f, (void *)"_sm90")
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_device_api),
+      BOTH(test_index3d),
+      BOTH(test_diverge),
+      BOTH(test_wide),
+      BOTH(test_reduce),
+      BOTH(test_dyn_shared),
+      BOTH(test_exit_then_sync),
+      BOTH(test_sync_count),
+      BOTH(test_deadlock),
+      BOTH(test_shfl),
+      BOTH(test_votes),
+      BOTH(test_atomics),
+      BOTH(test_atomic_count_threads),
+      BOTH(test_calls),
+      BOTH(test_local),
+      BOTH(test_globals),
+      BOTH(test_sregs),
+      BOTH(test_illegal_address),
+      BOTH(test_misaligned_trap),
+      BOTH(test_deadline),
+      BOTH(test_limits),
+      BOTH(test_vec_sext),
+      BOTH(test_generic_shared),
+      BOTH(test_named_barrier),
+      BOTH(test_shfl_pred),
+      BOTH(test_atom16_64),
+      BOTH(test_spinlock),
+      BOTH(test_determinism),
+      BOTH(test_matmul),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
