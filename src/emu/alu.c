@@ -19,9 +19,14 @@
  *     with an all-ones quotient for unsigned). INT_MIN / -1 wraps to
  *     INT_MIN, INT_MIN % -1 is 0 (the host never traps).
  *   - f64 results that are NaN keep the first NaN input's payload
- *     (quieted); NaN from non-NaN inputs is 0xfff8000000000000. f32
- *     results are PTX's canonical 0x7fffffff, f16/bf16 results 0x7fff.
- *   - abs/neg of floats act on the sign bit only (NaN payloads kept).
+ *     (quieted), fma/mad looking at c first; NaN from non-NaN inputs is
+ *     0xfff8000000000000; neg and abs of an f64 NaN give it quieted,
+ *     sign unchanged. f32
+ *     results are PTX's canonical 0x7fffffff, except cvt.f32.f64 of a
+ *     NaN, which keeps its sign and the top of its payload (both as
+ *     measured on an H200); f16/bf16 results 0x7fff.
+ *   - abs/neg of non-NaN floats act on the sign bit only; abs/neg of an
+ *     f32 NaN give 0x7fffffff.
  *
  * Error bounds of the .approx/.full forms, all computed in double and
  * rounded once to the destination (so normally correctly rounded):

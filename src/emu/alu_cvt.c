@@ -183,11 +183,15 @@ int gl_emu__alu_cvt(GL_EMU__ALU_ARGS) {
   if (dk == K_INT) { /* float -> int */
     const double lim = ldexp(1.0, dsg ? (int)dw - 1 : (int)dw);
     const uint64_t maxv = dsg ? (uint64_t)lim - 1 : (dw == 64 ? UINT64_MAX : (uint64_t)lim - 1);
+    /* NaN: PTX says 0, and an H200 gives 0 from f16/f32 to 8-32 bits, but
+     * the top bit alone (0x80..0) from f64 to any width and from any float
+     * to 64 bits, signed or not (the probes in nan_rules.cu) */
+    const uint64_t nanv = (sk == K_F64 || dw == 64) ? 1ull << (dw - 1) : 0;
     GL_EMU__LANES(mask, l) {
       double x = round_int(src_f(sk, a[l], ftz), rnd);
       uint64_t v;
       if (x != x)
-        v = 0;
+        v = nanv;
       else if (x >= lim)
         v = maxv;
       else if (dsg)
@@ -233,8 +237,14 @@ int gl_emu__alu_cvt(GL_EMU__ALU_ARGS) {
     double x = src_f(sk, a[l], ftz);
     uint64_t nan64 = GL_EMU__NAN64;
     if (x != x) {
-      /* an f64 result keeps the payload; narrower results are canonical */
+      /* an f64 result keeps the payload; so does an f32 result from an f64
+       * NaN (sign, quiet bit, the payload's top 22 bits: what an H200 gives
+       * for cvt.rn.f32.f64); other narrower results are canonical */
       nan64 = gl_emu__b64(x) | 0x0008000000000000ull;
+      if (dk == K_F32 && sk == K_F64) {
+        d[l] = ((nan64 >> 32) & 0x80000000u) | 0x7fc00000u | ((nan64 >> 29) & 0x3fffffu);
+        continue;
+      }
     } else if (irnd) {
       x = round_int(x, rnd);
     }

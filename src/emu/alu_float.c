@@ -39,7 +39,7 @@ static inline uint64_t wr32(const fctx *x, float r) {
 static inline uint64_t wr64(const fctx *x, double r, double a, double b, double c) {
   if (x->sat)
     r = gl_emu__sat64(r);
-  return gl_emu__out64(r, a, b, c);
+  return gl_emu__out64(r, a, b, c, 0);
 }
 
 #define F32_LOOP1(EXPR)                                                            \
@@ -78,6 +78,14 @@ static inline uint64_t wr64(const fctx *x, double r, double a, double b, double 
     x->d[l] = wr64(x, (EXPR), a, b, c);                                            \
   }
 
+/* fma.f64: NaN operands are picked as gl_emu__out64 says for fused ops. */
+#define F64_LOOP3_FMA(EXPR)                                                        \
+  GL_EMU__LANES(x->mask, l) {                                                      \
+    double a = gl_emu__f64(x->a[l]), b = gl_emu__f64(x->b[l]), c = gl_emu__f64(x->c[l]); \
+    double r_ = (EXPR);                                                            \
+    x->d[l] = gl_emu__out64(x->sat ? gl_emu__sat64(r_) : r_, a, b, c, 1);          \
+  }
+
 /* ---- min / max ---------------------------------------------------------- */
 
 /* PTX min/max: a NaN operand is ignored (both NaN: NaN); with .NaN any NaN
@@ -108,7 +116,24 @@ static int min_max(const fctx *x, int f64, int max) {
   const unsigned fl = x->in->flags;
   const int nanp = (fl & GL_PTX_F_NAN) != 0, xs = (fl & GL_PTX_F_XORSIGN_ABS) != 0;
   if (f64) {
-    F64_LOOP2(minmax64(a, b, max, nanp));
+    /* of two NaNs the one with the larger raw magnitude bits wins, and
+     * on a tie min gives the negative one, max the positive one (as an
+     * H200 does); a single NaN operand is ignored */
+    GL_EMU__LANES(x->mask, l) {
+      uint64_t ua = x->a[l], ub = x->b[l];
+      double r = minmax64(gl_emu__f64(ua), gl_emu__f64(ub), max, nanp);
+      if (r == r) {
+        x->d[l] = gl_emu__b64(r);
+        continue;
+      }
+      uint64_t ma = ua & 0x7fffffffffffffffull, mb = ub & 0x7fffffffffffffffull;
+      uint64_t w;
+      if (!gl_emu__isnan64(ua)) w = ub;
+      else if (!gl_emu__isnan64(ub)) w = ua;
+      else if (ma != mb) w = ma > mb ? ua : ub;
+      else w = ((ua >> 63) != 0) == !max ? ua : ub;
+      x->d[l] = w | 0x0008000000000000ull;
+    }
     return 0;
   }
   if (xs) {
@@ -255,7 +280,13 @@ static int bit_ops(const fctx *x, int f64) {
       a = gl_emu__b64(gl_emu__ftz64(gl_emu__f64(a)));
     }
     uint64_t r;
-    if (op == GL_PTX_OP_ABS) {
+    const int nan = f64 ? (a & 0x7fffffffffffffffull) > 0x7ff0000000000000ull
+                         : (a & 0x7fffffffu) > 0x7f800000u;
+    if ((op == GL_PTX_OP_ABS || op == GL_PTX_OP_NEG) && nan) {
+      /* as an H200 does: f32 gives the canonical NaN, f64 the operand
+       * quieted with its sign unchanged */
+      r = f64 ? a | 0x0008000000000000ull : GL_EMU__NAN32;
+    } else if (op == GL_PTX_OP_ABS) {
       r = a & ~sign;
     } else if (op == GL_PTX_OP_NEG) {
       r = a ^ sign;
@@ -460,7 +491,7 @@ int gl_emu__alu_float(GL_EMU__ALU_ARGS) {
   case GL_PTX_OP_MAD: /* mad.f32/f64 on sm_20+ is fma */
   case GL_PTX_OP_FMA:
     if (f64) {
-      F64_LOOP3(fma(a, b, c));
+      F64_LOOP3_FMA(fma(a, b, c));
     } else {
       F32_LOOP3(fmaf(a, b, c));
     }

@@ -101,7 +101,8 @@ static inline uint64_t gl_emu__b64(double d) {
 
 #define GL_EMU__NAN32 0x7fffffffu             /* PTX's canonical f32 NaN */
 #define GL_EMU__NAN16 0x7fffu                 /* canonical f16 and bf16 NaN */
-#define GL_EMU__NAN64 0xfff8000000000000ull   /* f64 NaN made from non-NaN inputs */
+#define GL_EMU__NAN64 0xfff8000000000000ull   /* f64 NaN made from non-NaN inputs
+                                                 (as an H200 gives) */
 
 /* f32 bits of a result: canonical NaN, else the value. */
 static inline uint64_t gl_emu__out32(float r) {
@@ -132,20 +133,49 @@ static inline double gl_emu__sat64(double x) {
   return x > 1.0 ? 1.0 : x;
 }
 
-/* An f64 result: a NaN result keeps the first NaN input's payload
- * (quieted), as the host and, we believe, the GPU's f64 units do; a NaN
- * made from non-NaN inputs is GL_EMU__NAN64. a, b, c: the inputs (pass 0
- * for unused ones). */
-static inline uint64_t gl_emu__out64(double r, double a, double b, double c) {
+/* Which NaN an f64 arithmetic operation returns, as measured on an H200
+ * (the probes recorded in tests/emu/kernels/nan_rules.cu): a NaN operand
+ * comes out quieted; of two NaN operands the one whose quieted magnitude
+ * bits (bits & 0x7fff..., quiet bit set) are larger wins, a tie going to
+ * x; NaN made from non-NaN operands is GL_EMU__NAN64. (min/max compare
+ * the raw bits instead: alu_float.c.) The two-NaN rule fits what the
+ * probes saw but cannot match the GPU always: ptxas may swap the operands
+ * of commutative instructions, and the GPU's pick follows its order. */
+static inline uint64_t gl_emu__nan_mag(uint64_t u) {
+  return (u | 0x0008000000000000ull) & 0x7fffffffffffffffull;
+}
+static inline int gl_emu__isnan64(uint64_t u) {
+  return (u & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
+}
+static inline uint64_t gl_emu__nan_pick(uint64_t x, uint64_t y) {
+  if (!gl_emu__isnan64(x))
+    return y | 0x0008000000000000ull;
+  if (!gl_emu__isnan64(y) || gl_emu__nan_mag(x) >= gl_emu__nan_mag(y))
+    return x | 0x0008000000000000ull;
+  return y | 0x0008000000000000ull;
+}
+
+/* An f64 result of r = op(a, b[, c]) (pass 0 for unused operands). For
+ * fma/mad (fused != 0): when a and b are both NaN the result is picked
+ * from them alone; otherwise from the NaN among a and b against c, a tie
+ * going to a over c and to c over b. */
+static inline uint64_t gl_emu__out64(double r, double a, double b, double c, int fused) {
   if (r == r)
     return gl_emu__b64(r);
-  if (a != a)
-    return gl_emu__b64(a) | 0x0008000000000000ull;
-  if (b != b)
-    return gl_emu__b64(b) | 0x0008000000000000ull;
-  if (c != c)
-    return gl_emu__b64(c) | 0x0008000000000000ull;
-  return GL_EMU__NAN64;
+  uint64_t ua = gl_emu__b64(a), ub = gl_emu__b64(b), uc = gl_emu__b64(c);
+  int na = gl_emu__isnan64(ua), nb = gl_emu__isnan64(ub), nc = gl_emu__isnan64(uc);
+  if (!na && !nb && !nc)
+    return GL_EMU__NAN64;
+  if (!fused)
+    return nc && !na && !nb ? uc | 0x0008000000000000ull
+                            : gl_emu__nan_pick(na ? ua : ub, nb ? ub : ua);
+  if (na && nb)
+    return gl_emu__nan_pick(ua, ub);
+  if (na)
+    return gl_emu__nan_pick(ua, nc ? uc : ua);
+  if (nb)
+    return nc ? gl_emu__nan_pick(uc, ub) : ub | 0x0008000000000000ull;
+  return uc | 0x0008000000000000ull;
 }
 
 /* ---- Rounding modes ----------------------------------------------------- */

@@ -315,8 +315,13 @@ int gl_corpus_diff(const gl_corpus_inst *inst, uint8_t *const a[GL_CORPUS_MAX_OU
       else differ++;
       size_t nd = 0;
       if (!same && o->cmp == GL_CORPUS_EXACT)
-        for (size_t i = 0; i < n; i++)
-          nd += load_elem(a[k], o->elem, i) != load_elem(b[k], o->elem, i);
+        for (size_t i = 0; i < n; i++) {
+          uint64_t x = load_elem(a[k], o->elem, i), y = load_elem(b[k], o->elem, i);
+          if (x == y) continue;
+          if (nd++ < 4) /* the first few, for whoever has to find out why */
+            fprintf(stderr, "corpus: %s %s[%zu]: 0x%" PRIx64 " vs 0x%" PRIx64 "\n",
+                    inst->c->name, o->what, i, x, y);
+        }
       if (same)
         snprintf(part, sizeof part, "%s %s", o->what,
                  o->cmp == GL_CORPUS_EXACT ? "identical bits" : "same multiset");

@@ -5,7 +5,9 @@
 # checked; TTL expiry gives the VRAM back (as NVML reports it); an
 # over-sized lease is CAPACITY_EXCEEDED; a kernel that never ends is killed
 # at lease expiry while a second lease keeps working; a faulting kernel and
-# a bad PTX give clear errors; then the GPU_SUBMIT round-trip benchmark.
+# a bad PTX give clear errors; the emulator's kernel corpus run on the GPU
+# and on the emulator with the bits compared (tests/gpu/corpus_gpu.c); then
+# the GPU_SUBMIT round-trip benchmark and the emulator's benchmark.
 set -uo pipefail
 B=$(cd "${1:-build}" && pwd)
 K=$B/kernels
@@ -134,8 +136,17 @@ END=$(free_mib); echo "free at end: $END MiB (start $BASE MiB)"
 [ $((END + 16)) -ge $BASE ]; result "VRAM back to baseline at the end" $?
 pgrep -P $DAEMON > /dev/null; [ $? = 1 ]; result "no worker process left" $?
 
+echo "== kernel corpus: GPU against C references and against the emulator"
+"$B/tests/gl_corpus_gpu" "$B/emu-kernels" > "$W/corpus.txt" 2>&1; rc=$?
+grep -v " ok" "$W/corpus.txt" | head -40
+grep -c " ok" "$W/corpus.txt" | sed 's/^/corpus lines ok: /'
+tail -1 "$W/corpus.txt"
+[ $rc = 0 ]; result "corpus: GPU matches the references, emulator bit-identical on exact outputs" $?
+
 echo "== benchmark"
 "$B/bench/gl_bench_submit" --addr "$ADDR" --pin-sha256 "$FP" --ptx "$K/iota.ptx" --iters 100
+echo "== emulator benchmark (host CPU of the GPU node)"
+"$B/bench/gl_bench_emu" "$B/emu-kernels/sm_75" 512 5
 echo
 echo "GPU check: $PASS passed, $FAIL failed"
 [ $FAIL = 0 ] || { echo "--- daemon log (last 60 lines)"; tail -60 "$W/daemon.log"; }

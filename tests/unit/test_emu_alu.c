@@ -582,6 +582,17 @@ static void test_float_minmax_bits(void **state) {
       {"neg.f32 0", OP(NEG), T(F32), 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0x80000000},
       {"neg.f64", OP(NEG), T(F64), 0, 0, 0, 0, 1, 0, D(2.0), 0, 0, 0, D(-2.0)},
       {"abs.f64", OP(ABS), T(F64), 0, 0, 0, 0, 1, 0, D(-0.0), 0, 0, 0, 0},
+      /* NaN operands: what an H200 returned (the .carry/probe run recorded
+       * in the issue 3 note) */
+      {"neg.f32 NaN", OP(NEG), T(F32), 0, 0, 0, 0, 1, 0, 0x7fa01234, 0, 0, 0, 0x7fffffff},
+      {"abs.f32 -NaN", OP(ABS), T(F32), 0, 0, 0, 0, 1, 0, 0xffc00000, 0, 0, 0, 0x7fffffff},
+      {"neg.f64 NaN", OP(NEG), T(F64), 0, 0, 0, 0, 1, 0, 0x7ff4000000001234ull, 0, 0, 0, 0x7ffc000000001234ull},
+      {"neg.f64 -NaN", OP(NEG), T(F64), 0, 0, 0, 0, 1, 0, 0xfff8000000000000ull, 0, 0, 0, 0xfff8000000000000ull},
+      {"abs.f64 -NaN", OP(ABS), T(F64), 0, 0, 0, 0, 1, 0, 0xfff8000000000000ull, 0, 0, 0, 0xfff8000000000000ull},
+      {"fma.rn.f64 NaN b and c", OP(FMA), T(F64), 0, R(RN), 0, 0, 3, 0, D(3.0), 0xfff8000000000000ull, 0x7ff8000000000000ull, 0, 0x7ff8000000000000ull},
+      {"fma.rn.f64 inf*0+1", OP(FMA), T(F64), 0, R(RN), 0, 0, 3, 0, D(INFINITY), 0, D(1.0), 0, 0xfff8000000000000ull},
+      {"mul.rn.f64 NaN, -NaN", OP(MUL), T(F64), 0, R(RN), 0, 0, 2, 0, 0x7ff4000000001234ull, 0xfff8000000000000ull, 0, 0, 0x7ffc000000001234ull},
+      {"min.f64 NaN, -NaN", OP(MIN), T(F64), 0, 0, 0, 0, 2, 0, 0x7ff8000000000000ull, 0xfff8000000000000ull, 0, 0, 0xfff8000000000000ull},
       {"copysign.f32", OP(COPYSIGN), T(F32), 0, 0, 0, 0, 2, 0, F(-1.0f), F(2.0f), 0, 0, F(-2.0f)},
       {"copysign.f64", OP(COPYSIGN), T(F64), 0, 0, 0, 0, 2, 0, D(1.0), D(-2.0), 0, 0, D(2.0)},
       {"testp.finite.f32 inf", OP(TESTP), T(F32), 0, 0, GL_PTX_TESTP_FINITE, 0, 1, 0, F(INFINITY), 0, 0, 0, 0},
@@ -741,6 +752,13 @@ static void test_cvt_f2i(void **state) {
       {"cvt.rmi.s32.f32 -2.1", OP(CVT), T(S32), T(F32), R(RMI), 0, 0, 1, 0, F(-2.1f), 0, 0, 0, S(-3)},
       {"cvt.rpi.s32.f32 2.1", OP(CVT), T(S32), T(F32), R(RPI), 0, 0, 1, 0, F(2.1f), 0, 0, 0, 3},
       {"cvt.rzi.s32.f32 NaN", OP(CVT), T(S32), T(F32), R(RZI), 0, 0, 1, 0, F(NAN), 0, 0, 0, 0},
+      /* NaN to integers as an H200 gives: the top bit alone from f64, or
+       * to 64 bits */
+      {"cvt.rzi.s64.f32 NaN", OP(CVT), T(S64), T(F32), R(RZI), 0, 0, 1, 0, F(NAN), 0, 0, 0, 0x8000000000000000ull},
+      {"cvt.rni.u64.f32 NaN", OP(CVT), T(U64), T(F32), R(RNI), 0, 0, 1, 0, 0x7fc12345, 0, 0, 0, 0x8000000000000000ull},
+      {"cvt.rzi.s32.f64 NaN", OP(CVT), T(S32), T(F64), R(RZI), 0, 0, 1, 0, 0x7ff8000000005678ull, 0, 0, 0, 0xffffffff80000000ull},
+      {"cvt.rzi.u32.f64 NaN", OP(CVT), T(U32), T(F64), R(RZI), 0, 0, 1, 0, 0x7ff8000000005678ull, 0, 0, 0, 0x80000000ull},
+      {"cvt.rzi.u16.f32 NaN", OP(CVT), T(U16), T(F32), R(RZI), 0, 0, 1, 0, 0x7fc12345, 0, 0, 0, 0},
       {"cvt.rzi.s32.f32 3e9", OP(CVT), T(S32), T(F32), R(RZI), 0, 0, 1, 0, F(3e9f), 0, 0, 0, 0x7fffffff},
       {"cvt.rzi.s32.f32 -3e9", OP(CVT), T(S32), T(F32), R(RZI), 0, 0, 1, 0, F(-3e9f), 0, 0, 0, S(INT32_MIN)},
       {"cvt.rzi.s32.f32 inf", OP(CVT), T(S32), T(F32), R(RZI), 0, 0, 1, 0, F(INFINITY), 0, 0, 0, 0x7fffffff},
@@ -833,7 +851,9 @@ static void test_cvt_float(void **state) {
       {"cvt.rz.f32.f64 1e300", OP(CVT), T(F32), T(F64), R(RZ), 0, 0, 1, 0, D(1e300), 0, 0, 0, 0x7f7fffff},
       {"cvt.rm.f32.f64 -1e300", OP(CVT), T(F32), T(F64), R(RM), 0, 0, 1, 0, D(-1e300), 0, 0, 0, 0xff800000},
       {"cvt.rp.f32.f64 -1e300", OP(CVT), T(F32), T(F64), R(RP), 0, 0, 1, 0, D(-1e300), 0, 0, 0, 0xff7fffff},
-      {"cvt.rn.f32.f64 NaN", OP(CVT), T(F32), T(F64), R(RN), 0, 0, 1, 0, 0x7ff0000000000001ull, 0, 0, 0, 0x7fffffff},
+      /* NaN keeps its sign and the payload's top 22 bits, quieted (H200) */
+      {"cvt.rn.f32.f64 NaN", OP(CVT), T(F32), T(F64), R(RN), 0, 0, 1, 0, 0x7ff0000000000001ull, 0, 0, 0, 0x7fc00000},
+      {"cvt.rn.f32.f64 -NaN payload", OP(CVT), T(F32), T(F64), R(RN), 0, 0, 1, 0, 0xfff4000000000000ull, 0, 0, 0, 0xffe00000},
       {"cvt.rn.f32.f64 denorm", OP(CVT), T(F32), T(F64), R(RN), 0, 0, 1, 0, D(1e-45), 0, 0, 0, 0x00000001},
       {"cvt.rn.ftz.f32.f64 denorm", OP(CVT), T(F32), T(F64), R(RN), 0, 0, 1, FZ, D(-1e-45), 0, 0, 0, 0x80000000},
       {"cvt.f64.f32 NaN payload", OP(CVT), T(F64), T(F32), 0, 0, 0, 1, 0, 0x7fc00001, 0, 0, 0, 0x7ff8000020000000ull},
