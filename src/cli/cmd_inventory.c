@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <json-c/json.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/cli.h"
 
@@ -42,15 +43,20 @@ static void print_text(const gpulease_inventory *inv) {
     printf("no GPU on this node\n");
     return;
   }
-  printf("%-3s %-28s %-5s %-4s %11s %11s %11s %6s\n", "GPU", "NAME", "CC", "SMS", "TOTAL MiB",
+  int w = 20; /* the NAME column fits the longest name */
+  for (uint32_t i = 0; i < inv->gpu_count; i++) {
+    int n = (int)strnlen(inv->gpus[i].name, sizeof inv->gpus[i].name);
+    if (n > w) w = n;
+  }
+  printf("%-3s %-*s %-5s %-4s %11s %11s %11s %6s\n", "GPU", w, "NAME", "CC", "SMS", "TOTAL MiB",
          "FREE MiB", "LEASED MiB", "LEASES");
   for (uint32_t i = 0; i < inv->gpu_count; i++) {
     const gpulease_gpu_info *g = &inv->gpus[i];
     char cc[16];
     snprintf(cc, sizeof cc, "%u.%u", g->cc_major, g->cc_minor);
-    printf("%-3" PRIu32 " %-28.28s %-5s %-4" PRIu32 " %11" PRIu64 " %11" PRIu64 " %11" PRIu64
+    printf("%-3" PRIu32 " %-*s %-5s %-4" PRIu32 " %11" PRIu64 " %11" PRIu64 " %11" PRIu64
            " %6" PRIu32 "%s\n",
-           g->index, g->name, cc, g->sm_count, g->total_vram_bytes >> 20,
+           g->index, w, g->name, cc, g->sm_count, g->total_vram_bytes >> 20,
            g->free_vram_bytes >> 20, g->leased_vram_bytes >> 20, g->active_leases,
            (g->flags & GPULEASE_GPU_EMULATED) ? "  (emulated)" : "");
     printf("    %s\n", g->uuid);
