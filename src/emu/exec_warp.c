@@ -20,6 +20,24 @@
 
 #include "emu/exec_internal.h"
 
+/* Writes a value (dst[0]) and a predicate (dst[1], when written) for the
+ * lanes in m; an absent or '_' destination goes to a sink row. */
+static void write_pair(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m,
+                       const uint64_t *val, const uint64_t *pred) {
+  uint64_t *d0 = in->dst[0].kind == GL_PTX_O_REG && in->dst[0].reg != GL_PTX_NOREG
+                     ? gl_emu__row(b, w, in->dst[0].reg)
+                     : b->sink[0];
+  uint64_t *d1 = in->ndst > 1 && in->dst[1].kind == GL_PTX_O_REG &&
+                         in->dst[1].reg != GL_PTX_NOREG
+                     ? gl_emu__row(b, w, in->dst[1].reg)
+                     : b->sink[1];
+  for (uint32_t mm = m; mm; mm &= mm - 1) {
+    unsigned l = (unsigned)__builtin_ctz(mm);
+    d0[l] = val[l];
+    d1[l] = pred[l];
+  }
+}
+
 /* ---- shfl.sync ---------------------------------------------------------- */
 
 int gl_emu__exec_shfl(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m) {
@@ -61,18 +79,7 @@ int gl_emu__exec_shfl(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, ui
     val[lane] = a[(unsigned)j & 31u] & 0xffffffffull;
     ok[lane] = (uint64_t)p;
   }
-  uint64_t *d0 = in->dst[0].kind == GL_PTX_O_REG && in->dst[0].reg != GL_PTX_NOREG
-                     ? gl_emu__row(b, w, in->dst[0].reg)
-                     : b->sink[0];
-  uint64_t *d1 = in->ndst > 1 && in->dst[1].kind == GL_PTX_O_REG &&
-                         in->dst[1].reg != GL_PTX_NOREG
-                     ? gl_emu__row(b, w, in->dst[1].reg)
-                     : b->sink[1];
-  for (uint32_t mm = m; mm; mm &= mm - 1) {
-    unsigned lane = (unsigned)__builtin_ctz(mm);
-    d0[lane] = val[lane];
-    d1[lane] = ok[lane];
-  }
+  write_pair(b, w, in, m, val, ok);
   return 0;
 }
 
@@ -141,18 +148,7 @@ int gl_emu__exec_match(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, u
       pred[l] = (uint64_t)all;
     }
   }
-  uint64_t *d0 = in->dst[0].kind == GL_PTX_O_REG && in->dst[0].reg != GL_PTX_NOREG
-                     ? gl_emu__row(b, w, in->dst[0].reg)
-                     : b->sink[0];
-  uint64_t *d1 = in->ndst > 1 && in->dst[1].kind == GL_PTX_O_REG &&
-                         in->dst[1].reg != GL_PTX_NOREG
-                     ? gl_emu__row(b, w, in->dst[1].reg)
-                     : b->sink[1];
-  for (uint32_t mm = m; mm; mm &= mm - 1) {
-    unsigned l = (unsigned)__builtin_ctz(mm);
-    d0[l] = res[l];
-    d1[l] = pred[l];
-  }
+  write_pair(b, w, in, m, res, pred);
   return 0;
 }
 

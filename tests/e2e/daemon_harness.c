@@ -2,13 +2,21 @@
 #include "daemon_harness.h"
 
 #include <dirent.h>
+#include <setjmp.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <cmocka.h>
+
+#include "gpulease/gpulease.h"
 
 /* Daemons still running when the test program exits (a failed assertion
  * skips gl_test_daemon_stop) are killed, so none outlives the test and
@@ -138,4 +146,18 @@ int gl_test_daemon_stop(gl_test_daemon *d) {
   track(0, d->pid);
   d->pid = 0;
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+gpulease_client *gl_test_connect(const gl_test_daemon *d, int timeout_ms) {
+  gpulease_connect_options o;
+  gpulease_connect_options_default(&o);
+  o.addr = d->addr;
+  o.pin_sha256 = d->fingerprint;
+  o.timeout_ms = timeout_ms;
+  gpulease_client *c = NULL;
+  gpulease_error err;
+  gpulease_status st = gpulease_client_connect(&o, &c, &err);
+  if (st != GPULEASE_OK) fprintf(stderr, "connect: %s\n", err.message);
+  assert_int_equal(st, GPULEASE_OK);
+  return c;
 }

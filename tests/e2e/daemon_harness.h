@@ -24,6 +24,10 @@ int gl_test_daemon_start(gl_test_daemon *d, const char *emu_vram, const char *co
  * (0 for a clean shutdown). */
 int gl_test_daemon_stop(gl_test_daemon *d);
 
+/* A libgpulease client connected to d with its certificate pinned;
+ * timeout_ms per request. Fails the running cmocka test on error. */
+struct gpulease_client *gl_test_connect(const gl_test_daemon *d, int timeout_ms);
+
 /* Number of live child processes (workers) of the daemon. */
 int gl_test_daemon_children(const gl_test_daemon *d);
 

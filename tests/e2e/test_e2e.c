@@ -25,27 +25,13 @@
 
 #define MiB (1ull << 20)
 
-static gpulease_client *connect_to(const gl_test_daemon *d) {
-  gpulease_connect_options o;
-  gpulease_connect_options_default(&o);
-  o.addr = d->addr;
-  o.pin_sha256 = d->fingerprint;
-  o.timeout_ms = 10000;
-  gpulease_client *c = NULL;
-  gpulease_error err;
-  gpulease_status st = gpulease_client_connect(&o, &c, &err);
-  if (st != GPULEASE_OK) fprintf(stderr, "connect: %s\n", err.message);
-  assert_int_equal(st, GPULEASE_OK);
-  return c;
-}
-
 /* ---------------------------------------------------------------- no GPU */
 
 static void test_no_gpu_node(void **state) {
   (void)state;
   gl_test_daemon d;
   assert_int_equal(gl_test_daemon_start(&d, NULL, NULL), 0);
-  gpulease_client *c = connect_to(&d);
+  gpulease_client *c = gl_test_connect(&d, 10000);
   gpulease_inventory *inv = calloc(1, sizeof *inv);
   gpulease_error err;
   assert_int_equal(gpulease_inventory_get(c, inv, &err), GPULEASE_OK);
@@ -74,7 +60,7 @@ static void test_lease_cycle(void **state) {
   gl_test_daemon d;
   const char *extra[] = {"--max-ttl", "30", NULL};
   assert_int_equal(gl_test_daemon_start(&d, "64M", extra), 0);
-  gpulease_client *c = connect_to(&d);
+  gpulease_client *c = gl_test_connect(&d, 10000);
   gpulease_error err;
 
   gpulease_inventory *inv = calloc(1, sizeof *inv);

@@ -26,20 +26,6 @@
 
 #define MiB (1ull << 20)
 
-static gpulease_client *connect_to(const gl_test_daemon *d) {
-  gpulease_connect_options o;
-  gpulease_connect_options_default(&o);
-  o.addr = d->addr;
-  o.pin_sha256 = d->fingerprint;
-  o.timeout_ms = 20000;
-  gpulease_client *c = NULL;
-  gpulease_error err;
-  gpulease_status st = gpulease_client_connect(&o, &c, &err);
-  if (st != GPULEASE_OK) fprintf(stderr, "connect: %s\n", err.message);
-  assert_int_equal(st, GPULEASE_OK);
-  return c;
-}
-
 /* Reads build/kernels/NAME.ptx (made by the build, from nvcc or the
  * checked-in copy). */
 static char *kernel_ptx(const char *name, size_t *len) {
@@ -68,7 +54,7 @@ static void test_kernels_compute(void **state) {
   (void)state;
   gl_test_daemon d;
   assert_int_equal(gl_test_daemon_start(&d, "64M", NULL), 0);
-  gpulease_client *c = connect_to(&d);
+  gpulease_client *c = gl_test_connect(&d, 20000);
   gpulease_error err;
   gpulease_inventory *inv = calloc(1, sizeof *inv);
   assert_int_equal(gpulease_inventory_get(c, inv, &err), GPULEASE_OK);
@@ -148,7 +134,7 @@ static void test_fault_and_fresh_context(void **state) {
   (void)state;
   gl_test_daemon d;
   assert_int_equal(gl_test_daemon_start(&d, "64M", NULL), 0);
-  gpulease_client *c = connect_to(&d);
+  gpulease_client *c = gl_test_connect(&d, 20000);
   gpulease_error err;
   gpulease_lease l;
   assert_int_equal(gpulease_lease_alloc(c, 0, MiB, 60, &l, &err), GPULEASE_OK);
@@ -226,7 +212,7 @@ static void test_hung_kernel_expires(void **state) {
   (void)state;
   gl_test_daemon d;
   assert_int_equal(gl_test_daemon_start(&d, "64M", NULL), 0);
-  gpulease_client *c = connect_to(&d);
+  gpulease_client *c = gl_test_connect(&d, 20000);
   gpulease_error err;
   gpulease_lease l;
   assert_int_equal(gpulease_lease_alloc(c, 0, MiB, 2, &l, &err), GPULEASE_OK);
@@ -255,7 +241,7 @@ static void test_auto_mode(void **state) {
   gl_test_daemon d;
   const char *extra[] = {"--device", "auto", "--emu-vram", "32M", NULL};
   assert_int_equal(gl_test_daemon_start(&d, NULL, extra), 0);
-  gpulease_client *c = connect_to(&d);
+  gpulease_client *c = gl_test_connect(&d, 20000);
   gpulease_error err;
   gpulease_inventory *inv = calloc(1, sizeof *inv);
   assert_int_equal(gpulease_inventory_get(c, inv, &err), GPULEASE_OK);
