@@ -18,7 +18,8 @@
  *     that many host threads (global atomics stay atomic).
  *   - Launch limits are a real GPU's: at most 1024 threads a block, block
  *     dims (1024, 1024, 64), grid dims (2^31-1, 65535, 65535), 48 KiB static
- *     shared memory, GL_EMU_MAX_SHARED_BYTES static plus dynamic.
+ *     shared memory, GL_EMU_MAX_SHARED_BYTES static plus dynamic (static:
+ *     the kernel's own, not other kernels' of the same module).
  *   - Every global, shared, local and parameter access is checked: outside
  *     the device region, a module's data or the space's size, the launch
  *     fails with CUDA_ERROR_ILLEGAL_ADDRESS in the message (misaligned:
@@ -69,7 +70,9 @@ const gl_emu_function *gl_emu_module_function(const gl_emu_module *mod, const ch
 /* Number of kernel parameters; writes up to max of their sizes in bytes. */
 size_t gl_emu_function_params(const gl_emu_function *fn, size_t *sizes, size_t max);
 
-/* Static shared bytes and per-thread local bytes the kernel uses. */
+/* Static shared bytes the kernel uses (the .shared variables it and the
+ * functions it calls reach, as ptxas counts them: what the launch limits
+ * check) and its per-thread local bytes. */
 void gl_emu_function_info(const gl_emu_function *fn, uint32_t *shared_bytes,
                           uint32_t *local_bytes, uint32_t *nregs);
 

@@ -103,7 +103,7 @@ static uint64_t sreg_value(const gl_emu_block *b, const gl_emu_warp *w, unsigned
   case GL_PTX_SR_DYNAMIC_SMEM_SIZE:
     return L->dyn_shared;
   case GL_PTX_SR_TOTAL_SMEM_SIZE:
-    return L->shared_alloc;
+    return L->total_smem;
   default:
     return 0;
   }

@@ -93,8 +93,11 @@ typedef struct gl_emu_launch_state {
   uint64_t nblocks;
   uint8_t *params;
   uint32_t param_bytes;
-  uint32_t shared_alloc;  /* bytes of shared memory a block gets */
+  uint32_t shared_alloc;  /* bytes of shared memory a block gets: the
+                             module's static layout + dynamic */
   uint32_t dyn_shared;    /* the dynamic part */
+  uint32_t total_smem;    /* %total_smem_size: the kernel's own static
+                             bytes (16-aligned) + dynamic */
   uint32_t local_bytes;   /* per thread */
   gl_emu_seg *segs;       /* [0] the region, then modules' data */
   size_t nsegs;

@@ -221,10 +221,14 @@ gpulease_status gl_emu_launch(gl_emu_device *dev, const gl_emu_function *fn,
   L->nthreads = cfg->block[0] * cfg->block[1] * cfg->block[2];
   L->nwarps = (L->nthreads + GL_EMU_WARP - 1) / GL_EMU_WARP;
   L->nblocks = (uint64_t)cfg->grid[0] * cfg->grid[1] * cfg->grid[2];
-  uint32_t dyn_off = GL_PTX_DYN_SHARED_OFFSET(pm);
-  uint32_t stat = f->static_shared_bytes > dyn_off ? f->static_shared_bytes : dyn_off;
+  /* Addresses are module-wide: the block gets every kernel's static
+   * variables, then the dynamic part. The limits (check_cfg) and
+   * %total_smem_size count only this kernel's. Both sums fit: the module's
+   * static layout is at most GL_PTX_MAX_SHARED_BYTES (1 GiB), the dynamic
+   * part at most GL_EMU_MAX_SHARED_BYTES. */
   L->dyn_shared = cfg->shared_bytes;
-  L->shared_alloc = stat + cfg->shared_bytes; /* cfg checked: no overflow */
+  L->shared_alloc = GL_PTX_DYN_SHARED_OFFSET(pm) + cfg->shared_bytes;
+  L->total_smem = ((f->static_shared_bytes + 15u) & ~15u) + cfg->shared_bytes;
   L->local_bytes = f->local_bytes;
   L->deadline_ns = cfg->deadline_ns;
   L->host_threads = cfg->threads > 1 ? cfg->threads : 1;

@@ -321,11 +321,7 @@ static void declare_var(gl_ptx_parser *p, const gl_ptx_decl_attrs *a, const gl_p
       s.dyn_shared = 1;
       s.addr = 0;
     } else {
-      uint64_t off = gl_ptx_align_up(p->shared_cur, align);
-      if (off + size > GL_PTX_MAX_SHARED_BYTES)
-        gl_ptx_fail(p, GPULEASE_LOAD_FAILED, line, "too much .shared memory");
-      p->shared_cur = off + size;
-      s.addr = off;
+      gl_ptx_alloc_shared(p, &s, align, line);
     }
     break;
   case GL_PTX_SPACE_LOCAL:

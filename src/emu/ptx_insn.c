@@ -351,6 +351,7 @@ static void encode_sym_value(insn_ctx *c, raw_op *r, gl_ptx_operand *o, uint8_t 
   if (s->kind != GL_PTX_SYM_VAR)
     gl_ptx_fail(c->p, GPULEASE_LOAD_FAILED, r->line, "'%.*s' is not a value",
                 (int)(r->len > 80 ? 80 : r->len), r->name);
+  gl_ptx_use_var(c->p, s);
   memset(o, 0, sizeof *o);
   o->reg = GL_PTX_NOREG;
   switch (s->space) {
@@ -429,6 +430,7 @@ static void encode_addr(insn_ctx *c, unsigned opi, unsigned si) {
     return;
   }
   const gl_ptx_sym *s = r->sym;
+  gl_ptx_use_var(p, s);
   int64_t base = (int64_t)s->addr;
   int ss = s->space;
   if (ss == GL_PTX_SPACE_GLOBAL || ss == GL_PTX_SPACE_CONST)

@@ -59,7 +59,8 @@ typedef struct gl_ptx_sym {
   uint8_t space;      /* VAR: gl_ptx_space */
   uint8_t dyn_shared; /* VAR: .extern .shared array, at the dynamic offset */
   uint8_t type;       /* REG/RANGE/VAR: the declared gl_ptx_type */
-  uint32_t index;
+  uint32_t index;     /* REG/RANGE: register; FUNC: function; LABEL:
+                         instruction; static .shared VAR: its gl_ptx_shvar */
   uint32_t count;
   uint64_t addr;      /* VAR: offset in its space (data image offset for
                          .global/.const) */
@@ -95,6 +96,18 @@ typedef struct gl_ptx_fixup {
 typedef struct gl_ptx_edge {
   uint32_t caller, callee, line;
 } gl_ptx_edge;
+
+/* A static .shared variable, for the per-kernel sizes (ptx_parse.c). */
+typedef struct gl_ptx_shvar {
+  uint64_t size;
+  uint64_t align;
+  uint32_t last_user; /* function index + 1 of its latest use, 0 none */
+} gl_ptx_shvar;
+
+/* Function `func` references static .shared variable `var`. */
+typedef struct gl_ptx_shuse {
+  uint32_t func, var;
+} gl_ptx_shuse;
 
 typedef struct gl_ptx_init_rec {
   uint64_t data_off; /* where in the data image */
@@ -137,6 +150,10 @@ typedef struct gl_ptx_parser {
   uint32_t ndyn_fix, dyn_fix_cap;
   gl_ptx_edge *edges;
   uint32_t nedges, edge_cap;
+  gl_ptx_shvar *shvars; /* static .shared variables, in declaration order */
+  uint32_t nshvars, shvar_cap;
+  gl_ptx_shuse *shuses; /* each (function, variable) pair once */
+  uint32_t nshuses, shuse_cap;
   gl_ptx_init_rec *inits;
   uint32_t ninits, init_cap;
   uint8_t *init_buf;
@@ -160,6 +177,12 @@ uint64_t gl_ptx_alloc_local(gl_ptx_parser *p, uint64_t size, uint64_t align, uin
 uint32_t gl_ptx_alloc_regs(gl_ptx_parser *p, uint64_t count, uint32_t line);
 /* Adds a symbol to the current scope; a duplicate there is an error. */
 void gl_ptx_declare(gl_ptx_parser *p, const gl_ptx_sym *s, uint32_t line);
+/* Lays out a static .shared variable module-wide: sets s->addr and
+ * s->index (and counts it as used by the function being parsed, if any). */
+void gl_ptx_alloc_shared(gl_ptx_parser *p, gl_ptx_sym *s, uint64_t align, uint32_t line);
+/* Notes that the function being parsed references variable s (a no-op
+ * unless s is a static .shared variable). */
+void gl_ptx_use_var(gl_ptx_parser *p, const gl_ptx_sym *s);
 
 /* ---- Declarations (ptx_decl.c) ------------------------------------------- */
 

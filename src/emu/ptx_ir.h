@@ -312,7 +312,12 @@ typedef struct gl_ptx_func {
   int32_t ret_off;          /* funcs: return value's local offset, -1 none */
   uint32_t ret_size;
   /* entries only: what a launch needs, including every .func it can call */
-  uint32_t static_shared_bytes; /* .shared variables (module-wide layout) */
+  uint32_t static_shared_bytes; /* the static .shared variables it can
+                               reach (referenced by its body or a .func it
+                               can call), each at its alignment: the
+                               figure the launch limits check, as ptxas
+                               counts per kernel. Addresses stay
+                               module-wide (gl_ptx_module.shared_bytes). */
   uint32_t local_bytes;     /* per-thread local memory: depots + param frames */
   uint32_t reqntid[3];      /* .reqntid, 0 if absent */
   uint32_t maxntid[3];      /* .maxntid, 0 if absent */
@@ -335,7 +340,10 @@ typedef struct gl_ptx_module {
   /* Shared and local memory are laid out module-wide: every .shared
    * variable of every function gets its own offset, as does every
    * function's local depot and parameter frame. An .extern .shared array
-   * (dynamic shared memory) starts at GL_PTX_DYN_SHARED_OFFSET(m). */
+   * (dynamic shared memory) starts at GL_PTX_DYN_SHARED_OFFSET(m), so a
+   * block of any kernel gets GL_PTX_DYN_SHARED_OFFSET(m) + dynamic bytes
+   * (more than the kernel's static_shared_bytes when other kernels have
+   * their own variables). */
   uint32_t shared_bytes;     /* all static .shared variables */
 } gl_ptx_module;
 

@@ -9,14 +9,17 @@
  *   - .global/.const variables: one data image, mapped at data_base;
  *   - static .shared variables: module-wide offsets (every function's own);
  *     .extern .shared arrays sit at GL_PTX_DYN_SHARED_OFFSET, patched in
- *     once every static one is known;
+ *     once every static one is known. Each entry's static_shared_bytes
+ *     counts only the variables it can reach (its own body's and those of
+ *     the functions it can call), as ptxas does, for the launch limits;
  *   - per-thread local memory: every function's depots, formal parameters,
  *     return value and call-site .param variables get disjoint offsets, so
  *     an entry's frame needs the module's total (recursion is refused);
  *   - kernel parameters: offsets in the launch's parameter buffer, packed
  *     in order at their alignment, as cuLaunchKernel does.
  * After the last function it resolves branch labels, patches dynamic-shared
- * offsets, checks every call's callee, and refuses call-graph cycles.
+ * offsets, checks every call's callee, refuses call-graph cycles, and sums
+ * each entry's reachable static shared memory.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -341,6 +344,41 @@ uint64_t gl_ptx_alloc_local(gl_ptx_parser *p, uint64_t size, uint64_t align, uin
   p->local_cur = off + size;
   if (p->local_cur > p->local_hwm) p->local_hwm = p->local_cur;
   return off;
+}
+
+/* ==== Static shared memory ================================================ */
+
+void gl_ptx_alloc_shared(gl_ptx_parser *p, gl_ptx_sym *s, uint64_t align, uint32_t line) {
+  uint64_t off = gl_ptx_align_up(p->shared_cur, align);
+  if (off + s->size > GL_PTX_MAX_SHARED_BYTES)
+    gl_ptx_fail(p, GPULEASE_LOAD_FAILED, line, "too much .shared memory");
+  p->shared_cur = off + s->size;
+  s->addr = off;
+  gl_ptx_grow(p, (void **)&p->shvars, &p->shvar_cap, (uint64_t)p->nshvars + 1,
+              sizeof *p->shvars);
+  gl_ptx_shvar *v = &p->shvars[p->nshvars];
+  v->size = s->size;
+  v->align = align;
+  v->last_user = 0;
+  s->index = p->nshvars++;
+  /* One declared in a body belongs to that function's kernels. */
+  gl_ptx_use_var(p, s);
+}
+
+void gl_ptx_use_var(gl_ptx_parser *p, const gl_ptx_sym *s) {
+  if (!p->in_body || s->kind != GL_PTX_SYM_VAR || s->space != GL_PTX_SPACE_SHARED ||
+      s->dyn_shared)
+    return;
+  /* A body is parsed in one piece: a repeat of its latest user is a
+   * repeat of the pair. */
+  gl_ptx_shvar *v = &p->shvars[s->index];
+  if (v->last_user == p->cur_func + 1) return;
+  v->last_user = p->cur_func + 1;
+  gl_ptx_grow(p, (void **)&p->shuses, &p->shuse_cap, (uint64_t)p->nshuses + 1,
+              sizeof *p->shuses);
+  p->shuses[p->nshuses].func = p->cur_func;
+  p->shuses[p->nshuses].var = s->index;
+  p->nshuses++;
 }
 
 /* ==== Scopes ============================================================== */
@@ -935,6 +973,87 @@ static void check_calls(gl_ptx_parser *p) {
   }
 }
 
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Each entry's static_shared_bytes, as ptxas counts a kernel's: the static
+ * .shared variables that it or any function it can call (transitively)
+ * references, laid out in declaration order at their alignment. Addresses
+ * stay module-wide; this figure is what the launch limits check. Runs
+ * after check_calls: every callee is defined and the graph has no cycle. */
+static void set_static_shared(gl_ptx_parser *p) {
+  gl_ptx_module *m = p->m;
+  uint32_t n = m->nfuncs;
+  if (p->nshuses == 0) return;
+  /* Callees and used variables of each function, in CSR form. */
+  uint32_t *cstart = calloc((size_t)n + 1, sizeof *cstart);
+  uint32_t *ustart = calloc((size_t)n + 1, sizeof *ustart);
+  uint32_t *callee = malloc(((size_t)p->nedges + 1) * sizeof *callee);
+  uint32_t *var = malloc((size_t)p->nshuses * sizeof *var);
+  uint32_t *fseen = calloc((size_t)n + 1, sizeof *fseen);
+  uint32_t *vseen = calloc((size_t)p->nshvars + 1, sizeof *vseen);
+  uint32_t *stack = malloc(((size_t)n + 1) * sizeof *stack);
+  uint32_t *found = malloc((size_t)p->nshvars * sizeof *found);
+  if (!cstart || !ustart || !callee || !var || !fseen || !vseen || !stack || !found) {
+    free(cstart), free(ustart), free(callee), free(var);
+    free(fseen), free(vseen), free(stack), free(found);
+    gl_ptx_fail(p, GPULEASE_NO_MEMORY, 0, "out of memory");
+  }
+  for (uint32_t i = 0; i < p->nedges; i++) cstart[p->edges[i].caller + 1]++;
+  for (uint32_t i = 0; i < p->nshuses; i++) ustart[p->shuses[i].func + 1]++;
+  for (uint32_t f = 0; f < n; f++) {
+    cstart[f + 1] += cstart[f];
+    ustart[f + 1] += ustart[f];
+  }
+  /* Fill with stack[] as the insertion cursor, then again for ustart. */
+  memcpy(stack, cstart, (size_t)n * sizeof *stack);
+  for (uint32_t i = 0; i < p->nedges; i++)
+    callee[stack[p->edges[i].caller]++] = p->edges[i].callee;
+  memcpy(stack, ustart, (size_t)n * sizeof *stack);
+  for (uint32_t i = 0; i < p->nshuses; i++)
+    var[stack[p->shuses[i].func]++] = p->shuses[i].var;
+  /* Per entry a search over what it can call; marks are the entry + 1. */
+  for (uint32_t e = 0; e < n; e++) {
+    if (!m->funcs[e].is_entry) continue;
+    uint32_t mark = e + 1, sp = 0, nfound = 0;
+    stack[sp++] = e;
+    fseen[e] = mark;
+    while (sp > 0) {
+      uint32_t f = stack[--sp];
+      for (uint32_t i = ustart[f]; i < ustart[f + 1]; i++) {
+        if (vseen[var[i]] == mark) continue;
+        vseen[var[i]] = mark;
+        found[nfound++] = var[i];
+      }
+      for (uint32_t i = cstart[f]; i < cstart[f + 1]; i++) {
+        if (fseen[callee[i]] == mark) continue;
+        fseen[callee[i]] = mark;
+        stack[sp++] = callee[i];
+      }
+    }
+    /* Declaration order, as the module-wide layout: no larger than it.
+     * Sorting what was found, or for a large share of the module's
+     * variables, one pass over their marks. */
+    if ((uint64_t)nfound * 32 < p->nshvars) {
+      qsort(found, nfound, sizeof *found, cmp_u32);
+    } else {
+      nfound = 0;
+      for (uint32_t v = 0; v < p->nshvars; v++)
+        if (vseen[v] == mark) found[nfound++] = v;
+    }
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < nfound; i++) {
+      const gl_ptx_shvar *v = &p->shvars[found[i]];
+      bytes = gl_ptx_align_up(bytes, v->align) + v->size;
+    }
+    m->funcs[e].static_shared_bytes = (uint32_t)bytes;
+  }
+  free(cstart), free(ustart), free(callee), free(var);
+  free(fseen), free(vseen), free(stack), free(found);
+}
+
 static void finish_module(gl_ptx_parser *p) {
   gl_ptx_module *m = p->m;
   for (uint32_t i = 0; i < m->nfuncs; i++)
@@ -952,9 +1071,9 @@ static void finish_module(gl_ptx_parser *p) {
   }
   for (uint32_t i = 0; i < m->nfuncs; i++) {
     if (!m->funcs[i].is_entry) continue;
-    m->funcs[i].static_shared_bytes = m->shared_bytes;
     m->funcs[i].local_bytes = (uint32_t)p->local_hwm;
   }
+  set_static_shared(p);
   m->data_bytes = p->data_cur;
   m->data = calloc(1, (size_t)(p->data_cur ? p->data_cur : 1));
   if (!m->data) gl_ptx_fail(p, GPULEASE_NO_MEMORY, 0, "out of memory");
@@ -973,6 +1092,8 @@ static void parser_free(gl_ptx_parser *p) {
   free(p->bra_fix);
   free(p->dyn_fix);
   free(p->edges);
+  free(p->shvars);
+  free(p->shuses);
   free(p->inits);
   free(p->init_buf);
 }

@@ -5,7 +5,7 @@
  * test runs once on each). Each result is checked against a C reference:
  * indexing, divergence, barriers, warp primitives, atomics (also with four
  * host threads), calls, local memory, every kind of fault, deadlines,
- * launch limits and determinism. A tiled matmul reports the interpreter's
+ * launch limits (static shared memory per kernel) and determinism. A tiled matmul reports the interpreter's
  * speed.
  */
 #include <setjmp.h>
@@ -688,6 +688,72 @@ static void test_limits(void **state) {
   env_close(&e);
 }
 
+/* Static shared memory is counted per kernel (tests/emu/exec-samples/
+ * smem.cu): fill_a and fill_b own 32 KiB each, 65 KiB with fill_b's callee
+ * array in the module, and both launch; the limits see a kernel's own. */
+static void test_static_shared_per_kernel(void **state) {
+  env e;
+  env_open(&e, "smem", state);
+  enum { N = 8192, B = 4, T = 256 };
+  static int out[B * T];
+  uint64_t d = dput(&e, NULL, sizeof out);
+  void *args[] = {&d};
+  RUN_OK(&e, "fill_a", ((lcfg){.grid = {B}, .block = {T}}), args);
+  dget(&e, d, out, sizeof out);
+  for (int b = 0; b < B; b++)
+    for (int t = 0; t < T; t++) {
+      int want = 0;
+      for (int i = T - 1 - t; i < N; i += T)
+        want += i * 3 + b;
+      assert_int_equal(out[b * T + t], want);
+    }
+  /* fill_b through pick() and mix(): lut[x] = 7x, pick(i) = lut[5i & 255] */
+  memset(out, 0, sizeof out);
+  d = dput(&e, out, sizeof out);
+  RUN_OK(&e, "fill_b", ((lcfg){.grid = {B}, .block = {T}, .threads = 2}), args);
+  dget(&e, d, out, sizeof out);
+  for (int b = 0; b < B; b++)
+    for (int t = 0; t < T; t++) {
+      int want = (((t + 1) * 5) & 255) * 7;
+      for (int i = T - 1 - t; i < N; i += T)
+        want += (N - i) ^ b;
+      assert_int_equal(out[b * T + t], want);
+    }
+
+  /* 40 KiB static + dynamic: up to 227 KiB in all */
+  enum { DT = 64 };
+  uint32_t dyn = GL_EMU_MAX_SHARED_BYTES - 40960;
+  int dout[4 * DT];
+  uint64_t dd = dput(&e, NULL, sizeof dout);
+  void *dargs[] = {&dd};
+  RUN_OK(&e, "dyn40", ((lcfg){.block = {DT}, .shared = dyn}), dargs);
+  dget(&e, dd, dout, sizeof dout);
+  for (int t = 0; t < DT; t++) {
+    assert_int_equal(dout[4 * t], ((t + 1) % DT) * 5);
+    assert_int_equal(dout[4 * t + 1], (t + 2) % DT + 1000);
+    assert_int_equal(dout[4 * t + 2], (int)dyn);
+    assert_int_equal(dout[4 * t + 3], 40960 + (int)dyn); /* %total_smem_size */
+  }
+  expect_fail(&e, "dyn40", ((lcfg){.block = {DT}, .shared = dyn + 1}), dargs,
+              GPULEASE_INVALID_ARGUMENT, "CUDA_ERROR_INVALID_VALUE");
+  expect_fail(&e, "dyn40", ((lcfg){.block = {DT}, .shared = 200 * 1024}), dargs,
+              GPULEASE_INVALID_ARGUMENT, "CUDA_ERROR_INVALID_VALUE");
+  /* 50 KiB of static shared memory: over 48 KiB, whatever the launch */
+  expect_fail(&e, "big_static", ((lcfg){.block = {32}}), args, GPULEASE_INVALID_ARGUMENT,
+              "CUDA_ERROR_INVALID_VALUE");
+  assert_non_null(strstr(e.err, "51200 bytes of static shared memory"));
+  /* what the kernel reports is its own figure too */
+  uint32_t sh;
+  gl_emu_function_info(gl_emu_module_function(e.mod, "fill_a"), &sh, NULL, NULL);
+  assert_int_equal(sh, 32768);
+  gl_emu_function_info(gl_emu_module_function(e.mod, "fill_b"), &sh, NULL, NULL);
+  assert_int_equal(sh, 32768 + 1024);
+  gl_emu_function_info(gl_emu_module_function(e.mod, "big_static"), &sh, NULL, NULL);
+  assert_int_equal(sh, 51200);
+  gl_emu_function_info(gl_emu_module_function(e.mod, "dyn40"), &sh, NULL, NULL);
+  assert_int_equal(sh, 40960);
+  env_close(&e);
+}
 
 /* ---- Vectors, sign extension, generic pointers, named barriers ---------- */
 
@@ -938,6 +1004,7 @@ int main(void) {
       BOTH(test_misaligned_trap),
       BOTH(test_deadline),
       BOTH(test_limits),
+      BOTH(test_static_shared_per_kernel),
       BOTH(test_vec_sext),
       BOTH(test_generic_shared),
       BOTH(test_named_barrier),

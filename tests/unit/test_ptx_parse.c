@@ -1008,6 +1008,59 @@ static void test_recursion(void **state) {
   gl_ptx_module_free(m);
 }
 
+/* Each entry's static_shared_bytes counts the static .shared variables it
+ * can reach: referenced (address, generic address, mov of the symbol) by
+ * its body or by a .func it calls, directly or not, or declared in one of
+ * those bodies; each once, at its alignment, in declaration order. The
+ * module-wide layout (addresses) is unchanged. */
+static void test_static_shared_per_kernel(void **state) {
+  (void)state;
+  gl_ptx_module *m = parse_ok(
+      HDR ".shared .align 4 .b8 unused[4096];\n"   /* offset 0 */
+          ".shared .align 8 .b8 m8[12];\n"         /* 4096 */
+          ".shared .align 4 .b8 gen[8];\n"         /* 4108 */
+          ".extern .shared .align 16 .b8 dyn[];\n" /* dynamic: never counted */
+          ".func f2()\n{\n.shared .align 16 .b8 own2[100];\n.reg .b32 %r<2>;\n" /* 4128 */
+          "ld.shared.u32 %r1, [m8+4];\nret;\n}\n"
+          ".func f1()\n{\n.reg .b64 %rd<2>;\nmov.u64 %rd1, dyn;\ncall f2;\nret;\n}\n"
+          ".func f3()\n{\n.reg .b64 %rd<3>;\nmov.u64 %rd1, gen;\ncvta.shared.u64 %rd2, %rd1;\n"
+          "call f2;\nret;\n}\n"
+          ".func lonely()\n{\n.shared .b32 big[20000];\nret;\n}\n" /* 4228, no caller */
+          ".entry k0() { ret; }\n"
+          ".entry k1() { call f1; ret; }\n"
+          ".entry k2() { .reg .b32 %r<2>; call f1; call f3; ld.shared.u32 %r1, [m8]; ret; }\n"
+          ".entry k3() { .reg .b32 %r<2>; st.u32 [gen+4], %r1; ret; }\n"
+          ".entry k4() { .reg .b16 %rs<2>; .shared .align 4 .b8 mine[48];\n" /* 84228 */
+          "{ .shared .b8 inner[3]; st.shared.b8 [inner], %rs1; } ret; }\n");  /* 84276 */
+  assert_int_equal(m->shared_bytes, 84279);
+  assert_int_equal(GL_PTX_DYN_SHARED_OFFSET(m), 84288);
+  static const struct {
+    const char *name;
+    uint32_t bytes;
+  } want[] = {
+      {"k0", 0},
+      {"k1", 116},  /* m8 [0,12) and own2 [16,116), through f1 -> f2 */
+      {"k2", 132},  /* m8, gen [12,20), own2 [32,132): f2 counted once */
+      {"k3", 8},    /* gen, by a generic address */
+      {"k4", 51},   /* its own body's, a nested block's too */
+      {"f2", 0},    /* functions: not a launch figure */
+      {"lonely", 0},
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    int f = gl_ptx_module_find(m, want[i].name);
+    assert_true(f >= 0);
+    if (m->funcs[f].static_shared_bytes != want[i].bytes)
+      fail_msg("%s: static_shared_bytes %u, want %u", want[i].name,
+               m->funcs[f].static_shared_bytes, want[i].bytes);
+  }
+  /* addresses stay module-wide */
+  int k4 = gl_ptx_module_find(m, "k4");
+  const gl_ptx_insn *st = &m->insns[m->funcs[k4].first_insn];
+  assert_int_equal(st->op, GL_PTX_OP_ST);
+  assert_int_equal(st->src[0].imm, 84276);
+  gl_ptx_module_free(m);
+}
+
 static void test_load_failed(void **state) {
   (void)state;
   expect_error("", GPULEASE_LOAD_FAILED, "not a PTX module");
@@ -1233,6 +1286,40 @@ static void test_sample_details(void **state) {
   free(b);
 }
 
+/* nvcc's own form (tests/emu/exec-samples/smem.cu): two kernels with
+ * 32 KiB each declared in their bodies, a module-scope array used (mov of
+ * the symbol) only by two .funcs that one kernel calls. */
+static void test_sample_static_shared(void **state) {
+  (void)state;
+  static const char *const files[] = {"smem.ptx", "smem_sm90.ptx"};
+  for (size_t i = 0; i < 2; i++) {
+    char path[2048];
+    snprintf(path, sizeof path, "%s/tests/emu/exec-samples/%s", src_dir(), files[i]);
+    size_t n;
+    char *b = read_all(path, &n);
+    if (!b) fail_msg("cannot read %s", path);
+    gl_ptx_module *m = NULL;
+    if (gl_ptx_parse(b, n, DATA_BASE, &m, g_err, sizeof g_err) != GPULEASE_OK)
+      fail_msg("%s: %s", path, g_err);
+    /* lut 1 KiB, 2 x 32 KiB, 50 KiB, 40 KiB */
+    assert_int_equal(m->shared_bytes, 1024 + 2 * 32768 + 51200 + 40960);
+    static const struct {
+      const char *name;
+      uint32_t bytes;
+    } want[] = {
+        {"fill_a", 32768}, {"fill_b", 1024 + 32768}, {"big_static", 51200}, {"dyn40", 40960}};
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+      int f = gl_ptx_module_find(m, want[k].name);
+      assert_true(f >= 0);
+      if (m->funcs[f].static_shared_bytes != want[k].bytes)
+        fail_msg("%s %s: static_shared_bytes %u, want %u", files[i], want[k].name,
+                 m->funcs[f].static_shared_bytes, want[k].bytes);
+    }
+    gl_ptx_module_free(m);
+    free(b);
+  }
+}
+
 static void test_speed_1mb(void **state) {
   (void)state;
   /* ~1 MB: many copies of a kernel with distinct names. */
@@ -1285,12 +1372,14 @@ int main(void) {
       cmocka_unit_test(test_directives_skipped),
       cmocka_unit_test(test_unsupported),
       cmocka_unit_test(test_recursion),
+      cmocka_unit_test(test_static_shared_per_kernel),
       cmocka_unit_test(test_load_failed),
       cmocka_unit_test(test_limits),
       cmocka_unit_test(test_truncation),
       cmocka_unit_test(test_small_error_buffer),
       cmocka_unit_test(test_nvcc_samples),
       cmocka_unit_test(test_sample_details),
+      cmocka_unit_test(test_sample_static_shared),
       cmocka_unit_test(test_speed_1mb),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
