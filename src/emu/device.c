@@ -339,6 +339,33 @@ static int build_code(gl_emu_module *mod, char *err, size_t errlen) {
 
 /* ---- Modules ------------------------------------------------------------ */
 
+/* What a GPU's compiler would refuse, and what would let one module take
+ * the host's memory block by block: local memory above CUDA's 512 KiB a
+ * thread, and more static shared memory in all than
+ * GL_EMU_MAX_MODULE_SHARED_BYTES. Both are laid out module-wide (every
+ * function's local frame and every .shared variable has its own offset),
+ * so these are the module's totals, which a module with several big
+ * kernels can pass where each of its kernels alone would not. 0 or -1. */
+static int check_limits(const gl_ptx_module *pm, char *err, size_t errlen) {
+  for (uint32_t i = 0; i < pm->nfuncs; i++) {
+    const gl_ptx_func *f = &pm->funcs[i];
+    if (f->is_entry && f->local_bytes > GL_EMU_MAX_LOCAL_BYTES) {
+      snprintf(err, errlen, "the module's functions need %u bytes of local memory a thread "
+                            "(the emulated device lays out every function's frame together); "
+                            "at most %u, as on CUDA GPUs", f->local_bytes,
+               GL_EMU_MAX_LOCAL_BYTES);
+      return -1;
+    }
+  }
+  if (pm->shared_bytes > GL_EMU_MAX_MODULE_SHARED_BYTES) {
+    snprintf(err, errlen, "the module declares %u bytes of static shared memory in all; the "
+                          "emulated device takes at most %u a module",
+             pm->shared_bytes, GL_EMU_MAX_MODULE_SHARED_BYTES);
+    return -1;
+  }
+  return 0;
+}
+
 gpulease_status gl_emu_module_load(gl_emu_device *dev, const char *ptx, size_t len,
                                    gl_emu_module **out, char *err, size_t errlen) {
   if (err && errlen)
@@ -364,6 +391,10 @@ gpulease_status gl_emu_module_load(gl_emu_device *dev, const char *ptx, size_t l
   if (!pm) {
     snprintf(err, errlen, "parser returned no module");
     return GPULEASE_INTERNAL;
+  }
+  if (check_limits(pm, err, errlen) != 0) {
+    gl_ptx_module_free(pm);
+    return GPULEASE_LOAD_FAILED;
   }
   uint64_t bytes = pm->data ? pm->data_bytes : 0;
   uint64_t span = round_up(bytes ? bytes : 1, GL_EMU_SEG_ALIGN);

@@ -40,6 +40,8 @@ typedef struct gl_emu_function gl_emu_function;
 #define GL_EMU_REGION_BASE 0x0000000200000000ull /* device address of VRAM */
 #define GL_EMU_MODULE_DATA_BASE 0x0000000100000000ull /* modules' .global data */
 #define GL_EMU_MAX_SHARED_BYTES (227u * 1024u) /* per block, as on sm_90 */
+#define GL_EMU_MAX_LOCAL_BYTES (512u * 1024u) /* per thread, as CUDA */
+#define GL_EMU_MAX_MODULE_SHARED_BYTES (4u << 20) /* static .shared, all kernels */
 #define GL_EMU_CC_MAJOR 9  /* the compute capability the device reports */
 #define GL_EMU_CC_MINOR 0
 #define GL_EMU_NAME "gpulease emulated device (PTX on CPU)"
@@ -58,7 +60,10 @@ uint8_t *gl_emu_device_ptr(gl_emu_device *dev, uint64_t addr, uint64_t len);
 /* Parses and loads PTX text (len bytes; a NUL inside ends it). The module
  * belongs to the device; unload it or free the device. Errors: as
  * gl_ptx_parse (UNSUPPORTED naming the instruction and line, LOAD_FAILED),
- * CAPACITY_EXCEEDED when the modules' data space is full. */
+ * LOAD_FAILED for a kernel with more than GL_EMU_MAX_LOCAL_BYTES of local
+ * memory a thread or a module with more than GL_EMU_MAX_MODULE_SHARED_BYTES
+ * of static shared memory, CAPACITY_EXCEEDED when the modules' data space
+ * is full. */
 gpulease_status gl_emu_module_load(gl_emu_device *dev, const char *ptx, size_t len,
                                    gl_emu_module **out, char *err, size_t errlen);
 

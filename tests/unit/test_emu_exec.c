@@ -978,12 +978,49 @@ static void test_device_api(void **state) {
   gl_emu_device_free(NULL);
 }
 
+/* Modules a GPU's compiler would refuse, or that would take the host's
+ * memory block by block, are refused at load; just under the limits they
+ * load. */
+static void test_load_limits(void **state) {
+  (void)state;
+  gl_emu_device *dev = gl_emu_device_new(4096);
+  assert_non_null(dev);
+  char err[512], ptx[1024];
+  gl_emu_module *m = NULL;
+  static const char local_fmt[] = ".version 8.0\n.target sm_75\n.address_size 64\n"
+                                  ".visible .entry k()\n{\n"
+                                  "  .local .align 4 .b8 depot[%u];\n  ret;\n}\n";
+  snprintf(ptx, sizeof ptx, local_fmt, GL_EMU_MAX_LOCAL_BYTES + 4);
+  assert_int_equal(gl_emu_module_load(dev, ptx, strlen(ptx), &m, err, sizeof err),
+                   GPULEASE_LOAD_FAILED);
+  assert_non_null(strstr(err, "local memory"));
+  snprintf(ptx, sizeof ptx, local_fmt, GL_EMU_MAX_LOCAL_BYTES);
+  assert_int_equal(gl_emu_module_load(dev, ptx, strlen(ptx), &m, err, sizeof err), GPULEASE_OK);
+  gl_emu_module_unload(dev, m);
+
+  static const char shared_fmt[] = ".version 8.0\n.target sm_75\n.address_size 64\n"
+                                   ".shared .align 4 .b8 s1[%u];\n"
+                                   ".shared .align 4 .b8 s2[%u];\n"
+                                   ".visible .entry k()\n{\n  ret;\n}\n";
+  snprintf(ptx, sizeof ptx, shared_fmt, GL_EMU_MAX_MODULE_SHARED_BYTES / 2,
+           GL_EMU_MAX_MODULE_SHARED_BYTES / 2 + 4);
+  assert_int_equal(gl_emu_module_load(dev, ptx, strlen(ptx), &m, err, sizeof err),
+                   GPULEASE_LOAD_FAILED);
+  assert_non_null(strstr(err, "static shared memory in all"));
+  snprintf(ptx, sizeof ptx, shared_fmt, GL_EMU_MAX_MODULE_SHARED_BYTES / 2,
+           GL_EMU_MAX_MODULE_SHARED_BYTES / 2);
+  assert_int_equal(gl_emu_module_load(dev, ptx, strlen(ptx), &m, err, sizeof err), GPULEASE_OK);
+  gl_emu_module_unload(dev, m);
+  gl_emu_device_free(dev);
+}
+
 #define BOTH(f)                                                                                \
   cmocka_unit_test_prestate(f, NULL), cmocka_unit_test_prestate(f, (void *)"_sm90")
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_device_api),
+      cmocka_unit_test(test_load_limits),
       BOTH(test_index3d),
       BOTH(test_diverge),
       BOTH(test_wide),
