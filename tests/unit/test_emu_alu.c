@@ -582,8 +582,8 @@ static void test_float_minmax_bits(void **state) {
       {"neg.f32 0", OP(NEG), T(F32), 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0x80000000},
       {"neg.f64", OP(NEG), T(F64), 0, 0, 0, 0, 1, 0, D(2.0), 0, 0, 0, D(-2.0)},
       {"abs.f64", OP(ABS), T(F64), 0, 0, 0, 0, 1, 0, D(-0.0), 0, 0, 0, 0},
-      /* NaN operands: what an H200 returned (the .carry/probe run recorded
-       * in the issue 3 note) */
+      /* NaN operands: what an H200 returned (tests/emu/kernels/nan_rules.cu
+       * runs the same instructions on the GPU) */
       {"neg.f32 NaN", OP(NEG), T(F32), 0, 0, 0, 0, 1, 0, 0x7fa01234, 0, 0, 0, 0x7fffffff},
       {"abs.f32 -NaN", OP(ABS), T(F32), 0, 0, 0, 0, 1, 0, 0xffc00000, 0, 0, 0, 0x7fffffff},
       {"neg.f64 NaN", OP(NEG), T(F64), 0, 0, 0, 0, 1, 0, 0x7ff4000000001234ull, 0, 0, 0, 0x7ffc000000001234ull},
