@@ -38,16 +38,8 @@ typedef struct call {
   gl_qreq *req;
   uint16_t op;
   uint64_t lease_id;
-  uint8_t *msg; /* GPU_SUBMIT: the request, kept to send again (see submit_done) */
-  size_t len;
-  bool resent;
+  bool resent; /* GPU_SUBMIT: sent again once already (see submit_done) */
 } call;
-
-static void call_free(call *c) {
-  if (!c) return;
-  free(c->msg);
-  free(c);
-}
 
 static void reply_bytes(gl_qreq *req, gl_buf *b) {
   if (b->oom) {
@@ -360,8 +352,11 @@ static void respawn_done(void *ctx, gpulease_status status, const uint8_t *msg, 
 static int ensure_worker(gl_daemon *d, gl_lease *l, char *err, size_t errlen) {
   lease_rt *rt = l->owner;
   if (rt->w && !gl_wproc_usable(rt->w)) { /* exiting after a fatal device error */
-    gl_wproc_kill(rt->w, GPULEASE_BUSY, "the lease's worker ended");
+    /* Detach first: the kill hands its unrun calls back (BUSY) and their
+     * callbacks come here again to start the fresh worker. */
+    gl_wproc *old = rt->w;
     rt->w = NULL;
+    gl_wproc_kill(old, GPULEASE_BUSY, "the lease's worker ended");
   }
   if (rt->w) return 0;
   uint64_t *id = malloc(sizeof *id);
@@ -387,7 +382,7 @@ static void submit_done(void *ctx, gpulease_status status, const uint8_t *msg, s
     char err[512];
     c->resent = true;
     if (l && l->owner && ensure_worker(c->d, l, err, sizeof err) == 0 &&
-        gl_wproc_call(((lease_rt *)l->owner)->w, c->msg, c->len, submit_done, c) == 0)
+        gl_wproc_call(((lease_rt *)l->owner)->w, msg, len, submit_done, c) == 0)
       return;
     status = GPULEASE_INTERNAL;
   }
@@ -403,7 +398,7 @@ static void submit_done(void *ctx, gpulease_status status, const uint8_t *msg, s
     }
     gl_qreq_reply(c->req, msg, len);
   }
-  call_free(c);
+  free(c);
 }
 
 static void op_submit(gl_daemon *d, gl_qreq *req, const gl_submit_req *s, const uint8_t *msg,
@@ -423,12 +418,8 @@ static void op_submit(gl_daemon *d, gl_qreq *req, const gl_submit_req *s, const 
     return;
   }
   call *c = call_new(d, req, GL_OP_GPU_SUBMIT, l->id);
-  if (c && (c->msg = malloc(len))) {
-    memcpy(c->msg, msg, len);
-    c->len = len;
-  }
-  if (!c || !c->msg || gl_wproc_call(((lease_rt *)l->owner)->w, msg, len, submit_done, c) != 0) {
-    call_free(c);
+  if (!c || gl_wproc_call(((lease_rt *)l->owner)->w, msg, len, submit_done, c) != 0) {
+    free(c);
     reply_error(req, GL_OP_GPU_SUBMIT, GPULEASE_INTERNAL, "cannot reach the lease's worker");
   }
 }

@@ -31,17 +31,26 @@ extern char **environ;
 /* Largest reply accepted from a worker (output bytes plus framing). */
 #define WPROC_MAX_REPLY (((size_t)1 << 30) + 65536)
 
-typedef struct pending {
+/* One call: its request bytes, on the write queue until sent, and its
+ * callback, on the reply queue until answered. Freed once both are done;
+ * the bytes are kept until then so that a call the worker never ran can
+ * be handed back (BUSY) to be sent elsewhere. */
+typedef struct wcall {
   gl_wproc_reply_cb cb;
   void *ctx;
-  struct pending *next;
-} pending;
-
-typedef struct outmsg {
   uint8_t *data;
   size_t len, off;
-  struct outmsg *next;
-} outmsg;
+  bool queued;           /* on the write queue */
+  bool answered;         /* cb called */
+  struct wcall *next;     /* reply queue */
+  struct wcall *next_out; /* write queue */
+} wcall;
+
+static void call_release(wcall *c) {
+  if (c->queued || !c->answered) return;
+  free(c->data);
+  free(c);
+}
 
 struct gl_wproc {
   struct ev_loop *loop;
@@ -49,8 +58,8 @@ struct gl_wproc {
   int fd;
   ev_io rio, wio;
   ev_child cw;
-  pending *head, *tail;
-  outmsg *out_head, *out_tail;
+  wcall *head, *tail;         /* waiting for a reply */
+  wcall *out_head, *out_tail; /* waiting to be written */
   uint8_t *in;
   size_t in_len, in_cap;
   bool killed;  /* gl_wproc_kill called: owner no longer listens */
@@ -65,12 +74,14 @@ size_t gl_wproc_live_count(void) { return g_live; }
 pid_t gl_wproc_pid(const gl_wproc *w) { return w->pid; }
 
 static void fail_pending(gl_wproc *w, gpulease_status status, const char *why) {
-  pending *p = w->head;
+  wcall *p = w->head;
   w->head = w->tail = NULL;
   while (p) {
-    pending *next = p->next;
-    p->cb(p->ctx, status, NULL, 0, why);
-    free(p);
+    wcall *next = p->next;
+    p->answered = true;
+    if (status == GPULEASE_BUSY) p->cb(p->ctx, status, p->data, p->len, why);
+    else p->cb(p->ctx, status, NULL, 0, why);
+    call_release(p);
     p = next;
   }
 }
@@ -82,10 +93,10 @@ static void close_channel(gl_wproc *w) {
   ev_io_stop(w->loop, &w->wio);
   close(w->fd);
   w->fd = -1;
-  for (outmsg *o = w->out_head; o;) {
-    outmsg *next = o->next;
-    free(o->data);
-    free(o);
+  for (wcall *o = w->out_head; o;) {
+    wcall *next = o->next_out;
+    o->queued = false;
+    call_release(o);
     o = next;
   }
   w->out_head = w->out_tail = NULL;
@@ -149,7 +160,7 @@ static void deliver(gl_wproc *w) {
       return;
     }
     if (w->in_len - off < total) break;
-    pending *pd = w->head;
+    wcall *pd = w->head;
     if (!pd) {
       GL_ERROR("worker %d sent an unexpected reply; killing it", (int)w->pid);
       kill(w->pid, SIGKILL);
@@ -158,8 +169,9 @@ static void deliver(gl_wproc *w) {
     }
     w->head = pd->next;
     if (!w->head) w->tail = NULL;
+    pd->answered = true;
     pd->cb(pd->ctx, GPULEASE_OK, p, total, NULL);
-    free(pd);
+    call_release(pd);
     off += total;
     if (w->dead) return; /* the callback killed the worker */
   }
@@ -206,7 +218,7 @@ static void on_write(struct ev_loop *loop, ev_io *io, int revents) {
   (void)revents;
   gl_wproc *w = io->data;
   while (w->out_head) {
-    outmsg *o = w->out_head;
+    wcall *o = w->out_head;
     ssize_t n = send(w->fd, o->data + o->off, o->len - o->off, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -217,10 +229,10 @@ static void on_write(struct ev_loop *loop, ev_io *io, int revents) {
     }
     o->off += (size_t)n;
     if (o->off < o->len) continue;
-    w->out_head = o->next;
+    w->out_head = o->next_out;
     if (!w->out_head) w->out_tail = NULL;
-    free(o->data);
-    free(o);
+    o->queued = false;
+    call_release(o);
   }
   ev_io_stop(loop, io);
 }
@@ -302,26 +314,25 @@ bool gl_wproc_usable(gl_wproc *w) {
 
 int gl_wproc_call(gl_wproc *w, const uint8_t *msg, size_t len, gl_wproc_reply_cb cb, void *ctx) {
   if (w->dead || w->killed) return -1;
-  pending *p = calloc(1, sizeof *p);
-  outmsg *o = calloc(1, sizeof *o);
-  uint8_t *copy = malloc(len);
-  if (!p || !o || !copy) {
+  wcall *p = calloc(1, sizeof *p);
+  uint8_t *copy = malloc(len ? len : 1);
+  if (!p || !copy) {
     free(p);
-    free(o);
     free(copy);
     return -1;
   }
   memcpy(copy, msg, len);
-  o->data = copy;
-  o->len = len;
+  p->data = copy;
+  p->len = len;
   p->cb = cb;
   p->ctx = ctx;
+  p->queued = true;
   if (w->tail) w->tail->next = p;
   else w->head = p;
   w->tail = p;
-  if (w->out_tail) w->out_tail->next = o;
-  else w->out_head = o;
-  w->out_tail = o;
+  if (w->out_tail) w->out_tail->next_out = p;
+  else w->out_head = p;
+  w->out_tail = p;
   ev_io_start(w->loop, &w->wio);
   return 0;
 }

@@ -29,10 +29,11 @@ typedef struct gl_wproc gl_wproc;
 
 /* A reply: on success (status OK) msg/len is the worker's whole response
  * message (header included), valid during the callback only. Otherwise
- * msg is NULL and `why` says what happened: the status given to
- * gl_wproc_kill; INTERNAL when the worker died; BUSY when it exited after
- * a device fault (GL_WORKER_EXIT_CONTEXT_LOST) before reading this call,
- * which therefore had no effect and may be sent to a fresh worker. */
+ * `why` says what happened: the status given to gl_wproc_kill; INTERNAL
+ * when the worker died; BUSY when it exited after a device fault
+ * (GL_WORKER_EXIT_CONTEXT_LOST) before reading this call, which therefore
+ * had no effect and may be sent to a fresh worker: then msg/len is the
+ * call's own request, valid during the callback. msg is NULL otherwise. */
 typedef void (*gl_wproc_reply_cb)(void *ctx, gpulease_status status, const uint8_t *msg,
                                   size_t len, const char *why);
 

@@ -9,6 +9,7 @@
  * kernel stopped when the lease expires, PTX the emulator refuses (named
  * instruction and line), cubin images, and the default device mode.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -206,8 +207,77 @@ static void test_fault_and_fresh_context(void **state) {
   assert_int_equal(gl_test_daemon_stop(&d), 0);
 }
 
-/* A kernel that never ends is stopped when its lease expires; another
- * lease keeps working meanwhile. */
+/* A request that reaches the lease's worker while an earlier one is still
+ * running, and that earlier kernel then faults: the worker exits without
+ * running the second, and the daemon runs it on a fresh worker. */
+static const char k_slow_fault_ptx[] =
+    ".version 8.0\n.target sm_75\n.address_size 64\n"
+    ".visible .entry slowfault(.param .u64 p)\n{\n"
+    "  .reg .pred %p<2>;\n  .reg .b32 %r<2>;\n  .reg .b64 %rd<2>;\n"
+    "  mov.u32 %r1, 0;\n"
+    "$L_loop:\n  add.u32 %r1, %r1, 1;\n  setp.lt.u32 %p1, %r1, 10000000;\n"
+    "  @%p1 bra $L_loop;\n"
+    "  mov.u64 %rd1, 16;\n  st.global.u32 [%rd1], %r1;\n  ret;\n}\n";
+
+typedef struct fault_job {
+  const gl_test_daemon *d;
+  const gpulease_lease *l;
+  gpulease_status st;
+  char message[1024];
+} fault_job;
+
+static void *run_slow_fault(void *arg) {
+  fault_job *j = arg;
+  gpulease_client *c = gl_test_connect(j->d, 120000);
+  gpulease_submit_desc sd;
+  gpulease_submit_desc_default(&sd);
+  sd.image = k_slow_fault_ptx;
+  sd.image_size = sizeof k_slow_fault_ptx - 1;
+  sd.kernel = "slowfault";
+  gpulease_submit_result r;
+  gpulease_error err;
+  j->st = gpulease_submit(c, j->l, &sd, &r, &err);
+  snprintf(j->message, sizeof j->message, "%s", err.message);
+  gpulease_client_close(c);
+  return NULL;
+}
+
+static void test_request_behind_fault(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  assert_int_equal(gl_test_daemon_start(&d, "64M", NULL), 0);
+  gpulease_client *c = gl_test_connect(&d, 120000);
+  gpulease_error err;
+  gpulease_lease l;
+  assert_int_equal(gpulease_lease_alloc(c, 0, MiB, 120, &l, &err), GPULEASE_OK);
+  fault_job job = {.d = &d, .l = &l};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, run_slow_fault, &job), 0);
+  usleep(300000); /* the slow kernel is running in the worker by now */
+  size_t len;
+  char *iota = kernel_ptx("iota", &len);
+  gpulease_submit_desc sd;
+  gpulease_submit_desc_default(&sd);
+  sd.image = iota;
+  sd.image_size = len;
+  sd.kernel = "iota";
+  sd.block[0] = 32;
+  sd.output_size = 32 * sizeof(float);
+  gpulease_submit_result r;
+  submit_ok(c, &l, &sd, &r);
+  const float *f = r.output;
+  for (int i = 0; i < 32; i++) assert_true(f[i] == (float)(i + 1));
+  gpulease_submit_result_release(&r);
+  pthread_join(t, NULL);
+  assert_int_equal(job.st, GPULEASE_LAUNCH_FAILED);
+  assert_non_null(strstr(job.message, "CUDA_ERROR_ILLEGAL_ADDRESS"));
+  free(iota);
+  assert_int_equal(gpulease_lease_free(c, &l, &err), GPULEASE_OK);
+  gpulease_client_close(c);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
+/* A kernel that never ends is stopped when its lease expires. */
 static void test_hung_kernel_expires(void **state) {
   (void)state;
   gl_test_daemon d;
@@ -260,6 +330,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kernels_compute),
       cmocka_unit_test(test_fault_and_fresh_context),
+      cmocka_unit_test(test_request_behind_fault),
       cmocka_unit_test(test_hung_kernel_expires),
       cmocka_unit_test(test_auto_mode),
   };
