@@ -85,6 +85,9 @@ typedef enum gpulease_status {
   GPULEASE_WRITE_FAILED = 14,
   /* An unexpected failure inside the daemon or its worker. */
   GPULEASE_INTERNAL = 15,
+  /* A session, buffer, module or function handle that does not name a live
+   * object of this session (never issued, freed, or another session's). */
+  GPULEASE_INVALID_HANDLE = 16,
 
   /* Client-side only. */
   /* Could not connect, or the connection was lost or closed. */
@@ -334,6 +337,312 @@ GPULEASE_API gpulease_status gpulease_submit(gpulease_client *client, const gpul
 
 /* Frees result->output and zeroes the result. NULL is ignored. */
 GPULEASE_API void gpulease_submit_result_release(gpulease_submit_result *result);
+
+/* ------------------------------------------------------------------------
+ * Sessions (SESSION_OPEN ... LAUNCH, docs/protocol.md "Sessions")
+ *
+ * A session keeps data and modules on the lease's GPU between kernels:
+ * open it, allocate buffers, write them, load a module, launch kernels
+ * (many, without waiting), synchronize once, read the results, close it.
+ * The session's ops run on the daemon in the order this library issued
+ * them, like the work of one CUDA stream, even though most calls return
+ * before the daemon answers. Several sessions on one lease run
+ * concurrently; they share the lease's VRAM and CUDA context.
+ *
+ * Failures: an op that fails on the daemon is the session's *failure*
+ * until acknowledged; every later op of the session fails fast with the
+ * same status (without running). Calls marked "pipelined" below send their
+ * op and return GPULEASE_OK without waiting for its result (only local
+ * checks and connection errors are reported at once);
+ * gpulease_session_sync() waits for all of them and reports the first
+ * failure: its status, its op and its sequence number.
+ *
+ * Handles (gpulease_buffer, gpulease_module, gpulease_function) are opaque
+ * 64-bit values issued by the daemon for one session; 0 is never a valid
+ * handle. The daemon checks each on every use: a freed, forged or other
+ * session's handle is GPULEASE_INVALID_HANDLE. Closing the session frees
+ * every buffer and module it holds; freeing the lease (or its expiry)
+ * frees every session on it.
+ *
+ * Ownership: a gpulease_session borrows its gpulease_client, which must
+ * stay open until gpulease_session_close(); a session is used from one
+ * thread at a time, like its client.
+ * ---------------------------------------------------------------------- */
+
+typedef struct gpulease_session gpulease_session;
+typedef uint64_t gpulease_buffer;
+typedef uint64_t gpulease_module;
+typedef uint64_t gpulease_function;
+
+/* Opens a session on the lease (SESSION_OPEN). *out is freed by
+ * gpulease_session_close(). The lease's id and secret are copied.
+ * Errors: UNAUTHORIZED, NOT_FOUND, LEASE_EXPIRED, CAPACITY_EXCEEDED (the
+ * lease has 64 sessions open), INTERNAL, NO_MEMORY, connection errors. */
+GPULEASE_API gpulease_status gpulease_session_open(gpulease_client *client,
+                                                   const gpulease_lease *lease,
+                                                   gpulease_session **out, gpulease_error *err);
+
+/* Closes the session (SESSION_CLOSE, after its earlier ops) and frees
+ * every buffer and module it holds on the GPU, then frees session (always,
+ * even on error). Errors: those of the daemon's answer (NOT_FOUND when the
+ * lease's context was lost or the lease ended), connection errors. NULL is
+ * ignored (OK). */
+GPULEASE_API gpulease_status gpulease_session_close(gpulease_session *session,
+                                                    gpulease_error *err);
+
+/* The session's id on the daemon (for the CLI and logs). */
+GPULEASE_API uint64_t gpulease_session_id(const gpulease_session *session);
+
+/* A failed op, as gpulease_session_sync() reports it. */
+typedef struct gpulease_op_failure {
+  gpulease_status status; /* OK when there is none */
+  uint16_t op;            /* the op's code (docs/protocol.md), 0 if none */
+  char op_name[32];       /* "LAUNCH", "MEM_WRITE" ... */
+  uint64_t seq;           /* the op's sequence number in the session */
+} gpulease_op_failure;
+
+/* Waits until every earlier op of the session has finished on the GPU
+ * (SYNC; cuStreamSynchronize), then reports the session's failure, if any:
+ * the return value is its status (GPULEASE_OK when none), failure (may be
+ * NULL) receives the op and its sequence number, err the daemon's message.
+ * The failure stays (later ops fail fast) until
+ * gpulease_session_acknowledge(). Also returns connection errors. */
+GPULEASE_API gpulease_status gpulease_session_sync(gpulease_session *session,
+                                                   gpulease_op_failure *failure,
+                                                   gpulease_error *err);
+
+/* Acknowledges the failure of op `failed_seq` (as sync reported it): ops
+ * issued after this call run normally again. Waits like sync. Returns OK,
+ * or the status of a failure that is still unacknowledged (another op), or
+ * connection errors. */
+GPULEASE_API gpulease_status gpulease_session_acknowledge(gpulease_session *session,
+                                                          uint64_t failed_seq,
+                                                          gpulease_error *err);
+
+/* Progress of gpulease_mem_write()/gpulease_mem_read(): called after each
+ * chunk with the bytes done so far and the total. */
+typedef void (*gpulease_progress_fn)(uint64_t done_bytes, uint64_t total_bytes, void *user);
+
+/* Sets (or with NULL clears) the session's transfer progress callback. */
+GPULEASE_API void gpulease_session_set_progress(gpulease_session *session,
+                                                gpulease_progress_fn fn, void *user);
+
+/* Allocates size_bytes (>= 1) of device memory out of the lease's VRAM
+ * (MEM_ALLOC). The contents are undefined (zeros or this lease's own
+ * earlier data, never another lease's). Waits for the answer.
+ * Errors: INVALID_ARGUMENT, CAPACITY_EXCEEDED (the lease's VRAM cannot
+ * hold it: the message gives the free bytes), the session's failure,
+ * connection errors. */
+GPULEASE_API gpulease_status gpulease_mem_alloc(gpulease_session *session, uint64_t size_bytes,
+                                                gpulease_buffer *out, gpulease_error *err);
+
+/* Frees a buffer (MEM_FREE) once the earlier ops are done. Pipelined. */
+GPULEASE_API gpulease_status gpulease_mem_free(gpulease_session *session, gpulease_buffer buffer,
+                                               gpulease_error *err);
+
+/* Copies size_bytes from host src into buffer at offset (MEM_WRITE, in
+ * chunks of at most 8 MiB, several in flight; cuMemcpyHtoD). Returns once
+ * the daemon has taken every chunk; src is only borrowed for the call.
+ * Errors: INVALID_HANDLE, INVALID_ARGUMENT (range outside the buffer),
+ * WRITE_FAILED, the session's failure, connection errors. */
+GPULEASE_API gpulease_status gpulease_mem_write(gpulease_session *session, gpulease_buffer buffer,
+                                                uint64_t offset, const void *src,
+                                                uint64_t size_bytes, gpulease_error *err);
+
+/* Copies size_bytes from buffer at offset into host dst, after every
+ * earlier op has finished (MEM_READ in chunks; cuMemcpyDtoH). Errors as
+ * gpulease_mem_write, READ_FAILED instead of WRITE_FAILED. */
+GPULEASE_API gpulease_status gpulease_mem_read(gpulease_session *session, gpulease_buffer buffer,
+                                               uint64_t offset, void *dst, uint64_t size_bytes,
+                                               gpulease_error *err);
+
+/* Copies size_bytes from src_buffer+src_offset to dst_buffer+dst_offset on
+ * the device (MEM_COPY; cuMemcpyDtoDAsync). Pipelined. */
+GPULEASE_API gpulease_status gpulease_mem_copy(gpulease_session *session, gpulease_buffer dst,
+                                               uint64_t dst_offset, gpulease_buffer src,
+                                               uint64_t src_offset, uint64_t size_bytes,
+                                               gpulease_error *err);
+
+/* Sets count elements of element_size bytes (1, 2 or 4) at buffer+offset
+ * to value (MEMSET; cuMemsetD8/D16/D32Async). Pipelined. INVALID_ARGUMENT
+ * locally when value does not fit the element size. */
+GPULEASE_API gpulease_status gpulease_memset(gpulease_session *session, gpulease_buffer buffer,
+                                             uint64_t offset, uint32_t element_size,
+                                             uint32_t value, uint64_t count, gpulease_error *err);
+
+/* Where MODULE_LOAD found the module. */
+typedef enum gpulease_module_source {
+  GPULEASE_MODULE_LOADED = 0,     /* loaded now (PTX compiled now) */
+  GPULEASE_MODULE_IN_CONTEXT = 1, /* already loaded in the lease's context */
+  GPULEASE_MODULE_DISK_CACHE = 2, /* PTX compiled earlier, from the daemon's disk cache */
+} gpulease_module_source;
+
+/* Loads a module image (PTX, cubin, fatbin; image_size bytes, borrowed) into
+ * the session (MODULE_LOAD; cuModuleLoadDataEx). source (may be NULL)
+ * says whether a cache had it. Waits for the answer.
+ * Errors: LOAD_FAILED (with the JIT log), UNSUPPORTED, INVALID_ARGUMENT,
+ * TOO_LARGE, the session's failure, connection errors. */
+GPULEASE_API gpulease_status gpulease_module_load(gpulease_session *session, const void *image,
+                                                  size_t image_size,
+                                                  gpulease_image_format format,
+                                                  gpulease_module *out,
+                                                  gpulease_module_source *source,
+                                                  gpulease_error *err);
+
+/* Unloads a module (MODULE_UNLOAD) once earlier ops are done; its
+ * functions become invalid handles. Pipelined. */
+GPULEASE_API gpulease_status gpulease_module_unload(gpulease_session *session,
+                                                    gpulease_module module,
+                                                    gpulease_error *err);
+
+/* A kernel's attributes (cuFuncGetAttribute). */
+typedef struct gpulease_func_info {
+  uint32_t num_regs;               /* registers per thread */
+  uint32_t max_threads_per_block;  /* the most threads a block may have */
+  uint32_t static_shared_bytes;    /* statically allocated shared memory */
+  uint32_t local_bytes;            /* local memory per thread */
+  uint32_t const_bytes;            /* user constant memory */
+  uint32_t ptx_version;            /* e.g. 80 for PTX ISA 8.0 */
+  uint32_t binary_version;         /* e.g. 90 for sm_90 */
+  int32_t param_count;             /* -1 when the driver cannot tell */
+  uint16_t param_sizes[GPULEASE_MAX_PARAMS]; /* bytes, param_count of them */
+} gpulease_func_info;
+
+/* Finds kernel `name` (NUL-terminated, mangled unless extern "C") in
+ * module (FUNC_INFO; cuModuleGetFunction, cuFuncGetAttribute). *out
+ * receives the function handle; info (may be NULL) its attributes. Waits.
+ * Errors: INVALID_HANDLE, NOT_FOUND (no such kernel), INVALID_ARGUMENT, the
+ * session's failure, connection errors. */
+GPULEASE_API gpulease_status gpulease_function_get(gpulease_session *session,
+                                                   gpulease_module module, const char *name,
+                                                   gpulease_function *out,
+                                                   gpulease_func_info *info,
+                                                   gpulease_error *err);
+
+typedef enum gpulease_arg_kind {
+  GPULEASE_ARG_BUFFER = 1, /* device pointer: a buffer's address + offset */
+  GPULEASE_ARG_SCALAR = 2, /* size bytes of value, little-endian as on the GPU */
+} gpulease_arg_kind;
+
+/* One kernel parameter of a session launch. */
+typedef struct gpulease_arg {
+  gpulease_arg_kind kind;
+  gpulease_buffer buffer; /* BUFFER */
+  uint64_t offset;        /* BUFFER: bytes into the buffer (<= its size) */
+  uint32_t size;          /* SCALAR: 1..GPULEASE_MAX_SCALAR_BYTES */
+  uint8_t value[GPULEASE_MAX_SCALAR_BYTES];
+} gpulease_arg;
+
+GPULEASE_API gpulease_arg gpulease_arg_buffer(gpulease_buffer buffer, uint64_t offset);
+GPULEASE_API gpulease_arg gpulease_arg_scalar(const void *value, uint32_t size);
+
+/* Launches fn (LAUNCH; cuLaunchKernel on the session's stream) with grid
+ * and block dimensions (blocks, threads), shared_mem_bytes of dynamic
+ * shared memory per block and arg_count parameters (<= 256), checked
+ * against the kernel's parameter sizes where the driver reports them.
+ * Pipelined: returns once sent; the daemon answers once the launch is
+ * queued, and faults surface at gpulease_session_sync(). */
+GPULEASE_API gpulease_status gpulease_launch(gpulease_session *session, gpulease_function fn,
+                                             const uint32_t grid[3], const uint32_t block[3],
+                                             uint32_t shared_mem_bytes, const gpulease_arg *args,
+                                             size_t arg_count, gpulease_error *err);
+
+/* ------------------------------------------------------------------------
+ * Stateless calls: "the GPU as a function call"
+ * ---------------------------------------------------------------------- */
+
+typedef enum gpulease_call_arg_kind {
+  GPULEASE_CALL_IN = 1,     /* device pointer to a copy of data (size bytes) */
+  GPULEASE_CALL_OUT = 2,    /* device pointer to size bytes (zeroed) read back into out */
+  GPULEASE_CALL_INOUT = 3,  /* both: data copied in, read back into out */
+  GPULEASE_CALL_SCALAR = 4, /* size bytes of data passed by value (1..64) */
+} gpulease_call_arg_kind;
+
+typedef struct gpulease_call_arg {
+  gpulease_call_arg_kind kind;
+  const void *data; /* IN, INOUT, SCALAR: borrowed for the call */
+  void *out;        /* OUT, INOUT: size bytes, written on success */
+  uint64_t size;    /* bytes */
+} gpulease_call_arg;
+
+#define GPULEASE_CALL_DESC_VERSION 1
+
+typedef struct gpulease_call_desc {
+  uint32_t struct_version;  /* GPULEASE_CALL_DESC_VERSION */
+  const void *image;        /* PTX, cubin or fatbin; borrowed */
+  size_t image_size;
+  gpulease_image_format format;
+  const char *kernel;
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t shared_mem_bytes;
+  const gpulease_call_arg *args; /* the kernel's parameters, in order */
+  size_t arg_count;
+  /* Without a lease: the call leases exactly the VRAM it needs for
+   * fresh_ttl_s seconds (default 60) on fresh_gpu_index (default any) and
+   * frees it afterwards. */
+  uint32_t fresh_ttl_s;
+  uint32_t fresh_gpu_index;
+  /* Tries at most max_attempts times (default 4) when the connection is
+   * lost or a reply times out, sleeping backoff_ms (default 100), then
+   * twice as long each time, between tries. */
+  uint32_t max_attempts;
+  uint32_t backoff_ms;
+} gpulease_call_desc;
+
+GPULEASE_API void gpulease_call_desc_default(gpulease_call_desc *desc);
+
+/* Runs one kernel as a pure function: copies the inputs in, launches, waits
+ * and copies the outputs out, in one GPU_SUBMIT. With lease NULL it leases
+ * just the VRAM the call needs and frees it afterwards. Because the call
+ * has no state on the GPU, it is retried (with the backoff above, on a new
+ * connection when the old one is lost) on DISCONNECTED and TIMEOUT.
+ * gpu_time_ns may be NULL. Errors: those of gpulease_lease_alloc and
+ * gpulease_submit; the last attempt's status when every try failed. */
+GPULEASE_API gpulease_status gpulease_call(gpulease_client *client, const gpulease_lease *lease,
+                                           const gpulease_call_desc *desc,
+                                           uint64_t *gpu_time_ns, gpulease_error *err);
+
+/* Reconnects a client whose connection was lost (same options). Errors as
+ * gpulease_client_connect. gpulease_call() does this itself. */
+GPULEASE_API gpulease_status gpulease_client_reconnect(gpulease_client *client,
+                                                       gpulease_error *err);
+
+/* ------------------------------------------------------------------------
+ * Lease renewal helper
+ * ---------------------------------------------------------------------- */
+
+typedef struct gpulease_renewer gpulease_renewer;
+
+/* Called from the renewer's thread when a renewal fails for good: the lease
+ * has been taken back (status LEASE_EXPIRED, NOT_FOUND or UNAUTHORIZED), or
+ * the daemon could not be reached before the lease ran out. */
+typedef void (*gpulease_lease_lost_fn)(const gpulease_lease *lease, gpulease_status status,
+                                       const char *message, void *user);
+
+/* Starts a thread that keeps the lease alive: it renews it for ttl_s
+ * seconds (0: the lease's current ttl_s) whenever about two thirds of the
+ * TTL has passed, on a connection of its own made with opts (borrowed for
+ * the call; its strings are copied). A renewal lost to a connection error
+ * is retried until the lease would run out. When the lease is taken back
+ * lost_fn (may be NULL) is called once and the thread stops.
+ * *out is freed by gpulease_renewer_stop(). Errors: INVALID_ARGUMENT,
+ * NO_MEMORY, INTERNAL (no thread), and those of the first renewal, which
+ * happens before this function returns. */
+GPULEASE_API gpulease_status gpulease_renewer_start(const gpulease_connect_options *opts,
+                                                    const gpulease_lease *lease, uint32_t ttl_s,
+                                                    gpulease_lease_lost_fn lost_fn, void *user,
+                                                    gpulease_renewer **out,
+                                                    gpulease_error *err);
+
+/* GPULEASE_OK while the lease is being kept, else the status that ended it
+ * (message in err). Thread-safe. */
+GPULEASE_API gpulease_status gpulease_renewer_status(gpulease_renewer *renewer,
+                                                     gpulease_error *err);
+
+/* Stops the thread (it does not free the lease) and frees renewer. NULL is
+ * ignored. */
+GPULEASE_API void gpulease_renewer_stop(gpulease_renewer *renewer);
 
 #ifdef __cplusplus
 }

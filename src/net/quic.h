@@ -121,6 +121,40 @@ int gl_qclient_connect(const gl_qclient_config *cfg, gl_qclient **out, char *err
 int gl_qclient_request(gl_qclient *c, const uint8_t *req, size_t len, uint8_t **resp,
                        size_t *resp_len, char *err, size_t errlen);
 
+/* ---- pipelined requests ----------------------------------------------------
+ * Many requests may be outstanding on one connection: send each with
+ * gl_qclient_send (it returns once the request has its stream and its
+ * bytes are queued; at the server's stream limit it first drives the
+ * connection until a stream frees up), then collect each response, in any
+ * order, with gl_qclient_wait. gl_qclient_request is send + wait. A token
+ * is spent by the wait or cancel that ends it; waiting on an unknown or
+ * spent token is GL_QC_INVALID. */
+
+/* Sends req (len bytes, copied) on a new bidi stream with FIN. *token
+ * (never 0) names the request. GL_QC_OK, or GL_QC_TIMEOUT (no stream within
+ * the timeout), GL_QC_NOMEM, or the connection's error. */
+int gl_qclient_send(gl_qclient *c, const uint8_t *req, size_t len, uint64_t *token, char *err,
+                    size_t errlen);
+
+/* Drives the connection until the response of token is complete (or the
+ * timeout, counted from this call, passes: the request is then abandoned,
+ * GL_QC_TIMEOUT) and hands it over: *resp is malloc'd (caller frees).
+ * Responses of other outstanding requests that arrive meanwhile are kept
+ * for their own wait. */
+int gl_qclient_wait(gl_qclient *c, uint64_t token, uint8_t **resp, size_t *resp_len, char *err,
+                    size_t errlen);
+
+/* Abandons an outstanding request (RESET_STREAM + STOP_SENDING with
+ * 0x102); its response, if any, is dropped. Unknown tokens are ignored. */
+void gl_qclient_cancel(gl_qclient *c, uint64_t token);
+
+/* Number of requests sent and not yet waited for or cancelled. */
+size_t gl_qclient_outstanding(const gl_qclient *c);
+
+/* True once the connection has died (peer closed, idle timeout, TLS or
+ * socket error): every later call fails. */
+bool gl_qclient_dead(const gl_qclient *c);
+
 /* Closes the connection (CONNECTION_CLOSE) and frees c. NULL ignored. */
 void gl_qclient_del(gl_qclient *c);
 

@@ -78,6 +78,46 @@
  *              The body must end exactly after the input bytes.
  *     result : u64 gpu_time_ns, u32 output_len, output_len bytes
  *
+ *   Session ops (docs/protocol.md section 4, "Sessions"). Every one but
+ *   SESSION_OPEN starts with
+ *     session_ref := lease_auth, u64 session_id, u64 seq
+ *   (seq 0: run after the ops already received; else 1, 2, 3 ... in the
+ *   order the client issued them; the worker runs them in seq order).
+ *   SESSION_OPEN  (0x0301) req: lease_auth            -> u64 session_id
+ *   SESSION_CLOSE (0x0302) req: session_ref           -> empty
+ *   SYNC          (0x0303) req: session_ref, u64 ack_seq
+ *                          -> u16 error_status, u16 error_op, u64 error_seq
+ *   MEM_ALLOC     (0x0311) req: session_ref, u64 size_bytes (>= 1) -> u64 buffer
+ *   MEM_FREE      (0x0312) req: session_ref, u64 buffer -> empty
+ *   MEM_WRITE     (0x0313) req: session_ref, u64 buffer, u64 offset,
+ *                          u32 data_len (1..GL_WIRE_MAX_CHUNK), data -> empty
+ *   MEM_READ      (0x0314) req: session_ref, u64 buffer, u64 offset,
+ *                          u32 size_bytes (1..GL_WIRE_MAX_CHUNK)
+ *                          -> u32 data_len, data
+ *   MEM_COPY      (0x0315) req: session_ref, u64 dst_buffer, u64 dst_offset,
+ *                          u64 src_buffer, u64 src_offset, u64 size_bytes (>= 1)
+ *                          -> empty
+ *   MEMSET        (0x0316) req: session_ref, u64 buffer, u64 offset,
+ *                          u8 element_size (1, 2, 4), u32 value (fits the
+ *                          element), u64 count (>= 1 elements) -> empty
+ *   MODULE_LOAD   (0x0321) req: session_ref, u8 image_format (0..3),
+ *                          u32 image_len (>= 1), image
+ *                          -> u64 module, u8 cache (GL_MODULE_CACHE_*)
+ *   MODULE_UNLOAD (0x0322) req: session_ref, u64 module -> empty
+ *   FUNC_INFO     (0x0323) req: session_ref, u64 module, str16 kernel_name
+ *                          -> u64 function, u32 num_regs,
+ *                          u32 max_threads_per_block, u32 static_shared_bytes,
+ *                          u32 local_bytes, u32 const_bytes, u32 ptx_version,
+ *                          u32 binary_version, u16 param_count (0..256, or
+ *                          0xFFFF unknown), param_count x u16 param size
+ *   LAUNCH        (0x0331) req: session_ref, u64 function, u32 grid[3],
+ *                          u32 block[3], u32 shared_mem_bytes,
+ *                          u16 param_count (<= 256),
+ *                          param_count x { u8 kind (1 = buffer, 2 = scalar),
+ *                                          buffer: u64 buffer, u64 offset
+ *                                          scalar: u8 size (1..64), bytes },
+ *                          (list <= GL_WIRE_MAX_LAUNCH_PARAM_BYTES) -> empty
+ *
  *   Internal ops (worker IPC only; the daemon refuses them from the network
  *   with UNSUPPORTED):
  *   WORKER_INIT (0x7F01)
@@ -118,6 +158,22 @@
 #define GL_WIRE_MAX_MESSAGE 65535
 /* Largest encoded GPU_SUBMIT param list (kind bytes, sizes and values). */
 #define GL_WIRE_MAX_PARAM_BYTES 4096
+/* Largest encoded LAUNCH param list. */
+#define GL_WIRE_MAX_LAUNCH_PARAM_BYTES 16384
+/* Largest MEM_WRITE data / MEM_READ size in one op (64 MiB); larger
+ * transfers are several ops. */
+#define GL_WIRE_MAX_CHUNK (64u << 20)
+/* FUNC_INFO param_count when the driver cannot report the sizes. */
+#define GL_WIRE_PARAMS_UNKNOWN 0xFFFF
+
+/* MODULE_LOAD result `cache`. */
+#define GL_MODULE_CACHE_LOADED 0   /* loaded now (PTX JIT-compiled now) */
+#define GL_MODULE_CACHE_CONTEXT 1  /* already loaded in the lease's context */
+#define GL_MODULE_CACHE_DISK 2     /* JIT result taken from the disk cache */
+
+/* LAUNCH param kinds. */
+#define GL_LAUNCH_PARAM_BUFFER 1
+#define GL_LAUNCH_PARAM_SCALAR 2
 
 enum gl_op {
   GL_OP_GET_INVENTORY = 0x0001,
@@ -126,6 +182,19 @@ enum gl_op {
   GL_OP_LEASE_QUERY = 0x0103,
   GL_OP_LEASE_FREE = 0x0104,
   GL_OP_GPU_SUBMIT = 0x0201,
+  GL_OP_SESSION_OPEN = 0x0301,
+  GL_OP_SESSION_CLOSE = 0x0302,
+  GL_OP_SYNC = 0x0303,
+  GL_OP_MEM_ALLOC = 0x0311,
+  GL_OP_MEM_FREE = 0x0312,
+  GL_OP_MEM_WRITE = 0x0313,
+  GL_OP_MEM_READ = 0x0314,
+  GL_OP_MEM_COPY = 0x0315,
+  GL_OP_MEMSET = 0x0316,
+  GL_OP_MODULE_LOAD = 0x0321,
+  GL_OP_MODULE_UNLOAD = 0x0322,
+  GL_OP_FUNC_INFO = 0x0323,
+  GL_OP_LAUNCH = 0x0331,
   GL_OP_WORKER_INIT = 0x7F01,
   GL_OP_WORKER_PROBE = 0x7F02,
 };
@@ -216,6 +285,105 @@ typedef struct gl_param {
  * Returns false at the end. */
 bool gl_param_next(const gl_submit_req *req, size_t *pos, gl_param *out);
 
+/* ---- session ops ---- */
+
+/* True for the session ops (SESSION_OPEN .. LAUNCH). */
+bool gl_op_is_session(uint16_t op);
+
+typedef struct gl_session_ref {
+  gl_lease_auth auth;
+  uint64_t session_id;
+  uint64_t seq; /* 0 = after the ops already received */
+} gl_session_ref;
+
+typedef struct gl_sync_req {
+  gl_session_ref s;
+  uint64_t ack_seq; /* 0 = acknowledge nothing */
+} gl_sync_req;
+
+typedef struct gl_mem_alloc_req {
+  gl_session_ref s;
+  uint64_t size_bytes;
+} gl_mem_alloc_req;
+
+/* MEM_FREE and MODULE_UNLOAD: one handle. */
+typedef struct gl_handle_req {
+  gl_session_ref s;
+  uint64_t handle;
+} gl_handle_req;
+
+typedef struct gl_mem_write_req {
+  gl_session_ref s;
+  uint64_t buffer;
+  uint64_t offset;
+  const uint8_t *data; /* borrowed */
+  uint32_t data_len;
+} gl_mem_write_req;
+
+typedef struct gl_mem_read_req {
+  gl_session_ref s;
+  uint64_t buffer;
+  uint64_t offset;
+  uint32_t size_bytes;
+} gl_mem_read_req;
+
+typedef struct gl_mem_copy_req {
+  gl_session_ref s;
+  uint64_t dst_buffer, dst_offset;
+  uint64_t src_buffer, src_offset;
+  uint64_t size_bytes;
+} gl_mem_copy_req;
+
+typedef struct gl_memset_req {
+  gl_session_ref s;
+  uint64_t buffer;
+  uint64_t offset;
+  uint8_t element_size; /* 1, 2 or 4 */
+  uint32_t value;
+  uint64_t count; /* elements */
+} gl_memset_req;
+
+typedef struct gl_module_load_req {
+  gl_session_ref s;
+  uint8_t image_format;
+  const uint8_t *image; /* borrowed */
+  uint32_t image_len;
+} gl_module_load_req;
+
+typedef struct gl_func_info_req {
+  gl_session_ref s;
+  uint64_t module;
+  const char *kernel_name; /* borrowed, NOT NUL-terminated */
+  uint16_t kernel_name_len;
+} gl_func_info_req;
+
+typedef struct gl_launch_req {
+  gl_session_ref s;
+  uint64_t function;
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t shared_mem_bytes;
+  uint16_t param_count;
+  const uint8_t *params_raw; /* borrowed: the encoded, validated list */
+  size_t params_raw_len;
+} gl_launch_req;
+
+/* One decoded LAUNCH parameter (see gl_launch_param_next). */
+typedef struct gl_launch_param {
+  uint8_t kind;   /* GL_LAUNCH_PARAM_BUFFER or GL_LAUNCH_PARAM_SCALAR */
+  uint8_t size;   /* scalar bytes */
+  uint64_t buffer, offset; /* buffer param */
+  const uint8_t *value;    /* scalar bytes, borrowed */
+} gl_launch_param;
+
+/* Iterates over a decoded LAUNCH request's param list, like gl_param_next. */
+bool gl_launch_param_next(const gl_launch_req *req, size_t *pos, gl_launch_param *out);
+
+/* Appends one LAUNCH param to out (for encoders): kind BUFFER uses
+ * buffer/offset, SCALAR size (1..64) and value. OK, INVALID_ARGUMENT or
+ * NO_MEMORY. */
+gpulease_status gl_launch_param_put(gl_buf *out, const gl_launch_param *p);
+
 typedef struct gl_worker_init_req {
   uint32_t cuda_ordinal;
   uint64_t vram_bytes;
@@ -229,8 +397,24 @@ typedef struct gl_request {
     gl_lease_auth auth;           /* LEASE_QUERY, LEASE_FREE */
     gl_submit_req submit;         /* GPU_SUBMIT */
     gl_worker_init_req worker_init; /* WORKER_INIT */
+    /* SESSION_OPEN uses auth above. */
+    gl_session_ref session;       /* SESSION_CLOSE */
+    gl_sync_req sync;             /* SYNC */
+    gl_mem_alloc_req mem_alloc;   /* MEM_ALLOC */
+    gl_handle_req handle;         /* MEM_FREE, MODULE_UNLOAD */
+    gl_mem_write_req mem_write;   /* MEM_WRITE */
+    gl_mem_read_req mem_read;     /* MEM_READ */
+    gl_mem_copy_req mem_copy;     /* MEM_COPY */
+    gl_memset_req memset;         /* MEMSET */
+    gl_module_load_req module_load; /* MODULE_LOAD */
+    gl_func_info_req func_info;   /* FUNC_INFO */
+    gl_launch_req launch;         /* LAUNCH */
   } u;
 } gl_request;
+
+/* The session part of any decoded session request other than SESSION_OPEN
+ * (whose lease_auth is r->u.auth); NULL for other ops. */
+const gl_session_ref *gl_request_session(const gl_request *r);
 
 typedef struct gl_gpu_entry {
   uint32_t index;
@@ -286,6 +470,35 @@ typedef struct gl_worker_init_resp {
   char device_name[96];
 } gl_worker_init_resp;
 
+typedef struct gl_sync_resp {
+  uint16_t error_status; /* 0: no failure since the last acknowledgement */
+  uint16_t error_op;     /* the failed op's code */
+  uint64_t error_seq;    /* the failed op's seq (0 if it had none) */
+} gl_sync_resp;
+
+typedef struct gl_module_load_resp {
+  uint64_t module;
+  uint8_t cache; /* GL_MODULE_CACHE_* */
+} gl_module_load_resp;
+
+typedef struct gl_func_info_resp {
+  uint64_t function;
+  uint32_t num_regs;
+  uint32_t max_threads_per_block;
+  uint32_t static_shared_bytes;
+  uint32_t local_bytes;
+  uint32_t const_bytes;
+  uint32_t ptx_version;    /* major * 10 + minor, as cuFuncGetAttribute */
+  uint32_t binary_version; /* ditto, the compute capability compiled for */
+  uint16_t param_count;    /* or GL_WIRE_PARAMS_UNKNOWN */
+  uint16_t param_sizes[GPULEASE_MAX_PARAMS];
+} gl_func_info_resp;
+
+typedef struct gl_mem_read_resp {
+  const uint8_t *data; /* borrowed */
+  uint32_t data_len;
+} gl_mem_read_resp;
+
 typedef struct gl_response {
   uint16_t op;
   uint16_t status;
@@ -297,6 +510,13 @@ typedef struct gl_response {
     gl_submit_resp submit;    /* GPU_SUBMIT */
     gl_probe_resp probe;      /* WORKER_PROBE */
     gl_worker_init_resp worker_init; /* WORKER_INIT */
+    uint64_t handle;          /* SESSION_OPEN (session id), MEM_ALLOC (buffer) */
+    gl_sync_resp sync;        /* SYNC */
+    gl_mem_read_resp mem_read; /* MEM_READ */
+    gl_module_load_resp module_load; /* MODULE_LOAD */
+    gl_func_info_resp func_info; /* FUNC_INFO */
+    /* SESSION_CLOSE, MEM_FREE, MEM_WRITE, MEM_COPY, MEMSET, MODULE_UNLOAD,
+     * LAUNCH: no result fields. */
   } u;
 } gl_response;
 

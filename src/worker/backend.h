@@ -107,6 +107,79 @@ typedef struct gl_backend_ops {
 
   /* Releases everything (modules must have been unloaded first). */
   void (*destroy)(gl_backend *b);
+
+  /* ---- sessions (docs/protocol.md "Sessions") ----------------------------
+   * A session's work goes to a stream: an in-order queue on the device
+   * (cuStreamCreate with CU_STREAM_NON_BLOCKING). Each session's ops are
+   * called from that session's own thread of the worker, so these must be
+   * safe to call concurrently for different streams (the lease's context
+   * is made current on the calling thread by the backend). load_module,
+   * unload_module, get_function, param_sizes and func_info may also be
+   * called from several threads at once. Offsets are bytes from the
+   * region's start, checked by the worker against the session's buffers.
+   * An error that surfaces asynchronously (a kernel fault) is reported by
+   * the next call on the stream that waits, and by stream_sync, and makes
+   * context_lost() true when it is sticky. */
+
+  /* Creates a stream. INTERNAL on failure. */
+  gpulease_status (*stream_create)(gl_backend *b, void **stream, char *err, size_t errlen);
+  /* Waits for the stream's work, then destroys it (never fails). */
+  void (*stream_destroy)(gl_backend *b, void *stream);
+
+  /* True when launch_async runs the kernel before returning (the emulated
+   * device): the worker then answers LAUNCH ("queued") before calling it. */
+  bool launch_runs_inline;
+
+  /* Queues a launch of fn on stream (cuLaunchKernel); returns once queued.
+   * Errors at enqueue: INVALID_ARGUMENT (launch configuration:
+   * CUDA_ERROR_INVALID_VALUE ...), LAUNCH_FAILED. A backend with
+   * launch_runs_inline returns the kernel's own result. */
+  gpulease_status (*launch_async)(gl_backend *b, void *stream, void *fn, const gl_launch *launch,
+                                  char *err, size_t errlen);
+
+  /* Copies len bytes of host src to region offset, in stream order; src may
+   * be reused when it returns (cuMemcpyHtoDAsync from pageable memory is
+   * staged). WRITE_FAILED, or an earlier asynchronous error. */
+  gpulease_status (*write_async)(gl_backend *b, void *stream, uint64_t offset, const void *src,
+                                 size_t len, char *err, size_t errlen);
+
+  /* Waits for the stream's earlier work, then copies len bytes from region
+   * offset to host dst. READ_FAILED, or an earlier asynchronous error. */
+  gpulease_status (*read_sync)(gl_backend *b, void *stream, uint64_t offset, void *dst,
+                               size_t len, char *err, size_t errlen);
+
+  /* Device-to-device copy of len bytes within the region, queued
+   * (cuMemcpyDtoDAsync); ranges may overlap only if equal. WRITE_FAILED. */
+  gpulease_status (*copy_async)(gl_backend *b, void *stream, uint64_t dst_offset,
+                                uint64_t src_offset, size_t len, char *err, size_t errlen);
+
+  /* Sets count elements of element_size (1, 2, 4) bytes at offset to value,
+   * queued (cuMemsetD8/D16/D32Async; offset is element-aligned).
+   * WRITE_FAILED. */
+  gpulease_status (*memset_async)(gl_backend *b, void *stream, uint64_t offset,
+                                  unsigned element_size, uint32_t value, size_t count,
+                                  char *err, size_t errlen);
+
+  /* Waits for all of the stream's work (cuStreamSynchronize). The first
+   * asynchronous error (LAUNCH_FAILED naming the CUDA error). */
+  gpulease_status (*stream_sync)(gl_backend *b, void *stream, char *err, size_t errlen);
+
+  /* A kernel's attributes (cuFuncGetAttribute); param sizes are left to
+   * param_sizes. */
+  gpulease_status (*func_info)(gl_backend *b, void *fn, gl_func_info_resp *out, char *err,
+                               size_t errlen);
+
+  /* Optional (may be NULL): compiles PTX text (len bytes plus a NUL at
+   * ptx[len]) for this device into a loadable binary (cuLinkCreate /
+   * cuLinkAddData / cuLinkComplete: a cubin), for the worker's disk JIT
+   * cache. *bin is malloc'd (caller frees). LOAD_FAILED with the log. */
+  gpulease_status (*compile_ptx)(gl_backend *b, const uint8_t *ptx, size_t len, uint8_t **bin,
+                                 size_t *bin_len, char *err, size_t errlen);
+
+  /* Writes a short string naming what a compiled binary depends on (device
+   * kind, compute capability, driver version), e.g. "cuda-sm90-drv13000",
+   * for the disk cache's keys. */
+  void (*cache_tag)(gl_backend *b, char *buf, size_t len);
 } gl_backend_ops;
 
 struct gl_backend {
