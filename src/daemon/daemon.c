@@ -118,9 +118,13 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
     snprintf(err, errlen, "out of memory");
     return -1;
   }
+  /* Workers keep PTX compiled for the device under the state directory,
+   * so a restarted daemon does not compile it again. */
+  char jit_dir[sizeof cfg->state_dir + 16] = "";
+  if (cfg->state_dir[0]) snprintf(jit_dir, sizeof jit_dir, "%s/jit-cache", cfg->state_dir);
   gl_node_config ncfg = {.worker_exe = cfg->worker_exe, .log_level = cfg->log_level,
                          .mode = cfg->device_mode, .emu_vram_bytes = cfg->emu_vram_bytes,
-                         .emu_threads = cfg->emu_threads};
+                         .emu_threads = cfg->emu_threads, .jit_cache_dir = jit_dir};
   gl_node_discover(&d->node, &ncfg);
   for (uint32_t i = 0; i < d->node.gpu_count; i++) {
     const gl_node_gpu *g = &d->node.gpus[i];

@@ -71,9 +71,10 @@ int main(int argc, char **argv) {
   gl_daemon_config_default(&cfg);
   default_state_dir(cfg.state_dir, sizeof cfg.state_dir);
   int worker_fd = -1;
+  const char *jit_cache_dir = NULL;
   bool device_given = false;
   enum { O_LISTEN = 256, O_CERT, O_KEY, O_STATE, O_TTL, O_LEASES, O_MSG, O_LOG, O_READY, O_WORKER,
-         O_DEVICE, O_EMU_VRAM, O_EMU_THREADS };
+         O_DEVICE, O_EMU_VRAM, O_EMU_THREADS, O_JIT_CACHE };
   static const struct option opts[] = {
       {"listen", required_argument, 0, O_LISTEN},  {"cert", required_argument, 0, O_CERT},
       {"key", required_argument, 0, O_KEY},        {"state-dir", required_argument, 0, O_STATE},
@@ -82,6 +83,7 @@ int main(int argc, char **argv) {
       {"ready-file", required_argument, 0, O_READY}, {"worker", required_argument, 0, O_WORKER},
       {"device", required_argument, 0, O_DEVICE},  {"emu-vram", required_argument, 0, O_EMU_VRAM},
       {"emu-threads", required_argument, 0, O_EMU_THREADS},
+      {"jit-cache", required_argument, 0, O_JIT_CACHE}, /* worker only */
       {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
   int c;
   uint64_t v;
@@ -162,6 +164,9 @@ int main(int argc, char **argv) {
       if (gl_parse_u64(optarg, INT_MAX, &v) != 0) return 2;
       worker_fd = (int)v;
       break;
+    case O_JIT_CACHE:
+      jit_cache_dir = optarg;
+      break;
     case 'h':
       usage(stdout);
       return 0;
@@ -177,14 +182,23 @@ int main(int argc, char **argv) {
   }
   if (worker_fd >= 0) {
     gl_log_init("gpulease-worker", (enum gl_log_level)gl_log_level_parse(cfg.log_level));
+    gl_worker_set_jit_cache_dir(jit_cache_dir);
+    int rc;
     if (device_given && cfg.device_mode == GL_DEVICE_EMU) {
       gl_backend *b = gl_backend_emu_new(cfg.emu_vram_bytes, cfg.emu_threads);
       if (!b) return 1;
-      int rc = gl_worker_run(worker_fd, b);
-      b->ops->destroy(b);
-      return rc;
+      rc = gl_worker_run(worker_fd, b);
+      if (rc != GL_WORKER_EXIT_CONTEXT_LOST) b->ops->destroy(b);
+    } else {
+      rc = gl_worker_main(worker_fd);
     }
-    return gl_worker_main(worker_fd);
+    /* After a device fault the session threads may still be inside the
+     * dead context: leave without running exit handlers. */
+    if (rc == GL_WORKER_EXIT_CONTEXT_LOST) {
+      fflush(NULL);
+      _exit(rc);
+    }
+    return rc;
   }
   gl_log_init("gpuleased", (enum gl_log_level)gl_log_level_parse(cfg.log_level));
   ssize_t n = readlink("/proc/self/exe", cfg.worker_exe, sizeof cfg.worker_exe - 1);

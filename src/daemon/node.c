@@ -41,12 +41,13 @@ static gpulease_status probe(const gl_node *n, const char *exe, const char *log_
   struct timeval tv = {.tv_sec = PROBE_TIMEOUT_MS / 1000};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   if (gl_request_encode(&r, &req) != GPULEASE_OK ||
-      gl_ipc_write_all(fd, req.data, req.len) != 0) {
+      gl_ipc_write_call(fd, 1, req.data, req.len) != 0) {
     snprintf(why, whylen, "cannot send the probe to the worker");
     goto done;
   }
   gl_header h;
-  if (gl_ipc_read(fd, 1u << 20, &h, &msg, &len, NULL) != GL_IPC_MESSAGE) {
+  uint64_t tag = 0;
+  if (gl_ipc_read_call(fd, 1u << 20, &tag, &h, &msg, &len, NULL) != GL_IPC_MESSAGE || tag != 1) {
     snprintf(why, whylen, "the probe worker gave no valid reply within %d s",
              PROBE_TIMEOUT_MS / 1000);
     goto done;
@@ -160,8 +161,13 @@ void gl_node_discover(gl_node *n, const gl_node_config *cfg) {
   snprintf(n->emu_vram_arg, sizeof n->emu_vram_arg, "%" PRIu64, cfg->emu_vram_bytes);
   snprintf(n->emu_threads_arg, sizeof n->emu_threads_arg, "%u", cfg->emu_threads);
   const char *emu[] = {"--device", "emu", "--emu-vram", n->emu_vram_arg,
-                       "--emu-threads", n->emu_threads_arg, NULL};
+                       "--emu-threads", n->emu_threads_arg, NULL, NULL, NULL};
   memcpy(n->emu_args, emu, sizeof emu);
+  if (cfg->jit_cache_dir && cfg->jit_cache_dir[0]) {
+    snprintf(n->jit_cache_dir, sizeof n->jit_cache_dir, "%s", cfg->jit_cache_dir);
+    n->cuda_args[2] = n->emu_args[6] = "--jit-cache";
+    n->cuda_args[3] = n->emu_args[7] = n->jit_cache_dir;
+  }
 
   if (cfg->mode != GL_DEVICE_EMU) discover_cuda(n, cfg);
   else snprintf(n->no_gpu_reason, sizeof n->no_gpu_reason, "real GPUs not used (--device emu)");

@@ -425,6 +425,53 @@ static void op_submit(gl_daemon *d, gl_qreq *req, const gl_submit_req *s, const 
 }
 
 /* ======================================================================
+ * Session ops (SESSION_OPEN ... LAUNCH)
+ *
+ * The daemon authenticates the lease and passes the request to the lease's
+ * worker unchanged; the worker checks sessions, handles and order, and its
+ * reply goes back unchanged.
+ * ==================================================================== */
+
+static void session_done(void *ctx, gpulease_status status, const uint8_t *msg, size_t len,
+                         const char *why) {
+  call *c = ctx;
+  if (status == GPULEASE_OK) gl_qreq_reply(c->req, msg, len);
+  else if (status == GPULEASE_BUSY) /* the worker ended after a device fault */
+    reply_error(c->req, c->op, GPULEASE_NOT_FOUND,
+                "the lease's worker ended after a device fault; its sessions are gone");
+  else
+    reply_error(c->req, c->op, status, "%s", why);
+  free(c);
+}
+
+static void op_session(gl_daemon *d, gl_qreq *req, const gl_request *r, const uint8_t *msg,
+                       size_t len) {
+  const gl_session_ref *ref = gl_request_session(r);
+  const gl_lease_auth *auth = r->op == GL_OP_SESSION_OPEN ? &r->u.auth : &ref->auth;
+  gl_lease *l = auth_or_reply(d, req, r->op, auth);
+  if (!l) return;
+  lease_rt *rt = l->owner;
+  char err[512];
+  if (r->op == GL_OP_SESSION_OPEN) {
+    if (ensure_worker(d, l, err, sizeof err) != 0) {
+      reply_error(req, r->op, GPULEASE_INTERNAL, "cannot restart the lease's worker: %s", err);
+      return;
+    }
+  } else if (!rt->w || !gl_wproc_usable(rt->w)) {
+    reply_error(req, r->op, GPULEASE_NOT_FOUND,
+                "no session %" PRIu64 " on lease %" PRIu64
+                " (the lease's worker ended after a device fault; its sessions are gone)",
+                ref->session_id, l->id);
+    return;
+  }
+  call *c = call_new(d, req, r->op, l->id);
+  if (!c || gl_wproc_call(rt->w, msg, len, session_done, c) != 0) {
+    free(c);
+    reply_error(req, r->op, GPULEASE_INTERNAL, "cannot reach the lease's worker");
+  }
+}
+
+/* ======================================================================
  * Entry point
  * ==================================================================== */
 
@@ -471,8 +518,11 @@ void gl_daemon_on_request(void *user, gl_qreq *req, const uint8_t *msg, size_t l
     op_submit(d, req, &r->u.submit, msg, len);
     break;
   default:
-    reply_error(req, r->op, GPULEASE_UNSUPPORTED, "op 0x%04x is not served over the network",
-                r->op);
+    if (gl_op_is_session(r->op))
+      op_session(d, req, r, msg, len);
+    else
+      reply_error(req, r->op, GPULEASE_UNSUPPORTED, "op 0x%04x is not served over the network",
+                  r->op);
   }
   free(r);
 }

@@ -23,8 +23,9 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "worker/worker.h"
 #include "proto/wire.h"
+#include "worker/ipc.h"
+#include "worker/worker.h"
 
 extern char **environ;
 
@@ -38,12 +39,13 @@ extern char **environ;
 typedef struct wcall {
   gl_wproc_reply_cb cb;
   void *ctx;
-  uint8_t *data;
+  uint64_t tag;          /* the channel's call tag (ipc.h) */
+  uint8_t *data;         /* tag + request message */
   size_t len, off;
   bool queued;           /* on the write queue */
   bool answered;         /* cb called */
-  struct wcall *next;     /* reply queue */
-  struct wcall *next_out; /* write queue */
+  struct wcall *prev, *next; /* waiting for a reply */
+  struct wcall *next_out;    /* write queue */
 } wcall;
 
 static void call_release(wcall *c) {
@@ -58,7 +60,8 @@ struct gl_wproc {
   int fd;
   ev_io rio, wio;
   ev_child cw;
-  wcall *head, *tail;         /* waiting for a reply */
+  wcall *head, *tail;         /* waiting for a reply (any order) */
+  uint64_t next_tag;
   wcall *out_head, *out_tail; /* waiting to be written */
   uint8_t *in;
   size_t in_len, in_cap;
@@ -79,7 +82,8 @@ static void fail_pending(gl_wproc *w, gpulease_status status, const char *why) {
   while (p) {
     wcall *next = p->next;
     p->answered = true;
-    if (status == GPULEASE_BUSY) p->cb(p->ctx, status, p->data, p->len, why);
+    if (status == GPULEASE_BUSY)
+      p->cb(p->ctx, status, p->data + GL_IPC_TAG_BYTES, p->len - GL_IPC_TAG_BYTES, why);
     else p->cb(p->ctx, status, NULL, 0, why);
     call_release(p);
     p = next;
@@ -144,14 +148,24 @@ static void on_child(struct ev_loop *loop, ev_child *cw, int revents) {
   destroy(w);
 }
 
-/* Parses whole messages out of the read buffer and hands them to waiters. */
+static void unlink_pending(gl_wproc *w, wcall *c) {
+  if (c->prev) c->prev->next = c->next;
+  else w->head = c->next;
+  if (c->next) c->next->prev = c->prev;
+  else w->tail = c->prev;
+  c->prev = c->next = NULL;
+}
+
+/* Parses whole tagged messages out of the read buffer and hands each to the
+ * call with its tag. */
 static void deliver(gl_wproc *w) {
   size_t off = 0;
-  while (w->in_len - off >= GL_WIRE_HEADER_SIZE) {
-    const uint8_t *p = w->in + off;
+  while (w->in_len - off >= GL_IPC_TAG_BYTES + GL_WIRE_HEADER_SIZE) {
+    const uint8_t *p = w->in + off + GL_IPC_TAG_BYTES;
+    uint64_t tag = gl_ipc_get_tag(w->in + off);
     gl_header h;
     size_t total = 0;
-    if (gl_header_decode(p, w->in_len - off, &h) == GPULEASE_OK)
+    if (gl_header_decode(p, w->in_len - off - GL_IPC_TAG_BYTES, &h) == GPULEASE_OK)
       total = GL_WIRE_HEADER_SIZE + (size_t)h.body_len;
     if (total == 0 || total > WPROC_MAX_REPLY) {
       GL_ERROR("worker %d sent a bad or oversized reply header; killing it", (int)w->pid);
@@ -159,20 +173,22 @@ static void deliver(gl_wproc *w) {
       close_channel(w);
       return;
     }
-    if (w->in_len - off < total) break;
+    if (w->in_len - off - GL_IPC_TAG_BYTES < total) break;
+    /* Replies mostly come back in order: search from the oldest. */
     wcall *pd = w->head;
+    while (pd && pd->tag != tag) pd = pd->next;
     if (!pd) {
-      GL_ERROR("worker %d sent an unexpected reply; killing it", (int)w->pid);
+      GL_ERROR("worker %d sent a reply with unknown tag %llu; killing it", (int)w->pid,
+               (unsigned long long)tag);
       kill(w->pid, SIGKILL);
       close_channel(w);
       return;
     }
-    w->head = pd->next;
-    if (!w->head) w->tail = NULL;
+    unlink_pending(w, pd);
     pd->answered = true;
     pd->cb(pd->ctx, GPULEASE_OK, p, total, NULL);
     call_release(pd);
-    off += total;
+    off += GL_IPC_TAG_BYTES + total;
     if (w->dead) return; /* the callback killed the worker */
   }
   memmove(w->in, w->in + off, w->in_len - off);
@@ -315,18 +331,21 @@ bool gl_wproc_usable(gl_wproc *w) {
 int gl_wproc_call(gl_wproc *w, const uint8_t *msg, size_t len, gl_wproc_reply_cb cb, void *ctx) {
   if (w->dead || w->killed) return -1;
   wcall *p = calloc(1, sizeof *p);
-  uint8_t *copy = malloc(len ? len : 1);
+  uint8_t *copy = malloc(GL_IPC_TAG_BYTES + len);
   if (!p || !copy) {
     free(p);
     free(copy);
     return -1;
   }
-  memcpy(copy, msg, len);
+  p->tag = ++w->next_tag;
+  gl_ipc_put_tag(copy, p->tag);
+  memcpy(copy + GL_IPC_TAG_BYTES, msg, len);
   p->data = copy;
-  p->len = len;
+  p->len = GL_IPC_TAG_BYTES + len;
   p->cb = cb;
   p->ctx = ctx;
   p->queued = true;
+  p->prev = w->tail;
   if (w->tail) w->tail->next = p;
   else w->head = p;
   w->tail = p;

@@ -5,8 +5,8 @@
  * (src/worker/), started here with posix_spawn of the daemon's own binary
  * (`gpuleased --worker FD`) over a socketpair. The daemon's network process
  * never calls CUDA. Calls are wire-format messages (src/proto/wire.h) written
- * to the worker; replies come back in the same order (the worker serves one
- * request at a time), so replies are matched first-in first-out.
+ * to the worker behind an 8-byte call tag (worker/ipc.h); replies carry the
+ * tag back and may come in any order.
  *
  * Killing a worker (lease freed or expired) is SIGKILL: the driver then
  * reclaims the context and all its VRAM even when a kernel hangs. Every

@@ -27,6 +27,7 @@ GPULEASE_API const char *gpulease_status_name(int status) {
   case GPULEASE_BUSY: return "BUSY";
   case GPULEASE_WRITE_FAILED: return "WRITE_FAILED";
   case GPULEASE_INTERNAL: return "INTERNAL";
+  case GPULEASE_INVALID_HANDLE: return "INVALID_HANDLE";
   case GPULEASE_DISCONNECTED: return "DISCONNECTED";
   case GPULEASE_TLS_FAILED: return "TLS_FAILED";
   case GPULEASE_PROTOCOL_ERROR: return "PROTOCOL_ERROR";
@@ -43,6 +44,19 @@ const char *gl_op_name(uint16_t op) {
   case GL_OP_LEASE_RENEW: return "LEASE_RENEW";
   case GL_OP_LEASE_QUERY: return "LEASE_QUERY";
   case GL_OP_LEASE_FREE: return "LEASE_FREE";
+  case GL_OP_SESSION_OPEN: return "SESSION_OPEN";
+  case GL_OP_SESSION_CLOSE: return "SESSION_CLOSE";
+  case GL_OP_SYNC: return "SYNC";
+  case GL_OP_MEM_ALLOC: return "MEM_ALLOC";
+  case GL_OP_MEM_FREE: return "MEM_FREE";
+  case GL_OP_MEM_WRITE: return "MEM_WRITE";
+  case GL_OP_MEM_READ: return "MEM_READ";
+  case GL_OP_MEM_COPY: return "MEM_COPY";
+  case GL_OP_MEMSET: return "MEMSET";
+  case GL_OP_MODULE_LOAD: return "MODULE_LOAD";
+  case GL_OP_MODULE_UNLOAD: return "MODULE_UNLOAD";
+  case GL_OP_FUNC_INFO: return "FUNC_INFO";
+  case GL_OP_LAUNCH: return "LAUNCH";
   case GL_OP_GPU_SUBMIT: return "GPU_SUBMIT";
   case GL_OP_WORKER_INIT: return "WORKER_INIT";
   case GL_OP_WORKER_PROBE: return "WORKER_PROBE";

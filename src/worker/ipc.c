@@ -100,3 +100,43 @@ int gl_ipc_write_all(int fd, const void *buf, size_t len) {
   }
   return 0;
 }
+
+void gl_ipc_put_tag(uint8_t out[GL_IPC_TAG_BYTES], uint64_t tag) {
+  for (int i = 0; i < GL_IPC_TAG_BYTES; i++) out[i] = (uint8_t)(tag >> (56 - 8 * i));
+}
+
+uint64_t gl_ipc_get_tag(const uint8_t in[GL_IPC_TAG_BYTES]) {
+  uint64_t t = 0;
+  for (int i = 0; i < GL_IPC_TAG_BYTES; i++) t = (t << 8) | in[i];
+  return t;
+}
+
+gl_ipc_result gl_ipc_read_call(int fd, size_t max_body, uint64_t *tag, gl_header *hdr,
+                               uint8_t **msg, size_t *len, gpulease_status *hdr_status) {
+  *msg = NULL;
+  *len = 0;
+  *tag = 0;
+  memset(hdr, 0, sizeof *hdr);
+  uint8_t t[GL_IPC_TAG_BYTES];
+  ssize_t r = read_full(fd, t, sizeof t);
+  if (r < 0) return GL_IPC_IO_ERROR;
+  if (r == 0) return GL_IPC_EOF;
+  if ((size_t)r < sizeof t) {
+    errno = ECONNRESET;
+    return GL_IPC_IO_ERROR;
+  }
+  *tag = gl_ipc_get_tag(t);
+  gl_ipc_result res = gl_ipc_read(fd, max_body, hdr, msg, len, hdr_status);
+  if (res == GL_IPC_EOF) {
+    errno = ECONNRESET; /* a tag without its message */
+    return GL_IPC_IO_ERROR;
+  }
+  return res;
+}
+
+int gl_ipc_write_call(int fd, uint64_t tag, const void *msg, size_t len) {
+  uint8_t t[GL_IPC_TAG_BYTES];
+  gl_ipc_put_tag(t, tag);
+  if (gl_ipc_write_all(fd, t, sizeof t) != 0) return -1;
+  return gl_ipc_write_all(fd, msg, len);
+}

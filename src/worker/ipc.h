@@ -42,4 +42,23 @@ gl_ipc_result gl_ipc_read(int fd, size_t max_body, gl_header *hdr, uint8_t **msg
 /* Writes all len bytes. 0, or -1 with errno set. */
 int gl_ipc_write_all(int fd, const void *buf, size_t len);
 
+/* ---- tagged calls (the daemon-worker channel, docs/protocol.md section 7)
+ * Each message on the channel is preceded by an 8-byte call tag (u64,
+ * big-endian) that the daemon picks and the worker echoes in the reply, so
+ * replies may come back in any order. */
+#define GL_IPC_TAG_BYTES 8
+
+/* Reads a tag and the message after it; results as gl_ipc_read (GL_IPC_EOF
+ * only at a clean end before a tag). *tag is set whenever the tag was read. */
+gl_ipc_result gl_ipc_read_call(int fd, size_t max_body, uint64_t *tag, gl_header *hdr,
+                               uint8_t **msg, size_t *len, gpulease_status *hdr_status);
+
+/* Writes tag and the len bytes of msg. Not atomic: writers sharing fd
+ * serialise calls themselves. 0, or -1 with errno set. */
+int gl_ipc_write_call(int fd, uint64_t tag, const void *msg, size_t len);
+
+/* Encodes / decodes the 8-byte tag. */
+void gl_ipc_put_tag(uint8_t out[GL_IPC_TAG_BYTES], uint64_t tag);
+uint64_t gl_ipc_get_tag(const uint8_t in[GL_IPC_TAG_BYTES]);
+
 #endif /* GL_WORKER_IPC_H */

@@ -1,9 +1,12 @@
 /*
- * worker.c - the worker loop: framing, validation and dispatch.
+ * worker.c - the worker loop: the channel, dispatch, and the lease's own
+ * ops (WORKER_PROBE, WORKER_INIT, GPU_SUBMIT).
  *
- * Everything device-specific is behind gl_backend (backend.h); this file
- * reads requests, checks them (submit_check.h), builds kernel arguments,
- * calls the backend and writes one response per request.
+ * Everything device-specific is behind gl_backend (backend.h). The main
+ * thread reads tagged requests and answers PROBE and INIT itself; each
+ * GPU_SUBMIT runs on the submit lane (checks in submit_check.h, then load,
+ * copy, launch, wait, read back) and session ops go to their session's
+ * lane (session.c). Every request gets exactly one reply, with its tag.
  */
 #include "worker/worker.h"
 
@@ -15,47 +18,25 @@
 
 #include "common/log.h"
 #include "worker/ipc.h"
-#include "worker/module_cache.h"
 #include "worker/submit_check.h"
+#include "worker/worker_internal.h"
 
-/* Room for a message with a JIT log in it; the wire caps messages at
- * GL_WIRE_MAX_MESSAGE bytes anyway. */
-#define ERR_MAX 24576
+/* ---- replies (any thread) ------------------------------------------------ */
 
-/* Each argument is copied into its own 64-byte slot of the argument area
- * (a scalar is at most GPULEASE_MAX_SCALAR_BYTES = 64). */
-#define SLOT_BYTES 64
-#define SLOT_AREA (GPULEASE_MAX_PARAMS * SLOT_BYTES)
-
-/* ---- state ----------------------------------------------------------------- */
-
-typedef struct worker {
-  int fd;
-  gl_backend *be;
-  gl_module_cache cache;
-  bool initialised;
-  uint64_t vram_bytes;
-  uint64_t region_base;
-  char device_name[96];
-  uint64_t submits;
-  char *err;            /* ERR_MAX bytes */
-  uint8_t *arg_area;    /* SLOT_AREA + GL_BACKEND_ARG_READABLE bytes */
-  void **args;          /* GL_BACKEND_ARG_SLOTS pointers */
-  size_t arg_sizes[GPULEASE_MAX_PARAMS + 1];
-  size_t kernel_sizes[GPULEASE_MAX_PARAMS + 1];
-} worker;
-
-/* ---- replies --------------------------------------------------------------- */
-
-/* Writes one encoded response. 0, or -1 when the daemon is gone. */
-static int send_buf(worker *w, gl_buf *b) {
-  int rc = gl_ipc_write_all(w->fd, b->data, b->len);
+int gl_wk_send(gl_wk *w, uint64_t tag, gl_buf *b) {
+  if (b->oom) {
+    gl_buf_free(b);
+    return -1;
+  }
+  pthread_mutex_lock(&w->write_mu);
+  int rc = gl_ipc_write_call(w->fd, tag, b->data, b->len);
+  pthread_mutex_unlock(&w->write_mu);
   gl_buf_free(b);
   if (rc != 0) GL_WARN("worker: cannot write a reply: the daemon is gone");
   return rc;
 }
 
-static int reply_error(worker *w, uint16_t op, gpulease_status st, const char *msg) {
+int gl_wk_reply_error(gl_wk *w, uint64_t tag, uint16_t op, gpulease_status st, const char *msg) {
   gl_buf b;
   gl_buf_init(&b);
   if (gl_response_encode_error(op, st, &b, "%s", msg) != GPULEASE_OK) {
@@ -63,50 +44,121 @@ static int reply_error(worker *w, uint16_t op, gpulease_status st, const char *m
     return -1;
   }
   GL_DEBUG("worker: %s -> %s: %s", gl_op_name(op), gpulease_status_name((int)st), msg);
-  return send_buf(w, &b);
+  return gl_wk_send(w, tag, &b);
 }
 
-static int reply(worker *w, const gl_response *resp) {
+int gl_wk_reply(gl_wk *w, uint64_t tag, const gl_response *resp) {
   gl_buf b;
   gl_buf_init(&b);
   if (gl_response_encode(resp, &b) != GPULEASE_OK) {
     gl_buf_free(&b);
-    return reply_error(w, resp->op, GPULEASE_INTERNAL, "worker out of memory encoding a reply");
+    return gl_wk_reply_error(w, tag, resp->op, GPULEASE_INTERNAL,
+                             "worker out of memory encoding a reply");
   }
-  return send_buf(w, &b);
+  return gl_wk_send(w, tag, &b);
 }
 
-/* ---- ops ----------------------------------------------------------------- */
+int gl_wk_reply_ok(gl_wk *w, uint64_t tag, uint16_t op) {
+  gl_response r = {.op = op, .status = GPULEASE_OK, .msg = ""};
+  return gl_wk_reply(w, tag, &r);
+}
 
-static int do_probe(worker *w) {
+bool gl_wk_check_lost(gl_wk *w, const char *why) {
+  if (!w->be->ops->context_lost(w->be)) return atomic_load(&w->lost);
+  pthread_mutex_lock(&w->lost_mu);
+  if (!atomic_load(&w->lost)) {
+    snprintf(w->lost_msg, sizeof w->lost_msg, "%s", why && why[0] ? why : "device fault");
+    atomic_store(&w->lost, true);
+    GL_ERROR("worker: the CUDA context is lost after a device fault: %s", w->lost_msg);
+  }
+  pthread_mutex_unlock(&w->lost_mu);
+  return true;
+}
+
+void gl_wk_hang_up(gl_wk *w) {
+  /* End of stream for the daemon at once, before the slow teardown of a
+   * faulted context, so it starts a fresh worker for the lease's next
+   * request instead of queueing it here; the main thread's read ends too. */
+  GL_ERROR("worker: the CUDA context is lost; exiting with status %d",
+           GL_WORKER_EXIT_CONTEXT_LOST);
+  shutdown(w->fd, SHUT_RDWR);
+}
+
+/* ---- argument areas --------------------------------------------------------- */
+
+int gl_argbuf_init(gl_argbuf *a) {
+  a->area = calloc(1, GL_WK_SLOT_AREA + GL_BACKEND_ARG_READABLE);
+  a->args = malloc(GL_BACKEND_ARG_SLOTS * sizeof *a->args);
+  if (!a->area || !a->args) {
+    gl_argbuf_free(a);
+    return -1;
+  }
+  /* Argument i lives in slot i; pointers past the last slot all point at
+   * the zero padding, readable GL_BACKEND_ARG_READABLE bytes. */
+  for (size_t i = 0; i < GL_BACKEND_ARG_SLOTS; i++)
+    a->args[i] = a->area + (i < GPULEASE_MAX_PARAMS ? i * GL_WK_SLOT_BYTES : GL_WK_SLOT_AREA);
+  return 0;
+}
+
+void gl_argbuf_free(gl_argbuf *a) {
+  free(a->area);
+  free(a->args);
+  a->area = NULL;
+  a->args = NULL;
+}
+
+static const char *g_jit_dir;
+
+void gl_worker_set_jit_cache_dir(const char *dir) { g_jit_dir = dir; }
+
+/* ---- the lease's own ops ----------------------------------------------- */
+
+static void do_probe(gl_wk *w, uint64_t tag) {
   gl_response *resp = calloc(1, sizeof *resp);
-  if (!resp) return reply_error(w, GL_OP_WORKER_PROBE, GPULEASE_INTERNAL, "out of memory");
-  gpulease_status st = w->be->ops->probe(w->be, &resp->u.probe, w->err, ERR_MAX);
-  int rc;
+  char err[1024] = "";
+  if (!resp) {
+    gl_wk_reply_error(w, tag, GL_OP_WORKER_PROBE, GPULEASE_INTERNAL, "out of memory");
+    return;
+  }
+  gpulease_status st = w->be->ops->probe(w->be, &resp->u.probe, err, sizeof err);
   if (st != GPULEASE_OK) {
-    rc = reply_error(w, GL_OP_WORKER_PROBE, st, w->err);
+    gl_wk_reply_error(w, tag, GL_OP_WORKER_PROBE, st, err);
   } else {
     resp->op = GL_OP_WORKER_PROBE;
     resp->status = GPULEASE_OK;
     resp->msg = "";
-    rc = reply(w, resp);
+    gl_wk_reply(w, tag, resp);
   }
   free(resp);
-  return rc;
 }
 
-static int do_init(worker *w, const gl_worker_init_req *req) {
+static void do_init(gl_wk *w, uint64_t tag, const gl_worker_init_req *req) {
   const uint16_t op = GL_OP_WORKER_INIT;
-  if (w->initialised)
-    return reply_error(w, op, GPULEASE_INTERNAL, "worker already initialised (one WORKER_INIT "
-                                                 "per worker)");
-  if (req->vram_bytes == 0)
-    return reply_error(w, op, GPULEASE_INVALID_ARGUMENT, "vram_bytes must be at least 1");
+  char err[2048] = "";
+  if (w->initialised) {
+    gl_wk_reply_error(w, tag, op, GPULEASE_INTERNAL,
+                      "worker already initialised (one WORKER_INIT per worker)");
+    return;
+  }
+  if (req->vram_bytes == 0) {
+    gl_wk_reply_error(w, tag, op, GPULEASE_INVALID_ARGUMENT, "vram_bytes must be at least 1");
+    return;
+  }
   uint64_t base = 0;
   char name[96] = "";
   gpulease_status st = w->be->ops->init(w->be, req->cuda_ordinal, req->vram_bytes, &base, name,
-                                        sizeof name, w->err, ERR_MAX);
-  if (st != GPULEASE_OK) return reply_error(w, op, st, w->err);
+                                        sizeof name, err, sizeof err);
+  if (st != GPULEASE_OK) {
+    gl_wk_reply_error(w, tag, op, st, err);
+    return;
+  }
+  w->alloc = gl_suballoc_new(req->vram_bytes, 256);
+  w->jit = gl_jit_cache_open(g_jit_dir, GL_WK_JIT_CACHE_BYTES);
+  w->modtab = w->jit ? gl_modtab_new(w->be, w->jit) : NULL;
+  if (!w->alloc || !w->modtab) {
+    gl_wk_reply_error(w, tag, op, GPULEASE_INTERNAL, "worker out of memory");
+    return;
+  }
   w->initialised = true;
   w->vram_bytes = req->vram_bytes;
   w->region_base = base;
@@ -122,31 +174,31 @@ static int do_init(worker *w, const gl_worker_init_req *req) {
   resp.u.worker_init.region_base = base;
   snprintf(resp.u.worker_init.device_name, sizeof resp.u.worker_init.device_name, "%s",
            w->device_name);
-  return reply(w, &resp);
+  gl_wk_reply(w, tag, &resp);
 }
 
-/* Fills w->args / w->arg_sizes from the request: without a param list the
+/* Fills w->args / w->submit_args.sizes from the request: without a param list the
  * region's base pointer is the only argument. Returns the argument count. */
-static size_t build_args(worker *w, const gl_submit_req *req) {
-  memset(w->arg_area, 0, SLOT_AREA);
+static size_t build_args(gl_wk *w, const gl_submit_req *req) {
+  memset(w->submit_args.area, 0, GL_WK_SLOT_AREA);
   size_t n = 0;
   if (!(req->flags & GL_SUBMIT_F_PARAMS)) {
     uint64_t base = w->region_base;
-    memcpy(w->arg_area, &base, sizeof base);
-    w->arg_sizes[0] = sizeof base;
+    memcpy(w->submit_args.area, &base, sizeof base);
+    w->submit_args.sizes[0] = sizeof base;
     return 1;
   }
   size_t pos = 0;
   gl_param p;
   while (n < GPULEASE_MAX_PARAMS && gl_param_next(req, &pos, &p)) {
-    uint8_t *slot = w->arg_area + n * SLOT_BYTES;
+    uint8_t *slot = w->submit_args.area + n * GL_WK_SLOT_BYTES;
     if (p.kind == GPULEASE_PARAM_POINTER) {
       uint64_t ptr = w->region_base + p.offset; /* offset < vram: checked */
       memcpy(slot, &ptr, sizeof ptr);
-      w->arg_sizes[n] = sizeof ptr;
+      w->submit_args.sizes[n] = sizeof ptr;
     } else {
       memcpy(slot, p.value, p.size);
-      w->arg_sizes[n] = p.size;
+      w->submit_args.sizes[n] = p.size;
     }
     n++;
   }
@@ -155,15 +207,15 @@ static size_t build_args(worker *w, const gl_submit_req *req) {
 
 /* When the backend knows the kernel's parameter sizes, refuses a list that
  * does not match them. OK when it matches or cannot be checked. */
-static gpulease_status check_args(worker *w, void *fn, const gl_submit_req *req,
+static gpulease_status check_args(gl_wk *w, void *fn, const gl_submit_req *req,
                                   const char *name, size_t n) {
   if (!w->be->ops->param_sizes) return GPULEASE_OK;
   size_t count = 0;
-  gpulease_status st = w->be->ops->param_sizes(w->be, fn, w->kernel_sizes,
-                                               GPULEASE_MAX_PARAMS + 1, &count, w->err, ERR_MAX);
+  gpulease_status st = w->be->ops->param_sizes(w->be, fn, w->submit_args.kernel_sizes,
+                                               GPULEASE_MAX_PARAMS + 1, &count, w->err, GL_WK_ERR_MAX);
   if (st != GPULEASE_OK) return GPULEASE_OK; /* cannot tell: launch as asked */
   if (count != n) {
-    snprintf(w->err, ERR_MAX, "kernel '%s' takes %zu parameter%s but the request passes %zu%s",
+    snprintf(w->err, GL_WK_ERR_MAX, "kernel '%s' takes %zu parameter%s but the request passes %zu%s",
              name, count, count == 1 ? "" : "s", n,
              (req->flags & GL_SUBMIT_F_PARAMS)
                  ? ""
@@ -171,11 +223,11 @@ static gpulease_status check_args(worker *w, void *fn, const gl_submit_req *req,
     return GPULEASE_INVALID_ARGUMENT;
   }
   for (size_t i = 0; i < n && i <= GPULEASE_MAX_PARAMS; i++) {
-    if (w->kernel_sizes[i] != w->arg_sizes[i]) {
-      snprintf(w->err, ERR_MAX,
+    if (w->submit_args.kernel_sizes[i] != w->submit_args.sizes[i]) {
+      snprintf(w->err, GL_WK_ERR_MAX,
                "parameter %zu of kernel '%s' is %zu bytes but the request passes %zu bytes "
                "(pointers are 8 bytes)",
-               i, name, w->kernel_sizes[i], w->arg_sizes[i]);
+               i, name, w->submit_args.kernel_sizes[i], w->submit_args.sizes[i]);
       return GPULEASE_INVALID_ARGUMENT;
     }
   }
@@ -184,16 +236,16 @@ static gpulease_status check_args(worker *w, void *fn, const gl_submit_req *req,
 
 /* Runs one submit. On failure returns the status with w->err filled; on
  * success *output (malloc'd, may be NULL for 0 bytes) and *gpu_time_ns. */
-static gpulease_status run_submit(worker *w, const gl_submit_req *req, uint8_t **output,
+static gpulease_status run_submit(gl_wk *w, const gl_submit_req *req, uint8_t **output,
                                   uint64_t *gpu_time_ns) {
   gpulease_status st = gl_submit_check(req, w->vram_bytes, GL_WORKER_MAX_OUTPUT, w->err,
-                                       ERR_MAX);
+                                       GL_WK_ERR_MAX);
   if (st != GPULEASE_OK) return st;
 
   gpulease_image_format fmt;
   size_t text_len;
   st = gl_image_resolve(req->image_format, req->image, req->image_len, &fmt, &text_len, w->err,
-                        ERR_MAX);
+                        GL_WK_ERR_MAX);
   if (st != GPULEASE_OK) return st;
 
   char name[GL_WIRE_MAX_KERNEL_NAME + 1];
@@ -201,9 +253,9 @@ static gpulease_status run_submit(worker *w, const gl_submit_req *req, uint8_t *
   name[req->kernel_name_len] = 0;
 
   void *module = NULL, *fn = NULL;
-  st = gl_module_cache_get(&w->cache, req->image, text_len, fmt, &module, w->err, ERR_MAX);
+  st = gl_module_cache_get(&w->cache, req->image, text_len, fmt, &module, w->err, GL_WK_ERR_MAX);
   if (st != GPULEASE_OK) return st;
-  st = w->be->ops->get_function(w->be, module, name, &fn, w->err, ERR_MAX);
+  st = w->be->ops->get_function(w->be, module, name, &fn, w->err, GL_WK_ERR_MAX);
   if (st != GPULEASE_OK) return st;
 
   size_t n = build_args(w, req);
@@ -212,7 +264,7 @@ static gpulease_status run_submit(worker *w, const gl_submit_req *req, uint8_t *
 
   if (req->input_len > 0) {
     st = w->be->ops->write(w->be, req->input_offset, req->input, req->input_len, w->err,
-                           ERR_MAX);
+                           GL_WK_ERR_MAX);
     if (st != GPULEASE_OK) return st;
   }
 
@@ -222,22 +274,22 @@ static gpulease_status run_submit(worker *w, const gl_submit_req *req, uint8_t *
   memcpy(l.grid, req->grid, sizeof l.grid);
   memcpy(l.block, req->block, sizeof l.block);
   l.shared_mem_bytes = req->shared_mem_bytes;
-  l.args = w->args;
-  l.arg_sizes = w->arg_sizes;
+  l.args = w->submit_args.args;
+  l.arg_sizes = w->submit_args.sizes;
   l.arg_count = n;
-  st = w->be->ops->launch(w->be, fn, &l, gpu_time_ns, w->err, ERR_MAX);
+  st = w->be->ops->launch(w->be, fn, &l, gpu_time_ns, w->err, GL_WK_ERR_MAX);
   if (st != GPULEASE_OK) return st;
 
   *output = NULL;
   if (req->output_size > 0) {
     uint8_t *out = malloc((size_t)req->output_size);
     if (!out) {
-      snprintf(w->err, ERR_MAX, "worker out of memory for %llu bytes of output",
+      snprintf(w->err, GL_WK_ERR_MAX, "worker out of memory for %llu bytes of output",
                (unsigned long long)req->output_size);
       return GPULEASE_INTERNAL;
     }
     st = w->be->ops->read(w->be, req->output_offset, out, (size_t)req->output_size, w->err,
-                          ERR_MAX);
+                          GL_WK_ERR_MAX);
     if (st != GPULEASE_OK) {
       free(out);
       return st;
@@ -247,85 +299,144 @@ static gpulease_status run_submit(worker *w, const gl_submit_req *req, uint8_t *
   return GPULEASE_OK;
 }
 
-static int do_submit(worker *w, const gl_submit_req *req) {
+/* The submit lane's run function: one GPU_SUBMIT. */
+static void run_submit_job(void *ctx, gl_job *job) {
+  gl_wk *w = ctx;
   const uint16_t op = GL_OP_GPU_SUBMIT;
-  if (!w->initialised)
-    return reply_error(w, op, GPULEASE_INTERNAL, "worker not initialised (no WORKER_INIT yet)");
+  const gl_submit_req *req = &job->req.u.submit;
+  w->err[0] = 0;
+  if (atomic_load(&w->lost)) {
+    char msg[1200];
+    pthread_mutex_lock(&w->lost_mu);
+    snprintf(msg, sizeof msg, "the lease's CUDA context was lost (%s); close the lease's "
+             "sessions to get a fresh one", w->lost_msg);
+    pthread_mutex_unlock(&w->lost_mu);
+    gl_wk_reply_error(w, job->tag, op, GPULEASE_LAUNCH_FAILED, msg);
+    gl_job_free(job);
+    return;
+  }
   uint8_t *output = NULL;
   uint64_t ns = 0;
   gpulease_status st = run_submit(w, req, &output, &ns);
-  if (st != GPULEASE_OK) return reply_error(w, op, st, w->err);
-  w->submits++;
-  gl_response resp;
-  memset(&resp, 0, sizeof resp);
-  resp.op = op;
-  resp.status = GPULEASE_OK;
-  resp.msg = "";
-  resp.u.submit.gpu_time_ns = ns;
-  resp.u.submit.output = output;
-  resp.u.submit.output_len = (uint32_t)req->output_size;
-  int rc = reply(w, &resp);
-  free(output);
-  return rc;
+  if (st != GPULEASE_OK) {
+    gl_wk_check_lost(w, w->err);
+    gl_wk_reply_error(w, job->tag, op, st, w->err);
+  } else {
+    w->submits++;
+    gl_response resp;
+    memset(&resp, 0, sizeof resp);
+    resp.op = op;
+    resp.status = GPULEASE_OK;
+    resp.msg = "";
+    resp.u.submit.gpu_time_ns = ns;
+    resp.u.submit.output = output;
+    resp.u.submit.output_len = (uint32_t)req->output_size;
+    gl_wk_reply(w, job->tag, &resp);
+    free(output);
+  }
+  gl_job_free(job);
+  if (atomic_load(&w->lost)) {
+    pthread_mutex_lock(&w->sess_mu);
+    size_t open_now = w->session_count;
+    pthread_mutex_unlock(&w->sess_mu);
+    if (open_now == 0) gl_wk_hang_up(w);
+  }
 }
 
-/* Serves one whole message. 0 to go on, -1 when the reply could not be
- * written. */
-static int serve(worker *w, const uint8_t *msg, size_t len) {
-  gl_request req;
+/* Main thread: serves or routes one whole message (ownership of msg
+ * passes here). 0 to go on, -1 when a reply could not be written. */
+static int serve(gl_wk *w, uint64_t tag, uint8_t *msg, size_t len) {
+  gl_job *job = calloc(1, sizeof *job);
+  if (!job) {
+    free(msg);
+    return gl_wk_reply_error(w, tag, 0, GPULEASE_INTERNAL, "worker out of memory");
+  }
+  job->tag = tag;
+  job->msg = msg;
+  job->len = len;
   uint16_t op = 0;
-  w->err[0] = 0;
-  gpulease_status st = gl_request_decode(msg, len, GL_IPC_MAX_BODY, &req, &op, w->err, ERR_MAX);
-  if (st != GPULEASE_OK) return reply_error(w, op, st, w->err[0] ? w->err : "malformed request");
-  switch (req.op) {
+  char err[512] = "";
+  gpulease_status st =
+      gl_request_decode(msg, len, GL_IPC_MAX_BODY, &job->req, &op, err, sizeof err);
+  if (st != GPULEASE_OK) {
+    gl_job_free(job);
+    return gl_wk_reply_error(w, tag, op, st, err[0] ? err : "malformed request");
+  }
+  switch (job->req.op) {
   case GL_OP_WORKER_PROBE:
-    return do_probe(w);
+    do_probe(w, tag);
+    gl_job_free(job);
+    return 0;
   case GL_OP_WORKER_INIT:
-    return do_init(w, &req.u.worker_init);
+    do_init(w, tag, &job->req.u.worker_init);
+    gl_job_free(job);
+    return 0;
   case GL_OP_GPU_SUBMIT:
-    return do_submit(w, &req.u.submit);
+    if (!w->initialised) {
+      gl_job_free(job);
+      return gl_wk_reply_error(w, tag, GL_OP_GPU_SUBMIT, GPULEASE_INTERNAL,
+                               "worker not initialised (no WORKER_INIT yet)");
+    }
+    gl_lane_push(w->submit_lane, job);
+    return 0;
   default:
-    snprintf(w->err, ERR_MAX, "op %s (0x%04x) is not served by a worker", gl_op_name(req.op),
-             req.op);
-    return reply_error(w, req.op, GPULEASE_UNSUPPORTED, w->err);
+    if (gl_op_is_session(job->req.op)) {
+      if (!w->initialised) {
+        gl_job_free(job);
+        return gl_wk_reply_error(w, tag, op, GPULEASE_INTERNAL, "worker not initialised");
+      }
+      gl_session_dispatch(w, job);
+      gl_session_reap(w);
+      return 0;
+    }
+    snprintf(err, sizeof err, "op %s (0x%04x) is not served by a worker", gl_op_name(op), op);
+    gl_job_free(job);
+    return gl_wk_reply_error(w, tag, op, GPULEASE_UNSUPPORTED, err);
   }
 }
 
 /* ---- loop ------------------------------------------------------------------ */
 
-static int worker_setup(worker *w, int fd, gl_backend *be) {
+static int worker_setup(gl_wk *w, int fd, gl_backend *be) {
   memset(w, 0, sizeof *w);
   w->fd = fd;
   w->be = be;
+  pthread_mutex_init(&w->write_mu, NULL);
+  pthread_mutex_init(&w->lost_mu, NULL);
+  pthread_mutex_init(&w->sess_mu, NULL);
+  atomic_init(&w->lost, false);
   gl_module_cache_init(&w->cache, be);
-  w->err = malloc(ERR_MAX);
-  w->arg_area = calloc(1, SLOT_AREA + GL_BACKEND_ARG_READABLE);
-  w->args = malloc(GL_BACKEND_ARG_SLOTS * sizeof *w->args);
-  if (!w->err || !w->arg_area || !w->args) return -1;
-  /* Argument i lives in slot i; pointers past the last slot all point at
-   * the zero padding, readable GL_BACKEND_ARG_READABLE bytes. */
-  for (size_t i = 0; i < GL_BACKEND_ARG_SLOTS; i++)
-    w->args[i] = w->arg_area + (i < GPULEASE_MAX_PARAMS ? i * SLOT_BYTES : SLOT_AREA);
-  return 0;
+  w->err = malloc(GL_WK_ERR_MAX);
+  if (!w->err || gl_argbuf_init(&w->submit_args) != 0) return -1;
+  w->submit_lane = gl_lane_start(run_submit_job, w);
+  return w->submit_lane ? 0 : -1;
 }
 
-static void worker_teardown(worker *w, bool context_lost) {
+static void worker_teardown(gl_wk *w) {
+  bool lost = atomic_load(&w->lost);
+  gl_lane_stop(w->submit_lane);
+  gl_session_close_all(w);
   /* A lost context cannot unload anything; the process exit frees it all. */
-  if (context_lost)
+  if (lost)
     gl_module_cache_forget(&w->cache);
   else
     gl_module_cache_clear(&w->cache);
+  gl_modtab_free(w->modtab, lost);
+  gl_jit_cache_close(w->jit);
+  gl_suballoc_free(w->alloc);
   free(w->err);
-  free(w->arg_area);
-  free(w->args);
+  gl_argbuf_free(&w->submit_args);
+  pthread_mutex_destroy(&w->write_mu);
+  pthread_mutex_destroy(&w->lost_mu);
+  pthread_mutex_destroy(&w->sess_mu);
 }
 
 int gl_worker_run(int fd, gl_backend *backend) {
-  worker *w = malloc(sizeof *w);
+  gl_wk *w = malloc(sizeof *w);
   if (!w) return GL_WORKER_EXIT_IO;
   if (worker_setup(w, fd, backend) != 0) {
     GL_ERROR("worker: out of memory at start-up");
-    worker_teardown(w, false);
+    worker_teardown(w);
     free(w);
     return GL_WORKER_EXIT_IO;
   }
@@ -334,50 +445,45 @@ int gl_worker_run(int fd, gl_backend *backend) {
     gl_header h;
     uint8_t *msg = NULL;
     size_t len = 0;
+    uint64_t tag = 0;
     gpulease_status hst = GPULEASE_MALFORMED;
-    gl_ipc_result r = gl_ipc_read(fd, GL_IPC_MAX_BODY, &h, &msg, &len, &hst);
+    gl_ipc_result r = gl_ipc_read_call(fd, GL_IPC_MAX_BODY, &tag, &h, &msg, &len, &hst);
     if (r == GL_IPC_EOF) break;
     if (r == GL_IPC_IO_ERROR) {
-      GL_WARN("worker: reading a request failed; exiting");
+      if (!atomic_load(&w->lost)) GL_WARN("worker: reading a request failed; exiting");
       rc = GL_WORKER_EXIT_IO;
       break;
     }
     if (r == GL_IPC_BAD_HEADER) {
       /* body_len cannot be trusted, so the stream cannot be followed any
        * further: answer, then stop. */
-      reply_error(w, h.op, hst,
-                  hst == GPULEASE_UNSUPPORTED ? "unsupported protocol version in request header"
-                                              : "malformed request header (bad magic or kind)");
+      gl_wk_reply_error(w, tag, h.op, hst,
+                        hst == GPULEASE_UNSUPPORTED
+                            ? "unsupported protocol version in request header"
+                            : "malformed request header (bad magic or kind)");
       rc = GL_WORKER_EXIT_IO;
       break;
     }
     if (r == GL_IPC_TOO_LARGE) {
-      snprintf(w->err, ERR_MAX, "request body of %u bytes exceeds the worker's limit of %u",
+      snprintf(w->err, GL_WK_ERR_MAX, "request body of %u bytes exceeds the worker's limit of %u",
                h.body_len, GL_IPC_MAX_BODY);
-      if (reply_error(w, h.op, GPULEASE_TOO_LARGE, w->err) != 0) {
+      if (gl_wk_reply_error(w, tag, h.op, GPULEASE_TOO_LARGE, w->err) != 0) {
         rc = GL_WORKER_EXIT_IO;
         break;
       }
       continue;
     }
-    int sr = serve(w, msg, len);
-    free(msg);
-    if (backend->ops->context_lost(backend)) {
-      GL_ERROR("worker: the CUDA context is lost after a device fault; exiting with status %d",
-               GL_WORKER_EXIT_CONTEXT_LOST);
-      /* Tell the daemon at once (end of stream), before the slow teardown
-       * of a faulted context, so it starts a fresh worker for the lease's
-       * next request instead of queueing it here. */
-      shutdown(fd, SHUT_RDWR);
-      rc = GL_WORKER_EXIT_CONTEXT_LOST;
-      break;
-    }
-    if (sr != 0) {
+    if (serve(w, tag, msg, len) != 0) {
       rc = GL_WORKER_EXIT_IO;
       break;
     }
   }
-  worker_teardown(w, rc == GL_WORKER_EXIT_CONTEXT_LOST);
+  if (atomic_load(&w->lost)) rc = GL_WORKER_EXIT_CONTEXT_LOST;
+  if (rc == GL_WORKER_EXIT_CONTEXT_LOST) {
+    /* Leave the dead context and whatever still runs to the process exit. */
+    return rc;
+  }
+  worker_teardown(w);
   free(w);
   return rc;
 }

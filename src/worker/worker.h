@@ -6,8 +6,11 @@
  * the daemon SIGKILLs the worker and the driver reclaims the context and
  * its VRAM; if a kernel faults, only that lease's process is lost.
  *
- * The worker serves requests read from FD, one at a time, each answered by
- * exactly one response in the same order (src/proto/wire.h framing):
+ * The worker serves requests read from FD, each behind an 8-byte call tag
+ * (worker/ipc.h) and answered by exactly one response carrying that tag
+ * (src/proto/wire.h framing). GPU_SUBMITs run one at a time in the order
+ * received; each session's ops run in seq order on a thread of their own
+ * (session.h), so replies may come back in any order:
  *
  *   WORKER_PROBE  list the CUDA devices (uuid, name, compute capability,
  *                 SMs, memory); NO_DEVICE with the reason when the driver
@@ -19,6 +22,7 @@
  *   GPU_SUBMIT    validate against the region, load the image (cached),
  *                 copy input, launch, wait, read output back; reply the
  *                 output and the kernel's GPU time. Only after INIT.
+ *   SESSION_OPEN ... LAUNCH   the session ops (docs/protocol.md, "Sessions").
  *
  * Any other op is answered UNSUPPORTED; a body that does not decode is
  * answered with the decoder's status (MALFORMED, ...) and the worker goes
@@ -39,6 +43,11 @@
 /* Largest GPU_SUBMIT output_size the worker reads back (the response must
  * fit in one message of at most GL_IPC_MAX_BODY bytes). */
 #define GL_WORKER_MAX_OUTPUT ((1u << 30) - 4096u)
+
+/* The directory where compiled PTX is cached across restarts (the daemon
+ * passes <state-dir>/jit-cache); NULL (the default) disables the cache.
+ * Call before gl_worker_run; the string is borrowed. */
+void gl_worker_set_jit_cache_dir(const char *dir);
 
 /* Runs the worker loop on fd (a connected SOCK_STREAM socket; blocking)
  * with the CUDA backend until the daemon closes the stream. Returns one of

@@ -107,12 +107,14 @@ static int wk_call(wk *w, const gl_request *req, gl_response *resp, uint8_t **bu
     return -1;
   }
   double t0 = now_ms();
-  int rc = gl_ipc_write_all(w->fd, b.data, b.len);
+  int rc = gl_ipc_write_call(w->fd, 1, b.data, b.len);
   gl_buf_free(&b);
   if (rc != 0) return -1;
   gl_header h;
   size_t len;
-  if (gl_ipc_read(w->fd, GL_IPC_MAX_BODY, &h, buf, &len, NULL) != GL_IPC_MESSAGE) return -1;
+  uint64_t tag;
+  if (gl_ipc_read_call(w->fd, GL_IPC_MAX_BODY, &tag, &h, buf, &len, NULL) != GL_IPC_MESSAGE)
+    return -1;
   if (ms) *ms = now_ms() - t0;
   char err[256];
   if (gl_response_decode(*buf, len, GL_IPC_MAX_BODY, resp, err, sizeof err) != GPULEASE_OK) {

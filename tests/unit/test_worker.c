@@ -40,8 +40,12 @@
  * Helpers: messages over the socket
  * ======================================================================== */
 
+/* Every message on the worker channel goes behind a call tag (ipc.h); the
+ * tests use one tag throughout and check that replies carry it back. */
+#define TEST_TAG 0x0102030405060708ull
+
 static void send_bytes(int fd, const void *p, size_t n) {
-  assert_int_equal(gl_ipc_write_all(fd, p, n), 0);
+  assert_int_equal(gl_ipc_write_call(fd, TEST_TAG, p, n), 0);
 }
 
 static void send_req(int fd, const gl_request *req) {
@@ -58,7 +62,10 @@ static uint8_t *recv_resp(int fd, gl_response *resp) {
   gl_header h;
   uint8_t *msg = NULL;
   size_t len = 0;
-  assert_int_equal(gl_ipc_read(fd, GL_IPC_MAX_BODY, &h, &msg, &len, NULL), GL_IPC_MESSAGE);
+  uint64_t tag = 0;
+  assert_int_equal(gl_ipc_read_call(fd, GL_IPC_MAX_BODY, &tag, &h, &msg, &len, NULL),
+                   GL_IPC_MESSAGE);
+  assert_int_equal(tag, TEST_TAG);
   char err[256] = "";
   gpulease_status st = gl_response_decode(msg, len, GL_IPC_MAX_BODY, resp, err, sizeof err);
   if (st != GPULEASE_OK) fail_msg("response does not decode: %s", err);

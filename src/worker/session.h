@@ -1,0 +1,93 @@
+/*
+ * session.h - one session in the worker: its order, its failure, its
+ * handles. Shared by session.c (table, seq order, lifecycle) and
+ * session_ops.c (the ops).
+ *
+ * A session is a CUDA stream in the lease's context plus the buffers,
+ * modules and functions it created, each under an opaque random handle
+ * (kind in the top byte). Its ops run on its own lane, in seq order; the
+ * first op that fails is the session's failure until a SYNC acknowledges
+ * it (docs/protocol.md, "Sessions").
+ */
+#ifndef GL_WORKER_SESSION_H
+#define GL_WORKER_SESSION_H
+
+#include "worker/hmap.h"
+#include "worker/worker_internal.h"
+
+/* Handle kinds (top byte), so a handle of the wrong kind is never found. */
+#define GL_HANDLE_BUFFER 0xB1u
+#define GL_HANDLE_MODULE 0xD1u
+#define GL_HANDLE_FUNCTION 0xF1u
+
+/* Per-session limits (CAPACITY_EXCEEDED). */
+#define GL_WS_MAX_BUFFERS 65536
+#define GL_WS_MAX_MODULES 1024
+#define GL_WS_MAX_FUNCTIONS 4096
+/* Out-of-order ops a session holds while waiting for a lower seq, and how
+ * far ahead of the next expected seq an op may be. */
+#define GL_WS_MAX_HELD 4096
+#define GL_WS_MAX_AHEAD 65536
+
+typedef struct gl_wbuffer {
+  uint64_t offset; /* in the region */
+  uint64_t size;   /* as asked */
+} gl_wbuffer;
+
+typedef struct gl_wfunction gl_wfunction;
+
+typedef struct gl_wmodule {
+  void *module;          /* the backend's, from the modtab (one reference) */
+  gl_wfunction *funcs;   /* functions found in it */
+} gl_wmodule;
+
+struct gl_wfunction {
+  uint64_t handle;
+  void *fn;              /* the backend's */
+  gl_wmodule *mod;
+  gl_wfunction *next;    /* in mod->funcs */
+  char name[GL_WIRE_MAX_KERNEL_NAME + 1];
+  bool sizes_known;
+  size_t param_count;
+  size_t param_sizes[GPULEASE_MAX_PARAMS];
+};
+
+struct gl_wsession {
+  gl_wk *w;
+  uint64_t id;
+  gl_wsession *next; /* in w->sessions */
+  gl_lane *lane;
+
+  /* Main thread only: the order. */
+  uint64_t next_seq;
+  gl_job *held; /* ops ahead of next_seq, sorted by seq */
+  size_t held_count;
+
+  /* Lane thread only. */
+  void *stream;
+  gl_hmap buffers, modules, functions;
+  gl_argbuf args;
+  bool args_ready;
+  char *err; /* GL_WK_ERR_MAX */
+  /* The failure (status 0: none). */
+  uint16_t f_status, f_op;
+  uint64_t f_seq;
+  char f_msg[2048];
+  /* First LAUNCH queued since the stream was last known idle: where a
+   * fault found later is attributed (0: none). */
+  uint64_t unsynced_launch_seq;
+
+  atomic_bool closed; /* SESSION_CLOSE done: the main thread reaps it */
+};
+
+/* Runs one job of session s (its lane's run function). */
+void gl_session_run(void *ctx, gl_job *job);
+
+/* Frees every buffer, function and module of s and its stream (lane
+ * thread, or main thread once the lane has stopped). */
+void gl_session_release_all(gl_wsession *s);
+
+/* A new random handle of the given kind, not 0. */
+uint64_t gl_session_new_handle(unsigned kind);
+
+#endif /* GL_WORKER_SESSION_H */

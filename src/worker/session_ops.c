@@ -1,0 +1,580 @@
+/*
+ * session_ops.c - what each session op does, on the session's lane
+ * (docs/protocol.md, "Sessions").
+ *
+ * Every op checks its handles and ranges against the session's own tables
+ * (a handle of another session, a freed one or a forged one is simply not
+ * there: INVALID_HANDLE), then calls the backend on the session's stream.
+ * The first op that fails becomes the session's failure; until a SYNC
+ * acknowledges it, later ops are refused with the same status without
+ * running. A kernel fault that shows only later (on a GPU, when the stream
+ * next waits) is put down to the first LAUNCH queued since the stream was
+ * last known idle.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "worker/session.h"
+#include "worker/submit_check.h"
+
+/* ======================================================================
+ * The failure
+ * ==================================================================== */
+
+static void set_failure(gl_wsession *s, uint16_t op, uint64_t seq, gpulease_status st,
+                        const char *msg) {
+  if (s->f_status != GPULEASE_OK) return;
+  s->f_status = (uint16_t)st;
+  s->f_op = op;
+  s->f_seq = seq;
+  snprintf(s->f_msg, sizeof s->f_msg, "%s", msg);
+}
+
+/* A lost context is every session's failure. */
+static void note_lost(gl_wsession *s) {
+  gl_wk *w = s->w;
+  if (!atomic_load(&w->lost) || s->f_status != GPULEASE_OK) return;
+  char msg[1200];
+  pthread_mutex_lock(&w->lost_mu);
+  snprintf(msg, sizeof msg, "the lease's CUDA context was lost after a device fault (%s); "
+           "this session's buffers and modules are gone: close it",
+           w->lost_msg);
+  pthread_mutex_unlock(&w->lost_mu);
+  set_failure(s, 0, 0, GPULEASE_LAUNCH_FAILED, msg);
+}
+
+static void after_backend(gl_wsession *s) {
+  gl_wk *w = s->w;
+  if (w->be->ops->context_lost(w->be)) gl_wk_check_lost(w, s->err);
+}
+
+/* A backend call of op `op` failed with st (message in s->err). A fault
+ * found while waiting is the failure of the launch that caused it. */
+static void fail_from_backend(gl_wsession *s, uint16_t op, uint64_t seq, gpulease_status st) {
+  after_backend(s);
+  if (st == GPULEASE_LAUNCH_FAILED && op != GL_OP_LAUNCH && s->unsynced_launch_seq) {
+    char msg[2048];
+    snprintf(msg, sizeof msg,
+             "%s (found by %s seq %" PRIu64 "; a kernel fault shows when the stream next waits and "
+             "is put down to the first LAUNCH since the stream was last idle)",
+             s->err, gl_op_name(op), seq);
+    set_failure(s, GL_OP_LAUNCH, s->unsynced_launch_seq, st, msg);
+    s->unsynced_launch_seq = 0;
+    return;
+  }
+  set_failure(s, op, seq, st, s->err);
+}
+
+static gpulease_status errf(gl_wsession *s, gpulease_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static gpulease_status errf(gl_wsession *s, gpulease_status st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(s->err, GL_WK_ERR_MAX, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+/* ======================================================================
+ * Handles and ranges
+ * ==================================================================== */
+
+static gpulease_status get_buffer(gl_wsession *s, uint64_t h, gl_wbuffer **out) {
+  *out = gl_hmap_get(&s->buffers, h);
+  if (*out) return GPULEASE_OK;
+  return errf(s, GPULEASE_INVALID_HANDLE,
+              "0x%016" PRIx64 " is not a buffer of session %" PRIu64
+              " (never allocated here, freed, or another session's)",
+              h, s->id);
+}
+
+/* offset + len within the buffer, computed without overflow. */
+static gpulease_status in_buffer(gl_wsession *s, const gl_wbuffer *b, uint64_t h, uint64_t offset,
+                                 uint64_t len) {
+  if (offset <= b->size && len <= b->size - offset) return GPULEASE_OK;
+  return errf(s, GPULEASE_INVALID_ARGUMENT,
+              "bytes %" PRIu64 "..+%" PRIu64 " are outside buffer 0x%016" PRIx64 " of %" PRIu64
+              " bytes",
+              offset, len, h, b->size);
+}
+
+static uint64_t put_handle(gl_wsession *s, gl_hmap *m, unsigned kind, void *obj) {
+  for (;;) {
+    uint64_t h = gl_session_new_handle(kind);
+    if (gl_hmap_get(m, h)) continue;
+    if (gl_hmap_put(m, h, obj) != 0) return 0;
+    (void)s;
+    return h;
+  }
+}
+
+/* ======================================================================
+ * Memory
+ * ==================================================================== */
+
+static gpulease_status op_alloc(gl_wsession *s, const gl_mem_alloc_req *r, gl_response *resp) {
+  gl_wk *w = s->w;
+  if (s->buffers.count >= GL_WS_MAX_BUFFERS)
+    return errf(s, GPULEASE_CAPACITY_EXCEEDED, "session %" PRIu64 " already has %d buffers",
+                s->id, GL_WS_MAX_BUFFERS);
+  gl_wbuffer *b = malloc(sizeof *b);
+  if (!b) return errf(s, GPULEASE_INTERNAL, "worker out of memory");
+  gpulease_status st = gl_suballoc_alloc(w->alloc, r->size_bytes, &b->offset, s->err,
+                                         GL_WK_ERR_MAX);
+  if (st != GPULEASE_OK) {
+    free(b);
+    return st;
+  }
+  b->size = r->size_bytes;
+  uint64_t h = put_handle(s, &s->buffers, GL_HANDLE_BUFFER, b);
+  if (!h) {
+    gl_suballoc_release(w->alloc, b->offset);
+    free(b);
+    return errf(s, GPULEASE_INTERNAL, "worker out of memory");
+  }
+  resp->u.handle = h;
+  return GPULEASE_OK;
+}
+
+static gpulease_status wait_stream(gl_wsession *s, uint16_t op, uint64_t seq, bool *failed) {
+  gl_wk *w = s->w;
+  gpulease_status st = w->be->ops->stream_sync(w->be, s->stream, s->err, GL_WK_ERR_MAX);
+  if (st != GPULEASE_OK) {
+    fail_from_backend(s, op, seq, st);
+    *failed = true;
+    return st;
+  }
+  s->unsynced_launch_seq = 0;
+  return GPULEASE_OK;
+}
+
+static gpulease_status op_free(gl_wsession *s, const gl_handle_req *r, bool *failed) {
+  gl_wbuffer *b;
+  gpulease_status st = get_buffer(s, r->handle, &b);
+  if (st != GPULEASE_OK) return st;
+  /* As cuMemFree: the stream's earlier work may still use it. */
+  st = wait_stream(s, GL_OP_MEM_FREE, r->s.seq, failed);
+  if (st != GPULEASE_OK) return st;
+  gl_hmap_del(&s->buffers, r->handle);
+  gl_suballoc_release(s->w->alloc, b->offset);
+  free(b);
+  return GPULEASE_OK;
+}
+
+static gpulease_status op_write(gl_wsession *s, const gl_mem_write_req *r) {
+  gl_wbuffer *b;
+  gpulease_status st = get_buffer(s, r->buffer, &b);
+  if (st == GPULEASE_OK) st = in_buffer(s, b, r->buffer, r->offset, r->data_len);
+  if (st != GPULEASE_OK) return st;
+  gl_wk *w = s->w;
+  return w->be->ops->write_async(w->be, s->stream, b->offset + r->offset, r->data, r->data_len,
+                                 s->err, GL_WK_ERR_MAX);
+}
+
+static gpulease_status op_read(gl_wsession *s, const gl_mem_read_req *r, uint8_t **data) {
+  gl_wbuffer *b;
+  gpulease_status st = get_buffer(s, r->buffer, &b);
+  if (st == GPULEASE_OK) st = in_buffer(s, b, r->buffer, r->offset, r->size_bytes);
+  if (st != GPULEASE_OK) return st;
+  *data = malloc(r->size_bytes);
+  if (!*data) return errf(s, GPULEASE_INTERNAL, "worker out of memory for %u bytes", r->size_bytes);
+  gl_wk *w = s->w;
+  st = w->be->ops->read_sync(w->be, s->stream, b->offset + r->offset, *data, r->size_bytes, s->err,
+                             GL_WK_ERR_MAX);
+  if (st == GPULEASE_OK) s->unsynced_launch_seq = 0;
+  return st;
+}
+
+static gpulease_status op_copy(gl_wsession *s, const gl_mem_copy_req *r) {
+  gl_wbuffer *d, *src;
+  gpulease_status st = get_buffer(s, r->dst_buffer, &d);
+  if (st == GPULEASE_OK) st = get_buffer(s, r->src_buffer, &src);
+  if (st == GPULEASE_OK) st = in_buffer(s, d, r->dst_buffer, r->dst_offset, r->size_bytes);
+  if (st == GPULEASE_OK) st = in_buffer(s, src, r->src_buffer, r->src_offset, r->size_bytes);
+  if (st != GPULEASE_OK) return st;
+  uint64_t a = d->offset + r->dst_offset, bb = src->offset + r->src_offset;
+  if (a != bb && a < bb + r->size_bytes && bb < a + r->size_bytes)
+    return errf(s, GPULEASE_INVALID_ARGUMENT,
+                "MEM_COPY ranges overlap (cuMemcpyDtoD leaves the result undefined)");
+  gl_wk *w = s->w;
+  return w->be->ops->copy_async(w->be, s->stream, a, bb, r->size_bytes, s->err, GL_WK_ERR_MAX);
+}
+
+static gpulease_status op_memset(gl_wsession *s, const gl_memset_req *r) {
+  gl_wbuffer *b;
+  gpulease_status st = get_buffer(s, r->buffer, &b);
+  if (st != GPULEASE_OK) return st;
+  if (r->offset % r->element_size)
+    return errf(s, GPULEASE_INVALID_ARGUMENT, "MEMSET offset %" PRIu64
+                " is not a multiple of the element size %u", r->offset, r->element_size);
+  if (r->count > UINT64_MAX / r->element_size)
+    return errf(s, GPULEASE_INVALID_ARGUMENT, "MEMSET count %" PRIu64 " is too large", r->count);
+  st = in_buffer(s, b, r->buffer, r->offset, r->count * r->element_size);
+  if (st != GPULEASE_OK) return st;
+  gl_wk *w = s->w;
+  return w->be->ops->memset_async(w->be, s->stream, b->offset + r->offset, r->element_size,
+                                  r->value, (size_t)r->count, s->err, GL_WK_ERR_MAX);
+}
+
+/* ======================================================================
+ * Modules and functions
+ * ==================================================================== */
+
+static void drop_functions(gl_wsession *s, gl_wmodule *m) {
+  for (gl_wfunction *f = m->funcs; f;) {
+    gl_wfunction *n = f->next;
+    gl_hmap_del(&s->functions, f->handle);
+    free(f);
+    f = n;
+  }
+  m->funcs = NULL;
+}
+
+static gpulease_status op_module_load(gl_wsession *s, const gl_module_load_req *r,
+                                      gl_response *resp) {
+  gl_wk *w = s->w;
+  if (s->modules.count >= GL_WS_MAX_MODULES)
+    return errf(s, GPULEASE_CAPACITY_EXCEEDED, "session %" PRIu64 " already has %d modules",
+                s->id, GL_WS_MAX_MODULES);
+  gpulease_image_format fmt;
+  size_t text_len;
+  gpulease_status st = gl_image_resolve(r->image_format, r->image, r->image_len, &fmt, &text_len,
+                                        s->err, GL_WK_ERR_MAX);
+  if (st != GPULEASE_OK) return st;
+  gl_wmodule *m = calloc(1, sizeof *m);
+  if (!m) return errf(s, GPULEASE_INTERNAL, "worker out of memory");
+  uint8_t source = GL_MODULE_CACHE_LOADED;
+  st = gl_modtab_acquire(w->modtab, r->image, text_len, fmt, &m->module, &source, s->err,
+                         GL_WK_ERR_MAX);
+  if (st != GPULEASE_OK) {
+    free(m);
+    return st;
+  }
+  uint64_t h = put_handle(s, &s->modules, GL_HANDLE_MODULE, m);
+  if (!h) {
+    gl_modtab_release(w->modtab, m->module);
+    free(m);
+    return errf(s, GPULEASE_INTERNAL, "worker out of memory");
+  }
+  resp->u.module_load.module = h;
+  resp->u.module_load.cache = source;
+  return GPULEASE_OK;
+}
+
+static gpulease_status op_module_unload(gl_wsession *s, const gl_handle_req *r, bool *failed) {
+  gl_wmodule *m = gl_hmap_get(&s->modules, r->handle);
+  if (!m)
+    return errf(s, GPULEASE_INVALID_HANDLE,
+                "0x%016" PRIx64 " is not a module of session %" PRIu64
+                " (never loaded here, unloaded, or another session's)",
+                r->handle, s->id);
+  gpulease_status st = wait_stream(s, GL_OP_MODULE_UNLOAD, r->s.seq, failed);
+  if (st != GPULEASE_OK) return st;
+  drop_functions(s, m);
+  gl_hmap_del(&s->modules, r->handle);
+  gl_modtab_release(s->w->modtab, m->module);
+  free(m);
+  return GPULEASE_OK;
+}
+
+static gpulease_status op_func_info(gl_wsession *s, const gl_func_info_req *r, gl_response *resp) {
+  gl_wk *w = s->w;
+  gl_wmodule *m = gl_hmap_get(&s->modules, r->module);
+  if (!m)
+    return errf(s, GPULEASE_INVALID_HANDLE,
+                "0x%016" PRIx64 " is not a module of session %" PRIu64
+                " (never loaded here, unloaded, or another session's)",
+                r->module, s->id);
+  if (s->functions.count >= GL_WS_MAX_FUNCTIONS)
+    return errf(s, GPULEASE_CAPACITY_EXCEEDED, "session %" PRIu64 " already has %d functions",
+                s->id, GL_WS_MAX_FUNCTIONS);
+  gl_wfunction *f = calloc(1, sizeof *f);
+  if (!f) return errf(s, GPULEASE_INTERNAL, "worker out of memory");
+  memcpy(f->name, r->kernel_name, r->kernel_name_len);
+  f->name[r->kernel_name_len] = 0;
+  gpulease_status st = w->be->ops->get_function(w->be, m->module, f->name, &f->fn, s->err,
+                                                GL_WK_ERR_MAX);
+  if (st == GPULEASE_LAUNCH_FAILED) st = GPULEASE_NOT_FOUND; /* CUDA_ERROR_NOT_FOUND */
+  gl_func_info_resp *fi = &resp->u.func_info;
+  if (st == GPULEASE_OK) st = w->be->ops->func_info(w->be, f->fn, fi, s->err, GL_WK_ERR_MAX);
+  if (st != GPULEASE_OK) {
+    free(f);
+    return st;
+  }
+  fi->param_count = GL_WIRE_PARAMS_UNKNOWN;
+  size_t count = 0;
+  if (w->be->ops->param_sizes &&
+      w->be->ops->param_sizes(w->be, f->fn, f->param_sizes, GPULEASE_MAX_PARAMS, &count, s->err,
+                              GL_WK_ERR_MAX) == GPULEASE_OK &&
+      count <= GPULEASE_MAX_PARAMS) {
+    f->sizes_known = true;
+    f->param_count = count;
+    fi->param_count = (uint16_t)count;
+    for (size_t i = 0; i < count; i++) fi->param_sizes[i] = (uint16_t)f->param_sizes[i];
+  }
+  s->err[0] = 0;
+  f->mod = m;
+  f->handle = put_handle(s, &s->functions, GL_HANDLE_FUNCTION, f);
+  if (!f->handle) {
+    free(f);
+    return errf(s, GPULEASE_INTERNAL, "worker out of memory");
+  }
+  f->next = m->funcs;
+  m->funcs = f;
+  fi->function = f->handle;
+  return GPULEASE_OK;
+}
+
+/* ======================================================================
+ * LAUNCH
+ * ==================================================================== */
+
+/* Checks the launch and builds its arguments in s->args; the argument
+ * count goes to *n. */
+static gpulease_status prepare_launch(gl_wsession *s, const gl_launch_req *r, gl_wfunction **fo,
+                                      size_t *n) {
+  gl_wfunction *f = gl_hmap_get(&s->functions, r->function);
+  if (!f)
+    return errf(s, GPULEASE_INVALID_HANDLE,
+                "0x%016" PRIx64 " is not a function of session %" PRIu64
+                " (never returned by FUNC_INFO here, its module unloaded, or another session's)",
+                r->function, s->id);
+  for (int i = 0; i < 3; i++)
+    if (r->grid[i] == 0 || r->block[i] == 0)
+      return errf(s, GPULEASE_INVALID_ARGUMENT, "grid and block dimensions must be at least 1");
+  uint64_t threads = (uint64_t)r->block[0] * r->block[1] * r->block[2];
+  if (threads > 1024)
+    return errf(s, GPULEASE_INVALID_ARGUMENT,
+                "a block of %" PRIu64 " threads exceeds the limit of 1024", threads);
+  if (!s->args_ready) {
+    if (gl_argbuf_init(&s->args) != 0) return errf(s, GPULEASE_INTERNAL, "worker out of memory");
+    s->args_ready = true;
+  }
+  gl_argbuf *a = &s->args;
+  memset(a->area, 0, GL_WK_SLOT_AREA);
+  size_t pos = 0, k = 0;
+  gl_launch_param p;
+  while (k < GPULEASE_MAX_PARAMS && gl_launch_param_next(r, &pos, &p)) {
+    uint8_t *slot = a->area + k * GL_WK_SLOT_BYTES;
+    if (p.kind == GL_LAUNCH_PARAM_BUFFER) {
+      gl_wbuffer *b;
+      gpulease_status st = get_buffer(s, p.buffer, &b);
+      if (st != GPULEASE_OK) return st;
+      if (p.offset > b->size)
+        return errf(s, GPULEASE_INVALID_ARGUMENT,
+                    "parameter %zu: offset %" PRIu64 " is past the end of buffer 0x%016" PRIx64
+                    " (%" PRIu64 " bytes)",
+                    k, p.offset, p.buffer, b->size);
+      uint64_t ptr = s->w->region_base + b->offset + p.offset;
+      memcpy(slot, &ptr, sizeof ptr);
+      a->sizes[k] = sizeof ptr;
+    } else {
+      memcpy(slot, p.value, p.size);
+      a->sizes[k] = p.size;
+    }
+    k++;
+  }
+  if (f->sizes_known) {
+    if (f->param_count != k)
+      return errf(s, GPULEASE_INVALID_ARGUMENT,
+                  "kernel '%s' takes %zu parameter%s but the launch passes %zu", f->name,
+                  f->param_count, f->param_count == 1 ? "" : "s", k);
+    for (size_t i = 0; i < k; i++)
+      if (f->param_sizes[i] != a->sizes[i])
+        return errf(s, GPULEASE_INVALID_ARGUMENT,
+                    "parameter %zu of kernel '%s' is %zu bytes but the launch passes %zu bytes "
+                    "(buffers are 8-byte pointers)",
+                    i, f->name, f->param_sizes[i], a->sizes[i]);
+  }
+  *fo = f;
+  *n = k;
+  return GPULEASE_OK;
+}
+
+/* Runs LAUNCH and answers it. */
+static void op_launch(gl_wsession *s, gl_job *job) {
+  gl_wk *w = s->w;
+  const gl_launch_req *r = &job->req.u.launch;
+  gl_wfunction *f = NULL;
+  size_t n = 0;
+  gpulease_status st = prepare_launch(s, r, &f, &n);
+  if (st != GPULEASE_OK) {
+    set_failure(s, GL_OP_LAUNCH, r->s.seq, st, s->err);
+    gl_wk_reply_error(w, job->tag, GL_OP_LAUNCH, st, s->err);
+    return;
+  }
+  gl_launch l;
+  memset(&l, 0, sizeof l);
+  l.kernel_name = f->name;
+  memcpy(l.grid, r->grid, sizeof l.grid);
+  memcpy(l.block, r->block, sizeof l.block);
+  l.shared_mem_bytes = r->shared_mem_bytes;
+  l.args = s->args.args;
+  l.arg_sizes = s->args.sizes;
+  l.arg_count = n;
+  if (w->be->ops->launch_runs_inline) {
+    /* The device runs it now: "queued" is the truthful answer first. */
+    gl_wk_reply_ok(w, job->tag, GL_OP_LAUNCH);
+    st = w->be->ops->launch_async(w->be, s->stream, f->fn, &l, s->err, GL_WK_ERR_MAX);
+    if (st != GPULEASE_OK) {
+      after_backend(s);
+      set_failure(s, GL_OP_LAUNCH, r->s.seq, st, s->err);
+    }
+    return;
+  }
+  st = w->be->ops->launch_async(w->be, s->stream, f->fn, &l, s->err, GL_WK_ERR_MAX);
+  if (st != GPULEASE_OK) {
+    fail_from_backend(s, GL_OP_LAUNCH, r->s.seq, st);
+    gl_wk_reply_error(w, job->tag, GL_OP_LAUNCH, st, s->err);
+    return;
+  }
+  if (!s->unsynced_launch_seq) s->unsynced_launch_seq = r->s.seq ? r->s.seq : 1;
+  gl_wk_reply_ok(w, job->tag, GL_OP_LAUNCH);
+}
+
+/* ======================================================================
+ * SYNC, SESSION_CLOSE
+ * ==================================================================== */
+
+static void op_sync(gl_wsession *s, gl_job *job) {
+  gl_wk *w = s->w;
+  const gl_sync_req *r = &job->req.u.sync;
+  if (!atomic_load(&w->lost)) {
+    bool failed = false;
+    (void)wait_stream(s, GL_OP_SYNC, r->s.seq, &failed);
+  }
+  note_lost(s);
+  gl_response resp = {.op = GL_OP_SYNC, .status = GPULEASE_OK};
+  resp.msg = s->f_status ? s->f_msg : "";
+  resp.u.sync.error_status = s->f_status;
+  resp.u.sync.error_op = s->f_op;
+  resp.u.sync.error_seq = s->f_seq;
+  gl_wk_reply(w, job->tag, &resp);
+  if (r->ack_seq && s->f_status && r->ack_seq == s->f_seq) {
+    GL_DEBUG("worker: session %" PRIu64 ": failure of op %" PRIu64 " acknowledged", s->id,
+             s->f_seq);
+    s->f_status = GPULEASE_OK;
+    s->f_op = 0;
+    s->f_seq = 0;
+    s->f_msg[0] = 0;
+  }
+}
+
+void gl_session_release_all(gl_wsession *s) {
+  gl_wk *w = s->w;
+  bool lost = atomic_load(&w->lost);
+  size_t pos = 0;
+  uint64_t k;
+  void *v;
+  while (gl_hmap_next(&s->functions, &pos, &k, &v)) free(v);
+  gl_hmap_free(&s->functions);
+  pos = 0;
+  while (gl_hmap_next(&s->modules, &pos, &k, &v)) {
+    gl_wmodule *m = v;
+    if (!lost) gl_modtab_release(w->modtab, m->module);
+    free(m);
+  }
+  gl_hmap_free(&s->modules);
+  pos = 0;
+  while (gl_hmap_next(&s->buffers, &pos, &k, &v)) {
+    gl_wbuffer *b = v;
+    gl_suballoc_release(w->alloc, b->offset);
+    free(b);
+  }
+  gl_hmap_free(&s->buffers);
+  if (s->stream && !lost) w->be->ops->stream_destroy(w->be, s->stream);
+  s->stream = NULL;
+}
+
+static void op_close(gl_wsession *s, gl_job *job) {
+  gl_wk *w = s->w;
+  if (!atomic_load(&w->lost)) w->be->ops->stream_sync(w->be, s->stream, s->err, GL_WK_ERR_MAX);
+  after_backend(s);
+  gl_session_release_all(s);
+  GL_DEBUG("worker: session %" PRIu64 " closed", s->id);
+  uint64_t tag = job->tag;
+  gl_job_free(job);
+  pthread_mutex_lock(&w->sess_mu);
+  size_t left = --w->session_count;
+  pthread_mutex_unlock(&w->sess_mu);
+  gl_wk_reply_ok(w, tag, GL_OP_SESSION_CLOSE);
+  if (atomic_load(&w->lost) && left == 0) gl_wk_hang_up(w);
+  atomic_store(&s->closed, true); /* the main thread may free s from here on */
+}
+
+/* ======================================================================
+ * Dispatch on the lane
+ * ==================================================================== */
+
+void gl_session_run(void *ctx, gl_job *job) {
+  gl_wsession *s = ctx;
+  gl_wk *w = s->w;
+  const uint16_t op = job->req.op;
+  const gl_session_ref *ref = gl_request_session(&job->req);
+  const uint64_t seq = ref->seq;
+  s->err[0] = 0;
+  note_lost(s);
+  if (op == GL_OP_SESSION_CLOSE) {
+    op_close(s, job); /* frees job */
+    return;
+  }
+  if (op == GL_OP_SYNC) {
+    op_sync(s, job);
+    gl_job_free(job);
+    return;
+  }
+  if (s->f_status != GPULEASE_OK) { /* fail fast */
+    char msg[2600];
+    snprintf(msg, sizeof msg, "op %" PRIu64 " (%s) failed earlier: %s; SYNC with ack_seq %" PRIu64
+             " to go on", s->f_seq, s->f_op ? gl_op_name(s->f_op) : "device", s->f_msg, s->f_seq);
+    gl_wk_reply_error(w, job->tag, op, (gpulease_status)s->f_status, msg);
+    gl_job_free(job);
+    return;
+  }
+  if (op == GL_OP_LAUNCH) {
+    op_launch(s, job);
+    gl_job_free(job);
+    return;
+  }
+  gl_response resp;
+  memset(&resp, 0, sizeof resp);
+  resp.op = op;
+  resp.status = GPULEASE_OK;
+  resp.msg = "";
+  uint8_t *data = NULL;
+  bool failed = false; /* set_failure already done (waits) */
+  gpulease_status st;
+  switch (op) {
+  case GL_OP_MEM_ALLOC: st = op_alloc(s, &job->req.u.mem_alloc, &resp); break;
+  case GL_OP_MEM_FREE: st = op_free(s, &job->req.u.handle, &failed); break;
+  case GL_OP_MEM_WRITE: st = op_write(s, &job->req.u.mem_write); break;
+  case GL_OP_MEM_READ:
+    st = op_read(s, &job->req.u.mem_read, &data);
+    if (st == GPULEASE_OK) {
+      resp.u.mem_read.data = data;
+      resp.u.mem_read.data_len = job->req.u.mem_read.size_bytes;
+    }
+    break;
+  case GL_OP_MEM_COPY: st = op_copy(s, &job->req.u.mem_copy); break;
+  case GL_OP_MEMSET: st = op_memset(s, &job->req.u.memset); break;
+  case GL_OP_MODULE_LOAD: st = op_module_load(s, &job->req.u.module_load, &resp); break;
+  case GL_OP_MODULE_UNLOAD: st = op_module_unload(s, &job->req.u.handle, &failed); break;
+  case GL_OP_FUNC_INFO: st = op_func_info(s, &job->req.u.func_info, &resp); break;
+  default:
+    st = errf(s, GPULEASE_UNSUPPORTED, "op 0x%04x is not a session op", op);
+    break;
+  }
+  if (st != GPULEASE_OK) {
+    if (!failed) fail_from_backend(s, op, seq, st);
+    gl_wk_reply_error(w, job->tag, op, st, s->err);
+  } else {
+    gl_wk_reply(w, job->tag, &resp);
+  }
+  free(data);
+  gl_job_free(job);
+}

@@ -1,0 +1,124 @@
+/*
+ * worker_internal.h - the worker's state, shared by worker.c (the channel
+ * and the lease's own ops), session.c (sessions: table, order, lifecycle)
+ * and session_ops.c (what each session op does).
+ *
+ * Threads: the main thread reads requests and dispatches them; GPU_SUBMIT
+ * runs on the submit lane; each session's ops run on that session's lane.
+ * Replies are written by whichever thread finishes the op, under
+ * write_mu, each behind its call tag.
+ */
+#ifndef GL_WORKER_WORKER_INTERNAL_H
+#define GL_WORKER_WORKER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proto/wire.h"
+#include "worker/backend.h"
+#include "worker/jit_cache.h"
+#include "worker/lane.h"
+#include "worker/modtab.h"
+#include "worker/module_cache.h"
+#include "worker/suballoc.h"
+
+/* Room for a message with a JIT log in it; the wire caps messages at
+ * GL_WIRE_MAX_MESSAGE bytes anyway. */
+#define GL_WK_ERR_MAX 24576
+
+/* Each kernel argument is copied into its own 64-byte slot of an argument
+ * area (a scalar is at most GPULEASE_MAX_SCALAR_BYTES = 64). */
+#define GL_WK_SLOT_BYTES 64
+#define GL_WK_SLOT_AREA (GPULEASE_MAX_PARAMS * GL_WK_SLOT_BYTES)
+
+/* Bytes of compiled PTX kept in the disk cache. */
+#define GL_WK_JIT_CACHE_BYTES (1ull << 30)
+
+/* Sessions a lease may have open at once. */
+#define GL_WK_MAX_SESSIONS 64
+
+/* Where kernel arguments are built: cuLaunchKernel's args[] and the bytes
+ * they point at (see gl_launch in backend.h). One per thread that
+ * launches. */
+typedef struct gl_argbuf {
+  uint8_t *area; /* GL_WK_SLOT_AREA + GL_BACKEND_ARG_READABLE bytes */
+  void **args;   /* GL_BACKEND_ARG_SLOTS pointers */
+  size_t sizes[GPULEASE_MAX_PARAMS + 1];
+  size_t kernel_sizes[GPULEASE_MAX_PARAMS + 1];
+} gl_argbuf;
+
+int gl_argbuf_init(gl_argbuf *a);
+void gl_argbuf_free(gl_argbuf *a);
+
+typedef struct gl_wsession gl_wsession;
+
+typedef struct gl_wk {
+  int fd;
+  gl_backend *be;
+  pthread_mutex_t write_mu;
+
+  /* The lease (set by WORKER_INIT on the main thread, read-only after). */
+  bool initialised;
+  uint64_t vram_bytes;
+  uint64_t region_base;
+  char device_name[96];
+  gl_suballoc *alloc; /* the sessions' buffers in the region */
+  gl_modtab *modtab;  /* modules loaded for sessions */
+  gl_jit_cache *jit;  /* PTX compiled earlier, on disk */
+
+  /* A device fault lost the context (CUDA sticky error). */
+  atomic_bool lost;
+  pthread_mutex_t lost_mu;
+  char lost_msg[1024];
+
+  /* Sessions: the table is changed by the main thread; lanes read the
+   * count under sess_mu. */
+  pthread_mutex_t sess_mu;
+  gl_wsession *sessions;
+  size_t session_count;
+  bool exiting; /* the main thread is leaving: lanes stop */
+
+  /* GPU_SUBMIT: its lane and that lane's state. */
+  gl_lane *submit_lane;
+  gl_module_cache cache;
+  char *err; /* GL_WK_ERR_MAX */
+  gl_argbuf submit_args;
+  uint64_t submits;
+} gl_wk;
+
+/* ---- replies (any thread) ---- */
+
+/* Writes one encoded message behind tag and frees b. 0, or -1 when the
+ * daemon is gone. */
+int gl_wk_send(gl_wk *w, uint64_t tag, gl_buf *b);
+int gl_wk_reply_error(gl_wk *w, uint64_t tag, uint16_t op, gpulease_status st, const char *msg);
+int gl_wk_reply(gl_wk *w, uint64_t tag, const gl_response *resp);
+/* An OK reply with no result fields. */
+int gl_wk_reply_ok(gl_wk *w, uint64_t tag, uint16_t op);
+
+/* Notes a lost context (first reason wins) after a backend call. True when
+ * the context is lost now. */
+bool gl_wk_check_lost(gl_wk *w, const char *why);
+
+/* Ends the worker's channel so the daemon starts a fresh worker (and the
+ * main thread's read returns): called once the context is lost and no
+ * session holds on to it. */
+void gl_wk_hang_up(gl_wk *w);
+
+/* ---- sessions (session.c) ---- */
+
+/* Main thread: routes a decoded session request (job owns the bytes) to
+ * its session in seq order, or answers it at once (unknown session, bad
+ * seq, SESSION_OPEN). */
+void gl_session_dispatch(gl_wk *w, gl_job *job);
+
+/* Main thread: frees the sessions whose lanes have finished (closed). */
+void gl_session_reap(gl_wk *w);
+
+/* Main thread, at exit: stops every lane and frees every session (its
+ * buffers and modules too, unless the context is lost). */
+void gl_session_close_all(gl_wk *w);
+
+#endif /* GL_WORKER_WORKER_INTERNAL_H */
