@@ -6,13 +6,22 @@
  *
  * A request is one client-opened bidirectional stream: the request bytes
  * (copied, since ngtcp2 may retransmit them after the call returns) go out
- * with FIN, the response is read until FIN into a growing buffer. The
- * stream's send buffer is freed by the stream_close callback, possibly
- * during a later call.
+ * with FIN, the response is read until FIN into the stream's own buffer.
+ * Many requests may be outstanding (pipelining): each has a token (1, 2,
+ * ...) found through a small hash table. The connection is only driven
+ * inside calls (send, wait, request); responses that arrive meanwhile are
+ * kept on their records until their wait.
+ *
+ * A record (cstream) lives while either side needs it: ngtcp2 (the stream
+ * is open: it may still retransmit the request bytes) or the application
+ * (the token is not yet spent by a wait or a cancel). A stream that closes
+ * before its wait keeps its response; an abandoned stream (timeout,
+ * cancel) stays until ngtcp2 closes it.
  *
  * Errors that end the connection (peer closed, idle timeout, TLS failure)
- * make the client "dead": every later request fails with the same code and
- * message. A request timeout or an oversized response only abandons that
+ * make the client "dead": every later send fails with the same code and
+ * message, and so does a wait for a response that was not complete yet. A
+ * request timeout, a cancel or an oversized response only abandons that
  * stream (RESET_STREAM + STOP_SENDING) and keeps the connection.
  */
 #include <arpa/inet.h>
@@ -51,14 +60,28 @@ enum verify_mode { VERIFY_SYSTEM, VERIFY_CA, VERIFY_PIN, VERIFY_INSECURE };
 
 enum wait_for { WAIT_HANDSHAKE, WAIT_STREAM_SLOT, WAIT_RESPONSE };
 
-/* A stream we opened; lives until ngtcp2 closes it. */
+/* Where a stream with request bytes to write sits. */
+enum sendq_state { SQ_NONE, SQ_READY, SQ_BLOCKED };
+
+/* One request: the stream we opened and its response. */
 typedef struct cstream {
-  struct cstream *prev, *next;
+  struct cstream *prev, *next;   /* open streams (c->streams), while open */
+  struct cstream *sprev, *snext; /* c->sq or c->bq, per sq */
+  struct cstream *hnext;         /* token hash chain, while token != 0 */
   int64_t id;
+  uint64_t token;  /* 0: the application gave it up (or never owned it) */
+  bool open;       /* ngtcp2 has not closed the stream yet */
+  bool send_done;  /* everything (and FIN) handed to ngtcp2, or write side dead */
+  bool shut;       /* we shut the stream down (RESET_STREAM + STOP_SENDING) */
+  bool kill;       /* to be shut down after this read (response unwanted) */
+  uint8_t sq;      /* enum sendq_state */
   uint8_t *sbuf;
   size_t slen, soff;
-  bool send_done; /* everything (and FIN) handed to ngtcp2, or write side dead */
-  bool current;   /* the request in progress */
+  /* response */
+  uint8_t *resp;
+  size_t resp_len, resp_cap;
+  bool fin, too_large, nomem, reset;
+  uint64_t reset_code;
 } cstream;
 
 struct gl_qclient {
@@ -86,12 +109,13 @@ struct gl_qclient {
   int dead_code;
   char dead_msg[1600];
 
-  cstream *streams;
-  cstream *cur; /* stream of the request in progress */
-  uint8_t *resp;
-  size_t resp_len, resp_cap;
-  bool resp_fin, resp_too_large, resp_nomem, resp_reset;
-  uint64_t resp_reset_code;
+  cstream *streams;          /* open streams */
+  cstream *sq_head, *sq_tail; /* streams with request bytes to write */
+  cstream *bq_head, *bq_tail; /* ... blocked by flow control (inside cl_write) */
+  size_t nkill;               /* streams with kill set */
+  cstream **htab;             /* token -> record; power-of-two buckets */
+  size_t hcap, nreq;          /* buckets, outstanding requests */
+  uint64_t next_token;
 
   uint8_t pend[GL_Q_MAX_PKT]; /* one packet the socket refused (EAGAIN) */
   size_t pend_len;
@@ -259,8 +283,186 @@ static bool cl_send(gl_qclient *c, const uint8_t *pkt, size_t len) {
   }
 }
 
-/* Writes everything ngtcp2 lets us send now: request bytes, ACKs,
- * retransmissions, handshake packets. */
+/* ======================================================================
+ * Request records
+ * ==================================================================== */
+
+static void sq_unlink(gl_qclient *c, cstream *st) {
+  cstream **head = st->sq == SQ_READY ? &c->sq_head : &c->bq_head;
+  cstream **tail = st->sq == SQ_READY ? &c->sq_tail : &c->bq_tail;
+  if (st->sq == SQ_NONE) return;
+  if (st->sprev) st->sprev->snext = st->snext;
+  else *head = st->snext;
+  if (st->snext) st->snext->sprev = st->sprev;
+  else *tail = st->sprev;
+  st->sprev = st->snext = NULL;
+  st->sq = SQ_NONE;
+}
+
+static void sq_append(gl_qclient *c, cstream *st, enum sendq_state q) {
+  cstream **head = q == SQ_READY ? &c->sq_head : &c->bq_head;
+  cstream **tail = q == SQ_READY ? &c->sq_tail : &c->bq_tail;
+  sq_unlink(c, st);
+  st->sq = (uint8_t)q;
+  st->snext = NULL;
+  st->sprev = *tail;
+  if (*tail) (*tail)->snext = st;
+  else *head = st;
+  *tail = st;
+}
+
+/* Puts the streams blocked during a cl_write back in front of the ready
+ * ones (they were there first). */
+static void sq_unblock_all(gl_qclient *c) {
+  if (!c->bq_head) return;
+  for (cstream *st = c->bq_head; st; st = st->snext) st->sq = SQ_READY;
+  c->bq_tail->snext = c->sq_head;
+  if (c->sq_head) c->sq_head->sprev = c->bq_tail;
+  else c->sq_tail = c->bq_tail;
+  c->sq_head = c->bq_head;
+  c->bq_head = c->bq_tail = NULL;
+}
+
+/* No more request bytes of st go out. */
+static void cs_send_over(gl_qclient *c, cstream *st) {
+  st->send_done = true;
+  sq_unlink(c, st);
+}
+
+static void cs_destroy(cstream *st) {
+  free(st->sbuf);
+  free(st->resp);
+  free(st);
+}
+
+/* Frees st once neither ngtcp2 nor the application needs it. */
+static void cs_release(cstream *st) {
+  if (!st->open && !st->token) cs_destroy(st);
+}
+
+static cstream **htab_slot(gl_qclient *c, uint64_t token) {
+  if (!c->hcap || !token) return NULL;
+  cstream **pp = &c->htab[token & (c->hcap - 1)];
+  while (*pp && (*pp)->token != token) pp = &(*pp)->hnext;
+  return *pp ? pp : NULL;
+}
+
+static cstream *cs_find(gl_qclient *c, uint64_t token) {
+  cstream **pp = htab_slot(c, token);
+  return pp ? *pp : NULL;
+}
+
+/* Room in the token table for one more; false when out of memory. A
+ * failed growth keeps the old table (longer chains). */
+static bool htab_reserve(gl_qclient *c) {
+  if (c->hcap && c->nreq < c->hcap) return true;
+  size_t ncap = c->hcap ? c->hcap * 2 : 64;
+  cstream **n = calloc(ncap, sizeof *n);
+  if (!n) return c->hcap != 0;
+  for (size_t i = 0; i < c->hcap; i++) {
+    cstream *st = c->htab[i];
+    while (st) {
+      cstream *next = st->hnext;
+      cstream **b = &n[st->token & (ncap - 1)];
+      st->hnext = *b;
+      *b = st;
+      st = next;
+    }
+  }
+  free(c->htab);
+  c->htab = n;
+  c->hcap = ncap;
+  return true;
+}
+
+/* Gives st a fresh token (htab_reserve first). */
+static void cs_own(gl_qclient *c, cstream *st) {
+  st->token = ++c->next_token;
+  cstream **b = &c->htab[st->token & (c->hcap - 1)];
+  st->hnext = *b;
+  *b = st;
+  c->nreq++;
+}
+
+/* Spends st's token: the application is done with it. Frees st unless
+ * ngtcp2 still holds the stream. */
+static void cs_disown(gl_qclient *c, cstream *st) {
+  cstream **pp = htab_slot(c, st->token);
+  if (pp) {
+    *pp = st->hnext;
+    c->nreq--;
+  }
+  st->hnext = NULL;
+  st->token = 0;
+  free(st->resp);
+  st->resp = NULL;
+  st->resp_len = st->resp_cap = 0;
+  if (st->kill) {
+    st->kill = false;
+    c->nkill--;
+  }
+  cs_release(st);
+}
+
+/* Shuts st's stream down in both directions (RESET_STREAM + STOP_SENDING
+ * with GL_Q_APP_CANCELLED), once. st stays valid (the caller holds its
+ * token or ngtcp2 closes it later, never during this call). */
+static void cs_shutdown(gl_qclient *c, cstream *st) {
+  cs_send_over(c, st);
+  if (st->kill) {
+    st->kill = false;
+    c->nkill--;
+  }
+  if (st->shut || !st->open || c->dead) return;
+  st->shut = true;
+  (void)gl_ng_conn_shutdown_stream(c->conn, st->id, GL_Q_APP_CANCELLED);
+}
+
+/* ngtcp2 closed st's stream. */
+static void cs_closed(gl_qclient *c, cstream *st) {
+  if (st->prev) st->prev->next = st->next;
+  else c->streams = st->next;
+  if (st->next) st->next->prev = st->prev;
+  st->prev = st->next = NULL;
+  st->open = false;
+  cs_send_over(c, st);
+  if (st->kill) {
+    st->kill = false;
+    c->nkill--;
+  }
+  free(st->sbuf);
+  st->sbuf = NULL;
+  cs_release(st);
+}
+
+/* Frees every record (teardown). */
+static void cs_free_all(gl_qclient *c) {
+  while (c->streams) {
+    cstream *st = c->streams;
+    c->streams = st->next;
+    st->open = false;
+    if (!st->token) cs_destroy(st);
+  }
+  for (size_t i = 0; i < c->hcap; i++) {
+    while (c->htab[i]) {
+      cstream *st = c->htab[i];
+      c->htab[i] = st->hnext;
+      cs_destroy(st);
+    }
+  }
+  c->nreq = 0;
+  c->nkill = 0;
+  c->sq_head = c->sq_tail = c->bq_head = c->bq_tail = NULL;
+}
+
+/* ======================================================================
+ * Writing
+ * ==================================================================== */
+
+/* Writes everything ngtcp2 lets us send now: request bytes of every stream
+ * that has some (taking turns, a packet each), ACKs, flow-control credit,
+ * retransmissions, handshake packets. A stream blocked by flow control
+ * waits aside for the next call and does not hold up the others. */
 static void cl_write(gl_qclient *c) {
   if (c->dead) return;
   if (c->pend_len) {
@@ -274,14 +476,13 @@ static void cl_write(gl_qclient *c) {
   ngtcp2_path_storage ps;
   ngtcp2_path_storage_zero(&ps);
   ngtcp2_pkt_info pi;
-  cstream *st = (c->cur && !c->cur->send_done) ? c->cur : NULL;
-  bool blocked = false;
   for (;;) {
+    cstream *st = c->sq_head;
     int64_t sid = -1;
     ngtcp2_vec v = {0};
     size_t vcnt = 0;
     uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_NONE;
-    if (st && !blocked) {
+    if (st) {
       sid = st->id;
       v.base = st->sbuf + st->soff;
       v.len = st->slen - st->soff;
@@ -291,31 +492,32 @@ static void cl_write(gl_qclient *c) {
     ngtcp2_ssize ndata = -1;
     ngtcp2_ssize n = ngtcp2_conn_writev_stream(c->conn, &ps.path, &pi, buf, maxlen, &ndata,
                                                flags, sid, &v, vcnt, now);
-    if (sid >= 0 && ndata >= 0) {
+    if (st && ndata >= 0) {
       st->soff += (size_t)ndata;
-      if (st->soff == st->slen) {
-        st->send_done = true;
-        st = NULL;
-      }
+      /* All of it went out with FIN: ngtcp2 owns the rest. */
+      if (st->soff == st->slen) cs_send_over(c, st);
     }
     if (n < 0) {
-      if (n == NGTCP2_ERR_WRITE_MORE) continue;
-      if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED && sid >= 0) {
-        blocked = true;
+      if (n == NGTCP2_ERR_WRITE_MORE) continue; /* room left: the next stream */
+      if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED && st) {
+        sq_append(c, st, SQ_BLOCKED);
         continue;
       }
-      if ((n == NGTCP2_ERR_STREAM_SHUT_WR || n == NGTCP2_ERR_STREAM_NOT_FOUND) && sid >= 0) {
+      if ((n == NGTCP2_ERR_STREAM_SHUT_WR || n == NGTCP2_ERR_STREAM_NOT_FOUND) && st) {
         /* The server refused the rest (STOP_SENDING); keep reading. */
-        st->send_done = true;
-        st = NULL;
+        cs_send_over(c, st);
         continue;
       }
+      sq_unblock_all(c);
       cl_fail_liberr(c, (int)n);
       return;
     }
     if (n == 0) break;
+    /* Take turns: a stream that filled the packet goes to the back. */
+    if (st && st->sq == SQ_READY && st->snext) sq_append(c, st, SQ_READY);
     if (!cl_send(c, buf, (size_t)n)) break;
   }
+  sq_unblock_all(c);
   ngtcp2_conn_update_pkt_tx_time(c->conn, now);
 }
 
@@ -345,32 +547,52 @@ static void cl_read(gl_qclient *c) {
     cl_socket_error(c, c->sock_err); /* no-op when already dead */
     c->sock_err = 0;
   }
+  /* Responses that grew too large (or found no memory) while nobody waited
+   * for them: stop them now (outside ngtcp2's callbacks) rather than let
+   * them hold a stream of the server's limit until their wait. */
+  if (c->nkill && !c->dead) {
+    cstream *st = c->streams;
+    while (st && c->nkill) {
+      cstream *next = st->next;
+      if (st->kill) cs_shutdown(c, st);
+      st = next;
+    }
+  }
 }
 
-static bool cl_cond(gl_qclient *c, enum wait_for what) {
+static bool cs_complete(const cstream *st) {
+  return st->fin || st->too_large || st->nomem || st->reset;
+}
+
+static bool cl_cond(gl_qclient *c, enum wait_for what, const cstream *st) {
   switch (what) {
   case WAIT_HANDSHAKE: return c->handshake_done;
   case WAIT_STREAM_SLOT: return ngtcp2_conn_get_streams_bidi_left(c->conn) > 0;
-  case WAIT_RESPONSE:
-    return !c->cur || c->resp_fin || c->resp_too_large || c->resp_nomem || c->resp_reset;
+  case WAIT_RESPONSE: return !st || cs_complete(st);
   }
   return true;
 }
 
-/* Drives the connection until `what` holds, the connection dies, or the
- * deadline passes. GL_QC_OK, GL_QC_TIMEOUT, or the connection's error. */
-static int cl_wait(gl_qclient *c, enum wait_for what, uint64_t deadline_ns) {
+/* Runs ngtcp2's timers when due. */
+static void cl_expiry(gl_qclient *c) {
+  uint64_t now = gl_q_now_ns();
+  if (!c->dead && ngtcp2_conn_get_expiry(c->conn) <= now) {
+    int rv = ngtcp2_conn_handle_expiry(c->conn, now);
+    if (rv != 0) cl_fail_liberr(c, rv);
+  }
+}
+
+/* Drives the connection until `what` holds (for WAIT_RESPONSE: st's
+ * response is complete), the connection dies, or the deadline passes.
+ * GL_QC_OK, GL_QC_TIMEOUT, or the connection's error. */
+static int cl_wait(gl_qclient *c, enum wait_for what, const cstream *st, uint64_t deadline_ns) {
   for (;;) {
-    uint64_t now = gl_q_now_ns();
-    if (!c->dead && ngtcp2_conn_get_expiry(c->conn) <= now) {
-      int rv = ngtcp2_conn_handle_expiry(c->conn, now);
-      if (rv != 0) cl_fail_liberr(c, rv);
-    }
+    cl_expiry(c);
     cl_write(c);
     if (c->sock_err) cl_read(c);
     if (c->dead) return c->dead_code;
-    if (cl_cond(c, what)) return GL_QC_OK;
-    now = gl_q_now_ns();
+    if (cl_cond(c, what, st)) return GL_QC_OK;
+    uint64_t now = gl_q_now_ns();
     if (now >= deadline_ns) return GL_QC_TIMEOUT;
     uint64_t until = ngtcp2_conn_get_expiry(c->conn);
     if (until > deadline_ns) until = deadline_ns;
@@ -417,37 +639,34 @@ static int cb_recv_stream_data(ngtcp2_conn *conn, uint32_t flags, int64_t stream
   gl_qclient *c = user_data;
   cstream *st = stream_user_data;
   ngtcp2_conn_extend_max_offset(conn, datalen);
-  if (!st || !st->current || c->resp_too_large || c->resp_nomem) return 0;
-  if (datalen > c->max_response - c->resp_len) {
-    c->resp_too_large = true;
+  if (!st || !st->token || st->too_large || st->nomem || st->shut) return 0;
+  if (datalen > c->max_response - st->resp_len) {
+    st->too_large = true;
+  } else if (st->resp_len + datalen > st->resp_cap) {
+    /* Small replies (the common case) get a buffer of their exact size. */
+    size_t need = st->resp_len + datalen;
+    size_t cap = st->resp_cap ? st->resp_cap : 1024;
+    if (!st->resp_cap && (flags & NGTCP2_STREAM_DATA_FLAG_FIN)) cap = need;
+    while (cap < need) cap *= 2;
+    if (cap > c->max_response) cap = c->max_response;
+    uint8_t *n = realloc(st->resp, cap);
+    if (!n) {
+      st->nomem = true;
+    } else {
+      st->resp = n;
+      st->resp_cap = cap;
+    }
+  }
+  if (st->too_large || st->nomem) {
+    st->kill = true;
+    c->nkill++;
     return 0;
   }
-  if (c->resp_len + datalen > c->resp_cap) {
-    size_t cap = c->resp_cap ? c->resp_cap : 16384;
-    while (cap < c->resp_len + datalen) cap *= 2;
-    if (cap > c->max_response) cap = c->max_response;
-    uint8_t *n = realloc(c->resp, cap);
-    if (!n) {
-      c->resp_nomem = true;
-      return 0;
-    }
-    c->resp = n;
-    c->resp_cap = cap;
-  }
-  if (datalen) memcpy(c->resp + c->resp_len, data, datalen);
-  c->resp_len += datalen;
+  if (datalen) memcpy(st->resp + st->resp_len, data, datalen);
+  st->resp_len += datalen;
   ngtcp2_conn_extend_max_stream_offset(conn, stream_id, datalen);
-  if (flags & NGTCP2_STREAM_DATA_FLAG_FIN) c->resp_fin = true;
+  if (flags & NGTCP2_STREAM_DATA_FLAG_FIN) st->fin = true;
   return 0;
-}
-
-static void cstream_free(gl_qclient *c, cstream *st) {
-  if (st->prev) st->prev->next = st->next;
-  else c->streams = st->next;
-  if (st->next) st->next->prev = st->prev;
-  if (c->cur == st) c->cur = NULL;
-  free(st->sbuf);
-  free(st);
 }
 
 static int cb_stream_close(ngtcp2_conn *conn, uint32_t flags, int64_t stream_id,
@@ -457,12 +676,12 @@ static int cb_stream_close(ngtcp2_conn *conn, uint32_t flags, int64_t stream_id,
   gl_qclient *c = user_data;
   cstream *st = stream_user_data;
   if (!st) return 0;
-  if (st->current && !c->resp_fin && !c->resp_reset) {
-    c->resp_reset = true;
-    c->resp_reset_code =
+  if (st->token && !cs_complete(st)) {
+    st->reset = true;
+    st->reset_code =
         (flags & NGTCP2_STREAM_CLOSE_FLAG_APP_ERROR_CODE_SET) ? app_error_code : 0;
   }
-  cstream_free(c, st);
+  cs_closed(c, st);
   return 0;
 }
 
@@ -471,11 +690,11 @@ static int cb_stream_reset(ngtcp2_conn *conn, int64_t stream_id, uint64_t final_
   (void)conn;
   (void)stream_id;
   (void)final_size;
-  gl_qclient *c = user_data;
+  (void)user_data;
   cstream *st = stream_user_data;
-  if (st && st->current && !c->resp_fin) {
-    c->resp_reset = true;
-    c->resp_reset_code = app_error_code;
+  if (st && st->token && !cs_complete(st)) {
+    st->reset = true;
+    st->reset_code = app_error_code;
   }
   return 0;
 }
@@ -517,7 +736,7 @@ static int verify_pin(gnutls_session_t session) {
  * ==================================================================== */
 
 static void cl_teardown(gl_qclient *c) {
-  while (c->streams) cstream_free(c, c->streams);
+  cs_free_all(c);
   if (c->conn) ngtcp2_conn_del(c->conn);
   c->conn = NULL;
   if (c->tls) gnutls_deinit(c->tls);
@@ -648,7 +867,7 @@ static int cl_attempt(gl_qclient *c, const struct addrinfo *ai, uint64_t deadlin
   }
   if (cl_tls_init(c, err, errlen) != 0) return GL_QC_TLS;
 
-  int rc = cl_wait(c, WAIT_HANDSHAKE, deadline_ns);
+  int rc = cl_wait(c, WAIT_HANDSHAKE, NULL, deadline_ns);
   if (rc == GL_QC_TIMEOUT) {
     set_err(err, errlen, "no QUIC handshake with %s:%u within %u ms", c->host, (unsigned)c->port,
             c->timeout_ms);
@@ -781,39 +1000,20 @@ fail:
  * Requests
  * ==================================================================== */
 
-static void cl_reset_response(gl_qclient *c) {
-  free(c->resp);
-  c->resp = NULL;
-  c->resp_len = c->resp_cap = 0;
-  c->resp_fin = c->resp_too_large = c->resp_nomem = c->resp_reset = false;
-  c->resp_reset_code = 0;
-}
-
-/* Abandons the current stream (both directions) and forgets it. */
-static void cl_abandon(gl_qclient *c) {
-  if (c->cur) {
-    c->cur->current = false;
-    c->cur->send_done = true;
-    if (!c->dead) gl_ng_conn_shutdown_stream(c->conn, c->cur->id, GL_Q_APP_CANCELLED);
-    c->cur = NULL;
-  }
+/* A few steps of the connection without blocking: timers, what the
+ * socket holds (ACKs, responses, MAX_STREAMS), then what we owe. */
+static void cl_pump(gl_qclient *c) {
+  cl_expiry(c);
+  cl_read(c);
   cl_write(c);
 }
 
-int gl_qclient_request(gl_qclient *c, const uint8_t *req, size_t len, uint8_t **resp,
-                       size_t *resp_len, char *err, size_t errlen) {
-  if (resp) *resp = NULL;
-  if (resp_len) *resp_len = 0;
-  if (!c || !resp || !resp_len || (!req && len)) {
-    set_err(err, errlen, "invalid request arguments");
-    return GL_QC_INVALID;
-  }
+static int cl_send_req(gl_qclient *c, const uint8_t *req, size_t len, uint64_t deadline,
+                       uint64_t *token, char *err, size_t errlen) {
   if (c->dead) return cl_dead_error(c, err, errlen);
-  uint64_t deadline = gl_q_now_ns() + (uint64_t)c->timeout_ms * NGTCP2_MILLISECONDS;
-
   cstream *st = calloc(1, sizeof *st);
   uint8_t *copy = malloc(len ? len : 1);
-  if (!st || !copy) {
+  if (!st || !copy || !htab_reserve(c)) {
     free(st);
     free(copy);
     set_err(err, errlen, "out of memory");
@@ -828,11 +1028,10 @@ int gl_qclient_request(gl_qclient *c, const uint8_t *req, size_t len, uint8_t **
     int rv = ngtcp2_conn_open_bidi_stream(c->conn, &st->id, st);
     if (rv == 0) break;
     int rc = GL_QC_UNREACHABLE;
-    if (rv == NGTCP2_ERR_STREAM_ID_BLOCKED) rc = cl_wait(c, WAIT_STREAM_SLOT, deadline);
+    if (rv == NGTCP2_ERR_STREAM_ID_BLOCKED) rc = cl_wait(c, WAIT_STREAM_SLOT, NULL, deadline);
     else set_err(err, errlen, "cannot open a stream: %s", ngtcp2_strerror(rv));
     if (rc == GL_QC_OK) continue;
-    free(st->sbuf);
-    free(st);
+    cs_destroy(st);
     if (rc == GL_QC_TIMEOUT)
       set_err(err, errlen, "no stream available on the connection to %s:%u within %u ms",
               c->host, (unsigned)c->port, c->timeout_ms);
@@ -840,32 +1039,51 @@ int gl_qclient_request(gl_qclient *c, const uint8_t *req, size_t len, uint8_t **
       return cl_dead_error(c, err, errlen);
     return rc;
   }
-  st->current = true;
+  st->open = true;
   st->next = c->streams;
   if (c->streams) c->streams->prev = st;
   c->streams = st;
-  c->cur = st;
-  cl_reset_response(c);
+  cs_own(c, st); /* the table has room: waits only shrink it */
+  sq_append(c, st, SQ_READY);
+  /* Take in what arrived meanwhile (ACKs, responses, credit), then write
+   * the request as far as flow and congestion control allow now. */
+  cl_pump(c);
+  if (c->dead) {
+    cs_disown(c, st);
+    return cl_dead_error(c, err, errlen);
+  }
+  *token = st->token;
+  if (err && errlen) err[0] = 0;
+  return GL_QC_OK;
+}
 
-  int rc = cl_wait(c, WAIT_RESPONSE, deadline);
+/* Waits for the response of st (owned) until deadline and hands it over;
+ * spends the token either way. */
+static int cl_wait_req(gl_qclient *c, cstream *st, uint64_t deadline, uint8_t **resp,
+                       size_t *resp_len, char *err, size_t errlen) {
+  int rc = cs_complete(st) ? GL_QC_OK : cl_wait(c, WAIT_RESPONSE, st, deadline);
+  /* A response that was complete when the connection died is still good. */
+  if (rc != GL_QC_OK && rc != GL_QC_TIMEOUT && cs_complete(st)) rc = GL_QC_OK;
   if (rc == GL_QC_OK) {
-    if (c->resp_too_large) {
+    if (st->too_large) {
       set_err(err, errlen, "response larger than %zu bytes", c->max_response);
       rc = GL_QC_TOO_LARGE;
-    } else if (c->resp_nomem) {
+    } else if (st->nomem) {
       set_err(err, errlen, "out of memory for the response");
       rc = GL_QC_NOMEM;
-    } else if (c->resp_fin) {
-      *resp = c->resp ? c->resp : malloc(1);
-      *resp_len = c->resp_len;
-      c->resp = NULL;
+    } else if (st->fin) {
+      *resp = st->resp ? st->resp : malloc(1);
+      *resp_len = st->resp_len;
+      st->resp = NULL;
+      st->resp_len = st->resp_cap = 0;
       if (!*resp) {
+        *resp_len = 0;
         set_err(err, errlen, "out of memory");
         rc = GL_QC_NOMEM;
       }
     } else {
       set_err(err, errlen, "%s:%u reset the request stream (code 0x%llx)", c->host,
-              (unsigned)c->port, (unsigned long long)c->resp_reset_code);
+              (unsigned)c->port, (unsigned long long)st->reset_code);
       rc = GL_QC_UNREACHABLE;
     }
   } else if (rc == GL_QC_TIMEOUT) {
@@ -874,23 +1092,74 @@ int gl_qclient_request(gl_qclient *c, const uint8_t *req, size_t len, uint8_t **
   } else {
     (void)cl_dead_error(c, err, errlen);
   }
-  if (rc == GL_QC_OK) {
-    if (c->cur) {
-      /* A reply before the whole request went out (the server refused
-       * the rest): do not leave the stream half open. */
-      if (!c->cur->send_done) gl_ng_conn_shutdown_stream(c->conn, c->cur->id, GL_Q_APP_CANCELLED);
-      c->cur->send_done = true;
-      c->cur->current = false;
-    }
-    c->cur = NULL;
-    cl_write(c); /* acknowledge the response now */
-    if (err && errlen) err[0] = 0;
+  if (st->fin && !st->too_large && !st->nomem) {
+    /* A reply before the whole request went out (the server refused the
+     * rest): do not leave the stream half open. */
+    if (!st->send_done) cs_shutdown(c, st);
   } else {
-    cl_abandon(c);
+    cs_shutdown(c, st); /* abandon: RESET_STREAM + STOP_SENDING */
   }
-  cl_reset_response(c);
+  cs_disown(c, st);
+  cl_write(c); /* acknowledge the response (or send the reset) now */
+  if (rc == GL_QC_OK && err && errlen) err[0] = 0;
   return rc;
 }
+
+int gl_qclient_send(gl_qclient *c, const uint8_t *req, size_t len, uint64_t *token, char *err,
+                    size_t errlen) {
+  if (token) *token = 0;
+  if (!c || !token || (!req && len)) {
+    set_err(err, errlen, "invalid request arguments");
+    return GL_QC_INVALID;
+  }
+  uint64_t deadline = gl_q_now_ns() + (uint64_t)c->timeout_ms * NGTCP2_MILLISECONDS;
+  return cl_send_req(c, req, len, deadline, token, err, errlen);
+}
+
+int gl_qclient_wait(gl_qclient *c, uint64_t token, uint8_t **resp, size_t *resp_len, char *err,
+                    size_t errlen) {
+  if (resp) *resp = NULL;
+  if (resp_len) *resp_len = 0;
+  if (!c || !resp || !resp_len) {
+    set_err(err, errlen, "invalid wait arguments");
+    return GL_QC_INVALID;
+  }
+  cstream *st = cs_find(c, token);
+  if (!st) {
+    set_err(err, errlen, "no outstanding request with token %llu", (unsigned long long)token);
+    return GL_QC_INVALID;
+  }
+  uint64_t deadline = gl_q_now_ns() + (uint64_t)c->timeout_ms * NGTCP2_MILLISECONDS;
+  return cl_wait_req(c, st, deadline, resp, resp_len, err, errlen);
+}
+
+int gl_qclient_request(gl_qclient *c, const uint8_t *req, size_t len, uint8_t **resp,
+                       size_t *resp_len, char *err, size_t errlen) {
+  if (resp) *resp = NULL;
+  if (resp_len) *resp_len = 0;
+  if (!c || !resp || !resp_len || (!req && len)) {
+    set_err(err, errlen, "invalid request arguments");
+    return GL_QC_INVALID;
+  }
+  /* One deadline for both the stream and the response. */
+  uint64_t deadline = gl_q_now_ns() + (uint64_t)c->timeout_ms * NGTCP2_MILLISECONDS;
+  uint64_t token = 0;
+  int rc = cl_send_req(c, req, len, deadline, &token, err, errlen);
+  if (rc != GL_QC_OK) return rc;
+  return cl_wait_req(c, cs_find(c, token), deadline, resp, resp_len, err, errlen);
+}
+
+void gl_qclient_cancel(gl_qclient *c, uint64_t token) {
+  cstream *st = c ? cs_find(c, token) : NULL;
+  if (!st) return;
+  cs_shutdown(c, st);
+  cs_disown(c, st);
+  cl_write(c);
+}
+
+size_t gl_qclient_outstanding(const gl_qclient *c) { return c ? c->nreq : 0; }
+
+bool gl_qclient_dead(const gl_qclient *c) { return !c || c->dead; }
 
 void gl_qclient_del(gl_qclient *c) {
   if (!c) return;
@@ -901,7 +1170,7 @@ void gl_qclient_del(gl_qclient *c) {
     cl_send_close(c, &e);
   }
   cl_teardown(c);
-  cl_reset_response(c);
+  free(c->htab);
   if (c->cred) gnutls_certificate_free_credentials(c->cred);
   free(c);
 }

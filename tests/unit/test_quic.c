@@ -6,6 +6,8 @@
  * The test server answers by the request's first bytes:
  *   "DEFER:<ms>"  reply "LATE" after <ms> (a slow worker); records whether
  *                 the request was orphaned by then
+ *   "DELAY:<ms>:<payload>"  reply the payload reversed after <ms>; never
+ *                 answered when the server stops first
  *   "SIZE:<n>"    reply n bytes of a pattern
  *   anything else reply the bytes reversed
  *   over max_message_bytes: reply "TOO_LARGE:<bytes delivered>"
@@ -43,6 +45,9 @@
 typedef struct deferred {
   ev_timer timer;
   gl_qreq *req;
+  uint8_t *reply; /* NULL: "LATE" */
+  size_t reply_len;
+  bool hold;      /* DELAY: not answered when the server stops */
   struct deferred *prev, *next;
   struct server_fx *fx;
 } deferred;
@@ -78,6 +83,12 @@ static void deferred_fire(server_fx *fx, deferred *d) {
   else fx->pending = d->next;
   if (d->next) d->next->prev = d->prev;
   /* Count first: the client may see the reply before we return. */
+  if (d->reply) {
+    reply_or_fail(d->req, d->reply, d->reply_len);
+    free(d->reply);
+    free(d);
+    return;
+  }
   if (gl_qreq_orphaned(d->req)) atomic_fetch_add(&fx->deferred_orphaned, 1);
   atomic_fetch_add(&fx->deferred_fired, 1);
   reply_or_fail(d->req, (const uint8_t *)"LATE", 4);
@@ -102,11 +113,22 @@ static void on_request(void *user, gl_qreq *req, const uint8_t *msg, size_t len,
     reply_or_fail(req, (const uint8_t *)text, (size_t)n);
     return;
   }
-  if (len > 6 && memcmp(msg, "DEFER:", 6) == 0) {
+  bool delay = len > 6 && memcmp(msg, "DELAY:", 6) == 0;
+  if (delay || (len > 6 && memcmp(msg, "DEFER:", 6) == 0)) {
     char num[16] = {0};
     memcpy(num, msg + 6, len - 6 < 15 ? len - 6 : 15);
     deferred *d = calloc(1, sizeof *d);
     assert_non_null(d);
+    if (delay) {
+      const uint8_t *colon = memchr(msg + 6, ':', len - 6);
+      assert_non_null(colon);
+      size_t plen = len - (size_t)(colon + 1 - msg);
+      d->reply = malloc(plen ? plen : 1);
+      assert_non_null(d->reply);
+      for (size_t i = 0; i < plen; i++) d->reply[i] = colon[plen - i];
+      d->reply_len = plen;
+      d->hold = true;
+    }
     d->req = req;
     d->fx = fx;
     d->next = fx->pending;
@@ -138,9 +160,14 @@ static void on_request(void *user, gl_qreq *req, const uint8_t *msg, size_t len,
 static void stop_cb(struct ev_loop *loop, ev_async *w, int revents) {
   (void)revents;
   server_fx *fx = w->data;
-  while (fx->pending) deferred_fire(fx, fx->pending);
+  for (deferred *d = fx->pending, *next; d; d = next) {
+    next = d->next;
+    if (!d->hold) deferred_fire(fx, d);
+  }
   gl_qserver_del(fx->srv);
   fx->srv = NULL;
+  /* Held replies now only free their orphaned requests. */
+  while (fx->pending) deferred_fire(fx, fx->pending);
   ev_timer_stop(loop, &fx->stats);
   ev_async_stop(loop, &fx->stop);
   ev_break(loop, EVBREAK_ALL);
@@ -826,6 +853,382 @@ static void test_server_shutdown(void **state) {
 }
 
 /* ======================================================================
+ * Pipelined requests
+ * ==================================================================== */
+
+/* Request number i, len bytes (at least 24): "req <i>:" then a pattern
+ * that depends on i. */
+static size_t make_req(uint8_t *buf, int i, size_t len) {
+  int n = snprintf((char *)buf, len, "req %d:", i);
+  assert_true(n > 0 && (size_t)n < len);
+  for (size_t k = (size_t)n; k < len; k++) buf[k] = pattern_byte(k * 3 + (size_t)i);
+  return len;
+}
+
+static uint64_t send_ok(gl_qclient *c, const void *msg, size_t len) {
+  uint64_t tok = 0;
+  char err[512] = "";
+  int rc = gl_qclient_send(c, msg, len, &tok, err, sizeof err);
+  if (rc != GL_QC_OK) fprintf(stderr, "send: %d %s\n", rc, err);
+  assert_int_equal(rc, GL_QC_OK);
+  assert_true(tok != 0);
+  return tok;
+}
+
+static uint64_t send_text(gl_qclient *c, const char *msg) { return send_ok(c, msg, strlen(msg)); }
+
+/* Waits for tok and expects exactly want. */
+static void wait_bytes(gl_qclient *c, uint64_t tok, const void *want, size_t len) {
+  uint8_t *resp = NULL;
+  size_t rlen = 0;
+  char err[512] = "";
+  int rc = gl_qclient_wait(c, tok, &resp, &rlen, err, sizeof err);
+  if (rc != GL_QC_OK) fprintf(stderr, "wait %llu: %d %s\n", (unsigned long long)tok, rc, err);
+  assert_int_equal(rc, GL_QC_OK);
+  assert_non_null(resp);
+  assert_int_equal(rlen, len);
+  if (len) assert_memory_equal(resp, want, len);
+  free(resp);
+}
+
+static void wait_text(gl_qclient *c, uint64_t tok, const char *want) {
+  wait_bytes(c, tok, want, strlen(want));
+}
+
+/* Waits for tok and expects msg reversed (the echo). */
+static void wait_reversed(gl_qclient *c, uint64_t tok, const uint8_t *msg, size_t len) {
+  uint8_t *want = malloc(len ? len : 1);
+  assert_non_null(want);
+  for (size_t i = 0; i < len; i++) want[i] = msg[len - 1 - i];
+  wait_bytes(c, tok, want, len);
+  free(want);
+}
+
+static int wait_rc(gl_qclient *c, uint64_t tok, char *err, size_t errlen) {
+  uint8_t *resp = (uint8_t *)"junk";
+  size_t rlen = 99;
+  int rc = gl_qclient_wait(c, tok, &resp, &rlen, err, errlen);
+  if (rc != GL_QC_OK) {
+    assert_null(resp);
+    assert_int_equal(rlen, 0);
+  } else {
+    free(resp);
+  }
+  return rc;
+}
+
+/* 500 requests sent before any wait (the server allows 64 streams at a
+ * time, so most responses arrive, and their streams close, long before
+ * their wait), collected in reverse order. */
+static void test_pipeline_500_reverse(void **state) {
+  (void)state;
+  server_opts o = {.max_streams = 64};
+  server_fx *fx = server_start(&o);
+  gl_qclient_config cfg = pin_config(fx->port);
+  gl_qclient *c = connect_ok(&cfg);
+  enum { N = 500 };
+  static uint8_t msgs[N][3000];
+  size_t lens[N];
+  uint64_t toks[N];
+  for (int i = 0; i < N; i++) {
+    lens[i] = make_req(msgs[i], i, i % 50 == 7 ? 3000 : 24 + (size_t)(i * 37) % 200);
+    toks[i] = send_ok(c, msgs[i], lens[i]);
+    if (i) assert_true(toks[i] > toks[i - 1]);
+    assert_int_equal(gl_qclient_outstanding(c), (size_t)i + 1);
+  }
+  for (int i = N - 1; i >= 0; i--) {
+    wait_reversed(c, toks[i], msgs[i], lens[i]);
+    assert_int_equal(gl_qclient_outstanding(c), (size_t)i);
+  }
+  assert_int_equal(atomic_load(&fx->requests), N);
+  assert_false(gl_qclient_dead(c));
+  expect_text(c, "after", "retfa");
+  gl_qclient_del(c);
+  server_stop(fx);
+}
+
+/* 2000 requests outstanding at once with a server limit of 256 streams:
+ * sending drives the connection (reads, ACKs, MAX_STREAMS) on its own. */
+static void test_pipeline_2000_unwaited(void **state) {
+  (void)state;
+  server_opts o = {.max_streams = 256};
+  server_fx *fx = server_start(&o);
+  gl_qclient_config cfg = pin_config(fx->port);
+  gl_qclient *c = connect_ok(&cfg);
+  enum { N = 2000 };
+  static uint8_t msgs[N][100];
+  uint64_t *toks = calloc(N, sizeof *toks);
+  assert_non_null(toks);
+  for (int i = 0; i < N; i++) toks[i] = send_ok(c, msgs[i], make_req(msgs[i], i, 100));
+  assert_int_equal(gl_qclient_outstanding(c), N);
+  for (int i = 0; i < N; i++) wait_reversed(c, toks[i], msgs[i], 100);
+  assert_int_equal(gl_qclient_outstanding(c), 0);
+  free(toks);
+  gl_qclient_del(c);
+  server_stop(fx);
+}
+
+/* Replies in another order than the requests: each reaches its token. */
+static void test_pipeline_out_of_order(void **state) {
+  (void)state;
+  server_opts o = {.max_streams = 64};
+  server_fx *fx = server_start(&o);
+  gl_qclient_config cfg = pin_config(fx->port);
+  gl_qclient *c = connect_ok(&cfg);
+  enum { N = 40 };
+  char msgs[N][64], want[N][64];
+  uint64_t toks[N];
+  for (int i = 0; i < N; i++) {
+    char payload[32];
+    snprintf(payload, sizeof payload, "payload-%d", i);
+    size_t pl = strlen(payload);
+    if (i % 3 == 0) /* the earlier sent, the later answered */
+      snprintf(msgs[i], sizeof msgs[i], "DELAY:%d:%s", (N - i) * 8, payload);
+    else
+      snprintf(msgs[i], sizeof msgs[i], "%s", payload);
+    for (size_t k = 0; k < pl; k++) want[i][k] = payload[pl - 1 - k];
+    want[i][pl] = 0;
+    toks[i] = send_text(c, msgs[i]);
+  }
+  /* In the order sent: the first waits collect the latest replies. */
+  for (int i = 0; i < N; i++) wait_text(c, toks[i], want[i]);
+
+  /* Again, waiting in the order the replies come, and then one that the
+   * server answers only after the others were all collected. */
+  uint64_t slow = send_text(c, "DELAY:300:slow");
+  uint64_t mid = send_text(c, "DELAY:150:mid");
+  uint64_t fast = send_text(c, "fast");
+  wait_text(c, fast, "tsaf");
+  wait_text(c, mid, "dim");
+  assert_int_equal(gl_qclient_outstanding(c), 1);
+  wait_text(c, slow, "wols");
+  assert_int_equal(gl_qclient_outstanding(c), 0);
+  gl_qclient_del(c);
+  server_stop(fx);
+}
+
+/* A wait that times out abandons only its own request. */
+static void test_pipeline_wait_timeout(void **state) {
+  (void)state;
+  server_fx *fx = server_start(NULL);
+  gl_qclient_config cfg = pin_config(fx->port);
+  cfg.timeout_ms = 400;
+  gl_qclient *c = connect_ok(&cfg);
+  uint64_t stuck = send_text(c, "DEFER:3000");
+  uint64_t later = send_text(c, "DELAY:600:later");
+  uint64_t now1 = send_text(c, "one");
+  uint64_t now2 = send_text(c, "two");
+  char err[512] = "";
+  uint64_t t0 = gl_mono_ns();
+  assert_int_equal(wait_rc(c, stuck, err, sizeof err), GL_QC_TIMEOUT);
+  uint64_t ms = (gl_mono_ns() - t0) / 1000000;
+  assert_true(ms >= 350 && ms < 2000);
+  assert_non_null(strstr(err, "no response"));
+  assert_int_equal(gl_qclient_outstanding(c), 3);
+  assert_false(gl_qclient_dead(c));
+  /* The timeout is counted from each wait: "later" arrives within this
+   * one's 400 ms, after the 400 ms already spent. */
+  wait_text(c, later, "retal");
+  wait_text(c, now2, "owt");
+  wait_text(c, now1, "eno");
+  /* The abandoned token is spent. */
+  assert_int_equal(wait_rc(c, stuck, err, sizeof err), GL_QC_INVALID);
+  assert_int_equal(gl_qclient_outstanding(c), 0);
+  expect_text(c, "still", "llits");
+  gl_qclient_del(c);
+  server_stop(fx);
+}
+
+/* Cancelled requests are forgotten (answered or not); the rest go on. */
+static void test_pipeline_cancel(void **state) {
+  (void)state;
+  server_fx *fx = server_start(NULL);
+  gl_qclient_config cfg = pin_config(fx->port);
+  gl_qclient *c = connect_ok(&cfg);
+  uint64_t slow = send_text(c, "DEFER:1000");
+  uint64_t big = send_text(c, "SIZE:200000");
+  uint64_t b = send_text(c, "bbb");
+  uint64_t d = send_text(c, "DELAY:200:ddd");
+  gl_qclient_cancel(c, slow);
+  assert_int_equal(gl_qclient_outstanding(c), 3);
+  gl_qclient_cancel(c, slow); /* spent: ignored */
+  gl_qclient_cancel(c, 0);
+  gl_qclient_cancel(c, 1u << 30);
+  gl_qclient_cancel(NULL, b);
+  assert_int_equal(gl_qclient_outstanding(c), 3);
+  wait_text(c, b, "bbb");
+  wait_text(c, d, "ddd"); /* by now the 200000 bytes are in too */
+  gl_qclient_cancel(c, big); /* a complete response nobody waits for */
+  assert_int_equal(gl_qclient_outstanding(c), 0);
+  char err[512];
+  assert_int_equal(wait_rc(c, slow, err, sizeof err), GL_QC_INVALID);
+  assert_int_equal(wait_rc(c, big, err, sizeof err), GL_QC_INVALID);
+  /* Cancel one in the middle of a pipelined batch. */
+  uint8_t msgs[30][64];
+  uint64_t toks[30];
+  for (int i = 0; i < 30; i++) toks[i] = send_ok(c, msgs[i], make_req(msgs[i], i, 64));
+  for (int i = 0; i < 30; i += 7) gl_qclient_cancel(c, toks[i]);
+  for (int i = 0; i < 30; i++)
+    if (i % 7) wait_reversed(c, toks[i], msgs[i], 64);
+  assert_int_equal(gl_qclient_outstanding(c), 0);
+  for (int i = 0; i < 20; i++) expect_text(c, "go on", "no og");
+  assert_false(gl_qclient_dead(c));
+  gl_qclient_del(c);
+  server_stop(fx);
+}
+
+static void test_pipeline_bad_tokens(void **state) {
+  (void)state;
+  server_fx *fx = server_start(NULL);
+  gl_qclient_config cfg = pin_config(fx->port);
+  gl_qclient *c = connect_ok(&cfg);
+  char err[512] = "";
+  assert_int_equal(wait_rc(c, 0, err, sizeof err), GL_QC_INVALID);
+  assert_non_null(strstr(err, "token"));
+  assert_int_equal(wait_rc(c, 12345, err, sizeof err), GL_QC_INVALID);
+  uint64_t t = send_text(c, "x");
+  assert_int_equal(wait_rc(c, t + 1, err, sizeof err), GL_QC_INVALID);
+  assert_int_equal(gl_qclient_outstanding(c), 1);
+  wait_text(c, t, "x");
+  assert_int_equal(wait_rc(c, t, err, sizeof err), GL_QC_INVALID); /* spent */
+  /* Bad arguments. */
+  uint64_t tok = 77;
+  uint8_t *resp = NULL;
+  size_t rlen = 0;
+  assert_int_equal(gl_qclient_send(c, NULL, 5, &tok, err, sizeof err), GL_QC_INVALID);
+  assert_int_equal(tok, 0);
+  assert_int_equal(gl_qclient_send(c, (const uint8_t *)"x", 1, NULL, err, sizeof err),
+                   GL_QC_INVALID);
+  assert_int_equal(gl_qclient_send(NULL, (const uint8_t *)"x", 1, &tok, err, sizeof err),
+                   GL_QC_INVALID);
+  assert_int_equal(gl_qclient_wait(NULL, t, &resp, &rlen, err, sizeof err), GL_QC_INVALID);
+  assert_int_equal(gl_qclient_wait(c, t, NULL, &rlen, err, sizeof err), GL_QC_INVALID);
+  assert_int_equal(gl_qclient_outstanding(c), 0);
+  assert_int_equal(gl_qclient_outstanding(NULL), 0);
+  /* Empty requests pipeline too. */
+  uint64_t e1 = send_ok(c, NULL, 0), e2 = send_ok(c, "", 0);
+  wait_bytes(c, e2, "", 0);
+  wait_bytes(c, e1, "", 0);
+  gl_qclient_del(c);
+  server_stop(fx);
+}
+
+/* Oversized responses end only their own request, waited for or not. */
+static void test_pipeline_too_large(void **state) {
+  (void)state;
+  server_fx *fx = server_start(NULL);
+  gl_qclient_config cfg = pin_config(fx->port);
+  cfg.max_response_bytes = 65536;
+  gl_qclient *c = connect_ok(&cfg);
+  uint64_t huge = send_text(c, "SIZE:2000000");
+  uint64_t fits = send_text(c, "SIZE:65536");
+  uint8_t msgs[20][100];
+  uint64_t toks[20];
+  for (int i = 0; i < 20; i++) toks[i] = send_ok(c, msgs[i], make_req(msgs[i], i, 100));
+  for (int i = 0; i < 20; i++) wait_reversed(c, toks[i], msgs[i], 100);
+  uint8_t *resp = NULL;
+  size_t rlen = 0;
+  char err[512] = "";
+  assert_int_equal(gl_qclient_wait(c, fits, &resp, &rlen, err, sizeof err), GL_QC_OK);
+  assert_int_equal(rlen, 65536);
+  for (size_t i = 0; i < rlen; i++)
+    if (resp[i] != pattern_byte(i)) fail_msg("byte %zu differs", i);
+  free(resp);
+  assert_int_equal(gl_qclient_wait(c, huge, &resp, &rlen, err, sizeof err), GL_QC_TOO_LARGE);
+  assert_null(resp);
+  assert_non_null(strstr(err, "larger than 65536"));
+  assert_int_equal(gl_qclient_outstanding(c), 0);
+  expect_text(c, "fine", "enif");
+  gl_qclient_del(c);
+  server_stop(fx);
+}
+
+/* A big request does not hold up the small ones sent after it. */
+static void test_pipeline_big_and_small(void **state) {
+  (void)state;
+  server_fx *fx = server_start(NULL);
+  gl_qclient_config cfg = pin_config(fx->port);
+  gl_qclient *c = connect_ok(&cfg);
+  size_t blen = 6u << 20;
+  uint8_t *bmsg = malloc(blen);
+  assert_non_null(bmsg);
+  for (size_t i = 0; i < blen; i++) bmsg[i] = pattern_byte(i * 5 + 1);
+  uint64_t bt = send_ok(c, bmsg, blen);
+  uint8_t msgs[6][200];
+  uint64_t toks[6];
+  for (int i = 0; i < 6; i++) toks[i] = send_ok(c, msgs[i], make_req(msgs[i], i, 200));
+  for (int i = 5; i >= 0; i--) wait_reversed(c, toks[i], msgs[i], 200);
+  wait_reversed(c, bt, bmsg, blen);
+  free(bmsg);
+  gl_qclient_del(c);
+  server_stop(fx);
+}
+
+/* The server goes away: waits for answers that never came fail, answers
+ * that arrived before are still handed over, then every call fails. */
+static void test_pipeline_dead(void **state) {
+  (void)state;
+  server_fx *fx = server_start(NULL);
+  gl_qclient_config cfg = pin_config(fx->port);
+  gl_qclient *c = connect_ok(&cfg);
+  assert_false(gl_qclient_dead(c));
+  uint64_t early = send_text(c, "early");
+  uint64_t never = send_text(c, "DELAY:60000:never");
+  wait_text(c, send_text(c, "DELAY:300:x"), "x"); /* "early" is in by now */
+  assert_false(gl_qclient_dead(c));
+  assert_int_equal(gl_qclient_outstanding(c), 2);
+  server_stop(fx);
+
+  char err[512] = "";
+  assert_int_equal(wait_rc(c, never, err, sizeof err), GL_QC_UNREACHABLE);
+  assert_non_null(strstr(err, "closed"));
+  assert_true(gl_qclient_dead(c));
+  assert_int_equal(gl_qclient_outstanding(c), 1);
+  wait_text(c, early, "ylrae");
+  assert_int_equal(gl_qclient_outstanding(c), 0);
+  uint64_t tok = 5;
+  char err2[512] = "";
+  assert_int_equal(gl_qclient_send(c, (const uint8_t *)"x", 1, &tok, err2, sizeof err2),
+                   GL_QC_UNREACHABLE);
+  assert_int_equal(tok, 0);
+  assert_string_equal(err, err2);
+  uint8_t *resp = NULL;
+  size_t rlen = 0;
+  assert_int_equal(gl_qclient_request(c, (const uint8_t *)"x", 1, &resp, &rlen, err2,
+                                      sizeof err2),
+                   GL_QC_UNREACHABLE);
+  assert_string_equal(err, err2);
+  assert_true(gl_qclient_dead(c));
+  assert_true(gl_qclient_dead(NULL));
+  gl_qclient_del(c);
+}
+
+/* The target use: 10,000 small requests, about 200 outstanding. */
+static void test_pipeline_10k_window(void **state) {
+  (void)state;
+  server_opts o = {.max_streams = 256};
+  server_fx *fx = server_start(&o);
+  gl_qclient_config cfg = pin_config(fx->port);
+  gl_qclient *c = connect_ok(&cfg);
+  enum { N = 10000, W = 200, LEN = 100 };
+  static uint8_t msgs[W][LEN];
+  uint64_t toks[W];
+  uint64_t t0 = gl_mono_ns();
+  for (int i = 0; i < N + W; i++) {
+    int slot = i % W;
+    if (i >= W) wait_reversed(c, toks[slot], msgs[slot], LEN); /* request i - W */
+    if (i < N) toks[slot] = send_ok(c, msgs[slot], make_req(msgs[slot], i, LEN));
+  }
+  double s = (double)(gl_mono_ns() - t0) / 1e9;
+  fprintf(stderr, "pipelined: %d requests, %d outstanding: %.3f s, %.0f requests/s\n", N, W, s,
+          N / s);
+  assert_int_equal(gl_qclient_outstanding(c), 0);
+  assert_int_equal(atomic_load(&fx->requests), N);
+  gl_qclient_del(c);
+  server_stop(fx);
+}
+
+/* ======================================================================
  * Setup
  * ==================================================================== */
 
@@ -875,6 +1278,17 @@ int main(void) {
       cmocka_unit_test(test_idle_and_keepalive),
       cmocka_unit_test(test_garbage_datagrams),
       cmocka_unit_test(test_server_shutdown),
+      cmocka_unit_test(test_pipeline_500_reverse),
+      cmocka_unit_test(test_pipeline_2000_unwaited),
+      cmocka_unit_test(test_pipeline_out_of_order),
+      cmocka_unit_test(test_pipeline_wait_timeout),
+      cmocka_unit_test(test_pipeline_cancel),
+      cmocka_unit_test(test_pipeline_bad_tokens),
+      cmocka_unit_test(test_pipeline_too_large),
+      cmocka_unit_test(test_pipeline_big_and_small),
+      cmocka_unit_test(test_pipeline_dead),
+      cmocka_unit_test(test_pipeline_10k_window),
   };
+  if (getenv("GL_TEST_FILTER")) cmocka_set_test_filter(getenv("GL_TEST_FILTER"));
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
