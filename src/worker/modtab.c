@@ -1,0 +1,229 @@
+/*
+ * modtab.c - the modules loaded in a lease's context: see modtab.h.
+ *
+ * A small array of (SHA-256, format, module, references), searched
+ * linearly: a lease holds few distinct modules, and the hash makes each
+ * comparison cheap.
+ */
+#include "worker/modtab.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
+
+#include "common/log.h"
+#include "worker/submit_check.h"
+
+typedef struct mod_entry {
+  uint8_t sha[32];
+  gpulease_image_format fmt;
+  void *module;
+  uint64_t refs;
+} mod_entry;
+
+struct gl_modtab {
+  gl_backend *be;    /* borrowed */
+  gl_jit_cache *jit; /* borrowed, may be NULL */
+  pthread_mutex_t mu;
+  mod_entry *e;
+  size_t n, cap;
+};
+
+gl_modtab *gl_modtab_new(gl_backend *be, gl_jit_cache *jit) {
+  gl_modtab *t = calloc(1, sizeof *t);
+  if (!t) return NULL;
+  if (pthread_mutex_init(&t->mu, NULL) != 0) {
+    free(t);
+    return NULL;
+  }
+  t->be = be;
+  t->jit = jit;
+  return t;
+}
+
+void gl_modtab_free(gl_modtab *t, bool forget) {
+  if (!t) return;
+  if (!forget)
+    for (size_t i = 0; i < t->n; i++) t->be->ops->unload_module(t->be, t->e[i].module);
+  pthread_mutex_destroy(&t->mu);
+  free(t->e);
+  free(t);
+}
+
+/* A malloc'd copy of the len bytes at p with a NUL after them; NULL when
+ * out of memory. */
+static uint8_t *nul_copy(const uint8_t *p, size_t len) {
+  if (len == SIZE_MAX) return NULL;
+  uint8_t *c = malloc(len + 1);
+  if (!c) return NULL;
+  memcpy(c, p, len);
+  c[len] = 0;
+  return c;
+}
+
+/* Loads a binary produced by compile_ptx (or read back from the disk
+ * cache), whose format is found from its bytes: a cubin (ELF) or fatbin by
+ * its magic, PTX text by its ".version"; anything else is taken as PTX
+ * text too (an emulating backend's "binary" is the PTX it was given, which
+ * need not start with ".version"), which the backend then checks. */
+static gpulease_status load_binary(gl_modtab *t, const uint8_t *bin, size_t len, void **module,
+                                   char *err, size_t errlen) {
+  gpulease_image_format f;
+  size_t text_len;
+  char why[256] = "";
+  if (gl_image_resolve(GPULEASE_IMAGE_AUTO, bin, len, &f, &text_len, why, sizeof why) !=
+          GPULEASE_OK &&
+      gl_image_resolve(GPULEASE_IMAGE_PTX, bin, len, &f, &text_len, why, sizeof why) !=
+          GPULEASE_OK) {
+    snprintf(err, errlen, "compiled PTX: %s", why);
+    return GPULEASE_LOAD_FAILED;
+  }
+  uint8_t *copy = nul_copy(bin, text_len);
+  if (!copy) {
+    snprintf(err, errlen, "out of memory copying a %zu-byte compiled module", text_len);
+    return GPULEASE_INTERNAL;
+  }
+  gpulease_status st = t->be->ops->load_module(t->be, copy, text_len, f, module, err, errlen);
+  free(copy);
+  return st;
+}
+
+/* PTX through the disk cache: the cached binary if it loads, else compile,
+ * load, and store. copy is the PTX with a NUL at copy[len]. */
+static gpulease_status load_jit(gl_modtab *t, const uint8_t *copy, size_t len,
+                                const uint8_t sha[32], void **module, uint8_t *source, char *err,
+                                size_t errlen) {
+  gl_backend *be = t->be;
+  char tag[128] = "";
+  be->ops->cache_tag(be, tag, sizeof tag);
+  tag[sizeof tag - 1] = 0;
+
+  uint8_t *bin = NULL;
+  size_t blen = 0;
+  if (gl_jit_cache_get(t->jit, sha, tag, &bin, &blen)) {
+    char why[512] = "";
+    gpulease_status st = load_binary(t, bin, blen, module, why, sizeof why);
+    free(bin);
+    if (st == GPULEASE_OK) {
+      *source = GL_MODULE_CACHE_DISK;
+      return GPULEASE_OK;
+    }
+    GL_WARN("JIT cache: the cached binary for a %zu-byte PTX (%s) does not load: %s; "
+            "compiling again",
+            len, tag, why);
+  }
+
+  gpulease_status st = be->ops->compile_ptx(be, copy, len, &bin, &blen, err, errlen);
+  if (st != GPULEASE_OK) return st;
+  st = load_binary(t, bin, blen, module, err, errlen);
+  if (st == GPULEASE_OK) {
+    gl_jit_cache_put(t->jit, sha, tag, bin, blen); /* only a binary that loads */
+    *source = GL_MODULE_CACHE_LOADED;
+  }
+  free(bin);
+  return st;
+}
+
+/* Loads the image (not in the table yet). */
+static gpulease_status load_new(gl_modtab *t, const uint8_t *image, size_t len,
+                                gpulease_image_format fmt, const uint8_t sha[32], void **module,
+                                uint8_t *source, char *err, size_t errlen) {
+  uint8_t *copy = nul_copy(image, len);
+  if (!copy) {
+    snprintf(err, errlen, "out of memory copying a %zu-byte image", len);
+    return GPULEASE_INTERNAL;
+  }
+  const gl_backend_ops *ops = t->be->ops;
+  gpulease_status st;
+  if (fmt == GPULEASE_IMAGE_PTX && ops->compile_ptx && ops->cache_tag && t->jit) {
+    st = load_jit(t, copy, len, sha, module, source, err, errlen);
+  } else {
+    st = ops->load_module(t->be, copy, len, fmt, module, err, errlen);
+    if (st == GPULEASE_OK) *source = GL_MODULE_CACHE_LOADED;
+  }
+  free(copy);
+  return st;
+}
+
+gpulease_status gl_modtab_acquire(gl_modtab *t, const uint8_t *image, size_t len,
+                                  gpulease_image_format fmt, void **module, uint8_t *source,
+                                  char *err, size_t errlen) {
+  if (!image || len == 0) {
+    snprintf(err, errlen, "module image is empty");
+    return GPULEASE_INVALID_ARGUMENT;
+  }
+  if (fmt != GPULEASE_IMAGE_PTX && fmt != GPULEASE_IMAGE_CUBIN && fmt != GPULEASE_IMAGE_FATBIN) {
+    snprintf(err, errlen, "module image format %d is not resolved (expected PTX, cubin or fatbin)",
+             (int)fmt);
+    return GPULEASE_INVALID_ARGUMENT;
+  }
+  uint8_t sha[32];
+  if (gnutls_hash_fast(GNUTLS_DIG_SHA256, image, len, sha) < 0) {
+    snprintf(err, errlen, "SHA-256 of the module image failed");
+    return GPULEASE_INTERNAL;
+  }
+
+  pthread_mutex_lock(&t->mu);
+  for (size_t i = 0; i < t->n; i++) {
+    mod_entry *e = &t->e[i];
+    if (e->fmt == fmt && memcmp(e->sha, sha, sizeof sha) == 0) {
+      e->refs++;
+      *module = e->module;
+      *source = GL_MODULE_CACHE_CONTEXT;
+      pthread_mutex_unlock(&t->mu);
+      return GPULEASE_OK;
+    }
+  }
+  if (t->n == t->cap) {
+    size_t ncap = t->cap ? t->cap * 2 : 8;
+    mod_entry *ne = realloc(t->e, ncap * sizeof *ne);
+    if (!ne) {
+      pthread_mutex_unlock(&t->mu);
+      snprintf(err, errlen, "out of memory for the module table");
+      return GPULEASE_INTERNAL;
+    }
+    t->e = ne;
+    t->cap = ncap;
+  }
+  void *m = NULL;
+  uint8_t src = GL_MODULE_CACHE_LOADED;
+  gpulease_status st = load_new(t, image, len, fmt, sha, &m, &src, err, errlen);
+  if (st == GPULEASE_OK) {
+    mod_entry *e = &t->e[t->n++];
+    memcpy(e->sha, sha, sizeof sha);
+    e->fmt = fmt;
+    e->module = m;
+    e->refs = 1;
+    *module = m;
+    *source = src;
+  }
+  pthread_mutex_unlock(&t->mu);
+  return st;
+}
+
+bool gl_modtab_release(gl_modtab *t, void *module) {
+  pthread_mutex_lock(&t->mu);
+  for (size_t i = 0; i < t->n; i++) {
+    mod_entry *e = &t->e[i];
+    if (e->module != module) continue;
+    if (--e->refs == 0) {
+      t->be->ops->unload_module(t->be, module);
+      *e = t->e[--t->n];
+    }
+    pthread_mutex_unlock(&t->mu);
+    return true;
+  }
+  pthread_mutex_unlock(&t->mu);
+  return false;
+}
+
+size_t gl_modtab_count(gl_modtab *t) {
+  pthread_mutex_lock(&t->mu);
+  size_t n = t->n;
+  pthread_mutex_unlock(&t->mu);
+  return n;
+}
