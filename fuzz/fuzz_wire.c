@@ -10,8 +10,13 @@
  *   - a message that decodes re-encodes (status OK), the encoding is
  *     canonical, so the re-encoded bytes equal the input, and they decode
  *     again to the same struct;
- *   - gl_param_next() walks a decoded GPU_SUBMIT param list in exactly
- *     param_count steps and ends at params_raw_len.
+ *   - gl_param_next() walks a decoded GPU_SUBMIT param list, and
+ *     gl_launch_param_next() a decoded LAUNCH list, in exactly param_count
+ *     steps and ends at params_raw_len; gl_launch_param_put() rebuilds the
+ *     LAUNCH list byte for byte;
+ *   - gl_request_session() is non-NULL exactly for the session ops other
+ *     than SESSION_OPEN, and their session_id is never 0; the ids and
+ *     handles of decoded session results are never 0 either.
  *
  * Built two ways: with -fsanitize=fuzzer by fuzz/CMakeLists.txt (GL_FUZZ),
  * and with fuzz/replay_main.c as a plain program that replays the seed
@@ -64,8 +69,68 @@ static int submit_equal(const gl_submit_req *a, const gl_submit_req *b) {
          a->input_len == b->input_len && same_bytes(a->input, b->input, a->input_len);
 }
 
+static int ref_equal(const gl_session_ref *a, const gl_session_ref *b) {
+  return memcmp(&a->auth, &b->auth, sizeof a->auth) == 0 && a->session_id == b->session_id &&
+         a->seq == b->seq;
+}
+
+/* The fields after the session_ref (compared by the caller). */
+static int session_req_equal(const gl_request *a, const gl_request *b) {
+  switch (a->op) {
+  case GL_OP_SESSION_OPEN: return memcmp(&a->u.auth, &b->u.auth, sizeof a->u.auth) == 0;
+  case GL_OP_SYNC: return a->u.sync.ack_seq == b->u.sync.ack_seq;
+  case GL_OP_MEM_ALLOC: return a->u.mem_alloc.size_bytes == b->u.mem_alloc.size_bytes;
+  case GL_OP_MEM_FREE:
+  case GL_OP_MODULE_UNLOAD: return a->u.handle.handle == b->u.handle.handle;
+  case GL_OP_MEM_WRITE: {
+    const gl_mem_write_req *x = &a->u.mem_write, *y = &b->u.mem_write;
+    return x->buffer == y->buffer && x->offset == y->offset && x->data_len == y->data_len &&
+           same_bytes(x->data, y->data, x->data_len);
+  }
+  case GL_OP_MEM_READ: {
+    const gl_mem_read_req *x = &a->u.mem_read, *y = &b->u.mem_read;
+    return x->buffer == y->buffer && x->offset == y->offset && x->size_bytes == y->size_bytes;
+  }
+  case GL_OP_MEM_COPY: {
+    const gl_mem_copy_req *x = &a->u.mem_copy, *y = &b->u.mem_copy;
+    return x->dst_buffer == y->dst_buffer && x->dst_offset == y->dst_offset &&
+           x->src_buffer == y->src_buffer && x->src_offset == y->src_offset &&
+           x->size_bytes == y->size_bytes;
+  }
+  case GL_OP_MEMSET: {
+    const gl_memset_req *x = &a->u.memset, *y = &b->u.memset;
+    return x->buffer == y->buffer && x->offset == y->offset &&
+           x->element_size == y->element_size && x->value == y->value && x->count == y->count;
+  }
+  case GL_OP_MODULE_LOAD: {
+    const gl_module_load_req *x = &a->u.module_load, *y = &b->u.module_load;
+    return x->image_format == y->image_format && x->image_len == y->image_len &&
+           same_bytes(x->image, y->image, x->image_len);
+  }
+  case GL_OP_FUNC_INFO: {
+    const gl_func_info_req *x = &a->u.func_info, *y = &b->u.func_info;
+    return x->module == y->module && x->kernel_name_len == y->kernel_name_len &&
+           same_bytes(x->kernel_name, y->kernel_name, x->kernel_name_len);
+  }
+  case GL_OP_LAUNCH: {
+    const gl_launch_req *x = &a->u.launch, *y = &b->u.launch;
+    return x->function == y->function && memcmp(x->grid, y->grid, sizeof x->grid) == 0 &&
+           memcmp(x->block, y->block, sizeof x->block) == 0 &&
+           x->shared_mem_bytes == y->shared_mem_bytes && x->param_count == y->param_count &&
+           x->params_raw_len == y->params_raw_len &&
+           same_bytes(x->params_raw, y->params_raw, x->params_raw_len);
+  }
+  default: return 1; /* SESSION_CLOSE: the session_ref only */
+  }
+}
+
 static int request_equal(const gl_request *a, const gl_request *b) {
   if (a->op != b->op) return 0;
+  if (gl_op_is_session(a->op)) {
+    const gl_session_ref *x = gl_request_session(a), *y = gl_request_session(b);
+    if (x && (!y || !ref_equal(x, y))) return 0;
+    return session_req_equal(a, b);
+  }
   switch (a->op) {
   case GL_OP_LEASE_ALLOC:
     return a->u.alloc.gpu_index == b->u.alloc.gpu_index &&
@@ -138,7 +203,79 @@ static int response_equal(const gl_response *a, const gl_response *b) {
     return a->u.worker_init.region_base == b->u.worker_init.region_base &&
            strcmp(a->u.worker_init.device_name, b->u.worker_init.device_name) == 0;
   case GL_OP_WORKER_PROBE: return probe_equal(&a->u.probe, &b->u.probe);
-  default: return 1;
+  case GL_OP_SESSION_OPEN:
+  case GL_OP_MEM_ALLOC: return a->u.handle == b->u.handle;
+  case GL_OP_SYNC:
+    return a->u.sync.error_status == b->u.sync.error_status &&
+           a->u.sync.error_op == b->u.sync.error_op && a->u.sync.error_seq == b->u.sync.error_seq;
+  case GL_OP_MEM_READ:
+    return a->u.mem_read.data_len == b->u.mem_read.data_len &&
+           same_bytes(a->u.mem_read.data, b->u.mem_read.data, a->u.mem_read.data_len);
+  case GL_OP_MODULE_LOAD:
+    return a->u.module_load.module == b->u.module_load.module &&
+           a->u.module_load.cache == b->u.module_load.cache;
+  case GL_OP_FUNC_INFO: {
+    const gl_func_info_resp *x = &a->u.func_info, *y = &b->u.func_info;
+    if (x->function != y->function || x->num_regs != y->num_regs ||
+        x->max_threads_per_block != y->max_threads_per_block ||
+        x->static_shared_bytes != y->static_shared_bytes || x->local_bytes != y->local_bytes ||
+        x->const_bytes != y->const_bytes || x->ptx_version != y->ptx_version ||
+        x->binary_version != y->binary_version || x->param_count != y->param_count)
+      return 0;
+    if (x->param_count == GL_WIRE_PARAMS_UNKNOWN) return 1;
+    return memcmp(x->param_sizes, y->param_sizes, x->param_count * sizeof x->param_sizes[0]) == 0;
+  }
+  default: return 1; /* empty results */
+  }
+}
+
+/* Walks a decoded LAUNCH list and rebuilds it with gl_launch_param_put. */
+static void check_launch_params(const gl_launch_req *l) {
+  size_t pos = 0, n = 0;
+  gl_launch_param p;
+  gl_buf b;
+  gl_buf_init(&b);
+  while (gl_launch_param_next(l, &pos, &p)) {
+    check(p.kind == GL_LAUNCH_PARAM_BUFFER || p.kind == GL_LAUNCH_PARAM_SCALAR,
+          "gl_launch_param_next returned a bad kind");
+    check(gl_launch_param_put(&b, &p) == GPULEASE_OK, "gl_launch_param_put refused a param");
+    n++;
+  }
+  check(n == l->param_count, "gl_launch_param_next count differs from param_count");
+  check(pos == l->params_raw_len, "gl_launch_param_next did not end at params_raw_len");
+  check(b.len == l->params_raw_len && same_bytes(b.data, l->params_raw, b.len),
+        "gl_launch_param_put does not rebuild the list");
+  gl_buf_free(&b);
+}
+
+static void check_session_req(const gl_request *req) {
+  const gl_session_ref *s = gl_request_session(req);
+  int want = gl_op_is_session(req->op) && req->op != GL_OP_SESSION_OPEN;
+  check((s != NULL) == want, "gl_request_session disagrees with the op");
+  if (s) check(s->session_id != 0, "decoded session_id 0");
+  if (req->op == GL_OP_LAUNCH) check_launch_params(&req->u.launch);
+}
+
+static void check_session_resp(const gl_response *r) {
+  if (r->status != GPULEASE_OK) return;
+  switch (r->op) {
+  case GL_OP_SESSION_OPEN:
+  case GL_OP_MEM_ALLOC: check(r->u.handle != 0, "decoded handle 0"); break;
+  case GL_OP_MODULE_LOAD:
+    check(r->u.module_load.module != 0 && r->u.module_load.cache <= GL_MODULE_CACHE_DISK,
+          "decoded MODULE_LOAD result out of range");
+    break;
+  case GL_OP_FUNC_INFO:
+    check(r->u.func_info.function != 0 &&
+              (r->u.func_info.param_count <= GPULEASE_MAX_PARAMS ||
+               r->u.func_info.param_count == GL_WIRE_PARAMS_UNKNOWN),
+          "decoded FUNC_INFO result out of range");
+    break;
+  case GL_OP_SYNC: check(r->u.sync.error_status < 100, "decoded SYNC error_status >= 100"); break;
+  case GL_OP_MEM_READ:
+    check(r->u.mem_read.data_len <= GL_WIRE_MAX_CHUNK, "decoded MEM_READ data_len too large");
+    break;
+  default: break;
   }
 }
 
@@ -164,6 +301,7 @@ static void fuzz_request(const uint8_t *data, size_t size) {
     return;
   }
   if (req.op == GL_OP_GPU_SUBMIT) check_params(&req.u.submit);
+  check_session_req(&req);
   check(gl_request_validate(&req, err, sizeof err) == GPULEASE_OK, "decoded request invalid");
 
   gl_buf b;
@@ -184,6 +322,7 @@ static void fuzz_response(const uint8_t *data, size_t size) {
     check_err(st, err, sizeof err);
     return;
   }
+  check_session_resp(&resp);
   gl_buf b;
   gl_buf_init(&b);
   check(gl_response_encode(&resp, &b) == GPULEASE_OK, "decoded response does not re-encode");

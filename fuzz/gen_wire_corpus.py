@@ -17,6 +17,10 @@ import sys
 REQ, RESP = 0, 1
 OPS = dict(GET_INVENTORY=0x0001, LEASE_ALLOC=0x0101, LEASE_RENEW=0x0102,
            LEASE_QUERY=0x0103, LEASE_FREE=0x0104, GPU_SUBMIT=0x0201,
+           SESSION_OPEN=0x0301, SESSION_CLOSE=0x0302, SYNC=0x0303,
+           MEM_ALLOC=0x0311, MEM_FREE=0x0312, MEM_WRITE=0x0313, MEM_READ=0x0314,
+           MEM_COPY=0x0315, MEMSET=0x0316, MODULE_LOAD=0x0321,
+           MODULE_UNLOAD=0x0322, FUNC_INFO=0x0323, LAUNCH=0x0331,
            WORKER_INIT=0x7F01, WORKER_PROBE=0x7F02)
 SECRET = bytes(range(0xA0, 0xB0))
 
@@ -67,6 +71,90 @@ def resp(op, result=b"", status=0, msg=b""):
     return frame(RESP, op, struct.pack(">H", len(msg)) + msg + result, status=status)
 
 
+# ---- session ops (docs/protocol.md section 4, "Sessions") ----
+
+PTX = b".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\n ret;\n}\n"
+BUF1, BUF2, MOD, FUNC = 0x0100000000000001, 0x0100000000000002, 0x0200000000000001, 0x0300000000000001
+
+
+def sref(session_id=1, seq=1):
+    return auth() + struct.pack(">QQ", session_id, seq)
+
+
+def launch_params(params):
+    out = b""
+    for kind, a, b in params:
+        if kind == "buf":
+            out += struct.pack(">BQQ", 1, a, b)
+        else:
+            out += struct.pack(">BB", 2, len(a)) + a
+    return out
+
+
+def launch_body(params=None, count=None, session_id=1, seq=7):
+    if params is None:
+        params = [("buf", BUF1, 0), ("buf", BUF2, 256), ("scalar", struct.pack("<I", 1024), None)]
+    if count is None:
+        count = len(params)
+    return (sref(session_id, seq) + struct.pack(">Q", FUNC) +
+            struct.pack(">7I", 4, 1, 1, 256, 1, 1, 0) + struct.pack(">H", count) +
+            launch_params(params))
+
+
+def func_info_result(sizes=(8, 8, 4), count=None):
+    if count is None:
+        count = len(sizes)
+    return (struct.pack(">Q7IH", FUNC, 16, 1024, 0, 0, 0, 80, 90, count) +
+            b"".join(struct.pack(">H", n) for n in sizes))
+
+
+def session_corpus():
+    o = OPS
+    yield "req-session-open", frame(REQ, o["SESSION_OPEN"], auth())
+    yield "req-session-close", frame(REQ, o["SESSION_CLOSE"], sref(1, 12))
+    yield "req-sync", frame(REQ, o["SYNC"], sref(1, 9) + struct.pack(">Q", 0))
+    yield "req-sync-ack", frame(REQ, o["SYNC"], sref(1, 11) + struct.pack(">Q", 7))
+    yield "req-mem-alloc", frame(REQ, o["MEM_ALLOC"], sref(1, 1) + struct.pack(">Q", 1 << 20))
+    yield "req-mem-free", frame(REQ, o["MEM_FREE"], sref(1, 10) + struct.pack(">Q", BUF1))
+    yield "req-mem-write", frame(REQ, o["MEM_WRITE"], sref(1, 2) + struct.pack(">QQI", BUF1, 0, 16) +
+                                 bytes(range(16)))
+    yield "req-mem-read", frame(REQ, o["MEM_READ"], sref(1, 8) + struct.pack(">QQI", BUF2, 0, 4096))
+    yield "req-mem-copy", frame(REQ, o["MEM_COPY"], sref(1, 3) + struct.pack(">5Q", BUF2, 0, BUF1, 0, 16))
+    yield "req-memset", frame(REQ, o["MEMSET"], sref(1, 4) + struct.pack(">QQBIQ", BUF2, 16, 2, 0xFFFF, 8))
+    yield "req-memset-unordered", frame(REQ, o["MEMSET"], sref(1, 0) +
+                                        struct.pack(">QQBIQ", BUF1, 0, 4, 0xDEADBEEF, 1))
+    yield "req-module-load", frame(REQ, o["MODULE_LOAD"], sref(1, 5) + struct.pack(">BI", 1, len(PTX)) + PTX)
+    yield "req-module-unload", frame(REQ, o["MODULE_UNLOAD"], sref(1, 13) + struct.pack(">Q", MOD))
+    yield "req-func-info", frame(REQ, o["FUNC_INFO"], sref(1, 6) + struct.pack(">QH", MOD, 1) + b"k")
+    yield "req-launch", frame(REQ, o["LAUNCH"], launch_body())
+    yield "req-launch-noparams", frame(REQ, o["LAUNCH"], launch_body(params=[]))
+    yield "resp-session-open", resp(o["SESSION_OPEN"], struct.pack(">Q", 1))
+    yield "resp-session-close", resp(o["SESSION_CLOSE"])
+    yield "resp-sync-ok", resp(o["SYNC"], struct.pack(">HHQ", 0, 0, 0))
+    yield "resp-sync-failure", resp(o["SYNC"], struct.pack(">HHQ", 4, o["LAUNCH"], 7),
+                                    msg=b"op 7 (LAUNCH) failed: CUDA_ERROR_ILLEGAL_ADDRESS")
+    yield "resp-mem-alloc", resp(o["MEM_ALLOC"], struct.pack(">Q", BUF1))
+    yield "resp-mem-free", resp(o["MEM_FREE"])
+    yield "resp-mem-write", resp(o["MEM_WRITE"])
+    yield "resp-mem-read", resp(o["MEM_READ"], struct.pack(">I", 16) + bytes(range(16, 32)))
+    yield "resp-mem-copy", resp(o["MEM_COPY"])
+    yield "resp-memset", resp(o["MEMSET"])
+    yield "resp-module-load", resp(o["MODULE_LOAD"], struct.pack(">QB", MOD, 2))
+    yield "resp-module-unload", resp(o["MODULE_UNLOAD"])
+    yield "resp-func-info", resp(o["FUNC_INFO"], func_info_result())
+    yield "resp-func-info-unknown", resp(o["FUNC_INFO"], func_info_result(sizes=(), count=0xFFFF))
+    yield "resp-launch", resp(o["LAUNCH"])
+    yield "resp-error-invalid-handle", resp(o["MEM_FREE"], status=16, msg=b"no buffer 0x1 in session 1")
+    yield "bad-session-id-0", frame(REQ, o["SESSION_CLOSE"], sref(0, 1))
+    yield "bad-mem-write-short", frame(REQ, o["MEM_WRITE"], sref(1, 2) +
+                                       struct.pack(">QQI", BUF1, 0, 16) + bytes(15))
+    yield "bad-memset-value", frame(REQ, o["MEMSET"], sref(1, 4) +
+                                    struct.pack(">QQBIQ", BUF2, 0, 1, 0x100, 8))
+    yield "bad-launch-kind-3", frame(REQ, o["LAUNCH"], launch_body(count=4) + b"\x03" + bytes(16))
+    yield "bad-func-info-count", resp(o["FUNC_INFO"], func_info_result(sizes=(), count=257))
+    yield "bad-module-load-cache-3", resp(o["MODULE_LOAD"], struct.pack(">QB", MOD, 3))
+
+
 def corpus():
     o = OPS
     sub = submit_body()
@@ -93,6 +181,7 @@ def corpus():
     yield "bad-kernel-name-0", frame(REQ, o["GPU_SUBMIT"], submit_body(name=b""))
     yield "bad-trailing-byte", frame(REQ, o["LEASE_FREE"], auth() + b"\x00")
     yield "bad-scalar-size-65", frame(REQ, o["GPU_SUBMIT"], submit_body(params=[("scalar", bytes(65))]))
+    yield from session_corpus()
 
 
 def main():

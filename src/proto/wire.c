@@ -17,8 +17,9 @@
  * replies) are copied NUL-terminated into the structs' arrays; a string that
  * does not fit, or that holds a NUL byte, is refused.
  *
- * The encoder checks a struct with the very same rules (the GPU_SUBMIT param
- * list is even checked by running the decoder's reader over it), so that
+ * The encoder checks a struct with the very same rules (the GPU_SUBMIT and
+ * LAUNCH param lists are even checked by running the decoder's reader over
+ * them, and so are the session ops' results), so that
  * anything gl_request_encode() emits, gl_request_decode() accepts, and the
  * other way round: the encoding is canonical, which the fuzz harness
  * (fuzz/fuzz_wire.c) verifies byte for byte.
@@ -608,6 +609,581 @@ static void submit_put(gl_buf *b, const gl_submit_req *s) {
 }
 
 /* ========================================================================
+ * Session ops (SESSION_OPEN .. LAUNCH)
+ * ====================================================================== */
+
+/* Body bytes of a MODULE_LOAD request besides the image: session_ref (24 +
+ * 8 + 8), image_format, image_len. */
+#define MODULE_LOAD_FIXED_BYTES 45
+
+bool gl_op_is_session(uint16_t op) {
+  switch (op) {
+  case GL_OP_SESSION_OPEN:
+  case GL_OP_SESSION_CLOSE:
+  case GL_OP_SYNC:
+  case GL_OP_MEM_ALLOC:
+  case GL_OP_MEM_FREE:
+  case GL_OP_MEM_WRITE:
+  case GL_OP_MEM_READ:
+  case GL_OP_MEM_COPY:
+  case GL_OP_MEMSET:
+  case GL_OP_MODULE_LOAD:
+  case GL_OP_MODULE_UNLOAD:
+  case GL_OP_FUNC_INFO:
+  case GL_OP_LAUNCH: return true;
+  default: return false;
+  }
+}
+
+const gl_session_ref *gl_request_session(const gl_request *r) {
+  if (!r) return NULL;
+  switch (r->op) {
+  case GL_OP_SESSION_CLOSE: return &r->u.session;
+  case GL_OP_SYNC: return &r->u.sync.s;
+  case GL_OP_MEM_ALLOC: return &r->u.mem_alloc.s;
+  case GL_OP_MEM_FREE:
+  case GL_OP_MODULE_UNLOAD: return &r->u.handle.s;
+  case GL_OP_MEM_WRITE: return &r->u.mem_write.s;
+  case GL_OP_MEM_READ: return &r->u.mem_read.s;
+  case GL_OP_MEM_COPY: return &r->u.mem_copy.s;
+  case GL_OP_MEMSET: return &r->u.memset.s;
+  case GL_OP_MODULE_LOAD: return &r->u.module_load.s;
+  case GL_OP_FUNC_INFO: return &r->u.func_info.s;
+  case GL_OP_LAUNCH: return &r->u.launch.s;
+  default: return NULL; /* SESSION_OPEN (r->u.auth) and the other ops */
+  }
+}
+
+/* Session ids and the handles a response issues are never 0. (Handles in
+ * requests are not checked here: the worker checks them.) */
+static void check_id(rd *r, const char *field, uint64_t v) {
+  if (rd_ok(r) && v == 0)
+    rd_fail(r, GPULEASE_INVALID_ARGUMENT, "%s 0 is not valid (ids and handles start at 1)",
+            field);
+}
+
+/* A size or count that must be at least 1 (`unit`: "byte", "element"). */
+static void check_at_least_1(rd *r, const char *field, uint64_t v, const char *unit) {
+  if (rd_ok(r) && v == 0)
+    rd_fail(r, GPULEASE_INVALID_ARGUMENT, "%s 0: at least 1 %s is required", field, unit);
+}
+
+/* MEM_WRITE data_len, MEM_READ size_bytes and the MEM_READ result. */
+static void check_chunk(rd *r, const char *field, uint32_t n, bool may_be_0) {
+  if (rd_ok(r) && ((n == 0 && !may_be_0) || n > GL_WIRE_MAX_CHUNK))
+    rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+            "%s %u out of range %d..%u (one op moves at most 64 MiB; split larger transfers)",
+            field, n, may_be_0 ? 0 : 1, GL_WIRE_MAX_CHUNK);
+}
+
+static void check_element_size(rd *r, uint8_t n) {
+  if (rd_ok(r) && n != 1 && n != 2 && n != 4)
+    rd_fail(r, GPULEASE_INVALID_ARGUMENT, "element_size %u is not 1, 2 or 4", n);
+}
+
+/* After check_element_size: size is 1, 2 or 4. */
+static void check_memset_value(rd *r, uint8_t size, uint32_t value) {
+  if (rd_ok(r) && size < 4 && (value >> (8 * size)) != 0)
+    rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+            "value 0x%x does not fit element_size %u (at most 0x%x)", value, size,
+            (1u << (8 * size)) - 1);
+}
+
+static void check_launch_param_count(rd *r, uint16_t count) {
+  if (rd_ok(r) && count > GPULEASE_MAX_PARAMS)
+    rd_fail(r, GPULEASE_INVALID_ARGUMENT, "param_count %u exceeds %d", count,
+            GPULEASE_MAX_PARAMS);
+}
+
+static void session_ref_decode(rd *r, gl_session_ref *s) {
+  auth_decode(r, &s->auth);
+  s->session_id = rd_u64(r, "session_id");
+  check_id(r, "session_id", s->session_id);
+  s->seq = rd_u64(r, "seq");
+}
+
+static void session_ref_put(gl_buf *b, const gl_session_ref *s) {
+  auth_put(b, &s->auth);
+  put_u64(b, s->session_id);
+  put_u64(b, s->seq);
+}
+
+/* Reads `count` LAUNCH params and checks each kind, each scalar size and
+ * the running total against GL_WIRE_MAX_LAUNCH_PARAM_BYTES (the decoder on
+ * the body, the encoder on a caller's params_raw). */
+static void launch_params_scan(rd *r, unsigned count) {
+  size_t start = r->pos;
+  char buf[64];
+  r->elem = "param";
+  for (unsigned i = 0; i < count && rd_ok(r); i++) {
+    r->idx = i;
+    uint8_t kind = rd_u8(r, "kind");
+    if (!rd_ok(r)) break;
+    if (kind == GL_LAUNCH_PARAM_BUFFER) {
+      rd_u64(r, "buffer");
+      rd_u64(r, "offset");
+    } else if (kind == GL_LAUNCH_PARAM_SCALAR) {
+      uint8_t size = rd_u8(r, "size");
+      if (rd_ok(r) && (size < 1 || size > GPULEASE_MAX_SCALAR_BYTES))
+        rd_fail(r, GPULEASE_INVALID_ARGUMENT, "%s %u out of range 1..%d",
+                rd_field(r, "size", buf, sizeof buf), size, GPULEASE_MAX_SCALAR_BYTES);
+      rd_take(r, size, "value");
+    } else {
+      rd_fail(r, GPULEASE_INVALID_ARGUMENT, "%s %u unknown (1 = buffer, 2 = scalar)",
+              rd_field(r, "kind", buf, sizeof buf), kind);
+    }
+    if (rd_ok(r) && r->pos - start > GL_WIRE_MAX_LAUNCH_PARAM_BYTES)
+      rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+              "param list reaches %zu bytes at param[%u], over the limit of %d",
+              r->pos - start, i, GL_WIRE_MAX_LAUNCH_PARAM_BYTES);
+  }
+  r->elem = NULL;
+}
+
+bool gl_launch_param_next(const gl_launch_req *req, size_t *pos, gl_launch_param *out) {
+  if (!req || !pos || !out || !req->params_raw) return false;
+  const uint8_t *p = req->params_raw;
+  size_t len = req->params_raw_len, i = *pos;
+  if (i >= len) return false;
+  memset(out, 0, sizeof *out);
+  out->kind = p[i];
+  if (p[i] == GL_LAUNCH_PARAM_BUFFER) {
+    if (len - i < 17) return false;
+    out->buffer = get_be(p + i + 1, 8);
+    out->offset = get_be(p + i + 9, 8);
+    *pos = i + 17;
+    return true;
+  }
+  if (p[i] == GL_LAUNCH_PARAM_SCALAR) {
+    if (len - i < 2) return false;
+    uint8_t size = p[i + 1];
+    if (size < 1 || size > GPULEASE_MAX_SCALAR_BYTES || len - i - 2 < size) return false;
+    out->size = size;
+    out->value = p + i + 2;
+    *pos = i + 2 + size;
+    return true;
+  }
+  return false;
+}
+
+gpulease_status gl_launch_param_put(gl_buf *out, const gl_launch_param *p) {
+  if (!out || !p) return GPULEASE_INVALID_ARGUMENT;
+  if (p->kind == GL_LAUNCH_PARAM_SCALAR) {
+    if (p->size < 1 || p->size > GPULEASE_MAX_SCALAR_BYTES || !p->value)
+      return GPULEASE_INVALID_ARGUMENT;
+  } else if (p->kind != GL_LAUNCH_PARAM_BUFFER) {
+    return GPULEASE_INVALID_ARGUMENT;
+  }
+  if (out->oom) return GPULEASE_NO_MEMORY;
+  size_t start = out->len;
+  put_u8(out, p->kind);
+  if (p->kind == GL_LAUNCH_PARAM_BUFFER) {
+    put_u64(out, p->buffer);
+    put_u64(out, p->offset);
+  } else {
+    put_u8(out, p->size);
+    put_bytes(out, p->value, p->size);
+  }
+  if (out->oom) {
+    if (out->len > start) out->len = start;
+    return GPULEASE_NO_MEMORY;
+  }
+  return GPULEASE_OK;
+}
+
+static void launch_decode(rd *r, gl_launch_req *l) {
+  session_ref_decode(r, &l->s);
+  l->function = rd_u64(r, "function");
+  l->grid[0] = rd_u32(r, "grid_x");
+  l->grid[1] = rd_u32(r, "grid_y");
+  l->grid[2] = rd_u32(r, "grid_z");
+  l->block[0] = rd_u32(r, "block_x");
+  l->block[1] = rd_u32(r, "block_y");
+  l->block[2] = rd_u32(r, "block_z");
+  l->shared_mem_bytes = rd_u32(r, "shared_mem_bytes");
+  l->param_count = rd_u16(r, "param_count");
+  check_launch_param_count(r, l->param_count);
+  if (rd_ok(r)) {
+    size_t start = r->pos;
+    launch_params_scan(r, l->param_count);
+    l->params_raw = r->p + start;
+    l->params_raw_len = r->pos - start;
+  }
+}
+
+/* The request body of a session op, field by field, each checked as soon
+ * as it is read. */
+static void session_decode(rd *r, gl_request *q) {
+  switch (q->op) {
+  case GL_OP_SESSION_OPEN:
+    auth_decode(r, &q->u.auth);
+    break;
+  case GL_OP_SESSION_CLOSE:
+    session_ref_decode(r, &q->u.session);
+    break;
+  case GL_OP_SYNC:
+    session_ref_decode(r, &q->u.sync.s);
+    q->u.sync.ack_seq = rd_u64(r, "ack_seq");
+    break;
+  case GL_OP_MEM_ALLOC:
+    session_ref_decode(r, &q->u.mem_alloc.s);
+    q->u.mem_alloc.size_bytes = rd_u64(r, "size_bytes");
+    check_at_least_1(r, "size_bytes", q->u.mem_alloc.size_bytes, "byte");
+    break;
+  case GL_OP_MEM_FREE:
+  case GL_OP_MODULE_UNLOAD:
+    session_ref_decode(r, &q->u.handle.s);
+    q->u.handle.handle = rd_u64(r, q->op == GL_OP_MEM_FREE ? "buffer" : "module");
+    break;
+  case GL_OP_MEM_WRITE: {
+    gl_mem_write_req *w = &q->u.mem_write;
+    session_ref_decode(r, &w->s);
+    w->buffer = rd_u64(r, "buffer");
+    w->offset = rd_u64(r, "offset");
+    w->data_len = rd_u32(r, "data_len");
+    check_chunk(r, "data_len", w->data_len, false);
+    w->data = rd_take(r, w->data_len, "data");
+    break;
+  }
+  case GL_OP_MEM_READ: {
+    gl_mem_read_req *m = &q->u.mem_read;
+    session_ref_decode(r, &m->s);
+    m->buffer = rd_u64(r, "buffer");
+    m->offset = rd_u64(r, "offset");
+    m->size_bytes = rd_u32(r, "size_bytes");
+    check_chunk(r, "size_bytes", m->size_bytes, false);
+    break;
+  }
+  case GL_OP_MEM_COPY: {
+    gl_mem_copy_req *c = &q->u.mem_copy;
+    session_ref_decode(r, &c->s);
+    c->dst_buffer = rd_u64(r, "dst_buffer");
+    c->dst_offset = rd_u64(r, "dst_offset");
+    c->src_buffer = rd_u64(r, "src_buffer");
+    c->src_offset = rd_u64(r, "src_offset");
+    c->size_bytes = rd_u64(r, "size_bytes");
+    check_at_least_1(r, "size_bytes", c->size_bytes, "byte");
+    break;
+  }
+  case GL_OP_MEMSET: {
+    gl_memset_req *m = &q->u.memset;
+    session_ref_decode(r, &m->s);
+    m->buffer = rd_u64(r, "buffer");
+    m->offset = rd_u64(r, "offset");
+    m->element_size = rd_u8(r, "element_size");
+    check_element_size(r, m->element_size);
+    m->value = rd_u32(r, "value");
+    check_memset_value(r, m->element_size, m->value);
+    m->count = rd_u64(r, "count");
+    check_at_least_1(r, "count", m->count, "element");
+    break;
+  }
+  case GL_OP_MODULE_LOAD: {
+    gl_module_load_req *m = &q->u.module_load;
+    session_ref_decode(r, &m->s);
+    m->image_format = rd_u8(r, "image_format");
+    check_image_format(r, m->image_format);
+    m->image_len = rd_u32(r, "image_len");
+    check_image_len(r, m->image_len);
+    m->image = rd_take(r, m->image_len, "image");
+    break;
+  }
+  case GL_OP_FUNC_INFO: {
+    gl_func_info_req *f = &q->u.func_info;
+    session_ref_decode(r, &f->s);
+    f->module = rd_u64(r, "module");
+    f->kernel_name_len = rd_u16(r, "kernel_name_len");
+    check_kernel_name_len(r, f->kernel_name_len);
+    f->kernel_name = (const char *)rd_take(r, f->kernel_name_len, "kernel_name");
+    if (f->kernel_name) check_kernel_name(r, f->kernel_name, f->kernel_name_len);
+    break;
+  }
+  case GL_OP_LAUNCH:
+    launch_decode(r, &q->u.launch);
+    break;
+  }
+}
+
+/* The encoder's side: the same checks on a struct a caller filled, in the
+ * same order, plus the pointers behind non-zero lengths. */
+static void session_validate(rd *r, const gl_request *q) {
+  const gl_session_ref *s = gl_request_session(q);
+  if (s) check_id(r, "session_id", s->session_id);
+  switch (q->op) {
+  case GL_OP_MEM_ALLOC:
+    check_at_least_1(r, "size_bytes", q->u.mem_alloc.size_bytes, "byte");
+    break;
+  case GL_OP_MEM_WRITE:
+    check_chunk(r, "data_len", q->u.mem_write.data_len, false);
+    if (rd_ok(r) && !q->u.mem_write.data) rd_fail(r, GPULEASE_INVALID_ARGUMENT, "data is NULL");
+    break;
+  case GL_OP_MEM_READ:
+    check_chunk(r, "size_bytes", q->u.mem_read.size_bytes, false);
+    break;
+  case GL_OP_MEM_COPY:
+    check_at_least_1(r, "size_bytes", q->u.mem_copy.size_bytes, "byte");
+    break;
+  case GL_OP_MEMSET:
+    check_element_size(r, q->u.memset.element_size);
+    check_memset_value(r, q->u.memset.element_size, q->u.memset.value);
+    check_at_least_1(r, "count", q->u.memset.count, "element");
+    break;
+  case GL_OP_MODULE_LOAD: {
+    const gl_module_load_req *m = &q->u.module_load;
+    check_image_format(r, m->image_format);
+    check_image_len(r, m->image_len);
+    if (rd_ok(r) && !m->image) rd_fail(r, GPULEASE_INVALID_ARGUMENT, "image is NULL");
+    if (rd_ok(r) && (uint64_t)MODULE_LOAD_FIXED_BYTES + m->image_len > UINT32_MAX)
+      rd_fail(r, GPULEASE_INVALID_ARGUMENT, "body of %llu bytes does not fit body_len",
+              (unsigned long long)MODULE_LOAD_FIXED_BYTES + m->image_len);
+    break;
+  }
+  case GL_OP_FUNC_INFO: {
+    const gl_func_info_req *f = &q->u.func_info;
+    check_kernel_name_len(r, f->kernel_name_len);
+    if (rd_ok(r) && !f->kernel_name)
+      rd_fail(r, GPULEASE_INVALID_ARGUMENT, "kernel_name is NULL");
+    if (rd_ok(r)) check_kernel_name(r, f->kernel_name, f->kernel_name_len);
+    break;
+  }
+  case GL_OP_LAUNCH: {
+    const gl_launch_req *l = &q->u.launch;
+    check_launch_param_count(r, l->param_count);
+    if (rd_ok(r) && l->params_raw_len > 0 && !l->params_raw)
+      rd_fail(r, GPULEASE_INVALID_ARGUMENT, "params_raw is NULL");
+    if (rd_ok(r)) {
+      rd pr;
+      rd_init(&pr, l->params_raw, l->params_raw_len, r->op, r->err, r->errlen);
+      launch_params_scan(&pr, l->param_count);
+      if (pr.st != GPULEASE_OK)
+        r->st = GPULEASE_INVALID_ARGUMENT; /* message already written */
+      else if (pr.pos != l->params_raw_len)
+        rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+                "params_raw_len %zu but the %u params take %zu bytes", l->params_raw_len,
+                l->param_count, pr.pos);
+    }
+    break;
+  }
+  default: /* SESSION_OPEN, SESSION_CLOSE, SYNC, MEM_FREE, MODULE_UNLOAD */
+    break;
+  }
+}
+
+static void session_put(gl_buf *b, const gl_request *q) {
+  const gl_session_ref *s = gl_request_session(q);
+  if (s) session_ref_put(b, s);
+  switch (q->op) {
+  case GL_OP_SESSION_OPEN:
+    auth_put(b, &q->u.auth);
+    break;
+  case GL_OP_SYNC:
+    put_u64(b, q->u.sync.ack_seq);
+    break;
+  case GL_OP_MEM_ALLOC:
+    put_u64(b, q->u.mem_alloc.size_bytes);
+    break;
+  case GL_OP_MEM_FREE:
+  case GL_OP_MODULE_UNLOAD:
+    put_u64(b, q->u.handle.handle);
+    break;
+  case GL_OP_MEM_WRITE:
+    put_u64(b, q->u.mem_write.buffer);
+    put_u64(b, q->u.mem_write.offset);
+    put_u32(b, q->u.mem_write.data_len);
+    put_bytes(b, q->u.mem_write.data, q->u.mem_write.data_len);
+    break;
+  case GL_OP_MEM_READ:
+    put_u64(b, q->u.mem_read.buffer);
+    put_u64(b, q->u.mem_read.offset);
+    put_u32(b, q->u.mem_read.size_bytes);
+    break;
+  case GL_OP_MEM_COPY:
+    put_u64(b, q->u.mem_copy.dst_buffer);
+    put_u64(b, q->u.mem_copy.dst_offset);
+    put_u64(b, q->u.mem_copy.src_buffer);
+    put_u64(b, q->u.mem_copy.src_offset);
+    put_u64(b, q->u.mem_copy.size_bytes);
+    break;
+  case GL_OP_MEMSET:
+    put_u64(b, q->u.memset.buffer);
+    put_u64(b, q->u.memset.offset);
+    put_u8(b, q->u.memset.element_size);
+    put_u32(b, q->u.memset.value);
+    put_u64(b, q->u.memset.count);
+    break;
+  case GL_OP_MODULE_LOAD:
+    put_u8(b, q->u.module_load.image_format);
+    put_u32(b, q->u.module_load.image_len);
+    put_bytes(b, q->u.module_load.image, q->u.module_load.image_len);
+    break;
+  case GL_OP_FUNC_INFO:
+    put_u64(b, q->u.func_info.module);
+    put_u16(b, q->u.func_info.kernel_name_len);
+    put_bytes(b, q->u.func_info.kernel_name, q->u.func_info.kernel_name_len);
+    break;
+  case GL_OP_LAUNCH: {
+    const gl_launch_req *l = &q->u.launch;
+    put_u64(b, l->function);
+    for (int i = 0; i < 3; i++) put_u32(b, l->grid[i]);
+    for (int i = 0; i < 3; i++) put_u32(b, l->block[i]);
+    put_u32(b, l->shared_mem_bytes);
+    put_u16(b, l->param_count);
+    put_bytes(b, l->params_raw, l->params_raw_len);
+    break;
+  }
+  default: /* SESSION_CLOSE: the session_ref only */
+    break;
+  }
+}
+
+/* ---- session results ---- */
+
+static void check_sync_error_status(rd *r, uint16_t st) {
+  if (rd_ok(r) && st >= 100)
+    rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+            "error_status %u is not a wire status (codes from 100 up are client-side)", st);
+}
+
+static void check_cache(rd *r, uint8_t cache) {
+  if (rd_ok(r) && cache > GL_MODULE_CACHE_DISK)
+    rd_fail(r, GPULEASE_INVALID_ARGUMENT, "cache %u out of range 0..%d", cache,
+            GL_MODULE_CACHE_DISK);
+}
+
+static void check_func_param_count(rd *r, uint16_t n) {
+  if (rd_ok(r) && n > GPULEASE_MAX_PARAMS && n != GL_WIRE_PARAMS_UNKNOWN)
+    rd_fail(r, GPULEASE_INVALID_ARGUMENT, "param_count %u exceeds %d (0x%04X: unknown)", n,
+            GPULEASE_MAX_PARAMS, GL_WIRE_PARAMS_UNKNOWN);
+}
+
+/* The name of the u64 a SESSION_OPEN or MEM_ALLOC result holds. */
+static const char *handle_field(uint16_t op) {
+  return op == GL_OP_SESSION_OPEN ? "session_id" : "buffer";
+}
+
+/* The OK result of a session op. */
+static void session_result_decode(rd *r, gl_response *out) {
+  switch (out->op) {
+  case GL_OP_SESSION_OPEN:
+  case GL_OP_MEM_ALLOC:
+    out->u.handle = rd_u64(r, handle_field(out->op));
+    check_id(r, handle_field(out->op), out->u.handle);
+    break;
+  case GL_OP_SYNC:
+    out->u.sync.error_status = rd_u16(r, "error_status");
+    check_sync_error_status(r, out->u.sync.error_status);
+    out->u.sync.error_op = rd_u16(r, "error_op");
+    out->u.sync.error_seq = rd_u64(r, "error_seq");
+    break;
+  case GL_OP_MEM_READ:
+    out->u.mem_read.data_len = rd_u32(r, "data_len");
+    check_chunk(r, "data_len", out->u.mem_read.data_len, true);
+    out->u.mem_read.data = rd_take(r, out->u.mem_read.data_len, "data");
+    break;
+  case GL_OP_MODULE_LOAD:
+    out->u.module_load.module = rd_u64(r, "module");
+    check_id(r, "module", out->u.module_load.module);
+    out->u.module_load.cache = rd_u8(r, "cache");
+    check_cache(r, out->u.module_load.cache);
+    break;
+  case GL_OP_FUNC_INFO: {
+    gl_func_info_resp *f = &out->u.func_info;
+    f->function = rd_u64(r, "function");
+    check_id(r, "function", f->function);
+    f->num_regs = rd_u32(r, "num_regs");
+    f->max_threads_per_block = rd_u32(r, "max_threads_per_block");
+    f->static_shared_bytes = rd_u32(r, "static_shared_bytes");
+    f->local_bytes = rd_u32(r, "local_bytes");
+    f->const_bytes = rd_u32(r, "const_bytes");
+    f->ptx_version = rd_u32(r, "ptx_version");
+    f->binary_version = rd_u32(r, "binary_version");
+    f->param_count = rd_u16(r, "param_count");
+    check_func_param_count(r, f->param_count);
+    if (f->param_count == GL_WIRE_PARAMS_UNKNOWN) break;
+    r->elem = "param";
+    for (unsigned i = 0; i < f->param_count && rd_ok(r); i++) {
+      r->idx = i;
+      f->param_sizes[i] = rd_u16(r, "size");
+    }
+    r->elem = NULL;
+    break;
+  }
+  default: /* SESSION_CLOSE, MEM_FREE, MEM_WRITE, MEM_COPY, MEMSET,
+            * MODULE_UNLOAD, LAUNCH: empty result */
+    break;
+  }
+}
+
+/* What session_result_decode() refuses, on a struct (for the encoder). */
+static bool session_result_valid(const gl_response *resp) {
+  rd r;
+  rd_init(&r, NULL, 0, resp->op, NULL, 0);
+  switch (resp->op) {
+  case GL_OP_SESSION_OPEN:
+  case GL_OP_MEM_ALLOC:
+    check_id(&r, handle_field(resp->op), resp->u.handle);
+    break;
+  case GL_OP_SYNC:
+    check_sync_error_status(&r, resp->u.sync.error_status);
+    break;
+  case GL_OP_MEM_READ:
+    check_chunk(&r, "data_len", resp->u.mem_read.data_len, true);
+    if (resp->u.mem_read.data_len > 0 && !resp->u.mem_read.data) return false;
+    break;
+  case GL_OP_MODULE_LOAD:
+    check_id(&r, "module", resp->u.module_load.module);
+    check_cache(&r, resp->u.module_load.cache);
+    break;
+  case GL_OP_FUNC_INFO:
+    check_id(&r, "function", resp->u.func_info.function);
+    check_func_param_count(&r, resp->u.func_info.param_count);
+    break;
+  default:
+    break;
+  }
+  return rd_ok(&r);
+}
+
+static void session_result_put(gl_buf *b, const gl_response *resp) {
+  switch (resp->op) {
+  case GL_OP_SESSION_OPEN:
+  case GL_OP_MEM_ALLOC:
+    put_u64(b, resp->u.handle);
+    break;
+  case GL_OP_SYNC:
+    put_u16(b, resp->u.sync.error_status);
+    put_u16(b, resp->u.sync.error_op);
+    put_u64(b, resp->u.sync.error_seq);
+    break;
+  case GL_OP_MEM_READ:
+    put_u32(b, resp->u.mem_read.data_len);
+    put_bytes(b, resp->u.mem_read.data, resp->u.mem_read.data_len);
+    break;
+  case GL_OP_MODULE_LOAD:
+    put_u64(b, resp->u.module_load.module);
+    put_u8(b, resp->u.module_load.cache);
+    break;
+  case GL_OP_FUNC_INFO: {
+    const gl_func_info_resp *f = &resp->u.func_info;
+    put_u64(b, f->function);
+    put_u32(b, f->num_regs);
+    put_u32(b, f->max_threads_per_block);
+    put_u32(b, f->static_shared_bytes);
+    put_u32(b, f->local_bytes);
+    put_u32(b, f->const_bytes);
+    put_u32(b, f->ptx_version);
+    put_u32(b, f->binary_version);
+    put_u16(b, f->param_count);
+    if (f->param_count != GL_WIRE_PARAMS_UNKNOWN)
+      for (unsigned i = 0; i < f->param_count; i++) put_u16(b, f->param_sizes[i]);
+    break;
+  }
+  default:
+    break;
+  }
+}
+
+/* ========================================================================
  * Requests
  * ====================================================================== */
 
@@ -654,6 +1230,9 @@ gpulease_status gl_request_decode(const uint8_t *msg, size_t len, size_t max_bod
     out->u.worker_init.cuda_ordinal = rd_u32(&r, "cuda_ordinal");
     out->u.worker_init.vram_bytes = rd_u64(&r, "vram_bytes");
     break;
+  default: /* the session ops */
+    session_decode(&r, out);
+    break;
   }
   rd_end(&r);
   if (r.st != GPULEASE_OK) memset(out, 0, sizeof *out);
@@ -672,7 +1251,10 @@ gpulease_status gl_request_validate(const gl_request *req, char *err, size_t err
   }
   rd r;
   rd_init(&r, NULL, 0, req->op, err, errlen);
-  if (req->op == GL_OP_GPU_SUBMIT) submit_validate(&r, &req->u.submit);
+  if (req->op == GL_OP_GPU_SUBMIT)
+    submit_validate(&r, &req->u.submit);
+  else if (gl_op_is_session(req->op))
+    session_validate(&r, req);
   return r.st;
 }
 
@@ -703,7 +1285,11 @@ gpulease_status gl_request_encode(const gl_request *req, gl_buf *out) {
     put_u32(out, req->u.worker_init.cuda_ordinal);
     put_u64(out, req->u.worker_init.vram_bytes);
     break;
-  default: /* GET_INVENTORY, WORKER_PROBE: empty body */
+  case GL_OP_GET_INVENTORY:
+  case GL_OP_WORKER_PROBE: /* empty body */
+    break;
+  default: /* the session ops */
+    session_put(out, req);
     break;
   }
   return frame_finish(out, start);
@@ -782,7 +1368,10 @@ static void result_decode(rd *r, gl_response *out) {
   case GL_OP_WORKER_PROBE:
     probe_decode(r, &out->u.probe);
     break;
-  default: /* LEASE_FREE: empty result */
+  case GL_OP_LEASE_FREE: /* empty result */
+    break;
+  default: /* the session ops */
+    session_result_decode(r, out);
     break;
   }
 }
@@ -847,7 +1436,7 @@ static bool response_valid(const gl_response *resp) {
   case GL_OP_WORKER_INIT:
     return str_fits(resp->u.worker_init.device_name, sizeof resp->u.worker_init.device_name);
   case GL_OP_GPU_SUBMIT: return resp->u.submit.output_len == 0 || resp->u.submit.output;
-  default: return op_known(resp->op);
+  default: return gl_op_is_session(resp->op) ? session_result_valid(resp) : op_known(resp->op);
   }
 }
 
@@ -906,15 +1495,21 @@ static void result_put(gl_buf *b, const gl_response *resp) {
   case GL_OP_WORKER_PROBE:
     probe_put(b, &resp->u.probe);
     break;
-  default: /* LEASE_FREE: empty result */
+  case GL_OP_LEASE_FREE: /* empty result */
+    break;
+  default: /* the session ops */
+    session_result_put(b, resp);
     break;
   }
 }
 
 /* Refusals (not in wire.h's list, which predates them): INVALID_ARGUMENT
  * for a status >= 100, an OK response of an unknown op, a count above 64, a
- * string not NUL-terminated within its array, or a NULL pointer with a
- * non-zero length. Nothing is appended then. */
+ * string not NUL-terminated within its array, a NULL pointer with a
+ * non-zero length, or a session result the decoder would refuse (a zero
+ * id or handle, cache > 2, SYNC error_status >= 100, MEM_READ data_len over
+ * GL_WIRE_MAX_CHUNK, FUNC_INFO param_count over 256 and not 0xFFFF).
+ * Nothing is appended then. */
 gpulease_status gl_response_encode(const gl_response *resp, gl_buf *out) {
   if (!resp || !out || !response_valid(resp)) return GPULEASE_INVALID_ARGUMENT;
   if (out->oom) return GPULEASE_NO_MEMORY;

@@ -12,9 +12,13 @@
  *     cannot agree on a mistake unnoticed; boundary values that must be
  *     accepted (kernel name of 1024 bytes, 256 params, 4096 param bytes, 64
  *     GPUs) sit in the same table;
- *   - golden bytes: the hex example of docs/protocol.md, and the seed corpus
- *     of fuzz_wire (tests/fuzz-corpus/wire/), whose file names say whether
- *     each file must decode.
+ *   - golden bytes: the hex examples of docs/protocol.md (LEASE_ALLOC in
+ *     section 8, MEM_ALLOC in section 9), and the seed corpus of fuzz_wire
+ *     (tests/fuzz-corpus/wire/), whose file names say whether each file
+ *     must decode.
+ * The session ops (SESSION_OPEN .. LAUNCH) get all three: their own
+ * builders (fb_session, fb_session_resp) and table rows for every limit,
+ * layout and round-trip tests of each op, and the encoder's refusals.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -427,6 +431,383 @@ static void b_resp_lease(frame *f, long n) {
   fb_seal(f);
 }
 
+/* ---- session ops (layout from docs/protocol.md, section 4 "Sessions") ---- */
+
+/* Every field a session request can have; fb_session writes those of its
+ * op. Lengths say what the length field holds; the bytes behind it are
+ * written in full when they fit the frame, else not at all (the decoder
+ * refuses the length before it looks for them). */
+typedef struct ses_spec {
+  uint64_t session_id, seq;
+  uint64_t size;         /* MEM_ALLOC, MEM_COPY size_bytes; MEM_READ size_bytes (u32) */
+  uint32_t data_len;     /* MEM_WRITE */
+  uint8_t element_size;  /* MEMSET */
+  uint32_t value;
+  uint64_t count;
+  uint8_t fmt;           /* MODULE_LOAD */
+  uint32_t image_len;
+  unsigned name_len;     /* FUNC_INFO */
+  bool name_nul;
+  int param_count;       /* LAUNCH: value of the field; -1: the params written */
+  unsigned n_buf, n_scalar, scalar_size, extra_scalar;
+  int bad_kind;          /* >= 0: one more param of this kind */
+  unsigned trailing;
+} ses_spec;
+
+static ses_spec ses_default(void) {
+  return (ses_spec){.session_id = 3, .seq = 5, .size = 4096, .data_len = 16, .element_size = 4,
+                    .value = 0xDEADBEEF, .count = 100, .fmt = 1, .image_len = 24, .name_len = 6,
+                    .param_count = -1, .n_buf = 2, .n_scalar = 1, .scalar_size = 4,
+                    .bad_kind = -1};
+}
+
+#define FB_ROOM 60000 /* longest variable field the builder writes out */
+
+static void fb_session(frame *f, uint16_t op, const ses_spec *s) {
+  fb_header(f, GL_WIRE_KIND_REQUEST, op, 0);
+  fb_be(f, 42, 8);      /* lease_id */
+  fb_fill(f, 0xAB, 16); /* secret */
+  if (op != GL_OP_SESSION_OPEN) {
+    fb_be(f, s->session_id, 8);
+    fb_be(f, s->seq, 8);
+  }
+  switch (op) {
+  case GL_OP_SYNC:
+    fb_be(f, 4, 8); /* ack_seq */
+    break;
+  case GL_OP_MEM_ALLOC:
+    fb_be(f, s->size, 8);
+    break;
+  case GL_OP_MEM_FREE:
+  case GL_OP_MODULE_UNLOAD:
+    fb_be(f, 0x1122334455667788ull, 8);
+    break;
+  case GL_OP_MEM_WRITE:
+    fb_be(f, 0x0100000000000001ull, 8); /* buffer */
+    fb_be(f, 512, 8);                   /* offset */
+    fb_be(f, s->data_len, 4);
+    if (s->data_len <= FB_ROOM) fb_fill(f, 0x5D, s->data_len);
+    break;
+  case GL_OP_MEM_READ:
+    fb_be(f, 0x0100000000000001ull, 8);
+    fb_be(f, 256, 8);
+    fb_be(f, s->size, 4);
+    break;
+  case GL_OP_MEM_COPY:
+    fb_be(f, 0x0100000000000002ull, 8); /* dst_buffer */
+    fb_be(f, 8, 8);                     /* dst_offset */
+    fb_be(f, 0x0100000000000001ull, 8); /* src_buffer */
+    fb_be(f, 16, 8);                    /* src_offset */
+    fb_be(f, s->size, 8);
+    break;
+  case GL_OP_MEMSET:
+    fb_be(f, 0x0100000000000001ull, 8);
+    fb_be(f, 64, 8);
+    fb_be(f, s->element_size, 1);
+    fb_be(f, s->value, 4);
+    fb_be(f, s->count, 8);
+    break;
+  case GL_OP_MODULE_LOAD:
+    fb_be(f, s->fmt, 1);
+    fb_be(f, s->image_len, 4);
+    if (s->image_len <= FB_ROOM) fb_fill(f, 'P', s->image_len);
+    break;
+  case GL_OP_FUNC_INFO:
+    fb_be(f, 0x0200000000000001ull, 8); /* module */
+    fb_be(f, s->name_len, 2);
+    for (unsigned i = 0; i < s->name_len && s->name_len <= FB_ROOM; i++)
+      fb_be(f, s->name_nul && i == s->name_len / 2 ? 0 : 'k', 1);
+    break;
+  case GL_OP_LAUNCH: {
+    fb_be(f, 0x0300000000000001ull, 8); /* function */
+    const uint32_t dims[7] = {8, 4, 2, 128, 2, 1, 1024}; /* grid, block, shared */
+    for (int i = 0; i < 7; i++) fb_be(f, dims[i], 4);
+    unsigned n = s->n_buf + s->n_scalar + (s->extra_scalar ? 1 : 0) + (s->bad_kind >= 0 ? 1 : 0);
+    fb_be(f, s->param_count < 0 ? n : (unsigned)s->param_count, 2);
+    for (unsigned i = 0; i < s->n_buf; i++) {
+      fb_be(f, 1, 1);
+      fb_be(f, 0x0100000000000001ull + i, 8);
+      fb_be(f, 16u * i, 8);
+    }
+    for (unsigned i = 0; i < s->n_scalar; i++) {
+      fb_be(f, 2, 1);
+      fb_be(f, s->scalar_size, 1);
+      fb_fill(f, 0x11, s->scalar_size);
+    }
+    if (s->extra_scalar) {
+      fb_be(f, 2, 1);
+      fb_be(f, s->extra_scalar, 1);
+      fb_fill(f, 0x33, s->extra_scalar);
+    }
+    if (s->bad_kind >= 0) {
+      fb_be(f, (uint64_t)s->bad_kind, 1);
+      fb_fill(f, 0, 16);
+    }
+    break;
+  }
+  default: /* SESSION_OPEN, SESSION_CLOSE */
+    break;
+  }
+  fb_fill(f, 0, s->trailing);
+  fb_seal(f);
+}
+
+/* The table's builders: arg is the op, or the value of the field tried. */
+static void b_ses_default(frame *f, long op) {
+  ses_spec s = ses_default();
+  fb_session(f, (uint16_t)op, &s);
+}
+
+static void b_ses_sid0(frame *f, long op) {
+  ses_spec s = ses_default();
+  s.session_id = 0;
+  fb_session(f, (uint16_t)op, &s);
+}
+
+static void b_ses_trailing(frame *f, long op) {
+  ses_spec s = ses_default();
+  s.trailing = 1;
+  fb_session(f, (uint16_t)op, &s);
+}
+
+/* session_id and seq at their largest: any u64 but session_id 0. */
+static void b_ses_max_ids(frame *f, long op) {
+  ses_spec s = ses_default();
+  s.session_id = UINT64_MAX;
+  s.seq = UINT64_MAX;
+  fb_session(f, (uint16_t)op, &s);
+}
+
+static void b_ses_seq0(frame *f, long op) {
+  ses_spec s = ses_default();
+  s.seq = 0;
+  fb_session(f, (uint16_t)op, &s);
+}
+
+static void b_alloc_size(frame *f, long n) {
+  ses_spec s = ses_default();
+  s.size = (uint64_t)n;
+  fb_session(f, GL_OP_MEM_ALLOC, &s);
+}
+
+static void b_alloc_size_max(frame *f, long unused) {
+  (void)unused;
+  ses_spec s = ses_default();
+  s.size = UINT64_MAX;
+  fb_session(f, GL_OP_MEM_ALLOC, &s);
+}
+
+static void b_write_len(frame *f, long n) {
+  ses_spec s = ses_default();
+  s.data_len = (uint32_t)n;
+  fb_session(f, GL_OP_MEM_WRITE, &s);
+}
+
+/* data_len says n more bytes than the body holds. */
+static void b_write_short(frame *f, long n) {
+  ses_spec s = ses_default();
+  fb_session(f, GL_OP_MEM_WRITE, &s);
+  f->n -= (size_t)n;
+  fb_seal(f);
+}
+
+static void b_read_size(frame *f, long n) {
+  ses_spec s = ses_default();
+  s.size = (uint64_t)n;
+  fb_session(f, GL_OP_MEM_READ, &s);
+}
+
+static void b_copy_size(frame *f, long n) {
+  ses_spec s = ses_default();
+  s.size = (uint64_t)n;
+  fb_session(f, GL_OP_MEM_COPY, &s);
+}
+
+/* arg = element_size << 32 | value */
+static void b_memset(frame *f, long arg) {
+  ses_spec s = ses_default();
+  s.element_size = (uint8_t)((unsigned long)arg >> 32);
+  s.value = (uint32_t)arg;
+  fb_session(f, GL_OP_MEMSET, &s);
+}
+#define MEMSET_ARG(size, value) ((long)(((unsigned long)(size) << 32) | (uint32_t)(value)))
+
+static void b_memset_count(frame *f, long n) {
+  ses_spec s = ses_default();
+  s.count = (uint64_t)n;
+  fb_session(f, GL_OP_MEMSET, &s);
+}
+
+static void b_load_fmt(frame *f, long fmt) {
+  ses_spec s = ses_default();
+  s.fmt = (uint8_t)fmt;
+  fb_session(f, GL_OP_MODULE_LOAD, &s);
+}
+
+static void b_load_len(frame *f, long n) {
+  ses_spec s = ses_default();
+  s.image_len = (uint32_t)n;
+  fb_session(f, GL_OP_MODULE_LOAD, &s);
+}
+
+static void b_finfo_name(frame *f, long n) {
+  ses_spec s = ses_default();
+  s.name_len = (unsigned)n;
+  fb_session(f, GL_OP_FUNC_INFO, &s);
+}
+
+static void b_finfo_nul(frame *f, long n) {
+  ses_spec s = ses_default();
+  s.name_len = (unsigned)n;
+  s.name_nul = true;
+  fb_session(f, GL_OP_FUNC_INFO, &s);
+}
+
+static void b_launch_n_buf(frame *f, long n) {
+  ses_spec s = ses_default();
+  s.n_buf = (unsigned)n;
+  s.n_scalar = 0;
+  fb_session(f, GL_OP_LAUNCH, &s);
+}
+
+static void b_launch_n_scalar64(frame *f, long n) {
+  ses_spec s = ses_default();
+  s.n_buf = 0;
+  s.n_scalar = (unsigned)n;
+  s.scalar_size = 64;
+  fb_session(f, GL_OP_LAUNCH, &s);
+}
+
+static void b_launch_scalar_size(frame *f, long n) {
+  ses_spec s = ses_default();
+  s.n_buf = 0;
+  s.n_scalar = 1;
+  s.scalar_size = (unsigned)n;
+  fb_session(f, GL_OP_LAUNCH, &s);
+}
+
+static void b_launch_kind(frame *f, long kind) {
+  ses_spec s = ses_default();
+  s.bad_kind = (int)kind;
+  fb_session(f, GL_OP_LAUNCH, &s);
+}
+
+/* 248 scalars of 64 bytes (248 x 66 = 16368 bytes) and one of `last`
+ * bytes: last 14 gives exactly 16384 bytes, last 15 gives 16385. */
+static void b_launch_param_bytes(frame *f, long last) {
+  ses_spec s = ses_default();
+  s.n_buf = 0;
+  s.n_scalar = 248;
+  s.scalar_size = 64;
+  s.extra_scalar = (unsigned)last;
+  fb_session(f, GL_OP_LAUNCH, &s);
+}
+
+static void b_launch_count_plus_one(frame *f, long unused) {
+  (void)unused;
+  ses_spec s = ses_default();
+  s.param_count = (int)(s.n_buf + s.n_scalar + 1);
+  fb_session(f, GL_OP_LAUNCH, &s);
+}
+
+/* Session results. */
+typedef struct sres_spec {
+  uint64_t handle;       /* SESSION_OPEN, MEM_ALLOC, MODULE_LOAD, FUNC_INFO */
+  uint16_t error_status; /* SYNC */
+  uint32_t data_len;     /* MEM_READ: the field */
+  uint32_t data_written; /*   and the bytes after it */
+  uint8_t cache;         /* MODULE_LOAD */
+  uint16_t param_count;  /* FUNC_INFO: the field */
+  unsigned sizes_written;
+  unsigned trailing;
+} sres_spec;
+
+static sres_spec sres_default(void) {
+  return (sres_spec){.handle = 0x0100000000000001ull, .error_status = GPULEASE_LAUNCH_FAILED,
+                     .data_len = 32, .data_written = 32, .cache = GL_MODULE_CACHE_DISK,
+                     .param_count = 3, .sizes_written = 3};
+}
+
+static void fb_session_resp(frame *f, uint16_t op, const sres_spec *s) {
+  fb_header(f, GL_WIRE_KIND_RESPONSE, op, 0);
+  fb_be(f, 0, 2); /* msg_len */
+  switch (op) {
+  case GL_OP_SESSION_OPEN:
+  case GL_OP_MEM_ALLOC:
+    fb_be(f, s->handle, 8);
+    break;
+  case GL_OP_SYNC:
+    fb_be(f, s->error_status, 2);
+    fb_be(f, GL_OP_LAUNCH, 2);
+    fb_be(f, 17, 8);
+    break;
+  case GL_OP_MEM_READ:
+    fb_be(f, s->data_len, 4);
+    fb_fill(f, 0xC3, s->data_written);
+    break;
+  case GL_OP_MODULE_LOAD:
+    fb_be(f, s->handle, 8);
+    fb_be(f, s->cache, 1);
+    break;
+  case GL_OP_FUNC_INFO:
+    fb_be(f, s->handle, 8);
+    for (uint32_t v = 1; v <= 7; v++) fb_be(f, v * 10, 4);
+    fb_be(f, s->param_count, 2);
+    for (unsigned i = 0; i < s->sizes_written; i++) fb_be(f, 8, 2);
+    break;
+  default: /* empty results */
+    break;
+  }
+  fb_fill(f, 0, s->trailing);
+  fb_seal(f);
+}
+
+static void b_sres_default(frame *f, long op) {
+  sres_spec s = sres_default();
+  fb_session_resp(f, (uint16_t)op, &s);
+}
+
+static void b_sres_trailing(frame *f, long op) {
+  sres_spec s = sres_default();
+  s.trailing = 1;
+  fb_session_resp(f, (uint16_t)op, &s);
+}
+
+static void b_sres_handle0(frame *f, long op) {
+  sres_spec s = sres_default();
+  s.handle = 0;
+  fb_session_resp(f, (uint16_t)op, &s);
+}
+
+static void b_sres_sync_status(frame *f, long st) {
+  sres_spec s = sres_default();
+  s.error_status = (uint16_t)st;
+  fb_session_resp(f, GL_OP_SYNC, &s);
+}
+
+static void b_sres_cache(frame *f, long cache) {
+  sres_spec s = sres_default();
+  s.cache = (uint8_t)cache;
+  fb_session_resp(f, GL_OP_MODULE_LOAD, &s);
+}
+
+/* arg = param_count << 16 | sizes written */
+static void b_sres_finfo(frame *f, long arg) {
+  sres_spec s = sres_default();
+  s.param_count = (uint16_t)(arg >> 16);
+  s.sizes_written = (unsigned)(arg & 0xFFFF);
+  fb_session_resp(f, GL_OP_FUNC_INFO, &s);
+}
+#define FINFO_ARG(count, written) (((long)(count) << 16) | (long)(written))
+
+/* arg = data_len field; the bytes written: min(arg, 64). */
+static void b_sres_read(frame *f, long arg) {
+  sres_spec s = sres_default();
+  s.data_len = (uint32_t)arg;
+  s.data_written = arg < 64 ? (uint32_t)arg : 64;
+  fb_session_resp(f, GL_OP_MEM_READ, &s);
+}
+
 /* ========================================================================
  * The malformed-frame table
  * ====================================================================== */
@@ -583,6 +964,175 @@ static const bad_case bad_cases[] = {
     {"lease_info long", DEC_RESP, b_resp_lease, 57, 0, GPULEASE_MALFORMED, "trailing bytes"},
     {"response over max_body", DEC_RESP, b_inv_gpus, 2, MB_BODY_LESS, GPULEASE_TOO_LARGE,
      "exceeds the limit"},
+
+    /* session ops: every request decodes, refuses a trailing byte and
+     * session_id 0, takes any seq and the largest ids */
+#define SES_REQ_CASES(op, name)                                                                 \
+  {name " request", DEC_REQ, b_ses_default, op, 0, GPULEASE_OK, NULL},                         \
+      {name " request trailing byte", DEC_REQ, b_ses_trailing, op, 0, GPULEASE_MALFORMED,      \
+       name ": 1 trailing bytes after the last field"},                                         \
+      {name " session_id 0", DEC_REQ, b_ses_sid0, op, 0, GPULEASE_INVALID_ARGUMENT,            \
+       name ": session_id 0 is not valid"},                                                     \
+      {name " seq 0", DEC_REQ, b_ses_seq0, op, 0, GPULEASE_OK, NULL},                          \
+      {name " session_id and seq max", DEC_REQ, b_ses_max_ids, op, 0, GPULEASE_OK, NULL}
+    {"SESSION_OPEN request", DEC_REQ, b_ses_default, GL_OP_SESSION_OPEN, 0, GPULEASE_OK, NULL},
+    {"SESSION_OPEN request trailing byte", DEC_REQ, b_ses_trailing, GL_OP_SESSION_OPEN, 0,
+     GPULEASE_MALFORMED, "SESSION_OPEN: 1 trailing bytes"},
+    SES_REQ_CASES(GL_OP_SESSION_CLOSE, "SESSION_CLOSE"),
+    SES_REQ_CASES(GL_OP_SYNC, "SYNC"),
+    SES_REQ_CASES(GL_OP_MEM_ALLOC, "MEM_ALLOC"),
+    SES_REQ_CASES(GL_OP_MEM_FREE, "MEM_FREE"),
+    SES_REQ_CASES(GL_OP_MEM_WRITE, "MEM_WRITE"),
+    SES_REQ_CASES(GL_OP_MEM_READ, "MEM_READ"),
+    SES_REQ_CASES(GL_OP_MEM_COPY, "MEM_COPY"),
+    SES_REQ_CASES(GL_OP_MEMSET, "MEMSET"),
+    SES_REQ_CASES(GL_OP_MODULE_LOAD, "MODULE_LOAD"),
+    SES_REQ_CASES(GL_OP_MODULE_UNLOAD, "MODULE_UNLOAD"),
+    SES_REQ_CASES(GL_OP_FUNC_INFO, "FUNC_INFO"),
+    SES_REQ_CASES(GL_OP_LAUNCH, "LAUNCH"),
+#undef SES_REQ_CASES
+
+    /* session request limits */
+    {"MEM_ALLOC size 0", DEC_REQ, b_alloc_size, 0, 0, GPULEASE_INVALID_ARGUMENT,
+     "MEM_ALLOC: size_bytes 0: at least 1 byte is required"},
+    {"MEM_ALLOC size 1", DEC_REQ, b_alloc_size, 1, 0, GPULEASE_OK, NULL},
+    {"MEM_ALLOC size max", DEC_REQ, b_alloc_size_max, 0, 0, GPULEASE_OK, NULL},
+    {"MEM_WRITE data_len 0", DEC_REQ, b_write_len, 0, 0, GPULEASE_INVALID_ARGUMENT,
+     "MEM_WRITE: data_len 0 out of range 1..67108864"},
+    {"MEM_WRITE data_len 1", DEC_REQ, b_write_len, 1, 0, GPULEASE_OK, NULL},
+    {"MEM_WRITE data_len 60000", DEC_REQ, b_write_len, 60000, 0, GPULEASE_OK, NULL},
+    {"MEM_WRITE data_len 64 MiB, no data", DEC_REQ, b_write_len, 64L << 20, 0,
+     GPULEASE_MALFORMED, "MEM_WRITE: truncated in data: needs 67108864 bytes at body offset 60"},
+    {"MEM_WRITE data_len 64 MiB + 1", DEC_REQ, b_write_len, (64L << 20) + 1, 0,
+     GPULEASE_INVALID_ARGUMENT, "MEM_WRITE: data_len 67108865 out of range 1..67108864"},
+    {"MEM_WRITE data_len 0xFFFFFFFF", DEC_REQ, b_write_len, 0xFFFFFFFFL, 0,
+     GPULEASE_INVALID_ARGUMENT, "data_len 4294967295 out of range"},
+    {"MEM_WRITE data short", DEC_REQ, b_write_short, 1, 0, GPULEASE_MALFORMED,
+     "MEM_WRITE: truncated in data: needs 16 bytes at body offset 60, 15 left"},
+    {"MEM_READ size 0", DEC_REQ, b_read_size, 0, 0, GPULEASE_INVALID_ARGUMENT,
+     "MEM_READ: size_bytes 0 out of range 1..67108864"},
+    {"MEM_READ size 1", DEC_REQ, b_read_size, 1, 0, GPULEASE_OK, NULL},
+    {"MEM_READ size 64 MiB", DEC_REQ, b_read_size, 64L << 20, 0, GPULEASE_OK, NULL},
+    {"MEM_READ size 64 MiB + 1", DEC_REQ, b_read_size, (64L << 20) + 1, 0,
+     GPULEASE_INVALID_ARGUMENT, "MEM_READ: size_bytes 67108865 out of range 1..67108864"},
+    {"MEM_COPY size 0", DEC_REQ, b_copy_size, 0, 0, GPULEASE_INVALID_ARGUMENT,
+     "MEM_COPY: size_bytes 0: at least 1 byte is required"},
+    {"MEM_COPY size 1", DEC_REQ, b_copy_size, 1, 0, GPULEASE_OK, NULL},
+    {"MEMSET 1-byte 0xff", DEC_REQ, b_memset, MEMSET_ARG(1, 0xFF), 0, GPULEASE_OK, NULL},
+    {"MEMSET 1-byte 0x100", DEC_REQ, b_memset, MEMSET_ARG(1, 0x100), 0,
+     GPULEASE_INVALID_ARGUMENT, "MEMSET: value 0x100 does not fit element_size 1 (at most 0xff)"},
+    {"MEMSET 2-byte 0xffff", DEC_REQ, b_memset, MEMSET_ARG(2, 0xFFFF), 0, GPULEASE_OK, NULL},
+    {"MEMSET 2-byte 0x10000", DEC_REQ, b_memset, MEMSET_ARG(2, 0x10000), 0,
+     GPULEASE_INVALID_ARGUMENT, "MEMSET: value 0x10000 does not fit element_size 2"},
+    {"MEMSET 4-byte 0xffffffff", DEC_REQ, b_memset, MEMSET_ARG(4, 0xFFFFFFFF), 0, GPULEASE_OK,
+     NULL},
+    {"MEMSET element_size 0", DEC_REQ, b_memset, MEMSET_ARG(0, 0), 0, GPULEASE_INVALID_ARGUMENT,
+     "MEMSET: element_size 0 is not 1, 2 or 4"},
+    {"MEMSET element_size 3", DEC_REQ, b_memset, MEMSET_ARG(3, 0), 0, GPULEASE_INVALID_ARGUMENT,
+     "MEMSET: element_size 3 is not 1, 2 or 4"},
+    {"MEMSET element_size 8", DEC_REQ, b_memset, MEMSET_ARG(8, 0), 0, GPULEASE_INVALID_ARGUMENT,
+     "element_size 8"},
+    {"MEMSET count 0", DEC_REQ, b_memset_count, 0, 0, GPULEASE_INVALID_ARGUMENT,
+     "MEMSET: count 0: at least 1 element is required"},
+    {"MEMSET count 1", DEC_REQ, b_memset_count, 1, 0, GPULEASE_OK, NULL},
+    {"MODULE_LOAD format 0", DEC_REQ, b_load_fmt, 0, 0, GPULEASE_OK, NULL},
+    {"MODULE_LOAD format 3", DEC_REQ, b_load_fmt, 3, 0, GPULEASE_OK, NULL},
+    {"MODULE_LOAD format 4", DEC_REQ, b_load_fmt, 4, 0, GPULEASE_INVALID_ARGUMENT,
+     "MODULE_LOAD: image_format 4 out of range 0..3"},
+    {"MODULE_LOAD image_len 0", DEC_REQ, b_load_len, 0, 0, GPULEASE_INVALID_ARGUMENT,
+     "MODULE_LOAD: image_len 0"},
+    {"MODULE_LOAD image_len 1", DEC_REQ, b_load_len, 1, 0, GPULEASE_OK, NULL},
+    {"MODULE_LOAD image past the body", DEC_REQ, b_load_len, 0x7FFFFFFFL, 0, GPULEASE_MALFORMED,
+     "MODULE_LOAD: truncated in image"},
+    {"FUNC_INFO name 0", DEC_REQ, b_finfo_name, 0, 0, GPULEASE_INVALID_ARGUMENT,
+     "FUNC_INFO: kernel_name_len 0 out of range 1..1024"},
+    {"FUNC_INFO name 1025", DEC_REQ, b_finfo_name, 1025, 0, GPULEASE_INVALID_ARGUMENT,
+     "FUNC_INFO: kernel_name_len 1025 out of range 1..1024"},
+    {"FUNC_INFO name 1", DEC_REQ, b_finfo_name, 1, 0, GPULEASE_OK, NULL},
+    {"FUNC_INFO name 1024", DEC_REQ, b_finfo_name, 1024, 0, GPULEASE_OK, NULL},
+    {"FUNC_INFO name with NUL", DEC_REQ, b_finfo_nul, 6, 0, GPULEASE_INVALID_ARGUMENT,
+     "FUNC_INFO: kernel_name contains a NUL byte at offset 3"},
+    {"LAUNCH no params", DEC_REQ, b_launch_n_buf, 0, 0, GPULEASE_OK, NULL},
+    {"LAUNCH 256 buffer params", DEC_REQ, b_launch_n_buf, 256, 0, GPULEASE_OK, NULL},
+    {"LAUNCH param_count 257", DEC_REQ, b_launch_n_buf, 257, 0, GPULEASE_INVALID_ARGUMENT,
+     "LAUNCH: param_count 257 exceeds 256"},
+    {"LAUNCH scalar size 0", DEC_REQ, b_launch_scalar_size, 0, 0, GPULEASE_INVALID_ARGUMENT,
+     "LAUNCH: param[0].size 0 out of range 1..64"},
+    {"LAUNCH scalar size 65", DEC_REQ, b_launch_scalar_size, 65, 0, GPULEASE_INVALID_ARGUMENT,
+     "LAUNCH: param[0].size 65 out of range 1..64"},
+    {"LAUNCH scalar size 1", DEC_REQ, b_launch_scalar_size, 1, 0, GPULEASE_OK, NULL},
+    {"LAUNCH scalar size 64", DEC_REQ, b_launch_scalar_size, 64, 0, GPULEASE_OK, NULL},
+    {"LAUNCH param kind 0", DEC_REQ, b_launch_kind, 0, 0, GPULEASE_INVALID_ARGUMENT,
+     "LAUNCH: param[3].kind 0 unknown (1 = buffer, 2 = scalar)"},
+    {"LAUNCH param kind 3", DEC_REQ, b_launch_kind, 3, 0, GPULEASE_INVALID_ARGUMENT,
+     "param[3].kind 3 unknown"},
+    {"LAUNCH params exactly 16384 bytes", DEC_REQ, b_launch_param_bytes, 14, 0, GPULEASE_OK,
+     NULL},
+    {"LAUNCH params 16385 bytes", DEC_REQ, b_launch_param_bytes, 15, 0,
+     GPULEASE_INVALID_ARGUMENT,
+     "LAUNCH: param list reaches 16385 bytes at param[248], over the limit of 16384"},
+    {"LAUNCH 256 scalars of 64 bytes", DEC_REQ, b_launch_n_scalar64, 256, 0,
+     GPULEASE_INVALID_ARGUMENT, "param list reaches 16434 bytes at param[248]"},
+    {"LAUNCH param_count past the list", DEC_REQ, b_launch_count_plus_one, 0, 0,
+     GPULEASE_MALFORMED, "LAUNCH: truncated in param[3].kind: needs 1 bytes"},
+
+    /* session responses */
+#define SES_RESP_CASES(op, name)                                                               \
+  {name " result", DEC_RESP, b_sres_default, op, 0, GPULEASE_OK, NULL},                        \
+      {name " result trailing byte", DEC_RESP, b_sres_trailing, op, 0, GPULEASE_MALFORMED,    \
+       name ": 1 trailing bytes after the last field"}
+    SES_RESP_CASES(GL_OP_SESSION_OPEN, "SESSION_OPEN"),
+    SES_RESP_CASES(GL_OP_SESSION_CLOSE, "SESSION_CLOSE"),
+    SES_RESP_CASES(GL_OP_SYNC, "SYNC"),
+    SES_RESP_CASES(GL_OP_MEM_ALLOC, "MEM_ALLOC"),
+    SES_RESP_CASES(GL_OP_MEM_FREE, "MEM_FREE"),
+    SES_RESP_CASES(GL_OP_MEM_WRITE, "MEM_WRITE"),
+    SES_RESP_CASES(GL_OP_MEM_READ, "MEM_READ"),
+    SES_RESP_CASES(GL_OP_MEM_COPY, "MEM_COPY"),
+    SES_RESP_CASES(GL_OP_MEMSET, "MEMSET"),
+    SES_RESP_CASES(GL_OP_MODULE_LOAD, "MODULE_LOAD"),
+    SES_RESP_CASES(GL_OP_MODULE_UNLOAD, "MODULE_UNLOAD"),
+    SES_RESP_CASES(GL_OP_FUNC_INFO, "FUNC_INFO"),
+    SES_RESP_CASES(GL_OP_LAUNCH, "LAUNCH"),
+#undef SES_RESP_CASES
+    {"SESSION_OPEN session_id 0", DEC_RESP, b_sres_handle0, GL_OP_SESSION_OPEN, 0,
+     GPULEASE_INVALID_ARGUMENT, "SESSION_OPEN: session_id 0 is not valid"},
+    {"MEM_ALLOC buffer 0", DEC_RESP, b_sres_handle0, GL_OP_MEM_ALLOC, 0,
+     GPULEASE_INVALID_ARGUMENT, "MEM_ALLOC: buffer 0 is not valid"},
+    {"MODULE_LOAD module 0", DEC_RESP, b_sres_handle0, GL_OP_MODULE_LOAD, 0,
+     GPULEASE_INVALID_ARGUMENT, "MODULE_LOAD: module 0 is not valid"},
+    {"FUNC_INFO function 0", DEC_RESP, b_sres_handle0, GL_OP_FUNC_INFO, 0,
+     GPULEASE_INVALID_ARGUMENT, "FUNC_INFO: function 0 is not valid"},
+    {"SYNC error_status 0", DEC_RESP, b_sres_sync_status, 0, 0, GPULEASE_OK, NULL},
+    {"SYNC error_status 99", DEC_RESP, b_sres_sync_status, 99, 0, GPULEASE_OK, NULL},
+    {"SYNC error_status 100", DEC_RESP, b_sres_sync_status, 100, 0, GPULEASE_INVALID_ARGUMENT,
+     "SYNC: error_status 100 is not a wire status"},
+    {"SYNC error_status 0xffff", DEC_RESP, b_sres_sync_status, 0xFFFF, 0,
+     GPULEASE_INVALID_ARGUMENT, "error_status 65535"},
+    {"MODULE_LOAD cache 0", DEC_RESP, b_sres_cache, 0, 0, GPULEASE_OK, NULL},
+    {"MODULE_LOAD cache 1", DEC_RESP, b_sres_cache, 1, 0, GPULEASE_OK, NULL},
+    {"MODULE_LOAD cache 3", DEC_RESP, b_sres_cache, 3, 0, GPULEASE_INVALID_ARGUMENT,
+     "MODULE_LOAD: cache 3 out of range 0..2"},
+    {"FUNC_INFO 0 params", DEC_RESP, b_sres_finfo, FINFO_ARG(0, 0), 0, GPULEASE_OK, NULL},
+    {"FUNC_INFO 256 params", DEC_RESP, b_sres_finfo, FINFO_ARG(256, 256), 0, GPULEASE_OK, NULL},
+    {"FUNC_INFO param_count 257", DEC_RESP, b_sres_finfo, FINFO_ARG(257, 257), 0,
+     GPULEASE_INVALID_ARGUMENT, "FUNC_INFO: param_count 257 exceeds 256 (0xFFFF: unknown)"},
+    {"FUNC_INFO param_count 0xfffe", DEC_RESP, b_sres_finfo, FINFO_ARG(0xFFFE, 0), 0,
+     GPULEASE_INVALID_ARGUMENT, "param_count 65534 exceeds 256"},
+    {"FUNC_INFO sizes unknown", DEC_RESP, b_sres_finfo, FINFO_ARG(0xFFFF, 0), 0, GPULEASE_OK,
+     NULL},
+    {"FUNC_INFO sizes unknown, one follows", DEC_RESP, b_sres_finfo, FINFO_ARG(0xFFFF, 1), 0,
+     GPULEASE_MALFORMED, "FUNC_INFO: 2 trailing bytes"},
+    {"FUNC_INFO sizes short", DEC_RESP, b_sres_finfo, FINFO_ARG(3, 2), 0, GPULEASE_MALFORMED,
+     "FUNC_INFO: truncated in param[2].size: needs 2 bytes at body offset 44, 0 left"},
+    {"MEM_READ data_len 0", DEC_RESP, b_sres_read, 0, 0, GPULEASE_OK, NULL},
+    {"MEM_READ data_len 64", DEC_RESP, b_sres_read, 64, 0, GPULEASE_OK, NULL},
+    {"MEM_READ data past the body", DEC_RESP, b_sres_read, 65, 0, GPULEASE_MALFORMED,
+     "MEM_READ: truncated in data: needs 65 bytes at body offset 6, 64 left"},
+    {"MEM_READ data_len 64 MiB + 1", DEC_RESP, b_sres_read, (64L << 20) + 1, 0,
+     GPULEASE_INVALID_ARGUMENT, "MEM_READ: data_len 67108865 out of range 0..67108864"},
+    {"status 16 (INVALID_HANDLE)", DEC_RESP, b_resp_status, GPULEASE_INVALID_HANDLE, 0,
+     GPULEASE_OK, NULL},
 };
 
 /* Decodes f with the case's decoder; an accepted frame must re-encode to
@@ -1095,10 +1645,14 @@ static void test_resp_errors(void **state) {
   static gl_response out;
   const uint16_t ops[] = {GL_OP_GET_INVENTORY, GL_OP_LEASE_ALLOC, GL_OP_LEASE_RENEW,
                           GL_OP_LEASE_QUERY,   GL_OP_LEASE_FREE,  GL_OP_GPU_SUBMIT,
-                          GL_OP_WORKER_INIT,   GL_OP_WORKER_PROBE, 0,
-                          0x4242};
+                          GL_OP_WORKER_INIT,   GL_OP_WORKER_PROBE, GL_OP_SESSION_OPEN,
+                          GL_OP_SESSION_CLOSE, GL_OP_SYNC,        GL_OP_MEM_ALLOC,
+                          GL_OP_MEM_FREE,      GL_OP_MEM_WRITE,   GL_OP_MEM_READ,
+                          GL_OP_MEM_COPY,      GL_OP_MEMSET,      GL_OP_MODULE_LOAD,
+                          GL_OP_MODULE_UNLOAD, GL_OP_FUNC_INFO,   GL_OP_LAUNCH,
+                          0,                   0x4242};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
-    for (int st = GPULEASE_INVALID_ARGUMENT; st <= GPULEASE_INTERNAL; st++) {
+    for (int st = GPULEASE_INVALID_ARGUMENT; st <= GPULEASE_INVALID_HANDLE; st++) {
       gl_buf b;
       gl_buf_init(&b);
       assert_status(gl_response_encode_error(ops[i], (gpulease_status)st, &b,
@@ -1360,7 +1914,8 @@ static void test_status_names(void **state) {
       {103, "NO_MEMORY"},
       {104, "TIMEOUT"},
       {-1, "UNKNOWN"},
-      {16, "UNKNOWN"},
+      {16, "INVALID_HANDLE"},
+      {17, "UNKNOWN"},
       {99, "UNKNOWN"},
       {105, "UNKNOWN"},
   };
@@ -1377,6 +1932,36 @@ static void test_status_names(void **state) {
   assert_string_equal(gl_op_name(GL_OP_WORKER_PROBE), "WORKER_PROBE");
   assert_string_equal(gl_op_name(0), "UNKNOWN");
   assert_string_equal(gl_op_name(0x0105), "UNKNOWN");
+
+  /* The session ops, and gl_op_is_session() for exactly them. */
+  static const struct {
+    uint16_t op;
+    const char *name;
+  } ses[] = {
+      {GL_OP_SESSION_OPEN, "SESSION_OPEN"},   {GL_OP_SESSION_CLOSE, "SESSION_CLOSE"},
+      {GL_OP_SYNC, "SYNC"},                   {GL_OP_MEM_ALLOC, "MEM_ALLOC"},
+      {GL_OP_MEM_FREE, "MEM_FREE"},           {GL_OP_MEM_WRITE, "MEM_WRITE"},
+      {GL_OP_MEM_READ, "MEM_READ"},           {GL_OP_MEM_COPY, "MEM_COPY"},
+      {GL_OP_MEMSET, "MEMSET"},               {GL_OP_MODULE_LOAD, "MODULE_LOAD"},
+      {GL_OP_MODULE_UNLOAD, "MODULE_UNLOAD"}, {GL_OP_FUNC_INFO, "FUNC_INFO"},
+      {GL_OP_LAUNCH, "LAUNCH"},
+  };
+  for (size_t i = 0; i < sizeof ses / sizeof ses[0]; i++) {
+    assert_string_equal(gl_op_name(ses[i].op), ses[i].name);
+    assert_true(gl_op_is_session(ses[i].op));
+  }
+  assert_int_equal(ses[0].op, 0x0301);
+  assert_int_equal(ses[3].op, 0x0311);
+  assert_int_equal(ses[9].op, 0x0321);
+  assert_int_equal(ses[12].op, 0x0331);
+  const uint16_t not_ses[] = {0,      GL_OP_GET_INVENTORY, GL_OP_LEASE_FREE, GL_OP_GPU_SUBMIT,
+                              0x0300, 0x0304,              0x0317,           0x0330,
+                              0x0332, GL_OP_WORKER_INIT,   GL_OP_WORKER_PROBE};
+  for (size_t i = 0; i < sizeof not_ses / sizeof not_ses[0]; i++) {
+    assert_false(gl_op_is_session(not_ses[i]));
+    if (not_ses[i] >= 0x0300 && not_ses[i] < 0x0400)
+      assert_string_equal(gl_op_name(not_ses[i]), "UNKNOWN");
+  }
 }
 
 /* ========================================================================
@@ -1630,6 +2215,850 @@ static void test_param_next_bounds(void **state) {
 }
 
 /* ========================================================================
+ * Session ops
+ * ====================================================================== */
+
+static const uint16_t SESSION_OPS[] = {
+    GL_OP_SESSION_OPEN, GL_OP_SESSION_CLOSE, GL_OP_SYNC,          GL_OP_MEM_ALLOC,
+    GL_OP_MEM_FREE,     GL_OP_MEM_WRITE,     GL_OP_MEM_READ,      GL_OP_MEM_COPY,
+    GL_OP_MEMSET,       GL_OP_MODULE_LOAD,   GL_OP_MODULE_UNLOAD, GL_OP_FUNC_INFO,
+    GL_OP_LAUNCH,
+};
+#define N_SESSION_OPS (sizeof SESSION_OPS / sizeof SESSION_OPS[0])
+
+static uint8_t g_write_data[16], g_image[24], g_read_data[32];
+
+/* Puts one LAUNCH param into b (asserting OK). */
+static void put_buffer_param(gl_buf *b, uint64_t buffer, uint64_t offset) {
+  gl_launch_param p;
+  memset(&p, 0, sizeof p);
+  p.kind = GL_LAUNCH_PARAM_BUFFER;
+  p.buffer = buffer;
+  p.offset = offset;
+  assert_status(gl_launch_param_put(b, &p), GPULEASE_OK);
+}
+
+static void put_scalar_param(gl_buf *b, const void *value, uint8_t size) {
+  gl_launch_param p;
+  memset(&p, 0, sizeof p);
+  p.kind = GL_LAUNCH_PARAM_SCALAR;
+  p.size = size;
+  p.value = value;
+  assert_status(gl_launch_param_put(b, &p), GPULEASE_OK);
+}
+
+/* The request fb_session() writes with ses_default(), as a struct. LAUNCH
+ * puts its param list into *params (the caller frees it). */
+static void ses_request(uint16_t op, gl_request *q, gl_buf *params) {
+  static const uint8_t scalar[4] = {0x11, 0x11, 0x11, 0x11};
+  memset(q, 0, sizeof *q);
+  memset(g_write_data, 0x5D, sizeof g_write_data);
+  memset(g_image, 'P', sizeof g_image);
+  q->op = op;
+  gl_session_ref ref;
+  memset(&ref, 0, sizeof ref);
+  ref.auth.lease_id = 42;
+  memset(ref.auth.secret, 0xAB, 16);
+  ref.session_id = 3;
+  ref.seq = 5;
+  switch (op) {
+  case GL_OP_SESSION_OPEN: q->u.auth = ref.auth; break;
+  case GL_OP_SESSION_CLOSE: q->u.session = ref; break;
+  case GL_OP_SYNC:
+    q->u.sync.s = ref;
+    q->u.sync.ack_seq = 4;
+    break;
+  case GL_OP_MEM_ALLOC:
+    q->u.mem_alloc.s = ref;
+    q->u.mem_alloc.size_bytes = 4096;
+    break;
+  case GL_OP_MEM_FREE:
+  case GL_OP_MODULE_UNLOAD:
+    q->u.handle.s = ref;
+    q->u.handle.handle = 0x1122334455667788ull;
+    break;
+  case GL_OP_MEM_WRITE:
+    q->u.mem_write.s = ref;
+    q->u.mem_write.buffer = 0x0100000000000001ull;
+    q->u.mem_write.offset = 512;
+    q->u.mem_write.data = g_write_data;
+    q->u.mem_write.data_len = sizeof g_write_data;
+    break;
+  case GL_OP_MEM_READ:
+    q->u.mem_read.s = ref;
+    q->u.mem_read.buffer = 0x0100000000000001ull;
+    q->u.mem_read.offset = 256;
+    q->u.mem_read.size_bytes = 4096;
+    break;
+  case GL_OP_MEM_COPY:
+    q->u.mem_copy.s = ref;
+    q->u.mem_copy.dst_buffer = 0x0100000000000002ull;
+    q->u.mem_copy.dst_offset = 8;
+    q->u.mem_copy.src_buffer = 0x0100000000000001ull;
+    q->u.mem_copy.src_offset = 16;
+    q->u.mem_copy.size_bytes = 4096;
+    break;
+  case GL_OP_MEMSET:
+    q->u.memset.s = ref;
+    q->u.memset.buffer = 0x0100000000000001ull;
+    q->u.memset.offset = 64;
+    q->u.memset.element_size = 4;
+    q->u.memset.value = 0xDEADBEEF;
+    q->u.memset.count = 100;
+    break;
+  case GL_OP_MODULE_LOAD:
+    q->u.module_load.s = ref;
+    q->u.module_load.image_format = GPULEASE_IMAGE_PTX;
+    q->u.module_load.image = g_image;
+    q->u.module_load.image_len = sizeof g_image;
+    break;
+  case GL_OP_FUNC_INFO:
+    q->u.func_info.s = ref;
+    q->u.func_info.module = 0x0200000000000001ull;
+    q->u.func_info.kernel_name = "kkkkkk";
+    q->u.func_info.kernel_name_len = 6;
+    break;
+  case GL_OP_LAUNCH: {
+    gl_launch_req *l = &q->u.launch;
+    l->s = ref;
+    l->function = 0x0300000000000001ull;
+    l->grid[0] = 8, l->grid[1] = 4, l->grid[2] = 2;
+    l->block[0] = 128, l->block[1] = 2, l->block[2] = 1;
+    l->shared_mem_bytes = 1024;
+    gl_buf_init(params);
+    put_buffer_param(params, 0x0100000000000001ull, 0);
+    put_buffer_param(params, 0x0100000000000002ull, 16);
+    put_scalar_param(params, scalar, 4);
+    l->param_count = 3;
+    l->params_raw = params->data;
+    l->params_raw_len = params->len;
+    break;
+  }
+  }
+}
+
+/* Body length of ses_request(op)'s encoding. */
+static size_t ses_request_body(uint16_t op) {
+  switch (op) {
+  case GL_OP_SESSION_OPEN: return 24;
+  case GL_OP_SESSION_CLOSE: return 40;
+  case GL_OP_MEM_WRITE: return 60 + 16;
+  case GL_OP_MEM_READ: return 60;
+  case GL_OP_MEM_COPY: return 80;
+  case GL_OP_MEMSET: return 69;
+  case GL_OP_MODULE_LOAD: return 45 + 24;
+  case GL_OP_FUNC_INFO: return 50 + 6;
+  case GL_OP_LAUNCH: return 78 + 17 + 17 + 6;
+  default: return 48; /* SYNC, MEM_ALLOC, MEM_FREE, MODULE_UNLOAD */
+  }
+}
+
+static bool ref_equal(const gl_session_ref *a, const gl_session_ref *b) {
+  return a->auth.lease_id == b->auth.lease_id &&
+         memcmp(a->auth.secret, b->auth.secret, 16) == 0 && a->session_id == b->session_id &&
+         a->seq == b->seq;
+}
+
+/* Field by field; borrowed ranges by content. */
+static bool ses_req_equal(const gl_request *a, const gl_request *b) {
+  if (a->op != b->op) return false;
+  const gl_session_ref *ra = gl_request_session(a), *rb = gl_request_session(b);
+  if (ra && !ref_equal(ra, rb)) return false;
+  switch (a->op) {
+  case GL_OP_SESSION_OPEN:
+    return a->u.auth.lease_id == b->u.auth.lease_id &&
+           memcmp(a->u.auth.secret, b->u.auth.secret, 16) == 0;
+  case GL_OP_SESSION_CLOSE: return true;
+  case GL_OP_SYNC: return a->u.sync.ack_seq == b->u.sync.ack_seq;
+  case GL_OP_MEM_ALLOC: return a->u.mem_alloc.size_bytes == b->u.mem_alloc.size_bytes;
+  case GL_OP_MEM_FREE:
+  case GL_OP_MODULE_UNLOAD: return a->u.handle.handle == b->u.handle.handle;
+  case GL_OP_MEM_WRITE:
+    return a->u.mem_write.buffer == b->u.mem_write.buffer &&
+           a->u.mem_write.offset == b->u.mem_write.offset &&
+           a->u.mem_write.data_len == b->u.mem_write.data_len &&
+           memcmp(a->u.mem_write.data, b->u.mem_write.data, a->u.mem_write.data_len) == 0;
+  case GL_OP_MEM_READ:
+    return a->u.mem_read.buffer == b->u.mem_read.buffer &&
+           a->u.mem_read.offset == b->u.mem_read.offset &&
+           a->u.mem_read.size_bytes == b->u.mem_read.size_bytes;
+  case GL_OP_MEM_COPY:
+    return a->u.mem_copy.dst_buffer == b->u.mem_copy.dst_buffer &&
+           a->u.mem_copy.dst_offset == b->u.mem_copy.dst_offset &&
+           a->u.mem_copy.src_buffer == b->u.mem_copy.src_buffer &&
+           a->u.mem_copy.src_offset == b->u.mem_copy.src_offset &&
+           a->u.mem_copy.size_bytes == b->u.mem_copy.size_bytes;
+  case GL_OP_MEMSET:
+    return a->u.memset.buffer == b->u.memset.buffer && a->u.memset.offset == b->u.memset.offset &&
+           a->u.memset.element_size == b->u.memset.element_size &&
+           a->u.memset.value == b->u.memset.value && a->u.memset.count == b->u.memset.count;
+  case GL_OP_MODULE_LOAD:
+    return a->u.module_load.image_format == b->u.module_load.image_format &&
+           a->u.module_load.image_len == b->u.module_load.image_len &&
+           memcmp(a->u.module_load.image, b->u.module_load.image, a->u.module_load.image_len) == 0;
+  case GL_OP_FUNC_INFO:
+    return a->u.func_info.module == b->u.func_info.module &&
+           a->u.func_info.kernel_name_len == b->u.func_info.kernel_name_len &&
+           memcmp(a->u.func_info.kernel_name, b->u.func_info.kernel_name,
+                  a->u.func_info.kernel_name_len) == 0;
+  case GL_OP_LAUNCH:
+    return a->u.launch.function == b->u.launch.function &&
+           memcmp(a->u.launch.grid, b->u.launch.grid, sizeof a->u.launch.grid) == 0 &&
+           memcmp(a->u.launch.block, b->u.launch.block, sizeof a->u.launch.block) == 0 &&
+           a->u.launch.shared_mem_bytes == b->u.launch.shared_mem_bytes &&
+           a->u.launch.param_count == b->u.launch.param_count &&
+           a->u.launch.params_raw_len == b->u.launch.params_raw_len &&
+           (a->u.launch.params_raw_len == 0 ||
+            memcmp(a->u.launch.params_raw, b->u.launch.params_raw, a->u.launch.params_raw_len) ==
+                0);
+  default: return false;
+  }
+}
+
+/* The codec's encoding of each session request equals the bytes the
+ * independent builder writes from the documented layout. */
+static void test_session_matches_layout(void **state) {
+  (void)state;
+  static gl_request req;
+  for (size_t i = 0; i < N_SESSION_OPS; i++) {
+    uint16_t op = SESSION_OPS[i];
+    ses_spec spec = ses_default();
+    fb_session(&g_frame, op, &spec);
+    gl_buf params, b;
+    gl_buf_init(&params);
+    gl_buf_init(&b);
+    ses_request(op, &req, &params);
+    assert_status(gl_request_encode(&req, &b), GPULEASE_OK);
+    if (b.len != g_frame.n || memcmp(b.data, g_frame.b, b.len) != 0)
+      fail_msg("%s: the codec's bytes differ from the documented layout", gl_op_name(op));
+    assert_int_equal(b.len, 12 + ses_request_body(op));
+    gl_buf_free(&b);
+    gl_buf_free(&params);
+  }
+}
+
+/* Every session request: encoded, decoded back equal, every prefix
+ * refused; then again with extreme values in every free field. */
+static void test_session_request_roundtrips(void **state) {
+  (void)state;
+  static gl_request req, out;
+  for (size_t i = 0; i < N_SESSION_OPS; i++) {
+    uint16_t op = SESSION_OPS[i];
+    gl_buf params;
+    gl_buf_init(&params);
+    ses_request(op, &req, &params);
+    req_roundtrip(&req, &out, 12 + ses_request_body(op));
+    if (!ses_req_equal(&req, &out)) fail_msg("%s: decoded request differs", gl_op_name(op));
+    assert_int_equal(gl_request_validate(&out, NULL, 0), GPULEASE_OK);
+
+    /* Largest values: ids, seq and handles are any u64 (session_id not 0). */
+    gl_session_ref *ref = (gl_session_ref *)gl_request_session(&req);
+    if (ref) {
+      ref->auth.lease_id = UINT64_MAX;
+      ref->session_id = UINT64_MAX;
+      ref->seq = UINT64_MAX;
+    }
+    switch (op) {
+    case GL_OP_SYNC: req.u.sync.ack_seq = UINT64_MAX; break;
+    case GL_OP_MEM_ALLOC: req.u.mem_alloc.size_bytes = UINT64_MAX; break;
+    case GL_OP_MEM_FREE:
+    case GL_OP_MODULE_UNLOAD: req.u.handle.handle = 0; break; /* the worker refuses it */
+    case GL_OP_MEM_WRITE: req.u.mem_write.offset = UINT64_MAX; break;
+    case GL_OP_MEM_READ: req.u.mem_read.size_bytes = GL_WIRE_MAX_CHUNK; break;
+    case GL_OP_MEM_COPY: req.u.mem_copy.size_bytes = UINT64_MAX; break;
+    case GL_OP_MEMSET:
+      req.u.memset.element_size = 1;
+      req.u.memset.value = 0xFF;
+      req.u.memset.count = UINT64_MAX;
+      break;
+    case GL_OP_MODULE_LOAD: req.u.module_load.image_format = GPULEASE_IMAGE_FATBIN; break;
+    case GL_OP_FUNC_INFO: req.u.func_info.module = UINT64_MAX; break;
+    case GL_OP_LAUNCH:
+      req.u.launch.grid[0] = UINT32_MAX;
+      req.u.launch.shared_mem_bytes = UINT32_MAX;
+      break;
+    default: break;
+    }
+    req_roundtrip(&req, &out, 12 + ses_request_body(op));
+    if (!ses_req_equal(&req, &out)) fail_msg("%s: extreme request differs", gl_op_name(op));
+    gl_buf_free(&params);
+  }
+}
+
+/* gl_request_session() points into the request's own union member. */
+static void test_request_session(void **state) {
+  (void)state;
+  static gl_request req;
+  for (size_t i = 0; i < N_SESSION_OPS; i++) {
+    gl_buf params;
+    gl_buf_init(&params);
+    ses_request(SESSION_OPS[i], &req, &params);
+    const gl_session_ref *r = gl_request_session(&req);
+    const void *want;
+    switch (req.op) {
+    case GL_OP_SESSION_OPEN: want = NULL; break;
+    case GL_OP_SESSION_CLOSE: want = &req.u.session; break;
+    case GL_OP_SYNC: want = &req.u.sync.s; break;
+    case GL_OP_MEM_ALLOC: want = &req.u.mem_alloc.s; break;
+    case GL_OP_MEM_FREE:
+    case GL_OP_MODULE_UNLOAD: want = &req.u.handle.s; break;
+    case GL_OP_MEM_WRITE: want = &req.u.mem_write.s; break;
+    case GL_OP_MEM_READ: want = &req.u.mem_read.s; break;
+    case GL_OP_MEM_COPY: want = &req.u.mem_copy.s; break;
+    case GL_OP_MEMSET: want = &req.u.memset.s; break;
+    case GL_OP_MODULE_LOAD: want = &req.u.module_load.s; break;
+    case GL_OP_FUNC_INFO: want = &req.u.func_info.s; break;
+    default: want = &req.u.launch.s; break;
+    }
+    assert_ptr_equal(r, want);
+    if (r) {
+      assert_int_equal(r->session_id, 3);
+      assert_int_equal(r->seq, 5);
+      assert_int_equal(r->auth.lease_id, 42);
+    }
+    gl_buf_free(&params);
+  }
+  memset(&req, 0, sizeof req);
+  const uint16_t others[] = {GL_OP_GET_INVENTORY, GL_OP_LEASE_QUERY, GL_OP_GPU_SUBMIT,
+                             GL_OP_WORKER_INIT, 0x0999};
+  for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+    req.op = others[i];
+    assert_null(gl_request_session(&req));
+  }
+  assert_null(gl_request_session(NULL));
+}
+
+/* The OK result fb_session_resp() writes with sres_default(), as a
+ * struct. */
+static void ses_response(uint16_t op, gl_response *r) {
+  memset(r, 0, sizeof *r);
+  memset(g_read_data, 0xC3, sizeof g_read_data);
+  r->op = op;
+  switch (op) {
+  case GL_OP_SESSION_OPEN:
+  case GL_OP_MEM_ALLOC: r->u.handle = 0x0100000000000001ull; break;
+  case GL_OP_SYNC:
+    r->u.sync.error_status = GPULEASE_LAUNCH_FAILED;
+    r->u.sync.error_op = GL_OP_LAUNCH;
+    r->u.sync.error_seq = 17;
+    break;
+  case GL_OP_MEM_READ:
+    r->u.mem_read.data = g_read_data;
+    r->u.mem_read.data_len = sizeof g_read_data;
+    break;
+  case GL_OP_MODULE_LOAD:
+    r->u.module_load.module = 0x0100000000000001ull;
+    r->u.module_load.cache = GL_MODULE_CACHE_DISK;
+    break;
+  case GL_OP_FUNC_INFO: {
+    gl_func_info_resp *f = &r->u.func_info;
+    f->function = 0x0100000000000001ull;
+    f->num_regs = 10;
+    f->max_threads_per_block = 20;
+    f->static_shared_bytes = 30;
+    f->local_bytes = 40;
+    f->const_bytes = 50;
+    f->ptx_version = 60;
+    f->binary_version = 70;
+    f->param_count = 3;
+    f->param_sizes[0] = f->param_sizes[1] = f->param_sizes[2] = 8;
+    break;
+  }
+  default: break; /* empty results */
+  }
+}
+
+static size_t ses_result_len(uint16_t op) {
+  switch (op) {
+  case GL_OP_SESSION_OPEN:
+  case GL_OP_MEM_ALLOC: return 8;
+  case GL_OP_SYNC: return 12;
+  case GL_OP_MEM_READ: return 4 + 32;
+  case GL_OP_MODULE_LOAD: return 9;
+  case GL_OP_FUNC_INFO: return 8 + 28 + 2 + 6;
+  default: return 0;
+  }
+}
+
+static bool ses_resp_equal(const gl_response *a, const gl_response *b) {
+  if (a->op != b->op || a->status != b->status) return false;
+  switch (a->op) {
+  case GL_OP_SESSION_OPEN:
+  case GL_OP_MEM_ALLOC: return a->u.handle == b->u.handle;
+  case GL_OP_SYNC:
+    return a->u.sync.error_status == b->u.sync.error_status &&
+           a->u.sync.error_op == b->u.sync.error_op && a->u.sync.error_seq == b->u.sync.error_seq;
+  case GL_OP_MEM_READ:
+    return a->u.mem_read.data_len == b->u.mem_read.data_len &&
+           (a->u.mem_read.data_len == 0 ||
+            memcmp(a->u.mem_read.data, b->u.mem_read.data, a->u.mem_read.data_len) == 0);
+  case GL_OP_MODULE_LOAD:
+    return a->u.module_load.module == b->u.module_load.module &&
+           a->u.module_load.cache == b->u.module_load.cache;
+  case GL_OP_FUNC_INFO: {
+    const gl_func_info_resp *x = &a->u.func_info, *y = &b->u.func_info;
+    if (x->function != y->function || x->num_regs != y->num_regs ||
+        x->max_threads_per_block != y->max_threads_per_block ||
+        x->static_shared_bytes != y->static_shared_bytes || x->local_bytes != y->local_bytes ||
+        x->const_bytes != y->const_bytes || x->ptx_version != y->ptx_version ||
+        x->binary_version != y->binary_version || x->param_count != y->param_count)
+      return false;
+    if (x->param_count == GL_WIRE_PARAMS_UNKNOWN) return true;
+    return memcmp(x->param_sizes, y->param_sizes, x->param_count * sizeof x->param_sizes[0]) == 0;
+  }
+  default: return true;
+  }
+}
+
+static void test_session_resp_matches_layout(void **state) {
+  (void)state;
+  static gl_response resp;
+  for (size_t i = 0; i < N_SESSION_OPS; i++) {
+    uint16_t op = SESSION_OPS[i];
+    sres_spec spec = sres_default();
+    fb_session_resp(&g_frame, op, &spec);
+    ses_response(op, &resp);
+    gl_buf b;
+    gl_buf_init(&b);
+    assert_status(gl_response_encode(&resp, &b), GPULEASE_OK);
+    if (b.len != g_frame.n || memcmp(b.data, g_frame.b, b.len) != 0)
+      fail_msg("%s: the codec's result bytes differ from the documented layout",
+               gl_op_name(op));
+    gl_buf_free(&b);
+  }
+}
+
+static void test_session_response_roundtrips(void **state) {
+  (void)state;
+  static gl_response resp, out;
+  for (size_t i = 0; i < N_SESSION_OPS; i++) {
+    uint16_t op = SESSION_OPS[i];
+    ses_response(op, &resp);
+    resp_roundtrip(&resp, &out, 12 + 2 + ses_result_len(op));
+    if (!ses_resp_equal(&resp, &out)) fail_msg("%s: decoded result differs", gl_op_name(op));
+    /* With a message, as the daemon sends SYNC's failure message. */
+    resp.msg = "op 17 (LAUNCH) failed: CUDA_ERROR_ILLEGAL_ADDRESS";
+    resp.msg_len = (uint16_t)strlen(resp.msg);
+    resp_roundtrip(&resp, &out, 12 + 2 + resp.msg_len + ses_result_len(op));
+    if (!ses_resp_equal(&resp, &out)) fail_msg("%s: decoded result differs", gl_op_name(op));
+  }
+
+  /* Extremes: handles any non-zero u64; SYNC with no failure; the other
+   * cache values; FUNC_INFO with 0, 256 and unknown param sizes. */
+  ses_response(GL_OP_MEM_ALLOC, &resp);
+  resp.u.handle = UINT64_MAX;
+  resp_roundtrip(&resp, &out, 12 + 2 + 8);
+  assert_int_equal(out.u.handle, UINT64_MAX);
+  ses_response(GL_OP_SESSION_OPEN, &resp);
+  resp.u.handle = 1;
+  resp_roundtrip(&resp, &out, 12 + 2 + 8);
+  assert_int_equal(out.u.handle, 1);
+
+  ses_response(GL_OP_SYNC, &resp);
+  memset(&resp.u.sync, 0, sizeof resp.u.sync);
+  resp_roundtrip(&resp, &out, 12 + 2 + 12);
+  assert_int_equal(out.u.sync.error_status, 0);
+  resp.u.sync.error_status = 99;
+  resp.u.sync.error_op = 0xFFFF;
+  resp.u.sync.error_seq = UINT64_MAX;
+  resp_roundtrip(&resp, &out, 12 + 2 + 12);
+  assert_int_equal(out.u.sync.error_op, 0xFFFF);
+  assert_int_equal(out.u.sync.error_seq, UINT64_MAX);
+
+  for (uint8_t c = 0; c <= 2; c++) {
+    ses_response(GL_OP_MODULE_LOAD, &resp);
+    resp.u.module_load.cache = c;
+    resp_roundtrip(&resp, &out, 12 + 2 + 9);
+    assert_int_equal(out.u.module_load.cache, c);
+  }
+
+  ses_response(GL_OP_FUNC_INFO, &resp);
+  resp.u.func_info.param_count = 0;
+  resp_roundtrip(&resp, &out, 12 + 2 + 38);
+  assert_int_equal(out.u.func_info.param_count, 0);
+  resp.u.func_info.param_count = GL_WIRE_PARAMS_UNKNOWN; /* no sizes follow */
+  resp_roundtrip(&resp, &out, 12 + 2 + 38);
+  assert_int_equal(out.u.func_info.param_count, GL_WIRE_PARAMS_UNKNOWN);
+  resp.u.func_info.param_count = GPULEASE_MAX_PARAMS;
+  for (int i = 0; i < GPULEASE_MAX_PARAMS; i++)
+    resp.u.func_info.param_sizes[i] = (uint16_t)(i * 257);
+  resp_roundtrip(&resp, &out, 12 + 2 + 38 + 2 * GPULEASE_MAX_PARAMS);
+  assert_memory_equal(out.u.func_info.param_sizes, resp.u.func_info.param_sizes,
+                      sizeof resp.u.func_info.param_sizes);
+
+  ses_response(GL_OP_MEM_READ, &resp);
+  resp.u.mem_read.data = NULL;
+  resp.u.mem_read.data_len = 0;
+  resp_roundtrip(&resp, &out, 12 + 2 + 4);
+  assert_int_equal(out.u.mem_read.data_len, 0);
+
+  /* Error responses of session ops are only the message, e.g. the
+   * fail-fast answer to an op after a failure. */
+  memset(&resp, 0, sizeof resp);
+  resp.op = GL_OP_MEM_WRITE;
+  resp.status = GPULEASE_INVALID_HANDLE;
+  resp.msg = "no buffer 0x1 in session 3";
+  resp.msg_len = (uint16_t)strlen(resp.msg);
+  resp_roundtrip(&resp, &out, 12 + 2 + resp.msg_len);
+  assert_int_equal(out.status, GPULEASE_INVALID_HANDLE);
+}
+
+/* The encoder refuses what the decoder would refuse, and says why. */
+static void test_session_encode_refuses(void **state) {
+  (void)state;
+  static gl_request req;
+  gl_buf params;
+  char err[256];
+
+#define SPOIL(op, stmt, want)                                                                  \
+  do {                                                                                         \
+    ses_request(op, &req, &params);                                                            \
+    stmt;                                                                                      \
+    assert_req_refused(&req, want);                                                            \
+    if ((op) == GL_OP_LAUNCH) gl_buf_free(&params);                                            \
+  } while (0)
+
+  for (size_t i = 0; i < N_SESSION_OPS; i++) {
+    uint16_t op = SESSION_OPS[i];
+    ses_request(op, &req, &params);
+    assert_status(gl_request_validate(&req, err, sizeof err), GPULEASE_OK);
+    assert_string_equal(err, "");
+    gl_session_ref *ref = (gl_session_ref *)gl_request_session(&req);
+    if (ref) {
+      ref->session_id = 0;
+      char want[64];
+      snprintf(want, sizeof want, "%s: session_id 0 is not valid", gl_op_name(op));
+      assert_req_refused(&req, want);
+    }
+    if (op == GL_OP_LAUNCH) gl_buf_free(&params);
+  }
+
+  SPOIL(GL_OP_MEM_ALLOC, req.u.mem_alloc.size_bytes = 0,
+        "MEM_ALLOC: size_bytes 0: at least 1 byte is required");
+  SPOIL(GL_OP_MEM_WRITE, req.u.mem_write.data_len = 0,
+        "MEM_WRITE: data_len 0 out of range 1..67108864");
+  SPOIL(GL_OP_MEM_WRITE, req.u.mem_write.data_len = GL_WIRE_MAX_CHUNK + 1,
+        "data_len 67108865 out of range 1..67108864");
+  SPOIL(GL_OP_MEM_WRITE, req.u.mem_write.data = NULL, "MEM_WRITE: data is NULL");
+  SPOIL(GL_OP_MEM_READ, req.u.mem_read.size_bytes = 0,
+        "MEM_READ: size_bytes 0 out of range 1..67108864");
+  SPOIL(GL_OP_MEM_READ, req.u.mem_read.size_bytes = UINT32_MAX,
+        "size_bytes 4294967295 out of range");
+  SPOIL(GL_OP_MEM_COPY, req.u.mem_copy.size_bytes = 0,
+        "MEM_COPY: size_bytes 0: at least 1 byte is required");
+  SPOIL(GL_OP_MEMSET, req.u.memset.element_size = 3, "MEMSET: element_size 3 is not 1, 2 or 4");
+  SPOIL(GL_OP_MEMSET, req.u.memset.element_size = 0, "element_size 0 is not 1, 2 or 4");
+  SPOIL(GL_OP_MEMSET, (req.u.memset.element_size = 1, req.u.memset.value = 0x100),
+        "MEMSET: value 0x100 does not fit element_size 1");
+  SPOIL(GL_OP_MEMSET, (req.u.memset.element_size = 2, req.u.memset.value = 0x12345),
+        "value 0x12345 does not fit element_size 2 (at most 0xffff)");
+  SPOIL(GL_OP_MEMSET, req.u.memset.count = 0, "MEMSET: count 0: at least 1 element is required");
+  SPOIL(GL_OP_MODULE_LOAD, req.u.module_load.image_format = 4,
+        "MODULE_LOAD: image_format 4 out of range 0..3");
+  SPOIL(GL_OP_MODULE_LOAD, req.u.module_load.image_len = 0, "MODULE_LOAD: image_len 0");
+  SPOIL(GL_OP_MODULE_LOAD, req.u.module_load.image = NULL, "MODULE_LOAD: image is NULL");
+  SPOIL(GL_OP_MODULE_LOAD, req.u.module_load.image_len = UINT32_MAX - 44,
+        "MODULE_LOAD: body of 4294967296 bytes does not fit body_len");
+  SPOIL(GL_OP_FUNC_INFO, req.u.func_info.kernel_name_len = 0,
+        "FUNC_INFO: kernel_name_len 0 out of range 1..1024");
+  SPOIL(GL_OP_FUNC_INFO, req.u.func_info.kernel_name_len = 1025, "kernel_name_len 1025");
+  SPOIL(GL_OP_FUNC_INFO, req.u.func_info.kernel_name = NULL, "FUNC_INFO: kernel_name is NULL");
+  SPOIL(GL_OP_FUNC_INFO, req.u.func_info.kernel_name = "kk\0kkk",
+        "FUNC_INFO: kernel_name contains a NUL byte at offset 2");
+  SPOIL(GL_OP_LAUNCH, req.u.launch.param_count = 257, "LAUNCH: param_count 257 exceeds 256");
+  SPOIL(GL_OP_LAUNCH, req.u.launch.param_count = 4, "LAUNCH: truncated in param[3].kind");
+  SPOIL(GL_OP_LAUNCH, req.u.launch.param_count = 2,
+        "LAUNCH: params_raw_len 40 but the 2 params take 34 bytes");
+  SPOIL(GL_OP_LAUNCH, req.u.launch.params_raw = NULL, "LAUNCH: params_raw is NULL");
+  SPOIL(GL_OP_LAUNCH, req.u.launch.params_raw_len = 39, "truncated in param[2].value");
+  SPOIL(GL_OP_LAUNCH, params.data[17] = 3,
+        "LAUNCH: param[1].kind 3 unknown (1 = buffer, 2 = scalar)");
+  SPOIL(GL_OP_LAUNCH, params.data[35] = 65, "LAUNCH: param[2].size 65 out of range 1..64");
+#undef SPOIL
+
+  /* A list over 16384 bytes, each param valid: 249 scalars of 64 bytes. */
+  ses_request(GL_OP_LAUNCH, &req, &params);
+  gl_buf_free(&params);
+  gl_buf_init(&params);
+  uint8_t v[64] = {0};
+  for (int i = 0; i < 249; i++) put_scalar_param(&params, v, 64);
+  req.u.launch.param_count = 249;
+  req.u.launch.params_raw = params.data;
+  req.u.launch.params_raw_len = params.len;
+  assert_req_refused(&req, "LAUNCH: param list reaches 16434 bytes at param[248]");
+  req.u.launch.param_count = 248;
+  req.u.launch.params_raw_len = 248 * 66;
+  assert_status(gl_request_validate(&req, err, sizeof err), GPULEASE_OK);
+  gl_buf_free(&params);
+
+  /* The largest accepted values validate. */
+  ses_request(GL_OP_MEM_WRITE, &req, &params);
+  req.u.mem_write.data_len = GL_WIRE_MAX_CHUNK; /* validate does not read the data */
+  assert_status(gl_request_validate(&req, err, sizeof err), GPULEASE_OK);
+  ses_request(GL_OP_MODULE_LOAD, &req, &params);
+  req.u.module_load.image_len = UINT32_MAX - 45;
+  assert_status(gl_request_validate(&req, err, sizeof err), GPULEASE_OK);
+  ses_request(GL_OP_MEMSET, &req, &params);
+  req.u.memset.element_size = 2;
+  req.u.memset.value = 0xFFFF;
+  assert_status(gl_request_validate(&req, err, sizeof err), GPULEASE_OK);
+}
+
+static void test_session_response_encode_refuses(void **state) {
+  (void)state;
+  static gl_response resp;
+  ses_response(GL_OP_SESSION_OPEN, &resp);
+  resp.u.handle = 0;
+  assert_resp_refused(&resp);
+  ses_response(GL_OP_MEM_ALLOC, &resp);
+  resp.u.handle = 0;
+  assert_resp_refused(&resp);
+  ses_response(GL_OP_MODULE_LOAD, &resp);
+  resp.u.module_load.module = 0;
+  assert_resp_refused(&resp);
+  ses_response(GL_OP_MODULE_LOAD, &resp);
+  resp.u.module_load.cache = 3;
+  assert_resp_refused(&resp);
+  ses_response(GL_OP_FUNC_INFO, &resp);
+  resp.u.func_info.function = 0;
+  assert_resp_refused(&resp);
+  ses_response(GL_OP_FUNC_INFO, &resp);
+  resp.u.func_info.param_count = 257;
+  assert_resp_refused(&resp);
+  resp.u.func_info.param_count = 0xFFFE;
+  assert_resp_refused(&resp);
+  ses_response(GL_OP_SYNC, &resp);
+  resp.u.sync.error_status = 100;
+  assert_resp_refused(&resp);
+  ses_response(GL_OP_MEM_READ, &resp);
+  resp.u.mem_read.data = NULL;
+  assert_resp_refused(&resp);
+  ses_response(GL_OP_MEM_READ, &resp);
+  resp.u.mem_read.data_len = GL_WIRE_MAX_CHUNK + 1;
+  assert_resp_refused(&resp);
+  /* An error response needs no valid result. */
+  ses_response(GL_OP_MEM_ALLOC, &resp);
+  resp.u.handle = 0;
+  resp.status = GPULEASE_CAPACITY_EXCEEDED;
+  gl_buf b;
+  gl_buf_init(&b);
+  assert_status(gl_response_encode(&resp, &b), GPULEASE_OK);
+  assert_int_equal(b.len, 14);
+  gl_buf_free(&b);
+}
+
+/* gl_launch_param_put writes the documented bytes and refuses bad params;
+ * gl_launch_param_next walks a list and never runs past it. */
+static void test_launch_params(void **state) {
+  (void)state;
+  static gl_request req, out;
+  gl_buf b;
+  gl_buf_init(&b);
+  put_buffer_param(&b, 0x0102030405060708ull, 0x1122);
+  static const uint8_t one = 0x7F;
+  uint8_t big[64];
+  for (int i = 0; i < 64; i++) big[i] = (uint8_t)(200 - i);
+  put_scalar_param(&b, &one, 1);
+  put_scalar_param(&b, big, 64);
+  static const uint8_t head[] = {1, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0, 0, 0, 0x11, 0x22,
+                                 2, 1, 0x7F, 2, 64};
+  assert_int_equal(b.len, 17 + 3 + 66);
+  assert_memory_equal(b.data, head, sizeof head);
+  assert_memory_equal(b.data + sizeof head, big, 64);
+
+  gl_launch_param p;
+  memset(&p, 0, sizeof p);
+  size_t before = b.len;
+  p.kind = 0;
+  assert_status(gl_launch_param_put(&b, &p), GPULEASE_INVALID_ARGUMENT);
+  p.kind = 3;
+  assert_status(gl_launch_param_put(&b, &p), GPULEASE_INVALID_ARGUMENT);
+  p.kind = GL_LAUNCH_PARAM_SCALAR;
+  p.value = big;
+  p.size = 0;
+  assert_status(gl_launch_param_put(&b, &p), GPULEASE_INVALID_ARGUMENT);
+  p.size = 65;
+  assert_status(gl_launch_param_put(&b, &p), GPULEASE_INVALID_ARGUMENT);
+  p.size = 4;
+  p.value = NULL;
+  assert_status(gl_launch_param_put(&b, &p), GPULEASE_INVALID_ARGUMENT);
+  assert_status(gl_launch_param_put(&b, NULL), GPULEASE_INVALID_ARGUMENT);
+  assert_status(gl_launch_param_put(NULL, &p), GPULEASE_INVALID_ARGUMENT);
+  assert_int_equal(b.len, before);
+
+  /* Through a LAUNCH request and back. */
+  gl_buf unused;
+  ses_request(GL_OP_LAUNCH, &req, &unused);
+  gl_buf_free(&unused);
+  req.u.launch.param_count = 3;
+  req.u.launch.params_raw = b.data;
+  req.u.launch.params_raw_len = b.len;
+  req_roundtrip(&req, &out, 12 + 78 + b.len);
+  size_t pos = 0;
+  gl_launch_param q;
+  assert_true(gl_launch_param_next(&out.u.launch, &pos, &q));
+  assert_int_equal(q.kind, GL_LAUNCH_PARAM_BUFFER);
+  assert_int_equal(q.buffer, 0x0102030405060708ull);
+  assert_int_equal(q.offset, 0x1122);
+  assert_int_equal(pos, 17);
+  assert_true(gl_launch_param_next(&out.u.launch, &pos, &q));
+  assert_int_equal(q.kind, GL_LAUNCH_PARAM_SCALAR);
+  assert_int_equal(q.size, 1);
+  assert_int_equal(q.value[0], 0x7F);
+  assert_true(gl_launch_param_next(&out.u.launch, &pos, &q));
+  assert_int_equal(q.size, 64);
+  assert_memory_equal(q.value, big, 64);
+  assert_false(gl_launch_param_next(&out.u.launch, &pos, &q));
+  assert_int_equal(pos, out.u.launch.params_raw_len);
+  gl_buf_free(&b);
+
+  /* No params: nothing to walk. */
+  ses_request(GL_OP_LAUNCH, &req, &unused);
+  gl_buf_free(&unused);
+  req.u.launch.param_count = 0;
+  req.u.launch.params_raw = NULL;
+  req.u.launch.params_raw_len = 0;
+  req_roundtrip(&req, &out, 12 + 78);
+  pos = 0;
+  assert_false(gl_launch_param_next(&out.u.launch, &pos, &q));
+  assert_int_equal(pos, 0);
+
+  /* Unvalidated lists: never past params_raw_len. */
+  gl_launch_req l;
+  memset(&l, 0, sizeof l);
+  pos = 0;
+  assert_false(gl_launch_param_next(&l, &pos, &q)); /* NULL list */
+  assert_false(gl_launch_param_next(NULL, &pos, &q));
+  const struct {
+    uint8_t raw[20];
+    size_t len;
+  } bad[] = {
+      {{1, 0, 0, 0}, 4},                                          /* buffer cut short */
+      {{1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0}, 16},     /* one byte short */
+      {{2}, 1},                                                   /* scalar without size */
+      {{2, 3, 0, 0}, 4},                                          /* scalar value cut short */
+      {{2, 0, 0, 0}, 4},                                          /* scalar size 0 */
+      {{2, 65, 0, 0}, 4},                                         /* scalar size 65 */
+      {{0, 0, 0, 0}, 4},                                          /* kind 0 */
+      {{9, 0, 0, 0}, 4},                                          /* unknown kind */
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    uint8_t *raw = malloc(bad[i].len); /* exact size for ASan */
+    assert_non_null(raw);
+    memcpy(raw, bad[i].raw, bad[i].len);
+    l.params_raw = raw;
+    l.params_raw_len = bad[i].len;
+    pos = 0;
+    assert_false(gl_launch_param_next(&l, &pos, &q));
+    assert_int_equal(pos, 0);
+    free(raw);
+  }
+}
+
+/* The largest transfers: 64 MiB in one MEM_WRITE and one MEM_READ result
+ * (no prefix walk here: it would take too long). */
+static void test_session_max_chunk(void **state) {
+  (void)state;
+  static gl_request req, out;
+  static gl_response resp, rout;
+  uint8_t *data = malloc(GL_WIRE_MAX_CHUNK);
+  assert_non_null(data);
+  for (size_t i = 0; i < GL_WIRE_MAX_CHUNK; i += 4096) data[i] = (uint8_t)(i >> 12);
+  data[GL_WIRE_MAX_CHUNK - 1] = 0xEE;
+  gl_buf params, b;
+  ses_request(GL_OP_MEM_WRITE, &req, &params);
+  req.u.mem_write.data = data;
+  req.u.mem_write.data_len = GL_WIRE_MAX_CHUNK;
+  gl_buf_init(&b);
+  assert_status(gl_request_encode(&req, &b), GPULEASE_OK);
+  assert_int_equal(b.len, 12 + 60 + (size_t)GL_WIRE_MAX_CHUNK);
+  assert_status(gl_request_decode(b.data, b.len, 65u << 20, &out, NULL, NULL, 0), GPULEASE_OK);
+  assert_int_equal(out.u.mem_write.data_len, GL_WIRE_MAX_CHUNK);
+  assert_ptr_equal(out.u.mem_write.data, b.data + 72);
+  assert_int_equal(out.u.mem_write.data[GL_WIRE_MAX_CHUNK - 1], 0xEE);
+  assert_status(gl_request_decode(b.data, b.len, 64u << 20, &out, NULL, NULL, 0),
+                GPULEASE_TOO_LARGE);
+  gl_buf_free(&b);
+
+  ses_response(GL_OP_MEM_READ, &resp);
+  resp.u.mem_read.data = data;
+  resp.u.mem_read.data_len = GL_WIRE_MAX_CHUNK;
+  assert_status(gl_response_encode(&resp, &b), GPULEASE_OK);
+  assert_int_equal(b.len, 12 + 2 + 4 + (size_t)GL_WIRE_MAX_CHUNK);
+  assert_status(gl_response_decode(b.data, b.len, 65u << 20, &rout, NULL, 0), GPULEASE_OK);
+  assert_int_equal(rout.u.mem_read.data_len, GL_WIRE_MAX_CHUNK);
+  assert_int_equal(rout.u.mem_read.data[GL_WIRE_MAX_CHUNK - 1], 0xEE);
+  gl_buf_free(&b);
+  free(data);
+}
+
+/* The MEM_ALLOC example of docs/protocol.md, section 9. */
+static const uint8_t DOC_MEM_ALLOC_REQ[] = {
+    0x47, 0x4C, 0x01, 0x00, 0x03, 0x11, 0x00, 0x00, 0x00, 0x00, 0x00, 0x30, /* header */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x2A, /* lease_id 42 */
+    0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, /* secret */
+    0x88, 0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, /* session_id 1 */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, /* seq 1 */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, /* size_bytes 1 MiB */
+};
+
+static const uint8_t DOC_MEM_ALLOC_RESP[] = {
+    0x47, 0x4C, 0x01, 0x01, 0x03, 0x11, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0A, /* header */
+    0x00, 0x00,                                     /* msg_len 0 */
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x05, /* buffer */
+};
+
+static const uint8_t DOC_MEM_FREE_ERROR[] = {
+    0x47, 0x4C, 0x01, 0x01, 0x03, 0x12, 0x00, 0x10, 0x00, 0x00, 0x00, 0x24, /* header */
+    0x00, 0x22, 'n', 'o', ' ', 'b', 'u', 'f', 'f', 'e', 'r', ' ', '0', 'x', '1', '0', '0', '0',
+    '0', '0', '0', '0', '5', ' ', 'i', 'n', ' ', 's', 'e', 's', 's', 'i', 'o', 'n', ' ', '1',
+};
+
+static void test_doc_session_example(void **state) {
+  (void)state;
+  static gl_request req, out;
+  static gl_response resp, rout;
+  memset(&req, 0, sizeof req);
+  req.op = GL_OP_MEM_ALLOC;
+  req.u.mem_alloc.s.auth.lease_id = 42;
+  memcpy(req.u.mem_alloc.s.auth.secret, SECRET, 16);
+  req.u.mem_alloc.s.session_id = 1;
+  req.u.mem_alloc.s.seq = 1;
+  req.u.mem_alloc.size_bytes = 1u << 20;
+  gl_buf b;
+  gl_buf_init(&b);
+  assert_status(gl_request_encode(&req, &b), GPULEASE_OK);
+  assert_int_equal(b.len, sizeof DOC_MEM_ALLOC_REQ);
+  assert_memory_equal(b.data, DOC_MEM_ALLOC_REQ, sizeof DOC_MEM_ALLOC_REQ);
+  gl_buf_free(&b);
+  assert_status(gl_request_decode(DOC_MEM_ALLOC_REQ, sizeof DOC_MEM_ALLOC_REQ, MAX_BODY, &out,
+                                  NULL, NULL, 0),
+                GPULEASE_OK);
+  assert_true(ses_req_equal(&req, &out));
+
+  memset(&resp, 0, sizeof resp);
+  resp.op = GL_OP_MEM_ALLOC;
+  resp.u.handle = 0x0000000100000005ull;
+  assert_status(gl_response_encode(&resp, &b), GPULEASE_OK);
+  assert_int_equal(b.len, sizeof DOC_MEM_ALLOC_RESP);
+  assert_memory_equal(b.data, DOC_MEM_ALLOC_RESP, sizeof DOC_MEM_ALLOC_RESP);
+  gl_buf_free(&b);
+  assert_status(gl_response_decode(DOC_MEM_ALLOC_RESP, sizeof DOC_MEM_ALLOC_RESP, MAX_BODY, &rout,
+                                   NULL, 0),
+                GPULEASE_OK);
+  assert_int_equal(rout.u.handle, 0x0000000100000005ull);
+
+  assert_status(gl_response_encode_error(GL_OP_MEM_FREE, GPULEASE_INVALID_HANDLE, &b,
+                                         "no buffer 0x%llx in session %d",
+                                         (unsigned long long)0x100000005ull, 1),
+                GPULEASE_OK);
+  assert_int_equal(b.len, sizeof DOC_MEM_FREE_ERROR);
+  assert_memory_equal(b.data, DOC_MEM_FREE_ERROR, sizeof DOC_MEM_FREE_ERROR);
+  gl_buf_free(&b);
+}
+
+/* ========================================================================
  * The fuzz seed corpus holds what its file names promise
  * ====================================================================== */
 
@@ -1669,8 +3098,10 @@ static void test_corpus_files(void **state) {
     valid += !want_bad;
   }
   closedir(d);
-  assert_true(seen >= 15);
-  assert_true(valid >= 9 + 6); /* every request op and six responses */
+  assert_true(seen >= 15 + 26 + 6);
+  /* every request op and six responses, then every session op's request
+   * and result */
+  assert_true(valid >= 9 + 6 + 13 + 13);
 }
 
 int main(void) {
@@ -1696,6 +3127,16 @@ int main(void) {
       cmocka_unit_test(test_params_encode),
       cmocka_unit_test(test_response_encode_refuses),
       cmocka_unit_test(test_param_next_bounds),
+      cmocka_unit_test(test_session_matches_layout),
+      cmocka_unit_test(test_session_request_roundtrips),
+      cmocka_unit_test(test_request_session),
+      cmocka_unit_test(test_session_resp_matches_layout),
+      cmocka_unit_test(test_session_response_roundtrips),
+      cmocka_unit_test(test_session_encode_refuses),
+      cmocka_unit_test(test_session_response_encode_refuses),
+      cmocka_unit_test(test_launch_params),
+      cmocka_unit_test(test_session_max_chunk),
+      cmocka_unit_test(test_doc_session_example),
       cmocka_unit_test(test_corpus_files),
   };
   return cmocka_run_group_tests_name("wire", tests, NULL, NULL);
