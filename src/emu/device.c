@@ -464,3 +464,28 @@ void gl_emu_function_info(const gl_emu_function *fn, uint32_t *shared_bytes,
   if (nregs)
     *nregs = fn ? fn->nregs : 0;
 }
+
+void gl_emu_function_limits(const gl_emu_function *fn, uint32_t *max_threads,
+                            uint32_t *target_sm, uint32_t *isa_version) {
+  const gl_ptx_module *pm = fn ? fn->mod->pm : NULL;
+  const gl_ptx_func *f = pm ? &pm->funcs[fn->index] : NULL;
+  uint64_t mx = 1024;
+  for (int k = 0; f && k < 2; k++) {
+    const uint32_t *dims = k == 0 ? f->reqntid : f->maxntid;
+    if (!dims[0])
+      continue;
+    uint64_t n = 1;
+    for (int i = 0; i < 3; i++)
+      n *= dims[i] ? dims[i] : 1;
+    if (n < mx)
+      mx = n;
+  }
+  if (max_threads)
+    *max_threads = (uint32_t)mx;
+  if (target_sm)
+    *target_sm = pm && pm->target_sm > 0 ? (uint32_t)pm->target_sm : 0;
+  if (isa_version)
+    *isa_version = pm && pm->version_major >= 0 && pm->version_minor >= 0
+                       ? (uint32_t)(pm->version_major * 10 + pm->version_minor)
+                       : 0;
+}

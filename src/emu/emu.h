@@ -81,6 +81,14 @@ size_t gl_emu_function_params(const gl_emu_function *fn, size_t *sizes, size_t m
 void gl_emu_function_info(const gl_emu_function *fn, uint32_t *shared_bytes,
                           uint32_t *local_bytes, uint32_t *nregs);
 
+/* What cuFuncGetAttribute reports besides the sizes above (any pointer may
+ * be NULL): max_threads, the most threads a block may have (1024, or the
+ * kernel's .maxntid / .reqntid product when smaller); target_sm, the
+ * module's .target sm_XX as XX (CUDA's PTX_VERSION: the virtual
+ * architecture); isa_version, the module's .version as major * 10 + minor. */
+void gl_emu_function_limits(const gl_emu_function *fn, uint32_t *max_threads,
+                            uint32_t *target_sm, uint32_t *isa_version);
+
 typedef struct gl_emu_launch_cfg {
   uint32_t grid[3];
   uint32_t block[3];

@@ -44,6 +44,7 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUevent_st *CUevent;
 typedef struct CUstream_st *CUstream;
+typedef struct CUlinkState_st *CUlinkState;
 typedef struct CUuuid_st {
   char bytes[16];
 } CUuuid;
@@ -60,6 +61,7 @@ enum {
   CUDA_ERROR_ECC_UNCORRECTABLE = 214,
   CUDA_ERROR_NOT_FOUND = 500,
   CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+  CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
   CUDA_ERROR_LAUNCH_TIMEOUT = 702,
   CUDA_ERROR_CONTEXT_IS_DESTROYED = 709,
   CUDA_ERROR_ASSERT = 710,
@@ -85,10 +87,28 @@ typedef enum CUjit_option_enum {
   CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
   CU_JIT_ERROR_LOG_BUFFER = 5,
   CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+  CU_JIT_TARGET_FROM_CUCONTEXT = 8,
   CU_JIT_LOG_VERBOSE = 12,
 } CUjit_option;
 
+typedef enum CUjitInputType_enum {
+  CU_JIT_INPUT_CUBIN = 0,
+  CU_JIT_INPUT_PTX = 1,
+} CUjitInputType;
+
+typedef enum CUfunction_attribute_enum {
+  CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
+  CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
+  CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES = 2,
+  CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3,
+  CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
+  CU_FUNC_ATTRIBUTE_PTX_VERSION = 5,
+  CU_FUNC_ATTRIBUTE_BINARY_VERSION = 6,
+} CUfunction_attribute;
+
 enum { CU_EVENT_DEFAULT = 0 };
+
+enum { CU_STREAM_DEFAULT = 0, CU_STREAM_NON_BLOCKING = 1 };
 
 enum { CU_GET_PROC_ADDRESS_LEGACY_STREAM = 1 };
 
@@ -121,6 +141,7 @@ typedef struct gl_cuda {
 
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *pctx, CUdevice dev);
   CUresult (*cuDevicePrimaryCtxRelease)(CUdevice dev);              /* _v2 */
+  CUresult (*cuCtxGetCurrent)(CUcontext *pctx);
   CUresult (*cuCtxSetCurrent)(CUcontext ctx);
   CUresult (*cuCtxSynchronize)(void);
 
@@ -130,10 +151,26 @@ typedef struct gl_cuda {
   CUresult (*cuMemcpyDtoH)(void *dst, CUdeviceptr src, size_t bytes);       /* _v2 */
   CUresult (*cuMemsetD8)(CUdeviceptr dst, unsigned char uc, size_t n);     /* _v2 */
 
+  /* Streams and stream-ordered copies (legacy default-stream semantics:
+   * the non-_ptsz variants). */
+  CUresult (*cuStreamCreate)(CUstream *phstream, unsigned int flags);
+  CUresult (*cuStreamDestroy)(CUstream hstream);                    /* _v2 */
+  CUresult (*cuStreamSynchronize)(CUstream hstream);
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr dst, const void *src, size_t bytes,
+                                CUstream hstream);                  /* _v2 */
+  CUresult (*cuMemcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t bytes,
+                                CUstream hstream);                  /* _v2 */
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                                CUstream hstream);                  /* _v2 */
+  CUresult (*cuMemsetD8Async)(CUdeviceptr dst, unsigned char uc, size_t n, CUstream hstream);
+  CUresult (*cuMemsetD16Async)(CUdeviceptr dst, unsigned short us, size_t n, CUstream hstream);
+  CUresult (*cuMemsetD32Async)(CUdeviceptr dst, unsigned int ui, size_t n, CUstream hstream);
+
   CUresult (*cuModuleLoadDataEx)(CUmodule *module, const void *image, unsigned int num_options,
                                  CUjit_option *options, void **option_values);
   CUresult (*cuModuleUnload)(CUmodule hmod);
   CUresult (*cuModuleGetFunction)(CUfunction *hfunc, CUmodule hmod, const char *name);
+  CUresult (*cuFuncGetAttribute)(int *pi, CUfunction_attribute attrib, CUfunction hfunc);
   CUresult (*cuLaunchKernel)(CUfunction f, unsigned int grid_x, unsigned int grid_y,
                              unsigned int grid_z, unsigned int block_x, unsigned int block_y,
                              unsigned int block_z, unsigned int shared_mem_bytes,
@@ -144,6 +181,15 @@ typedef struct gl_cuda {
   CUresult (*cuEventSynchronize)(CUevent hevent);
   CUresult (*cuEventElapsedTime)(float *ms, CUevent hstart, CUevent hend);
   CUresult (*cuEventDestroy)(CUevent hevent);                       /* _v2 */
+
+  /* The JIT linker: PTX -> cubin without loading it. */
+  CUresult (*cuLinkCreate)(unsigned int num_options, CUjit_option *options,
+                           void **option_values, CUlinkState *state_out); /* _v2 */
+  CUresult (*cuLinkAddData)(CUlinkState state, CUjitInputType type, void *data, size_t size,
+                            const char *name, unsigned int num_options, CUjit_option *options,
+                            void **option_values);                  /* _v2 */
+  CUresult (*cuLinkComplete)(CUlinkState state, void **cubin_out, size_t *size_out);
+  CUresult (*cuLinkDestroy)(CUlinkState state);
 
   /* Optional (CUDA 12.4+; NULL on older drivers): size of a kernel's
    * parameter paramIndex; CUDA_ERROR_INVALID_VALUE past the last one. */

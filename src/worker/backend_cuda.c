@@ -3,10 +3,21 @@
  *
  * One worker process holds one lease, so the device's primary context is
  * the lease's private context: init retains it and makes it current on the
- * worker's only thread. The lease's region is a single cuMemAlloc of
+ * worker's main thread. The lease's region is a single cuMemAlloc of
  * vram_bytes, zeroed before first use; kernel pointers are the region's
- * base plus an offset. Launches go to the legacy default stream, bracketed
- * by two events for the GPU time, then cuCtxSynchronize.
+ * base plus an offset. Synchronous launches (launch) go to the legacy
+ * default stream, bracketed by two events for the GPU time, then
+ * cuCtxSynchronize; they are serialised by a mutex because the events are
+ * shared.
+ *
+ * Sessions: each session's ops come from its own worker thread and go to
+ * its own stream (cuStreamCreate, CU_STREAM_NON_BLOCKING, so they never
+ * wait for the legacy default stream or each other). Every op after init
+ * first makes the lease's context current on the calling thread
+ * (make_current: cuCtxGetCurrent, a thread-local read in the driver, and
+ * cuCtxSetCurrent only when it differs). Nothing else is shared between
+ * threads but `lost` (atomic) and the synchronous launch's events: JIT
+ * logs are per call.
  *
  * Error messages always name the CUDA error ("CUDA_ERROR_ILLEGAL_ADDRESS")
  * and its description. After a fault that leaves the context unusable
@@ -14,6 +25,8 @@
  * backend reports context_lost and the worker exits.
  */
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,17 +43,25 @@ typedef struct cuda_backend {
   bool loaded;      /* cu is filled */
   bool initialised; /* cuInit succeeded */
   bool have_device; /* init succeeded */
-  bool lost;
+  atomic_bool lost;  /* a sticky error: the context is unusable */
   CUdevice dev;
   CUcontext ctx;
   CUdeviceptr region;
   uint64_t region_bytes;
+  int cc_major, cc_minor;
+  pthread_mutex_t launch_mu; /* the synchronous launch and its events */
   CUevent ev_start, ev_stop;
-  char jit_error[JIT_LOG_BYTES];
-  char jit_info[JIT_LOG_BYTES];
 } cuda_backend;
 
+/* A compiler's logs, per call (several threads may load modules at once). */
+typedef struct jit_logs {
+  char error[JIT_LOG_BYTES];
+  char info[JIT_LOG_BYTES];
+} jit_logs;
+
 static cuda_backend *as_cuda(gl_backend *b) { return (cuda_backend *)b; }
+
+static bool is_lost(cuda_backend *c) { return atomic_load(&c->lost); }
 
 /* ---- helpers ----------------------------------------------------------------- */
 
@@ -68,8 +89,24 @@ static bool is_sticky(CUresult r) {
 /* Records whether failure r of an operation on a live context killed it:
  * a known sticky error, or a context that no longer synchronises. */
 static void note_failure(cuda_backend *c, CUresult r) {
-  if (!c->have_device || c->lost) return;
-  if (is_sticky(r) || c->cu.cuCtxSynchronize() != CUDA_SUCCESS) c->lost = true;
+  if (!c->have_device || is_lost(c)) return;
+  if (is_sticky(r) || c->cu.cuCtxSynchronize() != CUDA_SUCCESS) atomic_store(&c->lost, true);
+}
+
+/* The same for the session ops: only a known sticky error marks the
+ * context lost (cuCtxSynchronize would wait for every other session's
+ * work). */
+static void note_sticky(cuda_backend *c, CUresult r) {
+  if (c->have_device && is_sticky(r)) atomic_store(&c->lost, true);
+}
+
+/* Makes the lease's context current on the calling thread. Session ops
+ * come from threads other than the one init ran on; the driver's current
+ * context is per thread. */
+static CUresult make_current(cuda_backend *c) {
+  CUcontext cur = NULL;
+  if (c->cu.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == c->ctx) return CUDA_SUCCESS;
+  return c->cu.cuCtxSetCurrent(c->ctx);
 }
 
 /* Formats "<what>: CUDA_ERROR_X (description)" into err. */
@@ -190,6 +227,11 @@ static gpulease_status cuda_init(gl_backend *b, uint32_t ordinal, uint64_t vram_
     snprintf(name, sizeof name, "CUDA device %u", ordinal);
   size_t total = 0;
   cu->cuDeviceTotalMem(&total, c->dev);
+  if (cu->cuDeviceGetAttribute(&c->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                               c->dev) != CUDA_SUCCESS ||
+      cu->cuDeviceGetAttribute(&c->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                               c->dev) != CUDA_SUCCESS)
+    c->cc_major = c->cc_minor = 0;
 
   if ((r = cu->cuDevicePrimaryCtxRetain(&c->ctx, c->dev)) != CUDA_SUCCESS) {
     c->ctx = NULL;
@@ -253,51 +295,79 @@ static void trim(char *s) {
     s[--n] = 0;
 }
 
+static const char *format_name(gpulease_image_format format) {
+  return format == GPULEASE_IMAGE_PTX     ? "PTX"
+         : format == GPULEASE_IMAGE_CUBIN ? "cubin"
+                                          : "fatbin";
+}
+
+/* Formats "<what>: CUDA_ERROR_X: <log>" (or the error's description when
+ * the log is empty) into err. */
+static void jit_msg(cuda_backend *c, CUresult r, const char *what, jit_logs *logs, char *err,
+                    size_t errlen) {
+  char name[64];
+  gl_cuda_error_name(&c->cu, r, name, sizeof name);
+  const char *log = logs->error[0] ? logs->error : logs->info;
+  snprintf(err, errlen, "%s: %s: %s", what, name, log[0] ? log : gl_cuda_error_string(&c->cu, r));
+}
+
+/* Terminates and trims logs the driver wrote into. */
+static void jit_finish(jit_logs *logs) {
+  logs->error[sizeof logs->error - 1] = 0;
+  logs->info[sizeof logs->info - 1] = 0;
+  trim(logs->error);
+  trim(logs->info);
+}
+
 static gpulease_status cuda_load_module(gl_backend *b, const uint8_t *image, size_t len,
                                         gpulease_image_format format, void **module, char *err,
                                         size_t errlen) {
   cuda_backend *c = as_cuda(b);
   (void)len; /* PTX is NUL-terminated; cubin and fatbin carry their size */
-  memset(c->jit_error, 0, sizeof c->jit_error);
-  memset(c->jit_info, 0, sizeof c->jit_info);
+  CUresult r = make_current(c);
+  if (r != CUDA_SUCCESS) {
+    cu_msg(c, r, "cuModuleLoadDataEx: cuCtxSetCurrent", err, errlen);
+    return GPULEASE_LOAD_FAILED;
+  }
+  jit_logs *logs = calloc(1, sizeof *logs);
+  if (!logs) {
+    snprintf(err, errlen, "cuModuleLoadDataEx: out of memory for the JIT logs");
+    return GPULEASE_LOAD_FAILED;
+  }
+  /* The driver writes the sizes it used back into vals: per call. */
   CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
                          CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
-  void *vals[] = {c->jit_error, (void *)(uintptr_t)(sizeof c->jit_error - 1), c->jit_info,
-                  (void *)(uintptr_t)(sizeof c->jit_info - 1)};
+  void *vals[] = {logs->error, (void *)(uintptr_t)(sizeof logs->error - 1), logs->info,
+                  (void *)(uintptr_t)(sizeof logs->info - 1)};
   CUmodule mod = NULL;
-  CUresult r = c->cu.cuModuleLoadDataEx(&mod, image, (unsigned)(sizeof opts / sizeof opts[0]),
-                                        opts, vals);
-  c->jit_error[sizeof c->jit_error - 1] = 0;
-  c->jit_info[sizeof c->jit_info - 1] = 0;
-  trim(c->jit_error);
-  trim(c->jit_info);
+  r = c->cu.cuModuleLoadDataEx(&mod, image, (unsigned)(sizeof opts / sizeof opts[0]), opts, vals);
+  jit_finish(logs);
   if (r != CUDA_SUCCESS) {
-    char name[64];
-    gl_cuda_error_name(&c->cu, r, name, sizeof name);
-    const char *log = c->jit_error[0] ? c->jit_error : c->jit_info;
-    snprintf(err, errlen, "cuModuleLoadDataEx (%s image): %s: %s",
-             format == GPULEASE_IMAGE_PTX      ? "PTX"
-             : format == GPULEASE_IMAGE_CUBIN ? "cubin"
-                                               : "fatbin",
-             name, log[0] ? log : gl_cuda_error_string(&c->cu, r));
+    char what[64];
+    snprintf(what, sizeof what, "cuModuleLoadDataEx (%s image)", format_name(format));
+    jit_msg(c, r, what, logs, err, errlen);
+    free(logs);
     note_failure(c, r);
     return GPULEASE_LOAD_FAILED;
   }
-  if (c->jit_info[0]) GL_DEBUG("JIT: %s", c->jit_info);
+  if (logs->info[0]) GL_DEBUG("JIT: %s", logs->info);
+  free(logs);
   *module = mod;
   return GPULEASE_OK;
 }
 
 static void cuda_unload_module(gl_backend *b, void *module) {
   cuda_backend *c = as_cuda(b);
-  if (module && !c->lost) c->cu.cuModuleUnload((CUmodule)module);
+  if (!module || is_lost(c)) return;
+  if (make_current(c) == CUDA_SUCCESS) c->cu.cuModuleUnload((CUmodule)module);
 }
 
 static gpulease_status cuda_get_function(gl_backend *b, void *module, const char *name,
                                          void **fn, char *err, size_t errlen) {
   cuda_backend *c = as_cuda(b);
   CUfunction f = NULL;
-  CUresult r = c->cu.cuModuleGetFunction(&f, (CUmodule)module, name);
+  CUresult r = make_current(c);
+  if (r == CUDA_SUCCESS) r = c->cu.cuModuleGetFunction(&f, (CUmodule)module, name);
   if (r == CUDA_ERROR_NOT_FOUND) {
     snprintf(err, errlen,
              "function '%s' not found in module (CUDA_ERROR_NOT_FOUND); C++ kernels need "
@@ -323,10 +393,15 @@ static gpulease_status cuda_param_sizes(gl_backend *b, void *fn, size_t *sizes, 
     snprintf(err, errlen, "cuFuncGetParamInfo needs a CUDA 12.4 driver");
     return GPULEASE_UNSUPPORTED;
   }
+  CUresult r = make_current(c);
+  if (r != CUDA_SUCCESS) {
+    cu_msg(c, r, "cuFuncGetParamInfo: cuCtxSetCurrent", err, errlen);
+    return GPULEASE_UNSUPPORTED;
+  }
   size_t n = 0;
   for (;; n++) {
     size_t off = 0, size = 0;
-    CUresult r = c->cu.cuFuncGetParamInfo((CUfunction)fn, n, &off, &size);
+    r = c->cu.cuFuncGetParamInfo((CUfunction)fn, n, &off, &size);
     if (r == CUDA_ERROR_INVALID_VALUE) break; /* past the last parameter */
     if (r != CUDA_SUCCESS) {
       cu_msg(c, r, "cuFuncGetParamInfo", err, errlen);
@@ -339,12 +414,132 @@ static gpulease_status cuda_param_sizes(gl_backend *b, void *fn, size_t *sizes, 
   return GPULEASE_OK;
 }
 
+static gpulease_status cuda_func_info(gl_backend *b, void *fn, gl_func_info_resp *out,
+                                      char *err, size_t errlen) {
+  cuda_backend *c = as_cuda(b);
+  static const struct {
+    CUfunction_attribute attr;
+    const char *name;
+    size_t offset;
+  } k_attrs[] = {
+      {CU_FUNC_ATTRIBUTE_NUM_REGS, "NUM_REGS", offsetof(gl_func_info_resp, num_regs)},
+      {CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "MAX_THREADS_PER_BLOCK",
+       offsetof(gl_func_info_resp, max_threads_per_block)},
+      {CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, "SHARED_SIZE_BYTES",
+       offsetof(gl_func_info_resp, static_shared_bytes)},
+      {CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, "LOCAL_SIZE_BYTES",
+       offsetof(gl_func_info_resp, local_bytes)},
+      {CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, "CONST_SIZE_BYTES",
+       offsetof(gl_func_info_resp, const_bytes)},
+      {CU_FUNC_ATTRIBUTE_PTX_VERSION, "PTX_VERSION", offsetof(gl_func_info_resp, ptx_version)},
+      {CU_FUNC_ATTRIBUTE_BINARY_VERSION, "BINARY_VERSION",
+       offsetof(gl_func_info_resp, binary_version)},
+  };
+  CUresult r = make_current(c);
+  if (r != CUDA_SUCCESS) {
+    cu_msg(c, r, "cuFuncGetAttribute: cuCtxSetCurrent", err, errlen);
+    return GPULEASE_LAUNCH_FAILED;
+  }
+  for (size_t i = 0; i < sizeof k_attrs / sizeof k_attrs[0]; i++) {
+    int v = 0;
+    r = c->cu.cuFuncGetAttribute(&v, k_attrs[i].attr, (CUfunction)fn);
+    if (r != CUDA_SUCCESS) {
+      char what[96];
+      snprintf(what, sizeof what, "cuFuncGetAttribute(CU_FUNC_ATTRIBUTE_%s)", k_attrs[i].name);
+      cu_msg(c, r, what, err, errlen);
+      note_sticky(c, r);
+      return GPULEASE_LAUNCH_FAILED;
+    }
+    uint32_t u = v > 0 ? (uint32_t)v : 0;
+    memcpy((char *)out + k_attrs[i].offset, &u, sizeof u);
+  }
+  return GPULEASE_OK;
+}
+
+static gpulease_status cuda_compile_ptx(gl_backend *b, const uint8_t *ptx, size_t len,
+                                        uint8_t **bin, size_t *bin_len, char *err,
+                                        size_t errlen) {
+  cuda_backend *c = as_cuda(b);
+  *bin = NULL;
+  *bin_len = 0;
+  CUresult r = make_current(c);
+  if (r != CUDA_SUCCESS) {
+    cu_msg(c, r, "cuLinkCreate: cuCtxSetCurrent", err, errlen);
+    return GPULEASE_LOAD_FAILED;
+  }
+  jit_logs *logs = calloc(1, sizeof *logs);
+  if (!logs) {
+    snprintf(err, errlen, "cuLinkCreate: out of memory for the JIT logs");
+    return GPULEASE_LOAD_FAILED;
+  }
+  CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                         CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                         CU_JIT_TARGET_FROM_CUCONTEXT};
+  void *vals[] = {logs->error, (void *)(uintptr_t)(sizeof logs->error - 1), logs->info,
+                  (void *)(uintptr_t)(sizeof logs->info - 1), NULL};
+  CUlinkState link = NULL;
+  void *cubin = NULL;
+  size_t cubin_len = 0;
+  const char *what = "cuLinkCreate";
+  gpulease_status st = GPULEASE_LOAD_FAILED;
+  r = c->cu.cuLinkCreate((unsigned)(sizeof opts / sizeof opts[0]), opts, vals, &link);
+  if (r != CUDA_SUCCESS) {
+    link = NULL;
+    goto fail;
+  }
+  /* PTX must be NUL-terminated: ptx[len] is, and the size counts it. */
+  what = "cuLinkAddData (PTX)";
+  r = c->cu.cuLinkAddData(link, CU_JIT_INPUT_PTX, (void *)(uintptr_t)ptx, len + 1, "module.ptx",
+                          0, NULL, NULL);
+  if (r != CUDA_SUCCESS) goto fail;
+  what = "cuLinkComplete";
+  r = c->cu.cuLinkComplete(link, &cubin, &cubin_len);
+  if (r != CUDA_SUCCESS) goto fail;
+  if (!cubin || cubin_len == 0) {
+    snprintf(err, errlen, "cuLinkComplete returned an empty image");
+    goto out;
+  }
+  /* The image belongs to the link state: copy it out before destroying. */
+  *bin = malloc(cubin_len);
+  if (!*bin) {
+    snprintf(err, errlen, "out of memory for a %zu-byte cubin", cubin_len);
+    st = GPULEASE_INTERNAL;
+    goto out;
+  }
+  memcpy(*bin, cubin, cubin_len);
+  *bin_len = cubin_len;
+  jit_finish(logs);
+  if (logs->info[0]) GL_DEBUG("JIT (link): %s", logs->info);
+  st = GPULEASE_OK;
+  goto out;
+
+fail:
+  jit_finish(logs);
+  jit_msg(c, r, what, logs, err, errlen);
+  note_failure(c, r);
+out:
+  if (link) c->cu.cuLinkDestroy(link);
+  free(logs);
+  return st;
+}
+
+static void cuda_cache_tag(gl_backend *b, char *buf, size_t len) {
+  cuda_backend *c = as_cuda(b);
+  if (!len) return;
+  if (!c->have_device) {
+    snprintf(buf, len, "cuda-unknown-drv%d", c->cu.driver_version);
+    return;
+  }
+  snprintf(buf, len, "cuda-sm%d%d-drv%d", c->cc_major, c->cc_minor, c->cu.driver_version);
+}
+
 /* ---- memory and launch ----------------------------------------------------- */
 
 static gpulease_status cuda_write(gl_backend *b, uint64_t offset, const void *src, size_t len,
                                   char *err, size_t errlen) {
   cuda_backend *c = as_cuda(b);
-  CUresult r = c->cu.cuMemcpyHtoD(c->region + offset, src, len);
+  CUresult r = make_current(c);
+  if (r == CUDA_SUCCESS) r = c->cu.cuMemcpyHtoD(c->region + offset, src, len);
   if (r != CUDA_SUCCESS) {
     char what[96];
     snprintf(what, sizeof what, "cuMemcpyHtoD(%zu bytes at offset %" PRIu64 ")", len, offset);
@@ -358,7 +553,8 @@ static gpulease_status cuda_write(gl_backend *b, uint64_t offset, const void *sr
 static gpulease_status cuda_read(gl_backend *b, uint64_t offset, void *dst, size_t len,
                                  char *err, size_t errlen) {
   cuda_backend *c = as_cuda(b);
-  CUresult r = c->cu.cuMemcpyDtoH(dst, c->region + offset, len);
+  CUresult r = make_current(c);
+  if (r == CUDA_SUCCESS) r = c->cu.cuMemcpyDtoH(dst, c->region + offset, len);
   if (r != CUDA_SUCCESS) {
     char what[96];
     snprintf(what, sizeof what, "cuMemcpyDtoH(%zu bytes at offset %" PRIu64 ")", len, offset);
@@ -369,12 +565,37 @@ static gpulease_status cuda_read(gl_backend *b, uint64_t offset, void *dst, size
   return GPULEASE_OK;
 }
 
+/* Appends the context-lost note to a failure message. */
+static void lost_note(cuda_backend *c, char *err, size_t errlen) {
+  if (!is_lost(c)) return;
+  size_t n = strlen(err);
+  if (n < errlen)
+    snprintf(err + n, errlen - n, "; the lease's CUDA context is lost: its next "
+                                  "request gets a fresh one, with the region zeroed");
+}
+
+/* "cuLaunchKernel('name', grid XxYxZ, block XxYxZ, N bytes of shared memory)". */
+static void launch_what(const gl_launch *l, char *what, size_t len) {
+  snprintf(what, len,
+           "cuLaunchKernel('%s', grid %ux%ux%u, block %ux%ux%u, %u bytes of shared memory)",
+           l->kernel_name, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
+           l->block[2], l->shared_mem_bytes);
+}
+
 static gpulease_status cuda_launch(gl_backend *b, void *fn, const gl_launch *l,
                                    uint64_t *gpu_time_ns, char *err, size_t errlen) {
   cuda_backend *c = as_cuda(b);
   const gl_cuda *cu = &c->cu;
   char what[GL_WIRE_MAX_KERNEL_NAME + 128];
-  CUresult r = cu->cuEventRecord(c->ev_start, NULL);
+  CUresult r = make_current(c);
+  if (r != CUDA_SUCCESS) {
+    snprintf(what, sizeof what, "cuCtxSetCurrent");
+    cu_msg(c, r, what, err, errlen);
+    return GPULEASE_LAUNCH_FAILED;
+  }
+  /* The events are the backend's: one synchronous launch at a time. */
+  pthread_mutex_lock(&c->launch_mu);
+  r = cu->cuEventRecord(c->ev_start, NULL);
   if (r != CUDA_SUCCESS) {
     snprintf(what, sizeof what, "cuEventRecord");
     goto fail;
@@ -382,10 +603,7 @@ static gpulease_status cuda_launch(gl_backend *b, void *fn, const gl_launch *l,
   r = cu->cuLaunchKernel((CUfunction)fn, l->grid[0], l->grid[1], l->grid[2], l->block[0],
                          l->block[1], l->block[2], l->shared_mem_bytes, NULL, l->args, NULL);
   if (r != CUDA_SUCCESS) {
-    snprintf(what, sizeof what, "cuLaunchKernel('%s', grid %ux%ux%u, block %ux%ux%u, %u bytes "
-                                "of shared memory)",
-             l->kernel_name, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
-             l->block[2], l->shared_mem_bytes);
+    launch_what(l, what, sizeof what);
     goto fail;
   }
   r = cu->cuEventRecord(c->ev_stop, NULL);
@@ -404,26 +622,189 @@ static gpulease_status cuda_launch(gl_backend *b, void *fn, const gl_launch *l,
     snprintf(what, sizeof what, "cuEventElapsedTime");
     goto fail;
   }
+  pthread_mutex_unlock(&c->launch_mu);
   *gpu_time_ns = ms > 0.0f ? (uint64_t)((double)ms * 1e6) : 0;
   return GPULEASE_OK;
 
 fail:
+  pthread_mutex_unlock(&c->launch_mu);
   cu_msg(c, r, what, err, errlen);
   note_failure(c, r);
-  if (c->lost) {
-    size_t n = strlen(err);
-    if (n < errlen)
-      snprintf(err + n, errlen - n, "; the lease's CUDA context is lost: its next "
-                                    "request gets a fresh one, with the region zeroed");
-  }
+  lost_note(c, err, errlen);
   return GPULEASE_LAUNCH_FAILED;
 }
 
-static bool cuda_context_lost(gl_backend *b) { return as_cuda(b)->lost; }
+/* ---- sessions: streams ------------------------------------------------------ */
+
+/* The failure of a stream-ordered op: a sticky error is an earlier
+ * asynchronous fault surfacing (or this op's own, which kills the context
+ * just the same): LAUNCH_FAILED, context lost. Anything else is the op's
+ * own failure, `status`. */
+static gpulease_status stream_fail(cuda_backend *c, CUresult r, const char *what,
+                                   gpulease_status status, char *err, size_t errlen) {
+  cu_msg(c, r, what, err, errlen);
+  if (is_sticky(r)) {
+    note_sticky(c, r);
+    size_t n = strlen(err);
+    if (n < errlen)
+      snprintf(err + n, errlen - n, " (a kernel on the lease's context faulted)");
+    lost_note(c, err, errlen);
+    return GPULEASE_LAUNCH_FAILED;
+  }
+  return status;
+}
+
+static gpulease_status cuda_stream_create(gl_backend *b, void **stream, char *err,
+                                          size_t errlen) {
+  cuda_backend *c = as_cuda(b);
+  CUstream s = NULL;
+  CUresult r = make_current(c);
+  if (r == CUDA_SUCCESS) r = c->cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
+  if (r != CUDA_SUCCESS) {
+    cu_msg(c, r, "cuStreamCreate", err, errlen);
+    note_sticky(c, r);
+    lost_note(c, err, errlen);
+    return GPULEASE_INTERNAL;
+  }
+  *stream = s;
+  return GPULEASE_OK;
+}
+
+static void cuda_stream_destroy(gl_backend *b, void *stream) {
+  cuda_backend *c = as_cuda(b);
+  if (!stream || is_lost(c)) return; /* the worker exits; nothing left to wait for */
+  if (make_current(c) != CUDA_SUCCESS) return;
+  CUresult r = c->cu.cuStreamSynchronize((CUstream)stream);
+  note_sticky(c, r);
+  c->cu.cuStreamDestroy((CUstream)stream);
+}
+
+static gpulease_status cuda_launch_async(gl_backend *b, void *stream, void *fn,
+                                         const gl_launch *l, char *err, size_t errlen) {
+  cuda_backend *c = as_cuda(b);
+  char what[GL_WIRE_MAX_KERNEL_NAME + 128];
+  CUresult r = make_current(c);
+  if (r != CUDA_SUCCESS) {
+    cu_msg(c, r, "cuLaunchKernel: cuCtxSetCurrent", err, errlen);
+    return GPULEASE_LAUNCH_FAILED;
+  }
+  r = c->cu.cuLaunchKernel((CUfunction)fn, l->grid[0], l->grid[1], l->grid[2], l->block[0],
+                           l->block[1], l->block[2], l->shared_mem_bytes, (CUstream)stream,
+                           l->args, NULL);
+  if (r == CUDA_SUCCESS) return GPULEASE_OK;
+  launch_what(l, what, sizeof what);
+  /* The launch configuration (dimensions, shared memory, registers for
+   * that many threads) is the caller's to fix; nothing ran. */
+  if (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES) {
+    cu_msg(c, r, what, err, errlen);
+    return GPULEASE_INVALID_ARGUMENT;
+  }
+  return stream_fail(c, r, what, GPULEASE_LAUNCH_FAILED, err, errlen);
+}
+
+static gpulease_status cuda_write_async(gl_backend *b, void *stream, uint64_t offset,
+                                        const void *src, size_t len, char *err, size_t errlen) {
+  cuda_backend *c = as_cuda(b);
+  CUresult r = make_current(c);
+  /* From pageable memory the driver stages src before returning, so the
+   * caller may reuse it at once. */
+  if (r == CUDA_SUCCESS)
+    r = c->cu.cuMemcpyHtoDAsync(c->region + offset, src, len, (CUstream)stream);
+  if (r == CUDA_SUCCESS) return GPULEASE_OK;
+  char what[96];
+  snprintf(what, sizeof what, "cuMemcpyHtoDAsync(%zu bytes at offset %" PRIu64 ")", len, offset);
+  return stream_fail(c, r, what, GPULEASE_WRITE_FAILED, err, errlen);
+}
+
+static gpulease_status cuda_read_sync(gl_backend *b, void *stream, uint64_t offset, void *dst,
+                                      size_t len, char *err, size_t errlen) {
+  cuda_backend *c = as_cuda(b);
+  char what[96];
+  CUresult r = make_current(c);
+  if (r == CUDA_SUCCESS)
+    r = c->cu.cuMemcpyDtoHAsync(dst, c->region + offset, len, (CUstream)stream);
+  if (r != CUDA_SUCCESS) {
+    snprintf(what, sizeof what, "cuMemcpyDtoHAsync(%zu bytes at offset %" PRIu64 ")", len,
+             offset);
+    return stream_fail(c, r, what, GPULEASE_READ_FAILED, err, errlen);
+  }
+  /* dst is pageable: the copy is done when the stream is. */
+  r = c->cu.cuStreamSynchronize((CUstream)stream);
+  if (r != CUDA_SUCCESS) {
+    snprintf(what, sizeof what, "cuStreamSynchronize (reading %zu bytes at offset %" PRIu64 ")",
+             len, offset);
+    return stream_fail(c, r, what, GPULEASE_READ_FAILED, err, errlen);
+  }
+  return GPULEASE_OK;
+}
+
+static gpulease_status cuda_copy_async(gl_backend *b, void *stream, uint64_t dst_offset,
+                                       uint64_t src_offset, size_t len, char *err,
+                                       size_t errlen) {
+  cuda_backend *c = as_cuda(b);
+  CUresult r = make_current(c);
+  if (r == CUDA_SUCCESS)
+    r = c->cu.cuMemcpyDtoDAsync(c->region + dst_offset, c->region + src_offset, len,
+                                (CUstream)stream);
+  if (r == CUDA_SUCCESS) return GPULEASE_OK;
+  char what[128];
+  snprintf(what, sizeof what,
+           "cuMemcpyDtoDAsync(%zu bytes from offset %" PRIu64 " to offset %" PRIu64 ")", len,
+           src_offset, dst_offset);
+  return stream_fail(c, r, what, GPULEASE_WRITE_FAILED, err, errlen);
+}
+
+static gpulease_status cuda_memset_async(gl_backend *b, void *stream, uint64_t offset,
+                                         unsigned element_size, uint32_t value, size_t count,
+                                         char *err, size_t errlen) {
+  cuda_backend *c = as_cuda(b);
+  CUdeviceptr dst = c->region + offset;
+  CUresult r = make_current(c);
+  if (r == CUDA_SUCCESS) {
+    switch (element_size) {
+    case 1:
+      r = c->cu.cuMemsetD8Async(dst, (unsigned char)value, count, (CUstream)stream);
+      break;
+    case 2:
+      r = c->cu.cuMemsetD16Async(dst, (unsigned short)value, count, (CUstream)stream);
+      break;
+    case 4:
+      r = c->cu.cuMemsetD32Async(dst, value, count, (CUstream)stream);
+      break;
+    default:
+      snprintf(err, errlen, "memset element size %u: must be 1, 2 or 4", element_size);
+      return GPULEASE_WRITE_FAILED;
+    }
+  }
+  if (r == CUDA_SUCCESS) return GPULEASE_OK;
+  char what[96];
+  snprintf(what, sizeof what, "cuMemsetD%uAsync(%zu elements at offset %" PRIu64 ")",
+           element_size * 8, count, offset);
+  return stream_fail(c, r, what, GPULEASE_WRITE_FAILED, err, errlen);
+}
+
+static gpulease_status cuda_stream_sync(gl_backend *b, void *stream, char *err, size_t errlen) {
+  cuda_backend *c = as_cuda(b);
+  CUresult r = make_current(c);
+  if (r == CUDA_SUCCESS) r = c->cu.cuStreamSynchronize((CUstream)stream);
+  if (r == CUDA_SUCCESS) return GPULEASE_OK;
+  cu_msg(c, r, "cuStreamSynchronize: the stream's work failed", err, errlen);
+  note_sticky(c, r);
+  lost_note(c, err, errlen);
+  return GPULEASE_LAUNCH_FAILED;
+}
+
+/* ---- the rest ------------------------------------------------------------------ */
+
+static bool cuda_context_lost(gl_backend *b) { return is_lost(as_cuda(b)); }
 
 static void cuda_destroy(gl_backend *b) {
   cuda_backend *c = as_cuda(b);
-  if (c->have_device && !c->lost) release_device(c);
+  if (c->have_device && !is_lost(c)) {
+    make_current(c);
+    release_device(c);
+  }
+  pthread_mutex_destroy(&c->launch_mu);
   free(c);
 }
 
@@ -440,11 +821,28 @@ static const gl_backend_ops k_cuda_ops = {
     .read = cuda_read,
     .context_lost = cuda_context_lost,
     .destroy = cuda_destroy,
+    .stream_create = cuda_stream_create,
+    .stream_destroy = cuda_stream_destroy,
+    .launch_runs_inline = false,
+    .launch_async = cuda_launch_async,
+    .write_async = cuda_write_async,
+    .read_sync = cuda_read_sync,
+    .copy_async = cuda_copy_async,
+    .memset_async = cuda_memset_async,
+    .stream_sync = cuda_stream_sync,
+    .func_info = cuda_func_info,
+    .compile_ptx = cuda_compile_ptx,
+    .cache_tag = cuda_cache_tag,
 };
 
 gl_backend *gl_backend_cuda_new(void) {
   cuda_backend *c = calloc(1, sizeof *c);
   if (!c) return NULL;
+  if (pthread_mutex_init(&c->launch_mu, NULL) != 0) {
+    free(c);
+    return NULL;
+  }
+  atomic_init(&c->lost, false);
   c->base.ops = &k_cuda_ops;
   return &c->base;
 }

@@ -7,10 +7,31 @@
  * error: the context is lost, the worker exits after replying, and the
  * lease's next request gets a fresh worker with a zeroed region. Code that
  * handles faults is therefore tested the same way on both.
+ *
+ * Sessions. The emulator runs everything on the calling thread, so a
+ * "stream" is only a token: launch_async runs the kernel before it returns
+ * (launch_runs_inline) and the copies happen at once, which is a valid
+ * schedule of an in-order stream. A kernel fault is remembered (the first
+ * one's message) and reported by every later stream op, as CUDA reports a
+ * sticky error on every call after it.
+ *
+ * Threads. Several sessions may load modules, launch kernels and copy
+ * memory at once. Launches only read the device's state (its module list
+ * and each module's code; the kernels' own stores into global memory are
+ * the user's business, as on a GPU), so they run concurrently under the
+ * read side of mod_lock. Loading or unloading a module changes the module
+ * list that a launch walks and frees data that a running launch may map,
+ * so those take the write side. An unload that finds launches running is
+ * deferred instead of waiting (the module stays mapped, unreachable, until
+ * the next holder of the lock frees it), so closing a session never waits
+ * for another session's kernel; a load does wait for the running launches.
+ * Copies touch only the region, which never moves, and need no lock.
  */
 #include "worker/backend_emu.h"
 
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,16 +39,77 @@
 #include "common/util.h"
 #include "emu/emu.h"
 
+#define FAULT_BYTES 1024
+
+/* A session's stream: ops run synchronously, so there is nothing to queue. */
+typedef struct emu_stream {
+  uint32_t magic;
+} emu_stream;
+
+#define EMU_STREAM_MAGIC 0x53454d55u /* "UMES" */
+
 typedef struct emu_backend {
   gl_backend base;
   uint64_t capacity;
   unsigned threads;
   gl_emu_device *dev;
   uint64_t region_bytes;
-  bool lost;
+  atomic_bool lost;
+  pthread_mutex_t fault_mu; /* fault */
+  char fault[FAULT_BYTES];  /* the first fault's message, once lost */
+  pthread_rwlock_t mod_lock; /* launches read; module load/unload write */
+  pthread_mutex_t pending_mu; /* pending */
+  gl_emu_module **pending;    /* unloads deferred while launches ran */
+  size_t npending, cap_pending;
 } emu_backend;
 
 static emu_backend *as_emu(gl_backend *b) { return (emu_backend *)b; }
+
+static bool is_lost(emu_backend *e) { return atomic_load(&e->lost); }
+
+static const char k_lost_note[] = "; the lease's emulated context is lost: its next request "
+                                  "gets a fresh one, with the region zeroed";
+
+/* Marks the context lost by a kernel fault; the first message is kept. */
+static void set_lost(emu_backend *e, const char *msg) {
+  pthread_mutex_lock(&e->fault_mu);
+  if (!is_lost(e)) {
+    snprintf(e->fault, sizeof e->fault, "%s", msg);
+    atomic_store(&e->lost, true);
+  }
+  pthread_mutex_unlock(&e->fault_mu);
+}
+
+/* The reply of any stream op after a fault: the fault, as CUDA reports a
+ * sticky error on every later call. */
+static gpulease_status fault_status(emu_backend *e, char *err, size_t errlen) {
+  pthread_mutex_lock(&e->fault_mu);
+  snprintf(err, errlen, "%s%s", e->fault, k_lost_note);
+  pthread_mutex_unlock(&e->fault_mu);
+  return GPULEASE_LAUNCH_FAILED;
+}
+
+/* ---- modules: the lock and deferred unloads -------------------------------- */
+
+/* Frees the deferred unloads. Call with mod_lock held for writing. */
+static void drain_pending_locked(emu_backend *e) {
+  pthread_mutex_lock(&e->pending_mu);
+  for (size_t i = 0; i < e->npending; i++) gl_emu_module_unload(e->dev, e->pending[i]);
+  e->npending = 0;
+  pthread_mutex_unlock(&e->pending_mu);
+}
+
+/* Frees the deferred unloads if nobody holds mod_lock now. */
+static void try_drain(emu_backend *e) {
+  pthread_mutex_lock(&e->pending_mu);
+  size_t n = e->npending;
+  pthread_mutex_unlock(&e->pending_mu);
+  if (n == 0 || pthread_rwlock_trywrlock(&e->mod_lock) != 0) return;
+  drain_pending_locked(e);
+  pthread_rwlock_unlock(&e->mod_lock);
+}
+
+/* ---- probe and init ---------------------------------------------------------- */
 
 static void fill_info(const emu_backend *e, gl_probe_gpu *g) {
   snprintf(g->uuid, sizeof g->uuid, "EMU-0");
@@ -71,6 +153,8 @@ static gpulease_status emu_init(gl_backend *b, uint32_t ordinal, uint64_t vram_b
   return GPULEASE_OK;
 }
 
+/* ---- modules and functions ------------------------------------------------- */
+
 static gpulease_status emu_load(gl_backend *b, const uint8_t *image, size_t len,
                                 gpulease_image_format format, void **module, char *err,
                                 size_t errlen) {
@@ -81,13 +165,48 @@ static gpulease_status emu_load(gl_backend *b, const uint8_t *image, size_t len,
     return GPULEASE_UNSUPPORTED;
   }
   gl_emu_module *m = NULL;
+  pthread_rwlock_wrlock(&e->mod_lock);
+  drain_pending_locked(e); /* their data space may be needed */
   gpulease_status st = gl_emu_module_load(e->dev, (const char *)image, len, &m, err, errlen);
+  pthread_rwlock_unlock(&e->mod_lock);
   if (st == GPULEASE_OK) *module = m;
   return st;
 }
 
 static void emu_unload(gl_backend *b, void *module) {
-  gl_emu_module_unload(as_emu(b)->dev, module);
+  emu_backend *e = as_emu(b);
+  if (!module) return;
+  if (pthread_rwlock_trywrlock(&e->mod_lock) == 0) {
+    gl_emu_module_unload(e->dev, module);
+    drain_pending_locked(e);
+    pthread_rwlock_unlock(&e->mod_lock);
+    return;
+  }
+  /* Launches (or a load) are running: a launch may map this module's
+   * data, so it is freed later, by the next holder of the lock. */
+  pthread_mutex_lock(&e->pending_mu);
+  bool queued = false;
+  if (e->npending == e->cap_pending) {
+    size_t cap = e->cap_pending ? e->cap_pending * 2 : 8;
+    gl_emu_module **p = realloc(e->pending, cap * sizeof *p);
+    if (p) {
+      e->pending = p;
+      e->cap_pending = cap;
+    }
+  }
+  if (e->npending < e->cap_pending) {
+    e->pending[e->npending++] = module;
+    queued = true;
+  }
+  pthread_mutex_unlock(&e->pending_mu);
+  if (!queued) { /* out of memory for the list: wait instead */
+    pthread_rwlock_wrlock(&e->mod_lock);
+    gl_emu_module_unload(e->dev, module);
+    drain_pending_locked(e);
+    pthread_rwlock_unlock(&e->mod_lock);
+    return;
+  }
+  try_drain(e); /* the lock may have been released meanwhile */
 }
 
 static gpulease_status emu_get_function(gl_backend *b, void *module, const char *name,
@@ -109,59 +228,250 @@ static gpulease_status emu_param_sizes(gl_backend *b, void *fn, size_t *sizes, s
   return GPULEASE_OK;
 }
 
+static gpulease_status emu_func_info(gl_backend *b, void *fn, gl_func_info_resp *out,
+                                     char *err, size_t errlen) {
+  (void)b, (void)err, (void)errlen;
+  uint32_t shared = 0, local = 0, nregs = 0, max_threads = 0, target_sm = 0;
+  gl_emu_function_info(fn, &shared, &local, &nregs);
+  gl_emu_function_limits(fn, &max_threads, &target_sm, NULL);
+  out->num_regs = nregs;
+  out->max_threads_per_block = max_threads;
+  out->static_shared_bytes = shared;
+  out->local_bytes = local;
+  out->const_bytes = 0; /* the IR keeps .const with .global: not told apart */
+  /* As CUDA reports a JIT-compiled PTX kernel: PTX_VERSION is the PTX's
+   * virtual architecture (.target sm_75 -> 75), BINARY_VERSION the device
+   * it was compiled for. */
+  out->ptx_version = target_sm;
+  out->binary_version = GL_EMU_CC_MAJOR * 10 + GL_EMU_CC_MINOR;
+  return GPULEASE_OK;
+}
+
+static gpulease_status emu_compile_ptx(gl_backend *b, const uint8_t *ptx, size_t len,
+                                       uint8_t **bin, size_t *bin_len, char *err,
+                                       size_t errlen) {
+  (void)b;
+  *bin = NULL;
+  *bin_len = 0;
+  /* The emulator runs PTX: the "binary" is the text, once it has passed
+   * every check a load makes. A scratch device of its own does the load,
+   * so nothing is shared with the lease's device. */
+  size_t n = strnlen((const char *)ptx, len); /* a NUL inside ends the text */
+  gl_emu_device *scratch = gl_emu_device_new(0);
+  if (!scratch) {
+    snprintf(err, errlen, "out of host memory to check the PTX");
+    return GPULEASE_INTERNAL;
+  }
+  gl_emu_module *m = NULL;
+  gpulease_status st = gl_emu_module_load(scratch, (const char *)ptx, n, &m, err, errlen);
+  gl_emu_device_free(scratch);
+  if (st != GPULEASE_OK) return st == GPULEASE_NO_MEMORY ? GPULEASE_LOAD_FAILED : st;
+  uint8_t *copy = malloc(n + 1);
+  if (!copy) {
+    snprintf(err, errlen, "out of memory for a %zu-byte module", n);
+    return GPULEASE_INTERNAL;
+  }
+  memcpy(copy, ptx, n);
+  copy[n] = 0; /* not counted; load_module wants it there */
+  *bin = copy;
+  *bin_len = n;
+  return GPULEASE_OK;
+}
+
+static void emu_cache_tag(gl_backend *b, char *buf, size_t len) {
+  (void)b;
+  if (len) snprintf(buf, len, "emu-sm%d%d-v1", GL_EMU_CC_MAJOR, GL_EMU_CC_MINOR);
+}
+
+/* ---- memory ------------------------------------------------------------------ */
+
+/* Host pointer to [offset, offset+len) of the region, or NULL when that is
+ * not entirely inside it. */
+static uint8_t *region_ptr(emu_backend *e, uint64_t offset, uint64_t len) {
+  if (!e->dev || offset > e->region_bytes || len > e->region_bytes - offset) return NULL;
+  return gl_emu_device_ptr(e->dev, GL_EMU_REGION_BASE + offset, len);
+}
+
 static gpulease_status emu_write(gl_backend *b, uint64_t offset, const void *src, size_t len,
                                  char *err, size_t errlen) {
   emu_backend *e = as_emu(b);
-  uint8_t *p = gl_emu_device_ptr(e->dev, GL_EMU_REGION_BASE + offset, len);
+  uint8_t *p = region_ptr(e, offset, len);
   if (!p) {
     snprintf(err, errlen, "write of %zu bytes at offset %" PRIu64 " is outside the region",
              len, offset);
     return GPULEASE_WRITE_FAILED;
   }
-  memcpy(p, src, len);
+  if (len) memcpy(p, src, len);
   return GPULEASE_OK;
 }
 
 static gpulease_status emu_read(gl_backend *b, uint64_t offset, void *dst, size_t len,
                                 char *err, size_t errlen) {
   emu_backend *e = as_emu(b);
-  const uint8_t *p = gl_emu_device_ptr(e->dev, GL_EMU_REGION_BASE + offset, len);
+  const uint8_t *p = region_ptr(e, offset, len);
   if (!p) {
     snprintf(err, errlen, "read of %zu bytes at offset %" PRIu64 " is outside the region", len,
              offset);
     return GPULEASE_READ_FAILED;
   }
-  memcpy(dst, p, len);
+  if (len) memcpy(dst, p, len);
   return GPULEASE_OK;
 }
 
-static gpulease_status emu_launch(gl_backend *b, void *fn, const gl_launch *l,
-                                  uint64_t *gpu_time_ns, char *err, size_t errlen) {
-  emu_backend *e = as_emu(b);
+/* ---- launches ------------------------------------------------------------------ */
+
+/* Runs l to completion under the read side of mod_lock. A fault (LAUNCH_FAILED)
+ * loses the context; bad launch settings (INVALID_ARGUMENT) do not. */
+static gpulease_status run_kernel(emu_backend *e, void *fn, const gl_launch *l, char *err,
+                                  size_t errlen) {
   gl_emu_launch_cfg cfg = {.shared_bytes = l->shared_mem_bytes, .args = l->args,
                            .threads = e->threads};
   memcpy(cfg.grid, l->grid, sizeof cfg.grid);
   memcpy(cfg.block, l->block, sizeof cfg.block);
   char why[900];
-  uint64_t t0 = gl_mono_ns();
+  pthread_rwlock_rdlock(&e->mod_lock);
   gpulease_status st = gl_emu_launch(e->dev, fn, &cfg, NULL, why, sizeof why);
-  *gpu_time_ns = gl_mono_ns() - t0;
+  pthread_rwlock_unlock(&e->mod_lock);
+  try_drain(e);
   if (st == GPULEASE_OK) return GPULEASE_OK;
-  /* Faults in the kernel are sticky, as on a GPU; bad launch settings
-   * (INVALID_ARGUMENT) are not. */
-  if (st == GPULEASE_LAUNCH_FAILED) e->lost = true;
-  snprintf(err, errlen, "kernel '%s' failed: %s%s", l->kernel_name, why,
-           e->lost ? "; the lease's emulated context is lost: its next request gets a fresh "
-                     "one, with the region zeroed"
-                   : "");
+  char msg[FAULT_BYTES];
+  snprintf(msg, sizeof msg, "kernel '%s' failed: %s", l->kernel_name, why);
+  /* Faults in the kernel are sticky, as on a GPU. */
+  if (st == GPULEASE_LAUNCH_FAILED) set_lost(e, msg);
+  snprintf(err, errlen, "%s%s", msg, is_lost(e) ? k_lost_note : "");
   return st == GPULEASE_NO_MEMORY ? GPULEASE_LAUNCH_FAILED : st;
 }
 
-static bool emu_context_lost(gl_backend *b) { return as_emu(b)->lost; }
+static gpulease_status emu_launch(gl_backend *b, void *fn, const gl_launch *l,
+                                  uint64_t *gpu_time_ns, char *err, size_t errlen) {
+  emu_backend *e = as_emu(b);
+  uint64_t t0 = gl_mono_ns();
+  gpulease_status st = run_kernel(e, fn, l, err, errlen);
+  *gpu_time_ns = gl_mono_ns() - t0;
+  return st;
+}
+
+static bool emu_context_lost(gl_backend *b) { return is_lost(as_emu(b)); }
+
+/* ---- sessions: streams --------------------------------------------------------- */
+
+static gpulease_status emu_stream_create(gl_backend *b, void **stream, char *err,
+                                         size_t errlen) {
+  (void)b;
+  emu_stream *s = calloc(1, sizeof *s);
+  if (!s) {
+    snprintf(err, errlen, "out of memory for a stream");
+    return GPULEASE_INTERNAL;
+  }
+  s->magic = EMU_STREAM_MAGIC;
+  *stream = s;
+  return GPULEASE_OK;
+}
+
+static void emu_stream_destroy(gl_backend *b, void *stream) {
+  (void)b;
+  emu_stream *s = stream;
+  if (!s) return;
+  s->magic = 0;
+  free(s);
+}
+
+static gpulease_status emu_launch_async(gl_backend *b, void *stream, void *fn,
+                                        const gl_launch *l, char *err, size_t errlen) {
+  emu_backend *e = as_emu(b);
+  (void)stream;
+  if (is_lost(e)) return fault_status(e, err, errlen);
+  return run_kernel(e, fn, l, err, errlen);
+}
+
+static gpulease_status emu_write_async(gl_backend *b, void *stream, uint64_t offset,
+                                       const void *src, size_t len, char *err, size_t errlen) {
+  emu_backend *e = as_emu(b);
+  (void)stream;
+  if (is_lost(e)) return fault_status(e, err, errlen);
+  return emu_write(b, offset, src, len, err, errlen);
+}
+
+static gpulease_status emu_read_sync(gl_backend *b, void *stream, uint64_t offset, void *dst,
+                                     size_t len, char *err, size_t errlen) {
+  emu_backend *e = as_emu(b);
+  (void)stream;
+  if (is_lost(e)) return fault_status(e, err, errlen);
+  return emu_read(b, offset, dst, len, err, errlen);
+}
+
+static gpulease_status emu_copy_async(gl_backend *b, void *stream, uint64_t dst_offset,
+                                      uint64_t src_offset, size_t len, char *err,
+                                      size_t errlen) {
+  emu_backend *e = as_emu(b);
+  (void)stream;
+  if (is_lost(e)) return fault_status(e, err, errlen);
+  uint8_t *d = region_ptr(e, dst_offset, len);
+  const uint8_t *s = region_ptr(e, src_offset, len);
+  if (!d || !s) {
+    snprintf(err, errlen,
+             "copy of %zu bytes from offset %" PRIu64 " to offset %" PRIu64
+             " is outside the region",
+             len, src_offset, dst_offset);
+    return GPULEASE_WRITE_FAILED;
+  }
+  if (len) memmove(d, s, len);
+  return GPULEASE_OK;
+}
+
+static gpulease_status emu_memset_async(gl_backend *b, void *stream, uint64_t offset,
+                                        unsigned element_size, uint32_t value, size_t count,
+                                        char *err, size_t errlen) {
+  emu_backend *e = as_emu(b);
+  (void)stream;
+  if (is_lost(e)) return fault_status(e, err, errlen);
+  if (element_size != 1 && element_size != 2 && element_size != 4) {
+    snprintf(err, errlen, "memset element size %u: must be 1, 2 or 4", element_size);
+    return GPULEASE_WRITE_FAILED;
+  }
+  if (offset % element_size) {
+    snprintf(err, errlen,
+             "memset of %u-byte elements at offset %" PRIu64
+             " is misaligned (CUDA_ERROR_INVALID_VALUE)",
+             element_size, offset);
+    return GPULEASE_WRITE_FAILED;
+  }
+  uint8_t *p = count <= UINT64_MAX / element_size
+                   ? region_ptr(e, offset, (uint64_t)count * element_size)
+                   : NULL;
+  if (!p) {
+    snprintf(err, errlen,
+             "memset of %zu %u-byte elements at offset %" PRIu64 " is outside the region",
+             count, element_size, offset);
+    return GPULEASE_WRITE_FAILED;
+  }
+  if (element_size == 1) {
+    memset(p, (int)(value & 0xffu), count);
+    return GPULEASE_OK;
+  }
+  /* The device is little-endian: element bytes low first. */
+  uint8_t elem[4];
+  for (unsigned i = 0; i < element_size; i++) elem[i] = (uint8_t)(value >> (8 * i));
+  for (size_t i = 0; i < count; i++) memcpy(p + i * element_size, elem, element_size);
+  return GPULEASE_OK;
+}
+
+static gpulease_status emu_stream_sync(gl_backend *b, void *stream, char *err, size_t errlen) {
+  emu_backend *e = as_emu(b);
+  (void)stream;
+  if (is_lost(e)) return fault_status(e, err, errlen);
+  return GPULEASE_OK;
+}
+
+/* ---- the rest -------------------------------------------------------------------- */
 
 static void emu_destroy(gl_backend *b) {
   emu_backend *e = as_emu(b);
-  gl_emu_device_free(e->dev);
+  gl_emu_device_free(e->dev); /* deferred unloads included */
+  free(e->pending);
+  pthread_rwlock_destroy(&e->mod_lock);
+  pthread_mutex_destroy(&e->pending_mu);
+  pthread_mutex_destroy(&e->fault_mu);
   free(e);
 }
 
@@ -178,11 +488,50 @@ static const gl_backend_ops k_emu_ops = {
     .read = emu_read,
     .context_lost = emu_context_lost,
     .destroy = emu_destroy,
+    .stream_create = emu_stream_create,
+    .stream_destroy = emu_stream_destroy,
+    .launch_runs_inline = true,
+    .launch_async = emu_launch_async,
+    .write_async = emu_write_async,
+    .read_sync = emu_read_sync,
+    .copy_async = emu_copy_async,
+    .memset_async = emu_memset_async,
+    .stream_sync = emu_stream_sync,
+    .func_info = emu_func_info,
+    .compile_ptx = emu_compile_ptx,
+    .cache_tag = emu_cache_tag,
 };
 
 gl_backend *gl_backend_emu_new(uint64_t capacity_bytes, unsigned threads) {
   emu_backend *e = calloc(1, sizeof *e);
   if (!e) return NULL;
+  pthread_rwlockattr_t attr;
+  if (pthread_rwlockattr_init(&attr) != 0) {
+    free(e);
+    return NULL;
+  }
+#ifdef __GLIBC__
+  /* A waiting load must not starve behind a stream of launches. */
+  pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+#endif
+  int rc = pthread_rwlock_init(&e->mod_lock, &attr);
+  pthread_rwlockattr_destroy(&attr);
+  if (rc != 0) {
+    free(e);
+    return NULL;
+  }
+  if (pthread_mutex_init(&e->pending_mu, NULL) != 0) {
+    pthread_rwlock_destroy(&e->mod_lock);
+    free(e);
+    return NULL;
+  }
+  if (pthread_mutex_init(&e->fault_mu, NULL) != 0) {
+    pthread_mutex_destroy(&e->pending_mu);
+    pthread_rwlock_destroy(&e->mod_lock);
+    free(e);
+    return NULL;
+  }
+  atomic_init(&e->lost, false);
   e->base.ops = &k_emu_ops;
   e->capacity = capacity_bytes;
   e->threads = threads ? threads : 1;

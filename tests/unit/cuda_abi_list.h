@@ -14,6 +14,7 @@
   X(CUDA_ERROR_ECC_UNCORRECTABLE)                                                              \
   X(CUDA_ERROR_NOT_FOUND)                                                                      \
   X(CUDA_ERROR_ILLEGAL_ADDRESS)                                                                \
+  X(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)                                                        \
   X(CUDA_ERROR_LAUNCH_TIMEOUT)                                                                 \
   X(CUDA_ERROR_CONTEXT_IS_DESTROYED)                                                           \
   X(CUDA_ERROR_ASSERT)                                                                         \
@@ -33,8 +34,20 @@
   X(CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES)                                                         \
   X(CU_JIT_ERROR_LOG_BUFFER)                                                                   \
   X(CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)                                                        \
+  X(CU_JIT_TARGET_FROM_CUCONTEXT)                                                              \
   X(CU_JIT_LOG_VERBOSE)                                                                        \
   X(CU_EVENT_DEFAULT)                                                                          \
+  X(CU_STREAM_DEFAULT)                                                                         \
+  X(CU_STREAM_NON_BLOCKING)                                                                    \
+  X(CU_JIT_INPUT_CUBIN)                                                                        \
+  X(CU_JIT_INPUT_PTX)                                                                          \
+  X(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)                                                   \
+  X(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)                                                       \
+  X(CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES)                                                        \
+  X(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)                                                        \
+  X(CU_FUNC_ATTRIBUTE_NUM_REGS)                                                                \
+  X(CU_FUNC_ATTRIBUTE_PTX_VERSION)                                                             \
+  X(CU_FUNC_ATTRIBUTE_BINARY_VERSION)                                                          \
   X(CU_GET_PROC_ADDRESS_LEGACY_STREAM)                                                         \
   X(CU_GET_PROC_ADDRESS_SUCCESS)                                                               \
   X(CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND)                                                      \
@@ -44,4 +57,6 @@
   X(sizeof(CUdeviceptr))                                                                       \
   X(sizeof(CUuuid))                                                                            \
   X(sizeof(CUjit_option))                                                                      \
-  X(sizeof(CUdevice_attribute))
+  X(sizeof(CUdevice_attribute))                                                                \
+  X(sizeof(CUjitInputType))                                                                    \
+  X(sizeof(CUfunction_attribute))

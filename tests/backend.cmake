@@ -1,0 +1,17 @@
+# The worker backends' session ops (src/worker/backend_emu.c,
+# backend_cuda.c): streams, async copies and launches, func_info,
+# compile_ptx, and their thread safety.
+gl_add_test(test_backend_emu
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/unit/test_backend_emu.c
+  LIBS gl_worker Threads::Threads
+  LABELS gpu emu)
+target_compile_definitions(test_backend_emu PRIVATE GL_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+
+# On a GPU machine, by hand (not in ctest): the CUDA backend's session ops,
+# two streams on two threads, compile_ptx + cubin load, a fault.
+#   ./gl_backend_stream_smoke kernels/vector_add.ptx
+add_executable(gl_backend_stream_smoke ${CMAKE_CURRENT_LIST_DIR}/gpu/backend_stream_smoke.c)
+target_link_libraries(gl_backend_stream_smoke PRIVATE gl_worker Threads::Threads)
+if(TARGET gl_kernels)
+  add_dependencies(gl_backend_stream_smoke gl_kernels)
+endif()
