@@ -366,7 +366,13 @@ GPULEASE_API void gpulease_submit_result_release(gpulease_submit_result *result)
  *
  * Ownership: a gpulease_session borrows its gpulease_client, which must
  * stay open until gpulease_session_close(); a session is used from one
- * thread at a time, like its client.
+ * thread at a time, like its client. If the client reconnects
+ * (gpulease_client_reconnect, gpulease_call), replies the session was
+ * still waiting for are lost; sync before reconnecting.
+ *
+ * Timeouts: every call that waits (sync, reads, allocations) is bounded by
+ * the client's timeout_ms; a SYNC behind kernels that run longer returns
+ * GPULEASE_TIMEOUT, so set timeout_ms above the longest wait expected.
  * ---------------------------------------------------------------------- */
 
 typedef struct gpulease_session gpulease_session;
@@ -411,10 +417,10 @@ GPULEASE_API gpulease_status gpulease_session_sync(gpulease_session *session,
                                                    gpulease_op_failure *failure,
                                                    gpulease_error *err);
 
-/* Acknowledges the failure of op `failed_seq` (as sync reported it): ops
- * issued after this call run normally again. Waits like sync. Returns OK,
- * or the status of a failure that is still unacknowledged (another op), or
- * connection errors. */
+/* Acknowledges the failure of op `failed_seq` (as sync reported it;
+ * UINT64_MAX: whatever failed): ops issued after this call run normally
+ * again. Waits like sync. Returns OK, or the status of a failure that is
+ * still unacknowledged (another op), or connection errors. */
 GPULEASE_API gpulease_status gpulease_session_acknowledge(gpulease_session *session,
                                                           uint64_t failed_seq,
                                                           gpulease_error *err);

@@ -37,6 +37,16 @@ typedef struct gl_cli {
   bool have_output_size;
   gpulease_param params[CLI_MAX_ARGS];
   size_t param_count;
+  /* the same --arg list for a session launch: buf:HANDLE[+OFFSET] and the
+   * scalar types (ptr: is submit's only, buf: launch's only) */
+  gpulease_arg launch_args[CLI_MAX_ARGS];
+  bool have_ptr_arg, have_buf_arg;
+  /* sessions */
+  const char *session_str, *module_str;
+  uint64_t size_bytes, offset;
+  bool have_size, have_offset, have_ack;
+  uint64_t ack_seq;
+  bool quiet; /* no transfer progress on stderr */
   /* positionals after the subcommand */
   char **words;
   int nwords;
@@ -50,8 +60,12 @@ enum {
   OPT_BINARY = 1 << 4, OPT_KERNEL = 1 << 5, OPT_GRID = 1 << 6, OPT_BLOCK = 1 << 7,
   OPT_SHMEM = 1 << 8, OPT_INPUT = 1 << 9, OPT_INPUT_OFF = 1 << 10, OPT_OUTPUT_OFF = 1 << 11,
   OPT_OUTPUT_SIZE = 1 << 12, OPT_FORMAT = 1 << 13, OPT_ARG = 1 << 14, OPT_LEASE = 1 << 15,
-  OPT_IMAGE_FORMAT = 1 << 16, OPT_OUTPUT = 1 << 17,
+  OPT_IMAGE_FORMAT = 1 << 16, OPT_OUTPUT = 1 << 17, OPT_SESSION = 1 << 18, OPT_SIZE = 1 << 19,
+  OPT_OFFSET = 1 << 20, OPT_MODULE = 1 << 21, OPT_ACK = 1 << 22,
 };
+
+/* --format of submit and mem read. */
+enum cli_out_format { CLI_F_F32, CLI_F_I32, CLI_F_U32, CLI_F_HEX, CLI_F_RAW };
 
 /* Connects with the global options; on failure reports and returns NULL. */
 gpulease_client *cli_connect(const gl_cli *cli);
@@ -70,6 +84,23 @@ int cli_only(const gl_cli *cli, uint64_t allowed, const char *cmd);
  * "bytes:HEX", ...). 0 or -1 with a message in err. */
 int cli_parse_arg(const char *s, gpulease_param *out, char *err, size_t errlen);
 
+/* Parses a launch --arg: "buf:HANDLE[+OFFSET]" or a scalar type as
+ * cli_parse_arg ("ptr:" is refused). 0 or -1 with a message in err. */
+int cli_parse_launch_arg(const char *s, gpulease_arg *out, char *err, size_t errlen);
+
+/* Parses a handle or session id: decimal or 0x-prefixed hex, not 0. 0 or -1. */
+int cli_parse_handle(const char *s, uint64_t *out);
+
+/* Parses --format (f32, i32, u32, hex, raw). 0 or -1. */
+int cli_parse_out_format(const char *s, enum cli_out_format *f);
+
+/* Parses --image-format (auto, ptx, cubin, fatbin). 0 or -1. */
+int cli_parse_image_format(const char *s, gpulease_image_format *f);
+
+/* Prints n bytes as rows of 4-byte values (f32, i32, u32) or as a hex dump. */
+void cli_print_values_text(const uint8_t *p, size_t n, enum cli_out_format f);
+void cli_print_hex_text(const uint8_t *p, size_t n);
+
 /* Parses "X", "X,Y" or "X,Y,Z" (missing ones are 1). 0 or -1. */
 int cli_parse_dim3(const char *s, uint32_t out[3]);
 
@@ -82,5 +113,10 @@ void cli_print_lease(const gl_cli *cli, const gpulease_lease *l, bool with_secre
 int cmd_inventory(gl_cli *cli);
 int cmd_lease(gl_cli *cli);
 int cmd_submit(gl_cli *cli);
+int cmd_session(gl_cli *cli); /* session open|close|sync */
+int cmd_mem(gl_cli *cli);     /* mem alloc|free|write|read */
+int cmd_module(gl_cli *cli);  /* module load|unload */
+int cmd_func(gl_cli *cli);    /* func info */
+int cmd_launch(gl_cli *cli);
 
 #endif

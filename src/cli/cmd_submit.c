@@ -16,28 +16,6 @@
 #define MAX_FILE_BYTES ((size_t)1 << 30)
 #define ONESHOT_TTL_S 60
 
-enum out_format { F_F32, F_I32, F_U32, F_HEX, F_RAW };
-
-static int parse_format(const char *s, enum out_format *f) {
-  static const char *names[] = {"f32", "i32", "u32", "hex", "raw"};
-  for (int i = 0; i < 5; i++)
-    if (strcmp(s, names[i]) == 0) {
-      *f = (enum out_format)i;
-      return 0;
-    }
-  return -1;
-}
-
-static int parse_image_format(const char *s, gpulease_image_format *f) {
-  static const char *names[] = {"auto", "ptx", "cubin", "fatbin"};
-  for (int i = 0; i < 4; i++)
-    if (strcmp(s, names[i]) == 0) {
-      *f = (gpulease_image_format)i;
-      return 0;
-    }
-  return -1;
-}
-
 /* The VRAM a one-shot call needs: the end of the furthest range it
  * touches, at least 1 byte. */
 static uint64_t vram_needed(const gl_cli *cli, size_t input_size) {
@@ -52,35 +30,7 @@ static uint64_t vram_needed(const gl_cli *cli, size_t input_size) {
   return need;
 }
 
-static void print_values_text(const uint8_t *p, size_t n, enum out_format f) {
-  size_t count = n / 4;
-  for (size_t i = 0; i < count; i++) {
-    uint32_t u;
-    memcpy(&u, p + 4 * i, 4);
-    if (i % 8 == 0) printf("%s[%5zu]", i ? "\n" : "", i);
-    if (f == F_F32) {
-      float x;
-      memcpy(&x, &u, 4);
-      printf(" %12g", (double)x);
-    } else if (f == F_I32) {
-      printf(" %11" PRId32, (int32_t)u);
-    } else {
-      printf(" %10" PRIu32, u);
-    }
-  }
-  if (count) putchar('\n');
-  if (n % 4) printf("(%zu trailing byte(s) not shown)\n", n % 4);
-}
-
-static void print_hex_text(const uint8_t *p, size_t n) {
-  for (size_t i = 0; i < n; i += 16) {
-    printf("%08zx ", i);
-    for (size_t j = i; j < i + 16 && j < n; j++) printf(" %02x", p[j]);
-    putchar('\n');
-  }
-}
-
-static void print_json(const gl_cli *cli, const gpulease_submit_result *r, enum out_format f,
+static void print_json(const gl_cli *cli, const gpulease_submit_result *r, enum cli_out_format f,
                        uint64_t lease_id) {
   json_object *o = json_object_new_object();
   json_object_object_add(o, "lease_id", json_object_new_uint64(lease_id));
@@ -88,7 +38,7 @@ static void print_json(const gl_cli *cli, const gpulease_submit_result *r, enum 
   json_object_object_add(o, "gpu_time_ns", json_object_new_uint64(r->gpu_time_ns));
   json_object_object_add(o, "output_size", json_object_new_uint64(r->output_size));
   const uint8_t *p = r->output;
-  if (f == F_HEX || f == F_RAW) {
+  if (f == CLI_F_HEX || f == CLI_F_RAW) {
     char *hex = malloc(2 * r->output_size + 1);
     if (hex) {
       gl_hex_encode(p, r->output_size, hex);
@@ -102,11 +52,11 @@ static void print_json(const gl_cli *cli, const gpulease_submit_result *r, enum 
     for (size_t i = 0; i + 4 <= r->output_size; i += 4) {
       uint32_t u;
       memcpy(&u, p + i, 4);
-      if (f == F_F32) {
+      if (f == CLI_F_F32) {
         float x;
         memcpy(&x, &u, 4);
         json_object_array_add(arr, json_object_new_double((double)x));
-      } else if (f == F_I32) {
+      } else if (f == CLI_F_I32) {
         json_object_array_add(arr, json_object_new_int((int32_t)u));
       } else {
         json_object_array_add(arr, json_object_new_int64(u));
@@ -118,7 +68,7 @@ static void print_json(const gl_cli *cli, const gpulease_submit_result *r, enum 
   json_object_put(o);
 }
 
-static int write_output(const gl_cli *cli, const gpulease_submit_result *r, enum out_format f,
+static int write_output(const gl_cli *cli, const gpulease_submit_result *r, enum cli_out_format f,
                         uint64_t lease_id) {
   if (cli->output_file) {
     FILE *fp = fopen(cli->output_file, "wb");
@@ -129,13 +79,13 @@ static int write_output(const gl_cli *cli, const gpulease_submit_result *r, enum
   }
   if (cli->json) {
     print_json(cli, r, f, lease_id);
-  } else if (f == F_RAW) {
+  } else if (f == CLI_F_RAW) {
     if (!cli->output_file) fwrite(r->output, 1, r->output_size, stdout);
   } else {
     printf("%s: %zu bytes of output, kernel time %.3f us\n", cli->kernel, r->output_size,
            (double)r->gpu_time_ns / 1000.0);
-    if (f == F_HEX) print_hex_text(r->output, r->output_size);
-    else print_values_text(r->output, r->output_size, f);
+    if (f == CLI_F_HEX) cli_print_hex_text(r->output, r->output_size);
+    else cli_print_values_text(r->output, r->output_size, f);
   }
   return EXIT_OK;
 }
@@ -150,11 +100,13 @@ int cmd_submit(gl_cli *cli) {
   if (rc) return rc;
   if (cli->nwords != 1) return cli_usage_error("submit takes options only");
   if (!cli->binary || !cli->kernel) return cli_usage_error("submit needs --binary FILE and --kernel NAME");
-  enum out_format fmt = F_HEX;
-  if (cli->format && parse_format(cli->format, &fmt) != 0)
+  if (cli->have_buf_arg)
+    return cli_usage_error("--arg buf:HANDLE is for a session launch; submit takes ptr:OFFSET");
+  enum cli_out_format fmt = CLI_F_HEX;
+  if (cli->format && cli_parse_out_format(cli->format, &fmt) != 0)
     return cli_usage_error("--format: expected f32, i32, u32, hex or raw");
   gpulease_image_format ifmt = GPULEASE_IMAGE_AUTO;
-  if (cli->image_format && parse_image_format(cli->image_format, &ifmt) != 0)
+  if (cli->image_format && cli_parse_image_format(cli->image_format, &ifmt) != 0)
     return cli_usage_error("--image-format: expected auto, ptx, cubin or fatbin");
   gpulease_lease lease;
   bool oneshot = cli->lease_id_str == NULL;

@@ -1,6 +1,7 @@
 /*
  * common.c - helpers shared by the gpulease subcommands: connecting,
- * reporting errors, parsing typed kernel arguments, printing leases.
+ * reporting errors, parsing typed kernel arguments, handles and formats,
+ * printing leases and values.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -64,7 +65,8 @@ int cli_only(const gl_cli *cli, uint64_t allowed, const char *cmd) {
   static const char *names[] = {"--vram", "--ttl", "--gpu", "--secret", "--binary", "--kernel",
                                 "--grid", "--block", "--shared-mem", "--input", "--input-offset",
                                 "--output-offset", "--output-size", "--format", "--arg",
-                                "--lease", "--image-format", "--output"};
+                                "--lease", "--image-format", "--output", "--session", "--size",
+                                "--offset", "--module", "--ack"};
   uint64_t extra = cli->given & ~allowed;
   for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
     if (extra & (1ull << i)) return cli_usage_error("%s does not apply to '%s'", names[i], cmd);
@@ -189,4 +191,89 @@ void cli_print_lease(const gl_cli *cli, const gpulease_lease *l, bool with_secre
   printf("vram       %" PRIu64 " bytes\n", l->vram_bytes);
   printf("ttl        %" PRIu32 " s (%.1f s left)\n", l->ttl_s, (double)l->remaining_ms / 1000.0);
   printf("submits    %" PRIu64 "\n", l->submits);
+}
+
+int cli_parse_handle(const char *s, uint64_t *out) {
+  if (!s || !*s || *s == '-' || *s == '+') return -1;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) ? 16 : 10);
+  if (errno || *end || end == s || v == 0) return -1;
+  *out = v;
+  return 0;
+}
+
+int cli_parse_launch_arg(const char *s, gpulease_arg *out, char *err, size_t errlen) {
+  if (strncmp(s, "buf:", 4) == 0) {
+    char handle[64];
+    const char *plus = strchr(s + 4, '+');
+    size_t hl = plus ? (size_t)(plus - (s + 4)) : strlen(s + 4);
+    uint64_t h, off = 0;
+    if (hl == 0 || hl >= sizeof handle) goto bad;
+    memcpy(handle, s + 4, hl);
+    handle[hl] = 0;
+    if (cli_parse_handle(handle, &h) != 0) goto bad;
+    if (plus && gl_parse_size(plus + 1, &off) != 0) goto bad;
+    *out = gpulease_arg_buffer(h, off);
+    return 0;
+  bad:
+    snprintf(err, errlen, "--arg '%s': expected buf:HANDLE[+OFFSET] (HANDLE as mem alloc printed it)", s);
+    return -1;
+  }
+  if (strncmp(s, "ptr:", 4) == 0) {
+    snprintf(err, errlen, "--arg '%s': ptr: is for submit; a launch takes buf:HANDLE[+OFFSET]", s);
+    return -1;
+  }
+  gpulease_param p;
+  if (cli_parse_arg(s, &p, err, errlen) != 0) return -1;
+  *out = gpulease_arg_scalar(p.value, p.size);
+  return 0;
+}
+
+int cli_parse_out_format(const char *s, enum cli_out_format *f) {
+  static const char *names[] = {"f32", "i32", "u32", "hex", "raw"};
+  for (int i = 0; i < 5; i++)
+    if (strcmp(s, names[i]) == 0) {
+      *f = (enum cli_out_format)i;
+      return 0;
+    }
+  return -1;
+}
+
+int cli_parse_image_format(const char *s, gpulease_image_format *f) {
+  static const char *names[] = {"auto", "ptx", "cubin", "fatbin"};
+  for (int i = 0; i < 4; i++)
+    if (strcmp(s, names[i]) == 0) {
+      *f = (gpulease_image_format)i;
+      return 0;
+    }
+  return -1;
+}
+
+void cli_print_values_text(const uint8_t *p, size_t n, enum cli_out_format f) {
+  size_t count = n / 4;
+  for (size_t i = 0; i < count; i++) {
+    uint32_t u;
+    memcpy(&u, p + 4 * i, 4);
+    if (i % 8 == 0) printf("%s[%5zu]", i ? "\n" : "", i);
+    if (f == CLI_F_F32) {
+      float x;
+      memcpy(&x, &u, 4);
+      printf(" %12g", (double)x);
+    } else if (f == CLI_F_I32) {
+      printf(" %11" PRId32, (int32_t)u);
+    } else {
+      printf(" %10" PRIu32, u);
+    }
+  }
+  if (count) putchar('\n');
+  if (n % 4) printf("(%zu trailing byte(s) not shown)\n", n % 4);
+}
+
+void cli_print_hex_text(const uint8_t *p, size_t n) {
+  for (size_t i = 0; i < n; i += 16) {
+    printf("%08zx ", i);
+    for (size_t j = i; j < i + 16 && j < n; j++) printf(" %02x", p[j]);
+    putchar('\n');
+  }
 }

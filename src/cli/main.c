@@ -6,6 +6,11 @@
  *   gpulease [global options] lease renew ID --secret S --ttl SECONDS
  *   gpulease [global options] lease show|free ID --secret S
  *   gpulease [global options] submit --binary FILE --kernel NAME ...
+ *   gpulease [global options] session open|close|sync ...
+ *   gpulease [global options] mem alloc|free|write|read ...
+ *   gpulease [global options] module load|unload ...
+ *   gpulease [global options] func info ...
+ *   gpulease [global options] launch --session SID --module HANDLE ...
  *
  * Options may stand before or after the subcommand words.
  */
@@ -27,6 +32,7 @@ static const char usage_text[] =
     "  --insecure            or: do not verify the daemon (encryption only)\n"
     "  --json                machine-readable output\n"
     "  --timeout SECONDS     per-request timeout (default 30)\n"
+    "  --quiet               no transfer progress on stderr\n"
     "\n"
     "Commands:\n"
     "  inventory                         list the node's GPUs\n"
@@ -41,16 +47,40 @@ static const char usage_text[] =
     "         [--image-format auto|ptx|cubin|fatbin]\n"
     "         [--lease ID --secret HEX | --vram BYTES --ttl SECONDS --gpu N]\n"
     "\n"
-    "BYTES take K/M/G suffixes (KiB...). --arg types: ptr:OFFSET (a pointer into the\n"
-    "lease's VRAM), i8 i16 i32 i64 u8 u16 u32 u64 f32 f64, bytes:HEX. Without --arg\n"
+    "Sessions (data and modules kept on the GPU between commands; every command\n"
+    "below also needs --lease ID --secret HEX):\n"
+    "  session open                      prints the new session's id (SID)\n"
+    "  session close SID\n"
+    "  session sync SID [--ack SEQ|any]  wait for the session's ops, report its\n"
+    "                                    failure; --ack acknowledges it ('any':\n"
+    "                                    whatever failed, e.g. an op of this tool)\n"
+    "  mem alloc --session SID --size BYTES          prints the buffer's HANDLE\n"
+    "  mem free HANDLE --session SID\n"
+    "  mem write HANDLE --session SID --input FILE [--offset BYTES]\n"
+    "  mem read HANDLE --session SID --size BYTES [--offset BYTES] [--output FILE]\n"
+    "           [--format f32|i32|u32|hex|raw]\n"
+    "  module load --session SID --binary FILE [--image-format auto|ptx|cubin|fatbin]\n"
+    "                                    prints the module's HANDLE and the cache\n"
+    "  module unload HANDLE --session SID\n"
+    "  func info --session SID --module HANDLE --kernel NAME\n"
+    "  launch --session SID --module HANDLE --kernel NAME [--grid X,Y,Z]\n"
+    "         [--block X,Y,Z] [--shared-mem BYTES] [--arg buf:HANDLE[+OFFSET]]\n"
+    "         [--arg TYPE:VALUE]...      launches, waits, reports a failure\n"
+    "\n"
+    "BYTES take K/M/G suffixes (KiB...). --arg types: ptr:OFFSET (submit: a pointer\n"
+    "into the lease's VRAM), buf:HANDLE[+OFFSET] (launch: a pointer into a buffer),\n"
+    "i8 i16 i32 i64 u8 u16 u32 u64 f32 f64, bytes:HEX. Without --arg\n"
     "the lease's VRAM pointer is the kernel's only parameter. Without --lease, submit\n"
     "leases just enough VRAM for the call and frees it afterwards. The secret may\n"
-    "also come from $GPULEASE_SECRET.\n";
+    "also come from $GPULEASE_SECRET. Each command is one connection: session ops\n"
+    "run after the ones the daemon already received. Transfers running over a second\n"
+    "show progress on stderr.\n";
 
 enum {
   O_ADDR = 256, O_CA, O_PIN, O_INSECURE, O_JSON, O_TIMEOUT, O_VRAM, O_TTL, O_GPU, O_SECRET,
   O_BINARY, O_KERNEL, O_GRID, O_BLOCK, O_SHMEM, O_INPUT, O_INPUT_OFF, O_OUTPUT_OFF,
-  O_OUTPUT_SIZE, O_FORMAT, O_ARG, O_LEASE, O_IMAGE_FORMAT, O_OUTPUT,
+  O_OUTPUT_SIZE, O_FORMAT, O_ARG, O_LEASE, O_IMAGE_FORMAT, O_OUTPUT, O_SESSION, O_SIZE,
+  O_OFFSET, O_MODULE, O_ACK, O_QUIET,
 };
 
 static int parse_size_opt(const char *name, const char *v, uint64_t max, uint64_t *out) {
@@ -93,6 +123,12 @@ static int parse_options(int argc, char **argv, gl_cli *cli) {
       {"arg", required_argument, 0, O_ARG},
       {"lease", required_argument, 0, O_LEASE},
       {"image-format", required_argument, 0, O_IMAGE_FORMAT},
+      {"session", required_argument, 0, O_SESSION},
+      {"size", required_argument, 0, O_SIZE},
+      {"offset", required_argument, 0, O_OFFSET},
+      {"module", required_argument, 0, O_MODULE},
+      {"ack", required_argument, 0, O_ACK},
+      {"quiet", no_argument, 0, O_QUIET},
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0},
   };
@@ -167,14 +203,46 @@ static int parse_options(int argc, char **argv, gl_cli *cli) {
     case O_FORMAT: cli->format = optarg; cli->given |= OPT_FORMAT; break;
     case O_IMAGE_FORMAT: cli->image_format = optarg; cli->given |= OPT_IMAGE_FORMAT; break;
     case O_LEASE: cli->lease_id_str = optarg; cli->given |= OPT_LEASE; break;
-    case O_ARG:
-      if (cli->param_count == CLI_MAX_ARGS)
+    case O_SESSION: cli->session_str = optarg; cli->given |= OPT_SESSION; break;
+    case O_MODULE: cli->module_str = optarg; cli->given |= OPT_MODULE; break;
+    case O_SIZE:
+      if ((rc = parse_size_opt("--size", optarg, UINT64_MAX, &cli->size_bytes))) return rc;
+      cli->have_size = true;
+      cli->given |= OPT_SIZE;
+      break;
+    case O_OFFSET:
+      if ((rc = parse_size_opt("--offset", optarg, UINT64_MAX, &cli->offset))) return rc;
+      cli->have_offset = true;
+      cli->given |= OPT_OFFSET;
+      break;
+    case O_ACK:
+      if (strcmp(optarg, "any") == 0) cli->ack_seq = UINT64_MAX; /* the CLI's ops have no seq */
+      else if (gl_parse_u64(optarg, UINT64_MAX, &cli->ack_seq) != 0)
+        return cli_usage_error("--ack: '%s' is not a sequence number (or 'any')", optarg);
+      cli->have_ack = true;
+      cli->given |= OPT_ACK;
+      break;
+    case O_QUIET: cli->quiet = true; break;
+    case O_ARG: {
+      size_t n = cli->param_count;
+      if (n == CLI_MAX_ARGS)
         return cli_usage_error("at most %d --arg", CLI_MAX_ARGS);
-      if (cli_parse_arg(optarg, &cli->params[cli->param_count], err, sizeof err) != 0)
-        return cli_usage_error("%s", err);
+      if (strncmp(optarg, "buf:", 4) == 0) {
+        if (cli_parse_launch_arg(optarg, &cli->launch_args[n], err, sizeof err) != 0)
+          return cli_usage_error("%s", err);
+        cli->have_buf_arg = true;
+      } else {
+        if (cli_parse_arg(optarg, &cli->params[n], err, sizeof err) != 0)
+          return cli_usage_error("%s", err);
+        if (cli->params[n].kind == GPULEASE_PARAM_POINTER)
+          cli->have_ptr_arg = true;
+        else
+          cli->launch_args[n] = gpulease_arg_scalar(cli->params[n].value, cli->params[n].size);
+      }
       cli->param_count++;
       cli->given |= OPT_ARG;
       break;
+    }
     case 'h':
       fputs(usage_text, stdout);
       exit(EXIT_OK);
@@ -205,6 +273,16 @@ int main(int argc, char **argv) {
     rc = cmd_lease(&cli);
   } else if (strcmp(cli.words[0], "submit") == 0) {
     rc = cmd_submit(&cli);
+  } else if (strcmp(cli.words[0], "session") == 0) {
+    rc = cmd_session(&cli);
+  } else if (strcmp(cli.words[0], "mem") == 0) {
+    rc = cmd_mem(&cli);
+  } else if (strcmp(cli.words[0], "module") == 0) {
+    rc = cmd_module(&cli);
+  } else if (strcmp(cli.words[0], "func") == 0) {
+    rc = cmd_func(&cli);
+  } else if (strcmp(cli.words[0], "launch") == 0) {
+    rc = cmd_launch(&cli);
   } else {
     rc = cli_usage_error("unknown command '%s'", cli.words[0]);
   }

@@ -1,8 +1,10 @@
 /*
  * client.c - libgpulease: the public API of include/gpulease/gpulease.h on
  * top of the blocking QUIC client (src/net/) and the wire codec
- * (src/proto/). Each call is one request/response exchange on a new stream
- * of the client's connection.
+ * (src/proto/): connections, inventory, leases and GPU_SUBMIT. Each call is
+ * one request/response exchange on a new stream of the client's
+ * connection. Sessions live in session.c and transfer.c, gpulease_call in
+ * call.c, the renewer in renewer.c; client_internal.h is what they share.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -11,26 +13,16 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "gpulease/gpulease.h"
-#include "net/quic.h"
-#include "proto/wire.h"
+#include "lib/client_internal.h"
 
-#define DEFAULT_TIMEOUT_MS 30000
-/* Largest reply accepted: output bytes of a submit plus framing. */
-#define MAX_RESPONSE_BYTES (((size_t)1 << 30) + 65536)
-
-struct gpulease_client {
-  gl_qclient *q;
-};
+#define DEFAULT_TIMEOUT_MS GL_LIB_DEFAULT_TIMEOUT_MS
+#define MAX_RESPONSE_BYTES GL_LIB_MAX_RESPONSE_BYTES
 
 /* ======================================================================
  * Errors
  * ==================================================================== */
 
-static gpulease_status set_err(gpulease_error *err, gpulease_status st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static gpulease_status set_err(gpulease_error *err, gpulease_status st, const char *fmt, ...) {
+gpulease_status gl_lib_set_err(gpulease_error *err, gpulease_status st, const char *fmt, ...) {
   if (err) {
     err->status = st;
     va_list ap;
@@ -41,7 +33,7 @@ static gpulease_status set_err(gpulease_error *err, gpulease_status st, const ch
   return st;
 }
 
-static gpulease_status ok(gpulease_error *err) {
+gpulease_status gl_lib_ok(gpulease_error *err) {
   if (err) {
     err->status = GPULEASE_OK;
     err->message[0] = 0;
@@ -49,7 +41,7 @@ static gpulease_status ok(gpulease_error *err) {
   return GPULEASE_OK;
 }
 
-static gpulease_status map_qc(int rc) {
+gpulease_status gl_lib_map_qc(int rc) {
   switch (rc) {
   case GL_QC_INVALID:
     return GPULEASE_INVALID_ARGUMENT;
@@ -77,91 +69,143 @@ void gpulease_connect_options_default(gpulease_connect_options *o) {
   o->timeout_ms = DEFAULT_TIMEOUT_MS;
 }
 
+/* Opens a gl_qclient with the options remembered in c. */
+static gpulease_status connect_q(const gpulease_client *c, gl_qclient **q, gpulease_error *err) {
+  char host[256];
+  uint16_t port;
+  if (gl_parse_hostport(c->addr, GL_DEFAULT_PORT, host, sizeof host, &port) != 0 || port == 0)
+    return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT,
+                          "bad address '%s': expected HOST:PORT or [IPv6]:PORT", c->addr);
+  gl_qclient_config qc = {
+      .host = host,
+      .port = port,
+      .ca_file = c->ca_file,
+      .pin_sha256 = c->pin_sha256,
+      .insecure = c->insecure != 0,
+      .timeout_ms = c->timeout_ms,
+      .max_response_bytes = MAX_RESPONSE_BYTES,
+  };
+  char why[sizeof err->message - 64];
+  int rc = gl_qclient_connect(&qc, q, why, sizeof why);
+  if (rc != GL_QC_OK)
+    return gl_lib_set_err(err, gl_lib_map_qc(rc), "cannot connect to %s: %s", c->addr, why);
+  return GPULEASE_OK;
+}
+
+static void client_free(gpulease_client *c) {
+  free(c->addr);
+  free(c->ca_file);
+  free(c->pin_sha256);
+  free(c);
+}
+
+/* strdup that keeps NULL; false when out of memory. */
+static bool dup_opt(const char *s, char **out) {
+  *out = NULL;
+  if (!s) return true;
+  *out = strdup(s);
+  return *out != NULL;
+}
+
 gpulease_status gpulease_client_connect(const gpulease_connect_options *opts,
                                         gpulease_client **out, gpulease_error *err) {
   if (!opts || !out || opts->struct_version == 0 ||
       opts->struct_version > GPULEASE_CONNECT_OPTIONS_VERSION)
-    return set_err(err, GPULEASE_INVALID_ARGUMENT, "connect options missing or of unknown version");
+    return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT,
+                          "connect options missing or of unknown version");
+  const char *addr = opts->addr ? opts->addr : "127.0.0.1:5701";
   char host[256];
   uint16_t port;
-  const char *addr = opts->addr ? opts->addr : "127.0.0.1:5701";
   if (gl_parse_hostport(addr, GL_DEFAULT_PORT, host, sizeof host, &port) != 0 || port == 0)
-    return set_err(err, GPULEASE_INVALID_ARGUMENT,
-                   "bad address '%s': expected HOST:PORT or [IPv6]:PORT", addr);
+    return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT,
+                          "bad address '%s': expected HOST:PORT or [IPv6]:PORT", addr);
   gpulease_client *c = calloc(1, sizeof *c);
-  if (!c) return set_err(err, GPULEASE_NO_MEMORY, "out of memory");
-  gl_qclient_config qc = {
-      .host = host,
-      .port = port,
-      .ca_file = opts->ca_file,
-      .pin_sha256 = opts->pin_sha256,
-      .insecure = opts->insecure != 0,
-      .timeout_ms = opts->timeout_ms ? opts->timeout_ms : DEFAULT_TIMEOUT_MS,
-      .max_response_bytes = MAX_RESPONSE_BYTES,
-  };
-  char why[sizeof err->message - 64];
-  int rc = gl_qclient_connect(&qc, &c->q, why, sizeof why);
-  if (rc != GL_QC_OK) {
-    free(c);
-    return set_err(err, map_qc(rc), "cannot connect to %s: %s", addr, why);
+  if (!c || !dup_opt(addr, &c->addr) || !dup_opt(opts->ca_file, &c->ca_file) ||
+      !dup_opt(opts->pin_sha256, &c->pin_sha256)) {
+    if (c) client_free(c);
+    return gl_lib_set_err(err, GPULEASE_NO_MEMORY, "out of memory");
+  }
+  c->insecure = opts->insecure;
+  c->timeout_ms = opts->timeout_ms ? opts->timeout_ms : DEFAULT_TIMEOUT_MS;
+  gpulease_status st = connect_q(c, &c->q, err);
+  if (st != GPULEASE_OK) {
+    client_free(c);
+    return st;
   }
   *out = c;
-  return ok(err);
+  return gl_lib_ok(err);
+}
+
+gpulease_status gpulease_client_reconnect(gpulease_client *client, gpulease_error *err) {
+  if (!client) return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "client is NULL");
+  gl_qclient *q = NULL;
+  gpulease_status st = connect_q(client, &q, err);
+  if (st != GPULEASE_OK) return st; /* the old connection stays (dead or not) */
+  gl_qclient_del(client->q);
+  client->q = q;
+  client->generation++;
+  return gl_lib_ok(err);
 }
 
 void gpulease_client_close(gpulease_client *client) {
   if (!client) return;
   gl_qclient_del(client->q);
-  free(client);
+  client_free(client);
 }
 
 /* ======================================================================
  * One exchange
  * ==================================================================== */
 
+gpulease_status gl_lib_encode(const gl_request *req, gl_buf *b, gpulease_error *err) {
+  gpulease_status st = gl_request_encode(req, b);
+  if (st == GPULEASE_OK) return GPULEASE_OK;
+  char why[256] = "out of memory";
+  if (st == GPULEASE_INVALID_ARGUMENT) gl_request_validate(req, why, sizeof why);
+  return gl_lib_set_err(err, st, "%s: %s", gl_op_name(req->op), why);
+}
+
+gpulease_status gl_lib_decode_reply(uint16_t op, const uint8_t *raw, size_t len,
+                                    gl_response *resp, gpulease_error *err) {
+  char derr[256];
+  if (gl_response_decode(raw, len, MAX_RESPONSE_BYTES, resp, derr, sizeof derr) != GPULEASE_OK)
+    return gl_lib_set_err(err, GPULEASE_PROTOCOL_ERROR, "%s: bad reply from the daemon: %s",
+                          gl_op_name(op), derr);
+  if (resp->op != op && resp->status == GPULEASE_OK)
+    return gl_lib_set_err(err, GPULEASE_PROTOCOL_ERROR, "reply is for op 0x%04x, not %s",
+                          resp->op, gl_op_name(op));
+  if (resp->status != GPULEASE_OK)
+    return gl_lib_set_err(err, (gpulease_status)resp->status, "%.*s", (int)resp->msg_len,
+                          resp->msg);
+  return gl_lib_ok(err);
+}
+
 /* Sends req, decodes the reply into *resp (which borrows *raw: the caller
  * frees *raw afterwards). Maps every failure, including a non-OK status
  * from the daemon, to a status with a message. */
-static gpulease_status exchange(gpulease_client *c, const gl_request *req, gl_response *resp,
+gpulease_status gl_lib_exchange(gpulease_client *c, const gl_request *req, gl_response *resp,
                                 uint8_t **raw, gpulease_error *err) {
   *raw = NULL;
-  if (!c) return set_err(err, GPULEASE_INVALID_ARGUMENT, "client is NULL");
+  if (!c) return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "client is NULL");
   gl_buf b;
   gl_buf_init(&b);
-  gpulease_status st = gl_request_encode(req, &b);
+  gpulease_status st = gl_lib_encode(req, &b, err);
   if (st != GPULEASE_OK) {
     gl_buf_free(&b);
-    char why[256] = "out of memory";
-    if (st == GPULEASE_INVALID_ARGUMENT) gl_request_validate(req, why, sizeof why);
-    return set_err(err, st, "%s: %s", gl_op_name(req->op), why);
+    return st;
   }
   size_t len;
   char why[sizeof err->message - 64];
   int rc = gl_qclient_request(c->q, b.data, b.len, raw, &len, why, sizeof why);
   gl_buf_free(&b);
   if (rc != GL_QC_OK)
-    return set_err(err, map_qc(rc), "%s: %s", gl_op_name(req->op), why);
-  char derr[256];
-  if (gl_response_decode(*raw, len, MAX_RESPONSE_BYTES, resp, derr, sizeof derr) != GPULEASE_OK) {
+    return gl_lib_set_err(err, gl_lib_map_qc(rc), "%s: %s", gl_op_name(req->op), why);
+  st = gl_lib_decode_reply(req->op, *raw, len, resp, err);
+  if (st != GPULEASE_OK) {
     free(*raw);
     *raw = NULL;
-    return set_err(err, GPULEASE_PROTOCOL_ERROR, "%s: bad reply from the daemon: %s",
-                   gl_op_name(req->op), derr);
   }
-  if (resp->op != req->op && resp->status == GPULEASE_OK) {
-    free(*raw);
-    *raw = NULL;
-    return set_err(err, GPULEASE_PROTOCOL_ERROR, "reply is for op 0x%04x, not %s", resp->op,
-                   gl_op_name(req->op));
-  }
-  if (resp->status != GPULEASE_OK) {
-    st = (gpulease_status)resp->status;
-    set_err(err, st, "%.*s", (int)resp->msg_len, resp->msg);
-    free(*raw);
-    *raw = NULL;
-    return st;
-  }
-  return ok(err);
+  return st;
 }
 
 /* ======================================================================
@@ -170,12 +214,12 @@ static gpulease_status exchange(gpulease_client *c, const gl_request *req, gl_re
 
 gpulease_status gpulease_inventory_get(gpulease_client *client, gpulease_inventory *out,
                                        gpulease_error *err) {
-  if (!out) return set_err(err, GPULEASE_INVALID_ARGUMENT, "out is NULL");
+  if (!out) return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "out is NULL");
   gl_request req = {.op = GL_OP_GET_INVENTORY};
   gl_response *resp = malloc(sizeof *resp);
-  if (!resp) return set_err(err, GPULEASE_NO_MEMORY, "out of memory");
+  if (!resp) return gl_lib_set_err(err, GPULEASE_NO_MEMORY, "out of memory");
   uint8_t *raw;
-  gpulease_status st = exchange(client, &req, resp, &raw, err);
+  gpulease_status st = gl_lib_exchange(client, &req, resp, &raw, err);
   if (st == GPULEASE_OK) {
     const gl_inventory *inv = &resp->u.inventory;
     memset(out, 0, sizeof *out);
@@ -216,14 +260,14 @@ static void lease_from_info(gpulease_lease *l, const gl_lease_info *li, bool tak
 gpulease_status gpulease_lease_alloc(gpulease_client *client, uint32_t gpu_index,
                                      uint64_t vram_bytes, uint32_t ttl_s, gpulease_lease *out,
                                      gpulease_error *err) {
-  if (!out) return set_err(err, GPULEASE_INVALID_ARGUMENT, "out is NULL");
+  if (!out) return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "out is NULL");
   gl_request req = {.op = GL_OP_LEASE_ALLOC};
   req.u.alloc.gpu_index = gpu_index;
   req.u.alloc.vram_bytes = vram_bytes;
   req.u.alloc.ttl_s = ttl_s;
   gl_response resp;
   uint8_t *raw;
-  gpulease_status st = exchange(client, &req, &resp, &raw, err);
+  gpulease_status st = gl_lib_exchange(client, &req, &resp, &raw, err);
   if (st == GPULEASE_OK) {
     memset(out, 0, sizeof *out);
     lease_from_info(out, &resp.u.lease, true);
@@ -235,7 +279,7 @@ gpulease_status gpulease_lease_alloc(gpulease_client *client, uint32_t gpu_index
 /* RENEW, QUERY and FREE share the lease_auth prefix. */
 static gpulease_status lease_op(gpulease_client *client, uint16_t op, gpulease_lease *lease,
                                 uint32_t ttl_s, gpulease_error *err) {
-  if (!lease) return set_err(err, GPULEASE_INVALID_ARGUMENT, "lease is NULL");
+  if (!lease) return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "lease is NULL");
   gl_request req = {.op = op};
   gl_lease_auth *a = op == GL_OP_LEASE_RENEW ? &req.u.renew.auth : &req.u.auth;
   a->lease_id = lease->id;
@@ -243,7 +287,7 @@ static gpulease_status lease_op(gpulease_client *client, uint16_t op, gpulease_l
   if (op == GL_OP_LEASE_RENEW) req.u.renew.ttl_s = ttl_s;
   gl_response resp;
   uint8_t *raw;
-  gpulease_status st = exchange(client, &req, &resp, &raw, err);
+  gpulease_status st = gl_lib_exchange(client, &req, &resp, &raw, err);
   if (st == GPULEASE_OK && op != GL_OP_LEASE_FREE) lease_from_info(lease, &resp.u.lease, false);
   free(raw);
   return st;
@@ -261,7 +305,7 @@ gpulease_status gpulease_lease_query(gpulease_client *client, gpulease_lease *le
 
 gpulease_status gpulease_lease_free(gpulease_client *client, const gpulease_lease *lease,
                                     gpulease_error *err) {
-  if (!lease) return set_err(err, GPULEASE_INVALID_ARGUMENT, "lease is NULL");
+  if (!lease) return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "lease is NULL");
   gpulease_lease copy = *lease;
   return lease_op(client, GL_OP_LEASE_FREE, &copy, 0, err);
 }
@@ -308,19 +352,19 @@ gpulease_status gpulease_submit(gpulease_client *client, const gpulease_lease *l
                                 const gpulease_submit_desc *d, gpulease_submit_result *result,
                                 gpulease_error *err) {
   if (!lease || !d || !result)
-    return set_err(err, GPULEASE_INVALID_ARGUMENT, "lease, desc and result are required");
+    return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "lease, desc and result are required");
   if (d->struct_version == 0 || d->struct_version > GPULEASE_SUBMIT_DESC_VERSION)
-    return set_err(err, GPULEASE_INVALID_ARGUMENT, "submit desc of unknown version %u",
+    return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "submit desc of unknown version %u",
                    d->struct_version);
   if (!d->image || d->image_size == 0 || d->image_size > UINT32_MAX)
-    return set_err(err, GPULEASE_INVALID_ARGUMENT, "image missing or larger than 4 GiB");
+    return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "image missing or larger than 4 GiB");
   if (!d->kernel || !*d->kernel || strlen(d->kernel) > GL_WIRE_MAX_KERNEL_NAME)
-    return set_err(err, GPULEASE_INVALID_ARGUMENT, "kernel name missing or longer than %d bytes",
+    return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "kernel name missing or longer than %d bytes",
                    GL_WIRE_MAX_KERNEL_NAME);
   if (d->input_size > UINT32_MAX || (d->input_size && !d->input))
-    return set_err(err, GPULEASE_INVALID_ARGUMENT, "input missing or larger than 4 GiB");
+    return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "input missing or larger than 4 GiB");
   if (d->param_count > GPULEASE_MAX_PARAMS || (d->param_count && !d->params))
-    return set_err(err, GPULEASE_INVALID_ARGUMENT, "param list missing or over %d entries",
+    return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "param list missing or over %d entries",
                    GPULEASE_MAX_PARAMS);
 
   gl_buf params;
@@ -329,7 +373,7 @@ gpulease_status gpulease_submit(gpulease_client *client, const gpulease_lease *l
     gpulease_status pst = gl_params_encode(d->params, d->param_count, &params);
     if (pst != GPULEASE_OK) {
       gl_buf_free(&params);
-      return set_err(err, pst, "kernel parameters out of range (kind, or scalar size 1..%d)",
+      return gl_lib_set_err(err, pst, "kernel parameters out of range (kind, or scalar size 1..%d)",
                      GPULEASE_MAX_SCALAR_BYTES);
     }
   }
@@ -357,7 +401,7 @@ gpulease_status gpulease_submit(gpulease_client *client, const gpulease_lease *l
 
   gl_response resp;
   uint8_t *raw;
-  gpulease_status st = exchange(client, &req, &resp, &raw, err);
+  gpulease_status st = gl_lib_exchange(client, &req, &resp, &raw, err);
   gl_buf_free(&params);
   if (st != GPULEASE_OK) return st;
   memset(result, 0, sizeof *result);
@@ -367,7 +411,7 @@ gpulease_status gpulease_submit(gpulease_client *client, const gpulease_lease *l
   result->output = malloc(result->output_size ? result->output_size : 1);
   if (!result->output) {
     free(raw);
-    return set_err(err, GPULEASE_NO_MEMORY, "out of memory for %zu output bytes",
+    return gl_lib_set_err(err, GPULEASE_NO_MEMORY, "out of memory for %zu output bytes",
                    result->output_size);
   }
   memcpy(result->output, resp.u.submit.output, result->output_size);

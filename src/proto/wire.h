@@ -163,6 +163,10 @@
 /* Largest MEM_WRITE data / MEM_READ size in one op (64 MiB); larger
  * transfers are several ops. */
 #define GL_WIRE_MAX_CHUNK (64u << 20)
+/* SYNC ack_seq that acknowledges whatever failure is pending (the failure
+ * of an op sent with seq 0 has no seq to name). */
+#define GL_SYNC_ACK_ANY UINT64_MAX
+
 /* FUNC_INFO param_count when the driver cannot report the sizes. */
 #define GL_WIRE_PARAMS_UNKNOWN 0xFFFF
 

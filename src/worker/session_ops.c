@@ -451,11 +451,14 @@ static void op_sync(gl_wsession *s, gl_job *job) {
   note_lost(s);
   gl_response resp = {.op = GL_OP_SYNC, .status = GPULEASE_OK};
   resp.msg = s->f_status ? s->f_msg : "";
+  resp.msg_len = (uint16_t)strlen(resp.msg);
   resp.u.sync.error_status = s->f_status;
   resp.u.sync.error_op = s->f_op;
   resp.u.sync.error_seq = s->f_seq;
   gl_wk_reply(w, job->tag, &resp);
-  if (r->ack_seq && s->f_status && r->ack_seq == s->f_seq) {
+  /* ack_seq names the failed op; GL_SYNC_ACK_ANY acknowledges whatever
+   * failure is pending (for tools that send ops with seq 0). */
+  if (r->ack_seq && s->f_status && (r->ack_seq == s->f_seq || r->ack_seq == GL_SYNC_ACK_ANY)) {
     GL_DEBUG("worker: session %" PRIu64 ": failure of op %" PRIu64 " acknowledged", s->id,
              s->f_seq);
     s->f_status = GPULEASE_OK;
@@ -530,8 +533,12 @@ void gl_session_run(void *ctx, gl_job *job) {
   }
   if (s->f_status != GPULEASE_OK) { /* fail fast */
     char msg[2600];
-    snprintf(msg, sizeof msg, "op %" PRIu64 " (%s) failed earlier: %s; SYNC with ack_seq %" PRIu64
-             " to go on", s->f_seq, s->f_op ? gl_op_name(s->f_op) : "device", s->f_msg, s->f_seq);
+    if (s->f_seq)
+      snprintf(msg, sizeof msg, "op %" PRIu64 " (%s) failed earlier: %s; SYNC with ack_seq %" PRIu64
+               " to go on", s->f_seq, s->f_op ? gl_op_name(s->f_op) : "device", s->f_msg, s->f_seq);
+    else
+      snprintf(msg, sizeof msg, "an earlier %s failed: %s; SYNC with ack_seq 0x%" PRIx64
+               " (any) to go on", s->f_op ? gl_op_name(s->f_op) : "op", s->f_msg, GL_SYNC_ACK_ANY);
     gl_wk_reply_error(w, job->tag, op, (gpulease_status)s->f_status, msg);
     gl_job_free(job);
     return;

@@ -41,16 +41,40 @@ static void track(pid_t pid, pid_t replace) {
     }
 }
 
+static int spawn(gl_test_daemon *d, const char *emu_vram, const char *const *extra);
+
 int gl_test_daemon_start(gl_test_daemon *d, const char *emu_vram, const char *const *extra) {
   memset(d, 0, sizeof *d);
   snprintf(d->dir, sizeof d->dir, "/tmp/gl-e2e-XXXXXX");
   if (!mkdtemp(d->dir)) return -1;
+  snprintf(d->emu_vram, sizeof d->emu_vram, "%s", emu_vram ? emu_vram : "");
+  for (int i = 0; extra && extra[i] && i < 15; i++) d->extra[i] = extra[i];
+  return spawn(d, emu_vram, extra);
+}
+
+int gl_test_daemon_restart(gl_test_daemon *d) {
+  if (d->pid > 0) {
+    int status;
+    kill(d->pid, SIGTERM);
+    waitpid(d->pid, &status, 0);
+    track(0, d->pid);
+    d->pid = 0;
+  }
+  char ready[300];
+  snprintf(ready, sizeof ready, "%s/ready", d->dir);
+  unlink(ready);
+  return spawn(d, d->emu_vram[0] ? d->emu_vram : NULL, d->extra);
+}
+
+static int spawn(gl_test_daemon *d, const char *emu_vram, const char *const *extra) {
   const char *bin_dir = getenv("GL_TEST_BIN_DIR");
   char exe[512], ready[300], log[300];
   snprintf(exe, sizeof exe, "%s/src/daemon/gpuleased", bin_dir ? bin_dir : ".");
   snprintf(ready, sizeof ready, "%s/ready", d->dir);
   snprintf(log, sizeof log, "%s/daemon.log", d->dir);
-  const char *argv[32] = {exe, "--listen", "127.0.0.1:0", "--state-dir", d->dir,
+  /* A restart listens where the first daemon did, so clients reconnect. */
+  const char *listen = d->addr[0] ? d->addr : "127.0.0.1:0";
+  const char *argv[32] = {exe, "--listen", listen, "--state-dir", d->dir,
                           "--ready-file", ready, "--log-level", "debug"};
   int n = 9;
   if (emu_vram) {

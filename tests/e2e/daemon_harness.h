@@ -12,6 +12,8 @@ typedef struct gl_test_daemon {
   char dir[256];
   char addr[64];
   char fingerprint[80];
+  char emu_vram[24];         /* as given to start ("" for real GPUs) */
+  const char *extra[16];     /* as given to start (borrowed) */
 } gl_test_daemon;
 
 /* Starts $GL_TEST_BIN_DIR/src/daemon/gpuleased with extra arguments (NULL
@@ -19,6 +21,11 @@ typedef struct gl_test_daemon {
  * device, with that much VRAM ("64M"); with NULL only real GPUs
  * (--device cuda: none on a CI machine). Waits until it serves. 0 or -1. */
 int gl_test_daemon_start(gl_test_daemon *d, const char *emu_vram, const char *const *extra);
+
+/* Stops the daemon (SIGTERM) and starts it again with the same state
+ * directory, arguments and address (the certificate, kept in the
+ * directory, stays the same). 0 or -1. */
+int gl_test_daemon_restart(gl_test_daemon *d);
 
 /* SIGTERMs it, waits, removes its directory. Returns its exit status
  * (0 for a clean shutdown). */

@@ -7,7 +7,9 @@
 # at lease expiry while a second lease keeps working; a faulting kernel and
 # a bad PTX give clear errors; the emulator's kernel corpus run on the GPU
 # and on the emulator with the bits compared (tests/gpu/corpus_gpu.c); then
-# the GPU_SUBMIT round-trip benchmark and the emulator's benchmark.
+# sessions (tests/e2e/test_e2e_session.c on the GPU, a 4 GiB round trip,
+# the CUDA backend's stream ops); then the session and GPU_SUBMIT
+# benchmarks against the local CUDA driver, and the emulator's benchmark.
 set -uo pipefail
 B=$(cd "${1:-build}" && pwd)
 K=$B/kernels
@@ -154,7 +156,20 @@ ecli submit --binary "$K/iota.ptx" --kernel iota --block 256 --output-size 1024 
 cmp -s "$W/eiota.bin" "$W/iota.bin"; result "iota on the emulated device: same bytes as on the GPU" $?
 kill $EMU; wait $EMU 2>/dev/null
 
+echo "== sessions on the GPU (tests/e2e/test_e2e_session.c, GL_TEST_DEVICE=cuda)"
+export GL_TEST_DEVICE=cuda GL_TEST_BIN_DIR=$B GL_TEST_PTX_DIR=$B/emu-kernels/sm_90
+"$B/tests/test_e2e_session" 2>&1 | grep -v "^\[ *\(RUN\|OK\) " | tail -40
+result "session tests on the GPU (pipeline, 10,000 launches, failures, capacity, handles, caches, call, renewer)" ${PIPESTATUS[0]}
+GL_TEST_BIG_BYTES=$((4 << 30)) GL_TEST_FILTER=test_large_transfer "$B/tests/test_e2e_session" 2>&1 | grep -i "round trip\|FAIL\|PASSED"
+result "4 GiB MEM_WRITE/MEM_READ round trip with checksum" ${PIPESTATUS[0]}
+unset GL_TEST_DEVICE GL_TEST_PTX_DIR
+if [ -x "$B/tests/gl_backend_stream_smoke" ]; then
+  "$B/tests/gl_backend_stream_smoke" "$K/vector_add.ptx" 2>&1 | tail -30
+  result "CUDA backend stream ops (two streams on two threads, JIT to cubin, fault)" ${PIPESTATUS[0]}
+fi
+
 echo "== benchmark"
+"$B/bench/gl_bench_session" --addr "$ADDR" --pin-sha256 "$FP" --mib 256 --launches 10000
 "$B/bench/gl_bench_submit" --addr "$ADDR" --pin-sha256 "$FP" --ptx "$K/iota.ptx" --iters 100
 echo "== emulator benchmark (host CPU of the GPU node)"
 "$B/bench/gl_bench_emu" "$B/emu-kernels/sm_75" 512 5

@@ -1,0 +1,139 @@
+/*
+ * client_internal.h - libgpulease internals shared by its source files
+ * (client.c, session.c, transfer.c, call.c, renewer.c) and by the gpulease
+ * CLI, which links the static library and drives sessions op by op.
+ *
+ * Nothing here is exported from libgpulease.so (the version script exports
+ * gpulease_* only); names are gl_lib_* / gl_session_*.
+ */
+#ifndef GL_LIB_CLIENT_INTERNAL_H
+#define GL_LIB_CLIENT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpulease/gpulease.h"
+#include "net/quic.h"
+#include "proto/wire.h"
+
+#define GL_LIB_DEFAULT_TIMEOUT_MS 30000
+/* Largest reply accepted: output bytes of a submit plus framing. */
+#define GL_LIB_MAX_RESPONSE_BYTES (((size_t)1 << 30) + 65536)
+
+struct gpulease_client {
+  gl_qclient *q;
+  /* The options it was connected with (strings owned), for reconnects. */
+  char *addr, *ca_file, *pin_sha256;
+  int insecure;
+  uint32_t timeout_ms;
+  /* Bumped by every successful reconnect: sessions holding tokens of the
+   * previous connection drop them (the old gl_qclient is gone). */
+  uint64_t generation;
+};
+
+/* ---- errors ------------------------------------------------------------ */
+
+gpulease_status gl_lib_set_err(gpulease_error *err, gpulease_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+gpulease_status gl_lib_ok(gpulease_error *err);
+/* A gl_qclient_err to a status: TIMEOUT, TLS_FAILED, NO_MEMORY,
+ * PROTOCOL_ERROR (reply too large), INVALID_ARGUMENT, else DISCONNECTED. */
+gpulease_status gl_lib_map_qc(int rc);
+/* True for the statuses that mean "the connection failed", not the op. */
+static inline bool gl_lib_conn_error(gpulease_status st) {
+  return st == GPULEASE_DISCONNECTED || st == GPULEASE_TIMEOUT;
+}
+
+/* ---- one exchange ------------------------------------------------------- */
+
+/* Encodes req into b (initialised by the caller), with a precise message
+ * when the codec refuses a field. */
+gpulease_status gl_lib_encode(const gl_request *req, gl_buf *b, gpulease_error *err);
+
+/* Decodes the reply raw/len of a request of op `op` into *resp (borrowing
+ * raw) and maps a non-OK status to the return value with the daemon's
+ * message in err. The caller frees raw in every case. */
+gpulease_status gl_lib_decode_reply(uint16_t op, const uint8_t *raw, size_t len,
+                                    gl_response *resp, gpulease_error *err);
+
+/* Sends req and waits for its reply: *resp borrows *raw, which the caller
+ * frees afterwards (NULL on failure). Every failure, a non-OK reply
+ * included, becomes a status with a message. */
+gpulease_status gl_lib_exchange(gpulease_client *c, const gl_request *req, gl_response *resp,
+                                uint8_t **raw, gpulease_error *err);
+
+/* ---- sessions ----------------------------------------------------------- */
+
+/* Most pipelined requests a session keeps outstanding before it waits for
+ * the oldest (the daemon allows 256 concurrent streams a connection; a
+ * transfer adds its own chunks on top). */
+#define GL_SESSION_WINDOW 192
+/* MEM_WRITE / MEM_READ chunking. */
+#define GL_SESSION_CHUNK (8u << 20)
+#define GL_SESSION_CHUNKS_IN_FLIGHT 16
+
+typedef struct gl_pending {
+  uint64_t token; /* gl_qclient_send's */
+  uint64_t seq;
+  uint16_t op;
+} gl_pending;
+
+struct gpulease_session {
+  gpulease_client *client; /* borrowed */
+  uint64_t generation;     /* client->generation the tokens belong to */
+  gl_lease_auth auth;
+  uint64_t id;
+  uint64_t next_seq; /* starts at 1 */
+  bool unordered;    /* every op goes with seq 0 (attached sessions) */
+  gpulease_progress_fn progress;
+  void *progress_user;
+  /* FIFO (ring) of the pipelined requests whose replies are not read yet. */
+  gl_pending *fifo;
+  size_t fifo_cap, fifo_head, fifo_len;
+  /* The first failed reply of a pipelined op seen by this client (the
+   * daemon's SYNC is authoritative; this keeps the message). */
+  gpulease_status fail_status;
+  uint16_t fail_op;
+  uint64_t fail_seq;
+  char fail_msg[sizeof(((gpulease_error *)0)->message)];
+};
+
+/* Builds a session object for an existing session id without SESSION_OPEN.
+ * With unordered every op is sent with seq 0 ("after the ops already
+ * received"): for tools that open a new connection for each op and wait
+ * for its reply (the CLI). Free it with gl_session_detach(). */
+gpulease_status gl_session_attach(gpulease_client *client, const gpulease_lease *lease,
+                                  uint64_t session_id, bool unordered, gpulease_session **out,
+                                  gpulease_error *err);
+
+/* Waits for every outstanding reply and frees the session object WITHOUT
+ * closing the session on the daemon. Returns the first failure a
+ * pipelined op's reply reported (status and message), a connection error,
+ * or OK. NULL is ignored. */
+gpulease_status gl_session_detach(gpulease_session *s, gpulease_error *err);
+
+/* Internal plumbing of session.c used by transfer.c. */
+
+/* Fills the session_ref of req (auth, id, next seq) and sends it:
+ * *token and *seq receive the request's token and seq. The seq is consumed
+ * only when the send succeeded. */
+gpulease_status gl_session_send(gpulease_session *s, gl_request *req, uint64_t *token,
+                                uint64_t *seq, gpulease_error *err);
+
+/* Waits for token's reply (an op of code op) and decodes it like
+ * gl_lib_decode_reply: *raw (caller frees) backs *resp. *raw is NULL
+ * exactly when the transport failed (connection error, timeout, unknown
+ * token), i.e. when the status is not the op's own. */
+gpulease_status gl_session_wait(gpulease_session *s, uint64_t token, uint16_t op,
+                                gl_response *resp, uint8_t **raw, gpulease_error *err);
+
+/* Prepares a session for an op: drops tokens of a replaced connection.
+ * Returns INVALID_ARGUMENT for a NULL session. */
+gpulease_status gl_session_begin(gpulease_session *s, gpulease_error *err);
+
+/* Records a pipelined op's failure as the first seen, if none is. */
+void gl_session_note_failure(gpulease_session *s, uint16_t op, uint64_t seq,
+                             const gpulease_error *e);
+
+#endif /* GL_LIB_CLIENT_INTERNAL_H */

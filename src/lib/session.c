@@ -1,0 +1,611 @@
+/*
+ * session.c - libgpulease sessions (gpulease.h "Sessions"): open, close,
+ * sync/acknowledge and the single-request ops (MEM_ALLOC, MEM_FREE,
+ * MEM_COPY, MEMSET, MODULE_LOAD, MODULE_UNLOAD, FUNC_INFO, LAUNCH).
+ * MEM_WRITE and MEM_READ, which split a transfer into chunks, are in
+ * transfer.c.
+ *
+ * Every op of a session carries the next sequence number (1, 2, 3 ... in
+ * the order of the calls); the daemon runs them in that order. Pipelined
+ * ops are sent and their token queued in the session's FIFO; their replies
+ * are read later, oldest first: when the FIFO holds GL_SESSION_WINDOW of
+ * them, at sync, close and detach. A failed reply of a pipelined op is only
+ * remembered (the daemon's SYNC reports the session's failure
+ * authoritatively). Ops that wait send and then wait for their own token,
+ * leaving the FIFO alone.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/client_internal.h"
+
+#define set_err gl_lib_set_err
+
+/* ======================================================================
+ * Plumbing
+ * ==================================================================== */
+
+/* The session_ref of a session request other than SESSION_OPEN. */
+static gl_session_ref *session_ref(gl_request *req) {
+  switch (req->op) {
+  case GL_OP_SESSION_CLOSE: return &req->u.session;
+  case GL_OP_SYNC: return &req->u.sync.s;
+  case GL_OP_MEM_ALLOC: return &req->u.mem_alloc.s;
+  case GL_OP_MEM_FREE:
+  case GL_OP_MODULE_UNLOAD: return &req->u.handle.s;
+  case GL_OP_MEM_WRITE: return &req->u.mem_write.s;
+  case GL_OP_MEM_READ: return &req->u.mem_read.s;
+  case GL_OP_MEM_COPY: return &req->u.mem_copy.s;
+  case GL_OP_MEMSET: return &req->u.memset.s;
+  case GL_OP_MODULE_LOAD: return &req->u.module_load.s;
+  case GL_OP_FUNC_INFO: return &req->u.func_info.s;
+  case GL_OP_LAUNCH: return &req->u.launch.s;
+  default: return NULL;
+  }
+}
+
+static void fifo_clear(gpulease_session *s, bool cancel) {
+  for (size_t i = 0; i < s->fifo_len; i++) {
+    const gl_pending *p = &s->fifo[(s->fifo_head + i) % s->fifo_cap];
+    if (cancel) gl_qclient_cancel(s->client->q, p->token);
+  }
+  s->fifo_head = s->fifo_len = 0;
+}
+
+gpulease_status gl_session_begin(gpulease_session *s, gpulease_error *err) {
+  if (!s) return set_err(err, GPULEASE_INVALID_ARGUMENT, "session is NULL");
+  if (s->generation != s->client->generation) {
+    /* The client reconnected: the tokens died with the old connection. */
+    fifo_clear(s, false);
+    s->generation = s->client->generation;
+  }
+  return GPULEASE_OK;
+}
+
+void gl_session_note_failure(gpulease_session *s, uint16_t op, uint64_t seq,
+                             const gpulease_error *e) {
+  if (s->fail_status != GPULEASE_OK) return;
+  s->fail_status = e->status;
+  s->fail_op = op;
+  s->fail_seq = seq;
+  snprintf(s->fail_msg, sizeof s->fail_msg, "%s", e->message);
+}
+
+gpulease_status gl_session_send(gpulease_session *s, gl_request *req, uint64_t *token,
+                                uint64_t *seq, gpulease_error *err) {
+  gl_session_ref *ref = session_ref(req);
+  if (!ref) return set_err(err, GPULEASE_INVALID_ARGUMENT, "not a session op");
+  ref->auth = s->auth;
+  ref->session_id = s->id;
+  ref->seq = s->unordered ? 0 : s->next_seq;
+  gl_buf b;
+  gl_buf_init(&b);
+  gpulease_status st = gl_lib_encode(req, &b, err);
+  if (st != GPULEASE_OK) {
+    gl_buf_free(&b);
+    return st;
+  }
+  char why[sizeof err->message - 64];
+  int rc = gl_qclient_send(s->client->q, b.data, b.len, token, why, sizeof why);
+  gl_buf_free(&b);
+  if (rc != GL_QC_OK)
+    return set_err(err, gl_lib_map_qc(rc), "%s: %s", gl_op_name(req->op), why);
+  *seq = ref->seq;
+  if (!s->unordered) s->next_seq++;
+  return GPULEASE_OK;
+}
+
+gpulease_status gl_session_wait(gpulease_session *s, uint64_t token, uint16_t op,
+                                gl_response *resp, uint8_t **raw, gpulease_error *err) {
+  *raw = NULL;
+  size_t len;
+  char why[sizeof err->message - 64];
+  int rc = gl_qclient_wait(s->client->q, token, raw, &len, why, sizeof why);
+  if (rc != GL_QC_OK) {
+    *raw = NULL;
+    return set_err(err, gl_lib_map_qc(rc), "%s: %s", gl_op_name(op), why);
+  }
+  return gl_lib_decode_reply(op, *raw, len, resp, err);
+}
+
+/* Reads the reply of the oldest pipelined op. A failed reply is recorded;
+ * only a connection error is returned (the FIFO is then abandoned: its
+ * replies cannot be told apart from lost ones any more). */
+static gpulease_status fifo_pop(gpulease_session *s, gpulease_error *err) {
+  gl_pending p = s->fifo[s->fifo_head];
+  s->fifo_head = (s->fifo_head + 1) % s->fifo_cap;
+  s->fifo_len--;
+  gl_response resp;
+  uint8_t *raw;
+  gpulease_error e;
+  gpulease_status st = gl_session_wait(s, p.token, p.op, &resp, &raw, &e);
+  if (st == GPULEASE_OK) {
+    free(raw);
+    return GPULEASE_OK;
+  }
+  if (!raw) { /* the transport failed, not the op */
+    fifo_clear(s, true);
+    if (err) *err = e;
+    return st;
+  }
+  free(raw);
+  gl_session_note_failure(s, p.op, p.seq, &e);
+  return GPULEASE_OK;
+}
+
+/* Reads every outstanding reply of the session's pipelined ops. */
+static gpulease_status drain(gpulease_session *s, gpulease_error *err) {
+  while (s->fifo_len) {
+    gpulease_status st = fifo_pop(s, err);
+    if (st != GPULEASE_OK) return st;
+  }
+  return GPULEASE_OK;
+}
+
+/* Sends a pipelined op: makes room in the window, sends, queues the token. */
+static gpulease_status send_pipelined(gpulease_session *s, gl_request *req,
+                                      gpulease_error *err) {
+  gpulease_status st = gl_session_begin(s, err);
+  if (st != GPULEASE_OK) return st;
+  while (s->fifo_len >= GL_SESSION_WINDOW) {
+    st = fifo_pop(s, err);
+    if (st != GPULEASE_OK) return st;
+  }
+  gl_pending p = {.op = req->op};
+  st = gl_session_send(s, req, &p.token, &p.seq, err);
+  if (st != GPULEASE_OK) return st;
+  s->fifo[(s->fifo_head + s->fifo_len) % s->fifo_cap] = p;
+  s->fifo_len++;
+  return gl_lib_ok(err);
+}
+
+/* Sends an op and waits for its own reply (other replies stay queued).
+ * *raw backs *resp; the caller frees it. */
+static gpulease_status send_wait(gpulease_session *s, gl_request *req, gl_response *resp,
+                                 uint8_t **raw, uint64_t *seq_out, gpulease_error *err) {
+  *raw = NULL;
+  gpulease_status st = gl_session_begin(s, err);
+  if (st != GPULEASE_OK) return st;
+  uint64_t token, seq;
+  st = gl_session_send(s, req, &token, &seq, err);
+  if (st != GPULEASE_OK) return st;
+  if (seq_out) *seq_out = seq;
+  st = gl_session_wait(s, token, req->op, resp, raw, err);
+  if (st != GPULEASE_OK) {
+    free(*raw);
+    *raw = NULL;
+  }
+  return st;
+}
+
+static gpulease_status session_new(gpulease_client *client, const gpulease_lease *lease,
+                                   gpulease_session **out, gpulease_error *err) {
+  gpulease_session *s = calloc(1, sizeof *s);
+  gl_pending *fifo = calloc(GL_SESSION_WINDOW + 1, sizeof *fifo);
+  if (!s || !fifo) {
+    free(s);
+    free(fifo);
+    return set_err(err, GPULEASE_NO_MEMORY, "out of memory");
+  }
+  s->client = client;
+  s->generation = client->generation;
+  s->auth.lease_id = lease->id;
+  memcpy(s->auth.secret, lease->secret, sizeof s->auth.secret);
+  s->next_seq = 1;
+  s->fifo = fifo;
+  s->fifo_cap = GL_SESSION_WINDOW + 1;
+  *out = s;
+  return GPULEASE_OK;
+}
+
+static void session_free(gpulease_session *s) {
+  free(s->fifo);
+  free(s);
+}
+
+/* ======================================================================
+ * Open, close, attach, detach
+ * ==================================================================== */
+
+gpulease_status gpulease_session_open(gpulease_client *client, const gpulease_lease *lease,
+                                      gpulease_session **out, gpulease_error *err) {
+  if (!client || !lease || !out)
+    return set_err(err, GPULEASE_INVALID_ARGUMENT, "client, lease and out are required");
+  gpulease_session *s;
+  gpulease_status st = session_new(client, lease, &s, err);
+  if (st != GPULEASE_OK) return st;
+  gl_request req = {.op = GL_OP_SESSION_OPEN};
+  req.u.auth = s->auth;
+  gl_response resp;
+  uint8_t *raw;
+  st = gl_lib_exchange(client, &req, &resp, &raw, err);
+  if (st != GPULEASE_OK) {
+    session_free(s);
+    return st;
+  }
+  s->id = resp.u.handle;
+  free(raw);
+  *out = s;
+  return gl_lib_ok(err);
+}
+
+gpulease_status gl_session_attach(gpulease_client *client, const gpulease_lease *lease,
+                                  uint64_t session_id, bool unordered, gpulease_session **out,
+                                  gpulease_error *err) {
+  if (!client || !lease || !out)
+    return set_err(err, GPULEASE_INVALID_ARGUMENT, "client, lease and out are required");
+  gpulease_session *s;
+  gpulease_status st = session_new(client, lease, &s, err);
+  if (st != GPULEASE_OK) return st;
+  s->id = session_id;
+  s->unordered = unordered;
+  *out = s;
+  return gl_lib_ok(err);
+}
+
+gpulease_status gl_session_detach(gpulease_session *s, gpulease_error *err) {
+  if (!s) return gl_lib_ok(err);
+  gpulease_status st = gl_session_begin(s, err);
+  if (st == GPULEASE_OK) st = drain(s, err);
+  if (st == GPULEASE_OK && s->fail_status != GPULEASE_OK)
+    st = set_err(err, s->fail_status, "%s", s->fail_msg);
+  if (st == GPULEASE_OK) gl_lib_ok(err);
+  session_free(s);
+  return st;
+}
+
+gpulease_status gpulease_session_close(gpulease_session *s, gpulease_error *err) {
+  if (!s) return gl_lib_ok(err);
+  gpulease_status st = gl_session_begin(s, err);
+  if (st == GPULEASE_OK) st = drain(s, err);
+  if (st == GPULEASE_OK) {
+    gl_request req = {.op = GL_OP_SESSION_CLOSE};
+    gl_response resp;
+    uint8_t *raw;
+    st = send_wait(s, &req, &resp, &raw, NULL, err);
+    free(raw);
+  }
+  session_free(s);
+  return st == GPULEASE_OK ? gl_lib_ok(err) : st;
+}
+
+uint64_t gpulease_session_id(const gpulease_session *s) {
+  return s ? s->id : 0;
+}
+
+void gpulease_session_set_progress(gpulease_session *s, gpulease_progress_fn fn, void *user) {
+  if (!s) return;
+  s->progress = fn;
+  s->progress_user = fn ? user : NULL;
+}
+
+/* ======================================================================
+ * SYNC
+ * ==================================================================== */
+
+static void failure_set(gpulease_op_failure *f, gpulease_status st, uint16_t op, uint64_t seq) {
+  if (!f) return;
+  memset(f, 0, sizeof *f);
+  f->status = st;
+  if (st == GPULEASE_OK) return;
+  f->op = op;
+  if (op) snprintf(f->op_name, sizeof f->op_name, "%s", gl_op_name(op));
+  f->seq = seq;
+}
+
+/* Drains, sends SYNC with ack_seq, reports the daemon's failure. */
+static gpulease_status sync_op(gpulease_session *s, uint64_t ack_seq,
+                               gpulease_op_failure *failure, gpulease_error *err) {
+  failure_set(failure, GPULEASE_OK, 0, 0);
+  if (!s) return set_err(err, GPULEASE_INVALID_ARGUMENT, "session is NULL");
+  gpulease_status st = gl_session_begin(s, err);
+  if (st == GPULEASE_OK) st = drain(s, err);
+  if (st != GPULEASE_OK) {
+    failure_set(failure, st, 0, 0);
+    return st;
+  }
+  gl_request req = {.op = GL_OP_SYNC};
+  req.u.sync.ack_seq = ack_seq;
+  gl_response resp;
+  uint8_t *raw;
+  uint64_t seq = 0;
+  st = send_wait(s, &req, &resp, &raw, &seq, err);
+  if (st != GPULEASE_OK) {
+    /* The SYNC itself failed (lease gone, unknown session, connection). */
+    failure_set(failure, st, gl_lib_conn_error(st) ? 0 : GL_OP_SYNC, seq);
+    return st;
+  }
+  const gl_sync_resp r = resp.u.sync;
+  /* The reply reports the failure as it stood when the SYNC ran; the
+   * acknowledgement it carried clears it afterwards. */
+  bool acked = ack_seq && (r.error_seq == ack_seq || ack_seq == GL_SYNC_ACK_ANY);
+  if (r.error_status == GPULEASE_OK || acked) {
+    s->fail_status = GPULEASE_OK;
+    free(raw);
+    return gl_lib_ok(err);
+  }
+  st = (gpulease_status)r.error_status;
+  failure_set(failure, st, r.error_op, r.error_seq);
+  if (resp.msg_len)
+    set_err(err, st, "%.*s", (int)resp.msg_len, resp.msg);
+  else if (s->fail_status == st && s->fail_seq == r.error_seq && s->fail_op == r.error_op &&
+           s->fail_msg[0])
+    set_err(err, st, "%s", s->fail_msg);
+  else
+    set_err(err, st, "%s (seq %" PRIu64 ") failed: %s", gl_op_name(r.error_op), r.error_seq,
+            gpulease_status_name(st));
+  free(raw);
+  return st;
+}
+
+gpulease_status gpulease_session_sync(gpulease_session *s, gpulease_op_failure *failure,
+                                      gpulease_error *err) {
+  return sync_op(s, 0, failure, err);
+}
+
+gpulease_status gpulease_session_acknowledge(gpulease_session *s, uint64_t failed_seq,
+                                             gpulease_error *err) {
+  return sync_op(s, failed_seq, NULL, err);
+}
+
+/* ======================================================================
+ * Memory
+ * ==================================================================== */
+
+static gpulease_status check_handle(uint64_t h, const char *what, gpulease_error *err) {
+  if (h == 0)
+    return set_err(err, GPULEASE_INVALID_HANDLE, "%s handle 0 is never valid", what);
+  return GPULEASE_OK;
+}
+
+gpulease_status gpulease_mem_alloc(gpulease_session *s, uint64_t size_bytes, gpulease_buffer *out,
+                                   gpulease_error *err) {
+  if (!s || !out) return set_err(err, GPULEASE_INVALID_ARGUMENT, "session and out are required");
+  if (size_bytes == 0) return set_err(err, GPULEASE_INVALID_ARGUMENT, "size_bytes must be >= 1");
+  gl_request req = {.op = GL_OP_MEM_ALLOC};
+  req.u.mem_alloc.size_bytes = size_bytes;
+  gl_response resp;
+  uint8_t *raw;
+  gpulease_status st = send_wait(s, &req, &resp, &raw, NULL, err);
+  if (st != GPULEASE_OK) return st;
+  *out = resp.u.handle;
+  free(raw);
+  return GPULEASE_OK;
+}
+
+gpulease_status gpulease_mem_free(gpulease_session *s, gpulease_buffer buffer,
+                                  gpulease_error *err) {
+  if (!s) return set_err(err, GPULEASE_INVALID_ARGUMENT, "session is NULL");
+  gpulease_status st = check_handle(buffer, "buffer", err);
+  if (st != GPULEASE_OK) return st;
+  gl_request req = {.op = GL_OP_MEM_FREE};
+  req.u.handle.handle = buffer;
+  return send_pipelined(s, &req, err);
+}
+
+gpulease_status gpulease_mem_copy(gpulease_session *s, gpulease_buffer dst, uint64_t dst_offset,
+                                  gpulease_buffer src, uint64_t src_offset, uint64_t size_bytes,
+                                  gpulease_error *err) {
+  if (!s) return set_err(err, GPULEASE_INVALID_ARGUMENT, "session is NULL");
+  gpulease_status st = check_handle(dst, "destination buffer", err);
+  if (st == GPULEASE_OK) st = check_handle(src, "source buffer", err);
+  if (st != GPULEASE_OK) return st;
+  if (size_bytes == 0) return set_err(err, GPULEASE_INVALID_ARGUMENT, "size_bytes must be >= 1");
+  if (dst_offset > UINT64_MAX - size_bytes || src_offset > UINT64_MAX - size_bytes)
+    return set_err(err, GPULEASE_INVALID_ARGUMENT, "offset + size_bytes overflows");
+  gl_request req = {.op = GL_OP_MEM_COPY};
+  req.u.mem_copy.dst_buffer = dst;
+  req.u.mem_copy.dst_offset = dst_offset;
+  req.u.mem_copy.src_buffer = src;
+  req.u.mem_copy.src_offset = src_offset;
+  req.u.mem_copy.size_bytes = size_bytes;
+  return send_pipelined(s, &req, err);
+}
+
+gpulease_status gpulease_memset(gpulease_session *s, gpulease_buffer buffer, uint64_t offset,
+                                uint32_t element_size, uint32_t value, uint64_t count,
+                                gpulease_error *err) {
+  if (!s) return set_err(err, GPULEASE_INVALID_ARGUMENT, "session is NULL");
+  gpulease_status st = check_handle(buffer, "buffer", err);
+  if (st != GPULEASE_OK) return st;
+  if (element_size != 1 && element_size != 2 && element_size != 4)
+    return set_err(err, GPULEASE_INVALID_ARGUMENT, "element_size %" PRIu32 " is not 1, 2 or 4",
+                   element_size);
+  if (element_size < 4 && value >> (8 * element_size))
+    return set_err(err, GPULEASE_INVALID_ARGUMENT,
+                   "value 0x%" PRIx32 " does not fit in %" PRIu32 " byte(s)", value, element_size);
+  if (count == 0) return set_err(err, GPULEASE_INVALID_ARGUMENT, "count must be >= 1");
+  if (count > (UINT64_MAX - offset) / element_size)
+    return set_err(err, GPULEASE_INVALID_ARGUMENT, "offset + count * element_size overflows");
+  gl_request req = {.op = GL_OP_MEMSET};
+  req.u.memset.buffer = buffer;
+  req.u.memset.offset = offset;
+  req.u.memset.element_size = (uint8_t)element_size;
+  req.u.memset.value = value;
+  req.u.memset.count = count;
+  return send_pipelined(s, &req, err);
+}
+
+/* ======================================================================
+ * Modules and functions
+ * ==================================================================== */
+
+gpulease_status gpulease_module_load(gpulease_session *s, const void *image, size_t image_size,
+                                     gpulease_image_format format, gpulease_module *out,
+                                     gpulease_module_source *source, gpulease_error *err) {
+  if (!s || !out) return set_err(err, GPULEASE_INVALID_ARGUMENT, "session and out are required");
+  if (!image || image_size == 0 || image_size > UINT32_MAX)
+    return set_err(err, GPULEASE_INVALID_ARGUMENT, "image missing, empty or larger than 4 GiB");
+  if ((unsigned)format > GPULEASE_IMAGE_FATBIN)
+    return set_err(err, GPULEASE_INVALID_ARGUMENT, "unknown image format %u", (unsigned)format);
+  gl_request req = {.op = GL_OP_MODULE_LOAD};
+  req.u.module_load.image_format = (uint8_t)format;
+  req.u.module_load.image = image;
+  req.u.module_load.image_len = (uint32_t)image_size;
+  gl_response resp;
+  uint8_t *raw;
+  gpulease_status st = send_wait(s, &req, &resp, &raw, NULL, err);
+  if (st != GPULEASE_OK) return st;
+  *out = resp.u.module_load.module;
+  if (source) {
+    switch (resp.u.module_load.cache) {
+    case GL_MODULE_CACHE_CONTEXT: *source = GPULEASE_MODULE_IN_CONTEXT; break;
+    case GL_MODULE_CACHE_DISK: *source = GPULEASE_MODULE_DISK_CACHE; break;
+    default: *source = GPULEASE_MODULE_LOADED; break;
+    }
+  }
+  free(raw);
+  return GPULEASE_OK;
+}
+
+gpulease_status gpulease_module_unload(gpulease_session *s, gpulease_module module,
+                                       gpulease_error *err) {
+  if (!s) return set_err(err, GPULEASE_INVALID_ARGUMENT, "session is NULL");
+  gpulease_status st = check_handle(module, "module", err);
+  if (st != GPULEASE_OK) return st;
+  gl_request req = {.op = GL_OP_MODULE_UNLOAD};
+  req.u.handle.handle = module;
+  return send_pipelined(s, &req, err);
+}
+
+gpulease_status gpulease_function_get(gpulease_session *s, gpulease_module module,
+                                      const char *name, gpulease_function *out,
+                                      gpulease_func_info *info, gpulease_error *err) {
+  if (!s || !out) return set_err(err, GPULEASE_INVALID_ARGUMENT, "session and out are required");
+  gpulease_status st = check_handle(module, "module", err);
+  if (st != GPULEASE_OK) return st;
+  size_t len = name ? strlen(name) : 0;
+  if (len == 0 || len > GL_WIRE_MAX_KERNEL_NAME)
+    return set_err(err, GPULEASE_INVALID_ARGUMENT, "kernel name missing or longer than %d bytes",
+                   GL_WIRE_MAX_KERNEL_NAME);
+  gl_request req = {.op = GL_OP_FUNC_INFO};
+  req.u.func_info.module = module;
+  req.u.func_info.kernel_name = name;
+  req.u.func_info.kernel_name_len = (uint16_t)len;
+  gl_response resp;
+  uint8_t *raw;
+  st = send_wait(s, &req, &resp, &raw, NULL, err);
+  if (st != GPULEASE_OK) return st;
+  const gl_func_info_resp *r = &resp.u.func_info;
+  *out = r->function;
+  if (info) {
+    memset(info, 0, sizeof *info);
+    info->num_regs = r->num_regs;
+    info->max_threads_per_block = r->max_threads_per_block;
+    info->static_shared_bytes = r->static_shared_bytes;
+    info->local_bytes = r->local_bytes;
+    info->const_bytes = r->const_bytes;
+    info->ptx_version = r->ptx_version;
+    info->binary_version = r->binary_version;
+    if (r->param_count == GL_WIRE_PARAMS_UNKNOWN || r->param_count > GPULEASE_MAX_PARAMS) {
+      info->param_count = -1;
+    } else {
+      info->param_count = r->param_count;
+      memcpy(info->param_sizes, r->param_sizes, r->param_count * sizeof r->param_sizes[0]);
+    }
+  }
+  free(raw);
+  return GPULEASE_OK;
+}
+
+/* ======================================================================
+ * Launch
+ * ==================================================================== */
+
+gpulease_arg gpulease_arg_buffer(gpulease_buffer buffer, uint64_t offset) {
+  gpulease_arg a;
+  memset(&a, 0, sizeof a);
+  a.kind = GPULEASE_ARG_BUFFER;
+  a.buffer = buffer;
+  a.offset = offset;
+  return a;
+}
+
+gpulease_arg gpulease_arg_scalar(const void *value, uint32_t size) {
+  gpulease_arg a;
+  memset(&a, 0, sizeof a);
+  a.kind = GPULEASE_ARG_SCALAR;
+  a.size = size <= GPULEASE_MAX_SCALAR_BYTES ? size : 0; /* 0 is refused by launch */
+  if (value && a.size) memcpy(a.value, value, a.size);
+  return a;
+}
+
+gpulease_status gpulease_launch(gpulease_session *s, gpulease_function fn, const uint32_t grid[3],
+                                const uint32_t block[3], uint32_t shared_mem_bytes,
+                                const gpulease_arg *args, size_t arg_count,
+                                gpulease_error *err) {
+  if (!s || !grid || !block)
+    return set_err(err, GPULEASE_INVALID_ARGUMENT, "session, grid and block are required");
+  gpulease_status st = check_handle(fn, "function", err);
+  if (st != GPULEASE_OK) return st;
+  for (int i = 0; i < 3; i++)
+    if (grid[i] == 0 || block[i] == 0)
+      return set_err(err, GPULEASE_INVALID_ARGUMENT,
+                     "grid and block dimensions must be >= 1 (grid %" PRIu32 ",%" PRIu32
+                     ",%" PRIu32 ", block %" PRIu32 ",%" PRIu32 ",%" PRIu32 ")",
+                     grid[0], grid[1], grid[2], block[0], block[1], block[2]);
+  if (arg_count > GPULEASE_MAX_PARAMS)
+    return set_err(err, GPULEASE_INVALID_ARGUMENT, "%zu args: at most %d", arg_count,
+                   GPULEASE_MAX_PARAMS);
+  if (arg_count && !args) return set_err(err, GPULEASE_INVALID_ARGUMENT, "args is NULL");
+  gl_buf params;
+  gl_buf_init(&params);
+  for (size_t i = 0; i < arg_count; i++) {
+    const gpulease_arg *a = &args[i];
+    gl_launch_param p;
+    memset(&p, 0, sizeof p);
+    if (a->kind == GPULEASE_ARG_BUFFER) {
+      if (a->buffer == 0) {
+        gl_buf_free(&params);
+        return set_err(err, GPULEASE_INVALID_HANDLE, "arg %zu: buffer handle 0 is never valid", i);
+      }
+      p.kind = GL_LAUNCH_PARAM_BUFFER;
+      p.buffer = a->buffer;
+      p.offset = a->offset;
+    } else if (a->kind == GPULEASE_ARG_SCALAR) {
+      if (a->size == 0 || a->size > GPULEASE_MAX_SCALAR_BYTES) {
+        gl_buf_free(&params);
+        return set_err(err, GPULEASE_INVALID_ARGUMENT,
+                       "arg %zu: scalar size %" PRIu32 " is not 1..%d bytes", i, a->size,
+                       GPULEASE_MAX_SCALAR_BYTES);
+      }
+      p.kind = GL_LAUNCH_PARAM_SCALAR;
+      p.size = (uint8_t)a->size;
+      p.value = a->value;
+    } else {
+      gl_buf_free(&params);
+      return set_err(err, GPULEASE_INVALID_ARGUMENT, "arg %zu: unknown kind %d", i, (int)a->kind);
+    }
+    st = gl_launch_param_put(&params, &p);
+    if (st != GPULEASE_OK) {
+      gl_buf_free(&params);
+      return set_err(err, st, "arg %zu: %s", i,
+                     st == GPULEASE_NO_MEMORY ? "out of memory" : "refused by the encoder");
+    }
+  }
+  if (params.oom) {
+    gl_buf_free(&params);
+    return set_err(err, GPULEASE_NO_MEMORY, "out of memory");
+  }
+  if (params.len > GL_WIRE_MAX_LAUNCH_PARAM_BYTES) {
+    size_t n = params.len;
+    gl_buf_free(&params);
+    return set_err(err, GPULEASE_INVALID_ARGUMENT,
+                   "the args take %zu bytes encoded: at most %d", n,
+                   GL_WIRE_MAX_LAUNCH_PARAM_BYTES);
+  }
+  gl_request req = {.op = GL_OP_LAUNCH};
+  gl_launch_req *l = &req.u.launch;
+  l->function = fn;
+  memcpy(l->grid, grid, sizeof l->grid);
+  memcpy(l->block, block, sizeof l->block);
+  l->shared_mem_bytes = shared_mem_bytes;
+  l->param_count = (uint16_t)arg_count;
+  l->params_raw = params.data;
+  l->params_raw_len = params.len;
+  st = send_pipelined(s, &req, err);
+  gl_buf_free(&params);
+  return st;
+}
