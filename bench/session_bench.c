@@ -119,7 +119,7 @@ static int remote_figures(gpulease_client *c, size_t bytes, int launches, figure
   gpulease_function fn;
   gpulease_buffer b;
   gpulease_op_failure fl;
-  TRY(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, bytes + (1 << 20), 300, &l, &err));
+  TRY(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, bytes + (1 << 20), 120, &l, &err));
   TRY(gpulease_session_open(c, &l, &s, &err));
   TRY(gpulease_module_load(s, k_empty_ptx, sizeof k_empty_ptx - 1, GPULEASE_IMAGE_PTX, &m, NULL,
                            &err));

@@ -381,6 +381,7 @@ static void test_capacity(void **state) {
   CHECK(gpulease_session_acknowledge(t, f.seq, E));
   CHECK(gpulease_mem_alloc(t, 256 * 1024, &b, E)); /* exactly the rest */
   CHECK(gpulease_mem_free(s, a, E));
+  sync_ok(s); /* sessions are not ordered with each other: wait for the free */
   CHECK(gpulease_mem_alloc(t, 768 * 1024, &a, E));
   CHECK(gpulease_session_close(s, E));
   CHECK(gpulease_session_close(t, E)); /* frees t's buffers */
