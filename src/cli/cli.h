@@ -67,6 +67,11 @@ enum {
 /* --format of submit and mem read. */
 enum cli_out_format { CLI_F_F32, CLI_F_I32, CLI_F_U32, CLI_F_HEX, CLI_F_RAW };
 
+struct json_object;
+/* Adds n output bytes p to JSON object o in format f (enum
+ * cli_out_format): "output_hex" for hex/raw, else "format" and "values". */
+void cli_json_add_output(struct json_object *o, const uint8_t *p, size_t n, int f);
+
 /* Connects with the global options; on failure reports and returns NULL. */
 gpulease_client *cli_connect(const gl_cli *cli);
 

@@ -324,31 +324,8 @@ static void print_read_json(const gl_cli *cli, uint64_t buf, const uint8_t *p, s
   json_object_object_add(o, "size_bytes", json_object_new_uint64(n));
   if (cli->output_file) {
     json_object_object_add(o, "output", json_object_new_string(cli->output_file));
-  } else if (f == CLI_F_HEX || f == CLI_F_RAW) {
-    char *hex = malloc(2 * n + 1);
-    if (hex) {
-      gl_hex_encode(p, n, hex);
-      json_object_object_add(o, "output_hex", json_object_new_string(hex));
-      free(hex);
-    }
   } else {
-    static const char *names[] = {"f32", "i32", "u32"};
-    json_object_object_add(o, "format", json_object_new_string(names[f]));
-    json_object *arr = json_object_new_array();
-    for (size_t i = 0; i + 4 <= n; i += 4) {
-      uint32_t u;
-      memcpy(&u, p + i, 4);
-      if (f == CLI_F_F32) {
-        float v;
-        memcpy(&v, &u, 4);
-        json_object_array_add(arr, json_object_new_double((double)v));
-      } else if (f == CLI_F_I32) {
-        json_object_array_add(arr, json_object_new_int((int32_t)u));
-      } else {
-        json_object_array_add(arr, json_object_new_int64(u));
-      }
-    }
-    json_object_object_add(o, "values", arr);
+    cli_json_add_output(o, p, n, f);
   }
   print_json(o);
 }

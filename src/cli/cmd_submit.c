@@ -38,32 +38,7 @@ static void print_json(const gl_cli *cli, const gpulease_submit_result *r, enum 
   json_object_object_add(o, "gpu_time_ns", json_object_new_uint64(r->gpu_time_ns));
   json_object_object_add(o, "output_size", json_object_new_uint64(r->output_size));
   const uint8_t *p = r->output;
-  if (f == CLI_F_HEX || f == CLI_F_RAW) {
-    char *hex = malloc(2 * r->output_size + 1);
-    if (hex) {
-      gl_hex_encode(p, r->output_size, hex);
-      json_object_object_add(o, "output_hex", json_object_new_string(hex));
-      free(hex);
-    }
-  } else {
-    static const char *names[] = {"f32", "i32", "u32"};
-    json_object_object_add(o, "format", json_object_new_string(names[f]));
-    json_object *arr = json_object_new_array();
-    for (size_t i = 0; i + 4 <= r->output_size; i += 4) {
-      uint32_t u;
-      memcpy(&u, p + i, 4);
-      if (f == CLI_F_F32) {
-        float x;
-        memcpy(&x, &u, 4);
-        json_object_array_add(arr, json_object_new_double((double)x));
-      } else if (f == CLI_F_I32) {
-        json_object_array_add(arr, json_object_new_int((int32_t)u));
-      } else {
-        json_object_array_add(arr, json_object_new_int64(u));
-      }
-    }
-    json_object_object_add(o, "values", arr);
-  }
+  cli_json_add_output(o, p, r->output_size, f);
   puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
   json_object_put(o);
 }

@@ -225,6 +225,15 @@ static gpulease_status op_memset(gl_wsession *s, const gl_memset_req *r) {
  * Modules and functions
  * ==================================================================== */
 
+static gpulease_status get_module(gl_wsession *s, uint64_t h, gl_wmodule **out) {
+  *out = gl_hmap_get(&s->modules, h);
+  if (*out) return GPULEASE_OK;
+  return errf(s, GPULEASE_INVALID_HANDLE,
+              "0x%016" PRIx64 " is not a module of session %" PRIu64
+              " (never loaded here, unloaded, or another session's)",
+              h, s->id);
+}
+
 static void drop_functions(gl_wsession *s, gl_wmodule *m) {
   for (gl_wfunction *f = m->funcs; f;) {
     gl_wfunction *n = f->next;
@@ -267,13 +276,10 @@ static gpulease_status op_module_load(gl_wsession *s, const gl_module_load_req *
 }
 
 static gpulease_status op_module_unload(gl_wsession *s, const gl_handle_req *r, bool *failed) {
-  gl_wmodule *m = gl_hmap_get(&s->modules, r->handle);
-  if (!m)
-    return errf(s, GPULEASE_INVALID_HANDLE,
-                "0x%016" PRIx64 " is not a module of session %" PRIu64
-                " (never loaded here, unloaded, or another session's)",
-                r->handle, s->id);
-  gpulease_status st = wait_stream(s, GL_OP_MODULE_UNLOAD, r->s.seq, failed);
+  gl_wmodule *m;
+  gpulease_status st = get_module(s, r->handle, &m);
+  if (st != GPULEASE_OK) return st;
+  st = wait_stream(s, GL_OP_MODULE_UNLOAD, r->s.seq, failed);
   if (st != GPULEASE_OK) return st;
   drop_functions(s, m);
   gl_hmap_del(&s->modules, r->handle);
@@ -284,12 +290,9 @@ static gpulease_status op_module_unload(gl_wsession *s, const gl_handle_req *r, 
 
 static gpulease_status op_func_info(gl_wsession *s, const gl_func_info_req *r, gl_response *resp) {
   gl_wk *w = s->w;
-  gl_wmodule *m = gl_hmap_get(&s->modules, r->module);
-  if (!m)
-    return errf(s, GPULEASE_INVALID_HANDLE,
-                "0x%016" PRIx64 " is not a module of session %" PRIu64
-                " (never loaded here, unloaded, or another session's)",
-                r->module, s->id);
+  gl_wmodule *m;
+  gpulease_status st = get_module(s, r->module, &m);
+  if (st != GPULEASE_OK) return st;
   if (s->functions.count >= GL_WS_MAX_FUNCTIONS)
     return errf(s, GPULEASE_CAPACITY_EXCEEDED, "session %" PRIu64 " already has %d functions",
                 s->id, GL_WS_MAX_FUNCTIONS);
@@ -297,7 +300,7 @@ static gpulease_status op_func_info(gl_wsession *s, const gl_func_info_req *r, g
   if (!f) return errf(s, GPULEASE_INTERNAL, "worker out of memory");
   memcpy(f->name, r->kernel_name, r->kernel_name_len);
   f->name[r->kernel_name_len] = 0;
-  gpulease_status st = w->be->ops->get_function(w->be, m->module, f->name, &f->fn, s->err,
+  st = w->be->ops->get_function(w->be, m->module, f->name, &f->fn, s->err,
                                                 GL_WK_ERR_MAX);
   if (st == GPULEASE_LAUNCH_FAILED) st = GPULEASE_NOT_FOUND; /* CUDA_ERROR_NOT_FOUND */
   gl_func_info_resp *fi = &resp->u.func_info;
