@@ -85,8 +85,9 @@ typedef enum gpulease_status {
   GPULEASE_WRITE_FAILED = 14,
   /* An unexpected failure inside the daemon or its worker. */
   GPULEASE_INTERNAL = 15,
-  /* A session, buffer, module or function handle that does not name a live
-   * object of this session (never issued, freed, or another session's). */
+  /* A buffer, module or function handle that does not name a live object
+   * of this session (never issued, freed, or another session's). An
+   * unknown session is NOT_FOUND. */
   GPULEASE_INVALID_HANDLE = 16,
 
   /* Client-side only. */
