@@ -382,10 +382,17 @@ static void lease_info_put(gl_buf *b, const gl_lease_info *l) {
   put_u64(b, l->submits);
 }
 
-/* Reads `count` params and checks each kind, each scalar size and the
- * running total against GL_WIRE_MAX_PARAM_BYTES. Used by the decoder on the
- * body and by the encoder on a caller's params_raw. */
-static void params_scan(rd *r, unsigned count) {
+/* Reads `count` params of a GPU_SUBMIT (launch false: kind 1 is a pointer,
+ * u64 offset) or a LAUNCH (launch true: kind 1 is a buffer, u64 buffer and
+ * u64 offset), checking each kind, each scalar size and the running total
+ * against the op's limit. Used by the decoder on the body and by the
+ * encoder on a caller's params_raw. */
+_Static_assert(GPULEASE_PARAM_POINTER == 1 && GL_LAUNCH_PARAM_BUFFER == 1 &&
+                   GPULEASE_PARAM_SCALAR == 2 && GL_LAUNCH_PARAM_SCALAR == 2,
+               "both param lists use kind 1 for an address and 2 for a scalar");
+
+static void scan_param_list(rd *r, unsigned count, bool launch) {
+  const size_t limit = launch ? GL_WIRE_MAX_LAUNCH_PARAM_BYTES : GL_WIRE_MAX_PARAM_BYTES;
   size_t start = r->pos;
   char buf[64];
   r->elem = "param";
@@ -393,25 +400,28 @@ static void params_scan(rd *r, unsigned count) {
     r->idx = i;
     uint8_t kind = rd_u8(r, "kind");
     if (!rd_ok(r)) break;
-    if (kind == GPULEASE_PARAM_POINTER) {
+    if (kind == 1) { /* GPULEASE_PARAM_POINTER, GL_LAUNCH_PARAM_BUFFER */
+      if (launch) rd_u64(r, "buffer");
       rd_u64(r, "offset");
-    } else if (kind == GPULEASE_PARAM_SCALAR) {
+    } else if (kind == 2) { /* GPULEASE_PARAM_SCALAR, GL_LAUNCH_PARAM_SCALAR */
       uint8_t size = rd_u8(r, "size");
       if (rd_ok(r) && (size < 1 || size > GPULEASE_MAX_SCALAR_BYTES))
         rd_fail(r, GPULEASE_INVALID_ARGUMENT, "%s %u out of range 1..%d",
                 rd_field(r, "size", buf, sizeof buf), size, GPULEASE_MAX_SCALAR_BYTES);
       rd_take(r, size, "value");
     } else {
-      rd_fail(r, GPULEASE_INVALID_ARGUMENT, "%s %u unknown (1 = pointer, 2 = scalar)",
-              rd_field(r, "kind", buf, sizeof buf), kind);
+      rd_fail(r, GPULEASE_INVALID_ARGUMENT, "%s %u unknown (1 = %s, 2 = scalar)",
+              rd_field(r, "kind", buf, sizeof buf), kind, launch ? "buffer" : "pointer");
     }
-    if (rd_ok(r) && r->pos - start > GL_WIRE_MAX_PARAM_BYTES)
+    if (rd_ok(r) && r->pos - start > limit)
       rd_fail(r, GPULEASE_INVALID_ARGUMENT,
-              "param list reaches %zu bytes at param[%u], over the limit of %d",
-              r->pos - start, i, GL_WIRE_MAX_PARAM_BYTES);
+              "param list reaches %zu bytes at param[%u], over the limit of %zu",
+              r->pos - start, i, limit);
   }
   r->elem = NULL;
 }
+
+static void params_scan(rd *r, unsigned count) { scan_param_list(r, count, false); }
 
 gpulease_status gl_params_encode(const gpulease_param *params, size_t count, gl_buf *out) {
   if (!out || (count > 0 && !params) || count > GPULEASE_MAX_PARAMS)
@@ -708,37 +718,7 @@ static void session_ref_put(gl_buf *b, const gl_session_ref *s) {
   put_u64(b, s->seq);
 }
 
-/* Reads `count` LAUNCH params and checks each kind, each scalar size and
- * the running total against GL_WIRE_MAX_LAUNCH_PARAM_BYTES (the decoder on
- * the body, the encoder on a caller's params_raw). */
-static void launch_params_scan(rd *r, unsigned count) {
-  size_t start = r->pos;
-  char buf[64];
-  r->elem = "param";
-  for (unsigned i = 0; i < count && rd_ok(r); i++) {
-    r->idx = i;
-    uint8_t kind = rd_u8(r, "kind");
-    if (!rd_ok(r)) break;
-    if (kind == GL_LAUNCH_PARAM_BUFFER) {
-      rd_u64(r, "buffer");
-      rd_u64(r, "offset");
-    } else if (kind == GL_LAUNCH_PARAM_SCALAR) {
-      uint8_t size = rd_u8(r, "size");
-      if (rd_ok(r) && (size < 1 || size > GPULEASE_MAX_SCALAR_BYTES))
-        rd_fail(r, GPULEASE_INVALID_ARGUMENT, "%s %u out of range 1..%d",
-                rd_field(r, "size", buf, sizeof buf), size, GPULEASE_MAX_SCALAR_BYTES);
-      rd_take(r, size, "value");
-    } else {
-      rd_fail(r, GPULEASE_INVALID_ARGUMENT, "%s %u unknown (1 = buffer, 2 = scalar)",
-              rd_field(r, "kind", buf, sizeof buf), kind);
-    }
-    if (rd_ok(r) && r->pos - start > GL_WIRE_MAX_LAUNCH_PARAM_BYTES)
-      rd_fail(r, GPULEASE_INVALID_ARGUMENT,
-              "param list reaches %zu bytes at param[%u], over the limit of %d",
-              r->pos - start, i, GL_WIRE_MAX_LAUNCH_PARAM_BYTES);
-  }
-  r->elem = NULL;
-}
+static void launch_params_scan(rd *r, unsigned count) { scan_param_list(r, count, true); }
 
 bool gl_launch_param_next(const gl_launch_req *req, size_t *pos, gl_launch_param *out) {
   if (!req || !pos || !out || !req->params_raw) return false;
