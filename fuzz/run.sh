@@ -25,7 +25,7 @@ build=$root/build-fuzz
 targets=${FUZZ_TARGETS:-wire ptx}
 
 CC=${CC:-clang} cmake -S "$root" -B "$build" -G Ninja \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGL_FUZZ=ON -DGL_BUILD_TESTS=OFF >/dev/null
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGL_FUZZ=ON -DGL_WERROR=ON -DGL_BUILD_TESTS=OFF >/dev/null
 for t in $targets; do
   cmake --build "$build" -j"${FUZZ_JOBS:-2}" --target "fuzz_$t"
 done

@@ -180,14 +180,15 @@ static gpulease_status send_wait(gpulease_session *s, gl_request *req, gl_respon
   return st;
 }
 
-static gpulease_status session_new(gpulease_client *client, const gpulease_lease *lease,
-                                   gpulease_session **out, gpulease_error *err) {
+/* Allocates a session object for `lease` on `client` (no request is sent).
+ * Returns NULL when out of memory. */
+static gpulease_session *session_new(gpulease_client *client, const gpulease_lease *lease) {
   gpulease_session *s = calloc(1, sizeof *s);
   gl_pending *fifo = calloc(GL_SESSION_WINDOW + 1, sizeof *fifo);
   if (!s || !fifo) {
     free(s);
     free(fifo);
-    return set_err(err, GPULEASE_NO_MEMORY, "out of memory");
+    return NULL;
   }
   s->client = client;
   s->generation = client->generation;
@@ -196,8 +197,7 @@ static gpulease_status session_new(gpulease_client *client, const gpulease_lease
   s->next_seq = 1;
   s->fifo = fifo;
   s->fifo_cap = GL_SESSION_WINDOW + 1;
-  *out = s;
-  return GPULEASE_OK;
+  return s;
 }
 
 static void session_free(gpulease_session *s) {
@@ -213,14 +213,13 @@ gpulease_status gpulease_session_open(gpulease_client *client, const gpulease_le
                                       gpulease_session **out, gpulease_error *err) {
   if (!client || !lease || !out)
     return set_err(err, GPULEASE_INVALID_ARGUMENT, "client, lease and out are required");
-  gpulease_session *s;
-  gpulease_status st = session_new(client, lease, &s, err);
-  if (st != GPULEASE_OK) return st;
+  gpulease_session *s = session_new(client, lease);
+  if (!s) return set_err(err, GPULEASE_NO_MEMORY, "out of memory");
   gl_request req = {.op = GL_OP_SESSION_OPEN};
   req.u.auth = s->auth;
   gl_response resp;
   uint8_t *raw;
-  st = gl_lib_exchange(client, &req, &resp, &raw, err);
+  gpulease_status st = gl_lib_exchange(client, &req, &resp, &raw, err);
   if (st != GPULEASE_OK) {
     session_free(s);
     return st;
@@ -236,9 +235,8 @@ gpulease_status gl_session_attach(gpulease_client *client, const gpulease_lease 
                                   gpulease_error *err) {
   if (!client || !lease || !out)
     return set_err(err, GPULEASE_INVALID_ARGUMENT, "client, lease and out are required");
-  gpulease_session *s;
-  gpulease_status st = session_new(client, lease, &s, err);
-  if (st != GPULEASE_OK) return st;
+  gpulease_session *s = session_new(client, lease);
+  if (!s) return set_err(err, GPULEASE_NO_MEMORY, "out of memory");
   s->id = session_id;
   s->unordered = unordered;
   *out = s;
