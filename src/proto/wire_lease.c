@@ -1,0 +1,179 @@
+/*
+ * wire_lease.c - the codec of the lease ops: GET_INVENTORY, LEASE_ALLOC,
+ * LEASE_RENEW, LEASE_QUERY and LEASE_FREE, requests and results
+ * (gl_wire__lease, called by wire.c's entry points; layouts in wire.h and
+ * docs/protocol.md).
+ *
+ * Their requests are fixed fields with no range to check, so the family
+ * has no validator; the inventory is the one result with something to
+ * refuse (its gpu count and its str8 strings).
+ */
+#include <string.h>
+
+#include "proto/wire_internal.h"
+
+/* ========================================================================
+ * Requests
+ * ====================================================================== */
+
+static void lease_decode(gl_wire__rd *r, gl_request *q) {
+  switch (q->op) {
+  case GL_OP_LEASE_ALLOC:
+    q->u.alloc.gpu_index = gl_wire__rd_u32(r, "gpu_index");
+    q->u.alloc.vram_bytes = gl_wire__rd_u64(r, "vram_bytes");
+    q->u.alloc.ttl_s = gl_wire__rd_u32(r, "ttl_s");
+    break;
+  case GL_OP_LEASE_RENEW:
+    gl_wire__auth_decode(r, &q->u.renew.auth);
+    q->u.renew.ttl_s = gl_wire__rd_u32(r, "ttl_s");
+    break;
+  case GL_OP_LEASE_QUERY:
+  case GL_OP_LEASE_FREE:
+    gl_wire__auth_decode(r, &q->u.auth);
+    break;
+  default: /* GET_INVENTORY: empty body */
+    break;
+  }
+}
+
+static void lease_put(gl_buf *b, const gl_request *q) {
+  switch (q->op) {
+  case GL_OP_LEASE_ALLOC:
+    gl_wire__put_u32(b, q->u.alloc.gpu_index);
+    gl_wire__put_u64(b, q->u.alloc.vram_bytes);
+    gl_wire__put_u32(b, q->u.alloc.ttl_s);
+    break;
+  case GL_OP_LEASE_RENEW:
+    gl_wire__auth_put(b, &q->u.renew.auth);
+    gl_wire__put_u32(b, q->u.renew.ttl_s);
+    break;
+  case GL_OP_LEASE_QUERY:
+  case GL_OP_LEASE_FREE:
+    gl_wire__auth_put(b, &q->u.auth);
+    break;
+  default: /* GET_INVENTORY: empty body */
+    break;
+  }
+}
+
+/* ========================================================================
+ * Results: the inventory and lease_info
+ * ====================================================================== */
+
+static void inventory_decode(gl_wire__rd *r, gl_inventory *inv) {
+  inv->max_ttl_s = gl_wire__rd_u32(r, "max_ttl_s");
+  gl_wire__rd_str8(r, "driver_version", inv->driver_version, sizeof inv->driver_version);
+  inv->gpu_count = gl_wire__rd_u16(r, "gpu_count");
+  gl_wire__check_gpu_count(r, "gpu_count", inv->gpu_count);
+  r->elem = "gpu";
+  for (unsigned i = 0; i < inv->gpu_count && gl_wire__rd_ok(r); i++) {
+    gl_gpu_entry *g = &inv->gpus[i];
+    r->idx = i;
+    g->index = gl_wire__rd_u32(r, "index");
+    gl_wire__rd_str8(r, "uuid", g->uuid, sizeof g->uuid);
+    gl_wire__rd_str8(r, "name", g->name, sizeof g->name);
+    g->cc_major = gl_wire__rd_u8(r, "cc_major");
+    g->cc_minor = gl_wire__rd_u8(r, "cc_minor");
+    g->sm_count = gl_wire__rd_u32(r, "sm_count");
+    g->total_vram_bytes = gl_wire__rd_u64(r, "total_vram_bytes");
+    g->free_vram_bytes = gl_wire__rd_u64(r, "free_vram_bytes");
+    g->leased_vram_bytes = gl_wire__rd_u64(r, "leased_vram_bytes");
+    g->active_leases = gl_wire__rd_u32(r, "active_leases");
+    g->flags = gl_wire__rd_u32(r, "flags");
+  }
+  r->elem = NULL;
+}
+
+static bool inventory_valid(const gl_inventory *inv) {
+  if (inv->gpu_count > GPULEASE_MAX_GPUS) return false;
+  if (!gl_wire__str_fits(inv->driver_version, sizeof inv->driver_version)) return false;
+  for (unsigned i = 0; i < inv->gpu_count; i++)
+    if (!gl_wire__str_fits(inv->gpus[i].uuid, sizeof inv->gpus[i].uuid) ||
+        !gl_wire__str_fits(inv->gpus[i].name, sizeof inv->gpus[i].name))
+      return false;
+  return true;
+}
+
+static void inventory_put(gl_buf *b, const gl_inventory *inv) {
+  gl_wire__put_u32(b, inv->max_ttl_s);
+  gl_wire__put_str8(b, inv->driver_version, sizeof inv->driver_version);
+  gl_wire__put_u16(b, inv->gpu_count);
+  for (unsigned i = 0; i < inv->gpu_count; i++) {
+    const gl_gpu_entry *g = &inv->gpus[i];
+    gl_wire__put_u32(b, g->index);
+    gl_wire__put_str8(b, g->uuid, sizeof g->uuid);
+    gl_wire__put_str8(b, g->name, sizeof g->name);
+    gl_wire__put_u8(b, g->cc_major);
+    gl_wire__put_u8(b, g->cc_minor);
+    gl_wire__put_u32(b, g->sm_count);
+    gl_wire__put_u64(b, g->total_vram_bytes);
+    gl_wire__put_u64(b, g->free_vram_bytes);
+    gl_wire__put_u64(b, g->leased_vram_bytes);
+    gl_wire__put_u32(b, g->active_leases);
+    gl_wire__put_u32(b, g->flags);
+  }
+}
+
+static void lease_info_decode(gl_wire__rd *r, gl_lease_info *l) {
+  l->lease_id = gl_wire__rd_u64(r, "lease_id");
+  const uint8_t *s = gl_wire__rd_take(r, GPULEASE_SECRET_BYTES, "secret");
+  if (s) memcpy(l->secret, s, GPULEASE_SECRET_BYTES);
+  l->gpu_index = gl_wire__rd_u32(r, "gpu_index");
+  l->vram_bytes = gl_wire__rd_u64(r, "vram_bytes");
+  l->ttl_s = gl_wire__rd_u32(r, "ttl_s");
+  l->remaining_ms = gl_wire__rd_u64(r, "remaining_ms");
+  l->submits = gl_wire__rd_u64(r, "submits");
+}
+
+static void lease_info_put(gl_buf *b, const gl_lease_info *l) {
+  gl_wire__put_u64(b, l->lease_id);
+  gl_wire__put_bytes(b, l->secret, GPULEASE_SECRET_BYTES);
+  gl_wire__put_u32(b, l->gpu_index);
+  gl_wire__put_u64(b, l->vram_bytes);
+  gl_wire__put_u32(b, l->ttl_s);
+  gl_wire__put_u64(b, l->remaining_ms);
+  gl_wire__put_u64(b, l->submits);
+}
+
+static void lease_result_decode(gl_wire__rd *r, gl_response *out) {
+  switch (out->op) {
+  case GL_OP_GET_INVENTORY:
+    inventory_decode(r, &out->u.inventory);
+    break;
+  case GL_OP_LEASE_ALLOC:
+  case GL_OP_LEASE_RENEW:
+  case GL_OP_LEASE_QUERY:
+    lease_info_decode(r, &out->u.lease);
+    break;
+  default: /* LEASE_FREE: empty result */
+    break;
+  }
+}
+
+static bool lease_result_valid(const gl_response *resp) {
+  return resp->op != GL_OP_GET_INVENTORY || inventory_valid(&resp->u.inventory);
+}
+
+static void lease_result_put(gl_buf *b, const gl_response *resp) {
+  switch (resp->op) {
+  case GL_OP_GET_INVENTORY:
+    inventory_put(b, &resp->u.inventory);
+    break;
+  case GL_OP_LEASE_ALLOC:
+  case GL_OP_LEASE_RENEW:
+  case GL_OP_LEASE_QUERY:
+    lease_info_put(b, &resp->u.lease);
+    break;
+  default: /* LEASE_FREE: empty result */
+    break;
+  }
+}
+
+const gl_wire__family gl_wire__lease = {
+    .decode = lease_decode,
+    .validate = NULL,
+    .put = lease_put,
+    .result_decode = lease_result_decode,
+    .result_valid = lease_result_valid,
+    .result_put = lease_result_put,
+};

@@ -1,0 +1,531 @@
+/*
+ * wire_session.c - the codec of the session ops, SESSION_OPEN .. LAUNCH:
+ * their requests, each (but SESSION_OPEN's) opening with a session_ref,
+ * and their results (gl_wire__session, called by wire.c's entry points),
+ * with gl_op_is_session() and gl_request_session(). Layouts in wire.h and
+ * docs/protocol.md; LAUNCH's param list is read by wire_params.c.
+ *
+ * Handles in requests (buffers, modules, functions) are not checked here:
+ * the worker checks them. Ids and handles in results are never 0.
+ */
+#include "proto/wire_internal.h"
+
+/* Body bytes of a MODULE_LOAD request besides the image: session_ref (24 +
+ * 8 + 8), image_format, image_len. */
+#define MODULE_LOAD_FIXED_BYTES 45
+
+/* ========================================================================
+ * Which ops are session ops, and their session_ref
+ * ====================================================================== */
+
+bool gl_op_is_session(uint16_t op) {
+  switch (op) {
+  case GL_OP_SESSION_OPEN:
+  case GL_OP_SESSION_CLOSE:
+  case GL_OP_SYNC:
+  case GL_OP_MEM_ALLOC:
+  case GL_OP_MEM_FREE:
+  case GL_OP_MEM_WRITE:
+  case GL_OP_MEM_READ:
+  case GL_OP_MEM_COPY:
+  case GL_OP_MEMSET:
+  case GL_OP_MODULE_LOAD:
+  case GL_OP_MODULE_UNLOAD:
+  case GL_OP_FUNC_INFO:
+  case GL_OP_LAUNCH: return true;
+  default: return false;
+  }
+}
+
+const gl_session_ref *gl_request_session(const gl_request *r) {
+  if (!r) return NULL;
+  switch (r->op) {
+  case GL_OP_SESSION_CLOSE: return &r->u.session;
+  case GL_OP_SYNC: return &r->u.sync.s;
+  case GL_OP_MEM_ALLOC: return &r->u.mem_alloc.s;
+  case GL_OP_MEM_FREE:
+  case GL_OP_MODULE_UNLOAD: return &r->u.handle.s;
+  case GL_OP_MEM_WRITE: return &r->u.mem_write.s;
+  case GL_OP_MEM_READ: return &r->u.mem_read.s;
+  case GL_OP_MEM_COPY: return &r->u.mem_copy.s;
+  case GL_OP_MEMSET: return &r->u.memset.s;
+  case GL_OP_MODULE_LOAD: return &r->u.module_load.s;
+  case GL_OP_FUNC_INFO: return &r->u.func_info.s;
+  case GL_OP_LAUNCH: return &r->u.launch.s;
+  default: return NULL; /* SESSION_OPEN (r->u.auth) and the other ops */
+  }
+}
+
+/* ========================================================================
+ * Checks
+ * ====================================================================== */
+
+/* Session ids and the handles a response issues are never 0. (Handles in
+ * requests are not checked here: the worker checks them.) */
+static void check_id(gl_wire__rd *r, const char *field, uint64_t v) {
+  if (gl_wire__rd_ok(r) && v == 0)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+                     "%s 0 is not valid (ids and handles start at 1)", field);
+}
+
+/* A size or count that must be at least 1 (`unit`: "byte", "element"). */
+static void check_at_least_1(gl_wire__rd *r, const char *field, uint64_t v, const char *unit) {
+  if (gl_wire__rd_ok(r) && v == 0)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "%s 0: at least 1 %s is required", field,
+                     unit);
+}
+
+/* MEM_WRITE data_len, MEM_READ size_bytes and the MEM_READ result. */
+static void check_chunk(gl_wire__rd *r, const char *field, uint32_t n, bool may_be_0) {
+  if (gl_wire__rd_ok(r) && ((n == 0 && !may_be_0) || n > GL_WIRE_MAX_CHUNK))
+    gl_wire__rd_fail(
+        r, GPULEASE_INVALID_ARGUMENT,
+        "%s %u out of range %d..%u (one op moves at most 64 MiB; split larger transfers)", field,
+        n, may_be_0 ? 0 : 1, GL_WIRE_MAX_CHUNK);
+}
+
+static void check_element_size(gl_wire__rd *r, uint8_t n) {
+  if (gl_wire__rd_ok(r) && n != 1 && n != 2 && n != 4)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "element_size %u is not 1, 2 or 4", n);
+}
+
+/* After check_element_size: size is 1, 2 or 4. */
+static void check_memset_value(gl_wire__rd *r, uint8_t size, uint32_t value) {
+  if (gl_wire__rd_ok(r) && size < 4 && (value >> (8 * size)) != 0)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+                     "value 0x%x does not fit element_size %u (at most 0x%x)", value, size,
+                     (1u << (8 * size)) - 1);
+}
+
+static void check_launch_param_count(gl_wire__rd *r, uint16_t count) {
+  if (gl_wire__rd_ok(r) && count > GPULEASE_MAX_PARAMS)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "param_count %u exceeds %d", count,
+                     GPULEASE_MAX_PARAMS);
+}
+
+/* ========================================================================
+ * Requests
+ * ====================================================================== */
+
+static void session_ref_decode(gl_wire__rd *r, gl_session_ref *s) {
+  gl_wire__auth_decode(r, &s->auth);
+  s->session_id = gl_wire__rd_u64(r, "session_id");
+  check_id(r, "session_id", s->session_id);
+  s->seq = gl_wire__rd_u64(r, "seq");
+}
+
+static void session_ref_put(gl_buf *b, const gl_session_ref *s) {
+  gl_wire__auth_put(b, &s->auth);
+  gl_wire__put_u64(b, s->session_id);
+  gl_wire__put_u64(b, s->seq);
+}
+
+static void launch_params_scan(gl_wire__rd *r, unsigned count) {
+  gl_wire__param_list_scan(r, count, true);
+}
+
+static void launch_decode(gl_wire__rd *r, gl_launch_req *l) {
+  session_ref_decode(r, &l->s);
+  l->function = gl_wire__rd_u64(r, "function");
+  l->grid[0] = gl_wire__rd_u32(r, "grid_x");
+  l->grid[1] = gl_wire__rd_u32(r, "grid_y");
+  l->grid[2] = gl_wire__rd_u32(r, "grid_z");
+  l->block[0] = gl_wire__rd_u32(r, "block_x");
+  l->block[1] = gl_wire__rd_u32(r, "block_y");
+  l->block[2] = gl_wire__rd_u32(r, "block_z");
+  l->shared_mem_bytes = gl_wire__rd_u32(r, "shared_mem_bytes");
+  l->param_count = gl_wire__rd_u16(r, "param_count");
+  check_launch_param_count(r, l->param_count);
+  if (gl_wire__rd_ok(r)) {
+    size_t start = r->pos;
+    launch_params_scan(r, l->param_count);
+    l->params_raw = r->p + start;
+    l->params_raw_len = r->pos - start;
+  }
+}
+
+/* The request body of a session op, field by field, each checked as soon
+ * as it is read. */
+static void session_decode(gl_wire__rd *r, gl_request *q) {
+  switch (q->op) {
+  case GL_OP_SESSION_OPEN:
+    gl_wire__auth_decode(r, &q->u.auth);
+    break;
+  case GL_OP_SESSION_CLOSE:
+    session_ref_decode(r, &q->u.session);
+    break;
+  case GL_OP_SYNC:
+    session_ref_decode(r, &q->u.sync.s);
+    q->u.sync.ack_seq = gl_wire__rd_u64(r, "ack_seq");
+    break;
+  case GL_OP_MEM_ALLOC:
+    session_ref_decode(r, &q->u.mem_alloc.s);
+    q->u.mem_alloc.size_bytes = gl_wire__rd_u64(r, "size_bytes");
+    check_at_least_1(r, "size_bytes", q->u.mem_alloc.size_bytes, "byte");
+    break;
+  case GL_OP_MEM_FREE:
+  case GL_OP_MODULE_UNLOAD:
+    session_ref_decode(r, &q->u.handle.s);
+    q->u.handle.handle = gl_wire__rd_u64(r, q->op == GL_OP_MEM_FREE ? "buffer" : "module");
+    break;
+  case GL_OP_MEM_WRITE: {
+    gl_mem_write_req *w = &q->u.mem_write;
+    session_ref_decode(r, &w->s);
+    w->buffer = gl_wire__rd_u64(r, "buffer");
+    w->offset = gl_wire__rd_u64(r, "offset");
+    w->data_len = gl_wire__rd_u32(r, "data_len");
+    check_chunk(r, "data_len", w->data_len, false);
+    w->data = gl_wire__rd_take(r, w->data_len, "data");
+    break;
+  }
+  case GL_OP_MEM_READ: {
+    gl_mem_read_req *m = &q->u.mem_read;
+    session_ref_decode(r, &m->s);
+    m->buffer = gl_wire__rd_u64(r, "buffer");
+    m->offset = gl_wire__rd_u64(r, "offset");
+    m->size_bytes = gl_wire__rd_u32(r, "size_bytes");
+    check_chunk(r, "size_bytes", m->size_bytes, false);
+    break;
+  }
+  case GL_OP_MEM_COPY: {
+    gl_mem_copy_req *c = &q->u.mem_copy;
+    session_ref_decode(r, &c->s);
+    c->dst_buffer = gl_wire__rd_u64(r, "dst_buffer");
+    c->dst_offset = gl_wire__rd_u64(r, "dst_offset");
+    c->src_buffer = gl_wire__rd_u64(r, "src_buffer");
+    c->src_offset = gl_wire__rd_u64(r, "src_offset");
+    c->size_bytes = gl_wire__rd_u64(r, "size_bytes");
+    check_at_least_1(r, "size_bytes", c->size_bytes, "byte");
+    break;
+  }
+  case GL_OP_MEMSET: {
+    gl_memset_req *m = &q->u.memset;
+    session_ref_decode(r, &m->s);
+    m->buffer = gl_wire__rd_u64(r, "buffer");
+    m->offset = gl_wire__rd_u64(r, "offset");
+    m->element_size = gl_wire__rd_u8(r, "element_size");
+    check_element_size(r, m->element_size);
+    m->value = gl_wire__rd_u32(r, "value");
+    check_memset_value(r, m->element_size, m->value);
+    m->count = gl_wire__rd_u64(r, "count");
+    check_at_least_1(r, "count", m->count, "element");
+    break;
+  }
+  case GL_OP_MODULE_LOAD: {
+    gl_module_load_req *m = &q->u.module_load;
+    session_ref_decode(r, &m->s);
+    m->image_format = gl_wire__rd_u8(r, "image_format");
+    gl_wire__check_image_format(r, m->image_format);
+    m->image_len = gl_wire__rd_u32(r, "image_len");
+    gl_wire__check_image_len(r, m->image_len);
+    m->image = gl_wire__rd_take(r, m->image_len, "image");
+    break;
+  }
+  case GL_OP_FUNC_INFO: {
+    gl_func_info_req *f = &q->u.func_info;
+    session_ref_decode(r, &f->s);
+    f->module = gl_wire__rd_u64(r, "module");
+    f->kernel_name_len = gl_wire__rd_u16(r, "kernel_name_len");
+    gl_wire__check_kernel_name_len(r, f->kernel_name_len);
+    f->kernel_name = (const char *)gl_wire__rd_take(r, f->kernel_name_len, "kernel_name");
+    if (f->kernel_name) gl_wire__check_kernel_name(r, f->kernel_name, f->kernel_name_len);
+    break;
+  }
+  case GL_OP_LAUNCH:
+    launch_decode(r, &q->u.launch);
+    break;
+  }
+}
+
+/* The encoder's side: the same checks on a struct a caller filled, in the
+ * same order, plus the pointers behind non-zero lengths. */
+static void session_validate(gl_wire__rd *r, const gl_request *q) {
+  const gl_session_ref *s = gl_request_session(q);
+  if (s) check_id(r, "session_id", s->session_id);
+  switch (q->op) {
+  case GL_OP_MEM_ALLOC:
+    check_at_least_1(r, "size_bytes", q->u.mem_alloc.size_bytes, "byte");
+    break;
+  case GL_OP_MEM_WRITE:
+    check_chunk(r, "data_len", q->u.mem_write.data_len, false);
+    if (gl_wire__rd_ok(r) && !q->u.mem_write.data)
+      gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "data is NULL");
+    break;
+  case GL_OP_MEM_READ:
+    check_chunk(r, "size_bytes", q->u.mem_read.size_bytes, false);
+    break;
+  case GL_OP_MEM_COPY:
+    check_at_least_1(r, "size_bytes", q->u.mem_copy.size_bytes, "byte");
+    break;
+  case GL_OP_MEMSET:
+    check_element_size(r, q->u.memset.element_size);
+    check_memset_value(r, q->u.memset.element_size, q->u.memset.value);
+    check_at_least_1(r, "count", q->u.memset.count, "element");
+    break;
+  case GL_OP_MODULE_LOAD: {
+    const gl_module_load_req *m = &q->u.module_load;
+    gl_wire__check_image_format(r, m->image_format);
+    gl_wire__check_image_len(r, m->image_len);
+    if (gl_wire__rd_ok(r) && !m->image)
+      gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "image is NULL");
+    if (gl_wire__rd_ok(r) && (uint64_t)MODULE_LOAD_FIXED_BYTES + m->image_len > UINT32_MAX)
+      gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "body of %llu bytes does not fit body_len",
+                       (unsigned long long)MODULE_LOAD_FIXED_BYTES + m->image_len);
+    break;
+  }
+  case GL_OP_FUNC_INFO: {
+    const gl_func_info_req *f = &q->u.func_info;
+    gl_wire__check_kernel_name_len(r, f->kernel_name_len);
+    if (gl_wire__rd_ok(r) && !f->kernel_name)
+      gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "kernel_name is NULL");
+    if (gl_wire__rd_ok(r)) gl_wire__check_kernel_name(r, f->kernel_name, f->kernel_name_len);
+    break;
+  }
+  case GL_OP_LAUNCH: {
+    const gl_launch_req *l = &q->u.launch;
+    check_launch_param_count(r, l->param_count);
+    if (gl_wire__rd_ok(r) && l->params_raw_len > 0 && !l->params_raw)
+      gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "params_raw is NULL");
+    if (gl_wire__rd_ok(r)) {
+      gl_wire__rd pr;
+      gl_wire__rd_init(&pr, l->params_raw, l->params_raw_len, r->op, r->err, r->errlen);
+      launch_params_scan(&pr, l->param_count);
+      if (pr.st != GPULEASE_OK)
+        r->st = GPULEASE_INVALID_ARGUMENT; /* message already written */
+      else if (pr.pos != l->params_raw_len)
+        gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+                         "params_raw_len %zu but the %u params take %zu bytes",
+                         l->params_raw_len, l->param_count, pr.pos);
+    }
+    break;
+  }
+  default: /* SESSION_OPEN, SESSION_CLOSE, SYNC, MEM_FREE, MODULE_UNLOAD */
+    break;
+  }
+}
+
+static void session_put(gl_buf *b, const gl_request *q) {
+  const gl_session_ref *s = gl_request_session(q);
+  if (s) session_ref_put(b, s);
+  switch (q->op) {
+  case GL_OP_SESSION_OPEN:
+    gl_wire__auth_put(b, &q->u.auth);
+    break;
+  case GL_OP_SYNC:
+    gl_wire__put_u64(b, q->u.sync.ack_seq);
+    break;
+  case GL_OP_MEM_ALLOC:
+    gl_wire__put_u64(b, q->u.mem_alloc.size_bytes);
+    break;
+  case GL_OP_MEM_FREE:
+  case GL_OP_MODULE_UNLOAD:
+    gl_wire__put_u64(b, q->u.handle.handle);
+    break;
+  case GL_OP_MEM_WRITE:
+    gl_wire__put_u64(b, q->u.mem_write.buffer);
+    gl_wire__put_u64(b, q->u.mem_write.offset);
+    gl_wire__put_u32(b, q->u.mem_write.data_len);
+    gl_wire__put_bytes(b, q->u.mem_write.data, q->u.mem_write.data_len);
+    break;
+  case GL_OP_MEM_READ:
+    gl_wire__put_u64(b, q->u.mem_read.buffer);
+    gl_wire__put_u64(b, q->u.mem_read.offset);
+    gl_wire__put_u32(b, q->u.mem_read.size_bytes);
+    break;
+  case GL_OP_MEM_COPY:
+    gl_wire__put_u64(b, q->u.mem_copy.dst_buffer);
+    gl_wire__put_u64(b, q->u.mem_copy.dst_offset);
+    gl_wire__put_u64(b, q->u.mem_copy.src_buffer);
+    gl_wire__put_u64(b, q->u.mem_copy.src_offset);
+    gl_wire__put_u64(b, q->u.mem_copy.size_bytes);
+    break;
+  case GL_OP_MEMSET:
+    gl_wire__put_u64(b, q->u.memset.buffer);
+    gl_wire__put_u64(b, q->u.memset.offset);
+    gl_wire__put_u8(b, q->u.memset.element_size);
+    gl_wire__put_u32(b, q->u.memset.value);
+    gl_wire__put_u64(b, q->u.memset.count);
+    break;
+  case GL_OP_MODULE_LOAD:
+    gl_wire__put_u8(b, q->u.module_load.image_format);
+    gl_wire__put_u32(b, q->u.module_load.image_len);
+    gl_wire__put_bytes(b, q->u.module_load.image, q->u.module_load.image_len);
+    break;
+  case GL_OP_FUNC_INFO:
+    gl_wire__put_u64(b, q->u.func_info.module);
+    gl_wire__put_u16(b, q->u.func_info.kernel_name_len);
+    gl_wire__put_bytes(b, q->u.func_info.kernel_name, q->u.func_info.kernel_name_len);
+    break;
+  case GL_OP_LAUNCH: {
+    const gl_launch_req *l = &q->u.launch;
+    gl_wire__put_u64(b, l->function);
+    for (int i = 0; i < 3; i++) gl_wire__put_u32(b, l->grid[i]);
+    for (int i = 0; i < 3; i++) gl_wire__put_u32(b, l->block[i]);
+    gl_wire__put_u32(b, l->shared_mem_bytes);
+    gl_wire__put_u16(b, l->param_count);
+    gl_wire__put_bytes(b, l->params_raw, l->params_raw_len);
+    break;
+  }
+  default: /* SESSION_CLOSE: the session_ref only */
+    break;
+  }
+}
+
+/* ========================================================================
+ * Results
+ * ====================================================================== */
+
+static void check_sync_error_status(gl_wire__rd *r, uint16_t st) {
+  if (gl_wire__rd_ok(r) && st >= 100)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+                     "error_status %u is not a wire status (codes from 100 up are client-side)",
+                     st);
+}
+
+static void check_cache(gl_wire__rd *r, uint8_t cache) {
+  if (gl_wire__rd_ok(r) && cache > GL_MODULE_CACHE_DISK)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "cache %u out of range 0..%d", cache,
+                     GL_MODULE_CACHE_DISK);
+}
+
+static void check_func_param_count(gl_wire__rd *r, uint16_t n) {
+  if (gl_wire__rd_ok(r) && n > GPULEASE_MAX_PARAMS && n != GL_WIRE_PARAMS_UNKNOWN)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "param_count %u exceeds %d (0x%04X: unknown)",
+                     n, GPULEASE_MAX_PARAMS, GL_WIRE_PARAMS_UNKNOWN);
+}
+
+/* The name of the u64 a SESSION_OPEN or MEM_ALLOC result holds. */
+static const char *handle_field(uint16_t op) {
+  return op == GL_OP_SESSION_OPEN ? "session_id" : "buffer";
+}
+
+/* The OK result of a session op. */
+static void session_result_decode(gl_wire__rd *r, gl_response *out) {
+  switch (out->op) {
+  case GL_OP_SESSION_OPEN:
+  case GL_OP_MEM_ALLOC:
+    out->u.handle = gl_wire__rd_u64(r, handle_field(out->op));
+    check_id(r, handle_field(out->op), out->u.handle);
+    break;
+  case GL_OP_SYNC:
+    out->u.sync.error_status = gl_wire__rd_u16(r, "error_status");
+    check_sync_error_status(r, out->u.sync.error_status);
+    out->u.sync.error_op = gl_wire__rd_u16(r, "error_op");
+    out->u.sync.error_seq = gl_wire__rd_u64(r, "error_seq");
+    break;
+  case GL_OP_MEM_READ:
+    out->u.mem_read.data_len = gl_wire__rd_u32(r, "data_len");
+    check_chunk(r, "data_len", out->u.mem_read.data_len, true);
+    out->u.mem_read.data = gl_wire__rd_take(r, out->u.mem_read.data_len, "data");
+    break;
+  case GL_OP_MODULE_LOAD:
+    out->u.module_load.module = gl_wire__rd_u64(r, "module");
+    check_id(r, "module", out->u.module_load.module);
+    out->u.module_load.cache = gl_wire__rd_u8(r, "cache");
+    check_cache(r, out->u.module_load.cache);
+    break;
+  case GL_OP_FUNC_INFO: {
+    gl_func_info_resp *f = &out->u.func_info;
+    f->function = gl_wire__rd_u64(r, "function");
+    check_id(r, "function", f->function);
+    f->num_regs = gl_wire__rd_u32(r, "num_regs");
+    f->max_threads_per_block = gl_wire__rd_u32(r, "max_threads_per_block");
+    f->static_shared_bytes = gl_wire__rd_u32(r, "static_shared_bytes");
+    f->local_bytes = gl_wire__rd_u32(r, "local_bytes");
+    f->const_bytes = gl_wire__rd_u32(r, "const_bytes");
+    f->ptx_version = gl_wire__rd_u32(r, "ptx_version");
+    f->binary_version = gl_wire__rd_u32(r, "binary_version");
+    f->param_count = gl_wire__rd_u16(r, "param_count");
+    check_func_param_count(r, f->param_count);
+    if (f->param_count == GL_WIRE_PARAMS_UNKNOWN) break;
+    r->elem = "param";
+    for (unsigned i = 0; i < f->param_count && gl_wire__rd_ok(r); i++) {
+      r->idx = i;
+      f->param_sizes[i] = gl_wire__rd_u16(r, "size");
+    }
+    r->elem = NULL;
+    break;
+  }
+  default: /* SESSION_CLOSE, MEM_FREE, MEM_WRITE, MEM_COPY, MEMSET,
+            * MODULE_UNLOAD, LAUNCH: empty result */
+    break;
+  }
+}
+
+/* What session_result_decode() refuses, on a struct (for the encoder). */
+static bool session_result_valid(const gl_response *resp) {
+  gl_wire__rd r;
+  gl_wire__rd_init(&r, NULL, 0, resp->op, NULL, 0);
+  switch (resp->op) {
+  case GL_OP_SESSION_OPEN:
+  case GL_OP_MEM_ALLOC:
+    check_id(&r, handle_field(resp->op), resp->u.handle);
+    break;
+  case GL_OP_SYNC:
+    check_sync_error_status(&r, resp->u.sync.error_status);
+    break;
+  case GL_OP_MEM_READ:
+    check_chunk(&r, "data_len", resp->u.mem_read.data_len, true);
+    if (resp->u.mem_read.data_len > 0 && !resp->u.mem_read.data) return false;
+    break;
+  case GL_OP_MODULE_LOAD:
+    check_id(&r, "module", resp->u.module_load.module);
+    check_cache(&r, resp->u.module_load.cache);
+    break;
+  case GL_OP_FUNC_INFO:
+    check_id(&r, "function", resp->u.func_info.function);
+    check_func_param_count(&r, resp->u.func_info.param_count);
+    break;
+  default:
+    break;
+  }
+  return gl_wire__rd_ok(&r);
+}
+
+static void session_result_put(gl_buf *b, const gl_response *resp) {
+  switch (resp->op) {
+  case GL_OP_SESSION_OPEN:
+  case GL_OP_MEM_ALLOC:
+    gl_wire__put_u64(b, resp->u.handle);
+    break;
+  case GL_OP_SYNC:
+    gl_wire__put_u16(b, resp->u.sync.error_status);
+    gl_wire__put_u16(b, resp->u.sync.error_op);
+    gl_wire__put_u64(b, resp->u.sync.error_seq);
+    break;
+  case GL_OP_MEM_READ:
+    gl_wire__put_u32(b, resp->u.mem_read.data_len);
+    gl_wire__put_bytes(b, resp->u.mem_read.data, resp->u.mem_read.data_len);
+    break;
+  case GL_OP_MODULE_LOAD:
+    gl_wire__put_u64(b, resp->u.module_load.module);
+    gl_wire__put_u8(b, resp->u.module_load.cache);
+    break;
+  case GL_OP_FUNC_INFO: {
+    const gl_func_info_resp *f = &resp->u.func_info;
+    gl_wire__put_u64(b, f->function);
+    gl_wire__put_u32(b, f->num_regs);
+    gl_wire__put_u32(b, f->max_threads_per_block);
+    gl_wire__put_u32(b, f->static_shared_bytes);
+    gl_wire__put_u32(b, f->local_bytes);
+    gl_wire__put_u32(b, f->const_bytes);
+    gl_wire__put_u32(b, f->ptx_version);
+    gl_wire__put_u32(b, f->binary_version);
+    gl_wire__put_u16(b, f->param_count);
+    if (f->param_count != GL_WIRE_PARAMS_UNKNOWN)
+      for (unsigned i = 0; i < f->param_count; i++) gl_wire__put_u16(b, f->param_sizes[i]);
+    break;
+  }
+  default:
+    break;
+  }
+}
+
+const gl_wire__family gl_wire__session = {
+    .decode = session_decode,
+    .validate = session_validate,
+    .put = session_put,
+    .result_decode = session_result_decode,
+    .result_valid = session_result_valid,
+    .result_put = session_result_put,
+};

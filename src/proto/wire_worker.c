@@ -1,0 +1,109 @@
+/*
+ * wire_worker.c - the codec of the internal worker ops, which only the
+ * daemon and its worker processes speak, over their socketpair (the daemon
+ * refuses them from the network): WORKER_INIT (the device and the lease's
+ * VRAM region) and WORKER_PROBE (the GPUs present), requests and results
+ * (gl_wire__worker, called by wire.c's entry points). Layouts in wire.h.
+ *
+ * Their requests are fixed fields with no range to check, so the family
+ * has no validator; the results refuse a gpu count over 64 and a str8
+ * string that does not fit its array.
+ */
+#include "proto/wire_internal.h"
+
+/* ========================================================================
+ * Requests
+ * ====================================================================== */
+
+static void worker_decode(gl_wire__rd *r, gl_request *q) {
+  if (q->op == GL_OP_WORKER_INIT) {
+    q->u.worker_init.cuda_ordinal = gl_wire__rd_u32(r, "cuda_ordinal");
+    q->u.worker_init.vram_bytes = gl_wire__rd_u64(r, "vram_bytes");
+  } /* WORKER_PROBE: empty body */
+}
+
+static void worker_put(gl_buf *b, const gl_request *q) {
+  if (q->op == GL_OP_WORKER_INIT) {
+    gl_wire__put_u32(b, q->u.worker_init.cuda_ordinal);
+    gl_wire__put_u64(b, q->u.worker_init.vram_bytes);
+  } /* WORKER_PROBE: empty body */
+}
+
+/* ========================================================================
+ * Results
+ * ====================================================================== */
+
+static void probe_decode(gl_wire__rd *r, gl_probe_resp *pr) {
+  pr->count = gl_wire__rd_u16(r, "count");
+  gl_wire__check_gpu_count(r, "count", pr->count);
+  r->elem = "gpu";
+  for (unsigned i = 0; i < pr->count && gl_wire__rd_ok(r); i++) {
+    gl_probe_gpu *g = &pr->gpus[i];
+    r->idx = i;
+    gl_wire__rd_str8(r, "uuid", g->uuid, sizeof g->uuid);
+    gl_wire__rd_str8(r, "name", g->name, sizeof g->name);
+    g->cc_major = gl_wire__rd_u8(r, "cc_major");
+    g->cc_minor = gl_wire__rd_u8(r, "cc_minor");
+    g->sm_count = gl_wire__rd_u32(r, "sm_count");
+    g->total_vram_bytes = gl_wire__rd_u64(r, "total_vram_bytes");
+  }
+  r->elem = NULL;
+}
+
+static bool probe_valid(const gl_probe_resp *pr) {
+  if (pr->count > GPULEASE_MAX_GPUS) return false;
+  for (unsigned i = 0; i < pr->count; i++)
+    if (!gl_wire__str_fits(pr->gpus[i].uuid, sizeof pr->gpus[i].uuid) ||
+        !gl_wire__str_fits(pr->gpus[i].name, sizeof pr->gpus[i].name))
+      return false;
+  return true;
+}
+
+static void probe_put(gl_buf *b, const gl_probe_resp *pr) {
+  gl_wire__put_u16(b, pr->count);
+  for (unsigned i = 0; i < pr->count; i++) {
+    const gl_probe_gpu *g = &pr->gpus[i];
+    gl_wire__put_str8(b, g->uuid, sizeof g->uuid);
+    gl_wire__put_str8(b, g->name, sizeof g->name);
+    gl_wire__put_u8(b, g->cc_major);
+    gl_wire__put_u8(b, g->cc_minor);
+    gl_wire__put_u32(b, g->sm_count);
+    gl_wire__put_u64(b, g->total_vram_bytes);
+  }
+}
+
+static void worker_result_decode(gl_wire__rd *r, gl_response *out) {
+  if (out->op == GL_OP_WORKER_INIT) {
+    out->u.worker_init.region_base = gl_wire__rd_u64(r, "region_base");
+    gl_wire__rd_str8(r, "device_name", out->u.worker_init.device_name,
+                     sizeof out->u.worker_init.device_name);
+  } else { /* WORKER_PROBE */
+    probe_decode(r, &out->u.probe);
+  }
+}
+
+static bool worker_result_valid(const gl_response *resp) {
+  if (resp->op == GL_OP_WORKER_INIT)
+    return gl_wire__str_fits(resp->u.worker_init.device_name,
+                             sizeof resp->u.worker_init.device_name);
+  return probe_valid(&resp->u.probe); /* WORKER_PROBE */
+}
+
+static void worker_result_put(gl_buf *b, const gl_response *resp) {
+  if (resp->op == GL_OP_WORKER_INIT) {
+    gl_wire__put_u64(b, resp->u.worker_init.region_base);
+    gl_wire__put_str8(b, resp->u.worker_init.device_name,
+                      sizeof resp->u.worker_init.device_name);
+  } else { /* WORKER_PROBE */
+    probe_put(b, &resp->u.probe);
+  }
+}
+
+const gl_wire__family gl_wire__worker = {
+    .decode = worker_decode,
+    .validate = NULL,
+    .put = worker_put,
+    .result_decode = worker_result_decode,
+    .result_valid = worker_result_valid,
+    .result_put = worker_result_put,
+};
