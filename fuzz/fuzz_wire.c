@@ -203,8 +203,21 @@ static int response_equal(const gl_response *a, const gl_response *b) {
     return a->u.worker_init.region_base == b->u.worker_init.region_base &&
            strcmp(a->u.worker_init.device_name, b->u.worker_init.device_name) == 0;
   case GL_OP_WORKER_PROBE: return probe_equal(&a->u.probe, &b->u.probe);
-  case GL_OP_SESSION_OPEN:
-  case GL_OP_MEM_ALLOC: return a->u.handle == b->u.handle;
+  case GL_OP_WORKER_LOST: {
+    const gl_worker_lost_resp *x = &a->u.worker_lost, *y = &b->u.worker_lost;
+    if (x->count != y->count) return 0;
+    for (unsigned i = 0; i < x->count; i++) {
+      const gl_lost_session *p = &x->sessions[i], *q = &y->sessions[i];
+      if (p->session_id != q->session_id || p->status != q->status || p->op != q->op ||
+          p->seq != q->seq || p->msg_len != q->msg_len || !same_bytes(p->msg, q->msg, p->msg_len))
+        return 0;
+    }
+    return 1;
+  }
+  case GL_OP_SESSION_OPEN: return a->u.handle == b->u.handle;
+  case GL_OP_MEM_ALLOC:
+    return a->u.mem_alloc.buffer == b->u.mem_alloc.buffer &&
+           a->u.mem_alloc.region_offset == b->u.mem_alloc.region_offset;
   case GL_OP_SYNC:
     return a->u.sync.error_status == b->u.sync.error_status &&
            a->u.sync.error_op == b->u.sync.error_op && a->u.sync.error_seq == b->u.sync.error_seq;
@@ -259,8 +272,16 @@ static void check_session_req(const gl_request *req) {
 static void check_session_resp(const gl_response *r) {
   if (r->status != GPULEASE_OK) return;
   switch (r->op) {
-  case GL_OP_SESSION_OPEN:
-  case GL_OP_MEM_ALLOC: check(r->u.handle != 0, "decoded handle 0"); break;
+  case GL_OP_SESSION_OPEN: check(r->u.handle != 0, "decoded handle 0"); break;
+  case GL_OP_MEM_ALLOC: check(r->u.mem_alloc.buffer != 0, "decoded handle 0"); break;
+  case GL_OP_WORKER_LOST:
+    check(r->u.worker_lost.count <= GL_WIRE_MAX_LOST_SESSIONS, "decoded WORKER_LOST count > 64");
+    for (unsigned i = 0; i < r->u.worker_lost.count; i++)
+      check(r->u.worker_lost.sessions[i].session_id != 0 &&
+                r->u.worker_lost.sessions[i].status != 0 &&
+                r->u.worker_lost.sessions[i].status < 100,
+            "decoded WORKER_LOST entry out of range");
+    break;
   case GL_OP_MODULE_LOAD:
     check(r->u.module_load.module != 0 && r->u.module_load.cache <= GL_MODULE_CACHE_DISK,
           "decoded MODULE_LOAD result out of range");

@@ -21,7 +21,7 @@ OPS = dict(GET_INVENTORY=0x0001, LEASE_ALLOC=0x0101, LEASE_RENEW=0x0102,
            MEM_ALLOC=0x0311, MEM_FREE=0x0312, MEM_WRITE=0x0313, MEM_READ=0x0314,
            MEM_COPY=0x0315, MEMSET=0x0316, MODULE_LOAD=0x0321,
            MODULE_UNLOAD=0x0322, FUNC_INFO=0x0323, LAUNCH=0x0331,
-           WORKER_INIT=0x7F01, WORKER_PROBE=0x7F02)
+           WORKER_INIT=0x7F01, WORKER_PROBE=0x7F02, WORKER_LOST=0x7F03)
 SECRET = bytes(range(0xA0, 0xB0))
 
 
@@ -133,7 +133,7 @@ def session_corpus():
     yield "resp-sync-ok", resp(o["SYNC"], struct.pack(">HHQ", 0, 0, 0))
     yield "resp-sync-failure", resp(o["SYNC"], struct.pack(">HHQ", 4, o["LAUNCH"], 7),
                                     msg=b"op 7 (LAUNCH) failed: CUDA_ERROR_ILLEGAL_ADDRESS")
-    yield "resp-mem-alloc", resp(o["MEM_ALLOC"], struct.pack(">Q", BUF1))
+    yield "resp-mem-alloc", resp(o["MEM_ALLOC"], struct.pack(">QQ", BUF1, 0x1200))
     yield "resp-mem-free", resp(o["MEM_FREE"])
     yield "resp-mem-write", resp(o["MEM_WRITE"])
     yield "resp-mem-read", resp(o["MEM_READ"], struct.pack(">I", 16) + bytes(range(16, 32)))
@@ -176,6 +176,12 @@ def corpus():
     yield "resp-worker-probe", resp(o["WORKER_PROBE"], struct.pack(">H", 1) + str8(b"GPU-0") +
                                     str8(b"NVIDIA H100") + struct.pack(">BBIQ", 9, 0, 132, 85 << 30))
     yield "resp-worker-init", resp(o["WORKER_INIT"], struct.pack(">Q", 0x7F0000000000) + str8(b"NVIDIA H100"))
+    lost = (struct.pack(">QHHQH", 0x55, 4, o["LAUNCH"], 9, 5) + b"fault" +
+            struct.pack(">QHHQH", 0x66, 4, 0, 0, 0))
+    yield "resp-worker-lost", resp(o["WORKER_LOST"], struct.pack(">H", 2) + lost,
+                                   msg=b"CUDA_ERROR_ILLEGAL_ADDRESS")
+    yield "bad-worker-lost-status-0", resp(o["WORKER_LOST"], struct.pack(">H", 1) +
+                                           struct.pack(">QHHQH", 0x55, 0, 0, 0, 0))
     yield "bad-submit-truncated", frame(REQ, o["GPU_SUBMIT"], sub[:50], body_len=len(sub))
     yield "bad-version-2", frame(REQ, o["LEASE_QUERY"], auth(), version=2)
     yield "bad-kernel-name-0", frame(REQ, o["GPU_SUBMIT"], submit_body(name=b""))

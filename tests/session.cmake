@@ -3,3 +3,9 @@
 gl_add_test(test_e2e_session SOURCES e2e/test_e2e_session.c e2e/daemon_harness.c
   LIBS gpulease_static gl_common Threads::Threads m TIMEOUT 600 LABELS emu)
 add_dependencies(test_e2e_session gpuleased gl_kernels)
+# The session rules of docs/protocol.md, from a raw client (the wire codec
+# over the QUIC transport): ordering, missing seqs, the window, a lost
+# context, region offsets.
+gl_add_test(test_e2e_contract SOURCES e2e/test_e2e_contract.c e2e/daemon_harness.c
+  LIBS gpulease_static gl_common Threads::Threads TIMEOUT 300 LABELS emu)
+add_dependencies(test_e2e_contract gpuleased)

@@ -89,6 +89,11 @@ typedef enum gpulease_status {
    * of this session (never issued, freed, or another session's). An
    * unknown session is NOT_FOUND. */
   GPULEASE_INVALID_HANDLE = 16,
+  /* A session op with a lower sequence number never arrived: the ops after
+   * it waited the daemon's seq timeout (10 s by default), then the missing
+   * seq was given up and became the session's failure (the message names
+   * it). Acknowledge it like any failure. */
+  GPULEASE_MISSING_SEQ = 17,
 
   /* Client-side only. */
   /* Could not connect, or the connection was lost or closed. */
@@ -391,9 +396,9 @@ GPULEASE_API gpulease_status gpulease_session_open(gpulease_client *client,
 
 /* Closes the session (SESSION_CLOSE, after its earlier ops) and frees
  * every buffer and module it holds on the GPU, then frees session (always,
- * even on error). Errors: those of the daemon's answer (NOT_FOUND when the
- * lease's context was lost or the lease ended), connection errors. NULL is
- * ignored (OK). */
+ * even on error). Closing a session that ended with a lost context is OK.
+ * Errors: those of the daemon's answer (NOT_FOUND when the session or the
+ * lease is gone), connection errors. NULL is ignored (OK). */
 GPULEASE_API gpulease_status gpulease_session_close(gpulease_session *session,
                                                     gpulease_error *err);
 
@@ -421,7 +426,11 @@ GPULEASE_API gpulease_status gpulease_session_sync(gpulease_session *session,
 /* Acknowledges the failure of op `failed_seq` (as sync reported it;
  * UINT64_MAX: whatever failed): ops issued after this call run normally
  * again. Waits like sync. Returns OK, or the status of a failure that is
- * still unacknowledged (another op), or connection errors. */
+ * still unacknowledged (another op), or connection errors. A failure that
+ * lost the lease's CUDA context cannot be acknowledged: the session ended
+ * with the context, and acknowledge returns the failure's status
+ * (LAUNCH_FAILED) with a message saying so; close the session and open a
+ * new one, which gets a fresh context at once. */
 GPULEASE_API gpulease_status gpulease_session_acknowledge(gpulease_session *session,
                                                           uint64_t failed_seq,
                                                           gpulease_error *err);
@@ -442,6 +451,17 @@ GPULEASE_API void gpulease_session_set_progress(gpulease_session *session,
  * connection errors. */
 GPULEASE_API gpulease_status gpulease_mem_alloc(gpulease_session *session, uint64_t size_bytes,
                                                 gpulease_buffer *out, gpulease_error *err);
+
+/* As gpulease_mem_alloc(), and also gives where the buffer starts in the
+ * lease's region (*region_offset, bytes): the offset GPU_SUBMIT's
+ * input_offset, output_offset and pointer params use, so that
+ * gpulease_submit() can work on a session's buffers or keep clear of them
+ * (docs/protocol.md, "Memory"). The offset stays valid until the buffer is
+ * freed. Errors: as gpulease_mem_alloc(). */
+GPULEASE_API gpulease_status gpulease_mem_alloc_region(gpulease_session *session,
+                                                       uint64_t size_bytes, gpulease_buffer *out,
+                                                       uint64_t *region_offset,
+                                                       gpulease_error *err);
 
 /* Frees a buffer (MEM_FREE) once the earlier ops are done. Pipelined. */
 GPULEASE_API gpulease_status gpulease_mem_free(gpulease_session *session, gpulease_buffer buffer,

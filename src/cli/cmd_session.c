@@ -408,7 +408,8 @@ int cmd_mem(gl_cli *cli) {
     if ((rc = sess_args(cli, cli->session_str, &x))) return rc;
     if ((rc = sess_attach(cli, &x))) return rc;
     gpulease_buffer b = 0;
-    if (gpulease_mem_alloc(x.s, cli->size_bytes, &b, &err) != GPULEASE_OK)
+    uint64_t region_offset = 0;
+    if (gpulease_mem_alloc_region(x.s, cli->size_bytes, &b, &region_offset, &err) != GPULEASE_OK)
       rc = cli_fail(cli, "mem alloc", &err);
     rc = sess_end(cli, &x, "mem alloc", rc);
     if (rc != EXIT_OK) return rc;
@@ -416,6 +417,7 @@ int cmd_mem(gl_cli *cli) {
       json_object *o = json_object_new_object();
       json_object_object_add(o, "buffer", json_handle(b));
       json_object_object_add(o, "size_bytes", json_object_new_uint64(cli->size_bytes));
+      json_object_object_add(o, "region_offset", json_object_new_uint64(region_offset));
       print_json(o);
     } else {
       printf("0x%016" PRIx64 "\n", b);

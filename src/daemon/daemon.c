@@ -31,6 +31,8 @@ void gl_daemon_config_default(gl_daemon_config *cfg) {
   cfg->device_mode = GL_DEVICE_AUTO;
   cfg->emu_vram_bytes = 1ull << 30;
   cfg->emu_threads = 1;
+  cfg->seq_timeout_ms = 10000;
+  cfg->max_streams_per_conn = 1024;
 }
 
 static void on_expiry_one(void *user, gl_lease *l) {
@@ -124,7 +126,8 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
   if (cfg->state_dir[0]) snprintf(jit_dir, sizeof jit_dir, "%s/jit-cache", cfg->state_dir);
   gl_node_config ncfg = {.worker_exe = cfg->worker_exe, .log_level = cfg->log_level,
                          .mode = cfg->device_mode, .emu_vram_bytes = cfg->emu_vram_bytes,
-                         .emu_threads = cfg->emu_threads, .jit_cache_dir = jit_dir};
+                         .emu_threads = cfg->emu_threads, .jit_cache_dir = jit_dir,
+                         .seq_timeout_ms = cfg->seq_timeout_ms};
   gl_node_discover(&d->node, &ncfg);
   for (uint32_t i = 0; i < d->node.gpu_count; i++) {
     const gl_node_gpu *g = &d->node.gpus[i];
@@ -144,7 +147,7 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
       .max_message_bytes = cfg->max_message_bytes,
       .idle_timeout_ms = 60000,
       .max_connections = cfg->max_connections,
-      .max_streams_per_conn = 256,
+      .max_streams_per_conn = cfg->max_streams_per_conn,
       .on_request = gl_daemon_on_request,
       .user = d,
   };

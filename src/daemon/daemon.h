@@ -32,6 +32,8 @@ typedef struct gl_daemon_config {
   gl_device_mode device_mode;  /* --device */
   uint64_t emu_vram_bytes;     /* --emu-vram */
   unsigned emu_threads;        /* --emu-threads */
+  unsigned seq_timeout_ms;     /* --seq-timeout-ms: held session ops wait this long */
+  unsigned max_streams_per_conn; /* --max-streams: request streams open per connection */
 } gl_daemon_config;
 
 typedef struct gl_daemon {

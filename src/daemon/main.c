@@ -5,6 +5,7 @@
  *             [--max-ttl SECONDS] [--max-leases N] [--max-message BYTES]
  *             [--log-level error|warn|info|debug] [--ready-file FILE]
  *             [--device auto|cuda|emu] [--emu-vram BYTES] [--emu-threads N]
+ *             [--seq-timeout-ms MS] [--max-streams N]
  *
  * The same binary is the per-lease worker: `gpuleased --worker FD` (started
  * by the daemon itself, never by hand), with --device cuda|emu and, for
@@ -44,6 +45,10 @@ static void usage(FILE *f) {
         "                        leases need it (default 1G)\n"
         "  --emu-threads N       host threads an emulated launch may use (default 1:\n"
         "                        blocks run in order, results are deterministic)\n"
+        "  --seq-timeout-ms MS   how long a session's ops held for a lower seq wait for it\n"
+        "                        before that seq is given up (default 10000)\n"
+        "  --max-streams N       request streams a connection may have open at once\n"
+        "                        (default 1024; the window a client may pipeline)\n"
         "  --help\n",
         f);
 }
@@ -74,7 +79,7 @@ int main(int argc, char **argv) {
   const char *jit_cache_dir = NULL;
   bool device_given = false;
   enum { O_LISTEN = 256, O_CERT, O_KEY, O_STATE, O_TTL, O_LEASES, O_MSG, O_LOG, O_READY, O_WORKER,
-         O_DEVICE, O_EMU_VRAM, O_EMU_THREADS, O_JIT_CACHE };
+         O_DEVICE, O_EMU_VRAM, O_EMU_THREADS, O_JIT_CACHE, O_SEQ_TIMEOUT, O_MAX_STREAMS };
   static const struct option opts[] = {
       {"listen", required_argument, 0, O_LISTEN},  {"cert", required_argument, 0, O_CERT},
       {"key", required_argument, 0, O_KEY},        {"state-dir", required_argument, 0, O_STATE},
@@ -84,6 +89,8 @@ int main(int argc, char **argv) {
       {"device", required_argument, 0, O_DEVICE},  {"emu-vram", required_argument, 0, O_EMU_VRAM},
       {"emu-threads", required_argument, 0, O_EMU_THREADS},
       {"jit-cache", required_argument, 0, O_JIT_CACHE}, /* worker only */
+      {"seq-timeout-ms", required_argument, 0, O_SEQ_TIMEOUT},
+      {"max-streams", required_argument, 0, O_MAX_STREAMS},
       {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
   int c;
   uint64_t v;
@@ -160,6 +167,20 @@ int main(int argc, char **argv) {
       }
       cfg.emu_threads = (unsigned)v;
       break;
+    case O_SEQ_TIMEOUT:
+      if (gl_parse_u64(optarg, 3600000, &v) != 0 || v < 10) {
+        fprintf(stderr, "gpuleased: --seq-timeout-ms: expected 10..3600000, got '%s'\n", optarg);
+        return 2;
+      }
+      cfg.seq_timeout_ms = (unsigned)v;
+      break;
+    case O_MAX_STREAMS:
+      if (gl_parse_u64(optarg, 65536, &v) != 0 || v < 16) {
+        fprintf(stderr, "gpuleased: --max-streams: expected 16..65536, got '%s'\n", optarg);
+        return 2;
+      }
+      cfg.max_streams_per_conn = (unsigned)v;
+      break;
     case O_WORKER:
       if (gl_parse_u64(optarg, INT_MAX, &v) != 0) return 2;
       worker_fd = (int)v;
@@ -183,6 +204,7 @@ int main(int argc, char **argv) {
   if (worker_fd >= 0) {
     gl_log_init("gpulease-worker", (enum gl_log_level)gl_log_level_parse(cfg.log_level));
     gl_worker_set_jit_cache_dir(jit_cache_dir);
+    gl_worker_set_seq_timeout_ms(cfg.seq_timeout_ms);
     int rc;
     if (device_given && cfg.device_mode == GL_DEVICE_EMU) {
       gl_backend *b = gl_backend_emu_new(cfg.emu_vram_bytes, cfg.emu_threads);

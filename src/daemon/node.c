@@ -156,17 +156,21 @@ static void discover_cuda(gl_node *n, const gl_node_config *cfg) {
 
 void gl_node_discover(gl_node *n, const gl_node_config *cfg) {
   memset(n, 0, sizeof *n);
-  n->cuda_args[0] = "--device";
-  n->cuda_args[1] = "cuda";
   snprintf(n->emu_vram_arg, sizeof n->emu_vram_arg, "%" PRIu64, cfg->emu_vram_bytes);
   snprintf(n->emu_threads_arg, sizeof n->emu_threads_arg, "%u", cfg->emu_threads);
+  snprintf(n->seq_timeout_arg, sizeof n->seq_timeout_arg, "%u",
+           cfg->seq_timeout_ms ? cfg->seq_timeout_ms : 10000u);
+  const char *cuda[] = {"--device", "cuda", "--seq-timeout-ms", n->seq_timeout_arg,
+                        NULL, NULL, NULL};
   const char *emu[] = {"--device", "emu", "--emu-vram", n->emu_vram_arg,
-                       "--emu-threads", n->emu_threads_arg, NULL, NULL, NULL};
+                       "--emu-threads", n->emu_threads_arg, "--seq-timeout-ms",
+                       n->seq_timeout_arg, NULL, NULL, NULL};
+  memcpy(n->cuda_args, cuda, sizeof cuda);
   memcpy(n->emu_args, emu, sizeof emu);
   if (cfg->jit_cache_dir && cfg->jit_cache_dir[0]) {
     snprintf(n->jit_cache_dir, sizeof n->jit_cache_dir, "%s", cfg->jit_cache_dir);
-    n->cuda_args[2] = n->emu_args[6] = "--jit-cache";
-    n->cuda_args[3] = n->emu_args[7] = n->jit_cache_dir;
+    n->cuda_args[4] = n->emu_args[8] = "--jit-cache";
+    n->cuda_args[5] = n->emu_args[9] = n->jit_cache_dir;
   }
 
   if (cfg->mode != GL_DEVICE_EMU) discover_cuda(n, cfg);

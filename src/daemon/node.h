@@ -49,6 +49,7 @@ typedef struct gl_node_config {
   uint64_t emu_vram_bytes; /* the emulated device's VRAM (host memory) */
   unsigned emu_threads;    /* host threads per emulated launch */
   const char *jit_cache_dir; /* where workers keep compiled PTX; NULL: none */
+  unsigned seq_timeout_ms;   /* held session ops wait this long for a missing seq */
 } gl_node_config;
 
 typedef struct gl_node {
@@ -58,9 +59,9 @@ typedef struct gl_node {
   char driver_version[64];
   char no_gpu_reason[512]; /* set when no real GPU was found */
   /* the worker arguments for each kind of device (gl_node_worker_args) */
-  const char *cuda_args[5];
-  const char *emu_args[9];
-  char emu_vram_arg[24], emu_threads_arg[12];
+  const char *cuda_args[7];
+  const char *emu_args[11];
+  char emu_vram_arg[24], emu_threads_arg[12], seq_timeout_arg[12];
   char jit_cache_dir[1100];
 } gl_node;
 
@@ -70,7 +71,8 @@ void gl_node_discover(gl_node *n, const gl_node_config *cfg);
 
 /* The extra worker arguments (NULL-terminated, owned by n) that make a
  * worker run GPU `index`'s device layer: "--device cuda" or "--device emu
- * --emu-vram N --emu-threads T", then "--jit-cache DIR" when configured. */
+ * --emu-vram N --emu-threads T", then "--seq-timeout-ms MS", then
+ * "--jit-cache DIR" when configured. */
 const char *const *gl_node_worker_args(const gl_node *n, uint32_t index);
 
 /* Free VRAM of GPU `index` now: NVML's figure, or `fallback` without NVML. */

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "daemon/daemon.h"
+#include "daemon/ended.h"
 #include "daemon/worker_proc.h"
 #include "proto/wire.h"
 
@@ -30,6 +31,7 @@ typedef struct lease_rt {
   gl_daemon *d;
   uint64_t lease_id;
   gl_wproc *w; /* NULL after the worker died on its own; respawned on use */
+  gl_ended ended; /* sessions that ended with a lost context (ended.h) */
 } lease_rt;
 
 /* A request waiting for a worker's reply. */
@@ -38,7 +40,7 @@ typedef struct call {
   gl_qreq *req;
   uint16_t op;
   uint64_t lease_id;
-  bool resent; /* GPU_SUBMIT: sent again once already (see submit_done) */
+  bool resent; /* GPU_SUBMIT, SESSION_OPEN: sent again once already (see submit_done) */
 } call;
 
 static void reply_bytes(gl_qreq *req, gl_buf *b) {
@@ -99,6 +101,7 @@ void gl_daemon_end_lease(gl_daemon *d, gl_lease *l, gpulease_status why_status,
   lease_rt *rt = l->owner;
   if (!rt) return;
   if (rt->w) gl_wproc_kill(rt->w, why_status, why);
+  gl_ended_free(&rt->ended);
   free(rt);
   l->owner = NULL;
 }
@@ -109,6 +112,13 @@ static void on_worker_exit(void *owner, int code, int signo) {
           "context will be created on its next use",
           rt->lease_id, code, signo);
   rt->w = NULL;
+}
+
+static void on_worker_notice(void *owner, const uint8_t *msg, size_t len) {
+  lease_rt *rt = owner;
+  GL_WARN("lease %" PRIu64 ": its worker lost the CUDA context; a fresh one will serve its next "
+          "SESSION_OPEN or GPU_SUBMIT", rt->lease_id);
+  gl_ended_add_notice(&rt->ended, msg, len);
 }
 
 static int encode_worker_init(const gl_daemon *d, const gl_lease *l, gl_buf *b) {
@@ -124,8 +134,8 @@ static int encode_worker_init(const gl_daemon *d, const gl_lease *l, gl_buf *b) 
 static int start_worker(gl_daemon *d, gl_lease *l, lease_rt *rt, gl_wproc_reply_cb cb, void *ctx,
                         char *err, size_t errlen) {
   if (gl_wproc_spawn(d->loop, d->cfg.worker_exe, d->cfg.log_level,
-                     gl_node_worker_args(&d->node, l->gpu_index), on_worker_exit, rt, &rt->w, err,
-                     errlen) != 0)
+                     gl_node_worker_args(&d->node, l->gpu_index), on_worker_exit,
+                     on_worker_notice, rt, &rt->w, err, errlen) != 0)
     return -1;
   gl_buf b;
   if (encode_worker_init(d, l, &b) != 0 || gl_wproc_call(rt->w, b.data, b.len, cb, ctx) != 0) {
@@ -432,15 +442,62 @@ static void op_submit(gl_daemon *d, gl_qreq *req, const gl_submit_req *s, const 
  * reply goes back unchanged.
  * ==================================================================== */
 
+/* Answers an op on a session that ended with a lost context; true when
+ * the session is one (the request is then answered). */
+static bool answer_if_ended(lease_rt *rt, gl_qreq *req, const gl_request *r) {
+  const gl_session_ref *ref = gl_request_session(r);
+  const gl_ended_session *es = ref ? gl_ended_find(&rt->ended, ref->session_id) : NULL;
+  if (!es) return false;
+  gl_buf b;
+  gl_buf_init(&b);
+  gl_ended_answer(&rt->ended, es, r, &b);
+  reply_bytes(req, &b);
+  return true;
+}
+
 static void session_done(void *ctx, gpulease_status status, const uint8_t *msg, size_t len,
                          const char *why) {
   call *c = ctx;
-  if (status == GPULEASE_OK) gl_qreq_reply(c->req, msg, len);
-  else if (status == GPULEASE_BUSY) /* the worker ended after a device fault */
+  gl_lease *l = gl_lease_table_find(c->d->leases, c->lease_id);
+  lease_rt *rt = l ? l->owner : NULL;
+  if (status == GPULEASE_OK) {
+    gl_header h;
+    if (c->op == GL_OP_SESSION_OPEN && rt && gl_header_decode(msg, len, &h) == GPULEASE_OK &&
+        h.status == GPULEASE_OK && len >= GL_WIRE_HEADER_SIZE + 10) {
+      /* A new session's id (after the empty message) is no ended one's. */
+      uint64_t id = 0;
+      for (int i = 0; i < 8; i++) id = id << 8 | msg[len - 8 + i];
+      gl_ended_remove(&rt->ended, id);
+    }
+    gl_qreq_reply(c->req, msg, len);
+    free(c);
+    return;
+  }
+  if (status == GPULEASE_BUSY) {
+    /* The worker exited after a device fault without running this op. */
+    gl_request *r = malloc(sizeof *r);
+    char err[512];
+    if (r && rt &&
+        gl_request_decode(msg, len, len, r, NULL, err, sizeof err) == GPULEASE_OK) {
+      if (r->op == GL_OP_SESSION_OPEN && !c->resent) { /* open it on a fresh worker */
+        c->resent = true;
+        if (ensure_worker(c->d, l, err, sizeof err) == 0 &&
+            gl_wproc_call(rt->w, msg, len, session_done, c) == 0) {
+          free(r);
+          return;
+        }
+      } else if (answer_if_ended(rt, c->req, r)) {
+        free(r);
+        free(c);
+        return;
+      }
+    }
+    free(r);
     reply_error(c->req, c->op, GPULEASE_NOT_FOUND,
                 "the lease's worker ended after a device fault; its sessions are gone");
-  else
+  } else {
     reply_error(c->req, c->op, status, "%s", why);
+  }
   free(c);
 }
 
@@ -457,10 +514,12 @@ static void op_session(gl_daemon *d, gl_qreq *req, const gl_request *r, const ui
       reply_error(req, r->op, GPULEASE_INTERNAL, "cannot restart the lease's worker: %s", err);
       return;
     }
+  } else if (answer_if_ended(rt, req, r)) {
+    return;
   } else if (!rt->w || !gl_wproc_usable(rt->w)) {
     reply_error(req, r->op, GPULEASE_NOT_FOUND,
                 "no session %" PRIu64 " on lease %" PRIu64
-                " (the lease's worker ended after a device fault; its sessions are gone)",
+                " (the lease's worker ended; its sessions are gone)",
                 ref->session_id, l->id);
     return;
   }

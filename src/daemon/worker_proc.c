@@ -68,6 +68,7 @@ struct gl_wproc {
   bool killed;  /* gl_wproc_kill called: owner no longer listens */
   bool dead;    /* fd closed (EOF, error or kill) */
   gl_wproc_exit_cb on_exit;
+  gl_wproc_notice_cb on_notice;
   void *owner;
 };
 
@@ -174,6 +175,11 @@ static void deliver(gl_wproc *w) {
       return;
     }
     if (w->in_len - off - GL_IPC_TAG_BYTES < total) break;
+    if (tag == GL_IPC_NOTICE_TAG) {
+      if (w->on_notice && !w->killed) w->on_notice(w->owner, p, total);
+      off += GL_IPC_TAG_BYTES + total;
+      continue;
+    }
     /* Replies mostly come back in order: search from the oldest. */
     wcall *pd = w->head;
     while (pd && pd->tag != tag) pd = pd->next;
@@ -290,8 +296,9 @@ int gl_worker_spawn_raw(const char *worker_exe, const char *log_level,
 }
 
 int gl_wproc_spawn(struct ev_loop *loop, const char *worker_exe, const char *log_level,
-                   const char *const *device_args, gl_wproc_exit_cb on_exit, void *owner,
-                   gl_wproc **out, char *err, size_t errlen) {
+                   const char *const *device_args, gl_wproc_exit_cb on_exit,
+                   gl_wproc_notice_cb on_notice, void *owner, gl_wproc **out, char *err,
+                   size_t errlen) {
   pid_t pid;
   int fd;
   if (gl_worker_spawn_raw(worker_exe, log_level, device_args, &pid, &fd, err, errlen) != 0)
@@ -309,6 +316,7 @@ int gl_wproc_spawn(struct ev_loop *loop, const char *worker_exe, const char *log
   w->pid = pid;
   w->fd = fd;
   w->on_exit = on_exit;
+  w->on_notice = on_notice;
   w->owner = owner;
   ev_io_init(&w->rio, on_read, w->fd, EV_READ);
   ev_io_init(&w->wio, on_write, w->fd, EV_WRITE);

@@ -37,6 +37,11 @@ typedef struct gl_wproc gl_wproc;
 typedef void (*gl_wproc_reply_cb)(void *ctx, gpulease_status status, const uint8_t *msg,
                                   size_t len, const char *why);
 
+/* Called for a message the worker sends unasked (tag GL_IPC_NOTICE_TAG:
+ * WORKER_LOST, after a device fault lost its context, before it exits).
+ * msg is the whole message, valid during the call only. */
+typedef void (*gl_wproc_notice_cb)(void *owner, const uint8_t *msg, size_t len);
+
 /* Called once when the worker process has exited and been reaped, unless it
  * was killed with gl_wproc_kill (then the owner already knows). */
 typedef void (*gl_wproc_exit_cb)(void *owner, int exit_code, int signo);
@@ -45,10 +50,12 @@ typedef void (*gl_wproc_exit_cb)(void *owner, int exit_code, int signo);
  * binary); its argv will be {exe, "--worker", "<fd>", "--log-level", L}
  * followed by device_args (NULL-terminated, at most 10; NULL for none),
  * which pick its device layer (e.g. "--device", "emu"). loop must be
- * libev's default loop (child watchers need it). 0 or -1 with err. */
+ * libev's default loop (child watchers need it). on_exit and on_notice
+ * (either may be NULL) get `owner`. 0 or -1 with err. */
 int gl_wproc_spawn(struct ev_loop *loop, const char *worker_exe, const char *log_level,
-                   const char *const *device_args, gl_wproc_exit_cb on_exit, void *owner,
-                   gl_wproc **out, char *err, size_t errlen);
+                   const char *const *device_args, gl_wproc_exit_cb on_exit,
+                   gl_wproc_notice_cb on_notice, void *owner, gl_wproc **out, char *err,
+                   size_t errlen);
 
 /* Queues a request message (copied). cb is called exactly once. 0, or -1
  * when the worker is gone (cb is then NOT called). */

@@ -66,8 +66,8 @@ gpulease_status gl_lib_exchange(gpulease_client *c, const gl_request *req, gl_re
 /* ---- sessions ----------------------------------------------------------- */
 
 /* Most pipelined requests a session keeps outstanding before it waits for
- * the oldest (the daemon allows 256 concurrent streams a connection; a
- * transfer adds its own chunks on top). */
+ * the oldest (the daemon's window is 1024 streams a connection; a transfer
+ * adds its own chunks on top, and other sessions may share the client). */
 #define GL_SESSION_WINDOW 192
 /* MEM_WRITE / MEM_READ chunking. */
 #define GL_SESSION_CHUNK (8u << 20)

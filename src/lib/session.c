@@ -360,7 +360,15 @@ static gpulease_status check_handle(uint64_t h, const char *what, gpulease_error
 
 gpulease_status gpulease_mem_alloc(gpulease_session *s, uint64_t size_bytes, gpulease_buffer *out,
                                    gpulease_error *err) {
-  if (!s || !out) return set_err(err, GPULEASE_INVALID_ARGUMENT, "session and out are required");
+  uint64_t region_offset;
+  return gpulease_mem_alloc_region(s, size_bytes, out, &region_offset, err);
+}
+
+gpulease_status gpulease_mem_alloc_region(gpulease_session *s, uint64_t size_bytes,
+                                          gpulease_buffer *out, uint64_t *region_offset,
+                                          gpulease_error *err) {
+  if (!s || !out || !region_offset)
+    return set_err(err, GPULEASE_INVALID_ARGUMENT, "session, out and region_offset are required");
   if (size_bytes == 0) return set_err(err, GPULEASE_INVALID_ARGUMENT, "size_bytes must be >= 1");
   gl_request req = {.op = GL_OP_MEM_ALLOC};
   req.u.mem_alloc.size_bytes = size_bytes;
@@ -368,7 +376,8 @@ gpulease_status gpulease_mem_alloc(gpulease_session *s, uint64_t size_bytes, gpu
   uint8_t *raw;
   gpulease_status st = send_wait(s, &req, &resp, &raw, NULL, err);
   if (st != GPULEASE_OK) return st;
-  *out = resp.u.handle;
+  *out = resp.u.mem_alloc.buffer;
+  *region_offset = resp.u.mem_alloc.region_offset;
   free(raw);
   return GPULEASE_OK;
 }

@@ -28,6 +28,7 @@ GPULEASE_API const char *gpulease_status_name(int status) {
   case GPULEASE_WRITE_FAILED: return "WRITE_FAILED";
   case GPULEASE_INTERNAL: return "INTERNAL";
   case GPULEASE_INVALID_HANDLE: return "INVALID_HANDLE";
+  case GPULEASE_MISSING_SEQ: return "MISSING_SEQ";
   case GPULEASE_DISCONNECTED: return "DISCONNECTED";
   case GPULEASE_TLS_FAILED: return "TLS_FAILED";
   case GPULEASE_PROTOCOL_ERROR: return "PROTOCOL_ERROR";
@@ -60,6 +61,7 @@ const char *gl_op_name(uint16_t op) {
   case GL_OP_GPU_SUBMIT: return "GPU_SUBMIT";
   case GL_OP_WORKER_INIT: return "WORKER_INIT";
   case GL_OP_WORKER_PROBE: return "WORKER_PROBE";
+  case GL_OP_WORKER_LOST: return "WORKER_LOST";
   default: return "UNKNOWN";
   }
 }

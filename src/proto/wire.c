@@ -325,7 +325,8 @@ static const gl_wire__family *family_of(uint16_t op) {
   case GL_OP_LEASE_FREE: return &gl_wire__lease;
   case GL_OP_GPU_SUBMIT: return &gl_wire__submit;
   case GL_OP_WORKER_INIT:
-  case GL_OP_WORKER_PROBE: return &gl_wire__worker;
+  case GL_OP_WORKER_PROBE:
+  case GL_OP_WORKER_LOST: return &gl_wire__worker;
   default: return gl_op_is_session(op) ? &gl_wire__session : NULL;
   }
 }

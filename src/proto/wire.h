@@ -87,7 +87,8 @@
  *   SESSION_CLOSE (0x0302) req: session_ref           -> empty
  *   SYNC          (0x0303) req: session_ref, u64 ack_seq
  *                          -> u16 error_status, u16 error_op, u64 error_seq
- *   MEM_ALLOC     (0x0311) req: session_ref, u64 size_bytes (>= 1) -> u64 buffer
+ *   MEM_ALLOC     (0x0311) req: session_ref, u64 size_bytes (>= 1)
+ *                          -> u64 buffer, u64 region_offset
  *   MEM_FREE      (0x0312) req: session_ref, u64 buffer -> empty
  *   MEM_WRITE     (0x0313) req: session_ref, u64 buffer, u64 offset,
  *                          u32 data_len (1..GL_WIRE_MAX_CHUNK), data -> empty
@@ -129,6 +130,11 @@
  *              u8 cc_minor, u32 sm_count, u64 total_vram_bytes }
  *              (count may be 0; status NO_DEVICE with a message when the
  *               CUDA driver cannot be loaded or initialised)
+ *   WORKER_LOST (0x7F03): a notice from the worker (tag 0), not a reply
+ *     request: empty (never sent)
+ *     result : u16 count (<= 64), count x { u64 session_id (!= 0),
+ *              u16 status (1..99), u16 op, u64 seq, u16 msg_len, msg }
+ *              (the message is the reason the context was lost)
  *
  * Limits: a decoder rejects a header whose version is not 1 (UNSUPPORTED),
  * a bad magic or kind (MALFORMED), a body_len different from the bytes
@@ -201,7 +207,11 @@ enum gl_op {
   GL_OP_LAUNCH = 0x0331,
   GL_OP_WORKER_INIT = 0x7F01,
   GL_OP_WORKER_PROBE = 0x7F02,
+  GL_OP_WORKER_LOST = 0x7F03,
 };
+
+/* Sessions a WORKER_LOST notice lists at most (a lease's open sessions). */
+#define GL_WIRE_MAX_LOST_SESSIONS 64
 
 /* Returns "GPU_SUBMIT" etc., or "UNKNOWN". Static string. */
 const char *gl_op_name(uint16_t op);
@@ -474,6 +484,25 @@ typedef struct gl_worker_init_resp {
   char device_name[96];
 } gl_worker_init_resp;
 
+typedef struct gl_mem_alloc_resp {
+  uint64_t buffer;        /* the handle */
+  uint64_t region_offset; /* where it starts in the lease's region */
+} gl_mem_alloc_resp;
+
+/* One session of a WORKER_LOST notice: its failure. */
+typedef struct gl_lost_session {
+  uint64_t session_id;
+  uint16_t status, op;
+  uint64_t seq;
+  const char *msg; /* borrowed, NOT NUL-terminated */
+  uint16_t msg_len;
+} gl_lost_session;
+
+typedef struct gl_worker_lost_resp {
+  uint16_t count;
+  gl_lost_session sessions[GL_WIRE_MAX_LOST_SESSIONS];
+} gl_worker_lost_resp;
+
 typedef struct gl_sync_resp {
   uint16_t error_status; /* 0: no failure since the last acknowledgement */
   uint16_t error_op;     /* the failed op's code */
@@ -514,7 +543,9 @@ typedef struct gl_response {
     gl_submit_resp submit;    /* GPU_SUBMIT */
     gl_probe_resp probe;      /* WORKER_PROBE */
     gl_worker_init_resp worker_init; /* WORKER_INIT */
-    uint64_t handle;          /* SESSION_OPEN (session id), MEM_ALLOC (buffer) */
+    uint64_t handle;          /* SESSION_OPEN (session id) */
+    gl_mem_alloc_resp mem_alloc; /* MEM_ALLOC */
+    gl_worker_lost_resp worker_lost; /* WORKER_LOST */
     gl_sync_resp sync;        /* SYNC */
     gl_mem_read_resp mem_read; /* MEM_READ */
     gl_module_load_resp module_load; /* MODULE_LOAD */

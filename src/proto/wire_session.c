@@ -394,18 +394,18 @@ static void check_func_param_count(gl_wire__rd *r, uint16_t n) {
                      n, GPULEASE_MAX_PARAMS, GL_WIRE_PARAMS_UNKNOWN);
 }
 
-/* The name of the u64 a SESSION_OPEN or MEM_ALLOC result holds. */
-static const char *handle_field(uint16_t op) {
-  return op == GL_OP_SESSION_OPEN ? "session_id" : "buffer";
-}
 
 /* The OK result of a session op. */
 static void session_result_decode(gl_wire__rd *r, gl_response *out) {
   switch (out->op) {
   case GL_OP_SESSION_OPEN:
+    out->u.handle = gl_wire__rd_u64(r, "session_id");
+    check_id(r, "session_id", out->u.handle);
+    break;
   case GL_OP_MEM_ALLOC:
-    out->u.handle = gl_wire__rd_u64(r, handle_field(out->op));
-    check_id(r, handle_field(out->op), out->u.handle);
+    out->u.mem_alloc.buffer = gl_wire__rd_u64(r, "buffer");
+    check_id(r, "buffer", out->u.mem_alloc.buffer);
+    out->u.mem_alloc.region_offset = gl_wire__rd_u64(r, "region_offset");
     break;
   case GL_OP_SYNC:
     out->u.sync.error_status = gl_wire__rd_u16(r, "error_status");
@@ -458,8 +458,10 @@ static bool session_result_valid(const gl_response *resp) {
   gl_wire__rd_init(&r, NULL, 0, resp->op, NULL, 0);
   switch (resp->op) {
   case GL_OP_SESSION_OPEN:
+    check_id(&r, "session_id", resp->u.handle);
+    break;
   case GL_OP_MEM_ALLOC:
-    check_id(&r, handle_field(resp->op), resp->u.handle);
+    check_id(&r, "buffer", resp->u.mem_alloc.buffer);
     break;
   case GL_OP_SYNC:
     check_sync_error_status(&r, resp->u.sync.error_status);
@@ -485,8 +487,11 @@ static bool session_result_valid(const gl_response *resp) {
 static void session_result_put(gl_buf *b, const gl_response *resp) {
   switch (resp->op) {
   case GL_OP_SESSION_OPEN:
-  case GL_OP_MEM_ALLOC:
     gl_wire__put_u64(b, resp->u.handle);
+    break;
+  case GL_OP_MEM_ALLOC:
+    gl_wire__put_u64(b, resp->u.mem_alloc.buffer);
+    gl_wire__put_u64(b, resp->u.mem_alloc.region_offset);
     break;
   case GL_OP_SYNC:
     gl_wire__put_u16(b, resp->u.sync.error_status);

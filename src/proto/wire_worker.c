@@ -2,12 +2,16 @@
  * wire_worker.c - the codec of the internal worker ops, which only the
  * daemon and its worker processes speak, over their socketpair (the daemon
  * refuses them from the network): WORKER_INIT (the device and the lease's
- * VRAM region) and WORKER_PROBE (the GPUs present), requests and results
- * (gl_wire__worker, called by wire.c's entry points). Layouts in wire.h.
+ * VRAM region), WORKER_PROBE (the GPUs present), and WORKER_LOST (a notice
+ * the worker sends after a lost context: its sessions and their failures),
+ * requests and results (gl_wire__worker, called by wire.c's entry points).
+ * Layouts in wire.h.
  *
- * Their requests are fixed fields with no range to check, so the family
- * has no validator; the results refuse a gpu count over 64 and a str8
- * string that does not fit its array.
+ * Their requests are fixed fields with no range to check (WORKER_LOST has
+ * no request: its request form is an empty body), so the family has no
+ * validator; the results refuse a gpu count over 64, a str8 string that
+ * does not fit its array, more than 64 lost sessions, a session id 0 and a
+ * failure status that is OK or not a wire status.
  */
 #include "proto/wire_internal.h"
 
@@ -72,8 +76,68 @@ static void probe_put(gl_buf *b, const gl_probe_resp *pr) {
   }
 }
 
+static void check_lost_count(gl_wire__rd *r, unsigned n) {
+  if (gl_wire__rd_ok(r) && n > GL_WIRE_MAX_LOST_SESSIONS)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "count %u exceeds %d sessions", n,
+                     GL_WIRE_MAX_LOST_SESSIONS);
+}
+
+static void check_lost_entry(gl_wire__rd *r, const gl_lost_session *e) {
+  if (!gl_wire__rd_ok(r)) return;
+  if (e->session_id == 0)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "session %u: session_id 0", (unsigned)r->idx);
+  else if (e->status == GPULEASE_OK || e->status >= 100)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "session %u: status %u is not a failure",
+                     (unsigned)r->idx, e->status);
+}
+
+static void lost_decode(gl_wire__rd *r, gl_worker_lost_resp *wl) {
+  wl->count = gl_wire__rd_u16(r, "count");
+  check_lost_count(r, wl->count);
+  r->elem = "session";
+  for (unsigned i = 0; i < wl->count && gl_wire__rd_ok(r); i++) {
+    gl_lost_session *e = &wl->sessions[i];
+    r->idx = i;
+    e->session_id = gl_wire__rd_u64(r, "session_id");
+    e->status = gl_wire__rd_u16(r, "status");
+    e->op = gl_wire__rd_u16(r, "op");
+    e->seq = gl_wire__rd_u64(r, "seq");
+    e->msg_len = gl_wire__rd_u16(r, "msg_len");
+    e->msg = (const char *)gl_wire__rd_take(r, e->msg_len, "msg");
+    check_lost_entry(r, e);
+  }
+  r->elem = NULL;
+}
+
+static bool lost_valid(const gl_worker_lost_resp *wl) {
+  gl_wire__rd r;
+  gl_wire__rd_init(&r, NULL, 0, GL_OP_WORKER_LOST, NULL, 0);
+  check_lost_count(&r, wl->count);
+  for (unsigned i = 0; i < wl->count && gl_wire__rd_ok(&r); i++) {
+    r.idx = i;
+    check_lost_entry(&r, &wl->sessions[i]);
+    if (wl->sessions[i].msg_len && !wl->sessions[i].msg) return false;
+  }
+  return gl_wire__rd_ok(&r);
+}
+
+static void lost_put(gl_buf *b, const gl_worker_lost_resp *wl) {
+  gl_wire__put_u16(b, wl->count);
+  for (unsigned i = 0; i < wl->count; i++) {
+    const gl_lost_session *e = &wl->sessions[i];
+    gl_wire__put_u64(b, e->session_id);
+    gl_wire__put_u16(b, e->status);
+    gl_wire__put_u16(b, e->op);
+    gl_wire__put_u64(b, e->seq);
+    gl_wire__put_u16(b, e->msg_len);
+    gl_wire__put_bytes(b, e->msg, e->msg_len);
+  }
+}
+
 static void worker_result_decode(gl_wire__rd *r, gl_response *out) {
-  if (out->op == GL_OP_WORKER_INIT) {
+  if (out->op == GL_OP_WORKER_LOST) {
+    lost_decode(r, &out->u.worker_lost);
+  } else if (out->op == GL_OP_WORKER_INIT) {
     out->u.worker_init.region_base = gl_wire__rd_u64(r, "region_base");
     gl_wire__rd_str8(r, "device_name", out->u.worker_init.device_name,
                      sizeof out->u.worker_init.device_name);
@@ -83,6 +147,7 @@ static void worker_result_decode(gl_wire__rd *r, gl_response *out) {
 }
 
 static bool worker_result_valid(const gl_response *resp) {
+  if (resp->op == GL_OP_WORKER_LOST) return lost_valid(&resp->u.worker_lost);
   if (resp->op == GL_OP_WORKER_INIT)
     return gl_wire__str_fits(resp->u.worker_init.device_name,
                              sizeof resp->u.worker_init.device_name);
@@ -90,7 +155,9 @@ static bool worker_result_valid(const gl_response *resp) {
 }
 
 static void worker_result_put(gl_buf *b, const gl_response *resp) {
-  if (resp->op == GL_OP_WORKER_INIT) {
+  if (resp->op == GL_OP_WORKER_LOST) {
+    lost_put(b, &resp->u.worker_lost);
+  } else if (resp->op == GL_OP_WORKER_INIT) {
     gl_wire__put_u64(b, resp->u.worker_init.region_base);
     gl_wire__put_str8(b, resp->u.worker_init.device_name,
                       sizeof resp->u.worker_init.device_name);

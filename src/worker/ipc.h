@@ -47,6 +47,9 @@ int gl_ipc_write_all(int fd, const void *buf, size_t len);
  * big-endian) that the daemon picks and the worker echoes in the reply, so
  * replies may come back in any order. */
 #define GL_IPC_TAG_BYTES 8
+/* The tag of a message the worker sends unasked (WORKER_LOST); the daemon's
+ * calls use tags from 1 up. */
+#define GL_IPC_NOTICE_TAG 0
 
 /* Reads a tag and the message after it; results as gl_ipc_read (GL_IPC_EOF
  * only at a clean end before a tag). *tag is set whenever the tag was read. */

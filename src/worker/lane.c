@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 
 struct gl_lane {
   pthread_t thread;
@@ -72,10 +73,7 @@ void gl_lane_request_stop(gl_lane *l) {
   pthread_mutex_unlock(&l->mu);
 }
 
-void gl_lane_stop(gl_lane *l) {
-  if (!l) return;
-  gl_lane_request_stop(l);
-  pthread_join(l->thread, NULL);
+static void lane_free(gl_lane *l) {
   for (gl_job *j = l->head; j;) {
     gl_job *n = j->next;
     gl_job_free(j);
@@ -84,4 +82,27 @@ void gl_lane_stop(gl_lane *l) {
   pthread_mutex_destroy(&l->mu);
   pthread_cond_destroy(&l->cv);
   free(l);
+}
+
+void gl_lane_stop(gl_lane *l) {
+  if (!l) return;
+  gl_lane_request_stop(l);
+  pthread_join(l->thread, NULL);
+  lane_free(l);
+}
+
+bool gl_lane_stop_within(gl_lane *l, unsigned timeout_ms) {
+  if (!l) return true;
+  gl_lane_request_stop(l);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += timeout_ms / 1000;
+  ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  if (pthread_timedjoin_np(l->thread, NULL, &ts) != 0) return false;
+  lane_free(l);
+  return true;
 }

@@ -9,10 +9,18 @@
 #ifndef GL_WORKER_LANE_H
 #define GL_WORKER_LANE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "proto/wire.h"
+
+/* What a job is. */
+enum gl_job_kind {
+  GL_JOB_REQUEST = 0, /* a request from the daemon, to be answered */
+  GL_JOB_GAP = 1,     /* made by the worker: seqs gap_first..gap_last of a
+                         session never arrived (no reply) */
+};
 
 typedef struct gl_job {
   struct gl_job *next;
@@ -20,6 +28,11 @@ typedef struct gl_job {
   uint8_t *msg;   /* malloc'd whole message; freed by gl_job_free */
   size_t len;
   gl_request req; /* decoded; borrows from msg */
+  uint8_t kind;   /* enum gl_job_kind */
+  /* While held by its session (session.c): an unordered op (seq 0) runs
+   * right after the op with seq after_seq, the last op held when it came. */
+  uint64_t after_seq;
+  uint64_t gap_first, gap_last; /* GL_JOB_GAP */
 } gl_job;
 
 void gl_job_free(gl_job *job);
@@ -43,5 +56,10 @@ void gl_lane_request_stop(gl_lane *l);
 /* Stops the lane (as above), waits for its thread, frees the jobs never
  * run, and frees l. NULL is ignored. */
 void gl_lane_stop(gl_lane *l);
+
+/* As gl_lane_stop, but waits at most timeout_ms for the thread. True when
+ * the lane stopped and was freed; false when its job is still running (the
+ * lane is then left as it is: only a process exit ends it). */
+bool gl_lane_stop_within(gl_lane *l, unsigned timeout_ms);
 
 #endif /* GL_WORKER_LANE_H */

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/util.h"
 
 /* ---- handles ---------------------------------------------------------------- */
 
@@ -106,13 +107,8 @@ static void open_session(gl_wk *w, gl_job *job) {
     return;
   }
   if (atomic_load(&w->lost)) {
-    pthread_mutex_lock(&w->lost_mu);
-    snprintf(msg, sizeof msg,
-             "the lease's CUDA context was lost (%s); close the lease's sessions to get a fresh "
-             "one",
-             w->lost_msg);
-    pthread_mutex_unlock(&w->lost_mu);
-    gl_wk_reply_error(w, job->tag, op, GPULEASE_LAUNCH_FAILED, msg);
+    /* Left unanswered: once this worker has exited, the daemon opens the
+     * session on a fresh one. */
     return;
   }
   size_t open_now = 0;
@@ -164,14 +160,25 @@ static void open_session(gl_wk *w, gl_job *job) {
   gl_wk_reply(w, job->tag, &r);
 }
 
-/* ---- order ------------------------------------------------------------------ */
+/* ---- order ------------------------------------------------------------------
+ *
+ * A session's ops run in seq order. An op whose seq is ahead of next_seq
+ * is held until every lower seq has arrived; an unordered op (seq 0) that
+ * comes while ops are held is held too, right after the last of them, so
+ * that it runs after every op received before it. The held list is kept in
+ * the order the ops will run: numbered ops sorted by seq, each unordered op
+ * just after the op it waits for (after_seq). If the missing seq does not
+ * come within the seq timeout, it is given up: it becomes the session's
+ * failure (MISSING_SEQ) and the held ops go on, failing fast.
+ */
 
 static bool closing(const gl_wsession *s);
 
 /* Hands job to the lane; a SESSION_CLOSE marks the session so that nothing
  * is handed over after it. */
 static void hand_over(gl_wsession *s, gl_job *job) {
-  if (job->req.op == GL_OP_SESSION_CLOSE) s->next_seq = UINT64_MAX; /* nothing after it */
+  if (job->kind == GL_JOB_REQUEST && job->req.op == GL_OP_SESSION_CLOSE)
+    s->next_seq = UINT64_MAX; /* nothing after it */
   gl_lane_push(s->lane, job);
 }
 
@@ -182,6 +189,82 @@ static void reply_gone(gl_wk *w, gl_job *job, uint64_t id) {
   snprintf(msg, sizeof msg, "no session %" PRIu64 " on this lease (never opened, or closed)", id);
   gl_wk_reply_error(w, job->tag, job->req.op, GPULEASE_NOT_FOUND, msg);
   gl_job_free(job);
+}
+
+static uint64_t job_seq(const gl_job *j) { return gl_request_session(&j->req)->seq; }
+
+/* The seq a held job sorts by: its own, or for an unordered op the seq it
+ * waits for (it sorts after that op). */
+static uint64_t held_key(const gl_job *j) { return job_seq(j) ? job_seq(j) : j->after_seq; }
+
+static gl_job *held_pop(gl_wsession *s) {
+  gl_job *h = s->held;
+  s->held = h->next;
+  if (!s->held) s->held_tail = NULL;
+  h->next = NULL;
+  s->held_count--;
+  s->held_bytes -= h->len;
+  return h;
+}
+
+/* Hands over, in order, every held op whose turn has come; then restarts
+ * the wait for the next missing seq (or ends it). */
+static void release_held(gl_wk *w, gl_wsession *s, uint64_t now) {
+  while (s->held && !closing(s)) {
+    gl_job *h = s->held;
+    uint64_t seq = job_seq(h);
+    if (seq == 0 ? h->after_seq >= s->next_seq : seq != s->next_seq) break;
+    held_pop(s);
+    if (seq) s->next_seq++;
+    hand_over(s, h);
+  }
+  if (closing(s)) { /* ops after SESSION_CLOSE never run */
+    while (s->held) reply_gone(w, held_pop(s), s->id);
+  }
+  s->gap_deadline_ns = s->held ? now + (uint64_t)w->seq_timeout_ms * 1000000ull : 0;
+}
+
+/* Refuses job with INVALID_ARGUMENT or BUSY and the message; frees it. */
+static void refuse(gl_wk *w, gl_job *job, gpulease_status st, const char *msg) {
+  gl_wk_reply_error(w, job->tag, job->req.op, st, msg);
+  gl_job_free(job);
+}
+
+/* Holds job (ahead of next_seq, or unordered behind held ops). */
+static void hold(gl_wk *w, gl_wsession *s, gl_job *job) {
+  char msg[256];
+  uint64_t seq = job_seq(job);
+  if (s->held_count >= GL_WS_MAX_HELD || s->held_bytes + job->len > GL_WS_MAX_HELD_BYTES) {
+    snprintf(msg, sizeof msg,
+             "session %" PRIu64 " already holds %zu ops (%" PRIu64 " bytes) waiting for seq %" PRIu64
+             " (at most %d ops, %llu bytes); this op's seq stays unused: send it again later",
+             s->id, s->held_count, s->held_bytes, s->next_seq, GL_WS_MAX_HELD,
+             (unsigned long long)GL_WS_MAX_HELD_BYTES);
+    refuse(w, job, GPULEASE_BUSY, msg);
+    return;
+  }
+  gl_job **p = &s->held;
+  if (seq == 0) {
+    job->after_seq = held_key(s->held_tail);
+    p = &s->held_tail->next;
+  } else {
+    /* After every op with a lower key (unordered ops waiting for a lower
+     * seq included), before the first op with a higher one. */
+    while (*p && held_key(*p) < seq) p = &(*p)->next;
+    if (*p && job_seq(*p) == seq) {
+      snprintf(msg, sizeof msg, "seq %" PRIu64 " was already used in session %" PRIu64, seq,
+               s->id);
+      refuse(w, job, GPULEASE_INVALID_ARGUMENT, msg);
+      return;
+    }
+  }
+  job->next = *p;
+  *p = job;
+  if (!job->next) s->held_tail = job;
+  s->held_count++;
+  s->held_bytes += job->len;
+  if (!s->gap_deadline_ns)
+    s->gap_deadline_ns = gl_mono_ns() + (uint64_t)w->seq_timeout_ms * 1000000ull;
 }
 
 void gl_session_dispatch(gl_wk *w, gl_job *job) {
@@ -198,60 +281,103 @@ void gl_session_dispatch(gl_wk *w, gl_job *job) {
   }
   uint64_t seq = ref->seq;
   char msg[256];
-  if (seq == 0) { /* unordered: after what was handed over already */
-    hand_over(s, job);
+  if (seq == 0) { /* unordered: after every op received before it */
+    if (s->held) hold(w, s, job);
+    else hand_over(s, job);
     return;
   }
   if (seq < s->next_seq) {
     snprintf(msg, sizeof msg, "seq %" PRIu64 " was already used in session %" PRIu64
              " (the next is %" PRIu64 ")", seq, s->id, s->next_seq);
-    gl_wk_reply_error(w, job->tag, job->req.op, GPULEASE_INVALID_ARGUMENT, msg);
-    gl_job_free(job);
+    refuse(w, job, GPULEASE_INVALID_ARGUMENT, msg);
     return;
   }
   if (seq - s->next_seq > GL_WS_MAX_AHEAD) {
     snprintf(msg, sizeof msg, "seq %" PRIu64 " is more than %d ahead of the next (%" PRIu64 ")",
              seq, GL_WS_MAX_AHEAD, s->next_seq);
-    gl_wk_reply_error(w, job->tag, job->req.op, GPULEASE_INVALID_ARGUMENT, msg);
-    gl_job_free(job);
+    refuse(w, job, GPULEASE_INVALID_ARGUMENT, msg);
     return;
   }
-  if (seq > s->next_seq) { /* early: hold it, sorted by seq */
-    gl_job **p = &s->held;
-    while (*p && gl_request_session(&(*p)->req)->seq < seq) p = &(*p)->next;
-    if (*p && gl_request_session(&(*p)->req)->seq == seq) {
-      snprintf(msg, sizeof msg, "seq %" PRIu64 " was already used in session %" PRIu64, seq, s->id);
-      gl_wk_reply_error(w, job->tag, job->req.op, GPULEASE_INVALID_ARGUMENT, msg);
-      gl_job_free(job);
-      return;
-    }
-    if (s->held_count >= GL_WS_MAX_HELD) {
-      snprintf(msg, sizeof msg, "session %" PRIu64 " already holds %d ops waiting for seq %" PRIu64,
-               s->id, GL_WS_MAX_HELD, s->next_seq);
-      gl_wk_reply_error(w, job->tag, job->req.op, GPULEASE_BUSY, msg);
-      gl_job_free(job);
-      return;
-    }
-    job->next = *p;
-    *p = job;
-    s->held_count++;
+  if (seq > s->next_seq) { /* early: hold it */
+    hold(w, s, job);
     return;
   }
   s->next_seq++;
   hand_over(s, job);
-  while (s->held && !closing(s) && gl_request_session(&s->held->req)->seq == s->next_seq) {
-    gl_job *h = s->held;
-    s->held = h->next;
-    s->held_count--;
-    s->next_seq++;
-    hand_over(s, h);
-  }
-  if (closing(s)) { /* ops after SESSION_CLOSE never run */
-    while (s->held) {
-      gl_job *h = s->held;
-      s->held = h->next;
-      s->held_count--;
-      reply_gone(w, h, s->id);
+  if (s->held) release_held(w, s, gl_mono_ns());
+}
+
+/* ---- missing seqs ------------------------------------------------------------ */
+
+uint64_t gl_session_next_deadline(gl_wk *w) {
+  uint64_t first = 0;
+  for (gl_wsession *s = w->sessions; s; s = s->next)
+    if (s->gap_deadline_ns && (!first || s->gap_deadline_ns < first)) first = s->gap_deadline_ns;
+  return first;
+}
+
+void gl_session_expire_gaps(gl_wk *w, uint64_t now) {
+  for (gl_wsession *s = w->sessions; s; s = s->next) {
+    if (!s->gap_deadline_ns || s->gap_deadline_ns > now) continue;
+    if (!s->held || closing(s)) {
+      s->gap_deadline_ns = 0;
+      continue;
     }
+    /* The held list starts with a numbered op above next_seq: the seqs
+     * between are missing. */
+    uint64_t first = s->next_seq, last = held_key(s->held) - 1;
+    gl_job *gap = calloc(1, sizeof *gap);
+    if (!gap) { /* try again at the next turn of the loop */
+      s->gap_deadline_ns = now + 1000000ull;
+      continue;
+    }
+    gap->kind = GL_JOB_GAP;
+    gap->req.op = 0;
+    gap->gap_first = first;
+    gap->gap_last = last;
+    GL_WARN("worker: session %" PRIu64 ": seq %" PRIu64 "..%" PRIu64
+            " did not arrive within %u ms; giving it up",
+            s->id, first, last, w->seq_timeout_ms);
+    gl_lane_push(s->lane, gap);
+    s->next_seq = last + 1;
+    release_held(w, s, now);
   }
+}
+
+/* ---- a lost context ------------------------------------------------------------ */
+
+int gl_session_lost_notice(gl_wk *w, unsigned timeout_ms, gl_buf *out, size_t *busy_lanes) {
+  *busy_lanes = 0;
+  gl_response *r = calloc(1, sizeof *r);
+  if (!r) return -1;
+  char reason[1100];
+  pthread_mutex_lock(&w->lost_mu);
+  snprintf(reason, sizeof reason, "%s", w->lost_msg);
+  pthread_mutex_unlock(&w->lost_mu);
+  r->op = GL_OP_WORKER_LOST;
+  r->status = GPULEASE_OK;
+  r->msg = reason;
+  r->msg_len = (uint16_t)strlen(reason);
+  static const char k_lane_busy[] = "the lease's CUDA context was lost after a device fault";
+  gl_worker_lost_resp *wl = &r->u.worker_lost;
+  for (gl_wsession *s = w->sessions; s && wl->count < GL_WIRE_MAX_LOST_SESSIONS; s = s->next) {
+    bool stopped = gl_lane_stop_within(s->lane, timeout_ms);
+    s->lane = NULL; /* stopped and freed, or left to the process exit */
+    if (!stopped) ++*busy_lanes;
+    if (atomic_load(&s->closed)) continue;
+    gl_lost_session *e = &wl->sessions[wl->count++];
+    e->session_id = s->id;
+    if (stopped) {
+      const char *msg;
+      gl_session_failure_for_lost(s, &e->status, &e->op, &e->seq, &msg);
+      e->msg = msg;
+    } else { /* its op still runs: its failure cannot be read safely */
+      e->status = GPULEASE_LAUNCH_FAILED;
+      e->msg = k_lane_busy;
+    }
+    e->msg_len = (uint16_t)strnlen(e->msg, GL_WIRE_MAX_MESSAGE);
+  }
+  gpulease_status st = gl_response_encode(r, out);
+  free(r);
+  return st == GPULEASE_OK ? 0 : -1;
 }

@@ -24,10 +24,15 @@
 #define GL_WS_MAX_BUFFERS 65536
 #define GL_WS_MAX_MODULES 1024
 #define GL_WS_MAX_FUNCTIONS 4096
-/* Out-of-order ops a session holds while waiting for a lower seq, and how
- * far ahead of the next expected seq an op may be. */
+/* Out-of-order ops a session holds while waiting for a lower seq, the
+ * bytes of request they may hold together, and how far ahead of the next
+ * expected seq an op may be. */
 #define GL_WS_MAX_HELD 4096
+#define GL_WS_MAX_HELD_BYTES (512ull << 20)
 #define GL_WS_MAX_AHEAD 65536
+/* How long held ops wait for a missing seq by default (gpuleased
+ * --seq-timeout-ms). */
+#define GL_WS_DEFAULT_SEQ_TIMEOUT_MS 10000u
 
 typedef struct gl_wbuffer {
   uint64_t offset; /* in the region */
@@ -60,8 +65,11 @@ struct gl_wsession {
 
   /* Main thread only: the order. */
   uint64_t next_seq;
-  gl_job *held; /* ops ahead of next_seq, sorted by seq */
+  gl_job *held; /* ops waiting for a lower seq, in the order they will run */
+  gl_job *held_tail;
   size_t held_count;
+  uint64_t held_bytes;
+  uint64_t gap_deadline_ns; /* when the missing next_seq is given up; 0: none */
 
   /* Lane thread only. */
   void *stream;
@@ -89,5 +97,11 @@ void gl_session_release_all(gl_wsession *s);
 
 /* A new random handle of the given kind, not 0. */
 uint64_t gl_session_new_handle(unsigned kind);
+
+/* Snapshot of a session's failure once the context is lost and its lane
+ * has stopped (main thread): the failure, or the lost context itself when
+ * the session had none. */
+void gl_session_failure_for_lost(gl_wsession *s, uint16_t *status, uint16_t *op,
+                                 uint64_t *seq, const char **msg);
 
 #endif /* GL_WORKER_SESSION_H */

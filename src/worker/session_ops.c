@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "worker/session.h"
 #include "worker/submit_check.h"
+#include "worker/worker.h"
 
 /* ======================================================================
  * The failure
@@ -34,17 +35,24 @@ static void set_failure(gl_wsession *s, uint16_t op, uint64_t seq, gpulease_stat
   snprintf(s->f_msg, sizeof s->f_msg, "%s", msg);
 }
 
-/* A lost context is every session's failure. */
-static void note_lost(gl_wsession *s) {
-  gl_wk *w = s->w;
-  if (!atomic_load(&w->lost) || s->f_status != GPULEASE_OK) return;
-  char msg[1200];
+/* The message of a lost context as a session's failure. */
+static void lost_failure_msg(gl_wk *w, char *msg, size_t len) {
   pthread_mutex_lock(&w->lost_mu);
-  snprintf(msg, sizeof msg, "the lease's CUDA context was lost after a device fault (%s); "
-           "this session's buffers and modules are gone: close it",
-           w->lost_msg);
+  snprintf(msg, len, "the lease's CUDA context was lost after a device fault (%s)", w->lost_msg);
   pthread_mutex_unlock(&w->lost_mu);
-  set_failure(s, 0, 0, GPULEASE_LAUNCH_FAILED, msg);
+}
+
+void gl_session_failure_for_lost(gl_wsession *s, uint16_t *status, uint16_t *op, uint64_t *seq,
+                                 const char **msg) {
+  if (s->f_status == GPULEASE_OK) {
+    char m[1200];
+    lost_failure_msg(s->w, m, sizeof m);
+    set_failure(s, 0, 0, GPULEASE_LAUNCH_FAILED, m);
+  }
+  *status = s->f_status;
+  *op = s->f_op;
+  *seq = s->f_seq;
+  *msg = s->f_msg;
 }
 
 static void after_backend(gl_wsession *s) {
@@ -137,7 +145,8 @@ static gpulease_status op_alloc(gl_wsession *s, const gl_mem_alloc_req *r, gl_re
     free(b);
     return errf(s, GPULEASE_INTERNAL, "worker out of memory");
   }
-  resp->u.handle = h;
+  resp->u.mem_alloc.buffer = h;
+  resp->u.mem_alloc.region_offset = b->offset;
   return GPULEASE_OK;
 }
 
@@ -447,11 +456,28 @@ static void op_launch(gl_wsession *s, gl_job *job) {
 static void op_sync(gl_wsession *s, gl_job *job) {
   gl_wk *w = s->w;
   const gl_sync_req *r = &job->req.u.sync;
-  if (!atomic_load(&w->lost)) {
-    bool failed = false;
-    (void)wait_stream(s, GL_OP_SYNC, r->s.seq, &failed);
+  bool failed = false;
+  (void)wait_stream(s, GL_OP_SYNC, r->s.seq, &failed);
+  if (atomic_load(&w->lost)) {
+    /* The session ends with the context: report, never clear. */
+    uint16_t st, op;
+    uint64_t seq;
+    const char *fmsg;
+    gl_session_failure_for_lost(s, &st, &op, &seq, &fmsg);
+    char msg[2600];
+    gl_session_ended_msg(msg, sizeof msg, s->id, op, seq, fmsg);
+    if (r->ack_seq) {
+      gl_wk_reply_error(w, job->tag, GL_OP_SYNC, (gpulease_status)st, msg);
+      return;
+    }
+    gl_response resp = {.op = GL_OP_SYNC, .status = GPULEASE_OK, .msg = msg};
+    resp.msg_len = (uint16_t)strlen(msg);
+    resp.u.sync.error_status = st;
+    resp.u.sync.error_op = op;
+    resp.u.sync.error_seq = seq;
+    gl_wk_reply(w, job->tag, &resp);
+    return;
   }
-  note_lost(s);
   gl_response resp = {.op = GL_OP_SYNC, .status = GPULEASE_OK};
   resp.msg = s->f_status ? s->f_msg : "";
   resp.msg_len = (uint16_t)strlen(resp.msg);
@@ -506,10 +532,9 @@ static void op_close(gl_wsession *s, gl_job *job) {
   uint64_t tag = job->tag;
   gl_job_free(job);
   pthread_mutex_lock(&w->sess_mu);
-  size_t left = --w->session_count;
+  w->session_count--;
   pthread_mutex_unlock(&w->sess_mu);
   gl_wk_reply_ok(w, tag, GL_OP_SESSION_CLOSE);
-  if (atomic_load(&w->lost) && left == 0) gl_wk_hang_up(w);
   atomic_store(&s->closed, true); /* the main thread may free s from here on */
 }
 
@@ -517,14 +542,56 @@ static void op_close(gl_wsession *s, gl_job *job) {
  * Dispatch on the lane
  * ==================================================================== */
 
+void gl_session_fail_fast_msg(char *buf, size_t len, uint16_t op, uint64_t seq,
+                              const char *msg) {
+  if (seq)
+    snprintf(buf, len, "op %" PRIu64 " (%s) failed earlier: %s; SYNC with ack_seq %" PRIu64
+             " to go on", seq, op ? gl_op_name(op) : "missing", msg, seq);
+  else
+    snprintf(buf, len, "an earlier %s sent with seq 0 failed: %s; SYNC with ack_seq "
+             "0xffffffffffffffff (any) to go on", op ? gl_op_name(op) : "op", msg);
+}
+
+void gl_session_ended_msg(char *buf, size_t len, uint64_t session_id, uint16_t op, uint64_t seq,
+                          const char *msg) {
+  char what[64];
+  if (seq) snprintf(what, sizeof what, "op %" PRIu64 " (%s)", seq, op ? gl_op_name(op) : "missing");
+  else snprintf(what, sizeof what, "%s", op ? gl_op_name(op) : "the device");
+  snprintf(buf, len, "session %" PRIu64 " ended when the lease's CUDA context was lost: %s failed: "
+           "%s; close it (SESSION_CLOSE) and open a new session", session_id, what, msg);
+}
+
+/* A GL_JOB_GAP: the seqs gap_first..gap_last never came. */
+static void run_gap(gl_wsession *s, const gl_job *job) {
+  char msg[512];
+  if (job->gap_first == job->gap_last)
+    snprintf(msg, sizeof msg, "no op with seq %" PRIu64 " arrived within %u ms while later ops "
+             "waited for it; the seq counts as used", job->gap_first, s->w->seq_timeout_ms);
+  else
+    snprintf(msg, sizeof msg, "no ops with seqs %" PRIu64 "..%" PRIu64 " arrived within %u ms "
+             "while later ops waited for them; those seqs count as used",
+             job->gap_first, job->gap_last, s->w->seq_timeout_ms);
+  set_failure(s, 0, job->gap_first, GPULEASE_MISSING_SEQ, msg);
+}
+
 void gl_session_run(void *ctx, gl_job *job) {
   gl_wsession *s = ctx;
   gl_wk *w = s->w;
+  if (atomic_load(&w->lost)) {
+    /* The session ends with the context: the daemon answers this op from
+     * the worker's last notice once the worker has exited. */
+    gl_job_free(job);
+    return;
+  }
+  if (job->kind == GL_JOB_GAP) {
+    run_gap(s, job);
+    gl_job_free(job);
+    return;
+  }
   const uint16_t op = job->req.op;
   const gl_session_ref *ref = gl_request_session(&job->req);
   const uint64_t seq = ref->seq;
   s->err[0] = 0;
-  note_lost(s);
   if (op == GL_OP_SESSION_CLOSE) {
     op_close(s, job); /* frees job */
     return;
@@ -536,12 +603,7 @@ void gl_session_run(void *ctx, gl_job *job) {
   }
   if (s->f_status != GPULEASE_OK) { /* fail fast */
     char msg[2600];
-    if (s->f_seq)
-      snprintf(msg, sizeof msg, "op %" PRIu64 " (%s) failed earlier: %s; SYNC with ack_seq %" PRIu64
-               " to go on", s->f_seq, s->f_op ? gl_op_name(s->f_op) : "device", s->f_msg, s->f_seq);
-    else
-      snprintf(msg, sizeof msg, "an earlier %s failed: %s; SYNC with ack_seq 0x%" PRIx64
-               " (any) to go on", s->f_op ? gl_op_name(s->f_op) : "op", s->f_msg, GL_SYNC_ACK_ANY);
+    gl_session_fail_fast_msg(msg, sizeof msg, s->f_op, s->f_seq, s->f_msg);
     gl_wk_reply_error(w, job->tag, op, (gpulease_status)s->f_status, msg);
     gl_job_free(job);
     return;

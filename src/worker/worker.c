@@ -10,14 +10,20 @@
  */
 #include "worker/worker.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "worker/ipc.h"
+#include "worker/session.h"
 #include "worker/submit_check.h"
 #include "worker/worker_internal.h"
 
@@ -70,18 +76,11 @@ bool gl_wk_check_lost(gl_wk *w, const char *why) {
     snprintf(w->lost_msg, sizeof w->lost_msg, "%s", why && why[0] ? why : "device fault");
     atomic_store(&w->lost, true);
     GL_ERROR("worker: the CUDA context is lost after a device fault: %s", w->lost_msg);
+    /* The main thread stops reading requests and winds down. */
+    if (eventfd_write(w->wake_fd, 1) != 0) GL_WARN("worker: cannot wake the main thread");
   }
   pthread_mutex_unlock(&w->lost_mu);
   return true;
-}
-
-void gl_wk_hang_up(gl_wk *w) {
-  /* End of stream for the daemon at once, before the slow teardown of a
-   * faulted context, so it starts a fresh worker for the lease's next
-   * request instead of queueing it here; the main thread's read ends too. */
-  GL_ERROR("worker: the CUDA context is lost; exiting with status %d",
-           GL_WORKER_EXIT_CONTEXT_LOST);
-  shutdown(w->fd, SHUT_RDWR);
 }
 
 /* ---- argument areas --------------------------------------------------------- */
@@ -108,8 +107,10 @@ void gl_argbuf_free(gl_argbuf *a) {
 }
 
 static const char *g_jit_dir;
+static unsigned g_seq_timeout_ms;
 
 void gl_worker_set_jit_cache_dir(const char *dir) { g_jit_dir = dir; }
+void gl_worker_set_seq_timeout_ms(unsigned ms) { g_seq_timeout_ms = ms; }
 
 /* ---- the lease's own ops ----------------------------------------------- */
 
@@ -306,12 +307,8 @@ static void run_submit_job(void *ctx, gl_job *job) {
   const gl_submit_req *req = &job->req.u.submit;
   w->err[0] = 0;
   if (atomic_load(&w->lost)) {
-    char msg[1200];
-    pthread_mutex_lock(&w->lost_mu);
-    snprintf(msg, sizeof msg, "the lease's CUDA context was lost (%s); close the lease's "
-             "sessions to get a fresh one", w->lost_msg);
-    pthread_mutex_unlock(&w->lost_mu);
-    gl_wk_reply_error(w, job->tag, op, GPULEASE_LAUNCH_FAILED, msg);
+    /* Left unanswered: once this worker has exited, the daemon sends the
+     * request, which never ran, to a fresh worker. */
     gl_job_free(job);
     return;
   }
@@ -335,12 +332,6 @@ static void run_submit_job(void *ctx, gl_job *job) {
     free(output);
   }
   gl_job_free(job);
-  if (atomic_load(&w->lost)) {
-    pthread_mutex_lock(&w->sess_mu);
-    size_t open_now = w->session_count;
-    pthread_mutex_unlock(&w->sess_mu);
-    if (open_now == 0) gl_wk_hang_up(w);
-  }
 }
 
 /* Main thread: serves or routes one whole message (ownership of msg
@@ -401,13 +392,15 @@ static int worker_setup(gl_wk *w, int fd, gl_backend *be) {
   memset(w, 0, sizeof *w);
   w->fd = fd;
   w->be = be;
+  w->seq_timeout_ms = g_seq_timeout_ms ? g_seq_timeout_ms : GL_WS_DEFAULT_SEQ_TIMEOUT_MS;
+  w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   pthread_mutex_init(&w->write_mu, NULL);
   pthread_mutex_init(&w->lost_mu, NULL);
   pthread_mutex_init(&w->sess_mu, NULL);
   atomic_init(&w->lost, false);
   gl_module_cache_init(&w->cache, be);
   w->err = malloc(GL_WK_ERR_MAX);
-  if (!w->err || gl_argbuf_init(&w->submit_args) != 0) return -1;
+  if (w->wake_fd < 0 || !w->err || gl_argbuf_init(&w->submit_args) != 0) return -1;
   w->submit_lane = gl_lane_start(run_submit_job, w);
   return w->submit_lane ? 0 : -1;
 }
@@ -429,6 +422,51 @@ static void worker_teardown(gl_wk *w) {
   pthread_mutex_destroy(&w->write_mu);
   pthread_mutex_destroy(&w->lost_mu);
   pthread_mutex_destroy(&w->sess_mu);
+  if (w->wake_fd >= 0) close(w->wake_fd);
+}
+
+enum wait_result { WAIT_REQUEST, WAIT_TIMER, WAIT_LOST };
+
+/* Waits until a request can be read, the context is lost, or a session's
+ * wait for a missing seq runs out. */
+static enum wait_result wait_for_work(gl_wk *w) {
+  for (;;) {
+    if (atomic_load(&w->lost)) return WAIT_LOST;
+    uint64_t deadline = gl_session_next_deadline(w);
+    int timeout_ms = -1;
+    if (deadline) {
+      uint64_t now = gl_mono_ns();
+      if (deadline <= now) return WAIT_TIMER;
+      uint64_t ms = (deadline - now + 999999) / 1000000;
+      timeout_ms = ms > 60000 ? 60000 : (int)ms;
+    }
+    struct pollfd p[2] = {{.fd = w->fd, .events = POLLIN}, {.fd = w->wake_fd, .events = POLLIN}};
+    int n = poll(p, 2, timeout_ms);
+    if (n < 0 && errno != EINTR) return WAIT_REQUEST; /* the read reports the error */
+    if (atomic_load(&w->lost)) return WAIT_LOST;
+    if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) return WAIT_REQUEST;
+  }
+}
+
+/* After a lost context: stops the lanes and sends WORKER_LOST (tag 0).
+ * True when every lane stopped (nothing runs in the worker any more). */
+static bool send_lost_notice(gl_wk *w) {
+  size_t busy = 0;
+  if (!gl_lane_stop_within(w->submit_lane, 2000)) {
+    GL_WARN("worker: the GPU_SUBMIT lane is still busy");
+    busy++;
+  }
+  w->submit_lane = NULL;
+  gl_buf b;
+  gl_buf_init(&b);
+  size_t busy_sessions = 0;
+  if (gl_session_lost_notice(w, 2000, &b, &busy_sessions) != 0) {
+    gl_buf_free(&b);
+    GL_ERROR("worker: out of memory listing the sessions of the lost context");
+    return false;
+  }
+  gl_wk_send(w, GL_IPC_NOTICE_TAG, &b);
+  return busy + busy_sessions == 0;
 }
 
 int gl_worker_run(int fd, gl_backend *backend) {
@@ -442,6 +480,12 @@ int gl_worker_run(int fd, gl_backend *backend) {
   }
   int rc = GL_WORKER_EXIT_OK;
   for (;;) {
+    switch (wait_for_work(w)) {
+    case WAIT_LOST: rc = GL_WORKER_EXIT_CONTEXT_LOST; break;
+    case WAIT_TIMER: gl_session_expire_gaps(w, gl_mono_ns()); continue;
+    case WAIT_REQUEST: break;
+    }
+    if (rc == GL_WORKER_EXIT_CONTEXT_LOST) break;
     gl_header h;
     uint8_t *msg = NULL;
     size_t len = 0;
@@ -478,10 +522,15 @@ int gl_worker_run(int fd, gl_backend *backend) {
       break;
     }
   }
-  if (atomic_load(&w->lost)) rc = GL_WORKER_EXIT_CONTEXT_LOST;
-  if (rc == GL_WORKER_EXIT_CONTEXT_LOST) {
-    /* Leave the dead context and whatever still runs to the process exit. */
-    return rc;
+  if (atomic_load(&w->lost)) {
+    /* Tell the daemon which sessions ended with the context. The dead
+     * context is left to the process exit; the worker's own memory is
+     * freed unless a thread still runs in it. */
+    if (send_lost_notice(w)) {
+      worker_teardown(w);
+      free(w);
+    }
+    return GL_WORKER_EXIT_CONTEXT_LOST;
   }
   worker_teardown(w);
   free(w);

@@ -32,6 +32,9 @@
 #ifndef GL_WORKER_WORKER_H
 #define GL_WORKER_WORKER_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "worker/backend.h"
 
 /* The worker's return values, meant to become its process exit status. */
@@ -48,6 +51,21 @@
  * passes <state-dir>/jit-cache); NULL (the default) disables the cache.
  * Call before gl_worker_run; the string is borrowed. */
 void gl_worker_set_jit_cache_dir(const char *dir);
+
+/* How long a session's held ops wait for a missing seq before it is given
+ * up (docs/protocol.md, "Ordering"); 0 keeps the default (10 s). Call
+ * before gl_worker_run. */
+void gl_worker_set_seq_timeout_ms(unsigned ms);
+
+/* The message of an op that fails fast behind a session's failure (op,
+ * seq, message: the failure), in the forms docs/protocol.md ("Failures")
+ * gives. */
+void gl_session_fail_fast_msg(char *buf, size_t len, uint16_t op, uint64_t seq, const char *msg);
+
+/* The message of an op on a session that ended with a lost context (the
+ * daemon answers those ops once the worker is gone). */
+void gl_session_ended_msg(char *buf, size_t len, uint64_t session_id, uint16_t op, uint64_t seq,
+                          const char *msg);
 
 /* Runs the worker loop on fd (a connected SOCK_STREAM socket; blocking)
  * with the CUDA backend until the daemon closes the stream. Returns one of

@@ -56,8 +56,10 @@ typedef struct gl_wsession gl_wsession;
 
 typedef struct gl_wk {
   int fd;
+  int wake_fd; /* eventfd: a lane lost the context; the main thread winds down */
   gl_backend *be;
   pthread_mutex_t write_mu;
+  uint32_t seq_timeout_ms; /* held ops wait this long for a missing seq */
 
   /* The lease (set by WORKER_INIT on the main thread, read-only after). */
   bool initialised;
@@ -98,14 +100,11 @@ int gl_wk_reply(gl_wk *w, uint64_t tag, const gl_response *resp);
 /* An OK reply with no result fields. */
 int gl_wk_reply_ok(gl_wk *w, uint64_t tag, uint16_t op);
 
-/* Notes a lost context (first reason wins) after a backend call. True when
- * the context is lost now. */
+/* Notes a lost context (first reason wins) after a backend call, and wakes
+ * the main thread, which then stops reading requests, lists the sessions
+ * for the daemon (WORKER_LOST) and exits. True when the context is lost
+ * now. */
 bool gl_wk_check_lost(gl_wk *w, const char *why);
-
-/* Ends the worker's channel so the daemon starts a fresh worker (and the
- * main thread's read returns): called once the context is lost and no
- * session holds on to it. */
-void gl_wk_hang_up(gl_wk *w);
 
 /* ---- sessions (session.c) ---- */
 
@@ -116,6 +115,23 @@ void gl_session_dispatch(gl_wk *w, gl_job *job);
 
 /* Main thread: frees the sessions whose lanes have finished (closed). */
 void gl_session_reap(gl_wk *w);
+
+/* Main thread: the earliest time (gl_mono_ns) at which a session gives up
+ * waiting for a missing seq; 0 when no session waits. */
+uint64_t gl_session_next_deadline(gl_wk *w);
+
+/* Main thread: gives up the missing seqs whose wait has run out at `now`:
+ * each becomes its session's failure (MISSING_SEQ) and the ops held
+ * behind it are handed over (to fail fast). */
+void gl_session_expire_gaps(gl_wk *w, uint64_t now);
+
+/* Main thread, once the context is lost: stops every lane (waiting at
+ * most timeout_ms for each) and encodes the WORKER_LOST notice that lists
+ * every open session and its failure, for the daemon to answer their later
+ * ops (docs/protocol.md section 7). *busy_lanes counts the lanes whose op
+ * was still running (left to the process exit). 0, or -1 when out of
+ * memory. */
+int gl_session_lost_notice(gl_wk *w, unsigned timeout_ms, gl_buf *out, size_t *busy_lanes);
 
 /* Main thread, at exit: stops every lane and frees every session (its
  * buffers and modules too, unless the context is lost). */

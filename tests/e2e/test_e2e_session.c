@@ -333,23 +333,21 @@ static void test_kernel_fault(void **state) {
   printf("fault: %s seq %llu: %s\n", f.op_name, (unsigned long long)f.seq, err.message);
   assert_string_equal(f.op_name, "LAUNCH");
   assert_non_null(strstr(err.message, "CUDA_ERROR_ILLEGAL_ADDRESS"));
-  /* The context is lost for every session of the lease. */
+  assert_non_null(strstr(err.message, "close it (SESSION_CLOSE) and open a new session"));
+  /* The context is lost for every session of the lease: they ended. */
   assert_int_equal(gpulease_session_sync(s2, &f, &err), GPULEASE_LAUNCH_FAILED);
-  assert_non_null(strstr(err.message, "lost"));
-  /* Until they are closed, the lease cannot start over. */
-  gpulease_session *s3 = NULL;
-  assert_int_equal(gpulease_session_open(c, &l, &s3, &err), GPULEASE_LAUNCH_FAILED);
+  assert_non_null(strstr(err.message, "ended when the lease's CUDA context was lost"));
+  assert_int_equal(f.op, 0);
+  /* Their failure cannot be acknowledged; the message says what to do. */
+  assert_int_equal(gpulease_session_acknowledge(s1, UINT64_MAX, &err), GPULEASE_LAUNCH_FAILED);
+  assert_non_null(strstr(err.message, "open a new session"));
+  /* The lease starts over at once, the old sessions still open: a fresh
+   * context (the worker is replaced) with all of the lease's VRAM. */
+  gpulease_session *s3 = open_session(c, &l);
+  gpulease_buffer b3;
+  CHECK(gpulease_mem_alloc(s3, 1 * MiB, &b3, E));
   CHECK(gpulease_session_close(s1, E));
   CHECK(gpulease_session_close(s2, E));
-  /* A fresh context: sessions work again (the worker is replaced). */
-  for (int i = 0; i < 50; i++) {
-    if (gpulease_session_open(c, &l, &s3, &err) == GPULEASE_OK) break;
-    s3 = NULL;
-    usleep(100000);
-  }
-  assert_non_null(s3);
-  gpulease_buffer b3;
-  CHECK(gpulease_mem_alloc(s3, 1 * MiB, &b3, E)); /* all of the VRAM is free again */
   CHECK(gpulease_session_close(s3, E));
   gpulease_client_close(c);
   assert_int_equal(gl_test_daemon_stop(&d), 0);

@@ -1,5 +1,5 @@
 /*
- * test_wire.c - unit tests of the gpulease/1 codec (src/proto/wire.c).
+ * test_wire.c - unit tests of the gpulease/1 codec (src/proto/wire*.c).
  *
  * Three kinds of test:
  *   - round trips: every op's request and response is encoded with the
@@ -733,8 +733,11 @@ static void fb_session_resp(frame *f, uint16_t op, const sres_spec *s) {
   fb_be(f, 0, 2); /* msg_len */
   switch (op) {
   case GL_OP_SESSION_OPEN:
+    fb_be(f, s->handle, 8);
+    break;
   case GL_OP_MEM_ALLOC:
     fb_be(f, s->handle, 8);
+    fb_be(f, 0x0000000000012300ull, 8); /* region_offset */
     break;
   case GL_OP_SYNC:
     fb_be(f, s->error_status, 2);
@@ -1919,7 +1922,8 @@ static void test_status_names(void **state) {
       {104, "TIMEOUT"},
       {-1, "UNKNOWN"},
       {16, "INVALID_HANDLE"},
-      {17, "UNKNOWN"},
+      {17, "MISSING_SEQ"},
+      {18, "UNKNOWN"},
       {99, "UNKNOWN"},
       {105, "UNKNOWN"},
   };
@@ -2539,8 +2543,11 @@ static void ses_response(uint16_t op, gl_response *r) {
   memset(g_read_data, 0xC3, sizeof g_read_data);
   r->op = op;
   switch (op) {
-  case GL_OP_SESSION_OPEN:
-  case GL_OP_MEM_ALLOC: r->u.handle = 0x0100000000000001ull; break;
+  case GL_OP_SESSION_OPEN: r->u.handle = 0x0100000000000001ull; break;
+  case GL_OP_MEM_ALLOC:
+    r->u.mem_alloc.buffer = 0x0100000000000001ull;
+    r->u.mem_alloc.region_offset = 0x12300;
+    break;
   case GL_OP_SYNC:
     r->u.sync.error_status = GPULEASE_LAUNCH_FAILED;
     r->u.sync.error_op = GL_OP_LAUNCH;
@@ -2574,8 +2581,8 @@ static void ses_response(uint16_t op, gl_response *r) {
 
 static size_t ses_result_len(uint16_t op) {
   switch (op) {
-  case GL_OP_SESSION_OPEN:
-  case GL_OP_MEM_ALLOC: return 8;
+  case GL_OP_SESSION_OPEN: return 8;
+  case GL_OP_MEM_ALLOC: return 16;
   case GL_OP_SYNC: return 12;
   case GL_OP_MEM_READ: return 4 + 32;
   case GL_OP_MODULE_LOAD: return 9;
@@ -2587,8 +2594,10 @@ static size_t ses_result_len(uint16_t op) {
 static bool ses_resp_equal(const gl_response *a, const gl_response *b) {
   if (a->op != b->op || a->status != b->status) return false;
   switch (a->op) {
-  case GL_OP_SESSION_OPEN:
-  case GL_OP_MEM_ALLOC: return a->u.handle == b->u.handle;
+  case GL_OP_SESSION_OPEN: return a->u.handle == b->u.handle;
+  case GL_OP_MEM_ALLOC:
+    return a->u.mem_alloc.buffer == b->u.mem_alloc.buffer &&
+           a->u.mem_alloc.region_offset == b->u.mem_alloc.region_offset;
   case GL_OP_SYNC:
     return a->u.sync.error_status == b->u.sync.error_status &&
            a->u.sync.error_op == b->u.sync.error_op && a->u.sync.error_seq == b->u.sync.error_seq;
@@ -2650,9 +2659,11 @@ static void test_session_response_roundtrips(void **state) {
   /* Extremes: handles any non-zero u64; SYNC with no failure; the other
    * cache values; FUNC_INFO with 0, 256 and unknown param sizes. */
   ses_response(GL_OP_MEM_ALLOC, &resp);
-  resp.u.handle = UINT64_MAX;
-  resp_roundtrip(&resp, &out, 12 + 2 + 8);
-  assert_int_equal(out.u.handle, UINT64_MAX);
+  resp.u.mem_alloc.buffer = UINT64_MAX;
+  resp.u.mem_alloc.region_offset = UINT64_MAX;
+  resp_roundtrip(&resp, &out, 12 + 2 + 16);
+  assert_int_equal(out.u.mem_alloc.buffer, UINT64_MAX);
+  assert_int_equal(out.u.mem_alloc.region_offset, UINT64_MAX);
   ses_response(GL_OP_SESSION_OPEN, &resp);
   resp.u.handle = 1;
   resp_roundtrip(&resp, &out, 12 + 2 + 8);
@@ -2815,7 +2826,7 @@ static void test_session_response_encode_refuses(void **state) {
   resp.u.handle = 0;
   assert_resp_refused(&resp);
   ses_response(GL_OP_MEM_ALLOC, &resp);
-  resp.u.handle = 0;
+  resp.u.mem_alloc.buffer = 0;
   assert_resp_refused(&resp);
   ses_response(GL_OP_MODULE_LOAD, &resp);
   resp.u.module_load.module = 0;
@@ -2842,7 +2853,7 @@ static void test_session_response_encode_refuses(void **state) {
   assert_resp_refused(&resp);
   /* An error response needs no valid result. */
   ses_response(GL_OP_MEM_ALLOC, &resp);
-  resp.u.handle = 0;
+  resp.u.mem_alloc.buffer = 0;
   resp.status = GPULEASE_CAPACITY_EXCEEDED;
   gl_buf b;
   gl_buf_init(&b);
@@ -3008,9 +3019,10 @@ static const uint8_t DOC_MEM_ALLOC_REQ[] = {
 };
 
 static const uint8_t DOC_MEM_ALLOC_RESP[] = {
-    0x47, 0x4C, 0x01, 0x01, 0x03, 0x11, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0A, /* header */
+    0x47, 0x4C, 0x01, 0x01, 0x03, 0x11, 0x00, 0x00, 0x00, 0x00, 0x00, 0x12, /* header */
     0x00, 0x00,                                     /* msg_len 0 */
     0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x05, /* buffer */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* region_offset 0 */
 };
 
 static const uint8_t DOC_MEM_FREE_ERROR[] = {
@@ -3043,7 +3055,8 @@ static void test_doc_session_example(void **state) {
 
   memset(&resp, 0, sizeof resp);
   resp.op = GL_OP_MEM_ALLOC;
-  resp.u.handle = 0x0000000100000005ull;
+  resp.u.mem_alloc.buffer = 0x0000000100000005ull;
+  resp.u.mem_alloc.region_offset = 0;
   assert_status(gl_response_encode(&resp, &b), GPULEASE_OK);
   assert_int_equal(b.len, sizeof DOC_MEM_ALLOC_RESP);
   assert_memory_equal(b.data, DOC_MEM_ALLOC_RESP, sizeof DOC_MEM_ALLOC_RESP);
@@ -3051,7 +3064,8 @@ static void test_doc_session_example(void **state) {
   assert_status(gl_response_decode(DOC_MEM_ALLOC_RESP, sizeof DOC_MEM_ALLOC_RESP, MAX_BODY, &rout,
                                    NULL, 0),
                 GPULEASE_OK);
-  assert_int_equal(rout.u.handle, 0x0000000100000005ull);
+  assert_int_equal(rout.u.mem_alloc.buffer, 0x0000000100000005ull);
+  assert_int_equal(rout.u.mem_alloc.region_offset, 0);
 
   assert_status(gl_response_encode_error(GL_OP_MEM_FREE, GPULEASE_INVALID_HANDLE, &b,
                                          "no buffer 0x%llx in session %d",
@@ -3108,6 +3122,92 @@ static void test_corpus_files(void **state) {
   assert_true(valid >= 9 + 6 + 13 + 13);
 }
 
+/* ========================================================================
+ * WORKER_LOST (section 7): the worker's notice after a lost context
+ * ====================================================================== */
+
+static void test_worker_lost(void **state) {
+  (void)state;
+  static gl_response resp, out;
+  memset(&resp, 0, sizeof resp);
+  resp.op = GL_OP_WORKER_LOST;
+  resp.msg = "CUDA_ERROR_ILLEGAL_ADDRESS";
+  resp.msg_len = (uint16_t)strlen(resp.msg);
+  gl_worker_lost_resp *wl = &resp.u.worker_lost;
+  wl->count = 2;
+  wl->sessions[0] = (gl_lost_session){.session_id = 0x1122334455667788ull,
+                                      .status = GPULEASE_LAUNCH_FAILED, .op = GL_OP_LAUNCH,
+                                      .seq = 9, .msg = "fault", .msg_len = 5};
+  wl->sessions[1] = (gl_lost_session){.session_id = 7, .status = GPULEASE_MISSING_SEQ,
+                                      .op = 0, .seq = 3, .msg = "", .msg_len = 0};
+  /* The documented layout: u16 count, then per session u64 id, u16 status,
+   * u16 op, u64 seq, u16 msg_len, msg. */
+  static const uint8_t want[] = {
+      0x47, 0x4C, 0x01, 0x01, 0x7F, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x4F, /* header, 79 */
+      0x00, 0x1A, 'C', 'U', 'D', 'A', '_', 'E', 'R', 'R', 'O', 'R', '_', 'I', 'L', 'L', 'E', 'G',
+      'A', 'L', '_', 'A', 'D', 'D', 'R', 'E', 'S', 'S',       /* msg */
+      0x00, 0x02,                                             /* count */
+      0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,         /* session_id */
+      0x00, 0x04, 0x03, 0x31,                                 /* LAUNCH_FAILED, LAUNCH */
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x09,         /* seq 9 */
+      0x00, 0x05, 'f', 'a', 'u', 'l', 't',                    /* msg */
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x07,         /* session_id 7 */
+      0x00, 0x11, 0x00, 0x00,                                 /* MISSING_SEQ, op 0 */
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03,         /* seq 3 */
+      0x00, 0x00,                                             /* no msg */
+  };
+  gl_buf b;
+  gl_buf_init(&b);
+  assert_status(gl_response_encode(&resp, &b), GPULEASE_OK);
+  assert_int_equal(b.len, sizeof want);
+  assert_memory_equal(b.data, want, sizeof want);
+  gl_buf_free(&b);
+  resp_roundtrip(&resp, &out, sizeof want);
+  assert_int_equal(out.u.worker_lost.count, 2);
+  for (int i = 0; i < 2; i++) {
+    const gl_lost_session *a = &wl->sessions[i], *z = &out.u.worker_lost.sessions[i];
+    assert_int_equal(z->session_id, a->session_id);
+    assert_int_equal(z->status, a->status);
+    assert_int_equal(z->op, a->op);
+    assert_int_equal(z->seq, a->seq);
+    assert_int_equal(z->msg_len, a->msg_len);
+    assert_memory_equal(z->msg, a->msg, a->msg_len);
+  }
+  assert_string_equal(gl_op_name(GL_OP_WORKER_LOST), "WORKER_LOST");
+  assert_false(gl_op_is_session(GL_OP_WORKER_LOST));
+
+  /* Refused by the encoder, and by the decoder from patched bytes. */
+  static gl_response bad;
+  bad = resp;
+  bad.u.worker_lost.count = GL_WIRE_MAX_LOST_SESSIONS + 1;
+  assert_resp_refused(&bad);
+  bad = resp;
+  bad.u.worker_lost.sessions[1].session_id = 0;
+  assert_resp_refused(&bad);
+  bad = resp;
+  bad.u.worker_lost.sessions[0].status = GPULEASE_OK;
+  assert_resp_refused(&bad);
+  bad = resp;
+  bad.u.worker_lost.sessions[0].status = 100;
+  assert_resp_refused(&bad);
+  uint8_t patched[sizeof want];
+  char err[256];
+  memcpy(patched, want, sizeof want);
+  patched[41] = 65; /* count */
+  assert_status(gl_response_decode(patched, sizeof patched, MAX_BODY, &out, err, sizeof err),
+                GPULEASE_INVALID_ARGUMENT);
+  assert_non_null(strstr(err, "count 65 exceeds 64"));
+  memcpy(patched, want, sizeof want);
+  patched[51] = 0; /* first session's status: 0 */
+  assert_status(gl_response_decode(patched, sizeof patched, MAX_BODY, &out, err, sizeof err),
+                GPULEASE_INVALID_ARGUMENT);
+  assert_non_null(strstr(err, "is not a failure"));
+  memcpy(patched, want, sizeof want);
+  patched[62] = 0x40; /* first msg_len runs past the end */
+  assert_status(gl_response_decode(patched, sizeof patched, MAX_BODY, &out, err, sizeof err),
+                GPULEASE_MALFORMED);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_names),
@@ -3141,6 +3241,7 @@ int main(void) {
       cmocka_unit_test(test_launch_params),
       cmocka_unit_test(test_session_max_chunk),
       cmocka_unit_test(test_doc_session_example),
+      cmocka_unit_test(test_worker_lost),
       cmocka_unit_test(test_corpus_files),
   };
   return cmocka_run_group_tests_name("wire", tests, NULL, NULL);

@@ -898,8 +898,22 @@ static void test_mock_context_lost(void **state) {
   gl_request req = submit("oob", k_ptx_oob, 32, 0);
   send_req(f->fd, &req);
   expect_status(f->fd, GL_OP_GPU_SUBMIT, GPULEASE_LAUNCH_FAILED, "CUDA_ERROR_ILLEGAL_ADDRESS");
-  /* The worker replied, then stopped with the context-lost status without
-   * waiting for more requests. */
+  /* The worker replied, told the daemon it lost the context (WORKER_LOST,
+   * tag 0, no session open), then stopped with the context-lost status
+   * without waiting for more requests. */
+  uint64_t tag = 1;
+  gl_header h;
+  uint8_t *msg = NULL;
+  size_t len = 0;
+  assert_int_equal(gl_ipc_read_call(f->fd, GL_IPC_MAX_BODY, &tag, &h, &msg, &len, NULL),
+                   GL_IPC_MESSAGE);
+  assert_int_equal(tag, GL_IPC_NOTICE_TAG);
+  static gl_response lost;
+  assert_int_equal(gl_response_decode(msg, len, GL_IPC_MAX_BODY, &lost, NULL, 0), GPULEASE_OK);
+  assert_int_equal(lost.op, GL_OP_WORKER_LOST);
+  assert_int_equal(lost.u.worker_lost.count, 0);
+  assert_non_null(memmem(lost.msg, lost.msg_len, "CUDA_ERROR_ILLEGAL_ADDRESS", 26));
+  free(msg);
   assert_int_equal(pthread_join(f->thread, NULL), 0);
   assert_int_equal(f->rc, GL_WORKER_EXIT_CONTEXT_LOST);
   close(f->fd);
