@@ -3,7 +3,8 @@
  * way a client written from that document alone sees them: raw requests
  * built with the wire codec, sent over the QUIC transport (no libgpulease
  * session logic in between), against a real gpuleased on the emulated
- * device.
+ * device (GL_TEST_DEVICE=cuda: on the node's real GPUs; tests/gpu/check.sh
+ * runs them there, where a lost context is CUDA's own sticky error).
  *
  * Each test is one rule as the document states it:
  *   - an unordered op (seq 0) runs after every op received before it, held
@@ -24,6 +25,7 @@
  */
 #include <inttypes.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -241,7 +243,9 @@ static void close_peer(peer *p, uint64_t seq) {
 
 static void start(gl_test_daemon *d, const char *seq_timeout_ms) {
   const char *extra[] = {"--seq-timeout-ms", seq_timeout_ms, NULL};
-  assert_int_equal(gl_test_daemon_start(d, "64M", extra), 0);
+  const char *dev = getenv("GL_TEST_DEVICE");
+  bool on_gpu = dev && strcmp(dev, "cuda") == 0;
+  assert_int_equal(gl_test_daemon_start(d, on_gpu ? NULL : "64M", extra), 0);
 }
 
 static double now_s(void) { return (double)gl_mono_ns() / 1e9; }
