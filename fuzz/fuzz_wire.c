@@ -79,6 +79,9 @@ static int session_req_equal(const gl_request *a, const gl_request *b) {
   switch (a->op) {
   case GL_OP_SESSION_OPEN: return memcmp(&a->u.auth, &b->u.auth, sizeof a->u.auth) == 0;
   case GL_OP_SYNC: return a->u.sync.ack_seq == b->u.sync.ack_seq;
+  case GL_OP_BATCH:
+    return a->u.batch.count == b->u.batch.count && a->u.batch.ops_len == b->u.batch.ops_len &&
+           same_bytes(a->u.batch.ops, b->u.batch.ops, a->u.batch.ops_len);
   case GL_OP_MEM_ALLOC: return a->u.mem_alloc.size_bytes == b->u.mem_alloc.size_bytes;
   case GL_OP_MEM_FREE:
   case GL_OP_MODULE_UNLOAD: return a->u.handle.handle == b->u.handle.handle;
@@ -215,6 +218,10 @@ static int response_equal(const gl_response *a, const gl_response *b) {
     return 1;
   }
   case GL_OP_SESSION_OPEN: return a->u.handle == b->u.handle;
+  case GL_OP_BATCH:
+    return a->u.batch.count == b->u.batch.count &&
+           a->u.batch.replies_len == b->u.batch.replies_len &&
+           same_bytes(a->u.batch.replies, b->u.batch.replies, a->u.batch.replies_len);
   case GL_OP_MEM_ALLOC:
     return a->u.mem_alloc.buffer == b->u.mem_alloc.buffer &&
            a->u.mem_alloc.region_offset == b->u.mem_alloc.region_offset;

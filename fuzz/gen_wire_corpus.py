@@ -21,7 +21,7 @@ OPS = dict(GET_INVENTORY=0x0001, LEASE_ALLOC=0x0101, LEASE_RENEW=0x0102,
            MEM_ALLOC=0x0311, MEM_FREE=0x0312, MEM_WRITE=0x0313, MEM_READ=0x0314,
            MEM_COPY=0x0315, MEMSET=0x0316, MODULE_LOAD=0x0321,
            MODULE_UNLOAD=0x0322, FUNC_INFO=0x0323, LAUNCH=0x0331,
-           WORKER_INIT=0x7F01, WORKER_PROBE=0x7F02, WORKER_LOST=0x7F03)
+           BATCH=0x0340, WORKER_INIT=0x7F01, WORKER_PROBE=0x7F02, WORKER_LOST=0x7F03)
 SECRET = bytes(range(0xA0, 0xB0))
 
 
@@ -145,6 +145,17 @@ def session_corpus():
     yield "resp-func-info-unknown", resp(o["FUNC_INFO"], func_info_result(sizes=(), count=0xFFFF))
     yield "resp-launch", resp(o["LAUNCH"])
     yield "resp-error-invalid-handle", resp(o["MEM_FREE"], status=16, msg=b"no buffer 0x1 in session 1")
+    # BATCH: whole messages behind u32 lengths, seqs following the batch's.
+    ops = [frame(REQ, o["LAUNCH"], launch_body(seq=7)),
+           frame(REQ, o["MEMSET"], sref(1, 8) + struct.pack(">QQBIQ", BUF2, 0, 4, 7, 8)),
+           frame(REQ, o["SYNC"], sref(1, 9) + struct.pack(">Q", 0))]
+    lst = b"".join(struct.pack(">I", len(m)) + m for m in ops)
+    yield "req-batch", frame(REQ, o["BATCH"], sref(1, 7) + struct.pack(">H", 3) + lst)
+    yield "bad-batch-seq", frame(REQ, o["BATCH"], sref(1, 6) + struct.pack(">H", 3) + lst)
+    reps = [resp(o["LAUNCH"]), resp(o["MEMSET"], status=16, msg=b"no buffer"),
+            resp(o["SYNC"], struct.pack(">HHQ", 16, o["MEMSET"], 8))]
+    yield "resp-batch", resp(o["BATCH"], struct.pack(">H", 3) +
+                             b"".join(struct.pack(">I", len(m)) + m for m in reps))
     yield "bad-session-id-0", frame(REQ, o["SESSION_CLOSE"], sref(0, 1))
     yield "bad-mem-write-short", frame(REQ, o["MEM_WRITE"], sref(1, 2) +
                                        struct.pack(">QQI", BUF1, 0, 16) + bytes(15))

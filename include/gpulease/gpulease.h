@@ -435,6 +435,25 @@ GPULEASE_API gpulease_status gpulease_session_acknowledge(gpulease_session *sess
                                                           uint64_t failed_seq,
                                                           gpulease_error *err);
 
+/* Sends the session's pipelined ops that the library still holds (see
+ * gpulease_session_set_batch) without waiting for them. Every call that
+ * waits (sync, reads, allocations, close) sends them first anyway; flush
+ * is for a caller that launches, then does other work before it waits,
+ * and wants the kernels started meanwhile. Errors: connection errors. */
+GPULEASE_API gpulease_status gpulease_session_flush(gpulease_session *session,
+                                                    gpulease_error *err);
+
+/* Pipelined ops (launch, memset, copy, free, unload) go to the daemon in
+ * batches (BATCH, docs/protocol.md): a call sends its op at once when none
+ * of the session's requests is in flight, and otherwise adds it to a batch
+ * that is sent when it holds max_ops ops (default 64) or 64 KiB, at the
+ * next call that waits (with that call's op in the same request: launch
+ * then sync is one round trip), or at gpulease_session_flush(). max_ops 1
+ * sends every op on its own. Sends what is batched first. Errors:
+ * INVALID_ARGUMENT (max_ops outside 1..1024), connection errors. */
+GPULEASE_API gpulease_status gpulease_session_set_batch(gpulease_session *session,
+                                                        unsigned max_ops, gpulease_error *err);
+
 /* Progress of gpulease_mem_write()/gpulease_mem_read(): called after each
  * chunk with the bytes done so far and the total. */
 typedef void (*gpulease_progress_fn)(uint64_t done_bytes, uint64_t total_bytes, void *user);

@@ -74,8 +74,9 @@ void gl_ended_free(gl_ended *e) {
   e->n = 0;
 }
 
-void gl_ended_answer(gl_ended *e, const gl_ended_session *es, const gl_request *req,
-                     gl_buf *out) {
+/* The answer to one op (not BATCH) of ended session es (a copy). */
+static void answer_one(gl_ended *e, const gl_ended_session *es, const gl_request *req,
+                       gl_buf *out) {
   gl_response r = {.op = req->op, .status = GPULEASE_OK};
   if (req->op == GL_OP_SESSION_CLOSE) {
     r.msg = "the session had ended with the lease's lost CUDA context";
@@ -96,4 +97,35 @@ void gl_ended_answer(gl_ended *e, const gl_ended_session *es, const gl_request *
     return;
   }
   gl_response_encode_error(req->op, (gpulease_status)es->status, out, "%s", msg);
+}
+
+void gl_ended_answer(gl_ended *e, const gl_ended_session *es_in, const gl_request *req,
+                     gl_buf *out) {
+  gl_ended_session es = *es_in; /* es_in goes stale once a SESSION_CLOSE forgets it */
+  if (req->op != GL_OP_BATCH) {
+    answer_one(e, &es, req, out);
+    return;
+  }
+  /* Each op of the batch answered on its own, in one BATCH response. */
+  const gl_batch_req *b = &req->u.batch;
+  gl_buf list, one;
+  gl_buf_init(&list);
+  gl_request q;
+  size_t pos = 0;
+  const uint8_t *m;
+  size_t len;
+  while (gl_batch_next(b->ops, b->ops_len, &pos, &m, &len)) {
+    gl_buf_init(&one);
+    if (gl_request_decode(m, len, len, &q, NULL, NULL, 0) == GPULEASE_OK)
+      answer_one(e, &es, &q, &one);
+    gl_batch_append(&list, one.data, one.len);
+    gl_buf_free(&one);
+  }
+  gl_response r = {.op = GL_OP_BATCH, .status = GPULEASE_OK, .msg = ""};
+  r.u.batch.count = b->count;
+  r.u.batch.replies = list.data;
+  r.u.batch.replies_len = list.len;
+  if (list.oom || gl_response_encode(&r, out) != GPULEASE_OK)
+    gl_response_encode_error(GL_OP_BATCH, GPULEASE_INTERNAL, out, "daemon out of memory");
+  gl_buf_free(&list);
 }

@@ -72,11 +72,20 @@ gpulease_status gl_lib_exchange(gpulease_client *c, const gl_request *req, gl_re
 /* MEM_WRITE / MEM_READ chunking. */
 #define GL_SESSION_CHUNK (8u << 20)
 #define GL_SESSION_CHUNKS_IN_FLIGHT 16
+/* Pipelined ops batched into one BATCH request at most, by default and in
+ * bytes (gpulease_session_set_batch). */
+#define GL_SESSION_BATCH_OPS 64
+/* Ops of a session in flight at most (in its FIFO, batches counted by
+ * their ops): below the 4096 ops the daemon holds for a lower seq, since
+ * requests on different streams may arrive in any order. */
+#define GL_SESSION_INFLIGHT_OPS 2048
+#define GL_SESSION_BATCH_BYTES (64u << 10)
 
 typedef struct gl_pending {
   uint64_t token; /* gl_qclient_send's */
-  uint64_t seq;
-  uint16_t op;
+  uint64_t seq;   /* the op's, or a BATCH's first op's */
+  uint16_t op;    /* GL_OP_BATCH for a batch */
+  uint16_t count; /* ops in it */
 } gl_pending;
 
 struct gpulease_session {
@@ -91,12 +100,17 @@ struct gpulease_session {
   /* FIFO (ring) of the pipelined requests whose replies are not read yet. */
   gl_pending *fifo;
   size_t fifo_cap, fifo_head, fifo_len;
+  size_t fifo_ops; /* ops in the FIFO's requests */
   /* The first failed reply of a pipelined op seen by this client (the
    * daemon's SYNC is authoritative; this keeps the message). */
   gpulease_status fail_status;
   uint16_t fail_op;
   uint64_t fail_seq;
   char fail_msg[sizeof(((gpulease_error *)0)->message)];
+  /* Pipelined ops not sent yet: a BATCH's list (session.c, "batching"). */
+  gl_buf batch;
+  uint16_t batch_count, batch_max, batch_op0;
+  uint64_t batch_seq; /* the first op's */
 };
 
 /* Builds a session object for an existing session id without SESSION_OPEN.

@@ -51,7 +51,7 @@ static void fifo_clear(gpulease_session *s, bool cancel) {
     const gl_pending *p = &s->fifo[(s->fifo_head + i) % s->fifo_cap];
     if (cancel) gl_qclient_cancel(s->client->q, p->token);
   }
-  s->fifo_head = s->fifo_len = 0;
+  s->fifo_head = s->fifo_len = s->fifo_ops = 0;
 }
 
 gpulease_status gl_session_begin(gpulease_session *s, gpulease_error *err) {
@@ -73,25 +73,124 @@ void gl_session_note_failure(gpulease_session *s, uint16_t op, uint64_t seq,
   snprintf(s->fail_msg, sizeof s->fail_msg, "%s", e->message);
 }
 
-gpulease_status gl_session_send(gpulease_session *s, gl_request *req, uint64_t *token,
-                                uint64_t *seq, gpulease_error *err) {
+/* Fills the session_ref of req: the session's auth and id, and the next
+ * seq (0 for an unordered session). The seq is consumed by the caller. */
+static gl_session_ref *fill_ref(gpulease_session *s, gl_request *req, gpulease_error *err) {
   gl_session_ref *ref = session_ref(req);
-  if (!ref) return set_err(err, GPULEASE_INVALID_ARGUMENT, "not a session op");
+  if (!ref) {
+    set_err(err, GPULEASE_INVALID_ARGUMENT, "not a session op");
+    return NULL;
+  }
   ref->auth = s->auth;
   ref->session_id = s->id;
   ref->seq = s->unordered ? 0 : s->next_seq;
+  return ref;
+}
+
+static gpulease_status send_bytes(gpulease_session *s, const uint8_t *msg, size_t len,
+                                  uint16_t op, uint64_t *token, gpulease_error *err) {
+  char why[sizeof err->message - 64];
+  int rc = gl_qclient_send(s->client->q, msg, len, token, why, sizeof why);
+  if (rc != GL_QC_OK) return set_err(err, gl_lib_map_qc(rc), "%s: %s", gl_op_name(op), why);
+  return GPULEASE_OK;
+}
+
+/* ---- batching -----------------------------------------------------------
+ * Pipelined ops are encoded into the session's pending batch (the ops of a
+ * BATCH request, docs/protocol.md) instead of going out one request each.
+ * The batch is sent at once when nothing of the session is in flight (a
+ * lone op is not held back), when it holds batch_max ops or
+ * GL_SESSION_BATCH_BYTES, and before any op that waits (which rides in the
+ * same batch: LAUNCH then SYNC is one request). A batch of one op goes as
+ * that op alone. */
+
+/* Sends the pending batch: *token and *count (0 when nothing was pending)
+ * name it; the caller queues or waits for it. */
+static gpulease_status batch_send(gpulease_session *s, uint64_t *token, uint16_t *count,
+                                  uint64_t *first_seq, uint16_t *op, gpulease_error *err) {
+  *count = s->batch_count;
+  *first_seq = s->batch_seq;
+  *op = s->batch_count == 1 ? s->batch_op0 : GL_OP_BATCH;
+  if (s->batch_count == 0) return GPULEASE_OK;
+  gpulease_status st;
+  if (s->batch.oom) {
+    st = set_err(err, GPULEASE_NO_MEMORY, "out of memory batching session ops");
+  } else if (s->batch_count == 1) { /* the op alone, behind its length */
+    st = send_bytes(s, s->batch.data + 4, s->batch.len - 4, s->batch_op0, token, err);
+  } else {
+    gl_request req = {.op = GL_OP_BATCH};
+    req.u.batch.s.auth = s->auth;
+    req.u.batch.s.session_id = s->id;
+    req.u.batch.s.seq = s->batch_seq;
+    req.u.batch.count = s->batch_count;
+    req.u.batch.ops = s->batch.data;
+    req.u.batch.ops_len = s->batch.len;
+    gl_buf b;
+    gl_buf_init(&b);
+    st = gl_lib_encode(&req, &b, err);
+    if (st == GPULEASE_OK) st = send_bytes(s, b.data, b.len, GL_OP_BATCH, token, err);
+    gl_buf_free(&b);
+  }
+  s->batch.len = 0;
+  s->batch.oom = false;
+  s->batch_count = 0;
+  return st;
+}
+
+/* Appends a pipelined op to the pending batch, consuming its seq. */
+static gpulease_status batch_add(gpulease_session *s, gl_request *req, gpulease_error *err) {
+  gl_session_ref *ref = fill_ref(s, req, err);
+  if (!ref) return GPULEASE_INVALID_ARGUMENT;
+  char why[256];
+  if (gl_request_validate(req, why, sizeof why) != GPULEASE_OK)
+    return set_err(err, GPULEASE_INVALID_ARGUMENT, "%s: %s", gl_op_name(req->op), why);
+  gpulease_status st = gl_batch_add(&s->batch, req);
+  if (st != GPULEASE_OK) return set_err(err, st, "%s: out of memory", gl_op_name(req->op));
+  if (s->batch_count == 0) {
+    s->batch_seq = ref->seq;
+    s->batch_op0 = req->op;
+  }
+  s->batch_count++;
+  s->next_seq++;
+  return GPULEASE_OK;
+}
+
+static gpulease_status fifo_pop(gpulease_session *s, gpulease_error *err);
+
+/* Queues a sent request in the FIFO of replies to read later. */
+static gpulease_status fifo_push(gpulease_session *s, gl_pending p, gpulease_error *err) {
+  while (s->fifo_len >= GL_SESSION_WINDOW ||
+         (s->fifo_len && s->fifo_ops + p.count > GL_SESSION_INFLIGHT_OPS)) {
+    gpulease_status st = fifo_pop(s, err);
+    if (st != GPULEASE_OK) return st;
+  }
+  s->fifo[(s->fifo_head + s->fifo_len) % s->fifo_cap] = p;
+  s->fifo_len++;
+  s->fifo_ops += p.count;
+  return GPULEASE_OK;
+}
+
+/* Sends the pending batch, if any, and queues it. */
+static gpulease_status batch_flush(gpulease_session *s, gpulease_error *err) {
+  gl_pending p = {0};
+  gpulease_status st = batch_send(s, &p.token, &p.count, &p.seq, &p.op, err);
+  if (st != GPULEASE_OK || p.count == 0) return st;
+  return fifo_push(s, p, err);
+}
+
+gpulease_status gl_session_send(gpulease_session *s, gl_request *req, uint64_t *token,
+                                uint64_t *seq, gpulease_error *err) {
+  /* The ops batched before it have lower seqs: they go first. */
+  gpulease_status st = batch_flush(s, err);
+  if (st != GPULEASE_OK) return st;
+  gl_session_ref *ref = fill_ref(s, req, err);
+  if (!ref) return GPULEASE_INVALID_ARGUMENT;
   gl_buf b;
   gl_buf_init(&b);
-  gpulease_status st = gl_lib_encode(req, &b, err);
-  if (st != GPULEASE_OK) {
-    gl_buf_free(&b);
-    return st;
-  }
-  char why[sizeof err->message - 64];
-  int rc = gl_qclient_send(s->client->q, b.data, b.len, token, why, sizeof why);
+  st = gl_lib_encode(req, &b, err);
+  if (st == GPULEASE_OK) st = send_bytes(s, b.data, b.len, req->op, token, err);
   gl_buf_free(&b);
-  if (rc != GL_QC_OK)
-    return set_err(err, gl_lib_map_qc(rc), "%s: %s", gl_op_name(req->op), why);
+  if (st != GPULEASE_OK) return st;
   *seq = ref->seq;
   if (!s->unordered) s->next_seq++;
   return GPULEASE_OK;
@@ -110,18 +209,39 @@ gpulease_status gl_session_wait(gpulease_session *s, uint64_t token, uint16_t op
   return gl_lib_decode_reply(op, *raw, len, resp, err);
 }
 
-/* Reads the reply of the oldest pipelined op. A failed reply is recorded;
- * only a connection error is returned (the FIFO is then abandoned: its
- * replies cannot be told apart from lost ones any more). */
+/* Notes the failures among the replies of a BATCH (first op's seq
+ * first_seq): every reply but the last `keep` ones. */
+static void note_batch_failures(gpulease_session *s, const gl_batch_resp *b, uint64_t first_seq,
+                                uint16_t keep) {
+  size_t pos = 0;
+  const uint8_t *m;
+  size_t len;
+  gl_response r;
+  for (uint16_t i = 0;
+       i + keep < b->count && gl_batch_next(b->replies, b->replies_len, &pos, &m, &len); i++) {
+    if (gl_response_decode(m, len, len, &r, NULL, 0) != GPULEASE_OK || r.status == GPULEASE_OK)
+      continue;
+    gpulease_error e;
+    set_err(&e, (gpulease_status)r.status, "%.*s", (int)r.msg_len, r.msg);
+    gl_session_note_failure(s, r.op, first_seq ? first_seq + i : 0, &e);
+  }
+}
+
+/* Reads the reply of the oldest pipelined request (an op or a BATCH). A
+ * failed reply is recorded; only a connection error is returned (the FIFO
+ * is then abandoned: its replies cannot be told apart from lost ones any
+ * more). */
 static gpulease_status fifo_pop(gpulease_session *s, gpulease_error *err) {
   gl_pending p = s->fifo[s->fifo_head];
   s->fifo_head = (s->fifo_head + 1) % s->fifo_cap;
   s->fifo_len--;
+  s->fifo_ops -= p.count;
   gl_response resp;
   uint8_t *raw;
   gpulease_error e;
   gpulease_status st = gl_session_wait(s, p.token, p.op, &resp, &raw, &e);
   if (st == GPULEASE_OK) {
+    if (p.op == GL_OP_BATCH) note_batch_failures(s, &resp.u.batch, p.seq, 0);
     free(raw);
     return GPULEASE_OK;
   }
@@ -135,49 +255,106 @@ static gpulease_status fifo_pop(gpulease_session *s, gpulease_error *err) {
   return GPULEASE_OK;
 }
 
-/* Reads every outstanding reply of the session's pipelined ops. */
+/* Sends what is batched, then reads every outstanding reply of the
+ * session's pipelined ops. */
 static gpulease_status drain(gpulease_session *s, gpulease_error *err) {
-  while (s->fifo_len) {
-    gpulease_status st = fifo_pop(s, err);
-    if (st != GPULEASE_OK) return st;
-  }
-  return GPULEASE_OK;
+  gpulease_status st = batch_flush(s, err);
+  while (st == GPULEASE_OK && s->fifo_len) st = fifo_pop(s, err);
+  return st;
 }
 
-/* Sends a pipelined op: makes room in the window, sends, queues the token. */
+/* Sends a pipelined op: batched (see above), or alone for an unordered
+ * session or with batching off. */
 static gpulease_status send_pipelined(gpulease_session *s, gl_request *req,
                                       gpulease_error *err) {
   gpulease_status st = gl_session_begin(s, err);
   if (st != GPULEASE_OK) return st;
-  while (s->fifo_len >= GL_SESSION_WINDOW) {
-    st = fifo_pop(s, err);
-    if (st != GPULEASE_OK) return st;
+  if (s->unordered || s->batch_max <= 1) {
+    gl_pending p = {.op = req->op, .count = 1};
+    st = gl_session_send(s, req, &p.token, &p.seq, err);
+    if (st == GPULEASE_OK) st = fifo_push(s, p, err);
+    return st == GPULEASE_OK ? gl_lib_ok(err) : st;
   }
-  gl_pending p = {.op = req->op};
-  st = gl_session_send(s, req, &p.token, &p.seq, err);
+  st = batch_add(s, req, err);
   if (st != GPULEASE_OK) return st;
-  s->fifo[(s->fifo_head + s->fifo_len) % s->fifo_cap] = p;
-  s->fifo_len++;
-  return gl_lib_ok(err);
+  if (s->fifo_len == 0 || s->batch_count >= s->batch_max ||
+      s->batch.len >= GL_SESSION_BATCH_BYTES)
+    st = batch_flush(s, err);
+  return st == GPULEASE_OK ? gl_lib_ok(err) : st;
 }
 
-/* Sends an op and waits for its own reply (other replies stay queued).
- * *raw backs *resp; the caller frees it. */
-static gpulease_status send_wait(gpulease_session *s, gl_request *req, gl_response *resp,
-                                 uint8_t **raw, uint64_t *seq_out, gpulease_error *err) {
-  *raw = NULL;
+/* An op that waits for its own reply, sent in two steps so that a caller
+ * may read older replies in between (other replies stay queued): with ops
+ * batched, the op rides as the last of their BATCH. */
+typedef struct waiting {
+  uint64_t token;
+  uint64_t seq;   /* the op's */
+  uint64_t first; /* the BATCH's first seq */
+  uint16_t count; /* 1: the op went alone */
+  uint16_t op;
+} waiting;
+
+static gpulease_status wait_begin(gpulease_session *s, gl_request *req, waiting *w,
+                                  gpulease_error *err) {
   gpulease_status st = gl_session_begin(s, err);
   if (st != GPULEASE_OK) return st;
-  uint64_t token, seq;
-  st = gl_session_send(s, req, &token, &seq, err);
+  w->op = req->op;
+  if (s->batch_count == 0 || s->unordered) {
+    w->count = 1;
+    st = gl_session_send(s, req, &w->token, &w->seq, err);
+    w->first = w->seq;
+    return st;
+  }
+  w->seq = s->next_seq;
+  st = batch_add(s, req, err);
   if (st != GPULEASE_OK) return st;
-  if (seq_out) *seq_out = seq;
-  st = gl_session_wait(s, token, req->op, resp, raw, err);
+  uint16_t op;
+  return batch_send(s, &w->token, &w->count, &w->first, &op, err);
+}
+
+/* *raw backs *resp; the caller frees it. */
+static gpulease_status wait_end(gpulease_session *s, const waiting *w, gl_response *resp,
+                                uint8_t **raw, gpulease_error *err) {
+  *raw = NULL;
+  if (w->count == 1) {
+    gpulease_status st = gl_session_wait(s, w->token, w->op, resp, raw, err);
+    if (st != GPULEASE_OK) {
+      free(*raw);
+      *raw = NULL;
+    }
+    return st;
+  }
+  gl_response b;
+  gpulease_status st = gl_session_wait(s, w->token, GL_OP_BATCH, &b, raw, err);
+  if (st != GPULEASE_OK) { /* the whole batch refused: it is this op's failure too */
+    free(*raw);
+    *raw = NULL;
+    return st;
+  }
+  note_batch_failures(s, &b.u.batch, w->first, 1);
+  size_t pos = 0;
+  const uint8_t *m = NULL;
+  size_t len = 0;
+  for (uint16_t i = 0; i < b.u.batch.count; i++)
+    gl_batch_next(b.u.batch.replies, b.u.batch.replies_len, &pos, &m, &len);
+  st = gl_lib_decode_reply(w->op, m, len, resp, err);
   if (st != GPULEASE_OK) {
     free(*raw);
     *raw = NULL;
   }
   return st;
+}
+
+/* Sends an op and waits for its own reply. *raw backs *resp; the caller
+ * frees it. */
+static gpulease_status send_wait(gpulease_session *s, gl_request *req, gl_response *resp,
+                                 uint8_t **raw, uint64_t *seq_out, gpulease_error *err) {
+  *raw = NULL;
+  waiting w;
+  gpulease_status st = wait_begin(s, req, &w, err);
+  if (st != GPULEASE_OK) return st;
+  if (seq_out) *seq_out = w.seq;
+  return wait_end(s, &w, resp, raw, err);
 }
 
 /* Allocates a session object for `lease` on `client` (no request is sent).
@@ -197,10 +374,13 @@ static gpulease_session *session_new(gpulease_client *client, const gpulease_lea
   s->next_seq = 1;
   s->fifo = fifo;
   s->fifo_cap = GL_SESSION_WINDOW + 1;
+  gl_buf_init(&s->batch);
+  s->batch_max = GL_SESSION_BATCH_OPS;
   return s;
 }
 
 static void session_free(gpulease_session *s) {
+  gl_buf_free(&s->batch);
   free(s->fifo);
   free(s);
 }
@@ -273,6 +453,24 @@ uint64_t gpulease_session_id(const gpulease_session *s) {
   return s ? s->id : 0;
 }
 
+gpulease_status gpulease_session_flush(gpulease_session *s, gpulease_error *err) {
+  gpulease_status st = gl_session_begin(s, err);
+  if (st == GPULEASE_OK) st = batch_flush(s, err);
+  return st == GPULEASE_OK ? gl_lib_ok(err) : st;
+}
+
+gpulease_status gpulease_session_set_batch(gpulease_session *s, unsigned max_ops,
+                                           gpulease_error *err) {
+  if (!s) return set_err(err, GPULEASE_INVALID_ARGUMENT, "session is NULL");
+  if (max_ops < 1 || max_ops > GL_WIRE_MAX_BATCH)
+    return set_err(err, GPULEASE_INVALID_ARGUMENT, "max_ops %u out of range 1..%d", max_ops,
+                   GL_WIRE_MAX_BATCH);
+  gpulease_status st = gpulease_session_flush(s, err);
+  if (st != GPULEASE_OK) return st;
+  s->batch_max = (uint16_t)max_ops;
+  return gl_lib_ok(err);
+}
+
 void gpulease_session_set_progress(gpulease_session *s, gpulease_progress_fn fn, void *user) {
   if (!s) return;
   s->progress = fn;
@@ -293,23 +491,26 @@ static void failure_set(gpulease_op_failure *f, gpulease_status st, uint16_t op,
   f->seq = seq;
 }
 
-/* Drains, sends SYNC with ack_seq, reports the daemon's failure. */
+/* Sends SYNC with ack_seq (in one BATCH with the ops batched before it),
+ * reads the older replies still outstanding, then the SYNC's: reports the
+ * daemon's failure. One round trip. */
 static gpulease_status sync_op(gpulease_session *s, uint64_t ack_seq,
                                gpulease_op_failure *failure, gpulease_error *err) {
   failure_set(failure, GPULEASE_OK, 0, 0);
   if (!s) return set_err(err, GPULEASE_INVALID_ARGUMENT, "session is NULL");
-  gpulease_status st = gl_session_begin(s, err);
-  if (st == GPULEASE_OK) st = drain(s, err);
+  gl_request req = {.op = GL_OP_SYNC};
+  req.u.sync.ack_seq = ack_seq;
+  waiting w;
+  gpulease_status st = wait_begin(s, &req, &w, err);
+  while (st == GPULEASE_OK && s->fifo_len) st = fifo_pop(s, err);
   if (st != GPULEASE_OK) {
     failure_set(failure, st, 0, 0);
     return st;
   }
-  gl_request req = {.op = GL_OP_SYNC};
-  req.u.sync.ack_seq = ack_seq;
   gl_response resp;
   uint8_t *raw;
-  uint64_t seq = 0;
-  st = send_wait(s, &req, &resp, &raw, &seq, err);
+  uint64_t seq = w.seq;
+  st = wait_end(s, &w, &resp, &raw, err);
   if (st != GPULEASE_OK) {
     /* The SYNC itself failed (lease gone, unknown session, connection). */
     failure_set(failure, st, gl_lib_conn_error(st) ? 0 : GL_OP_SYNC, seq);

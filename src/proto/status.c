@@ -58,6 +58,7 @@ const char *gl_op_name(uint16_t op) {
   case GL_OP_MODULE_UNLOAD: return "MODULE_UNLOAD";
   case GL_OP_FUNC_INFO: return "FUNC_INFO";
   case GL_OP_LAUNCH: return "LAUNCH";
+  case GL_OP_BATCH: return "BATCH";
   case GL_OP_GPU_SUBMIT: return "GPU_SUBMIT";
   case GL_OP_WORKER_INIT: return "WORKER_INIT";
   case GL_OP_WORKER_PROBE: return "WORKER_PROBE";

@@ -327,6 +327,7 @@ static const gl_wire__family *family_of(uint16_t op) {
   case GL_OP_WORKER_INIT:
   case GL_OP_WORKER_PROBE:
   case GL_OP_WORKER_LOST: return &gl_wire__worker;
+  case GL_OP_BATCH: return &gl_wire__batch;
   default: return gl_op_is_session(op) ? &gl_wire__session : NULL;
   }
 }

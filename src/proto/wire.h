@@ -118,6 +118,12 @@
  *                                          buffer: u64 buffer, u64 offset
  *                                          scalar: u8 size (1..64), bytes },
  *                          (list <= GL_WIRE_MAX_LAUNCH_PARAM_BYTES) -> empty
+ *   BATCH         (0x0340) req: session_ref (the first op's), u16 count
+ *                          (1..1024), count x { u32 len, len bytes: a whole
+ *                          request message of a session op but SESSION_OPEN
+ *                          and BATCH, same lease and session, seq = the
+ *                          batch's + index, or all 0 }
+ *                          -> u16 count, count x { u32 len, a whole response }
  *
  *   Internal ops (worker IPC only; the daemon refuses them from the network
  *   with UNSUPPORTED):
@@ -205,10 +211,15 @@ enum gl_op {
   GL_OP_MODULE_UNLOAD = 0x0322,
   GL_OP_FUNC_INFO = 0x0323,
   GL_OP_LAUNCH = 0x0331,
+  GL_OP_BATCH = 0x0340,
   GL_OP_WORKER_INIT = 0x7F01,
   GL_OP_WORKER_PROBE = 0x7F02,
   GL_OP_WORKER_LOST = 0x7F03,
 };
+
+/* Ops in one BATCH at most, and the bytes its MEM_READs may ask for. */
+#define GL_WIRE_MAX_BATCH 1024
+#define GL_WIRE_MAX_BATCH_READ_BYTES (16u << 20)
 
 /* Sessions a WORKER_LOST notice lists at most (a lease's open sessions). */
 #define GL_WIRE_MAX_LOST_SESSIONS 64
@@ -382,6 +393,21 @@ typedef struct gl_launch_req {
   size_t params_raw_len;
 } gl_launch_req;
 
+/* BATCH: the ops, each a whole request message behind a u32 length. */
+typedef struct gl_batch_req {
+  gl_session_ref s; /* the first op's session_ref (seq: its seq, or 0) */
+  uint16_t count;
+  const uint8_t *ops; /* borrowed: count x { u32 len, message } */
+  size_t ops_len;
+} gl_batch_req;
+
+/* Walks a BATCH's list of messages (requests or replies):
+ *   size_t pos = 0; const uint8_t *m; size_t n;
+ *   while (gl_batch_next(list, list_len, &pos, &m, &n)) ...
+ * Returns false at the end (or at a length running past it). */
+bool gl_batch_next(const uint8_t *list, size_t list_len, size_t *pos, const uint8_t **msg,
+                   size_t *len);
+
 /* One decoded LAUNCH parameter (see gl_launch_param_next). */
 typedef struct gl_launch_param {
   uint8_t kind;   /* GL_LAUNCH_PARAM_BUFFER or GL_LAUNCH_PARAM_SCALAR */
@@ -423,12 +449,22 @@ typedef struct gl_request {
     gl_module_load_req module_load; /* MODULE_LOAD */
     gl_func_info_req func_info;   /* FUNC_INFO */
     gl_launch_req launch;         /* LAUNCH */
+    gl_batch_req batch;           /* BATCH */
   } u;
 } gl_request;
 
 /* The session part of any decoded session request other than SESSION_OPEN
  * (whose lease_auth is r->u.auth); NULL for other ops. */
 const gl_session_ref *gl_request_session(const gl_request *r);
+
+/* Appends a whole message (len bytes, copied; len < 4 GiB) behind its u32
+ * length to a BATCH's list of requests or replies. On failure list->oom. */
+void gl_batch_append(gl_buf *list, const uint8_t *msg, size_t len);
+
+/* Appends op (a session op but SESSION_OPEN and BATCH), encoded behind its
+ * u32 length, to a BATCH's list. OK, INVALID_ARGUMENT (nothing appended)
+ * or NO_MEMORY. */
+gpulease_status gl_batch_add(gl_buf *list, const gl_request *op);
 
 typedef struct gl_gpu_entry {
   uint32_t index;
@@ -483,6 +519,12 @@ typedef struct gl_worker_init_resp {
   uint64_t region_base;
   char device_name[96];
 } gl_worker_init_resp;
+
+typedef struct gl_batch_resp {
+  uint16_t count;
+  const uint8_t *replies; /* borrowed: count x { u32 len, response message } */
+  size_t replies_len;
+} gl_batch_resp;
 
 typedef struct gl_mem_alloc_resp {
   uint64_t buffer;        /* the handle */
@@ -546,6 +588,7 @@ typedef struct gl_response {
     uint64_t handle;          /* SESSION_OPEN (session id) */
     gl_mem_alloc_resp mem_alloc; /* MEM_ALLOC */
     gl_worker_lost_resp worker_lost; /* WORKER_LOST */
+    gl_batch_resp batch;      /* BATCH */
     gl_sync_resp sync;        /* SYNC */
     gl_mem_read_resp mem_read; /* MEM_READ */
     gl_module_load_resp module_load; /* MODULE_LOAD */

@@ -32,7 +32,8 @@ bool gl_op_is_session(uint16_t op) {
   case GL_OP_MODULE_LOAD:
   case GL_OP_MODULE_UNLOAD:
   case GL_OP_FUNC_INFO:
-  case GL_OP_LAUNCH: return true;
+  case GL_OP_LAUNCH:
+  case GL_OP_BATCH: return true;
   default: return false;
   }
 }
@@ -52,6 +53,7 @@ const gl_session_ref *gl_request_session(const gl_request *r) {
   case GL_OP_MODULE_LOAD: return &r->u.module_load.s;
   case GL_OP_FUNC_INFO: return &r->u.func_info.s;
   case GL_OP_LAUNCH: return &r->u.launch.s;
+  case GL_OP_BATCH: return &r->u.batch.s;
   default: return NULL; /* SESSION_OPEN (r->u.auth) and the other ops */
   }
 }

@@ -18,6 +18,7 @@ struct gl_lane {
 
 void gl_job_free(gl_job *job) {
   if (!job) return;
+  if (job->release) job->release(job);
   free(job->msg);
   free(job);
 }

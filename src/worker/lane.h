@@ -33,8 +33,14 @@ typedef struct gl_job {
    * right after the op with seq after_seq, the last op held when it came. */
   uint64_t after_seq;
   uint64_t gap_first, gap_last; /* GL_JOB_GAP */
+  /* An op of a BATCH (batch.h): its replies go to the batch's collector. */
+  struct gl_wbatch *batch;
+  uint16_t batch_index;
+  /* Called by gl_job_free before the job is freed (NULL: nothing). */
+  void (*release)(struct gl_job *job);
 } gl_job;
 
+/* Frees the job and its message, after its release hook. NULL ignored. */
 void gl_job_free(gl_job *job);
 
 /* Runs one job on the lane's thread; takes ownership of job. */

@@ -19,6 +19,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "worker/batch.h"
 
 /* ---- handles ---------------------------------------------------------------- */
 
@@ -103,7 +104,7 @@ static void open_session(gl_wk *w, gl_job *job) {
   const uint16_t op = GL_OP_SESSION_OPEN;
   char msg[1200];
   if (!w->initialised) {
-    gl_wk_reply_error(w, job->tag, op, GPULEASE_INTERNAL, "worker not initialised");
+    gl_wk_job_error(w, job, op, GPULEASE_INTERNAL, "worker not initialised");
     return;
   }
   if (atomic_load(&w->lost)) {
@@ -116,7 +117,7 @@ static void open_session(gl_wk *w, gl_job *job) {
   if (open_now >= GL_WK_MAX_SESSIONS) {
     snprintf(msg, sizeof msg, "the lease already has %d sessions open (the most it may have)",
              GL_WK_MAX_SESSIONS);
-    gl_wk_reply_error(w, job->tag, op, GPULEASE_CAPACITY_EXCEEDED, msg);
+    gl_wk_job_error(w, job, op, GPULEASE_CAPACITY_EXCEEDED, msg);
     return;
   }
   gl_wsession *s = calloc(1, sizeof *s);
@@ -124,7 +125,7 @@ static void open_session(gl_wk *w, gl_job *job) {
   if (!s || !err) {
     free(s);
     free(err);
-    gl_wk_reply_error(w, job->tag, op, GPULEASE_INTERNAL, "worker out of memory");
+    gl_wk_job_error(w, job, op, GPULEASE_INTERNAL, "worker out of memory");
     return;
   }
   s->w = w;
@@ -137,7 +138,7 @@ static void open_session(gl_wk *w, gl_job *job) {
   err[0] = 0;
   gpulease_status st = w->be->ops->stream_create(w->be, &s->stream, err, GL_WK_ERR_MAX);
   if (st != GPULEASE_OK) {
-    gl_wk_reply_error(w, job->tag, op, st, err);
+    gl_wk_job_error(w, job, op, st, err);
     session_free(s);
     return;
   }
@@ -145,7 +146,7 @@ static void open_session(gl_wk *w, gl_job *job) {
   if (!s->lane) {
     w->be->ops->stream_destroy(w->be, s->stream);
     session_free(s);
-    gl_wk_reply_error(w, job->tag, op, GPULEASE_INTERNAL, "cannot start the session's thread");
+    gl_wk_job_error(w, job, op, GPULEASE_INTERNAL, "cannot start the session's thread");
     return;
   }
   s->id = new_session_id(w);
@@ -157,7 +158,7 @@ static void open_session(gl_wk *w, gl_job *job) {
   GL_DEBUG("worker: session %" PRIu64 " opened", s->id);
   gl_response r = {.op = op, .status = GPULEASE_OK, .msg = ""};
   r.u.handle = s->id;
-  gl_wk_reply(w, job->tag, &r);
+  gl_wk_job_reply(w, job, &r);
 }
 
 /* ---- order ------------------------------------------------------------------
@@ -187,7 +188,7 @@ static bool closing(const gl_wsession *s) { return s->next_seq == UINT64_MAX; }
 static void reply_gone(gl_wk *w, gl_job *job, uint64_t id) {
   char msg[160];
   snprintf(msg, sizeof msg, "no session %" PRIu64 " on this lease (never opened, or closed)", id);
-  gl_wk_reply_error(w, job->tag, job->req.op, GPULEASE_NOT_FOUND, msg);
+  gl_wk_job_error(w, job, job->req.op, GPULEASE_NOT_FOUND, msg);
   gl_job_free(job);
 }
 
@@ -226,7 +227,7 @@ static void release_held(gl_wk *w, gl_wsession *s, uint64_t now) {
 
 /* Refuses job with INVALID_ARGUMENT or BUSY and the message; frees it. */
 static void refuse(gl_wk *w, gl_job *job, gpulease_status st, const char *msg) {
-  gl_wk_reply_error(w, job->tag, job->req.op, st, msg);
+  gl_wk_job_error(w, job, job->req.op, st, msg);
   gl_job_free(job);
 }
 
@@ -267,6 +268,64 @@ static void hold(gl_wk *w, gl_wsession *s, gl_job *job) {
     s->gap_deadline_ns = gl_mono_ns() + (uint64_t)w->seq_timeout_ms * 1000000ull;
 }
 
+/* Checks a numbered op's seq (or a BATCH's seqs seq .. seq+count-1):
+ * unused and not too far ahead. OK, or refuses and frees job. */
+static bool seqs_usable(gl_wk *w, gl_wsession *s, gl_job *job, uint64_t seq, uint64_t count) {
+  char msg[256];
+  if (seq < s->next_seq) {
+    snprintf(msg, sizeof msg, "seq %" PRIu64 " was already used in session %" PRIu64
+             " (the next is %" PRIu64 ")", seq, s->id, s->next_seq);
+    refuse(w, job, GPULEASE_INVALID_ARGUMENT, msg);
+    return false;
+  }
+  if (seq + count - 1 - s->next_seq > GL_WS_MAX_AHEAD) {
+    snprintf(msg, sizeof msg, "seq %" PRIu64 " is more than %d ahead of the next (%" PRIu64 ")",
+             seq + count - 1, GL_WS_MAX_AHEAD, s->next_seq);
+    refuse(w, job, GPULEASE_INVALID_ARGUMENT, msg);
+    return false;
+  }
+  if (count == 1) return true; /* a single op's duplicate is found when it is held */
+  for (gl_job *h = s->held; h; h = h->next) {
+    uint64_t hs = job_seq(h);
+    if (hs >= seq && hs < seq + count) {
+      snprintf(msg, sizeof msg, "seq %" PRIu64 " was already used in session %" PRIu64, hs,
+               s->id);
+      refuse(w, job, GPULEASE_INVALID_ARGUMENT, msg);
+      return false;
+    }
+  }
+  if (seq > s->next_seq &&
+      (s->held_count + count > GL_WS_MAX_HELD || s->held_bytes + job->len > GL_WS_MAX_HELD_BYTES)) {
+    snprintf(msg, sizeof msg,
+             "session %" PRIu64 " already holds %zu ops (%" PRIu64 " bytes) waiting for seq %" PRIu64
+             " and the batch's %" PRIu64 " ops do not fit (at most %d ops, %llu bytes); its seqs "
+             "stay unused: send it again later",
+             s->id, s->held_count, s->held_bytes, s->next_seq, count, GL_WS_MAX_HELD,
+             (unsigned long long)GL_WS_MAX_HELD_BYTES);
+    refuse(w, job, GPULEASE_BUSY, msg);
+    return false;
+  }
+  return true;
+}
+
+/* Routes one op of session s by its seq. */
+static void route(gl_wk *w, gl_wsession *s, gl_job *job) {
+  uint64_t seq = job_seq(job);
+  if (seq == 0) { /* unordered: after every op received before it */
+    if (s->held) hold(w, s, job);
+    else hand_over(s, job);
+    return;
+  }
+  if (!seqs_usable(w, s, job, seq, 1)) return;
+  if (seq > s->next_seq) { /* early: hold it */
+    hold(w, s, job);
+    return;
+  }
+  s->next_seq++;
+  hand_over(s, job);
+  if (s->held) release_held(w, s, gl_mono_ns());
+}
+
 void gl_session_dispatch(gl_wk *w, gl_job *job) {
   if (job->req.op == GL_OP_SESSION_OPEN) {
     open_session(w, job);
@@ -279,32 +338,26 @@ void gl_session_dispatch(gl_wk *w, gl_job *job) {
     reply_gone(w, job, ref ? ref->session_id : 0);
     return;
   }
-  uint64_t seq = ref->seq;
-  char msg[256];
-  if (seq == 0) { /* unordered: after every op received before it */
-    if (s->held) hold(w, s, job);
-    else hand_over(s, job);
+  if (job->req.op != GL_OP_BATCH) {
+    route(w, s, job);
     return;
   }
-  if (seq < s->next_seq) {
-    snprintf(msg, sizeof msg, "seq %" PRIu64 " was already used in session %" PRIu64
-             " (the next is %" PRIu64 ")", seq, s->id, s->next_seq);
-    refuse(w, job, GPULEASE_INVALID_ARGUMENT, msg);
+  /* A BATCH takes all its seqs or none; then its ops are routed one by
+   * one, as if they had come one after another. */
+  uint16_t count = job->req.u.batch.count;
+  if (ref->seq && !seqs_usable(w, s, job, ref->seq, count)) return;
+  if (!ref->seq && s->held && s->held_count + count > GL_WS_MAX_HELD) {
+    refuse(w, job, GPULEASE_BUSY, "the session holds too many ops waiting for a lower seq to "
+           "hold this unordered batch behind them; send it again later");
     return;
   }
-  if (seq - s->next_seq > GL_WS_MAX_AHEAD) {
-    snprintf(msg, sizeof msg, "seq %" PRIu64 " is more than %d ahead of the next (%" PRIu64 ")",
-             seq, GL_WS_MAX_AHEAD, s->next_seq);
-    refuse(w, job, GPULEASE_INVALID_ARGUMENT, msg);
-    return;
+  for (gl_job *j = gl_wbatch_expand(w, job); j;) {
+    gl_job *next = j->next;
+    j->next = NULL;
+    if (closing(s)) reply_gone(w, j, s->id); /* a SESSION_CLOSE earlier in the batch */
+    else route(w, s, j);
+    j = next;
   }
-  if (seq > s->next_seq) { /* early: hold it */
-    hold(w, s, job);
-    return;
-  }
-  s->next_seq++;
-  hand_over(s, job);
-  if (s->held) release_held(w, s, gl_mono_ns());
 }
 
 /* ---- missing seqs ------------------------------------------------------------ */

@@ -417,7 +417,7 @@ static void op_launch(gl_wsession *s, gl_job *job) {
   gpulease_status st = prepare_launch(s, r, &f, &n);
   if (st != GPULEASE_OK) {
     set_failure(s, GL_OP_LAUNCH, r->s.seq, st, s->err);
-    gl_wk_reply_error(w, job->tag, GL_OP_LAUNCH, st, s->err);
+    gl_wk_job_error(w, job, GL_OP_LAUNCH, st, s->err);
     return;
   }
   gl_launch l;
@@ -431,7 +431,7 @@ static void op_launch(gl_wsession *s, gl_job *job) {
   l.arg_count = n;
   if (w->be->ops->launch_runs_inline) {
     /* The device runs it now: "queued" is the truthful answer first. */
-    gl_wk_reply_ok(w, job->tag, GL_OP_LAUNCH);
+    gl_wk_job_ok(w, job, GL_OP_LAUNCH);
     st = w->be->ops->launch_async(w->be, s->stream, f->fn, &l, s->err, GL_WK_ERR_MAX);
     if (st != GPULEASE_OK) {
       after_backend(s);
@@ -442,11 +442,11 @@ static void op_launch(gl_wsession *s, gl_job *job) {
   st = w->be->ops->launch_async(w->be, s->stream, f->fn, &l, s->err, GL_WK_ERR_MAX);
   if (st != GPULEASE_OK) {
     fail_from_backend(s, GL_OP_LAUNCH, r->s.seq, st);
-    gl_wk_reply_error(w, job->tag, GL_OP_LAUNCH, st, s->err);
+    gl_wk_job_error(w, job, GL_OP_LAUNCH, st, s->err);
     return;
   }
   if (!s->unsynced_launch_seq) s->unsynced_launch_seq = r->s.seq ? r->s.seq : 1;
-  gl_wk_reply_ok(w, job->tag, GL_OP_LAUNCH);
+  gl_wk_job_ok(w, job, GL_OP_LAUNCH);
 }
 
 /* ======================================================================
@@ -467,7 +467,7 @@ static void op_sync(gl_wsession *s, gl_job *job) {
     char msg[2600];
     gl_session_ended_msg(msg, sizeof msg, s->id, op, seq, fmsg);
     if (r->ack_seq) {
-      gl_wk_reply_error(w, job->tag, GL_OP_SYNC, (gpulease_status)st, msg);
+      gl_wk_job_error(w, job, GL_OP_SYNC, (gpulease_status)st, msg);
       return;
     }
     gl_response resp = {.op = GL_OP_SYNC, .status = GPULEASE_OK, .msg = msg};
@@ -475,7 +475,7 @@ static void op_sync(gl_wsession *s, gl_job *job) {
     resp.u.sync.error_status = st;
     resp.u.sync.error_op = op;
     resp.u.sync.error_seq = seq;
-    gl_wk_reply(w, job->tag, &resp);
+    gl_wk_job_reply(w, job, &resp);
     return;
   }
   gl_response resp = {.op = GL_OP_SYNC, .status = GPULEASE_OK};
@@ -484,7 +484,7 @@ static void op_sync(gl_wsession *s, gl_job *job) {
   resp.u.sync.error_status = s->f_status;
   resp.u.sync.error_op = s->f_op;
   resp.u.sync.error_seq = s->f_seq;
-  gl_wk_reply(w, job->tag, &resp);
+  gl_wk_job_reply(w, job, &resp);
   /* ack_seq names the failed op; GL_SYNC_ACK_ANY acknowledges whatever
    * failure is pending (for tools that send ops with seq 0). */
   if (r->ack_seq && s->f_status && (r->ack_seq == s->f_seq || r->ack_seq == GL_SYNC_ACK_ANY)) {
@@ -529,12 +529,11 @@ static void op_close(gl_wsession *s, gl_job *job) {
   after_backend(s);
   gl_session_release_all(s);
   GL_DEBUG("worker: session %" PRIu64 " closed", s->id);
-  uint64_t tag = job->tag;
-  gl_job_free(job);
   pthread_mutex_lock(&w->sess_mu);
   w->session_count--;
   pthread_mutex_unlock(&w->sess_mu);
-  gl_wk_reply_ok(w, tag, GL_OP_SESSION_CLOSE);
+  gl_wk_job_ok(w, job, GL_OP_SESSION_CLOSE);
+  gl_job_free(job);
   atomic_store(&s->closed, true); /* the main thread may free s from here on */
 }
 
@@ -604,7 +603,7 @@ void gl_session_run(void *ctx, gl_job *job) {
   if (s->f_status != GPULEASE_OK) { /* fail fast */
     char msg[2600];
     gl_session_fail_fast_msg(msg, sizeof msg, s->f_op, s->f_seq, s->f_msg);
-    gl_wk_reply_error(w, job->tag, op, (gpulease_status)s->f_status, msg);
+    gl_wk_job_error(w, job, op, (gpulease_status)s->f_status, msg);
     gl_job_free(job);
     return;
   }
@@ -643,9 +642,9 @@ void gl_session_run(void *ctx, gl_job *job) {
   }
   if (st != GPULEASE_OK) {
     if (!failed) fail_from_backend(s, op, seq, st);
-    gl_wk_reply_error(w, job->tag, op, st, s->err);
+    gl_wk_job_error(w, job, op, st, s->err);
   } else {
-    gl_wk_reply(w, job->tag, &resp);
+    gl_wk_job_reply(w, job, &resp);
   }
   free(data);
   gl_job_free(job);

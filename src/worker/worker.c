@@ -22,6 +22,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "worker/batch.h"
 #include "worker/ipc.h"
 #include "worker/session.h"
 #include "worker/submit_check.h"
@@ -67,6 +68,44 @@ int gl_wk_reply(gl_wk *w, uint64_t tag, const gl_response *resp) {
 int gl_wk_reply_ok(gl_wk *w, uint64_t tag, uint16_t op) {
   gl_response r = {.op = op, .status = GPULEASE_OK, .msg = ""};
   return gl_wk_reply(w, tag, &r);
+}
+
+/* A job's reply goes to its daemon call, or to its batch's collector. */
+static int job_send(gl_wk *w, gl_job *job, gl_buf *b) {
+  if (!job->batch) return gl_wk_send(w, job->tag, b);
+  if (b->oom) {
+    gl_buf_free(b);
+    gl_response_encode_error(job->req.op, GPULEASE_INTERNAL, b, "worker out of memory");
+  }
+  gl_wbatch_put(job, b);
+  return 0;
+}
+
+int gl_wk_job_error(gl_wk *w, gl_job *job, uint16_t op, gpulease_status st, const char *msg) {
+  gl_buf b;
+  gl_buf_init(&b);
+  if (gl_response_encode_error(op, st, &b, "%s", msg) != GPULEASE_OK) {
+    gl_buf_free(&b);
+    return -1;
+  }
+  GL_DEBUG("worker: %s -> %s: %s", gl_op_name(op), gpulease_status_name((int)st), msg);
+  return job_send(w, job, &b);
+}
+
+int gl_wk_job_reply(gl_wk *w, gl_job *job, const gl_response *resp) {
+  gl_buf b;
+  gl_buf_init(&b);
+  if (gl_response_encode(resp, &b) != GPULEASE_OK) {
+    gl_buf_free(&b);
+    return gl_wk_job_error(w, job, resp->op, GPULEASE_INTERNAL,
+                           "worker out of memory encoding a reply");
+  }
+  return job_send(w, job, &b);
+}
+
+int gl_wk_job_ok(gl_wk *w, gl_job *job, uint16_t op) {
+  gl_response r = {.op = op, .status = GPULEASE_OK, .msg = ""};
+  return gl_wk_job_reply(w, job, &r);
 }
 
 bool gl_wk_check_lost(gl_wk *w, const char *why) {

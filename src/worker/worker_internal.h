@@ -100,6 +100,12 @@ int gl_wk_reply(gl_wk *w, uint64_t tag, const gl_response *resp);
 /* An OK reply with no result fields. */
 int gl_wk_reply_ok(gl_wk *w, uint64_t tag, uint16_t op);
 
+/* The same for a job: its reply goes behind its tag, or, for an op of a
+ * BATCH, to the batch's collector (batch.h). */
+int gl_wk_job_error(gl_wk *w, gl_job *job, uint16_t op, gpulease_status st, const char *msg);
+int gl_wk_job_reply(gl_wk *w, gl_job *job, const gl_response *resp);
+int gl_wk_job_ok(gl_wk *w, gl_job *job, uint16_t op);
+
 /* Notes a lost context (first reason wins) after a backend call, and wakes
  * the main thread, which then stops reading requests, lists the sessions
  * for the daemon (WORKER_LOST) and exits. True when the context is lost

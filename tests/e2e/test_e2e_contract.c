@@ -479,6 +479,45 @@ static void test_held_limit_is_busy(void **state) {
 }
 
 /* ======================================================================
+ * BATCH
+ * ==================================================================== */
+
+/* A BATCH of the n ops (refs filled), its first seq that of ops[0]. */
+static uint64_t send_batch(const peer *p, gl_request *ops, int n, gl_buf *list) {
+  gl_buf_init(list);
+  for (int i = 0; i < n; i++) assert_int_equal(gl_batch_add(list, &ops[i]), GPULEASE_OK);
+  gl_request b = {.op = GL_OP_BATCH};
+  b.u.batch.s = *gl_request_session(&ops[0]);
+  b.u.batch.count = (uint16_t)n;
+  b.u.batch.ops = list->data;
+  b.u.batch.ops_len = list->len;
+  return send_req(p->q, &b);
+}
+
+/* The i-th reply of a BATCH reply. */
+static gl_response batch_reply(const reply *x, int i) {
+  size_t pos = 0, len = 0;
+  const uint8_t *m = NULL;
+  for (int k = 0; k <= i; k++)
+    assert_true(gl_batch_next(x->r.u.batch.replies, x->r.u.batch.replies_len, &pos, &m, &len));
+  gl_response r;
+  assert_int_equal(gl_response_decode(m, len, len, &r, NULL, 0), GPULEASE_OK);
+  return r;
+}
+
+static void expect_r(const gl_response *r, uint16_t op, gpulease_status st, const char *needle) {
+  if (r->op != op || r->status != st ||
+      (needle && !memmem(r->msg, r->msg_len, needle, strlen(needle))))
+    fprintf(stderr, "reply: got %s %s '%.*s', want %s %s with '%s'\n", gl_op_name(r->op),
+            gpulease_status_name(r->status), (int)r->msg_len, r->msg, gl_op_name(op),
+            gpulease_status_name(st), needle ? needle : "");
+  assert_int_equal(r->op, op);
+  assert_int_equal(r->status, st);
+  if (needle) assert_non_null(memmem(r->msg, r->msg_len, needle, strlen(needle)));
+}
+
+
+/* ======================================================================
  * A lost context
  * ==================================================================== */
 
@@ -586,6 +625,17 @@ static void test_lost_context_ends_sessions(void **state) {
   assert_int_equal(x.r.u.sync.error_status, GPULEASE_LAUNCH_FAILED);
   assert_int_equal(x.r.u.sync.error_op, 0);
   assert_int_equal(x.r.u.sync.error_seq, 0);
+  reply_free(&x);
+  /* A BATCH on the ended session: each op answered as alone. */
+  gl_request bb[2] = {r_memset32(&bp, 5, buf_b, 1), r_sync(&bp, 6, 0)};
+  gl_buf blist;
+  x = wait_reply(a.q, send_batch(&bp, bb, 2, &blist));
+  gl_buf_free(&blist);
+  expect(&x, GPULEASE_OK, NULL);
+  gl_response e0 = batch_reply(&x, 0), e1 = batch_reply(&x, 1);
+  expect_r(&e0, GL_OP_MEMSET, GPULEASE_LAUNCH_FAILED, want);
+  expect_r(&e1, GL_OP_SYNC, GPULEASE_OK, want);
+  assert_int_equal(e1.u.sync.error_status, GPULEASE_LAUNCH_FAILED);
   reply_free(&x);
   /* The failure cannot be acknowledged. */
   gl_request ack = r_sync(&a, 5, GL_SYNC_ACK_ANY);
@@ -747,6 +797,92 @@ static void test_smaller_rules(void **state) {
   assert_int_equal(gl_test_daemon_stop(&d), 0);
 }
 
+/* "BATCH": its ops run as if they came one after another, and it is
+ * answered with their replies in order; it takes its seqs at once or not. */
+static void test_batch_rules(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  start(&d, "10000");
+  peer p = open_peer(&d, 1 << 20);
+  uint64_t b = alloc_buf(&p, 1, 4096, NULL);
+  gl_buf list;
+
+  /* MEMSET, MEM_READ, SYNC in one request. */
+  gl_request ops[3] = {r_memset32(&p, 2, b, 0x41414141), r_read(&p, 3, b, 4), r_sync(&p, 4, 0)};
+  reply x = wait_reply(p.q, send_batch(&p, ops, 3, &list));
+  gl_buf_free(&list);
+  expect(&x, GPULEASE_OK, NULL);
+  assert_int_equal(x.r.u.batch.count, 3);
+  gl_response r0 = batch_reply(&x, 0), r1 = batch_reply(&x, 1), r2 = batch_reply(&x, 2);
+  expect_r(&r0, GL_OP_MEMSET, GPULEASE_OK, NULL);
+  expect_r(&r1, GL_OP_MEM_READ, GPULEASE_OK, NULL);
+  assert_memory_equal(r1.u.mem_read.data, "AAAA", 4);
+  expect_r(&r2, GL_OP_SYNC, GPULEASE_OK, NULL);
+  assert_int_equal(r2.u.sync.error_status, 0);
+  reply_free(&x);
+
+  /* Held while seq 5 is missing, then run after it. */
+  gl_request held[2] = {r_memset32(&p, 6, b, 6), r_read(&p, 7, b, 4)};
+  uint64_t th = send_batch(&p, held, 2, &list);
+  gl_buf_free(&list);
+  gl_request m5 = r_memset32(&p, 5, b, 5);
+  call_ok(p.q, &m5);
+  x = wait_reply(p.q, th);
+  expect(&x, GPULEASE_OK, NULL);
+  r1 = batch_reply(&x, 1);
+  uint32_t v;
+  memcpy(&v, r1.u.mem_read.data, 4);
+  assert_int_equal(v, 6);
+  reply_free(&x);
+
+  /* A used seq refuses the whole batch, which uses none of its seqs. */
+  gl_request reuse[2] = {r_sync(&p, 7, 0), r_sync(&p, 8, 0)};
+  x = wait_reply(p.q, send_batch(&p, reuse, 2, &list));
+  gl_buf_free(&list);
+  expect(&x, GPULEASE_INVALID_ARGUMENT, "seq 7 was already used");
+  reply_free(&x);
+
+  /* A failure inside: the ops after it fail fast, SYNC reports it. */
+  gl_request fail[3] = {r_memset32(&p, 8, b ^ 1, 1), r_memset32(&p, 9, b, 2), r_sync(&p, 10, 0)};
+  x = wait_reply(p.q, send_batch(&p, fail, 3, &list));
+  gl_buf_free(&list);
+  expect(&x, GPULEASE_OK, NULL);
+  r0 = batch_reply(&x, 0), r1 = batch_reply(&x, 1), r2 = batch_reply(&x, 2);
+  expect_r(&r0, GL_OP_MEMSET, GPULEASE_INVALID_HANDLE, "is not a buffer");
+  expect_r(&r1, GL_OP_MEMSET, GPULEASE_INVALID_HANDLE, "op 8 (MEMSET) failed earlier");
+  expect_r(&r2, GL_OP_SYNC, GPULEASE_OK, NULL);
+  assert_int_equal(r2.u.sync.error_status, GPULEASE_INVALID_HANDLE);
+  assert_int_equal(r2.u.sync.error_op, GL_OP_MEMSET);
+  assert_int_equal(r2.u.sync.error_seq, 8);
+  reply_free(&x);
+  gl_request ack = r_sync(&p, 11, 8);
+  call_ok(p.q, &ack);
+
+  /* An unordered batch (every seq 0). */
+  gl_request un[2] = {r_memset32(&p, 0, b, 0x77), r_read(&p, 0, b, 4)};
+  x = wait_reply(p.q, send_batch(&p, un, 2, &list));
+  gl_buf_free(&list);
+  r1 = batch_reply(&x, 1);
+  memcpy(&v, r1.u.mem_read.data, 4);
+  assert_int_equal(v, 0x77);
+  reply_free(&x);
+
+  /* SESSION_CLOSE inside: the ops after it get NOT_FOUND. */
+  gl_request last[3] = {r_sync(&p, 12, 0), r_close(&p, 13), r_memset32(&p, 14, b, 1)};
+  x = wait_reply(p.q, send_batch(&p, last, 3, &list));
+  gl_buf_free(&list);
+  expect(&x, GPULEASE_OK, NULL);
+  r1 = batch_reply(&x, 1), r2 = batch_reply(&x, 2);
+  expect_r(&r1, GL_OP_SESSION_CLOSE, GPULEASE_OK, NULL);
+  expect_r(&r2, GL_OP_MEMSET, GPULEASE_NOT_FOUND, "no session");
+  reply_free(&x);
+  gl_request f = {.op = GL_OP_LEASE_FREE};
+  f.u.auth = p.auth;
+  call_ok(p.q, &f);
+  gl_qclient_del(p.q);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unordered_runs_after_held_ops),
@@ -757,6 +893,7 @@ int main(void) {
       cmocka_unit_test(test_lost_context_ends_sessions),
       cmocka_unit_test(test_region_offsets),
       cmocka_unit_test(test_smaller_rules),
+      cmocka_unit_test(test_batch_rules),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -525,6 +525,83 @@ static void test_cli_session(void **state) {
   assert_int_equal(gl_test_daemon_stop(&d), 0);
 }
 
+/* ======================================================================
+ * Batching of pipelined ops
+ * ==================================================================== */
+
+static const char k_ptx_nop[] = ".version 8.0\n.target sm_75\n.address_size 64\n"
+                                ".visible .entry nop(.param .u64 p)\n{\n  ret;\n}\n";
+
+/* The u32 at region offset off, read by a GPU_SUBMIT on the lease (the
+ * submit lane, beside the session's). */
+static uint32_t region_u32(gpulease_client *c, const gpulease_lease *l, uint64_t off) {
+  gpulease_submit_desc d;
+  gpulease_submit_desc_default(&d);
+  d.image = k_ptx_nop;
+  d.image_size = sizeof k_ptx_nop - 1;
+  d.format = GPULEASE_IMAGE_PTX;
+  d.kernel = "nop";
+  d.output_offset = off;
+  d.output_size = 4;
+  gpulease_submit_result r;
+  CHECK(gpulease_submit(c, l, &d, &r, E));
+  uint32_t v;
+  memcpy(&v, r.output, 4);
+  gpulease_submit_result_release(&r);
+  return v;
+}
+
+static void test_batching(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  start(&d);
+  gpulease_client *c = gl_test_connect(&d, 30000);
+  gpulease_lease l = lease(c, 1 * MiB, 120);
+  gpulease_session *s = open_session(c, &l);
+  gpulease_error err;
+  assert_int_equal(gpulease_session_set_batch(s, 0, &err), GPULEASE_INVALID_ARGUMENT);
+  assert_int_equal(gpulease_session_set_batch(s, 1025, &err), GPULEASE_INVALID_ARGUMENT);
+  gpulease_buffer b;
+  uint64_t off;
+  CHECK(gpulease_mem_alloc_region(s, 4096, &b, &off, E));
+
+  /* A lone op goes at once; the next, while the first is in flight, waits
+   * in the batch until a call that waits, or gpulease_session_flush(). */
+  CHECK(gpulease_memset(s, b, 0, 4, 11, 1, E));
+  for (int i = 0; i < 100 && region_u32(c, &l, off) != 11; i++) usleep(20000);
+  assert_int_equal(region_u32(c, &l, off), 11);
+  CHECK(gpulease_memset(s, b, 0, 4, 22, 1, E));
+  usleep(300000);
+  assert_int_equal(region_u32(c, &l, off), 11); /* still held by the library */
+  CHECK(gpulease_session_flush(s, E));
+  for (int i = 0; i < 100 && region_u32(c, &l, off) != 22; i++) usleep(20000);
+  assert_int_equal(region_u32(c, &l, off), 22);
+
+  /* Batched or not, the ops run in order, and a failure is reported with
+   * its op and seq. */
+  for (unsigned batch = 1; batch <= 64; batch += 63) {
+    CHECK(gpulease_session_set_batch(s, batch, E));
+    for (uint32_t i = 1; i <= 1000; i++) CHECK(gpulease_memset(s, b, 0, 4, i, 1, E));
+    gpulease_op_failure f;
+    CHECK(gpulease_session_sync(s, &f, E));
+    uint32_t v = 0;
+    CHECK(gpulease_mem_read(s, b, 0, &v, 4, E));
+    assert_int_equal(v, 1000);
+    for (uint32_t i = 1; i <= 300; i++)
+      CHECK(gpulease_memset(s, i == 200 ? b ^ 1 : b, 0, 4, i, 1, E));
+    assert_int_equal(gpulease_session_sync(s, &f, &err), GPULEASE_INVALID_HANDLE);
+    assert_string_equal(f.op_name, "MEMSET");
+    uint64_t bad_seq = f.seq;
+    CHECK(gpulease_session_acknowledge(s, bad_seq, E));
+    CHECK(gpulease_mem_read(s, b, 0, &v, 4, E));
+    assert_int_equal(v, 199); /* the ops after the failure failed fast */
+    printf("batch %u: the failed MEMSET was seq %llu\n", batch, (unsigned long long)bad_seq);
+  }
+  CHECK(gpulease_session_close(s, E));
+  gpulease_client_close(c);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_local_checks),
@@ -533,6 +610,7 @@ int main(void) {
       cmocka_unit_test(test_call_layout),
       cmocka_unit_test(test_renewer_unreachable),
       cmocka_unit_test(test_cli_session),
+      cmocka_unit_test(test_batching),
   };
   if (getenv("GL_TEST_FILTER")) cmocka_set_test_filter(getenv("GL_TEST_FILTER"));
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3208,6 +3208,211 @@ static void test_worker_lost(void **state) {
                 GPULEASE_MALFORMED);
 }
 
+/* ========================================================================
+ * BATCH: whole messages of one session's ops, behind u32 lengths
+ * ====================================================================== */
+
+static gl_session_ref batch_ref(uint64_t seq) {
+  gl_session_ref r = {.auth = {.lease_id = 42}, .session_id = 9, .seq = seq};
+  for (int i = 0; i < 16; i++) r.auth.secret[i] = (uint8_t)(0xA0 + i);
+  return r;
+}
+
+static gl_request memset_op(uint64_t seq) {
+  gl_request q = {.op = GL_OP_MEMSET};
+  q.u.memset.s = batch_ref(seq);
+  q.u.memset.buffer = 0xB100000000000001ull;
+  q.u.memset.element_size = 4;
+  q.u.memset.value = (uint32_t)seq;
+  q.u.memset.count = 1;
+  return q;
+}
+
+static gl_request sync_op_req(uint64_t seq) {
+  gl_request q = {.op = GL_OP_SYNC};
+  q.u.sync.s = batch_ref(seq);
+  return q;
+}
+
+/* Encodes a BATCH of the given ops (their list built with gl_batch_add). */
+static gpulease_status batch_encode(uint64_t seq, const gl_request *ops, int n, gl_buf *out,
+                                    gl_buf *list) {
+  gl_buf_init(list);
+  for (int i = 0; i < n; i++) assert_status(gl_batch_add(list, &ops[i]), GPULEASE_OK);
+  gl_request b = {.op = GL_OP_BATCH};
+  b.u.batch.s = batch_ref(seq);
+  b.u.batch.count = (uint16_t)n;
+  b.u.batch.ops = list->data;
+  b.u.batch.ops_len = list->len;
+  gl_buf_init(out);
+  return gl_request_encode(&b, out);
+}
+
+static void test_batch(void **state) {
+  (void)state;
+  static gl_request out, ops[3];
+  ops[0] = memset_op(5);
+  ops[1] = memset_op(6);
+  ops[2] = sync_op_req(7);
+  gl_buf b, list;
+  assert_status(batch_encode(5, ops, 3, &b, &list), GPULEASE_OK);
+  /* Layout: header, session_ref, u16 count, then each op's whole message
+   * behind its u32 length, exactly as it is encoded alone. */
+  size_t want = 12 + 40 + 2;
+  for (int i = 0; i < 3; i++) {
+    gl_buf one;
+    gl_buf_init(&one);
+    assert_status(gl_request_encode(&ops[i], &one), GPULEASE_OK);
+    size_t at = want;
+    assert_int_equal(b.data[at] << 24 | b.data[at + 1] << 16 | b.data[at + 2] << 8 | b.data[at + 3],
+                     one.len);
+    assert_memory_equal(b.data + at + 4, one.data, one.len);
+    want += 4 + one.len;
+    gl_buf_free(&one);
+  }
+  assert_int_equal(b.len, want);
+  assert_int_equal(b.data[4], 0x03);
+  assert_int_equal(b.data[5], 0x40);
+  assert_int_equal(b.data[12 + 40], 0);
+  assert_int_equal(b.data[12 + 40 + 1], 3);
+  char err[512];
+  assert_status(gl_request_decode(b.data, b.len, MAX_BODY, &out, NULL, err, sizeof err),
+                GPULEASE_OK);
+  assert_int_equal(out.u.batch.count, 3);
+  assert_int_equal(out.u.batch.s.seq, 5);
+  assert_ptr_equal(gl_request_session(&out), &out.u.batch.s);
+  assert_true(gl_op_is_session(GL_OP_BATCH));
+  assert_string_equal(gl_op_name(GL_OP_BATCH), "BATCH");
+  size_t pos = 0, len, n = 0;
+  const uint8_t *m;
+  while (gl_batch_next(out.u.batch.ops, out.u.batch.ops_len, &pos, &m, &len)) {
+    static gl_request q;
+    assert_status(gl_request_decode(m, len, len, &q, NULL, NULL, 0), GPULEASE_OK);
+    assert_int_equal(q.op, ops[n].op);
+    assert_int_equal(gl_request_session(&q)->seq, 5 + n);
+    n++;
+  }
+  assert_int_equal(n, 3);
+  check_all_prefixes(b.data, b.len, DEC_REQ);
+  gl_buf_free(&b);
+  gl_buf_free(&list);
+
+  /* Unordered: every op seq 0. */
+  ops[0] = memset_op(0), ops[1] = sync_op_req(0);
+  assert_status(batch_encode(0, ops, 2, &b, &list), GPULEASE_OK);
+  gl_buf_free(&b), gl_buf_free(&list);
+
+  /* Refused, by the encoder (INVALID_ARGUMENT) and, from patched bytes,
+   * the decoder, naming the op. */
+  struct {
+    int n;
+    uint64_t seq;
+    gl_request a, b;
+    const char *want;
+  } bad[] = {
+      {2, 5, memset_op(5), memset_op(7), "op 1: seq 7, but the batch gives it seq 6"},
+      {2, 0, memset_op(0), memset_op(1), "op 1: seq 1, but the batch gives it seq 0"},
+      {1, 5, memset_op(6), memset_op(0), "op 0: seq 6, but the batch gives it seq 5"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    gl_request two[2] = {bad[i].a, bad[i].b};
+    assert_status(batch_encode(bad[i].seq, two, bad[i].n, &b, &list), GPULEASE_INVALID_ARGUMENT);
+    gl_request q = {.op = GL_OP_BATCH};
+    q.u.batch.s = batch_ref(bad[i].seq);
+    q.u.batch.count = (uint16_t)bad[i].n;
+    q.u.batch.ops = list.data;
+    q.u.batch.ops_len = list.len;
+    assert_status(gl_request_validate(&q, err, sizeof err), GPULEASE_INVALID_ARGUMENT);
+    if (!strstr(err, bad[i].want)) fail_msg("'%s' lacks '%s'", err, bad[i].want);
+    gl_buf_free(&b), gl_buf_free(&list);
+  }
+  gl_request other = memset_op(6);
+  other.u.memset.s.session_id = 10;
+  ops[0] = memset_op(5), ops[1] = other;
+  assert_status(batch_encode(5, ops, 2, &b, &list), GPULEASE_INVALID_ARGUMENT);
+  gl_buf_free(&b), gl_buf_free(&list);
+  other = memset_op(6);
+  other.u.memset.s.auth.secret[3] ^= 1;
+  ops[1] = other;
+  assert_status(batch_encode(5, ops, 2, &b, &list), GPULEASE_INVALID_ARGUMENT);
+  gl_buf_free(&b), gl_buf_free(&list);
+  /* Ops a batch cannot hold, and a count out of range. */
+  gl_request open = {.op = GL_OP_SESSION_OPEN};
+  gl_buf_init(&list);
+  assert_status(gl_batch_add(&list, &open), GPULEASE_INVALID_ARGUMENT);
+  gl_request inner = {.op = GL_OP_BATCH};
+  assert_status(gl_batch_add(&list, &inner), GPULEASE_INVALID_ARGUMENT);
+  assert_int_equal(list.len, 0);
+  gl_buf_free(&list);
+  assert_status(batch_encode(5, ops, 0, &b, &list), GPULEASE_INVALID_ARGUMENT);
+  gl_buf_free(&b), gl_buf_free(&list);
+  /* MEM_READs of more than 16 MiB in all. */
+  gl_request reads[2];
+  for (int i = 0; i < 2; i++) {
+    reads[i] = (gl_request){.op = GL_OP_MEM_READ};
+    reads[i].u.mem_read.s = batch_ref(5 + (uint64_t)i);
+    reads[i].u.mem_read.buffer = 1;
+    reads[i].u.mem_read.size_bytes = 8u << 20;
+  }
+  assert_status(batch_encode(5, reads, 2, &b, &list), GPULEASE_OK);
+  gl_buf_free(&b), gl_buf_free(&list);
+  reads[1].u.mem_read.size_bytes++;
+  assert_status(batch_encode(5, reads, 2, &b, &list), GPULEASE_INVALID_ARGUMENT);
+  gl_buf_free(&b), gl_buf_free(&list);
+
+  /* The decoder on patched bytes: a length running past the body, an op
+   * inside that does not decode, and a count that disagrees. */
+  ops[0] = memset_op(5), ops[1] = memset_op(6);
+  assert_status(batch_encode(5, ops, 2, &b, &list), GPULEASE_OK);
+  uint8_t *raw = malloc(b.len);
+  memcpy(raw, b.data, b.len);
+  raw[12 + 42] = 0x7F; /* first length: huge */
+  assert_status(gl_request_decode(raw, b.len, MAX_BODY, &out, NULL, err, sizeof err),
+                GPULEASE_MALFORMED);
+  assert_non_null(strstr(err, "BATCH: truncated in op[0].message"));
+  memcpy(raw, b.data, b.len);
+  raw[12 + 42 + 4] = 0x00; /* the first op's magic */
+  assert_status(gl_request_decode(raw, b.len, MAX_BODY, &out, NULL, err, sizeof err),
+                GPULEASE_MALFORMED);
+  assert_non_null(strstr(err, "BATCH: op 0: "));
+  memcpy(raw, b.data, b.len);
+  raw[12 + 41] = 1; /* count 1 but two ops */
+  assert_status(gl_request_decode(raw, b.len, MAX_BODY, &out, NULL, err, sizeof err),
+                GPULEASE_MALFORMED);
+  assert_non_null(strstr(err, "BATCH: 85 trailing bytes after the last field"));
+  free(raw);
+  gl_buf_free(&b), gl_buf_free(&list);
+
+  /* The result: the replies, each a whole response message. */
+  static gl_response resp, rout;
+  gl_buf replies, one;
+  gl_buf_init(&replies);
+  gl_response ok = {.op = GL_OP_MEMSET, .status = GPULEASE_OK, .msg = ""};
+  gl_buf_init(&one);
+  assert_status(gl_response_encode(&ok, &one), GPULEASE_OK);
+  gl_batch_append(&replies, one.data, one.len);
+  gl_buf_free(&one);
+  gl_buf_init(&one);
+  assert_status(gl_response_encode_error(GL_OP_SYNC, GPULEASE_NOT_FOUND, &one, "gone"),
+                GPULEASE_OK);
+  gl_batch_append(&replies, one.data, one.len);
+  gl_buf_free(&one);
+  memset(&resp, 0, sizeof resp);
+  resp.op = GL_OP_BATCH;
+  resp.u.batch.count = 2;
+  resp.u.batch.replies = replies.data;
+  resp.u.batch.replies_len = replies.len;
+  resp_roundtrip(&resp, &rout, 12 + 2 + 2 + replies.len);
+  assert_int_equal(rout.u.batch.count, 2);
+  assert_int_equal(rout.u.batch.replies_len, replies.len);
+  assert_memory_equal(rout.u.batch.replies, replies.data, replies.len);
+  resp.u.batch.count = 3; /* more replies than there are */
+  assert_resp_refused(&resp);
+  resp.u.batch.count = 0;
+  assert_resp_refused(&resp);
+  gl_buf_free(&replies);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_names),
@@ -3242,6 +3447,7 @@ int main(void) {
       cmocka_unit_test(test_session_max_chunk),
       cmocka_unit_test(test_doc_session_example),
       cmocka_unit_test(test_worker_lost),
+      cmocka_unit_test(test_batch),
       cmocka_unit_test(test_corpus_files),
   };
   return cmocka_run_group_tests_name("wire", tests, NULL, NULL);

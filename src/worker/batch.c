@@ -1,0 +1,124 @@
+/* batch.c - see batch.h. */
+#include "worker/batch.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+
+typedef struct gl_wbatch {
+  gl_wk *w;
+  uint64_t tag;
+  uint8_t *msg; /* the BATCH request: the ops' bytes */
+  uint16_t count;
+  atomic_uint refs; /* jobs not yet freed */
+  pthread_mutex_t mu;
+  gl_buf *replies; /* count, each empty until answered */
+} gl_wbatch;
+
+static void batch_free(gl_wbatch *b) {
+  for (uint16_t i = 0; i < b->count; i++) gl_buf_free(&b->replies[i]);
+  free(b->replies);
+  free(b->msg);
+  pthread_mutex_destroy(&b->mu);
+  free(b);
+}
+
+/* The last job is gone: answer the batch if every op was answered. */
+static void batch_finish(gl_wbatch *b) {
+  gl_buf list;
+  gl_buf_init(&list);
+  for (uint16_t i = 0; i < b->count; i++) {
+    if (b->replies[i].len == 0) { /* dropped unanswered */
+      gl_buf_free(&list);
+      batch_free(b);
+      return;
+    }
+    gl_batch_append(&list, b->replies[i].data, b->replies[i].len);
+  }
+  gl_response r = {.op = GL_OP_BATCH, .status = GPULEASE_OK, .msg = ""};
+  r.u.batch.count = b->count;
+  r.u.batch.replies = list.data;
+  r.u.batch.replies_len = list.len;
+  gl_buf out;
+  gl_buf_init(&out);
+  if (list.oom || gl_response_encode(&r, &out) != GPULEASE_OK) {
+    gl_buf_free(&out);
+    gl_wk_reply_error(b->w, b->tag, GL_OP_BATCH, GPULEASE_INTERNAL,
+                      "worker out of memory answering a batch");
+  } else {
+    gl_wk_send(b->w, b->tag, &out);
+  }
+  gl_buf_free(&list);
+  batch_free(b);
+}
+
+static void job_released(gl_job *job) {
+  gl_wbatch *b = job->batch;
+  if (atomic_fetch_sub(&b->refs, 1) == 1) batch_finish(b);
+}
+
+void gl_wbatch_put(gl_job *job, gl_buf *reply) {
+  gl_wbatch *b = job->batch;
+  pthread_mutex_lock(&b->mu);
+  gl_buf *slot = &b->replies[job->batch_index];
+  gl_buf_free(slot);
+  *slot = *reply; /* taken */
+  pthread_mutex_unlock(&b->mu);
+  gl_buf_init(reply);
+}
+
+gl_job *gl_wbatch_expand(gl_wk *w, gl_job *batch_job) {
+  const gl_batch_req *br = &batch_job->req.u.batch;
+  gl_wbatch *b = calloc(1, sizeof *b);
+  gl_buf *replies = calloc(br->count, sizeof *replies);
+  if (!b || !replies) {
+    free(b), free(replies);
+    gl_wk_reply_error(w, batch_job->tag, GL_OP_BATCH, GPULEASE_INTERNAL,
+                      "worker out of memory for a batch");
+    gl_job_free(batch_job);
+    return NULL;
+  }
+  b->w = w;
+  b->tag = batch_job->tag;
+  b->count = br->count;
+  b->replies = replies;
+  pthread_mutex_init(&b->mu, NULL);
+  atomic_init(&b->refs, br->count);
+  gl_job *out = NULL, **tail = &out;
+  size_t pos = 0;
+  for (uint16_t i = 0; i < br->count; i++) {
+    const uint8_t *m = NULL;
+    size_t len = 0;
+    gl_batch_next(br->ops, br->ops_len, &pos, &m, &len);
+    gl_job *j = calloc(1, sizeof *j);
+    if (!j) { /* answer this op and the rest INTERNAL, through the collector */
+      gl_job tmp = {.batch = b};
+      for (uint16_t k = i; k < br->count; k++) {
+        gl_buf e;
+        gl_buf_init(&e);
+        gl_response_encode_error(0, GPULEASE_INTERNAL, &e, "worker out of memory");
+        tmp.batch_index = k;
+        gl_wbatch_put(&tmp, &e);
+      }
+      atomic_fetch_sub(&b->refs, (unsigned)(br->count - i));
+      break;
+    }
+    /* Decoded already by the BATCH's decoder: cannot fail here. */
+    gl_request_decode(m, len, len, &j->req, NULL, NULL, 0);
+    j->tag = b->tag;
+    j->batch = b;
+    j->batch_index = i;
+    j->len = i == 0 ? batch_job->len : 0; /* the batch's bytes count once */
+    j->release = job_released;
+    *tail = j;
+    tail = &j->next;
+  }
+  b->msg = batch_job->msg; /* the ops borrow it */
+  batch_job->msg = NULL;
+  gl_job_free(batch_job);
+  if (!out) batch_finish(b);
+  return out;
+}
