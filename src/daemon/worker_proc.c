@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "proto/wire.h"
 #include "worker/ipc.h"
 #include "worker/worker.h"
@@ -73,6 +74,28 @@ struct gl_wproc {
 };
 
 static size_t g_live;
+
+/* Busy polling: for GL_WPROC_SPIN_NS after a call goes to a worker or a
+ * reply comes back, an idle watcher keeps the loop polling without
+ * sleeping, so the worker's reply (or the client's next request) is read
+ * at once instead of after a wake-up. The loop sleeps as usual otherwise,
+ * also while a long kernel runs. */
+#define GL_WPROC_SPIN_NS 200000ull
+static ev_idle g_spin;
+static uint64_t g_spin_until;
+
+static void on_spin(struct ev_loop *loop, ev_idle *w, int revents) {
+  (void)revents;
+  if (gl_mono_ns() > g_spin_until) ev_idle_stop(loop, w);
+}
+
+static void spin_a_while(struct ev_loop *loop) {
+  g_spin_until = gl_mono_ns() + GL_WPROC_SPIN_NS;
+  if (!ev_is_active(&g_spin)) {
+    ev_idle_init(&g_spin, on_spin);
+    ev_idle_start(loop, &g_spin);
+  }
+}
 
 size_t gl_wproc_live_count(void) { return g_live; }
 pid_t gl_wproc_pid(const gl_wproc *w) { return w->pid; }
@@ -192,6 +215,7 @@ static void deliver(gl_wproc *w) {
     }
     unlink_pending(w, pd);
     pd->answered = true;
+    spin_a_while(w->loop);
     pd->cb(pd->ctx, GPULEASE_OK, p, total, NULL);
     call_release(pd);
     off += GL_IPC_TAG_BYTES + total;
@@ -236,15 +260,20 @@ static void on_read(struct ev_loop *loop, ev_io *io, int revents) {
   drain(io->data);
 }
 
-static void on_write(struct ev_loop *loop, ev_io *io, int revents) {
-  (void)revents;
-  gl_wproc *w = io->data;
+/* Writes queued calls until done or the socket is full (then the write
+ * watcher finishes the job). */
+static void flush_out(gl_wproc *w) {
+  struct ev_loop *loop = w->loop;
+  ev_io *io = &w->wio;
   while (w->out_head) {
     wcall *o = w->out_head;
     ssize_t n = send(w->fd, o->data + o->off, o->len - o->off, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        ev_io_start(loop, io);
+        return;
+      }
       GL_WARN("write to worker %d failed: %s", (int)w->pid, strerror(errno));
       ev_io_stop(loop, io);
       return; /* the read side sees EOF and on_child reports the exit */
@@ -257,6 +286,12 @@ static void on_write(struct ev_loop *loop, ev_io *io, int revents) {
     call_release(o);
   }
   ev_io_stop(loop, io);
+}
+
+static void on_write(struct ev_loop *loop, ev_io *io, int revents) {
+  (void)loop;
+  (void)revents;
+  flush_out(io->data);
 }
 
 int gl_worker_spawn_raw(const char *worker_exe, const char *log_level,
@@ -360,7 +395,8 @@ int gl_wproc_call(gl_wproc *w, const uint8_t *msg, size_t len, gl_wproc_reply_cb
   if (w->out_tail) w->out_tail->next_out = p;
   else w->out_head = p;
   w->out_tail = p;
-  ev_io_start(w->loop, &w->wio);
+  if (!ev_is_active(&w->wio)) flush_out(w); /* else the watcher writes it in turn */
+  spin_a_while(w->loop);
   return 0;
 }
 

@@ -1,10 +1,25 @@
-/* lane.c - see lane.h. A mutex-protected FIFO and a condition variable. */
+/*
+ * lane.c - see lane.h. A mutex-protected FIFO and a condition variable.
+ *
+ * An idle lane spins for GL_LANE_SPIN_NS, watching for work, before it
+ * sleeps on the condition variable: a session's next op usually comes
+ * within microseconds (a launch, then its sync), and waking a sleeping
+ * thread costs more than that. The thread takes every queued job at once
+ * and runs them in order; a pusher signals only a lane that sleeps.
+ */
 #include "worker/lane.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
+
+#include "common/util.h"
+
+/* How long an idle lane watches for work before it sleeps. */
+#define GL_LANE_SPIN_NS 100000ull
 
 struct gl_lane {
   pthread_t thread;
@@ -12,6 +27,8 @@ struct gl_lane {
   pthread_cond_t cv;
   gl_job *head, *tail;
   bool stop;
+  bool sleeping;        /* in pthread_cond_wait: a push must signal */
+  atomic_bool has_work; /* head != NULL or stop, for the spinning thread */
   gl_lane_run_fn run;
   void *ctx;
 };
@@ -23,21 +40,52 @@ void gl_job_free(gl_job *job) {
   free(job);
 }
 
+static void spin_for_work(gl_lane *l) {
+  uint64_t until = gl_mono_ns() + GL_LANE_SPIN_NS;
+  unsigned n = 0;
+  while (!atomic_load_explicit(&l->has_work, memory_order_acquire)) {
+    if ((++n & 63) == 0 && gl_mono_ns() > until) return;
+    sched_yield();
+  }
+}
+
 static void *lane_main(void *arg) {
   gl_lane *l = arg;
-  pthread_mutex_lock(&l->mu);
   for (;;) {
-    while (!l->head && !l->stop) pthread_cond_wait(&l->cv, &l->mu);
-    if (l->stop) break;
-    gl_job *j = l->head;
-    l->head = j->next;
-    if (!l->head) l->tail = NULL;
-    j->next = NULL;
-    pthread_mutex_unlock(&l->mu);
-    l->run(l->ctx, j);
+    spin_for_work(l);
     pthread_mutex_lock(&l->mu);
+    while (!l->head && !l->stop) {
+      l->sleeping = true;
+      pthread_cond_wait(&l->cv, &l->mu);
+      l->sleeping = false;
+    }
+    if (l->stop) {
+      pthread_mutex_unlock(&l->mu);
+      break;
+    }
+    gl_job *chain = l->head;
+    l->head = l->tail = NULL;
+    atomic_store_explicit(&l->has_work, false, memory_order_relaxed);
+    pthread_mutex_unlock(&l->mu);
+    while (chain) {
+      gl_job *j = chain;
+      chain = j->next;
+      j->next = NULL;
+      l->run(l->ctx, j);
+      if (chain && atomic_load_explicit(&l->has_work, memory_order_acquire)) {
+        pthread_mutex_lock(&l->mu);
+        bool stop = l->stop;
+        pthread_mutex_unlock(&l->mu);
+        if (stop) { /* the rest never runs */
+          while (chain) {
+            gl_job *n = chain->next;
+            gl_job_free(chain);
+            chain = n;
+          }
+        }
+      }
+    }
   }
-  pthread_mutex_unlock(&l->mu);
   return NULL;
 }
 
@@ -46,6 +94,7 @@ gl_lane *gl_lane_start(gl_lane_run_fn run, void *ctx) {
   if (!l) return NULL;
   l->run = run;
   l->ctx = ctx;
+  atomic_init(&l->has_work, false);
   pthread_mutex_init(&l->mu, NULL);
   pthread_cond_init(&l->cv, NULL);
   if (pthread_create(&l->thread, NULL, lane_main, l) != 0) {
@@ -63,13 +112,15 @@ void gl_lane_push(gl_lane *l, gl_job *job) {
   if (l->tail) l->tail->next = job;
   else l->head = job;
   l->tail = job;
-  pthread_cond_signal(&l->cv);
+  atomic_store_explicit(&l->has_work, true, memory_order_release);
+  if (l->sleeping) pthread_cond_signal(&l->cv);
   pthread_mutex_unlock(&l->mu);
 }
 
 void gl_lane_request_stop(gl_lane *l) {
   pthread_mutex_lock(&l->mu);
   l->stop = true;
+  atomic_store_explicit(&l->has_work, true, memory_order_release);
   pthread_cond_signal(&l->cv);
   pthread_mutex_unlock(&l->mu);
 }

@@ -368,7 +368,10 @@ static gpulease_status prepare_launch(gl_wsession *s, const gl_launch_req *r, gl
     s->args_ready = true;
   }
   gl_argbuf *a = &s->args;
-  memset(a->area, 0, GL_WK_SLOT_AREA);
+  /* Zero what the last launch wrote: every slot past this launch's
+   * arguments must read as zero. */
+  memset(a->area, 0, s->args_dirty * GL_WK_SLOT_BYTES);
+  s->args_dirty = 0;
   size_t pos = 0, k = 0;
   gl_launch_param p;
   while (k < GPULEASE_MAX_PARAMS && gl_launch_param_next(r, &pos, &p)) {
@@ -390,6 +393,7 @@ static gpulease_status prepare_launch(gl_wsession *s, const gl_launch_req *r, gl
       a->sizes[k] = p.size;
     }
     k++;
+    s->args_dirty = k;
   }
   if (f->sizes_known) {
     if (f->param_count != k)

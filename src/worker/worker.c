@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -466,9 +467,19 @@ static void worker_teardown(gl_wk *w) {
 
 enum wait_result { WAIT_REQUEST, WAIT_TIMER, WAIT_LOST };
 
+/* How long the main thread watches the channel before it sleeps in poll():
+ * requests come in bursts, and a wake-up costs more than a short spin. */
+#define GL_WK_SPIN_NS 100000ull
+
 /* Waits until a request can be read, the context is lost, or a session's
  * wait for a missing seq runs out. */
 static enum wait_result wait_for_work(gl_wk *w) {
+  struct pollfd ch = {.fd = w->fd, .events = POLLIN};
+  uint64_t until = gl_mono_ns() + GL_WK_SPIN_NS;
+  while (!atomic_load(&w->lost) && gl_mono_ns() < until) {
+    if (poll(&ch, 1, 0) > 0) return WAIT_REQUEST;
+    sched_yield();
+  }
   for (;;) {
     if (atomic_load(&w->lost)) return WAIT_LOST;
     uint64_t deadline = gl_session_next_deadline(w);
