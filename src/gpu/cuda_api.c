@@ -46,6 +46,8 @@ static const sym k_syms[] = {
     SYM(cuMemcpyHtoD, "cuMemcpyHtoD_v2"),
     SYM(cuMemcpyDtoH, "cuMemcpyDtoH_v2"),
     SYM(cuMemsetD8, "cuMemsetD8_v2"),
+    SYM(cuMemHostRegister, "cuMemHostRegister_v2"),
+    SYM(cuMemHostUnregister, "cuMemHostUnregister"),
     SYM(cuStreamCreate, "cuStreamCreate"),
     SYM(cuStreamDestroy, "cuStreamDestroy_v2"),
     SYM(cuStreamSynchronize, "cuStreamSynchronize"),

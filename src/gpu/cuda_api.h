@@ -150,6 +150,10 @@ typedef struct gl_cuda {
   CUresult (*cuMemcpyHtoD)(CUdeviceptr dst, const void *src, size_t bytes); /* _v2 */
   CUresult (*cuMemcpyDtoH)(void *dst, CUdeviceptr src, size_t bytes);       /* _v2 */
   CUresult (*cuMemsetD8)(CUdeviceptr dst, unsigned char uc, size_t n);     /* _v2 */
+  /* Page-locks host memory for fast, truly asynchronous copies (flags 0:
+   * portable to this context only). */
+  CUresult (*cuMemHostRegister)(void *p, size_t bytes, unsigned int flags); /* _v2 */
+  CUresult (*cuMemHostUnregister)(void *p);
 
   /* Streams and stream-ordered copies (legacy default-stream semantics:
    * the non-_ptsz variants). */

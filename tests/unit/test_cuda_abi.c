@@ -58,6 +58,8 @@ SAME(cuStreamSynchronize, cuStreamSynchronize);
 SAME(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2);
 SAME(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2);
 SAME(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2);
+SAME(cuMemHostRegister, cuMemHostRegister_v2);
+SAME(cuMemHostUnregister, cuMemHostUnregister);
 SAME(cuMemsetD8Async, cuMemsetD8Async);
 SAME(cuMemsetD16Async, cuMemsetD16Async);
 SAME(cuMemsetD32Async, cuMemsetD32Async);
