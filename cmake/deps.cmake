@@ -1,12 +1,14 @@
-# Third-party dependencies, all from Debian 12 packages (scripts/deps.sh
-# installs them). With GL_STATIC_DEPS the static archives are linked so the
-# binaries run on hosts that lack these libraries (the GPU nodes); GnuTLS is
-# always linked dynamically (libgnutls30 is on every target).
+# Third-party dependencies, all from Debian packages (scripts/deps.sh
+# installs them; on Debian 12 ngtcp2 1.x comes from bookworm-backports, whose
+# -dev packages ship the .a archives too). With GL_STATIC_DEPS the static
+# archives are linked so the binaries run on hosts that lack these libraries
+# (the GPU nodes); GnuTLS is always linked dynamically (libgnutls30 is on
+# every target).
 find_package(PkgConfig REQUIRED)
 find_package(Threads REQUIRED)
 pkg_check_modules(GNUTLS REQUIRED IMPORTED_TARGET gnutls>=3.7)
-pkg_check_modules(NGTCP2 REQUIRED libngtcp2>=0.12)
-pkg_check_modules(NGTCP2_CRYPTO REQUIRED libngtcp2_crypto_gnutls>=0.12)
+pkg_check_modules(NGTCP2 REQUIRED libngtcp2>=1.0)
+pkg_check_modules(NGTCP2_CRYPTO REQUIRED libngtcp2_crypto_gnutls>=1.0)
 pkg_check_modules(JSONC REQUIRED json-c)
 
 find_path(LIBEV_INCLUDE_DIR ev.h REQUIRED)

@@ -8,8 +8,8 @@
  * blocking and owns its own poll() loop (no event-loop dependency in
  * libgpulease).
  *
- * ALPN is always "gpulease/1" (GL_WIRE_ALPN). ngtcp2 0.12 (Debian 12) and
- * 1.x are both supported through ngtcp2_shim.h.
+ * ALPN is always "gpulease/1" (GL_WIRE_ALPN). Needs ngtcp2 1.x (on Debian 12
+ * from bookworm-backports, see scripts/deps.sh).
  */
 #ifndef GL_NET_QUIC_H
 #define GL_NET_QUIC_H
@@ -55,6 +55,15 @@ typedef struct gl_qserver_config {
   uint32_t max_streams_per_conn; /* concurrent bidi streams (default 256) */
   gl_qserver_request_cb on_request;
   void *user;
+  /* UDP I/O (see udp_io.h); 0 / false: the default. */
+  size_t max_udp_payload_bytes; /* largest UDP payload sent (1200 to 65527; default
+                                   65488: 64 KiB datagrams where the path carries
+                                   them). Path MTU discovery probes it, then 8952
+                                   and 1452; a connection within this host uses the
+                                   smaller of both ends' limits from the start */
+  size_t socket_buffer_bytes;   /* SO_SNDBUF and SO_RCVBUF (default 32 MiB; past
+                                   net.core.[rw]mem_max only with CAP_NET_ADMIN) */
+  bool no_gso;                  /* never send with UDP GSO (sendmmsg only) */
 } gl_qserver_config;
 
 /* Binds a UDP socket and starts serving on loop. cfg is copied (strings
@@ -77,6 +86,13 @@ size_t gl_qserver_connection_count(const gl_qserver *srv);
  * req. If the connection or stream is gone, only frees req. Returns 0, or -1
  * if the reply could not be queued (req is freed all the same). */
 int gl_qreq_reply(gl_qreq *req, const uint8_t *msg, size_t len);
+
+/* As gl_qreq_reply, but takes msg (from malloc, len bytes at least; NULL
+ * for an empty reply) instead of copying it: it belongs to the server from
+ * the call on, even when the reply cannot be queued (-1), and is freed or
+ * reused once the stream no longer needs it. Saves a copy of large
+ * replies. */
+int gl_qreq_reply_take(gl_qreq *req, uint8_t *msg, size_t len);
 
 /* True when the connection of req has closed (the reply would be dropped).
  * Lets the daemon skip work for vanished clients. */
@@ -107,6 +123,12 @@ typedef struct gl_qclient_config {
   bool insecure;           /* or: no verification at all */
   uint32_t timeout_ms;     /* handshake and per-request timeout */
   size_t max_response_bytes;
+  /* UDP I/O, as in gl_qserver_config; 0 / false: the default. The client
+   * also stays within its route's MTU and tells the server its limit
+   * (max_udp_payload_size). */
+  size_t max_udp_payload_bytes;
+  size_t socket_buffer_bytes;
+  bool no_gso;
 } gl_qclient_config;
 
 /* Resolves host, opens a UDP socket and completes the QUIC/TLS handshake.
@@ -136,6 +158,13 @@ int gl_qclient_request(gl_qclient *c, const uint8_t *req, size_t len, uint8_t **
 int gl_qclient_send(gl_qclient *c, const uint8_t *req, size_t len, uint64_t *token, char *err,
                     size_t errlen);
 
+/* As gl_qclient_send, but takes req (from malloc, len bytes at least)
+ * instead of copying it: it belongs to c from the call on, failures too,
+ * and is freed or reused once the stream no longer needs it. Saves a copy
+ * of large requests. */
+int gl_qclient_send_take(gl_qclient *c, uint8_t *req, size_t len, uint64_t *token, char *err,
+                         size_t errlen);
+
 /* Drives the connection until the response of token is complete (or the
  * timeout, counted from this call, passes: the request is then abandoned,
  * GL_QC_TIMEOUT) and hands it over: *resp is malloc'd (caller frees).
@@ -143,6 +172,15 @@ int gl_qclient_send(gl_qclient *c, const uint8_t *req, size_t len, uint64_t *tok
  * for their own wait. */
 int gl_qclient_wait(gl_qclient *c, uint64_t token, uint8_t **resp, size_t *resp_len, char *err,
                     size_t errlen);
+
+/* Optional, instead of free(resp): hands a response (from
+ * gl_qclient_wait or gl_qclient_request, resp_len as returned) back to c,
+ * which reuses the memory for later requests and responses. Memory fresh
+ * from the kernel costs page faults on first touch, slower than loopback
+ * QUIC on some machines; the client keeps at most max_response_bytes (64
+ * MiB at least) in 8 buffers of 1 MiB or more and frees them in
+ * gl_qclient_del. NULL resp ignored; a NULL c just frees resp. */
+void gl_qclient_release(gl_qclient *c, uint8_t *resp, size_t resp_len);
 
 /* Abandons an outstanding request (RESET_STREAM + STOP_SENDING with
  * 0x102); its response, if any, is dropped. Unknown tokens are ignored. */

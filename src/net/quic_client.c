@@ -18,6 +18,12 @@
  * before its wait keeps its response; an abandoned stream (timeout,
  * cancel) stays until ngtcp2 closes it.
  *
+ * Packet I/O is udp_io.c's, as for the server: a write round fills the
+ * client's transmit buffer with packets (64 KiB each on loopback once path
+ * MTU discovery found it) and hands them over at once (GSO, sendmmsg);
+ * what a full socket refuses stays there and goes first when it is
+ * writable. Reads take several datagrams per recvmmsg (GRO).
+ *
  * Errors that end the connection (peer closed, idle timeout, TLS failure)
  * make the client "dead": every later send fails with the same code and
  * message, and so does a wait for a response that was not complete yet. A
@@ -43,18 +49,20 @@
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
 
+#include "common/log.h"
 #include "common/util.h"
-#include "net/ngtcp2_shim.h"
 #include "net/quic.h"
 #include "net/quic_internal.h"
 #include "net/tls.h"
+#include "net/udp_io.h"
 
 #define DEFAULT_TIMEOUT_MS 10000u
 #define DEFAULT_MAX_RESPONSE (64u << 20)
 /* Our side of the idle timeout; the effective one is the smaller of both. */
 #define CLIENT_IDLE_TIMEOUT_NS (120ull * NGTCP2_SECONDS)
-#define SOCKET_BUFFER_BYTES (4 << 20)
-#define READ_BATCH 256
+/* recvmmsg slots (64 KiB each) and calls per read before we write (ACKs). */
+#define RX_SLOTS 8
+#define READ_ROUNDS 2
 
 enum verify_mode { VERIFY_SYSTEM, VERIFY_CA, VERIFY_PIN, VERIFY_INSECURE };
 
@@ -76,7 +84,7 @@ typedef struct cstream {
   bool kill;       /* to be shut down after this read (response unwanted) */
   uint8_t sq;      /* enum sendq_state */
   uint8_t *sbuf;
-  size_t slen, soff;
+  size_t slen, soff, scap;
   /* response */
   uint8_t *resp;
   size_t resp_len, resp_cap;
@@ -85,7 +93,8 @@ typedef struct cstream {
 } cstream;
 
 struct gl_qclient {
-  int fd;
+  gl_udp *udp;
+  int fd; /* udp's, for poll */
   struct sockaddr_storage local, remote;
   socklen_t locallen, remotelen;
   ngtcp2_conn *conn;
@@ -117,9 +126,18 @@ struct gl_qclient {
   size_t hcap, nreq;          /* buckets, outstanding requests */
   uint64_t next_token;
 
-  uint8_t pend[GL_Q_MAX_PKT]; /* one packet the socket refused (EAGAIN) */
-  size_t pend_len;
-  uint8_t rbuf[GL_Q_RECV_BUF];
+  size_t max_udp_cfg;     /* largest UDP payload allowed (config) */
+  size_t max_udp;         /* ... and on this connection's route */
+  size_t socket_buffer;   /* config */
+  bool no_gso;            /* config */
+  /* One write round: packets back to back, their lengths. Packets
+   * [pend_first, pend_first + pend_count) were refused by a full socket
+   * and go first (nothing else is written meanwhile). */
+  uint8_t *txbuf;
+  size_t txlens[GL_Q_TX_PKTS];
+  size_t pend_first, pend_count, pend_off;
+  bool more;      /* the last write round stopped at its budget */
+  gl_q_pool pool; /* request and response buffers for reuse */
 };
 
 /* ======================================================================
@@ -157,16 +175,22 @@ static int cl_dead_error(gl_qclient *c, char *err, size_t errlen) {
 }
 
 /* Sends CONNECTION_CLOSE (best effort). */
-static void cl_send_close(gl_qclient *c, const gl_ng_ccerr *e) {
-  if (!c->conn || gl_ng_conn_in_closing_period(c->conn) || gl_ng_conn_in_draining_period(c->conn))
+static void cl_send_close(gl_qclient *c, const ngtcp2_ccerr *e) {
+  if (!c->conn || ngtcp2_conn_in_closing_period(c->conn) ||
+      ngtcp2_conn_in_draining_period(c->conn))
     return;
-  uint8_t buf[GL_Q_MAX_PKT];
+  uint8_t buf[GL_Q_CTRL_PKT];
   ngtcp2_path_storage ps;
   ngtcp2_path_storage_zero(&ps);
   ngtcp2_pkt_info pi;
   ngtcp2_ssize n = ngtcp2_conn_write_connection_close(c->conn, &ps.path, &pi, buf, sizeof buf, e,
                                                       gl_q_now_ns());
-  if (n > 0) (void)send(c->fd, buf, (size_t)n, MSG_DONTWAIT);
+  if (n > 0 && c->udp) {
+    size_t len = (size_t)n;
+    gl_udp_tx tx = {.data = buf, .lens = &len, .count = 1};
+    int err;
+    (void)gl_udp_send(c->udp, &tx, &err);
+  }
 }
 
 /* Text for a failed certificate check: our own message (pin, ALPN), or
@@ -194,17 +218,17 @@ static void cl_tls_failure_text(gl_qclient *c, char *buf, size_t len) {
 
 /* Turns an ngtcp2 error from read/write/expiry into a dead connection. */
 static void cl_fail_liberr(gl_qclient *c, int liberr) {
-  gl_ng_ccerr e;
+  ngtcp2_ccerr e;
   char why[1024];
   switch (liberr) {
   case NGTCP2_ERR_DRAINING: {
-    gl_ng_conn_get_ccerr(c->conn, &e);
+    e = *ngtcp2_conn_get_ccerr(c->conn); /* reason borrowed from the connection */
     gl_q_describe_ccerr(&e, why, sizeof why);
-    if (e.type == GL_NG_CCERR_TYPE_TRANSPORT && e.error_code >= NGTCP2_CRYPTO_ERROR &&
+    if (e.type == NGTCP2_CCERR_TYPE_TRANSPORT && e.error_code >= NGTCP2_CRYPTO_ERROR &&
         e.error_code <= NGTCP2_CRYPTO_ERROR + 0xff)
       cl_die(c, GL_QC_TLS, "%s:%u rejected the TLS handshake (%s)", c->host, (unsigned)c->port,
              why);
-    else if (e.type == GL_NG_CCERR_TYPE_TRANSPORT && e.error_code == NGTCP2_CONNECTION_REFUSED)
+    else if (e.type == NGTCP2_CCERR_TYPE_TRANSPORT && e.error_code == NGTCP2_CONNECTION_REFUSED)
       cl_die(c, GL_QC_UNREACHABLE, "%s:%u refused the connection (%s)", c->host,
              (unsigned)c->port, why);
     else
@@ -226,14 +250,14 @@ static void cl_fail_liberr(gl_qclient *c, int liberr) {
     return;
   case NGTCP2_ERR_CRYPTO:
     cl_tls_failure_text(c, why, sizeof why);
-    gl_ng_ccerr_default(&e);
-    gl_ng_ccerr_set_tls_alert(&e, ngtcp2_conn_get_tls_alert(c->conn));
+    ngtcp2_ccerr_default(&e);
+    ngtcp2_ccerr_set_tls_alert(&e, ngtcp2_conn_get_tls_alert(c->conn), NULL, 0);
     cl_send_close(c, &e);
     cl_die(c, GL_QC_TLS, "%s", why);
     return;
   default:
-    gl_ng_ccerr_default(&e);
-    gl_ng_ccerr_set_liberr(&e, liberr);
+    ngtcp2_ccerr_default(&e);
+    ngtcp2_ccerr_set_liberr(&e, liberr, NULL, 0);
     cl_send_close(c, &e);
     if (liberr == NGTCP2_ERR_CALLBACK_FAILURE && c->tls_err[0])
       cl_die(c, GL_QC_TLS, "%s", c->tls_err);
@@ -264,23 +288,30 @@ static void cl_socket_error(gl_qclient *c, int err) {
  * I/O
  * ==================================================================== */
 
-static bool errno_is_busy(int e) { return e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS; }
+/* Notes an error from sending that says something about the peer (an
+ * ICMP error on the connected socket), decided on after reading what is
+ * queued (the server's CONNECTION_CLOSE says more). EMSGSIZE is only a
+ * path MTU probe larger than the interface: the probe is lost. */
+static void cl_note_send_error(gl_qclient *c, int err) {
+  if (err && err != EMSGSIZE && !c->sock_err) c->sock_err = err;
+}
 
-/* Sends one packet; false when the socket is full (packet kept). */
-static bool cl_send(gl_qclient *c, const uint8_t *pkt, size_t len) {
-  for (;;) {
-    if (send(c->fd, pkt, len, MSG_DONTWAIT) >= 0) return true;
-    if (errno == EINTR) continue;
-    if (errno_is_busy(errno)) {
-      if (pkt != c->pend) memcpy(c->pend, pkt, len);
-      c->pend_len = len;
-      return false;
-    }
-    /* An ICMP error from an earlier packet; decided after reading what is
-     * queued (the server's CONNECTION_CLOSE says more). */
-    if (!c->sock_err) c->sock_err = errno;
+/* Sends txbuf's packets [first, first + count) (at byte off). Returns
+ * false when the socket filled up: the rest is kept as pending. */
+static bool cl_send_batch(gl_qclient *c, size_t first, size_t count, size_t off) {
+  gl_udp_tx tx = {.data = c->txbuf + off, .lens = c->txlens + first, .count = count};
+  int err;
+  size_t done = gl_udp_send(c->udp, &tx, &err);
+  cl_note_send_error(c, err);
+  if (done == count) {
+    c->pend_count = 0;
     return true;
   }
+  for (size_t i = 0; i < done; i++) off += c->txlens[first + i];
+  c->pend_first = first + done;
+  c->pend_count = count - done;
+  c->pend_off = off;
+  return false;
 }
 
 /* ======================================================================
@@ -329,15 +360,15 @@ static void cs_send_over(gl_qclient *c, cstream *st) {
   sq_unlink(c, st);
 }
 
-static void cs_destroy(cstream *st) {
-  free(st->sbuf);
-  free(st->resp);
+static void cs_destroy(gl_qclient *c, cstream *st) {
+  gl_q_pool_put(&c->pool, st->sbuf, st->scap);
+  gl_q_pool_put(&c->pool, st->resp, st->resp_cap);
   free(st);
 }
 
 /* Frees st once neither ngtcp2 nor the application needs it. */
-static void cs_release(cstream *st) {
-  if (!st->open && !st->token) cs_destroy(st);
+static void cs_release(gl_qclient *c, cstream *st) {
+  if (!st->open && !st->token) cs_destroy(c, st);
 }
 
 static cstream **htab_slot(gl_qclient *c, uint64_t token) {
@@ -394,14 +425,14 @@ static void cs_disown(gl_qclient *c, cstream *st) {
   }
   st->hnext = NULL;
   st->token = 0;
-  free(st->resp);
+  gl_q_pool_put(&c->pool, st->resp, st->resp_cap);
   st->resp = NULL;
   st->resp_len = st->resp_cap = 0;
   if (st->kill) {
     st->kill = false;
     c->nkill--;
   }
-  cs_release(st);
+  cs_release(c, st);
 }
 
 /* Shuts st's stream down in both directions (RESET_STREAM + STOP_SENDING
@@ -415,7 +446,7 @@ static void cs_shutdown(gl_qclient *c, cstream *st) {
   }
   if (st->shut || !st->open || c->dead) return;
   st->shut = true;
-  (void)gl_ng_conn_shutdown_stream(c->conn, st->id, GL_Q_APP_CANCELLED);
+  (void)ngtcp2_conn_shutdown_stream(c->conn, 0, st->id, GL_Q_APP_CANCELLED);
 }
 
 /* ngtcp2 closed st's stream. */
@@ -430,9 +461,9 @@ static void cs_closed(gl_qclient *c, cstream *st) {
     st->kill = false;
     c->nkill--;
   }
-  free(st->sbuf);
+  gl_q_pool_put(&c->pool, st->sbuf, st->scap);
   st->sbuf = NULL;
-  cs_release(st);
+  cs_release(c, st);
 }
 
 /* Frees every record (teardown). */
@@ -441,13 +472,13 @@ static void cs_free_all(gl_qclient *c) {
     cstream *st = c->streams;
     c->streams = st->next;
     st->open = false;
-    if (!st->token) cs_destroy(st);
+    if (!st->token) cs_destroy(c, st);
   }
   for (size_t i = 0; i < c->hcap; i++) {
     while (c->htab[i]) {
       cstream *st = c->htab[i];
       c->htab[i] = st->hnext;
-      cs_destroy(st);
+      cs_destroy(c, st);
     }
   }
   c->nreq = 0;
@@ -462,21 +493,34 @@ static void cs_free_all(gl_qclient *c) {
 /* Writes everything ngtcp2 lets us send now: request bytes of every stream
  * that has some (taking turns, a packet each), ACKs, flow-control credit,
  * retransmissions, handshake packets. A stream blocked by flow control
- * waits aside for the next call and does not hold up the others. */
+ * waits aside for the next call and does not hold up the others. Packets
+ * gather in txbuf and go to the socket whenever it is full and at the end;
+ * ngtcp2_conn_update_pkt_tx_time follows each send quantum (pacing). A
+ * round stops after GL_Q_ROUND_BYTES (c->more): cl_wait then reads what
+ * came in (ACKs) before it writes on, so the peer's timers see answers. */
 static void cl_write(gl_qclient *c) {
+  c->more = false;
   if (c->dead) return;
-  if (c->pend_len) {
-    if (!cl_send(c, c->pend, c->pend_len)) return;
-    c->pend_len = 0;
-  }
+  if (c->pend_count && !cl_send_batch(c, c->pend_first, c->pend_count, c->pend_off)) return;
   uint64_t now = gl_q_now_ns();
-  uint8_t buf[GL_Q_MAX_PKT];
-  size_t maxlen = ngtcp2_conn_get_path_max_tx_udp_payload_size(c->conn);
-  if (maxlen > sizeof buf || maxlen == 0) maxlen = sizeof buf;
+  /* Packets are at most the path's size, but each write offers room for
+   * the largest we allow, so a path MTU probe fits. */
+  size_t maxlen = ngtcp2_conn_get_max_tx_udp_payload_size(c->conn);
+  size_t pathlen = ngtcp2_conn_get_path_max_tx_udp_payload_size(c->conn);
+  if (maxlen > c->max_udp || maxlen == 0) maxlen = c->max_udp;
+  if (pathlen > maxlen || pathlen == 0) pathlen = maxlen;
+  size_t quantum = ngtcp2_conn_get_send_quantum(c->conn);
+  if (quantum < pathlen) quantum = pathlen;
   ngtcp2_path_storage ps;
   ngtcp2_path_storage_zero(&ps);
   ngtcp2_pkt_info pi;
+  size_t off = 0, npkts = 0, burst = 0, total = 0;
   for (;;) {
+    if (npkts == GL_Q_TX_PKTS || GL_Q_TX_BYTES - off < pathlen) {
+      bool sent = cl_send_batch(c, 0, npkts, 0);
+      off = npkts = 0;
+      if (!sent) break;
+    }
     cstream *st = c->sq_head;
     int64_t sid = -1;
     ngtcp2_vec v = {0};
@@ -490,8 +534,9 @@ static void cl_write(gl_qclient *c) {
       flags = NGTCP2_WRITE_STREAM_FLAG_MORE | NGTCP2_WRITE_STREAM_FLAG_FIN;
     }
     ngtcp2_ssize ndata = -1;
-    ngtcp2_ssize n = ngtcp2_conn_writev_stream(c->conn, &ps.path, &pi, buf, maxlen, &ndata,
-                                               flags, sid, &v, vcnt, now);
+    ngtcp2_ssize n = ngtcp2_conn_writev_stream(c->conn, &ps.path, &pi, c->txbuf + off,
+                                               GL_Q_TX_BYTES - off < maxlen ? pathlen : maxlen,
+                                               &ndata, flags, sid, &v, vcnt, now);
     if (st && ndata >= 0) {
       st->soff += (size_t)ndata;
       /* All of it went out with FIN: ngtcp2 owns the rest. */
@@ -509,14 +554,27 @@ static void cl_write(gl_qclient *c) {
         continue;
       }
       sq_unblock_all(c);
+      if (npkts) (void)cl_send_batch(c, 0, npkts, 0);
       cl_fail_liberr(c, (int)n);
       return;
     }
     if (n == 0) break;
     /* Take turns: a stream that filled the packet goes to the back. */
     if (st && st->sq == SQ_READY && st->snext) sq_append(c, st, SQ_READY);
-    if (!cl_send(c, buf, (size_t)n)) break;
+    c->txlens[npkts++] = (size_t)n;
+    off += (size_t)n;
+    burst += (size_t)n;
+    total += (size_t)n;
+    if (burst >= quantum) {
+      ngtcp2_conn_update_pkt_tx_time(c->conn, now);
+      burst = 0;
+      if (total >= GL_Q_ROUND_BYTES) {
+        c->more = true;
+        break;
+      }
+    }
   }
+  if (npkts) (void)cl_send_batch(c, 0, npkts, 0);
   sq_unblock_all(c);
   ngtcp2_conn_update_pkt_tx_time(c->conn, now);
 }
@@ -526,22 +584,27 @@ static void cl_read(gl_qclient *c) {
       .local = {.addr = (struct sockaddr *)&c->local, .addrlen = c->locallen},
       .remote = {.addr = (struct sockaddr *)&c->remote, .addrlen = c->remotelen},
   };
-  for (int i = 0; i < READ_BATCH && !c->dead; i++) {
-    ssize_t n = recv(c->fd, c->rbuf, sizeof c->rbuf, MSG_DONTWAIT);
+  for (int round = 0, errs = 0; round < READ_ROUNDS && !c->dead;) {
+    gl_udp_msg *msgs;
+    int n = gl_udp_recv(c->udp, &msgs);
     if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      /* Reported once; datagrams queued before it are still readable. */
+      /* An error is reported once (an ICMP error, say): datagrams queued
+       * before it (the server's CONNECTION_CLOSE) are still to read. */
       if (!c->sock_err) c->sock_err = errno;
+      if (++errs == 8) break;
       continue;
     }
-    if (n == 0) continue;
-    ngtcp2_pkt_info pi = {0};
-    int rv = ngtcp2_conn_read_pkt(c->conn, &path, &pi, c->rbuf, (size_t)n, gl_q_now_ns());
-    if (rv != 0) {
-      cl_fail_liberr(c, rv);
-      break;
+    round++;
+    uint64_t now = gl_q_now_ns();
+    for (int i = 0; i < n && !c->dead; i++) {
+      size_t off = 0, len;
+      for (uint8_t *d; !c->dead && (d = gl_udp_msg_next(&msgs[i], &off, &len));) {
+        ngtcp2_pkt_info pi = {0};
+        int rv = ngtcp2_conn_read_pkt(c->conn, &path, &pi, d, len, now);
+        if (rv != 0) cl_fail_liberr(c, rv);
+      }
     }
+    if (n < RX_SLOTS) break; /* drained */
   }
   if (c->sock_err) {
     cl_socket_error(c, c->sock_err); /* no-op when already dead */
@@ -597,11 +660,11 @@ static int cl_wait(gl_qclient *c, enum wait_for what, const cstream *st, uint64_
     uint64_t until = ngtcp2_conn_get_expiry(c->conn);
     if (until > deadline_ns) until = deadline_ns;
     int ms = 0;
-    if (until > now) {
+    if (until > now && !c->more) {
       uint64_t d = (until - now + 999999) / 1000000;
       ms = d > INT_MAX ? INT_MAX : (int)d;
     }
-    struct pollfd pfd = {.fd = c->fd, .events = POLLIN | (c->pend_len ? POLLOUT : 0)};
+    struct pollfd pfd = {.fd = c->fd, .events = POLLIN | (c->pend_count ? POLLOUT : 0)};
     int pr = poll(&pfd, 1, ms);
     if (pr < 0) {
       if (errno == EINTR) continue;
@@ -643,18 +706,16 @@ static int cb_recv_stream_data(ngtcp2_conn *conn, uint32_t flags, int64_t stream
   if (datalen > c->max_response - st->resp_len) {
     st->too_large = true;
   } else if (st->resp_len + datalen > st->resp_cap) {
-    /* Small replies (the common case) get a buffer of their exact size. */
     size_t need = st->resp_len + datalen;
-    size_t cap = st->resp_cap ? st->resp_cap : 1024;
-    if (!st->resp_cap && (flags & NGTCP2_STREAM_DATA_FLAG_FIN)) cap = need;
-    while (cap < need) cap *= 2;
-    if (cap > c->max_response) cap = c->max_response;
-    uint8_t *n = realloc(st->resp, cap);
-    if (!n) {
-      st->nomem = true;
+    if (!st->resp_cap && (flags & NGTCP2_STREAM_DATA_FLAG_FIN) && need < GL_Q_POOL_MIN) {
+      /* Small replies (the common case) get a buffer of their exact size. */
+      st->resp = malloc(need);
+      st->resp_cap = st->resp ? need : 0;
+      st->nomem = !st->resp;
     } else {
-      st->resp = n;
-      st->resp_cap = cap;
+      /* A kept buffer only if not much larger: the caller may hold it long. */
+      st->nomem = gl_q_buf_grow(&c->pool, &st->resp, &st->resp_cap, st->resp_len, need,
+                                c->max_response, 8) != 0;
     }
   }
   if (st->too_large || st->nomem) {
@@ -662,7 +723,7 @@ static int cb_recv_stream_data(ngtcp2_conn *conn, uint32_t flags, int64_t stream
     c->nkill++;
     return 0;
   }
-  if (datalen) memcpy(st->resp + st->resp_len, data, datalen);
+  if (datalen) gl_q_copy_in(st->resp + st->resp_len, data, datalen, st->resp_cap);
   st->resp_len += datalen;
   ngtcp2_conn_extend_max_stream_offset(conn, stream_id, datalen);
   if (flags & NGTCP2_STREAM_DATA_FLAG_FIN) st->fin = true;
@@ -741,9 +802,11 @@ static void cl_teardown(gl_qclient *c) {
   c->conn = NULL;
   if (c->tls) gnutls_deinit(c->tls);
   c->tls = NULL;
-  if (c->fd >= 0) close(c->fd);
+  if (c->udp) gl_udp_del(c->udp); /* closes fd */
+  else if (c->fd >= 0) close(c->fd);
+  c->udp = NULL;
   c->fd = -1;
-  c->pend_len = 0;
+  c->pend_count = 0;
 }
 
 static int cl_tls_init(gl_qclient *c, char *err, size_t errlen) {
@@ -796,21 +859,36 @@ static int cl_attempt(gl_qclient *c, const struct addrinfo *ai, uint64_t deadlin
     c->refused = true;
     return GL_QC_UNREACHABLE;
   }
-  int size = SOCKET_BUFFER_BYTES;
-  (void)setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
-  (void)setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
   if (connect(c->fd, ai->ai_addr, ai->ai_addrlen) != 0) {
     set_err(err, errlen, "%s:%u unreachable: %s", c->host, (unsigned)c->port, strerror(errno));
     c->refused = true;
     return GL_QC_UNREACHABLE;
   }
+  /* Buffers, GRO, don't-fragment (udp_io.h); the object owns the fd. */
+  gl_udp_opts uo = {
+      .buffer_bytes = c->socket_buffer,
+      .rx_slots = RX_SLOTS,
+      .no_gso = c->no_gso,
+  };
+  int fd = c->fd;
+  c->fd = -1;
+  if (gl_udp_new(fd, &uo, &c->udp) != 0) {
+    set_err(err, errlen, "UDP socket setup: %s", strerror(errno));
+    return errno == ENOMEM ? GL_QC_NOMEM : GL_QC_UNREACHABLE;
+  }
+  c->fd = gl_udp_fd(c->udp);
   memcpy(&c->remote, ai->ai_addr, ai->ai_addrlen);
   c->remotelen = ai->ai_addrlen;
-  c->locallen = sizeof c->local;
-  if (getsockname(c->fd, (struct sockaddr *)&c->local, &c->locallen) != 0) {
-    set_err(err, errlen, "getsockname: %s", strerror(errno));
-    return GL_QC_UNREACHABLE;
-  }
+  /* Datagrams no larger than the route takes (loopback: 64 KiB; Ethernet:
+   * 1452 or 1472), and we tell the server so (max_udp_payload_size): path
+   * MTU discovery then starts at the right size on both sides. */
+  size_t route_max = gl_udp_path_max_payload(c->udp);
+  c->max_udp = c->max_udp_cfg;
+  if (route_max && route_max < c->max_udp) c->max_udp = gl_q_max_udp_payload(route_max);
+  socklen_t llen;
+  const struct sockaddr *local = gl_udp_local(c->udp, &llen);
+  memcpy(&c->local, local, llen);
+  c->locallen = llen;
 
   ngtcp2_cid dcid, scid;
   dcid.datalen = GL_Q_SCID_LEN;
@@ -844,6 +922,11 @@ static int cl_attempt(gl_qclient *c, const struct addrinfo *ai, uint64_t deadlin
   settings.handshake_timeout = (uint64_t)c->timeout_ms * NGTCP2_MILLISECONDS;
   settings.max_window = GL_Q_MAX_CONN_WINDOW;
   settings.max_stream_window = GL_Q_MAX_STREAM_WINDOW;
+  uint16_t probes[GL_Q_MAX_PROBES];
+  gl_q_settings_udp(&settings, c->max_udp,
+                    gl_q_path_is_local((const struct sockaddr *)&c->local,
+                                       (const struct sockaddr *)&c->remote),
+                    probes);
   ngtcp2_transport_params params;
   ngtcp2_transport_params_default(&params);
   params.initial_max_stream_data_bidi_local = GL_Q_STREAM_WINDOW; /* responses */
@@ -853,6 +936,7 @@ static int cl_attempt(gl_qclient *c, const struct addrinfo *ai, uint64_t deadlin
   params.initial_max_streams_bidi = 0;
   params.initial_max_streams_uni = 0;
   params.max_idle_timeout = CLIENT_IDLE_TIMEOUT_NS;
+  params.max_udp_payload_size = c->max_udp;
 
   ngtcp2_path path = {
       .local = {.addr = (struct sockaddr *)&c->local, .addrlen = c->locallen},
@@ -946,6 +1030,18 @@ int gl_qclient_connect(const gl_qclient_config *cfg, gl_qclient **out, char *err
   c->host_is_ip = is_ip_literal(c->host);
   c->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : DEFAULT_TIMEOUT_MS;
   c->max_response = cfg->max_response_bytes ? cfg->max_response_bytes : DEFAULT_MAX_RESPONSE;
+  c->max_udp_cfg = gl_q_max_udp_payload(cfg->max_udp_payload_bytes);
+  c->socket_buffer = cfg->socket_buffer_bytes;
+  c->no_gso = cfg->no_gso;
+  c->txbuf = malloc(GL_Q_TX_BYTES);
+  /* Keeps request and response buffers up to the largest response. */
+  gl_q_pool_init(&c->pool, c->max_response > GL_Q_POOL_FLOOR ? c->max_response
+                                                             : GL_Q_POOL_FLOOR);
+  if (!c->txbuf) {
+    free(c);
+    set_err(err, errlen, "out of memory");
+    return GL_QC_NOMEM;
+  }
   c->verify = cfg->insecure ? VERIFY_INSECURE
               : cfg->pin_sha256 ? VERIFY_PIN
               : cfg->ca_file ? VERIFY_CA
@@ -1008,19 +1104,26 @@ static void cl_pump(gl_qclient *c) {
   cl_write(c);
 }
 
-static int cl_send_req(gl_qclient *c, const uint8_t *req, size_t len, uint64_t deadline,
-                       uint64_t *token, char *err, size_t errlen) {
-  if (c->dead) return cl_dead_error(c, err, errlen);
+/* Opens a stream for req (len bytes): copied, unless owned (a malloc'd
+ * buffer that becomes ours to free, also on failure). */
+static int cl_send_req(gl_qclient *c, uint8_t *owned, const uint8_t *req, size_t len,
+                       uint64_t deadline, uint64_t *token, char *err, size_t errlen) {
+  if (c->dead) {
+    free(owned);
+    return cl_dead_error(c, err, errlen);
+  }
   cstream *st = calloc(1, sizeof *st);
-  uint8_t *copy = malloc(len ? len : 1);
+  size_t cap = len;
+  uint8_t *copy = owned ? owned : gl_q_pool_alloc(&c->pool, len, &cap);
   if (!st || !copy || !htab_reserve(c)) {
     free(st);
-    free(copy);
+    gl_q_pool_put(&c->pool, copy, cap);
     set_err(err, errlen, "out of memory");
     return GL_QC_NOMEM;
   }
-  if (len) memcpy(copy, req, len);
+  if (len && !owned) memcpy(copy, req, len);
   st->sbuf = copy;
+  st->scap = cap;
   st->slen = len;
 
   /* A new stream; at the server's concurrency limit, wait for a slot. */
@@ -1031,7 +1134,7 @@ static int cl_send_req(gl_qclient *c, const uint8_t *req, size_t len, uint64_t d
     if (rv == NGTCP2_ERR_STREAM_ID_BLOCKED) rc = cl_wait(c, WAIT_STREAM_SLOT, NULL, deadline);
     else set_err(err, errlen, "cannot open a stream: %s", ngtcp2_strerror(rv));
     if (rc == GL_QC_OK) continue;
-    cs_destroy(st);
+    cs_destroy(c, st);
     if (rc == GL_QC_TIMEOUT)
       set_err(err, errlen, "no stream available on the connection to %s:%u within %u ms",
               c->host, (unsigned)c->port, c->timeout_ms);
@@ -1113,7 +1216,19 @@ int gl_qclient_send(gl_qclient *c, const uint8_t *req, size_t len, uint64_t *tok
     return GL_QC_INVALID;
   }
   uint64_t deadline = gl_q_now_ns() + (uint64_t)c->timeout_ms * NGTCP2_MILLISECONDS;
-  return cl_send_req(c, req, len, deadline, token, err, errlen);
+  return cl_send_req(c, NULL, req, len, deadline, token, err, errlen);
+}
+
+int gl_qclient_send_take(gl_qclient *c, uint8_t *req, size_t len, uint64_t *token, char *err,
+                         size_t errlen) {
+  if (token) *token = 0;
+  if (!c || !token || (!req && len)) {
+    free(req);
+    set_err(err, errlen, "invalid request arguments");
+    return GL_QC_INVALID;
+  }
+  uint64_t deadline = gl_q_now_ns() + (uint64_t)c->timeout_ms * NGTCP2_MILLISECONDS;
+  return cl_send_req(c, req, req ? req : (const uint8_t *)"", len, deadline, token, err, errlen);
 }
 
 int gl_qclient_wait(gl_qclient *c, uint64_t token, uint8_t **resp, size_t *resp_len, char *err,
@@ -1144,7 +1259,7 @@ int gl_qclient_request(gl_qclient *c, const uint8_t *req, size_t len, uint8_t **
   /* One deadline for both the stream and the response. */
   uint64_t deadline = gl_q_now_ns() + (uint64_t)c->timeout_ms * NGTCP2_MILLISECONDS;
   uint64_t token = 0;
-  int rc = cl_send_req(c, req, len, deadline, &token, err, errlen);
+  int rc = cl_send_req(c, NULL, req, len, deadline, &token, err, errlen);
   if (rc != GL_QC_OK) return rc;
   return cl_wait_req(c, cs_find(c, token), deadline, resp, resp_len, err, errlen);
 }
@@ -1157,20 +1272,40 @@ void gl_qclient_cancel(gl_qclient *c, uint64_t token) {
   cl_write(c);
 }
 
+void gl_qclient_release(gl_qclient *c, uint8_t *resp, size_t resp_len) {
+  if (c) gl_q_pool_put(&c->pool, resp, resp_len);
+  else free(resp);
+}
+
 size_t gl_qclient_outstanding(const gl_qclient *c) { return c ? c->nreq : 0; }
 
 bool gl_qclient_dead(const gl_qclient *c) { return !c || c->dead; }
 
 void gl_qclient_del(gl_qclient *c) {
   if (!c) return;
+  if (c->conn && c->udp && c->handshake_done) {
+    ngtcp2_conn_info ci;
+    gl_udp_info ui;
+    ngtcp2_conn_get_conn_info(c->conn, &ci);
+    gl_udp_info_get(c->udp, &ui);
+    GL_DEBUG("quic: connection to %s:%u: UDP payload %zu, cwnd %llu, ssthresh %llu, srtt %llu "
+             "us; sent %llu datagrams in %llu calls (%llu GSO), received %llu in %llu calls",
+             c->host, (unsigned)c->port, ngtcp2_conn_get_path_max_tx_udp_payload_size(c->conn),
+             (unsigned long long)ci.cwnd, (unsigned long long)ci.ssthresh,
+             (unsigned long long)(ci.smoothed_rtt / 1000), (unsigned long long)ui.dgrams_sent,
+             (unsigned long long)ui.send_calls, (unsigned long long)ui.gso_msgs,
+             (unsigned long long)ui.dgrams_received, (unsigned long long)ui.recv_calls);
+  }
   if (c->conn && !c->dead && c->handshake_done) {
-    gl_ng_ccerr e;
-    gl_ng_ccerr_default(&e);
-    gl_ng_ccerr_set_application_error(&e, GL_Q_APP_NO_ERROR, NULL, 0);
+    ngtcp2_ccerr e;
+    ngtcp2_ccerr_default(&e);
+    ngtcp2_ccerr_set_application_error(&e, GL_Q_APP_NO_ERROR, NULL, 0);
     cl_send_close(c, &e);
   }
   cl_teardown(c);
   free(c->htab);
   if (c->cred) gnutls_certificate_free_credentials(c->cred);
+  free(c->txbuf);
+  gl_q_pool_clear(&c->pool);
   free(c);
 }

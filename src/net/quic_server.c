@@ -34,6 +34,15 @@
  *     for retransmission); unsent parts wait on the connection's send queue,
  *     retried on every flush, so a window update that arrives in any packet
  *     restarts them.
+ *   - Packet I/O is udp_io.c's: datagrams come in by recvmmsg (several per
+ *     slot with GRO); a connection's write round fills the server's one
+ *     transmit buffer with packets (64 KiB each on loopback once path MTU
+ *     discovery found it) and hands them over in one go (GSO, sendmmsg).
+ *     What a full socket refuses is copied to the connection and sent
+ *     first when the socket is writable. A round writes at most
+ *     GL_Q_ROUND_BYTES, calling ngtcp2_conn_update_pkt_tx_time after each
+ *     send quantum (pacing); a connection with more to send gets a timer at
+ *     once, so reads (ACKs) and other connections take turns.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -55,18 +64,21 @@
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
 
 #include "common/log.h"
-#include "net/ngtcp2_shim.h"
 #include "net/quic.h"
 #include "net/quic_internal.h"
+#include "net/udp_io.h"
 
 #define DEFAULT_IDLE_TIMEOUT_MS 60000u
 #define DEFAULT_MAX_CONNECTIONS 1024u
 #define DEFAULT_MAX_STREAMS 256u
 #define DEFAULT_MAX_MESSAGE (64u << 20)
 #define HANDSHAKE_TIMEOUT_NS (10ull * NGTCP2_SECONDS)
-#define SOCKET_BUFFER_BYTES (4 << 20)
-/* Datagrams read per readiness event before other watchers get a turn. */
-#define READ_BATCH 256
+/* Least per-connection budget of undelivered request bytes (see above). */
+#define RX_BUDGET_FLOOR ((size_t)64 << 20)
+/* recvmmsg slots (64 KiB each), and calls per readiness event before the
+ * connections write (ACKs) and other watchers get a turn. */
+#define RX_SLOTS 16
+#define READ_ROUNDS 2
 
 enum conn_state { ST_ACTIVE, ST_CLOSING, ST_DRAINING, ST_DEAD };
 
@@ -93,7 +105,7 @@ struct qstream {
   gl_qreq *req; /* delivered, not answered yet */
   /* Reply side: sbuf lives until the stream closes (retransmissions). */
   uint8_t *sbuf;
-  size_t slen, soff;
+  size_t slen, soff, scap;
   bool blocked;    /* flow-control blocked during the current write round */
   bool write_dead; /* peer sent STOP_SENDING or the stream was reset */
 };
@@ -125,9 +137,12 @@ struct qconn {
   qstream *ready_head, *ready_tail;
   size_t rx_buffered; /* request bytes held in undelivered stream buffers */
   uint64_t rx_owed;   /* connection credit not yet returned (budget full) */
-  /* One packet the socket refused with EAGAIN. */
-  uint8_t pend[GL_Q_MAX_PKT];
-  size_t pend_len;
+  /* Datagrams a full socket refused (malloc'd copies), sent first when it
+   * is writable; nothing else is written meanwhile. */
+  uint8_t *pend;
+  size_t *pend_lens;
+  size_t pend_count;
+  bool more; /* the last write round stopped at its budget */
   char peer[INET6_ADDRSTRLEN + 8];
 };
 
@@ -142,12 +157,12 @@ struct gl_qserver {
   struct ev_loop *loop;
   gl_qserver_config cfg; /* strings point to the copies below */
   char *listen_host, *cert_file, *key_file;
-  int fd;
-  int family;
+  gl_udp *udp;
+  int fd; /* udp's, for the watchers */
   struct sockaddr_storage bound;
   socklen_t boundlen;
   uint16_t port;
-  bool pktinfo_send_broken;
+  size_t max_udp; /* largest UDP payload we send */
   ev_io rio, wio;
   gnutls_certificate_credentials_t cred;
   gnutls_priority_t prio;
@@ -162,11 +177,17 @@ struct gl_qserver {
   cid_ent **buckets;
   size_t nbuckets, nents;
   uint64_t hash_key;
-  uint8_t rbuf[GL_Q_RECV_BUF];
+  /* One write round of one connection: packets back to back, and their
+   * lengths. */
+  uint8_t *txbuf;
+  size_t txlens[GL_Q_TX_PKTS];
+  /* Request and reply buffers kept for reuse while connections are open
+   * (emptied when the last one goes). */
+  gl_q_pool pool;
 };
 
 static void srv_flush(gl_qserver *s);
-static void conn_close(qconn *c, const gl_ng_ccerr *e);
+static void conn_close(qconn *c, const ngtcp2_ccerr *e);
 static void conn_close_liberr(qconn *c, int liberr);
 static void stream_free(qstream *st);
 
@@ -314,76 +335,77 @@ static void conn_unmap_all_cids(qconn *c) {
  * Sending
  * ==================================================================== */
 
-/* sendmsg with the local address as source (IP_PKTINFO / IPV6_PKTINFO), so
- * a wildcard-bound server answers from the address the client used. */
-static ssize_t srv_sendto(gl_qserver *s, const struct sockaddr *local,
-                          const struct sockaddr *remote, socklen_t remotelen,
-                          const uint8_t *pkt, size_t len) {
-  struct iovec iov = {.iov_base = (void *)pkt, .iov_len = len};
-  union {
-    char buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
-    struct cmsghdr align;
-  } ctl;
-  memset(&ctl, 0, sizeof ctl);
-  struct msghdr msg = {
-      .msg_name = (void *)remote,
-      .msg_namelen = remotelen,
-      .msg_iov = &iov,
-      .msg_iovlen = 1,
-  };
-  if (local && !s->pktinfo_send_broken) {
-    if (s->family == AF_INET6 && local->sa_family == AF_INET6) {
-      const struct sockaddr_in6 *l6 = (const struct sockaddr_in6 *)local;
-      if (!IN6_IS_ADDR_UNSPECIFIED(&l6->sin6_addr)) {
-        msg.msg_control = ctl.buf;
-        msg.msg_controllen = CMSG_SPACE(sizeof(struct in6_pktinfo));
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-        cm->cmsg_level = IPPROTO_IPV6;
-        cm->cmsg_type = IPV6_PKTINFO;
-        cm->cmsg_len = CMSG_LEN(sizeof(struct in6_pktinfo));
-        struct in6_pktinfo pi = {.ipi6_addr = l6->sin6_addr,
-                                 .ipi6_ifindex = l6->sin6_scope_id};
-        memcpy(CMSG_DATA(cm), &pi, sizeof pi);
-      }
-    } else if (s->family == AF_INET && local->sa_family == AF_INET) {
-      const struct sockaddr_in *l4 = (const struct sockaddr_in *)local;
-      if (l4->sin_addr.s_addr != htonl(INADDR_ANY)) {
-        msg.msg_control = ctl.buf;
-        msg.msg_controllen = CMSG_SPACE(sizeof(struct in_pktinfo));
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-        cm->cmsg_level = IPPROTO_IP;
-        cm->cmsg_type = IP_PKTINFO;
-        cm->cmsg_len = CMSG_LEN(sizeof(struct in_pktinfo));
-        struct in_pktinfo pi = {.ipi_spec_dst = l4->sin_addr};
-        memcpy(CMSG_DATA(cm), &pi, sizeof pi);
-      }
-    }
-  }
-  for (;;) {
-    ssize_t n = sendmsg(s->fd, &msg, 0);
-    if (n >= 0) return n;
-    if (errno == EINTR) continue;
-    if (errno == EINVAL && msg.msg_control) {
-      /* Some kernels refuse a source for v4-mapped destinations. */
-      GL_DEBUG("quic: sendmsg with a source address failed, sending without");
-      s->pktinfo_send_broken = true;
-      msg.msg_control = NULL;
-      msg.msg_controllen = 0;
-      continue;
-    }
-    return -1;
-  }
+/* Sends one datagram from local (the source address, so a wildcard-bound
+ * server answers from the address the client used; NULL: any) to remote.
+ * Best effort: a full socket drops it. */
+static void srv_send_one(gl_qserver *s, const struct sockaddr *local,
+                         const struct sockaddr *remote, socklen_t remotelen, const uint8_t *pkt,
+                         size_t len) {
+  gl_udp_tx tx = {.data = pkt, .lens = &len, .count = 1, .remote = remote,
+                  .remotelen = remotelen, .local = local};
+  int err;
+  if (gl_udp_send(s->udp, &tx, &err) != 1 || err)
+    GL_DEBUG("quic: a %zu-byte datagram was not sent: %s", len, strerror(err ? err : EAGAIN));
 }
 
-static bool errno_is_busy(void) {
-  return errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS;
+/* Drops the datagrams c kept from a full socket. */
+static void conn_pend_clear(qconn *c) {
+  free(c->pend);
+  free(c->pend_lens);
+  c->pend = NULL;
+  c->pend_lens = NULL;
+  c->pend_count = 0;
 }
 
-/* Sends one packet of c. Returns false when the socket is full (the packet
- * is kept and sent again when writable). Other errors drop the packet: QUIC
- * loss recovery resends what mattered. */
-static bool conn_send(qconn *c, const ngtcp2_path *path, const uint8_t *pkt, size_t len) {
+/* Queues c for the socket's next writable event. */
+static void conn_block(qconn *c) {
   gl_qserver *s = c->srv;
+  if (!c->in_blocked) {
+    c->in_blocked = true;
+    c->bnext = s->blocked_head;
+    s->blocked_head = c;
+  }
+  ev_io_start(s->loop, &s->wio);
+}
+
+/* Sends n datagrams (lens[i] bytes each, back to back at data) to c's
+ * peer. Returns false when the socket filled up: the rest is kept on c
+ * (copied unless it is c's own queue) for srv_on_writable. Other errors
+ * drop datagrams: QUIC loss recovery resends what mattered. */
+static bool conn_send_batch(qconn *c, const uint8_t *data, const size_t *lens, size_t n) {
+  gl_qserver *s = c->srv;
+  gl_udp_tx tx = {.data = data, .lens = lens, .count = n,
+                  .remote = (const struct sockaddr *)&c->remote, .remotelen = c->remotelen,
+                  .local = (const struct sockaddr *)&c->local};
+  int err;
+  size_t done = gl_udp_send(s->udp, &tx, &err);
+  if (err) GL_DEBUG("quic: send to %s failed: %s", c->peer, strerror(err));
+  if (done == n) return true;
+  size_t skip = 0, bytes = 0;
+  for (size_t i = 0; i < done; i++) skip += lens[i];
+  for (size_t i = done; i < n; i++) bytes += lens[i];
+  if (data == c->pend) { /* our own queue: keep its tail */
+    memmove(c->pend, c->pend + skip, bytes);
+    memmove(c->pend_lens, c->pend_lens + done, (n - done) * sizeof *lens);
+    c->pend_count = n - done;
+  } else {
+    conn_pend_clear(c);
+    c->pend = malloc(bytes);
+    c->pend_lens = malloc((n - done) * sizeof *lens);
+    if (!c->pend || !c->pend_lens) { /* lost, as if on the wire */
+      conn_pend_clear(c);
+      return false;
+    }
+    memcpy(c->pend, data + skip, bytes);
+    memcpy(c->pend_lens, lens + done, (n - done) * sizeof *lens);
+    c->pend_count = n - done;
+  }
+  conn_block(c);
+  return false;
+}
+
+/* Remembers path as c's (where its datagrams go). */
+static void conn_set_path(qconn *c, const ngtcp2_path *path) {
   if (path->remote.addrlen <= sizeof c->remote) {
     memcpy(&c->remote, path->remote.addr, path->remote.addrlen);
     c->remotelen = (socklen_t)path->remote.addrlen;
@@ -392,22 +414,12 @@ static bool conn_send(qconn *c, const ngtcp2_path *path, const uint8_t *pkt, siz
     memcpy(&c->local, path->local.addr, path->local.addrlen);
     c->locallen = (socklen_t)path->local.addrlen;
   }
-  if (srv_sendto(s, (const struct sockaddr *)&c->local, (const struct sockaddr *)&c->remote,
-                 c->remotelen, pkt, len) >= 0)
-    return true;
-  if (errno_is_busy()) {
-    memcpy(c->pend, pkt, len);
-    c->pend_len = len;
-    if (!c->in_blocked) {
-      c->in_blocked = true;
-      c->bnext = s->blocked_head;
-      s->blocked_head = c;
-    }
-    ev_io_start(s->loop, &s->wio);
-    return false;
-  }
-  GL_DEBUG("quic: send to %s failed: %s", c->peer, strerror(errno));
-  return true;
+}
+
+static bool conn_path_is(const qconn *c, const ngtcp2_path *path) {
+  return path->remote.addrlen == c->remotelen && path->local.addrlen == c->locallen &&
+         memcmp(path->remote.addr, &c->remote, c->remotelen) == 0 &&
+         memcmp(path->local.addr, &c->local, c->locallen) == 0;
 }
 
 static void send_queue_remove(qconn *c, qstream *st) {
@@ -439,21 +451,38 @@ static qstream *pick_stream(qconn *c, qstream *from) {
   return NULL;
 }
 
-/* Writes everything ngtcp2 lets us send now. */
+/* Writes what ngtcp2 lets us send now, up to GL_Q_ROUND_BYTES: packets
+ * into the server's transmit buffer, handed to the socket whenever it is
+ * full and at the end (udp_io sends runs of equal size with GSO). Streams
+ * take turns, a packet each. Stops early when the socket is full (c is
+ * then blocked) or the connection fails. */
 static void conn_write(qconn *c) {
-  if (c->state != ST_ACTIVE || c->pend_len) return;
+  gl_qserver *s = c->srv;
+  c->more = false;
+  if (c->state != ST_ACTIVE || c->pend_count) return;
   uint64_t now = gl_q_now_ns();
   for (qstream *st = c->send_head; st; st = st->snext) st->blocked = false;
 
-  uint8_t buf[GL_Q_MAX_PKT];
-  size_t maxlen = ngtcp2_conn_get_path_max_tx_udp_payload_size(c->conn);
-  if (maxlen > sizeof buf || maxlen == 0) maxlen = sizeof buf;
+  /* Packets are at most the path's size, but each write offers room for
+   * the largest we allow, so a path MTU probe fits. */
+  size_t maxlen = ngtcp2_conn_get_max_tx_udp_payload_size(c->conn);
+  size_t pathlen = ngtcp2_conn_get_path_max_tx_udp_payload_size(c->conn);
+  if (maxlen > s->max_udp || maxlen == 0) maxlen = s->max_udp;
+  if (pathlen > maxlen || pathlen == 0) pathlen = maxlen;
+  size_t quantum = ngtcp2_conn_get_send_quantum(c->conn);
+  if (quantum < pathlen) quantum = pathlen;
   ngtcp2_path_storage ps;
   ngtcp2_path_storage_zero(&ps);
   ngtcp2_pkt_info pi;
   qstream *cur = c->send_head;
+  size_t off = 0, npkts = 0, burst = 0, total = 0;
 
   for (;;) {
+    if (npkts == GL_Q_TX_PKTS || GL_Q_TX_BYTES - off < pathlen) {
+      bool sent = conn_send_batch(c, s->txbuf, s->txlens, npkts);
+      off = npkts = 0;
+      if (!sent) break;
+    }
     cur = pick_stream(c, cur);
     int64_t sid = -1;
     ngtcp2_vec v = {0};
@@ -467,8 +496,9 @@ static void conn_write(qconn *c) {
       flags = NGTCP2_WRITE_STREAM_FLAG_MORE | NGTCP2_WRITE_STREAM_FLAG_FIN;
     }
     ngtcp2_ssize ndata = -1;
-    ngtcp2_ssize n = ngtcp2_conn_writev_stream(c->conn, &ps.path, &pi, buf, maxlen, &ndata,
-                                               flags, sid, &v, vcnt, now);
+    ngtcp2_ssize n = ngtcp2_conn_writev_stream(c->conn, &ps.path, &pi, s->txbuf + off,
+                                               GL_Q_TX_BYTES - off < maxlen ? pathlen : maxlen,
+                                               &ndata, flags, sid, &v, vcnt, now);
     qstream *next = cur ? cur->snext : NULL;
     if (cur && ndata >= 0) {
       cur->soff += (size_t)ndata;
@@ -493,14 +523,39 @@ static void conn_write(qconn *c) {
         continue;
       }
       GL_DEBUG("quic: write to %s failed: %s", c->peer, ngtcp2_strerror((int)n));
+      if (npkts) (void)conn_send_batch(c, s->txbuf, s->txlens, npkts);
       conn_close_liberr(c, (int)n);
       return;
     }
     if (n == 0) break;
-    if (!conn_send(c, &ps.path, buf, (size_t)n)) break;
+    if (npkts == 0) {
+      conn_set_path(c, &ps.path);
+    } else if (!conn_path_is(c, &ps.path)) {
+      /* A packet for another path (migration): send the batch so far,
+       * then start a new one with it. */
+      bool sent = conn_send_batch(c, s->txbuf, s->txlens, npkts);
+      memmove(s->txbuf, s->txbuf + off, (size_t)n);
+      off = npkts = 0;
+      conn_set_path(c, &ps.path);
+      if (!sent) break; /* blocked: this packet is lost, as if on the wire */
+    }
+    s->txlens[npkts++] = (size_t)n;
+    off += (size_t)n;
+    burst += (size_t)n;
+    total += (size_t)n;
+    if (burst >= quantum) {
+      /* A send quantum: let pacing set the next departure. */
+      ngtcp2_conn_update_pkt_tx_time(c->conn, now);
+      burst = 0;
+      if (total >= GL_Q_ROUND_BYTES) {
+        c->more = true;
+        break;
+      }
+    }
     /* Take turns between streams, one packet each. */
     cur = next;
   }
+  if (npkts) (void)conn_send_batch(c, s->txbuf, s->txlens, npkts);
   ngtcp2_conn_update_pkt_tx_time(c->conn, now);
 }
 
@@ -556,8 +611,7 @@ static void conn_drop(qconn *c, const char *why) {
 
 static void conn_start_draining(qconn *c) {
   if (c->state != ST_ACTIVE) return;
-  gl_ng_ccerr e;
-  gl_ng_conn_get_ccerr(c->conn, &e);
+  ngtcp2_ccerr e = *ngtcp2_conn_get_ccerr(c->conn);
   char why[200];
   gl_q_describe_ccerr(&e, why, sizeof why);
   GL_INFO("quic: connection %s closed by peer (%s)", c->peer, why);
@@ -566,9 +620,9 @@ static void conn_start_draining(qconn *c) {
 }
 
 /* Sends CONNECTION_CLOSE with e and enters the closing period. */
-static void conn_close(qconn *c, const gl_ng_ccerr *e) {
+static void conn_close(qconn *c, const ngtcp2_ccerr *e) {
   if (c->state != ST_ACTIVE) return;
-  uint8_t buf[GL_Q_MAX_PKT];
+  uint8_t buf[GL_Q_CTRL_PKT];
   ngtcp2_path_storage ps;
   ngtcp2_path_storage_zero(&ps);
   ngtcp2_pkt_info pi;
@@ -588,9 +642,10 @@ static void conn_close(qconn *c, const gl_ng_ccerr *e) {
     memcpy(c->close_pkt, buf, (size_t)n);
     c->close_len = (size_t)n;
   }
-  c->pend_len = 0; /* the close packet replaces anything queued */
-  (void)conn_send(c, &ps.path, buf, (size_t)n);
-  c->pend_len = 0;
+  conn_pend_clear(c); /* the close packet replaces anything queued */
+  conn_set_path(c, &ps.path);
+  srv_send_one(c->srv, (const struct sockaddr *)&c->local, (const struct sockaddr *)&c->remote,
+               c->remotelen, buf, (size_t)n);
   c->close_deadline_ns = now + conn_close_period_ns(c);
   conn_leave_active(c, ST_CLOSING);
 }
@@ -600,17 +655,25 @@ static void conn_close_liberr(qconn *c, int liberr) {
     conn_drop(c, ngtcp2_strerror(liberr));
     return;
   }
-  gl_ng_ccerr e;
-  gl_ng_ccerr_default(&e);
+  ngtcp2_ccerr e;
+  ngtcp2_ccerr_default(&e);
   if (liberr == NGTCP2_ERR_CRYPTO)
-    gl_ng_ccerr_set_tls_alert(&e, ngtcp2_conn_get_tls_alert(c->conn));
+    ngtcp2_ccerr_set_tls_alert(&e, ngtcp2_conn_get_tls_alert(c->conn), NULL, 0);
   else
-    gl_ng_ccerr_set_liberr(&e, liberr);
+    ngtcp2_ccerr_set_liberr(&e, liberr, NULL, 0);
   conn_close(c, &e);
 }
 
 static void conn_free(qconn *c) {
   gl_qserver *s = c->srv;
+  if (c->conn && !c->fresh) {
+    ngtcp2_conn_info ci;
+    ngtcp2_conn_get_conn_info(c->conn, &ci);
+    GL_DEBUG("quic: connection %s: UDP payload %zu, cwnd %llu, ssthresh %llu, srtt %llu us",
+             c->peer, ngtcp2_conn_get_path_max_tx_udp_payload_size(c->conn),
+             (unsigned long long)ci.cwnd, (unsigned long long)ci.ssthresh,
+             (unsigned long long)(ci.smoothed_rtt / 1000));
+  }
   ev_timer_stop(s->loop, &c->timer);
   conn_unmap_all_cids(c);
   conn_orphan_all(c);
@@ -638,11 +701,12 @@ static void conn_free(qconn *c) {
   if (c->prev) c->prev->next = c->next;
   else s->conns = c->next;
   if (c->next) c->next->prev = c->prev;
-  s->nconns--;
+  if (--s->nconns == 0) gl_q_pool_clear(&s->pool); /* idle: give the memory back */
   if (c->conn) ngtcp2_conn_del(c->conn);
   if (c->tls) gnutls_deinit(c->tls);
   free(c->close_pkt);
   free(c->cids);
+  conn_pend_clear(c);
   free(c);
 }
 
@@ -652,6 +716,7 @@ static void conn_arm_timer(qconn *c) {
   if (c->state == ST_ACTIVE) exp = ngtcp2_conn_get_expiry(c->conn);
   else exp = c->close_deadline_ns;
   ev_timer_stop(s->loop, &c->timer);
+  if (c->more && c->state == ST_ACTIVE && !c->pend_count) exp = 0; /* the rest of a round */
   if (exp == UINT64_MAX) return;
   uint64_t now = gl_q_now_ns();
   double delay = exp > now ? (double)(exp - now) / 1e9 : 0.0;
@@ -742,23 +807,17 @@ static void stream_free(qstream *st) {
   if (st->prev) st->prev->next = st->next;
   else c->streams = st->next;
   if (st->next) st->next->prev = st->prev;
-  free(st->rbuf);
-  free(st->sbuf);
+  gl_q_pool_put(&c->srv->pool, st->rbuf, st->rcap);
+  gl_q_pool_put(&c->srv->pool, st->sbuf, st->scap);
   free(st);
 }
 
 static int buf_append(qstream *st, const uint8_t *data, size_t len, size_t limit) {
   if (len == 0) return 0;
-  if (st->rlen + len > st->rcap) {
-    size_t cap = st->rcap ? st->rcap : 16384;
-    while (cap < st->rlen + len) cap *= 2;
-    if (cap > limit) cap = limit;
-    uint8_t *n = realloc(st->rbuf, cap);
-    if (!n) return -1;
-    st->rbuf = n;
-    st->rcap = cap;
-  }
-  memcpy(st->rbuf + st->rlen, data, len);
+  if (gl_q_buf_grow(&st->c->srv->pool, &st->rbuf, &st->rcap, st->rlen, st->rlen + len,
+                    limit, 0) != 0)
+    return -1;
+  gl_q_copy_in(st->rbuf + st->rlen, data, len, st->rcap);
   st->rlen += len;
   return 0;
 }
@@ -787,13 +846,13 @@ static void conn_deliver(qconn *c) {
     st->delivered = true;
     if (st->reset_rx && !st->too_large) {
       /* The client abandoned the request before finishing it. */
-      gl_ng_conn_shutdown_stream(c->conn, st->id, GL_Q_APP_CANCELLED);
+      ngtcp2_conn_shutdown_stream(c->conn, 0, st->id, GL_Q_APP_CANCELLED);
       continue;
     }
     gl_qreq *req = calloc(1, sizeof *req);
     if (!req) {
       GL_ERROR("quic: out of memory for a request from %s", c->peer);
-      gl_ng_conn_shutdown_stream(c->conn, st->id, GL_Q_APP_CANCELLED);
+      ngtcp2_conn_shutdown_stream(c->conn, 0, st->id, GL_Q_APP_CANCELLED);
       continue;
     }
     req->st = st;
@@ -801,45 +860,65 @@ static void conn_deliver(qconn *c) {
     int err = GL_QREQ_OK;
     if (st->too_large) {
       err = GL_QREQ_TOO_LARGE;
-      gl_ng_conn_shutdown_stream_read(c->conn, st->id, GL_Q_APP_TOO_LARGE);
+      ngtcp2_conn_shutdown_stream_read(c->conn, 0, st->id, GL_Q_APP_TOO_LARGE);
       GL_DEBUG("quic: request on stream %lld from %s over %zu bytes", (long long)st->id,
                c->peer, s->cfg.max_message_bytes);
     }
     uint8_t *msg = st->rbuf;
-    size_t len = st->rlen;
+    size_t len = st->rlen, cap = st->rcap;
     st->rbuf = NULL;
     st->rlen = st->rcap = 0;
     c->rx_buffered -= len;
     s->cfg.on_request(s->cfg.user, req, msg ? msg : (const uint8_t *)"", len, err);
-    free(msg);
+    gl_q_pool_put(&s->pool, msg, cap);
   }
   if (c->state == ST_ACTIVE) conn_return_credit(c, 0);
 }
 
-int gl_qreq_reply(gl_qreq *req, const uint8_t *msg, size_t len) {
-  if (!req) return -1;
-  qstream *st = req->st;
+/* gl_qreq_reply and gl_qreq_reply_take: msg is copied unless owned (then
+ * it is ours to free). */
+static int reply(gl_qreq *req, uint8_t *owned, const uint8_t *msg, size_t len) {
+  qstream *st = req ? req->st : NULL;
   free(req);
-  if (!st) return -1;
+  if (!st) {
+    free(owned);
+    return -1;
+  }
   st->req = NULL;
   qconn *c = st->c;
-  if (c->state != ST_ACTIVE || st->write_dead) return -1;
-  uint8_t *copy = malloc(len ? len : 1);
+  if (c->state != ST_ACTIVE || st->write_dead) {
+    free(owned);
+    return -1;
+  }
+  uint8_t *copy = owned;
+  size_t cap = len;
+  if (!copy && (copy = gl_q_pool_alloc(&c->srv->pool, len, &cap))) {
+    if (len) memcpy(copy, msg, len);
+  }
   if (!copy) {
-    gl_ng_conn_shutdown_stream(c->conn, st->id, GL_Q_APP_CANCELLED);
+    ngtcp2_conn_shutdown_stream(c->conn, 0, st->id, GL_Q_APP_CANCELLED);
     conn_mark_dirty(c);
     srv_flush(c->srv);
     return -1;
   }
-  if (len) memcpy(copy, msg, len);
-  free(st->sbuf);
+  gl_q_pool_put(&c->srv->pool, st->sbuf, st->scap);
   st->sbuf = copy;
+  st->scap = cap;
   st->slen = len;
   st->soff = 0;
   send_queue_add(c, st);
   conn_mark_dirty(c);
   srv_flush(c->srv); /* no-op inside a batch: the batch ends with a flush */
   return 0;
+}
+
+int gl_qreq_reply(gl_qreq *req, const uint8_t *msg, size_t len) {
+  return reply(req, NULL, msg, len);
+}
+
+int gl_qreq_reply_take(gl_qreq *req, uint8_t *msg, size_t len) {
+  if (!msg) return reply(req, NULL, (const uint8_t *)"", 0);
+  return reply(req, msg, msg, len);
 }
 
 bool gl_qreq_orphaned(const gl_qreq *req) {
@@ -931,7 +1010,7 @@ static int cb_stream_reset(ngtcp2_conn *conn, int64_t stream_id, uint64_t final_
   /* Unfinished request: free its bytes now, close our side on delivery. */
   st->reset_rx = true;
   c->rx_buffered -= st->rlen;
-  free(st->rbuf);
+  gl_q_pool_put(&c->srv->pool, st->rbuf, st->rcap);
   st->rbuf = NULL;
   st->rlen = st->rcap = 0;
   ready_push(c, st);
@@ -991,24 +1070,24 @@ static int alpn_hook(gnutls_session_t session, unsigned htype, unsigned when,
 static void send_refusal(gl_qserver *s, const ngtcp2_pkt_hd *hd, const struct sockaddr *local,
                          const struct sockaddr *remote, socklen_t remotelen) {
   static const char reason[] = "too many connections";
-  uint8_t buf[GL_Q_MAX_PKT];
+  uint8_t buf[GL_Q_CTRL_PKT];
   ngtcp2_ssize n = ngtcp2_crypto_write_connection_close(
       buf, sizeof buf, hd->version, &hd->scid, &hd->dcid, NGTCP2_CONNECTION_REFUSED,
       (const uint8_t *)reason, sizeof reason - 1);
-  if (n > 0) (void)srv_sendto(s, local, remote, remotelen, buf, (size_t)n);
+  if (n > 0) srv_send_one(s, local, remote, remotelen, buf, (size_t)n);
 }
 
 static void send_version_negotiation(gl_qserver *s, const ngtcp2_version_cid *vc,
                                      const struct sockaddr *local,
                                      const struct sockaddr *remote, socklen_t remotelen) {
-  uint8_t buf[GL_Q_MAX_PKT];
+  uint8_t buf[GL_Q_CTRL_PKT];
   uint8_t unused;
   uint32_t versions[] = {NGTCP2_PROTO_VER_V1};
   if (gl_q_random(&unused, 1) != 0) unused = 0;
   ngtcp2_ssize n = ngtcp2_pkt_write_version_negotiation(buf, sizeof buf, unused, vc->scid,
                                                         vc->scidlen, vc->dcid, vc->dcidlen,
                                                         versions, 1);
-  if (n > 0) (void)srv_sendto(s, local, remote, remotelen, buf, (size_t)n);
+  if (n > 0) srv_send_one(s, local, remote, remotelen, buf, (size_t)n);
 }
 
 static int conn_tls_init(qconn *c) {
@@ -1094,6 +1173,9 @@ static qconn *conn_accept(gl_qserver *s, const ngtcp2_path *path, const uint8_t 
   settings.initial_ts = now;
   settings.max_window = GL_Q_MAX_CONN_WINDOW;
   settings.max_stream_window = GL_Q_MAX_STREAM_WINDOW;
+  uint16_t probes[GL_Q_MAX_PROBES];
+  gl_q_settings_udp(&settings, s->max_udp,
+                    gl_q_path_is_local(path->local.addr, path->remote.addr), probes);
   uint64_t idle_ns = (uint64_t)s->cfg.idle_timeout_ms * NGTCP2_MILLISECONDS;
   settings.handshake_timeout = idle_ns < HANDSHAKE_TIMEOUT_NS ? idle_ns : HANDSHAKE_TIMEOUT_NS;
 
@@ -1106,7 +1188,9 @@ static qconn *conn_accept(gl_qserver *s, const ngtcp2_path *path, const uint8_t 
   params.initial_max_streams_bidi = s->cfg.max_streams_per_conn;
   params.initial_max_streams_uni = 0;
   params.max_idle_timeout = idle_ns;
-  gl_ng_params_set_original_dcid(&params, &hd.dcid);
+  params.max_udp_payload_size = GL_UDP_MAX_PAYLOAD; /* what our receive slots take */
+  params.original_dcid = hd.dcid;
+  params.original_dcid_present = 1;
 
   int rv = ngtcp2_conn_server_new(&c->conn, &hd.scid, &scid, path, hd.version, &cb, &settings,
                                   &params, NULL, c);
@@ -1162,8 +1246,8 @@ static void srv_handle_datagram(gl_qserver *s, const ngtcp2_path *path, const ui
     /* Answer late packets with our CONNECTION_CLOSE, ever more rarely. */
     c->close_rx++;
     if (c->close_pkt && (c->close_rx & (c->close_rx - 1)) == 0)
-      (void)srv_sendto(s, path->local.addr, path->remote.addr, (socklen_t)path->remote.addrlen,
-                       c->close_pkt, c->close_len);
+      srv_send_one(s, path->local.addr, path->remote.addr, (socklen_t)path->remote.addrlen,
+                   c->close_pkt, c->close_len);
     return;
   default:
     return;
@@ -1190,56 +1274,24 @@ static void srv_on_readable(struct ev_loop *loop, ev_io *w, int revents) {
   (void)revents;
   gl_qserver *s = w->data;
   s->in_batch = true;
-  for (int i = 0; i < READ_BATCH; i++) {
-    struct sockaddr_storage remote, local;
-    union {
-      char buf[CMSG_SPACE(sizeof(struct in6_pktinfo)) + CMSG_SPACE(sizeof(struct in_pktinfo))];
-      struct cmsghdr align;
-    } ctl;
-    struct iovec iov = {.iov_base = s->rbuf, .iov_len = sizeof s->rbuf};
-    struct msghdr msg = {
-        .msg_name = &remote,
-        .msg_namelen = sizeof remote,
-        .msg_iov = &iov,
-        .msg_iovlen = 1,
-        .msg_control = ctl.buf,
-        .msg_controllen = sizeof ctl.buf,
-    };
-    ssize_t n = recvmsg(s->fd, &msg, MSG_DONTWAIT);
+  for (int round = 0; round < READ_ROUNDS; round++) {
+    gl_udp_msg *msgs;
+    int n = gl_udp_recv(s->udp, &msgs);
     if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK)
-        GL_DEBUG("quic: recvmsg: %s", strerror(errno));
-      break;
+      GL_DEBUG("quic: recvmmsg: %s", strerror(errno));
+      continue; /* an error the socket reported; more may be queued */
     }
-    if (n == 0 || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-        (remote.ss_family != AF_INET && remote.ss_family != AF_INET6)) {
-      GL_DEBUG("quic: dropped a %zd-byte datagram (empty or truncated)", n);
-      continue;
+    for (int i = 0; i < n; i++) {
+      gl_udp_msg *m = &msgs[i];
+      ngtcp2_path path = {
+          .local = {.addr = (struct sockaddr *)&m->local, .addrlen = m->locallen},
+          .remote = {.addr = (struct sockaddr *)&m->remote, .addrlen = m->remotelen},
+      };
+      size_t off = 0, len;
+      for (uint8_t *d; (d = gl_udp_msg_next(m, &off, &len));)
+        srv_handle_datagram(s, &path, d, len);
     }
-    /* Local address: the bound one, with the destination address of this
-     * datagram when the kernel told us. */
-    memcpy(&local, &s->bound, s->boundlen);
-    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
-      if (cm->cmsg_level == IPPROTO_IPV6 && cm->cmsg_type == IPV6_PKTINFO &&
-          s->family == AF_INET6) {
-        struct in6_pktinfo pi;
-        memcpy(&pi, CMSG_DATA(cm), sizeof pi);
-        struct sockaddr_in6 *l6 = (struct sockaddr_in6 *)&local;
-        l6->sin6_addr = pi.ipi6_addr;
-        l6->sin6_scope_id = IN6_IS_ADDR_LINKLOCAL(&pi.ipi6_addr) ? pi.ipi6_ifindex : 0;
-      } else if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_PKTINFO &&
-                 s->family == AF_INET) {
-        struct in_pktinfo pi;
-        memcpy(&pi, CMSG_DATA(cm), sizeof pi);
-        ((struct sockaddr_in *)&local)->sin_addr = pi.ipi_addr;
-      }
-    }
-    ngtcp2_path path = {
-        .local = {.addr = (struct sockaddr *)&local, .addrlen = s->boundlen},
-        .remote = {.addr = (struct sockaddr *)&remote, .addrlen = msg.msg_namelen},
-    };
-    srv_handle_datagram(s, &path, s->rbuf, (size_t)n);
+    if (n < RX_SLOTS) break; /* drained */
   }
   s->in_batch = false;
   srv_flush(s);
@@ -1251,15 +1303,11 @@ static void srv_on_writable(struct ev_loop *loop, ev_io *w, int revents) {
   s->in_batch = true;
   while (s->blocked_head) {
     qconn *c = s->blocked_head;
-    if (c->pend_len) {
-      if (srv_sendto(s, (const struct sockaddr *)&c->local, (const struct sockaddr *)&c->remote,
-                     c->remotelen, c->pend, c->pend_len) < 0 &&
-          errno_is_busy())
-        break;
-      c->pend_len = 0;
-    }
     s->blocked_head = c->bnext;
     c->in_blocked = false;
+    if (c->pend_count && !conn_send_batch(c, c->pend, c->pend_lens, c->pend_count))
+      break; /* still full: c is back at the head */
+    conn_pend_clear(c);
     conn_mark_dirty(c);
   }
   if (!s->blocked_head) ev_io_stop(loop, &s->wio);
@@ -1299,30 +1347,33 @@ static int srv_bind(gl_qserver *s, char *err, size_t errlen) {
       last_errno = errno;
       continue;
     }
-    int one = 1, size = SOCKET_BUFFER_BYTES;
     if (ai->ai_family == AF_INET6) {
       const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)ai->ai_addr;
       int v6only = IN6_IS_ADDR_UNSPECIFIED(&a6->sin6_addr) ? 0 : 1;
       (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
-      (void)setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof one);
-    } else {
-      (void)setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof one);
     }
-    (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
-    (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
     if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
       last_errno = errno;
       close(fd);
       continue;
     }
-    s->boundlen = sizeof s->bound;
-    if (getsockname(fd, (struct sockaddr *)&s->bound, &s->boundlen) != 0) {
+    /* Buffers, GRO, don't-fragment, and the destination address of each
+     * datagram (we answer from it). */
+    gl_udp_opts uo = {
+        .buffer_bytes = s->cfg.socket_buffer_bytes,
+        .rx_slots = RX_SLOTS,
+        .no_gso = s->cfg.no_gso,
+        .pktinfo = true,
+    };
+    if (gl_udp_new(fd, &uo, &s->udp) != 0) { /* closed fd */
       last_errno = errno;
-      close(fd);
       continue;
     }
-    s->fd = fd;
-    s->family = ai->ai_family;
+    socklen_t blen;
+    const struct sockaddr *b = gl_udp_local(s->udp, &blen);
+    memcpy(&s->bound, b, blen);
+    s->boundlen = blen;
+    s->fd = gl_udp_fd(s->udp);
     s->port = ntohs(ai->ai_family == AF_INET6
                         ? ((struct sockaddr_in6 *)&s->bound)->sin6_port
                         : ((struct sockaddr_in *)&s->bound)->sin_port);
@@ -1363,10 +1414,15 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
   if (!s->cfg.max_streams_per_conn) s->cfg.max_streams_per_conn = DEFAULT_MAX_STREAMS;
   if (!s->cfg.max_message_bytes) s->cfg.max_message_bytes = DEFAULT_MAX_MESSAGE;
   s->rx_budget = s->cfg.max_message_bytes > SIZE_MAX / 2 ? SIZE_MAX : 2 * s->cfg.max_message_bytes;
-  if (s->rx_budget < GL_Q_CONN_WINDOW) s->rx_budget = GL_Q_CONN_WINDOW;
+  if (s->rx_budget < RX_BUDGET_FLOOR) s->rx_budget = RX_BUDGET_FLOOR;
+  s->max_udp = gl_q_max_udp_payload(s->cfg.max_udp_payload_bytes);
+  size_t keep = s->cfg.max_message_bytes;
+  gl_q_pool_init(&s->pool, keep > GL_Q_POOL_FLOOR ? keep : GL_Q_POOL_FLOOR);
+  s->txbuf = malloc(GL_Q_TX_BYTES);
   s->nbuckets = 64;
   s->buckets = calloc(s->nbuckets, sizeof *s->buckets);
   if ((cfg->listen_host && !s->listen_host) || !s->cert_file || !s->key_file || !s->buckets ||
+      !s->txbuf ||
       gl_q_random(&s->hash_key, sizeof s->hash_key) != 0) {
     set_err(err, errlen, "out of memory");
     goto fail;
@@ -1417,18 +1473,19 @@ void gl_qserver_del(gl_qserver *srv) {
     qconn *c = s->conns;
     if (c->state == ST_ACTIVE && !c->fresh) {
       static const char reason[] = "server shutting down";
-      gl_ng_ccerr e;
-      gl_ng_ccerr_default(&e);
-      gl_ng_ccerr_set_application_error(&e, GL_Q_APP_SHUTDOWN, reason, sizeof reason - 1);
+      ngtcp2_ccerr e;
+      ngtcp2_ccerr_default(&e);
+      ngtcp2_ccerr_set_application_error(&e, GL_Q_APP_SHUTDOWN, (const uint8_t *)reason,
+                                         sizeof reason - 1);
       conn_close(c, &e);
     }
     conn_free(c);
   }
   s->dirty_head = s->dirty_tail = NULL;
-  if (s->fd >= 0) {
+  if (s->udp) {
     ev_io_stop(s->loop, &s->rio);
     ev_io_stop(s->loop, &s->wio);
-    close(s->fd);
+    gl_udp_del(s->udp);
   }
   if (s->buckets) {
     for (size_t i = 0; i < s->nbuckets; i++) {
@@ -1446,6 +1503,8 @@ void gl_qserver_del(gl_qserver *srv) {
   free(s->listen_host);
   free(s->cert_file);
   free(s->key_file);
+  free(s->txbuf);
+  gl_q_pool_clear(&s->pool);
   free(s);
 }
 

@@ -9,6 +9,8 @@
  *   "DELAY:<ms>:<payload>"  reply the payload reversed after <ms>; never
  *                 answered when the server stops first
  *   "SIZE:<n>"    reply n bytes of a pattern
+ *   "BIG:<n>"     the same, handed over with gl_qreq_reply_take
+ *   "CKSUM:<bytes>"  reply "<count>:<FNV-1a 64 hex>" of the bytes
  *   anything else reply the bytes reversed
  *   over max_message_bytes: reply "TOO_LARGE:<bytes delivered>"
  */
@@ -36,6 +38,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "net/quic.h"
+#include "net/quic_internal.h"
 #include "net/tls.h"
 
 /* ======================================================================
@@ -72,6 +75,12 @@ static char g_dir[256];
 static char g_cert[512], g_key[512], g_fp[GL_TLS_FP_HEX_LEN];
 
 static uint8_t pattern_byte(size_t i) { return (uint8_t)((i * 131u + (i >> 9)) & 0xff); }
+
+static uint64_t fnv1a(const uint8_t *p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
 
 static void reply_or_fail(gl_qreq *req, const uint8_t *msg, size_t len) {
   (void)gl_qreq_reply(req, msg, len);
@@ -139,6 +148,23 @@ static void on_request(void *user, gl_qreq *req, const uint8_t *msg, size_t len,
     ev_timer_start(fx->loop, &d->timer);
     return;
   }
+  if (len >= 6 && memcmp(msg, "CKSUM:", 6) == 0) {
+    char text[64];
+    int n = snprintf(text, sizeof text, "%zu:%016llx", len - 6,
+                     (unsigned long long)fnv1a(msg + 6, len - 6));
+    reply_or_fail(req, (const uint8_t *)text, (size_t)n);
+    return;
+  }
+  if (len > 4 && memcmp(msg, "BIG:", 4) == 0) {
+    char num[24] = {0};
+    memcpy(num, msg + 4, len - 4 < 23 ? len - 4 : 23);
+    size_t n = (size_t)strtoull(num, NULL, 10);
+    uint8_t *out = malloc(n ? n : 1);
+    assert_non_null(out);
+    for (size_t i = 0; i < n; i++) out[i] = pattern_byte(i);
+    assert_int_equal(gl_qreq_reply_take(req, out, n), 0);
+    return;
+  }
   if (len > 5 && memcmp(msg, "SIZE:", 5) == 0) {
     char num[24] = {0};
     memcpy(num, msg + 5, len - 5 < 23 ? len - 5 : 23);
@@ -192,6 +218,8 @@ typedef struct server_opts {
   size_t max_connections;
   uint32_t max_streams;
   uint32_t idle_timeout_ms;
+  size_t max_udp_payload_bytes;
+  bool no_gso;
 } server_opts;
 
 static server_fx *server_start(const server_opts *o) {
@@ -210,6 +238,8 @@ static server_fx *server_start(const server_opts *o) {
       .max_streams_per_conn = o && o->max_streams ? o->max_streams : 8,
       .on_request = on_request,
       .user = fx,
+      .max_udp_payload_bytes = o ? o->max_udp_payload_bytes : 0,
+      .no_gso = o && o->no_gso,
   };
   char err[256];
   int rc = gl_qserver_new(fx->loop, &cfg, &fx->srv, err, sizeof err);
@@ -1181,6 +1211,7 @@ static void test_pipeline_dead(void **state) {
 
   char err[512] = "";
   assert_int_equal(wait_rc(c, never, err, sizeof err), GL_QC_UNREACHABLE);
+  if (!strstr(err, "closed")) fprintf(stderr, "pipeline_dead: %s\n", err);
   assert_non_null(strstr(err, "closed"));
   assert_true(gl_qclient_dead(c));
   assert_int_equal(gl_qclient_outstanding(c), 1);
@@ -1260,6 +1291,190 @@ static int group_teardown(void **state) {
   return 0;
 }
 
+/* ======================================================================
+ * UDP settings
+ * ==================================================================== */
+
+/* Path MTU discovery probes the largest size first, then jumbo frames and
+ * Ethernet; a path that stays on this host needs none. */
+static void test_udp_settings(void **state) {
+  (void)state;
+  uint16_t probes[GL_Q_MAX_PROBES];
+  ngtcp2_settings st;
+  ngtcp2_settings_default(&st);
+  gl_q_settings_udp(&st, gl_q_max_udp_payload(0), false, probes);
+  assert_int_equal(st.max_tx_udp_payload_size, 65488);
+  assert_int_equal(st.no_pmtud, 0);
+  assert_int_equal(st.pmtud_probeslen, 3);
+  assert_int_equal(st.pmtud_probes[0], 65488);
+  assert_int_equal(st.pmtud_probes[1], 8952);
+  assert_int_equal(st.pmtud_probes[2], 1452);
+  ngtcp2_settings_default(&st);
+  gl_q_settings_udp(&st, gl_q_max_udp_payload(1452), false, probes);
+  assert_int_equal(st.pmtud_probeslen, 1);
+  assert_int_equal(st.pmtud_probes[0], 1452);
+  ngtcp2_settings_default(&st);
+  gl_q_settings_udp(&st, gl_q_max_udp_payload(500), false, probes); /* raised to 1200 */
+  assert_int_equal(st.max_tx_udp_payload_size, 1200);
+  assert_int_equal(st.no_pmtud, 1);
+  ngtcp2_settings_default(&st);
+  gl_q_settings_udp(&st, gl_q_max_udp_payload(1u << 20), true, probes); /* capped */
+  assert_int_equal(st.max_tx_udp_payload_size, 65527);
+  assert_int_equal(st.no_pmtud, 1);
+  assert_int_equal(st.no_tx_udp_payload_size_shaping, 1);
+}
+
+static struct sockaddr_storage sa(const char *ip) {
+  struct sockaddr_storage ss;
+  memset(&ss, 0, sizeof ss);
+  if (strchr(ip, ':')) {
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+    a6->sin6_family = AF_INET6;
+    assert_int_equal(inet_pton(AF_INET6, ip, &a6->sin6_addr), 1);
+  } else {
+    struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+    a4->sin_family = AF_INET;
+    assert_int_equal(inet_pton(AF_INET, ip, &a4->sin_addr), 1);
+  }
+  return ss;
+}
+
+static bool local_path(const char *local, const char *remote) {
+  struct sockaddr_storage l = sa(local), r = sa(remote);
+  return gl_q_path_is_local((struct sockaddr *)&l, (struct sockaddr *)&r);
+}
+
+static void test_local_paths(void **state) {
+  (void)state;
+  assert_true(local_path("127.0.0.1", "127.0.0.1"));
+  assert_true(local_path("0.0.0.0", "127.8.9.10"));
+  assert_true(local_path("::1", "::1"));
+  assert_true(local_path("::", "::ffff:127.0.0.1"));
+  assert_true(local_path("10.1.2.3", "10.1.2.3"));
+  assert_true(local_path("::ffff:10.1.2.3", "::ffff:10.1.2.3"));
+  assert_true(local_path("fd00::5", "fd00::5"));
+  assert_false(local_path("10.1.2.3", "10.1.2.4"));
+  assert_false(local_path("::", "::ffff:10.1.2.4"));
+  assert_false(local_path("fd00::5", "fd00::6"));
+  assert_false(local_path("0.0.0.0", "192.168.1.1"));
+}
+
+/* ======================================================================
+ * Bulk transfers
+ * ==================================================================== */
+
+/* Fills p with n bytes no pattern repeats in (xorshift). */
+static void fill_random(uint8_t *p, size_t n, uint64_t seed) {
+  uint64_t x = seed | 1;
+  for (size_t i = 0; i < n; i++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    p[i] = (uint8_t)(x >> 24);
+  }
+}
+
+/* Sends "CKSUM:" + n random bytes (handed over with gl_qclient_send_take)
+ * and checks the count and checksum the server computed. */
+static void upload_checked(gl_qclient *c, size_t n, uint64_t seed) {
+  uint8_t *msg = malloc(n + 6);
+  assert_non_null(msg);
+  memcpy(msg, "CKSUM:", 6);
+  fill_random(msg + 6, n, seed);
+  char want[64];
+  snprintf(want, sizeof want, "%zu:%016llx", n, (unsigned long long)fnv1a(msg + 6, n));
+  uint64_t tok = 0;
+  char err[512] = "";
+  int rc = gl_qclient_send_take(c, msg, n + 6, &tok, err, sizeof err);
+  if (rc != GL_QC_OK) fprintf(stderr, "send_take: %d %s\n", rc, err);
+  assert_int_equal(rc, GL_QC_OK);
+  wait_text(c, tok, want);
+}
+
+/* Asks for n pattern bytes ("BIG:", a taken reply) and checks every one;
+ * hands the buffer back with gl_qclient_release. */
+static void download_checked(gl_qclient *c, size_t n) {
+  char req[32];
+  int len = snprintf(req, sizeof req, "BIG:%zu", n);
+  uint8_t *resp = NULL;
+  size_t rlen = 0;
+  char err[512] = "";
+  int rc = gl_qclient_request(c, (const uint8_t *)req, (size_t)len, &resp, &rlen, err,
+                              sizeof err);
+  if (rc != GL_QC_OK) fprintf(stderr, "request: %d %s\n", rc, err);
+  assert_int_equal(rc, GL_QC_OK);
+  assert_int_equal(rlen, n);
+  for (size_t i = 0; i < n; i++)
+    if (resp[i] != pattern_byte(i)) fail_msg("response byte %zu differs", i);
+  gl_qclient_release(c, resp, rlen);
+}
+
+/* 64 MiB each way on one connection, twice (the second time through the
+ * buffers both sides kept), checked byte for byte. */
+static void test_transfer_64mib(void **state) {
+  (void)state;
+  enum { MIB64 = 64u << 20 };
+  server_opts o = {.max_message_bytes = MIB64 + 64};
+  server_fx *fx = server_start(&o);
+  gl_qclient_config cfg = pin_config(fx->port);
+  cfg.max_response_bytes = MIB64;
+  cfg.timeout_ms = 60000;
+  gl_qclient *c = connect_ok(&cfg);
+  for (int round = 0; round < 2; round++) {
+    upload_checked(c, MIB64, 0x1234 + (uint64_t)round);
+    download_checked(c, MIB64);
+  }
+  assert_false(gl_qclient_dead(c));
+  gl_qclient_del(c);
+  server_stop(fx);
+}
+
+/* Datagrams of at most 1452 bytes (an Ethernet path): the server sends
+ * runs of them with GSO, the client with sendmmsg only; four transfers at
+ * once each way, checked. */
+static void test_transfer_small_datagrams(void **state) {
+  (void)state;
+  enum { N = 4, SIZE = 3u << 20 };
+  server_opts o = {.max_message_bytes = SIZE + 64, .max_udp_payload_bytes = 1452};
+  server_fx *fx = server_start(&o);
+  gl_qclient_config cfg = pin_config(fx->port);
+  cfg.max_udp_payload_bytes = 1452;
+  cfg.no_gso = true;
+  cfg.timeout_ms = 60000;
+  gl_qclient *c = connect_ok(&cfg);
+  uint8_t *msgs[N];
+  uint64_t toks[N];
+  char want[N][64];
+  for (int i = 0; i < N; i++) {
+    msgs[i] = malloc(SIZE + 6);
+    assert_non_null(msgs[i]);
+    memcpy(msgs[i], "CKSUM:", 6);
+    fill_random(msgs[i] + 6, SIZE, 77 + (uint64_t)i);
+    snprintf(want[i], sizeof want[i], "%u:%016llx", (unsigned)SIZE,
+             (unsigned long long)fnv1a(msgs[i] + 6, SIZE));
+    toks[i] = send_ok(c, msgs[i], SIZE + 6);
+  }
+  for (int i = N - 1; i >= 0; i--) {
+    wait_text(c, toks[i], want[i]);
+    free(msgs[i]);
+  }
+  char req[32];
+  int len = snprintf(req, sizeof req, "SIZE:%u", (unsigned)SIZE);
+  for (int i = 0; i < N; i++) toks[i] = send_ok(c, req, (size_t)len);
+  for (int i = 0; i < N; i++) {
+    uint8_t *resp = NULL;
+    size_t rlen = 0;
+    char err[512] = "";
+    assert_int_equal(gl_qclient_wait(c, toks[i], &resp, &rlen, err, sizeof err), GL_QC_OK);
+    assert_int_equal(rlen, SIZE);
+    for (size_t k = 0; k < rlen; k++)
+      if (resp[k] != pattern_byte(k)) fail_msg("response %d byte %zu differs", i, k);
+    free(resp);
+  }
+  gl_qclient_del(c);
+  server_stop(fx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fingerprint_parse),
@@ -1288,6 +1503,10 @@ int main(void) {
       cmocka_unit_test(test_pipeline_big_and_small),
       cmocka_unit_test(test_pipeline_dead),
       cmocka_unit_test(test_pipeline_10k_window),
+      cmocka_unit_test(test_udp_settings),
+      cmocka_unit_test(test_local_paths),
+      cmocka_unit_test(test_transfer_64mib),
+      cmocka_unit_test(test_transfer_small_datagrams),
   };
   if (getenv("GL_TEST_FILTER")) cmocka_set_test_filter(getenv("GL_TEST_FILTER"));
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
