@@ -63,6 +63,9 @@ static double now_s(void) { return (double)gl_mono_ns() / 1e9; }
 
 typedef struct figures {
   double write_gbs, read_gbs;             /* pageable */
+  /* Same host, through the local socket's shared memory: from pageable
+   * memory (staged) and from gpulease_host_alloc memory. */
+  double lwrite_gbs, lread_gbs, hwrite_gbs, hread_gbs;
   double write_pinned_gbs, read_pinned_gbs; /* local only */
   double launch_sync_us;
   double launches_per_s;
@@ -299,10 +302,63 @@ static int remote_figures(gpulease_client *c, size_t bytes, int launches, int it
   return 0;
 }
 
+/* Transfers of `bytes` through the daemon's local socket (same host):
+ * pageable memory, then gpulease_host_alloc memory. -1 when the client
+ * does not use the local socket. */
+static int local_transfers(gpulease_client *c, size_t bytes, figures *f) {
+  gpulease_error err;
+  gpulease_lease l;
+  gpulease_session *s;
+  gpulease_buffer b;
+  TRY(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, bytes + (1 << 20), 300, &l, &err));
+  TRY(gpulease_session_open(c, &l, &s, &err));
+  TRY(gpulease_mem_alloc(s, bytes, &b, &err));
+  uint8_t *host = malloc(bytes), *back = malloc(bytes), *pin = NULL;
+  for (size_t i = 0; i < bytes; i++) host[i] = (uint8_t)(i * 151 + 3);
+  double w[ROUNDS], rd[ROUNDS];
+  int bad = 0;
+  for (int k = 0; k < ROUNDS; k++) {
+    double t0 = now_s();
+    TRY(gpulease_mem_write(s, b, 0, host, bytes, &err));
+    w[k] = bytes / (now_s() - t0) / 1e9;
+    memset(back, 0, bytes);
+    t0 = now_s();
+    TRY(gpulease_mem_read(s, b, 0, back, bytes, &err));
+    rd[k] = bytes / (now_s() - t0) / 1e9;
+    bad |= memcmp(host, back, bytes) != 0;
+  }
+  f->lwrite_gbs = median(w, ROUNDS);
+  f->lread_gbs = median(rd, ROUNDS);
+  TRY(gpulease_host_alloc(c, bytes, (void **)&pin, &err));
+  memcpy(pin, host, bytes);
+  for (int k = 0; k < ROUNDS; k++) {
+    double t0 = now_s();
+    TRY(gpulease_mem_write(s, b, 0, pin, bytes, &err));
+    w[k] = bytes / (now_s() - t0) / 1e9;
+    memset(pin, 0, bytes);
+    t0 = now_s();
+    TRY(gpulease_mem_read(s, b, 0, pin, bytes, &err));
+    rd[k] = bytes / (now_s() - t0) / 1e9;
+    bad |= memcmp(host, pin, bytes) != 0;
+  }
+  f->hwrite_gbs = median(w, ROUNDS);
+  f->hread_gbs = median(rd, ROUNDS);
+  gpulease_host_free(c, pin, NULL);
+  free(host);
+  free(back);
+  gpulease_session_close(s, NULL);
+  gpulease_lease_free(c, &l, NULL);
+  if (bad) {
+    fprintf(stderr, "bench: data read back through shared memory differs\n");
+    return -1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *addr = "127.0.0.1:5701", *pin = NULL;
   size_t mib = 256;
-  int launches = 10000, iters = 500, batch = 0;
+  int launches = 10000, iters = 500, batch = 0, local_mib = 1024;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--addr")) addr = argv[i + 1];
     else if (!strcmp(argv[i], "--pin-sha256")) pin = argv[i + 1];
@@ -310,6 +366,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--launches")) launches = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--iters")) iters = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--batch")) batch = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--local-mib")) local_mib = atoi(argv[i + 1]);
   }
   if (mib < 1 || launches < 1 || iters < 1) {
     fprintf(stderr,
@@ -325,6 +382,7 @@ int main(int argc, char **argv) {
   o.pin_sha256 = pin;
   o.insecure = pin == NULL;
   o.timeout_ms = 120000;
+  o.no_local = 1; /* QUIC first, even on the daemon's machine */
   gpulease_client *c;
   gpulease_error err;
   if (gpulease_client_connect(&o, &c, &err) != GPULEASE_OK) {
@@ -334,6 +392,13 @@ int main(int argc, char **argv) {
   figures rem = {0}, loc = {0};
   if (remote_figures(c, bytes, launches, iters, batch, &rem) != 0) return 1;
   gpulease_client_close(c);
+  o.no_local = 0;
+  size_t lbytes = (size_t)local_mib << 20;
+  int have_same_host = 0;
+  if (gpulease_client_connect(&o, &c, &err) == GPULEASE_OK) {
+    have_same_host = local_transfers(c, lbytes, &rem) == 0;
+    gpulease_client_close(c);
+  }
   int have_local = local_figures(bytes, launches, iters, &loc) == 0;
   printf("\ngpulease over QUIC (loopback, one connection) vs the local CUDA driver, same run; "
          "medians\n");
@@ -354,6 +419,26 @@ int main(int argc, char **argv) {
   ROW("LAUNCH then SYNC, empty kernel (us)", "%.1f", launch_sync_us, 40.0, 1);
   ROW("pipelined launches per second", "%.0f", launches_per_s, 250000.0, 0);
   ROW("GPU_SUBMIT, warm lease, 1 KiB out (us)", "%.1f", submit_us, 40.0, 1);
+  if (have_same_host) {
+    /* Against the local driver from pinned memory where there is one. */
+    double lw = loc.write_pinned_gbs, lr = loc.read_pinned_gbs;
+    printf("| same host, MEM_WRITE %d MiB, pageable (GB/s) | %.2f | %.2f | %.2fx | 20.00 | %s |\n",
+           local_mib, rem.lwrite_gbs, lw, lw > 0 ? rem.lwrite_gbs / lw : 0,
+           rem.lwrite_gbs >= 20 ? "yes" : "no");
+    printf("| same host, MEM_READ %d MiB, pageable (GB/s) | %.2f | %.2f | %.2fx | 20.00 | %s |\n",
+           local_mib, rem.lread_gbs, lr, lr > 0 ? rem.lread_gbs / lr : 0,
+           rem.lread_gbs >= 20 ? "yes" : "no");
+    printf("| same host, MEM_WRITE %d MiB, gpulease_host_alloc (GB/s) | %.2f | %.2f | %.2fx | "
+           "20.00 | %s |\n",
+           local_mib, rem.hwrite_gbs, lw, lw > 0 ? rem.hwrite_gbs / lw : 0,
+           rem.hwrite_gbs >= 20 ? "yes" : "no");
+    printf("| same host, MEM_READ %d MiB, gpulease_host_alloc (GB/s) | %.2f | %.2f | %.2fx | "
+           "20.00 | %s |\n",
+           local_mib, rem.hread_gbs, lr, lr > 0 ? rem.hread_gbs / lr : 0,
+           rem.hread_gbs >= 20 ? "yes" : "no");
+  } else {
+    printf("(same host: the daemon's local socket was not used)\n");
+  }
   if (have_local && loc.write_pinned_gbs > 0)
     printf("(local from pinned memory: write %.2f GB/s, read %.2f GB/s)\n", loc.write_pinned_gbs,
            loc.read_pinned_gbs);

@@ -82,6 +82,12 @@ static int session_req_equal(const gl_request *a, const gl_request *b) {
   case GL_OP_BATCH:
     return a->u.batch.count == b->u.batch.count && a->u.batch.ops_len == b->u.batch.ops_len &&
            same_bytes(a->u.batch.ops, b->u.batch.ops, a->u.batch.ops_len);
+  case GL_OP_MEM_WRITE_SHM:
+  case GL_OP_MEM_READ_SHM:
+    return a->u.mem_shm.buffer == b->u.mem_shm.buffer && a->u.mem_shm.offset == b->u.mem_shm.offset &&
+           a->u.mem_shm.segment == b->u.mem_shm.segment &&
+           a->u.mem_shm.segment_offset == b->u.mem_shm.segment_offset &&
+           a->u.mem_shm.size_bytes == b->u.mem_shm.size_bytes;
   case GL_OP_MEM_ALLOC: return a->u.mem_alloc.size_bytes == b->u.mem_alloc.size_bytes;
   case GL_OP_MEM_FREE:
   case GL_OP_MODULE_UNLOAD: return a->u.handle.handle == b->u.handle.handle;
@@ -147,6 +153,12 @@ static int request_equal(const gl_request *a, const gl_request *b) {
   case GL_OP_WORKER_INIT:
     return a->u.worker_init.cuda_ordinal == b->u.worker_init.cuda_ordinal &&
            a->u.worker_init.vram_bytes == b->u.worker_init.vram_bytes;
+  case GL_OP_SHM_ATTACH:
+    return memcmp(&a->u.shm_attach.auth, &b->u.shm_attach.auth, sizeof a->u.shm_attach.auth) == 0 &&
+           a->u.shm_attach.size_bytes == b->u.shm_attach.size_bytes;
+  case GL_OP_SHM_DETACH:
+    return memcmp(&a->u.shm_detach.auth, &b->u.shm_detach.auth, sizeof a->u.shm_detach.auth) == 0 &&
+           a->u.shm_detach.segment == b->u.shm_detach.segment;
   default: return 1; /* empty bodies */
   }
 }
@@ -217,7 +229,11 @@ static int response_equal(const gl_response *a, const gl_response *b) {
     }
     return 1;
   }
-  case GL_OP_SESSION_OPEN: return a->u.handle == b->u.handle;
+  case GL_OP_SESSION_OPEN:
+  case GL_OP_SHM_ATTACH: return a->u.handle == b->u.handle;
+  case GL_OP_NODE_INFO:
+    return strcmp(a->u.node_info.local_socket, b->u.node_info.local_socket) == 0 &&
+           memcmp(a->u.node_info.boot_id, b->u.node_info.boot_id, 16) == 0;
   case GL_OP_BATCH:
     return a->u.batch.count == b->u.batch.count &&
            a->u.batch.replies_len == b->u.batch.replies_len &&

@@ -9,3 +9,8 @@ add_dependencies(test_e2e_session gpuleased gl_kernels)
 gl_add_test(test_e2e_contract SOURCES e2e/test_e2e_contract.c e2e/daemon_harness.c
   LIBS gpulease_static gl_common Threads::Threads TIMEOUT 300 LABELS emu)
 add_dependencies(test_e2e_contract gpuleased)
+# The same-host fast path: the local socket, shared memory segments, the
+# library's staging and gpulease_host_alloc, refusals, a killed client.
+gl_add_test(test_e2e_local SOURCES e2e/test_e2e_local.c e2e/daemon_harness.c
+  LIBS gpulease_static gl_common Threads::Threads TIMEOUT 300 LABELS emu)
+add_dependencies(test_e2e_local gpuleased)

@@ -124,7 +124,7 @@ typedef struct gpulease_error {
 
 typedef struct gpulease_client gpulease_client;
 
-#define GPULEASE_CONNECT_OPTIONS_VERSION 1
+#define GPULEASE_CONNECT_OPTIONS_VERSION 2
 
 /* How to reach and verify a daemon. Fill with
  * gpulease_connect_options_default() and then set fields; new fields are only
@@ -147,6 +147,11 @@ typedef struct gpulease_connect_options {
   /* Reply timeout in milliseconds for each request, and the connect/
    * handshake timeout. Default 30000. 0 means the default. */
   uint32_t timeout_ms;
+  /* Version 2. Non-zero: never use the daemon's local socket. By default a
+   * client on the daemon's own machine (same boot, NODE_INFO) moves
+   * transfers of 1 MiB and more through shared memory over that socket,
+   * when the socket's file mode admits it, and over QUIC otherwise. */
+  int no_local;
 } gpulease_connect_options;
 
 GPULEASE_API void gpulease_connect_options_default(gpulease_connect_options *opts);
@@ -461,6 +466,23 @@ typedef void (*gpulease_progress_fn)(uint64_t done_bytes, uint64_t total_bytes, 
 /* Sets (or with NULL clears) the session's transfer progress callback. */
 GPULEASE_API void gpulease_session_set_progress(gpulease_session *session,
                                                 gpulease_progress_fn fn, void *user);
+
+/* Allocates size_bytes (>= 1) of host memory that a daemon on this machine
+ * can read and write directly (a sealed memfd, shared over its local
+ * socket and page-locked by the daemon when first used with a lease):
+ * gpulease_mem_write() from it and gpulease_mem_read() into it skip the
+ * staging copy, like cuMemHostAlloc'd memory with the CUDA driver. With a
+ * daemon elsewhere it is ordinary memory. *ptr is owned by the client:
+ * release it with gpulease_host_free() (gpulease_client_close() frees what
+ * is left). Errors: INVALID_ARGUMENT, NO_MEMORY. */
+GPULEASE_API gpulease_status gpulease_host_alloc(gpulease_client *client, size_t size_bytes,
+                                                 void **ptr, gpulease_error *err);
+
+/* Releases memory of gpulease_host_alloc() (detaching it from the leases
+ * that used it). INVALID_ARGUMENT for a pointer it did not give. NULL is
+ * ignored. */
+GPULEASE_API gpulease_status gpulease_host_free(gpulease_client *client, void *ptr,
+                                                gpulease_error *err);
 
 /* Allocates size_bytes (>= 1) of device memory out of the lease's VRAM
  * (MEM_ALLOC). The contents are undefined (zeros or this lease's own

@@ -32,6 +32,9 @@ void gl_daemon_config_default(gl_daemon_config *cfg) {
   cfg->emu_vram_bytes = 1ull << 30;
   cfg->emu_threads = 1;
   cfg->seq_timeout_ms = 10000;
+  cfg->local_socket_mode = 0660;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  cfg->max_pinned_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 2 : 1ull << 32;
   cfg->max_streams_per_conn = 1024;
 }
 
@@ -106,6 +109,25 @@ static void write_ready_file(const gl_daemon *d) {
   rename(tmp, d->cfg.ready_file);
 }
 
+/* /proc/sys/kernel/random/boot_id, "xxxxxxxx-xxxx-...", as 16 bytes; all
+ * zero when it cannot be read. */
+static void read_boot_id(uint8_t out[16]) {
+  memset(out, 0, 16);
+  char s[64] = "";
+  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (!f) return;
+  if (!fgets(s, sizeof s, f)) s[0] = 0;
+  fclose(f);
+  size_t k = 0;
+  for (const char *p = s; *p && k < 32; p++) {
+    int v = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+    if (v < 0) continue;
+    out[k / 2] = (uint8_t)(out[k / 2] << 4 | v);
+    k++;
+  }
+  if (k != 32) memset(out, 0, 16);
+}
+
 int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t errlen) {
   memset(d, 0, sizeof *d);
   d->cfg = *cfg;
@@ -152,6 +174,16 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
       .user = d,
   };
   if (gl_qserver_new(d->loop, &sc, &d->server, err, errlen) != 0) return -1;
+  read_boot_id(d->boot_id);
+  if (cfg->local_socket[0]) {
+    gl_lserver_config lc2 = {.path = cfg->local_socket,
+                             .mode = cfg->local_socket_mode,
+                             .max_message_bytes = cfg->max_message_bytes,
+                             .on_request = gl_daemon_on_local_request,
+                             .on_close = gl_daemon_on_local_close,
+                             .user = d};
+    if (gl_lserver_new(d->loop, &lc2, &d->local, err, errlen) != 0) return -1;
+  }
 
   ev_timer_init(&d->expiry_timer, on_expiry_timer, EXPIRY_TICK_S, EXPIRY_TICK_S);
   d->expiry_timer.data = d;
@@ -178,6 +210,8 @@ void gl_daemon_stop(gl_daemon *d) {
   if (d->leases) gl_lease_table_foreach(d->leases, end_one, d);
   if (d->server) gl_qserver_del(d->server);
   d->server = NULL;
+  gl_lserver_del(d->local);
+  d->local = NULL;
   /* Let the killed workers be reaped so nothing is left behind. */
   for (int i = 0; i < 100 && gl_wproc_live_count() > 0; i++) ev_run(d->loop, EVRUN_ONCE);
   ev_timer_stop(d->loop, &d->expiry_timer);

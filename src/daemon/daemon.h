@@ -14,6 +14,7 @@
 
 #include "daemon/lease_table.h"
 #include "daemon/node.h"
+#include "net/local.h"
 #include "net/quic.h"
 
 typedef struct gl_daemon_config {
@@ -34,12 +35,18 @@ typedef struct gl_daemon_config {
   unsigned emu_threads;        /* --emu-threads */
   unsigned seq_timeout_ms;     /* --seq-timeout-ms: held session ops wait this long */
   unsigned max_streams_per_conn; /* --max-streams: request streams open per connection */
+  char local_socket[108];      /* --local-socket: the same-host socket; "" for none */
+  unsigned local_socket_mode;  /* --local-socket-mode, e.g. 0660 */
+  uint64_t max_pinned_bytes;   /* --max-pinned: shared memory page-locked for leases */
 } gl_daemon_config;
 
 typedef struct gl_daemon {
   gl_daemon_config cfg;
   struct ev_loop *loop;
   gl_qserver *server;
+  gl_lserver *local;      /* the local socket, or NULL */
+  uint64_t pinned_bytes;  /* attached segments, all leases */
+  uint8_t boot_id[16];    /* this boot of this machine (NODE_INFO) */
   gl_lease_table *leases;
   gl_node node;
   ev_timer expiry_timer;
@@ -60,8 +67,12 @@ void gl_daemon_run(gl_daemon *d);
 
 void gl_daemon_stop(gl_daemon *d);
 
-/* ops.c: the request callback given to the QUIC server. */
+/* ops.c: the request callbacks given to the QUIC server and to the local
+ * socket, and the local socket's connection-closed callback (it detaches
+ * the shared memory that connection attached). */
 void gl_daemon_on_request(void *user, gl_qreq *req, const uint8_t *msg, size_t len, int err);
+void gl_daemon_on_local_request(void *user, gl_lreq *req, const uint8_t *msg, size_t len);
+void gl_daemon_on_local_close(void *user, uint64_t conn_id);
 
 /* ops.c: tears down a live lease's worker (expiry, free, shutdown). */
 void gl_daemon_end_lease(gl_daemon *d, gl_lease *l, gpulease_status why_status,

@@ -6,6 +6,7 @@
  *             [--log-level error|warn|info|debug] [--ready-file FILE]
  *             [--device auto|cuda|emu] [--emu-vram BYTES] [--emu-threads N]
  *             [--seq-timeout-ms MS] [--max-streams N]
+ *             [--local-socket PATH|none] [--local-socket-mode MODE] [--max-pinned BYTES]
  *
  * The same binary is the per-lease worker: `gpuleased --worker FD` (started
  * by the daemon itself, never by hand), with --device cuda|emu and, for
@@ -49,6 +50,12 @@ static void usage(FILE *f) {
         "                        before that seq is given up (default 10000)\n"
         "  --max-streams N       request streams a connection may have open at once\n"
         "                        (default 1024; the window a client may pipeline)\n"
+        "  --local-socket PATH   Unix socket for clients on this node, which may hand over\n"
+        "                        shared memory for fast transfers (default\n"
+        "                        <state-dir>/gpuleased.sock; \"none\": no such socket)\n"
+        "  --local-socket-mode MODE  its file mode, octal (default 0660: owner and group)\n"
+        "  --max-pinned BYTES    shared memory the daemon page-locks for all leases\n"
+        "                        together (default: half of physical memory)\n"
         "  --help\n",
         f);
 }
@@ -78,8 +85,10 @@ int main(int argc, char **argv) {
   int worker_fd = -1;
   const char *jit_cache_dir = NULL;
   bool device_given = false;
+  int local_socket_given = 0; /* 1: a path, 2: none */
   enum { O_LISTEN = 256, O_CERT, O_KEY, O_STATE, O_TTL, O_LEASES, O_MSG, O_LOG, O_READY, O_WORKER,
-         O_DEVICE, O_EMU_VRAM, O_EMU_THREADS, O_JIT_CACHE, O_SEQ_TIMEOUT, O_MAX_STREAMS };
+         O_DEVICE, O_EMU_VRAM, O_EMU_THREADS, O_JIT_CACHE, O_SEQ_TIMEOUT, O_MAX_STREAMS,
+         O_LOCAL_SOCKET, O_LOCAL_MODE, O_MAX_PINNED };
   static const struct option opts[] = {
       {"listen", required_argument, 0, O_LISTEN},  {"cert", required_argument, 0, O_CERT},
       {"key", required_argument, 0, O_KEY},        {"state-dir", required_argument, 0, O_STATE},
@@ -91,6 +100,9 @@ int main(int argc, char **argv) {
       {"jit-cache", required_argument, 0, O_JIT_CACHE}, /* worker only */
       {"seq-timeout-ms", required_argument, 0, O_SEQ_TIMEOUT},
       {"max-streams", required_argument, 0, O_MAX_STREAMS},
+      {"local-socket", required_argument, 0, O_LOCAL_SOCKET},
+      {"local-socket-mode", required_argument, 0, O_LOCAL_MODE},
+      {"max-pinned", required_argument, 0, O_MAX_PINNED},
       {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
   int c;
   uint64_t v;
@@ -181,6 +193,31 @@ int main(int argc, char **argv) {
       }
       cfg.max_streams_per_conn = (unsigned)v;
       break;
+    case O_LOCAL_SOCKET:
+      if (strcmp(optarg, "none") == 0) local_socket_given = 2;
+      else if (copy_arg(cfg.local_socket, sizeof cfg.local_socket, optarg, "--local-socket"))
+        return 2;
+      else local_socket_given = 1;
+      break;
+    case O_LOCAL_MODE: {
+      char *end;
+      unsigned long m = strtoul(optarg, &end, 8);
+      if (!*optarg || *end || m > 0777) {
+        fprintf(stderr, "gpuleased: --local-socket-mode: expected an octal mode such as 0660, "
+                "got '%s'\n", optarg);
+        return 2;
+      }
+      cfg.local_socket_mode = (unsigned)m;
+      break;
+    }
+    case O_MAX_PINNED:
+      if (gl_parse_size(optarg, &v) != 0) {
+        fprintf(stderr, "gpuleased: --max-pinned: expected BYTES (K, M, G suffixes), got '%s'\n",
+                optarg);
+        return 2;
+      }
+      cfg.max_pinned_bytes = v;
+      break;
     case O_WORKER:
       if (gl_parse_u64(optarg, INT_MAX, &v) != 0) return 2;
       worker_fd = (int)v;
@@ -223,6 +260,15 @@ int main(int argc, char **argv) {
     return rc;
   }
   gl_log_init("gpuleased", (enum gl_log_level)gl_log_level_parse(cfg.log_level));
+  if (local_socket_given == 2) {
+    cfg.local_socket[0] = 0;
+  } else if (!local_socket_given &&
+             snprintf(cfg.local_socket, sizeof cfg.local_socket, "%s/gpuleased.sock",
+                      cfg.state_dir) >= (int)sizeof cfg.local_socket) {
+    GL_WARN("no local socket: %s/gpuleased.sock is too long a path (use --local-socket)",
+            cfg.state_dir);
+    cfg.local_socket[0] = 0;
+  }
   ssize_t n = readlink("/proc/self/exe", cfg.worker_exe, sizeof cfg.worker_exe - 1);
   if (n <= 0) {
     GL_ERROR("cannot find my own executable (/proc/self/exe)");

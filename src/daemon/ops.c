@@ -14,10 +14,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/util.h"
 #include "daemon/daemon.h"
+#include "daemon/dreq.h"
 #include "daemon/ended.h"
 #include "daemon/worker_proc.h"
 #include "proto/wire.h"
@@ -27,36 +31,49 @@
  * ==================================================================== */
 
 /* What the daemon keeps for a live lease beside its table entry. */
+/* A shared memory segment attached to a lease through the local socket:
+ * detached when that connection closes, and counted in the daemon's
+ * budget of page-locked memory. */
+typedef struct seg_rec {
+  uint64_t id;   /* the worker's */
+  uint64_t size_bytes;
+  uint64_t conn; /* the local connection that attached it */
+} seg_rec;
+
+#define MAX_SEGS 16
+
 typedef struct lease_rt {
   gl_daemon *d;
   uint64_t lease_id;
   gl_wproc *w; /* NULL after the worker died on its own; respawned on use */
   gl_ended ended; /* sessions that ended with a lost context (ended.h) */
+  seg_rec segs[MAX_SEGS];
+  size_t nsegs;
 } lease_rt;
 
 /* A request waiting for a worker's reply. */
 typedef struct call {
   gl_daemon *d;
-  gl_qreq *req;
+  gl_dreq *req;
   uint16_t op;
   uint64_t lease_id;
   bool resent; /* GPU_SUBMIT, SESSION_OPEN: sent again once already (see submit_done) */
 } call;
 
-static void reply_bytes(gl_qreq *req, gl_buf *b) {
+static void reply_bytes(gl_dreq *req, gl_buf *b) {
   if (b->oom) {
     gl_buf_free(b);
     gl_buf_init(b);
     gl_response_encode_error(0, GPULEASE_INTERNAL, b, "daemon out of memory");
   }
-  gl_qreq_reply(req, b->data, b->len);
+  gl_dreq_reply(req, b->data, b->len);
   gl_buf_free(b);
 }
 
-static void reply_error(gl_qreq *req, uint16_t op, gpulease_status st, const char *fmt, ...)
+static void reply_error(gl_dreq *req, uint16_t op, gpulease_status st, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-static void reply_error(gl_qreq *req, uint16_t op, gpulease_status st, const char *fmt, ...) {
+static void reply_error(gl_dreq *req, uint16_t op, gpulease_status st, const char *fmt, ...) {
   char msg[2048];
   va_list ap;
   va_start(ap, fmt);
@@ -69,7 +86,7 @@ static void reply_error(gl_qreq *req, uint16_t op, gpulease_status st, const cha
   reply_bytes(req, &b);
 }
 
-static void reply_lease(gl_qreq *req, uint16_t op, const gl_lease *l, bool with_secret) {
+static void reply_lease(gl_dreq *req, uint16_t op, const gl_lease *l, bool with_secret) {
   gl_response r = {.op = op, .status = GPULEASE_OK};
   gl_lease_info *li = &r.u.lease;
   li->lease_id = l->id;
@@ -85,7 +102,7 @@ static void reply_lease(gl_qreq *req, uint16_t op, const gl_lease *l, bool with_
   reply_bytes(req, &b);
 }
 
-static call *call_new(gl_daemon *d, gl_qreq *req, uint16_t op, uint64_t lease_id) {
+static call *call_new(gl_daemon *d, gl_dreq *req, uint16_t op, uint64_t lease_id) {
   call *c = calloc(1, sizeof *c);
   if (!c) return NULL;
   c->d = d;
@@ -102,12 +119,16 @@ void gl_daemon_end_lease(gl_daemon *d, gl_lease *l, gpulease_status why_status,
   if (!rt) return;
   if (rt->w) gl_wproc_kill(rt->w, why_status, why);
   gl_ended_free(&rt->ended);
+  for (size_t i = 0; i < rt->nsegs; i++) rt->d->pinned_bytes -= rt->segs[i].size_bytes;
   free(rt);
   l->owner = NULL;
 }
 
 static void on_worker_exit(void *owner, int code, int signo) {
   lease_rt *rt = owner;
+  /* Its segments went with it (a fresh worker has none). */
+  for (size_t i = 0; i < rt->nsegs; i++) rt->d->pinned_bytes -= rt->segs[i].size_bytes;
+  rt->nsegs = 0;
   GL_WARN("worker of lease %" PRIu64 " ended on its own (code %d, signal %d); a fresh CUDA "
           "context will be created on its next use",
           rt->lease_id, code, signo);
@@ -153,7 +174,7 @@ static int start_worker(gl_daemon *d, gl_lease *l, lease_rt *rt, gl_wproc_reply_
  * GET_INVENTORY
  * ==================================================================== */
 
-static void op_inventory(gl_daemon *d, gl_qreq *req) {
+static void op_inventory(gl_daemon *d, gl_dreq *req) {
   gl_response *r = calloc(1, sizeof *r);
   if (!r) {
     reply_error(req, GL_OP_GET_INVENTORY, GPULEASE_INTERNAL, "daemon out of memory");
@@ -221,11 +242,11 @@ static void alloc_done(void *ctx, gpulease_status status, const uint8_t *msg, si
                 (int)resp.msg_len, resp.msg);
   } else if (!l) {
     reply_error(c->req, GL_OP_LEASE_ALLOC, GPULEASE_INTERNAL, "lease vanished during setup");
-  } else if (gl_qreq_orphaned(c->req)) {
+  } else if (gl_dreq_orphaned(c->req)) {
     GL_INFO("lease %" PRIu64 ": client left before the grant; freeing it", l->id);
     gl_daemon_end_lease(d, l, GPULEASE_INTERNAL, "client gone");
     gl_lease_table_remove(d->leases, l);
-    gl_qreq_reply(c->req, NULL, 0);
+    gl_dreq_reply(c->req, NULL, 0);
   } else {
     gl_lease_table_activate(d->leases, l, gl_mono_ns());
     GL_INFO("lease %" PRIu64 ": %" PRIu64 " bytes on GPU %" PRIu32 " for %" PRIu32 " s", l->id,
@@ -235,7 +256,7 @@ static void alloc_done(void *ctx, gpulease_status status, const uint8_t *msg, si
   free(c);
 }
 
-static void op_lease_alloc(gl_daemon *d, gl_qreq *req, const gl_lease_alloc_req *a) {
+static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req *a) {
   char err[512];
   if (d->node.gpu_count == 0) {
     reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_NO_DEVICE, "%s", d->node.no_gpu_reason);
@@ -286,7 +307,7 @@ static void op_lease_alloc(gl_daemon *d, gl_qreq *req, const gl_lease_alloc_req 
  * ==================================================================== */
 
 /* Authenticates; on failure replies and returns NULL. */
-static gl_lease *auth_or_reply(gl_daemon *d, gl_qreq *req, uint16_t op, const gl_lease_auth *a) {
+static gl_lease *auth_or_reply(gl_daemon *d, gl_dreq *req, uint16_t op, const gl_lease_auth *a) {
   gl_lease *l = NULL;
   gpulease_status st = gl_lease_table_auth(d->leases, a->lease_id, a->secret, &l);
   switch (st) {
@@ -308,7 +329,7 @@ static gl_lease *auth_or_reply(gl_daemon *d, gl_qreq *req, uint16_t op, const gl
   return NULL;
 }
 
-static void op_lease_renew(gl_daemon *d, gl_qreq *req, const gl_lease_renew_req *r) {
+static void op_lease_renew(gl_daemon *d, gl_dreq *req, const gl_lease_renew_req *r) {
   gl_lease *l = auth_or_reply(d, req, GL_OP_LEASE_RENEW, &r->auth);
   if (!l) return;
   char err[256];
@@ -320,12 +341,12 @@ static void op_lease_renew(gl_daemon *d, gl_qreq *req, const gl_lease_renew_req 
   reply_lease(req, GL_OP_LEASE_RENEW, l, false);
 }
 
-static void op_lease_query(gl_daemon *d, gl_qreq *req, const gl_lease_auth *a) {
+static void op_lease_query(gl_daemon *d, gl_dreq *req, const gl_lease_auth *a) {
   gl_lease *l = auth_or_reply(d, req, GL_OP_LEASE_QUERY, a);
   if (l) reply_lease(req, GL_OP_LEASE_QUERY, l, false);
 }
 
-static void op_lease_free(gl_daemon *d, gl_qreq *req, const gl_lease_auth *a) {
+static void op_lease_free(gl_daemon *d, gl_dreq *req, const gl_lease_auth *a) {
   gl_lease *l = auth_or_reply(d, req, GL_OP_LEASE_FREE, a);
   if (!l) return;
   char why[128];
@@ -406,12 +427,12 @@ static void submit_done(void *ctx, gpulease_status status, const uint8_t *msg, s
       gl_lease *l = gl_lease_table_find(c->d->leases, c->lease_id);
       if (l) l->submits++;
     }
-    gl_qreq_reply(c->req, msg, len);
+    gl_dreq_reply(c->req, msg, len);
   }
   free(c);
 }
 
-static void op_submit(gl_daemon *d, gl_qreq *req, const gl_submit_req *s, const uint8_t *msg,
+static void op_submit(gl_daemon *d, gl_dreq *req, const gl_submit_req *s, const uint8_t *msg,
                       size_t len) {
   gl_lease *l = auth_or_reply(d, req, GL_OP_GPU_SUBMIT, &s->auth);
   if (!l) return;
@@ -444,7 +465,7 @@ static void op_submit(gl_daemon *d, gl_qreq *req, const gl_submit_req *s, const 
 
 /* Answers an op on a session that ended with a lost context; true when
  * the session is one (the request is then answered). */
-static bool answer_if_ended(lease_rt *rt, gl_qreq *req, const gl_request *r) {
+static bool answer_if_ended(lease_rt *rt, gl_dreq *req, const gl_request *r) {
   const gl_session_ref *ref = gl_request_session(r);
   const gl_ended_session *es = ref ? gl_ended_find(&rt->ended, ref->session_id) : NULL;
   if (!es) return false;
@@ -469,7 +490,7 @@ static void session_done(void *ctx, gpulease_status status, const uint8_t *msg, 
       for (int i = 0; i < 8; i++) id = id << 8 | msg[len - 8 + i];
       gl_ended_remove(&rt->ended, id);
     }
-    gl_qreq_reply(c->req, msg, len);
+    gl_dreq_reply(c->req, msg, len);
     free(c);
     return;
   }
@@ -501,7 +522,7 @@ static void session_done(void *ctx, gpulease_status status, const uint8_t *msg, 
   free(c);
 }
 
-static void op_session(gl_daemon *d, gl_qreq *req, const gl_request *r, const uint8_t *msg,
+static void op_session(gl_daemon *d, gl_dreq *req, const gl_request *r, const uint8_t *msg,
                        size_t len) {
   const gl_session_ref *ref = gl_request_session(r);
   const gl_lease_auth *auth = r->op == GL_OP_SESSION_OPEN ? &r->u.auth : &ref->auth;
@@ -531,11 +552,184 @@ static void op_session(gl_daemon *d, gl_qreq *req, const gl_request *r, const ui
 }
 
 /* ======================================================================
+ * The local socket: NODE_INFO, SHM_ATTACH, SHM_DETACH
+ * ==================================================================== */
+
+static void op_node_info(gl_daemon *d, gl_dreq *req) {
+  gl_response r = {.op = GL_OP_NODE_INFO, .status = GPULEASE_OK, .msg = ""};
+  snprintf(r.u.node_info.local_socket, sizeof r.u.node_info.local_socket, "%s",
+           d->local ? d->cfg.local_socket : "");
+  memcpy(r.u.node_info.boot_id, d->boot_id, sizeof d->boot_id);
+  gl_buf b;
+  gl_buf_init(&b);
+  gl_response_encode(&r, &b);
+  reply_bytes(req, &b);
+}
+
+/* A call that attaches or detaches a segment: what to record on success. */
+typedef struct seg_call {
+  gl_daemon *d;
+  gl_dreq *req;
+  uint16_t op;
+  uint64_t lease_id;
+  uint64_t size_bytes; /* SHM_ATTACH */
+  uint64_t conn;       /* SHM_ATTACH */
+  uint64_t segment;    /* SHM_DETACH */
+} seg_call;
+
+static void seg_forget(lease_rt *rt, uint64_t id) {
+  for (size_t i = 0; i < rt->nsegs; i++)
+    if (rt->segs[i].id == id) {
+      rt->d->pinned_bytes -= rt->segs[i].size_bytes;
+      rt->segs[i] = rt->segs[--rt->nsegs];
+      return;
+    }
+}
+
+static void seg_done(void *ctx, gpulease_status status, const uint8_t *msg, size_t len,
+                     const char *why) {
+  seg_call *c = ctx;
+  gl_lease *l = gl_lease_table_find(c->d->leases, c->lease_id);
+  lease_rt *rt = l ? l->owner : NULL;
+  gl_response resp;
+  bool ok = status == GPULEASE_OK &&
+            gl_response_decode(msg, len, len, &resp, NULL, 0) == GPULEASE_OK &&
+            resp.status == GPULEASE_OK;
+  if (c->op == GL_OP_SHM_ATTACH) {
+    if (ok && rt && rt->nsegs < MAX_SEGS) {
+      rt->segs[rt->nsegs++] = (seg_rec){resp.u.handle, c->size_bytes, c->conn};
+    } else if (c->d) {
+      c->d->pinned_bytes -= c->size_bytes; /* reserved when the call was made */
+    }
+  } else if (ok && rt) {
+    seg_forget(rt, c->segment);
+  }
+  if (c->req) {
+    if (status == GPULEASE_OK) gl_dreq_reply(c->req, msg, len);
+    else reply_error(c->req, c->op, status == GPULEASE_BUSY ? GPULEASE_INTERNAL : status, "%s",
+                     why ? why : "the lease's worker ended");
+  }
+  free(c);
+}
+
+static void op_shm(gl_daemon *d, gl_dreq *req, const gl_request *r, const uint8_t *msg,
+                   size_t len) {
+  const gl_lease_auth *auth =
+      r->op == GL_OP_SHM_ATTACH ? &r->u.shm_attach.auth : &r->u.shm_detach.auth;
+  int fd = r->op == GL_OP_SHM_ATTACH ? gl_dreq_take_fd(req) : -1;
+  if (r->op == GL_OP_SHM_ATTACH && !gl_dreq_is_local(req)) {
+    reply_error(req, r->op, GPULEASE_UNSUPPORTED,
+                "SHM_ATTACH hands over a file descriptor: it works only on the daemon's local "
+                "socket (NODE_INFO says where it is)");
+    return;
+  }
+  gl_lease *l = auth_or_reply(d, req, r->op, auth);
+  lease_rt *rt = l ? l->owner : NULL;
+  char err[512];
+  if (!l) {
+    if (fd >= 0) close(fd);
+    return;
+  }
+  if (r->op == GL_OP_SHM_ATTACH) {
+    uint64_t size = r->u.shm_attach.size_bytes;
+    struct stat st;
+    int seals = fd >= 0 ? fcntl(fd, F_GET_SEALS) : -1;
+    const char *bad = fd < 0 ? "no file descriptor came with SHM_ATTACH"
+                      : fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)
+                          ? "the descriptor is not a regular file (use memfd_create)"
+                      : (uint64_t)st.st_size < size ? "the file is smaller than size_bytes"
+                      : seals < 0 || !(seals & F_SEAL_SHRINK)
+                          ? "the file is not sealed against shrinking (F_SEAL_SHRINK), so the "
+                            "daemon could fault on it"
+                          : NULL;
+    if (bad) {
+      if (fd >= 0) close(fd);
+      reply_error(req, r->op, GPULEASE_INVALID_ARGUMENT, "%s", bad);
+      return;
+    }
+    if (size > d->cfg.max_pinned_bytes - d->pinned_bytes || rt->nsegs >= MAX_SEGS) {
+      close(fd);
+      reply_error(req, r->op, GPULEASE_CAPACITY_EXCEEDED,
+                  "%" PRIu64 " bytes of shared memory asked; the daemon page-locks at most %" PRIu64
+                  " bytes and %" PRIu64 " are in use (lease %" PRIu64 ": %zu of %d segments)",
+                  size, (uint64_t)d->cfg.max_pinned_bytes, d->pinned_bytes, l->id, rt->nsegs,
+                  MAX_SEGS);
+      return;
+    }
+  }
+  if (ensure_worker(d, l, err, sizeof err) != 0) {
+    if (fd >= 0) close(fd);
+    reply_error(req, r->op, GPULEASE_INTERNAL, "cannot restart the lease's worker: %s", err);
+    return;
+  }
+  seg_call *c = calloc(1, sizeof *c);
+  if (c) {
+    c->d = d;
+    c->req = req;
+    c->op = r->op;
+    c->lease_id = l->id;
+    c->conn = gl_dreq_conn(req);
+    if (r->op == GL_OP_SHM_ATTACH) c->size_bytes = r->u.shm_attach.size_bytes;
+    else c->segment = r->u.shm_detach.segment;
+  }
+  if (!c || gl_wproc_call_fd(rt->w, msg, len, fd, seg_done, c) != 0) {
+    free(c);
+    reply_error(req, r->op, GPULEASE_INTERNAL, "cannot reach the lease's worker");
+  } else if (r->op == GL_OP_SHM_ATTACH) {
+    d->pinned_bytes += c->size_bytes; /* reserved until the worker answers */
+  }
+  if (fd >= 0) close(fd);
+}
+
+typedef struct conn_closed {
+  gl_daemon *d;
+  uint64_t conn;
+} conn_closed;
+
+/* A local connection closed: the segments it attached are detached. */
+static void detach_conn(void *user, gl_lease *l) {
+  const conn_closed *cc = user;
+  gl_daemon *d = cc->d;
+  uint64_t conn = cc->conn;
+  lease_rt *rt = l->owner;
+  if (!rt) return;
+  for (size_t i = 0; i < rt->nsegs;) {
+    if (rt->segs[i].conn != conn) {
+      i++;
+      continue;
+    }
+    uint64_t id = rt->segs[i].id;
+    gl_request q = {.op = GL_OP_SHM_DETACH};
+    q.u.shm_detach.auth.lease_id = l->id;
+    memcpy(q.u.shm_detach.auth.secret, l->secret, sizeof q.u.shm_detach.auth.secret);
+    q.u.shm_detach.segment = id;
+    gl_buf b;
+    gl_buf_init(&b);
+    seg_call *c = calloc(1, sizeof *c);
+    if (c && rt->w && gl_request_encode(&q, &b) == GPULEASE_OK) {
+      c->d = d;
+      c->op = GL_OP_SHM_DETACH;
+      c->lease_id = l->id;
+      c->segment = id;
+      if (gl_wproc_call(rt->w, b.data, b.len, seg_done, c) == 0) c = NULL;
+    }
+    free(c);
+    gl_buf_free(&b);
+    seg_forget(rt, id); /* whatever the worker answers */
+  }
+}
+
+void gl_daemon_on_local_close(void *user, uint64_t conn_id) {
+  gl_daemon *d = user;
+  conn_closed cc = {d, conn_id};
+  gl_lease_table_foreach(d->leases, detach_conn, &cc);
+}
+
+/* ======================================================================
  * Entry point
  * ==================================================================== */
 
-void gl_daemon_on_request(void *user, gl_qreq *req, const uint8_t *msg, size_t len, int err) {
-  gl_daemon *d = user;
+static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, int err) {
   gl_header h = {0};
   if (err == GL_QREQ_TOO_LARGE) {
     uint16_t op = gl_header_decode(msg, len, &h) == GPULEASE_OK ? h.op : 0;
@@ -576,6 +770,13 @@ void gl_daemon_on_request(void *user, gl_qreq *req, const uint8_t *msg, size_t l
   case GL_OP_GPU_SUBMIT:
     op_submit(d, req, &r->u.submit, msg, len);
     break;
+  case GL_OP_NODE_INFO:
+    op_node_info(d, req);
+    break;
+  case GL_OP_SHM_ATTACH:
+  case GL_OP_SHM_DETACH:
+    op_shm(d, req, r, msg, len);
+    break;
   default:
     if (gl_op_is_session(r->op))
       op_session(d, req, r, msg, len);
@@ -584,4 +785,34 @@ void gl_daemon_on_request(void *user, gl_qreq *req, const uint8_t *msg, size_t l
                   r->op);
   }
   free(r);
+}
+
+/* A transport's request that could not be wrapped: INTERNAL. */
+static void encode_oom(gl_buf *b) {
+  gl_buf_init(b);
+  gl_response_encode_error(0, GPULEASE_INTERNAL, b, "daemon out of memory");
+}
+
+void gl_daemon_on_request(void *user, gl_qreq *q, const uint8_t *msg, size_t len, int err) {
+  gl_dreq *r = gl_dreq_quic(q);
+  if (!r) {
+    gl_buf b;
+    encode_oom(&b);
+    gl_qreq_reply(q, b.data, b.len);
+    gl_buf_free(&b);
+    return;
+  }
+  handle(user, r, msg, len, err);
+}
+
+void gl_daemon_on_local_request(void *user, gl_lreq *l, const uint8_t *msg, size_t len) {
+  gl_dreq *r = gl_dreq_local(l);
+  if (!r) {
+    gl_buf b;
+    encode_oom(&b);
+    gl_lreq_reply(l, b.data, b.len);
+    gl_buf_free(&b);
+    return;
+  }
+  handle(user, r, msg, len, GL_QREQ_OK);
 }

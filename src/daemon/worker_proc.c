@@ -43,6 +43,7 @@ typedef struct wcall {
   uint64_t tag;          /* the channel's call tag (ipc.h) */
   uint8_t *data;         /* tag + request message */
   size_t len, off;
+  int fd;                /* sent with the first bytes (SCM_RIGHTS), then closed; -1: none */
   bool queued;           /* on the write queue */
   bool answered;         /* cb called */
   struct wcall *prev, *next; /* waiting for a reply */
@@ -51,6 +52,7 @@ typedef struct wcall {
 
 static void call_release(wcall *c) {
   if (c->queued || !c->answered) return;
+  if (c->fd >= 0) close(c->fd);
   free(c->data);
   free(c);
 }
@@ -267,7 +269,29 @@ static void flush_out(gl_wproc *w) {
   ev_io *io = &w->wio;
   while (w->out_head) {
     wcall *o = w->out_head;
-    ssize_t n = send(w->fd, o->data + o->off, o->len - o->off, MSG_NOSIGNAL);
+    ssize_t n;
+    if (o->fd >= 0 && o->off == 0) { /* the descriptor rides with the first bytes */
+      union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+      } cm;
+      memset(&cm, 0, sizeof cm);
+      struct iovec iov = {.iov_base = o->data, .iov_len = o->len};
+      struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+                         .msg_controllen = sizeof cm.buf};
+      struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+      h->cmsg_level = SOL_SOCKET;
+      h->cmsg_type = SCM_RIGHTS;
+      h->cmsg_len = CMSG_LEN(sizeof(int));
+      memcpy(CMSG_DATA(h), &o->fd, sizeof o->fd);
+      n = sendmsg(w->fd, &m, MSG_NOSIGNAL);
+      if (n > 0) {
+        close(o->fd);
+        o->fd = -1;
+      }
+    } else {
+      n = send(w->fd, o->data + o->off, o->len - o->off, MSG_NOSIGNAL);
+    }
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -372,10 +396,21 @@ bool gl_wproc_usable(gl_wproc *w) {
 }
 
 int gl_wproc_call(gl_wproc *w, const uint8_t *msg, size_t len, gl_wproc_reply_cb cb, void *ctx) {
+  return gl_wproc_call_fd(w, msg, len, -1, cb, ctx);
+}
+
+int gl_wproc_call_fd(gl_wproc *w, const uint8_t *msg, size_t len, int fd, gl_wproc_reply_cb cb,
+                     void *ctx) {
   if (w->dead || w->killed) return -1;
   wcall *p = calloc(1, sizeof *p);
   uint8_t *copy = malloc(GL_IPC_TAG_BYTES + len);
   if (!p || !copy) {
+    free(p);
+    free(copy);
+    return -1;
+  }
+  p->fd = -1;
+  if (fd >= 0 && (p->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) {
     free(p);
     free(copy);
     return -1;

@@ -66,6 +66,11 @@ int gl_wproc_call(gl_wproc *w, const uint8_t *msg, size_t len, gl_wproc_reply_cb
  * use w afterwards. */
 void gl_wproc_kill(gl_wproc *w, gpulease_status status, const char *why);
 
+/* As gl_wproc_call, with file descriptor fd (duplicated; the caller keeps
+ * its own) sent beside the message (SCM_RIGHTS): SHM_ATTACH's segment. */
+int gl_wproc_call_fd(gl_wproc *w, const uint8_t *msg, size_t len, int fd, gl_wproc_reply_cb cb,
+                     void *ctx);
+
 pid_t gl_wproc_pid(const gl_wproc *w);
 
 /* Reads whatever the worker has sent already (replies, end of stream) and

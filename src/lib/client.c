@@ -93,6 +93,8 @@ static gpulease_status connect_q(const gpulease_client *c, gl_qclient **q, gpule
 }
 
 static void client_free(gpulease_client *c) {
+  gl_lib_host_free_all(c);
+  gl_lib_local_close(c);
   free(c->addr);
   free(c->ca_file);
   free(c->pin_sha256);
@@ -126,6 +128,7 @@ gpulease_status gpulease_client_connect(const gpulease_connect_options *opts,
     return gl_lib_set_err(err, GPULEASE_NO_MEMORY, "out of memory");
   }
   c->insecure = opts->insecure;
+  c->local_off = opts->struct_version >= 2 && opts->no_local;
   c->timeout_ms = opts->timeout_ms ? opts->timeout_ms : DEFAULT_TIMEOUT_MS;
   gpulease_status st = connect_q(c, &c->q, err);
   if (st != GPULEASE_OK) {

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "gpulease/gpulease.h"
+#include "net/local.h"
 #include "net/quic.h"
 #include "proto/wire.h"
 
@@ -30,6 +31,12 @@ struct gpulease_client {
   /* Bumped by every successful reconnect: sessions holding tokens of the
    * previous connection drop them (the old gl_qclient is gone). */
   uint64_t generation;
+  /* The daemon's local socket (local.c): 0 not tried yet, 1 connected,
+   * -1 not available; local_off: never (no_local). */
+  gl_lclient *local;
+  int local_state;
+  bool local_off;
+  void *host_segs; /* gpulease_host_alloc's segments (local.c) */
 };
 
 /* ---- errors ------------------------------------------------------------ */
@@ -111,6 +118,7 @@ struct gpulease_session {
   gl_buf batch;
   uint16_t batch_count, batch_max, batch_op0;
   uint64_t batch_seq; /* the first op's */
+  struct gl_stage *stage; /* the staging segment of local transfers (local.c) */
 };
 
 /* Builds a session object for an existing session id without SESSION_OPEN.
@@ -126,6 +134,33 @@ gpulease_status gl_session_attach(gpulease_client *client, const gpulease_lease 
  * pipelined op's reply reported (status and message), a connection error,
  * or OK. NULL is ignored. */
 gpulease_status gl_session_detach(gpulease_session *s, gpulease_error *err);
+
+/* ---- the same-host fast path (local.c) ----------------------------------- */
+
+/* Staging: GL_LOCAL_SLOTS slots of GL_LOCAL_SLOT bytes per session; used
+ * for transfers of GL_LOCAL_MIN_BYTES and more. */
+#define GL_LOCAL_SLOTS 4u
+#define GL_LOCAL_SLOT (32u << 20)
+#define GL_LOCAL_MIN_BYTES (1u << 20)
+
+typedef struct gl_stage gl_stage;
+
+/* The daemon's local socket, connected on first use; NULL when the daemon
+ * offers none, runs on another machine, or refuses us. */
+gl_lclient *gl_lib_local(gpulease_client *c);
+void gl_lib_local_close(gpulease_client *c);
+void gl_lib_host_free_all(gpulease_client *c);
+void gl_lib_stage_free(gpulease_session *s);
+
+/* Runs a MEM_WRITE (src) or MEM_READ (dst) of total bytes through shared
+ * memory when it can: returns 1 with *st (and err) its outcome, or 0 when
+ * the transfer should go over QUIC (nothing was sent then). */
+int gl_lib_local_transfer(gpulease_session *s, uint16_t op, gpulease_buffer buffer,
+                          uint64_t offset, const uint8_t *src, uint8_t *dst, uint64_t total,
+                          gpulease_status *st, gpulease_error *err);
+
+/* Sends the session's batched ops (session.c). */
+gpulease_status gl_session_flush_batch(gpulease_session *s, gpulease_error *err);
 
 /* Internal plumbing of session.c used by transfer.c. */
 

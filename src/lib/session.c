@@ -178,6 +178,10 @@ static gpulease_status batch_flush(gpulease_session *s, gpulease_error *err) {
   return fifo_push(s, p, err);
 }
 
+gpulease_status gl_session_flush_batch(gpulease_session *s, gpulease_error *err) {
+  return batch_flush(s, err);
+}
+
 gpulease_status gl_session_send(gpulease_session *s, gl_request *req, uint64_t *token,
                                 uint64_t *seq, gpulease_error *err) {
   /* The ops batched before it have lower seqs: they go first. */
@@ -380,6 +384,7 @@ static gpulease_session *session_new(gpulease_client *client, const gpulease_lea
 }
 
 static void session_free(gpulease_session *s) {
+  gl_lib_stage_free(s);
   gl_buf_free(&s->batch);
   free(s->fifo);
   free(s);

@@ -147,6 +147,9 @@ gpulease_status gpulease_mem_write(gpulease_session *s, gpulease_buffer buffer, 
                                    const void *src, uint64_t size_bytes, gpulease_error *err) {
   gpulease_status st = check_args(s, buffer, offset, src, size_bytes, err);
   if (st != GPULEASE_OK) return st;
+  if ((st = gl_session_begin(s, err)) != GPULEASE_OK) return st;
+  if (gl_lib_local_transfer(s, GL_OP_MEM_WRITE, buffer, offset, src, NULL, size_bytes, &st, err))
+    return st;
   transfer *t = calloc(1, sizeof *t);
   if (!t) return set_err(err, GPULEASE_NO_MEMORY, "out of memory");
   t->s = s;
@@ -164,6 +167,9 @@ gpulease_status gpulease_mem_read(gpulease_session *s, gpulease_buffer buffer, u
                                   void *dst, uint64_t size_bytes, gpulease_error *err) {
   gpulease_status st = check_args(s, buffer, offset, dst, size_bytes, err);
   if (st != GPULEASE_OK) return st;
+  if ((st = gl_session_begin(s, err)) != GPULEASE_OK) return st;
+  if (gl_lib_local_transfer(s, GL_OP_MEM_READ, buffer, offset, NULL, dst, size_bytes, &st, err))
+    return st;
   transfer *t = calloc(1, sizeof *t);
   if (!t) return set_err(err, GPULEASE_NO_MEMORY, "out of memory");
   t->s = s;

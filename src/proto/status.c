@@ -41,6 +41,11 @@ GPULEASE_API const char *gpulease_status_name(int status) {
 const char *gl_op_name(uint16_t op) {
   switch (op) {
   case GL_OP_GET_INVENTORY: return "GET_INVENTORY";
+  case GL_OP_NODE_INFO: return "NODE_INFO";
+  case GL_OP_SHM_ATTACH: return "SHM_ATTACH";
+  case GL_OP_SHM_DETACH: return "SHM_DETACH";
+  case GL_OP_MEM_WRITE_SHM: return "MEM_WRITE_SHM";
+  case GL_OP_MEM_READ_SHM: return "MEM_READ_SHM";
   case GL_OP_LEASE_ALLOC: return "LEASE_ALLOC";
   case GL_OP_LEASE_RENEW: return "LEASE_RENEW";
   case GL_OP_LEASE_QUERY: return "LEASE_QUERY";

@@ -328,6 +328,11 @@ static const gl_wire__family *family_of(uint16_t op) {
   case GL_OP_WORKER_PROBE:
   case GL_OP_WORKER_LOST: return &gl_wire__worker;
   case GL_OP_BATCH: return &gl_wire__batch;
+  case GL_OP_NODE_INFO:
+  case GL_OP_SHM_ATTACH:
+  case GL_OP_SHM_DETACH:
+  case GL_OP_MEM_WRITE_SHM:
+  case GL_OP_MEM_READ_SHM: return &gl_wire__shm;
   default: return gl_op_is_session(op) ? &gl_wire__session : NULL;
   }
 }

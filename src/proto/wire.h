@@ -193,10 +193,13 @@
 
 enum gl_op {
   GL_OP_GET_INVENTORY = 0x0001,
+  GL_OP_NODE_INFO = 0x0002,
   GL_OP_LEASE_ALLOC = 0x0101,
   GL_OP_LEASE_RENEW = 0x0102,
   GL_OP_LEASE_QUERY = 0x0103,
   GL_OP_LEASE_FREE = 0x0104,
+  GL_OP_SHM_ATTACH = 0x0105,
+  GL_OP_SHM_DETACH = 0x0106,
   GL_OP_GPU_SUBMIT = 0x0201,
   GL_OP_SESSION_OPEN = 0x0301,
   GL_OP_SESSION_CLOSE = 0x0302,
@@ -207,6 +210,8 @@ enum gl_op {
   GL_OP_MEM_READ = 0x0314,
   GL_OP_MEM_COPY = 0x0315,
   GL_OP_MEMSET = 0x0316,
+  GL_OP_MEM_WRITE_SHM = 0x0317,
+  GL_OP_MEM_READ_SHM = 0x0318,
   GL_OP_MODULE_LOAD = 0x0321,
   GL_OP_MODULE_UNLOAD = 0x0322,
   GL_OP_FUNC_INFO = 0x0323,
@@ -216,6 +221,12 @@ enum gl_op {
   GL_OP_WORKER_PROBE = 0x7F02,
   GL_OP_WORKER_LOST = 0x7F03,
 };
+
+/* The local socket's path in NODE_INFO (sun_path holds 108 bytes). */
+#define GL_WIRE_MAX_SOCKET_PATH 107
+/* A shared memory segment (SHM_ATTACH) and one MEM_*_SHM copy at most. */
+#define GL_WIRE_MAX_SEGMENT (1ull << 40)
+#define GL_WIRE_MAX_SHM_COPY (1ull << 32)
 
 /* Ops in one BATCH at most, and the bytes its MEM_READs may ask for. */
 #define GL_WIRE_MAX_BATCH 1024
@@ -424,6 +435,26 @@ bool gl_launch_param_next(const gl_launch_req *req, size_t *pos, gl_launch_param
  * NO_MEMORY. */
 gpulease_status gl_launch_param_put(gl_buf *out, const gl_launch_param *p);
 
+/* SHM_ATTACH: the segment itself travels as a file descriptor beside the
+ * message (SCM_RIGHTS), never in it. */
+typedef struct gl_shm_attach_req {
+  gl_lease_auth auth;
+  uint64_t size_bytes;
+} gl_shm_attach_req;
+
+typedef struct gl_shm_detach_req {
+  gl_lease_auth auth;
+  uint64_t segment;
+} gl_shm_detach_req;
+
+/* MEM_WRITE_SHM, MEM_READ_SHM: size_bytes between a buffer and a segment. */
+typedef struct gl_mem_shm_req {
+  gl_session_ref s;
+  uint64_t buffer, offset;
+  uint64_t segment, segment_offset;
+  uint64_t size_bytes;
+} gl_mem_shm_req;
+
 typedef struct gl_worker_init_req {
   uint32_t cuda_ordinal;
   uint64_t vram_bytes;
@@ -450,6 +481,9 @@ typedef struct gl_request {
     gl_func_info_req func_info;   /* FUNC_INFO */
     gl_launch_req launch;         /* LAUNCH */
     gl_batch_req batch;           /* BATCH */
+    gl_shm_attach_req shm_attach; /* SHM_ATTACH */
+    gl_shm_detach_req shm_detach; /* SHM_DETACH */
+    gl_mem_shm_req mem_shm;       /* MEM_WRITE_SHM, MEM_READ_SHM */
   } u;
 } gl_request;
 
@@ -520,6 +554,12 @@ typedef struct gl_worker_init_resp {
   char device_name[96];
 } gl_worker_init_resp;
 
+/* NODE_INFO's result. */
+typedef struct gl_node_info {
+  char local_socket[GL_WIRE_MAX_SOCKET_PATH + 1]; /* "" when none */
+  uint8_t boot_id[16]; /* the host's boot (Linux boot_id); all 0 when unknown */
+} gl_node_info;
+
 typedef struct gl_batch_resp {
   uint16_t count;
   const uint8_t *replies; /* borrowed: count x { u32 len, response message } */
@@ -585,7 +625,8 @@ typedef struct gl_response {
     gl_submit_resp submit;    /* GPU_SUBMIT */
     gl_probe_resp probe;      /* WORKER_PROBE */
     gl_worker_init_resp worker_init; /* WORKER_INIT */
-    uint64_t handle;          /* SESSION_OPEN (session id) */
+    uint64_t handle;          /* SESSION_OPEN (session id), SHM_ATTACH (segment) */
+    gl_node_info node_info;   /* NODE_INFO */
     gl_mem_alloc_resp mem_alloc; /* MEM_ALLOC */
     gl_worker_lost_resp worker_lost; /* WORKER_LOST */
     gl_batch_resp batch;      /* BATCH */

@@ -176,6 +176,13 @@ typedef struct gl_backend_ops {
   gpulease_status (*compile_ptx)(gl_backend *b, const uint8_t *ptx, size_t len, uint8_t **bin,
                                  size_t *bin_len, char *err, size_t errlen);
 
+  /* Page-locks len bytes of host memory at p (a shared memory segment) so
+   * copies from and to it run at the device's full speed
+   * (cuMemHostRegister), and undoes it. INTERNAL with the reason. Both may
+   * be NULL: nothing to lock. */
+  gpulease_status (*host_register)(gl_backend *b, void *p, size_t len, char *err, size_t errlen);
+  void (*host_unregister)(gl_backend *b, void *p);
+
   /* Writes a short string naming what a compiled binary depends on (device
    * kind, compute capability, driver version), e.g. "cuda-sm90-drv13000",
    * for the disk cache's keys. */

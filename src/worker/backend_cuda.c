@@ -523,6 +523,23 @@ out:
   return st;
 }
 
+static gpulease_status cuda_host_register(gl_backend *b, void *p, size_t len, char *err,
+                                          size_t errlen) {
+  cuda_backend *c = as_cuda(b);
+  CUresult r = make_current(c);
+  if (r == CUDA_SUCCESS) r = c->cu.cuMemHostRegister(p, len, 0);
+  if (r == CUDA_SUCCESS) return GPULEASE_OK;
+  char what[96];
+  snprintf(what, sizeof what, "cuMemHostRegister(%zu bytes)", len);
+  cu_msg(c, r, what, err, errlen);
+  return GPULEASE_INTERNAL;
+}
+
+static void cuda_host_unregister(gl_backend *b, void *p) {
+  cuda_backend *c = as_cuda(b);
+  if (make_current(c) == CUDA_SUCCESS) c->cu.cuMemHostUnregister(p);
+}
+
 static void cuda_cache_tag(gl_backend *b, char *buf, size_t len) {
   cuda_backend *c = as_cuda(b);
   if (!len) return;
@@ -833,6 +850,8 @@ static const gl_backend_ops k_cuda_ops = {
     .func_info = cuda_func_info,
     .compile_ptx = cuda_compile_ptx,
     .cache_tag = cuda_cache_tag,
+    .host_register = cuda_host_register,
+    .host_unregister = cuda_host_unregister,
 };
 
 gl_backend *gl_backend_cuda_new(void) {

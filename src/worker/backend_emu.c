@@ -278,6 +278,15 @@ static gpulease_status emu_compile_ptx(gl_backend *b, const uint8_t *ptx, size_t
   return GPULEASE_OK;
 }
 
+/* Host memory needs no locking for the emulated device. */
+static gpulease_status emu_host_register(gl_backend *b, void *p, size_t len, char *err,
+                                         size_t errlen) {
+  (void)b, (void)p, (void)len, (void)err, (void)errlen;
+  return GPULEASE_OK;
+}
+
+static void emu_host_unregister(gl_backend *b, void *p) { (void)b, (void)p; }
+
 static void emu_cache_tag(gl_backend *b, char *buf, size_t len) {
   (void)b;
   if (len) snprintf(buf, len, "emu-sm%d%d-v1", GL_EMU_CC_MAJOR, GL_EMU_CC_MINOR);
@@ -500,6 +509,8 @@ static const gl_backend_ops k_emu_ops = {
     .func_info = emu_func_info,
     .compile_ptx = emu_compile_ptx,
     .cache_tag = emu_cache_tag,
+    .host_register = emu_host_register,
+    .host_unregister = emu_host_unregister,
 };
 
 gl_backend *gl_backend_emu_new(uint64_t capacity_bytes, unsigned threads) {

@@ -7,12 +7,32 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* Reads up to n bytes, stopping early only at EOF. Returns the bytes read,
- * or -1 on error. */
-static ssize_t read_full(int fd, uint8_t *p, size_t n) {
+/* Reads up to n bytes, stopping early only at EOF; file descriptors that
+ * come with the bytes (SCM_RIGHTS) go to q (closed when q is NULL or full).
+ * Returns the bytes read, or -1 on error. */
+static ssize_t read_full_q(int fd, uint8_t *p, size_t n, gl_ipc_fdq *q) {
   size_t got = 0;
   while (got < n) {
-    ssize_t r = read(fd, p + got, n - got);
+    union {
+      struct cmsghdr h;
+      char buf[CMSG_SPACE(sizeof(int) * GL_IPC_MAX_FDS)];
+    } c;
+    struct iovec iov = {.iov_base = p + got, .iov_len = n - got};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf,
+                       .msg_controllen = sizeof c.buf};
+    ssize_t r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
+    if (r < 0 && errno == ENOTSOCK) r = read(fd, p + got, n - got); /* a pipe (tests) */
+    else if (r >= 0)
+      for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h)) {
+        if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS) continue;
+        size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        int fds[GL_IPC_MAX_FDS];
+        memcpy(fds, CMSG_DATA(h), k * sizeof(int));
+        for (size_t i = 0; i < k; i++) {
+          if (q && q->n < GL_IPC_MAX_FDS) q->fd[q->n++] = fds[i];
+          else close(fds[i]);
+        }
+      }
     if (r < 0) {
       if (errno == EINTR) continue;
       return -1;
@@ -21,6 +41,20 @@ static ssize_t read_full(int fd, uint8_t *p, size_t n) {
     got += (size_t)r;
   }
   return (ssize_t)got;
+}
+
+static ssize_t read_full(int fd, uint8_t *p, size_t n) { return read_full_q(fd, p, n, NULL); }
+
+int gl_ipc_fdq_take(gl_ipc_fdq *q) {
+  if (!q || q->n == 0) return -1;
+  int fd = q->fd[0];
+  memmove(q->fd, q->fd + 1, (q->n - 1) * sizeof q->fd[0]);
+  q->n--;
+  return fd;
+}
+
+void gl_ipc_fdq_clear(gl_ipc_fdq *q) {
+  while (q && q->n) close(q->fd[--q->n]);
 }
 
 static int discard(int fd, uint64_t n) {
@@ -113,12 +147,19 @@ uint64_t gl_ipc_get_tag(const uint8_t in[GL_IPC_TAG_BYTES]) {
 
 gl_ipc_result gl_ipc_read_call(int fd, size_t max_body, uint64_t *tag, gl_header *hdr,
                                uint8_t **msg, size_t *len, gpulease_status *hdr_status) {
+  return gl_ipc_read_call_fds(fd, max_body, tag, hdr, msg, len, hdr_status, NULL);
+}
+
+gl_ipc_result gl_ipc_read_call_fds(int fd, size_t max_body, uint64_t *tag, gl_header *hdr,
+                                   uint8_t **msg, size_t *len, gpulease_status *hdr_status,
+                                   gl_ipc_fdq *fdq) {
   *msg = NULL;
   *len = 0;
   *tag = 0;
   memset(hdr, 0, sizeof *hdr);
   uint8_t t[GL_IPC_TAG_BYTES];
-  ssize_t r = read_full(fd, t, sizeof t);
+  /* A message's descriptors come with its first bytes: the tag. */
+  ssize_t r = read_full_q(fd, t, sizeof t, fdq);
   if (r < 0) return GL_IPC_IO_ERROR;
   if (r == 0) return GL_IPC_EOF;
   if ((size_t)r < sizeof t) {

@@ -52,9 +52,29 @@ int gl_ipc_write_all(int fd, const void *buf, size_t len);
 #define GL_IPC_NOTICE_TAG 0
 
 /* Reads a tag and the message after it; results as gl_ipc_read (GL_IPC_EOF
- * only at a clean end before a tag). *tag is set whenever the tag was read. */
+ * only at a clean end before a tag). *tag is set whenever the tag was read.
+ * A file descriptor sent with the message is closed. */
 gl_ipc_result gl_ipc_read_call(int fd, size_t max_body, uint64_t *tag, gl_header *hdr,
                                uint8_t **msg, size_t *len, gpulease_status *hdr_status);
+
+/* File descriptors that came with a message (SCM_RIGHTS: SHM_ATTACH's
+ * segment), in the order they came. */
+#define GL_IPC_MAX_FDS 4
+typedef struct gl_ipc_fdq {
+  int fd[GL_IPC_MAX_FDS];
+  size_t n;
+} gl_ipc_fdq;
+
+/* As gl_ipc_read_call, keeping the descriptors that come with the message
+ * (sent with its tag's bytes) in fdq; the caller takes or closes them. */
+gl_ipc_result gl_ipc_read_call_fds(int fd, size_t max_body, uint64_t *tag, gl_header *hdr,
+                                   uint8_t **msg, size_t *len, gpulease_status *hdr_status,
+                                   gl_ipc_fdq *fdq);
+
+/* The oldest descriptor of q (the caller owns it), or -1 when none. */
+int gl_ipc_fdq_take(gl_ipc_fdq *q);
+/* Closes every descriptor left in q. */
+void gl_ipc_fdq_clear(gl_ipc_fdq *q);
 
 /* Writes tag and the len bytes of msg. Not atomic: writers sharing fd
  * serialise calls themselves. 0, or -1 with errno set. */

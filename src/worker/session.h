@@ -19,6 +19,7 @@
 #define GL_HANDLE_BUFFER 0xB1u
 #define GL_HANDLE_MODULE 0xD1u
 #define GL_HANDLE_FUNCTION 0xF1u
+#define GL_HANDLE_SEGMENT 0x5Eu
 
 /* Per-session limits (CAPACITY_EXCEEDED). */
 #define GL_WS_MAX_BUFFERS 65536

@@ -19,6 +19,7 @@
 
 #include "common/log.h"
 #include "worker/session.h"
+#include "worker/segments.h"
 #include "worker/submit_check.h"
 #include "worker/worker.h"
 
@@ -196,6 +197,42 @@ static gpulease_status op_read(gl_wsession *s, const gl_mem_read_req *r, uint8_t
   st = w->be->ops->read_sync(w->be, s->stream, b->offset + r->offset, *data, r->size_bytes, s->err,
                              GL_WK_ERR_MAX);
   if (st == GPULEASE_OK) s->unsynced_launch_seq = 0;
+  return st;
+}
+
+/* MEM_WRITE_SHM and MEM_READ_SHM: size_bytes between a buffer and a
+ * segment, answered once the copy is done (the client may then reuse or
+ * read that part of the segment). */
+static gpulease_status op_shm(gl_wsession *s, uint16_t op, const gl_mem_shm_req *r,
+                              bool *failed) {
+  gl_wbuffer *b;
+  gpulease_status st = get_buffer(s, r->buffer, &b);
+  if (st == GPULEASE_OK) st = in_buffer(s, b, r->buffer, r->offset, r->size_bytes);
+  if (st != GPULEASE_OK) return st;
+  gl_wk *w = s->w;
+  gl_wseg *g = gl_segments_get(w, r->segment);
+  if (!g)
+    return errf(s, GPULEASE_INVALID_HANDLE,
+                "0x%016" PRIx64 " is not a segment of this lease (never attached, detached, or "
+                "another lease's)",
+                r->segment);
+  if (r->segment_offset > g->size || r->size_bytes > g->size - r->segment_offset) {
+    st = errf(s, GPULEASE_INVALID_ARGUMENT,
+              "bytes %" PRIu64 "..+%" PRIu64 " are outside segment 0x%016" PRIx64 " of %" PRIu64
+              " bytes",
+              r->segment_offset, r->size_bytes, r->segment, g->size);
+  } else if (op == GL_OP_MEM_WRITE_SHM) {
+    st = w->be->ops->write_async(w->be, s->stream, b->offset + r->offset,
+                                 g->ptr + r->segment_offset, (size_t)r->size_bytes, s->err,
+                                 GL_WK_ERR_MAX);
+    if (st == GPULEASE_OK) st = wait_stream(s, op, r->s.seq, failed);
+  } else {
+    st = w->be->ops->read_sync(w->be, s->stream, b->offset + r->offset,
+                               g->ptr + r->segment_offset, (size_t)r->size_bytes, s->err,
+                               GL_WK_ERR_MAX);
+    if (st == GPULEASE_OK) s->unsynced_launch_seq = 0;
+  }
+  gl_segments_put(w, g);
   return st;
 }
 
@@ -636,6 +673,8 @@ void gl_session_run(void *ctx, gl_job *job) {
     }
     break;
   case GL_OP_MEM_COPY: st = op_copy(s, &job->req.u.mem_copy); break;
+  case GL_OP_MEM_WRITE_SHM:
+  case GL_OP_MEM_READ_SHM: st = op_shm(s, op, &job->req.u.mem_shm, &failed); break;
   case GL_OP_MEMSET: st = op_memset(s, &job->req.u.memset); break;
   case GL_OP_MODULE_LOAD: st = op_module_load(s, &job->req.u.module_load, &resp); break;
   case GL_OP_MODULE_UNLOAD: st = op_module_unload(s, &job->req.u.handle, &failed); break;

@@ -25,6 +25,7 @@
 #include "common/util.h"
 #include "worker/batch.h"
 #include "worker/ipc.h"
+#include "worker/segments.h"
 #include "worker/session.h"
 #include "worker/submit_check.h"
 #include "worker/worker_internal.h"
@@ -374,6 +375,29 @@ static void run_submit_job(void *ctx, gl_job *job) {
   gl_job_free(job);
 }
 
+/* Main thread: SHM_ATTACH (its descriptor came with the message, in
+ * w->fdq) and SHM_DETACH. */
+static void serve_segment(gl_wk *w, gl_job *job) {
+  char err[512] = "";
+  gl_response r = {.op = job->req.op, .status = GPULEASE_OK, .msg = ""};
+  gpulease_status st;
+  if (job->req.op == GL_OP_SHM_ATTACH) {
+    int fd = gl_ipc_fdq_take(&w->fdq);
+    if (fd < 0) {
+      snprintf(err, sizeof err, "SHM_ATTACH came without a file descriptor (it needs the "
+               "daemon's local socket)");
+      st = GPULEASE_INVALID_ARGUMENT;
+    } else {
+      st = gl_segments_attach(w, fd, job->req.u.shm_attach.size_bytes, &r.u.handle, err,
+                              sizeof err);
+    }
+  } else {
+    st = gl_segments_detach(w, job->req.u.shm_detach.segment, err, sizeof err);
+  }
+  if (st == GPULEASE_OK) gl_wk_reply(w, job->tag, &r);
+  else gl_wk_reply_error(w, job->tag, job->req.op, st, err);
+}
+
 /* Main thread: serves or routes one whole message (ownership of msg
  * passes here). 0 to go on, -1 when a reply could not be written. */
 static int serve(gl_wk *w, uint64_t tag, uint8_t *msg, size_t len) {
@@ -400,6 +424,15 @@ static int serve(gl_wk *w, uint64_t tag, uint8_t *msg, size_t len) {
     return 0;
   case GL_OP_WORKER_INIT:
     do_init(w, tag, &job->req.u.worker_init);
+    gl_job_free(job);
+    return 0;
+  case GL_OP_SHM_ATTACH:
+  case GL_OP_SHM_DETACH:
+    if (!w->initialised) {
+      gl_job_free(job);
+      return gl_wk_reply_error(w, tag, op, GPULEASE_INTERNAL, "worker not initialised");
+    }
+    serve_segment(w, job);
     gl_job_free(job);
     return 0;
   case GL_OP_GPU_SUBMIT:
@@ -437,6 +470,7 @@ static int worker_setup(gl_wk *w, int fd, gl_backend *be) {
   pthread_mutex_init(&w->write_mu, NULL);
   pthread_mutex_init(&w->lost_mu, NULL);
   pthread_mutex_init(&w->sess_mu, NULL);
+  pthread_mutex_init(&w->seg_mu, NULL);
   atomic_init(&w->lost, false);
   gl_module_cache_init(&w->cache, be);
   w->err = malloc(GL_WK_ERR_MAX);
@@ -449,6 +483,8 @@ static void worker_teardown(gl_wk *w) {
   bool lost = atomic_load(&w->lost);
   gl_lane_stop(w->submit_lane);
   gl_session_close_all(w);
+  gl_segments_free_all(w);
+  gl_ipc_fdq_clear(&w->fdq);
   /* A lost context cannot unload anything; the process exit frees it all. */
   if (lost)
     gl_module_cache_forget(&w->cache);
@@ -462,6 +498,7 @@ static void worker_teardown(gl_wk *w) {
   pthread_mutex_destroy(&w->write_mu);
   pthread_mutex_destroy(&w->lost_mu);
   pthread_mutex_destroy(&w->sess_mu);
+  pthread_mutex_destroy(&w->seg_mu);
   if (w->wake_fd >= 0) close(w->wake_fd);
 }
 
@@ -541,7 +578,9 @@ int gl_worker_run(int fd, gl_backend *backend) {
     size_t len = 0;
     uint64_t tag = 0;
     gpulease_status hst = GPULEASE_MALFORMED;
-    gl_ipc_result r = gl_ipc_read_call(fd, GL_IPC_MAX_BODY, &tag, &h, &msg, &len, &hst);
+    gl_ipc_fdq_clear(&w->fdq); /* a descriptor no message took */
+    gl_ipc_result r =
+        gl_ipc_read_call_fds(fd, GL_IPC_MAX_BODY, &tag, &h, &msg, &len, &hst, &w->fdq);
     if (r == GL_IPC_EOF) break;
     if (r == GL_IPC_IO_ERROR) {
       if (!atomic_load(&w->lost)) GL_WARN("worker: reading a request failed; exiting");

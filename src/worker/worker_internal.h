@@ -18,6 +18,7 @@
 
 #include "proto/wire.h"
 #include "worker/backend.h"
+#include "worker/ipc.h"
 #include "worker/jit_cache.h"
 #include "worker/lane.h"
 #include "worker/modtab.h"
@@ -81,6 +82,11 @@ typedef struct gl_wk {
   gl_wsession *sessions;
   size_t session_count;
   bool exiting; /* the main thread is leaving: lanes stop */
+
+  /* Shared memory segments of the lease (segments.h), under seg_mu. */
+  pthread_mutex_t seg_mu;
+  struct gl_wseg *segs[16];
+  gl_ipc_fdq fdq; /* descriptors that came with the message being served */
 
   /* GPU_SUBMIT: its lane and that lane's state. */
   gl_lane *submit_lane;

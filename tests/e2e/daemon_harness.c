@@ -124,6 +124,10 @@ static int spawn(gl_test_daemon *d, const char *emu_vram, const char *const *ext
 }
 
 int gl_test_daemon_children(const gl_test_daemon *d) {
+  return gl_test_daemon_child_pids(d, NULL, 0);
+}
+
+int gl_test_daemon_child_pids(const gl_test_daemon *d, pid_t *pids, int max) {
   DIR *dir = opendir("/proc");
   if (!dir) return -1;
   int n = 0;
@@ -139,8 +143,10 @@ int gl_test_daemon_children(const gl_test_daemon *d) {
     char *rp = strrchr(buf, ')'); /* comm may hold spaces */
     int ppid;
     char state;
-    if (rp && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 && ppid == d->pid && state != 'Z')
+    if (rp && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 && ppid == d->pid && state != 'Z') {
+      if (pids && n < max) pids[n] = (pid_t)atoi(e->d_name);
       n++;
+    }
   }
   closedir(dir);
   return n;
@@ -178,6 +184,7 @@ gpulease_client *gl_test_connect(const gl_test_daemon *d, int timeout_ms) {
   o.addr = d->addr;
   o.pin_sha256 = d->fingerprint;
   o.timeout_ms = timeout_ms;
+  o.no_local = 1; /* QUIC: the local socket has tests of its own (test_e2e_local.c) */
   gpulease_client *c = NULL;
   gpulease_error err;
   gpulease_status st = gpulease_client_connect(&o, &c, &err);

@@ -32,10 +32,15 @@ int gl_test_daemon_restart(gl_test_daemon *d);
 int gl_test_daemon_stop(gl_test_daemon *d);
 
 /* A libgpulease client connected to d with its certificate pinned;
- * timeout_ms per request. Fails the running cmocka test on error. */
+ * timeout_ms per request; over QUIC only (no_local). Fails the running
+ * cmocka test on error. */
 struct gpulease_client *gl_test_connect(const gl_test_daemon *d, int timeout_ms);
 
 /* Number of live child processes (workers) of the daemon. */
 int gl_test_daemon_children(const gl_test_daemon *d);
+
+/* The pids of the daemon's live children (workers), at most max: the
+ * count. */
+int gl_test_daemon_child_pids(const gl_test_daemon *d, pid_t *pids, int max);
 
 #endif

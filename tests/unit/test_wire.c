@@ -1939,7 +1939,13 @@ static void test_status_names(void **state) {
   assert_string_equal(gl_op_name(GL_OP_WORKER_INIT), "WORKER_INIT");
   assert_string_equal(gl_op_name(GL_OP_WORKER_PROBE), "WORKER_PROBE");
   assert_string_equal(gl_op_name(0), "UNKNOWN");
-  assert_string_equal(gl_op_name(0x0105), "UNKNOWN");
+  assert_string_equal(gl_op_name(0x0107), "UNKNOWN");
+  assert_string_equal(gl_op_name(GL_OP_NODE_INFO), "NODE_INFO");
+  assert_string_equal(gl_op_name(GL_OP_SHM_ATTACH), "SHM_ATTACH");
+  assert_string_equal(gl_op_name(GL_OP_SHM_DETACH), "SHM_DETACH");
+  assert_false(gl_op_is_session(GL_OP_SHM_ATTACH));
+  assert_true(gl_op_is_session(GL_OP_MEM_WRITE_SHM));
+  assert_true(gl_op_is_session(GL_OP_MEM_READ_SHM));
 
   /* The session ops, and gl_op_is_session() for exactly them. */
   static const struct {
@@ -1963,7 +1969,7 @@ static void test_status_names(void **state) {
   assert_int_equal(ses[9].op, 0x0321);
   assert_int_equal(ses[12].op, 0x0331);
   const uint16_t not_ses[] = {0,      GL_OP_GET_INVENTORY, GL_OP_LEASE_FREE, GL_OP_GPU_SUBMIT,
-                              0x0300, 0x0304,              0x0317,           0x0330,
+                              0x0300, 0x0304,              0x0319,           0x0330,
                               0x0332, GL_OP_WORKER_INIT,   GL_OP_WORKER_PROBE};
   for (size_t i = 0; i < sizeof not_ses / sizeof not_ses[0]; i++) {
     assert_false(gl_op_is_session(not_ses[i]));
@@ -3413,6 +3419,86 @@ static void test_batch(void **state) {
   gl_buf_free(&replies);
 }
 
+/* ========================================================================
+ * The same-host ops: NODE_INFO, SHM_ATTACH, SHM_DETACH, MEM_*_SHM
+ * ====================================================================== */
+
+static void test_shm_ops(void **state) {
+  (void)state;
+  static gl_request q, out;
+  char err[256];
+  /* SHM_ATTACH: lease_auth, u64 size_bytes (32 bytes of body). */
+  memset(&q, 0, sizeof q);
+  q.op = GL_OP_SHM_ATTACH;
+  q.u.shm_attach.auth = batch_ref(0).auth;
+  q.u.shm_attach.size_bytes = 1ull << 30;
+  req_roundtrip(&q, &out, 12 + 32);
+  assert_int_equal(out.u.shm_attach.size_bytes, 1ull << 30);
+  assert_int_equal(out.u.shm_attach.auth.lease_id, 42);
+  assert_false(gl_op_is_session(GL_OP_SHM_ATTACH));
+  q.u.shm_attach.size_bytes = 0;
+  assert_status(gl_request_validate(&q, err, sizeof err), GPULEASE_INVALID_ARGUMENT);
+  q.u.shm_attach.size_bytes = GL_WIRE_MAX_SEGMENT + 1;
+  assert_status(gl_request_validate(&q, err, sizeof err), GPULEASE_INVALID_ARGUMENT);
+  assert_non_null(strstr(err, "size_bytes"));
+  /* SHM_DETACH: lease_auth, u64 segment. */
+  memset(&q, 0, sizeof q);
+  q.op = GL_OP_SHM_DETACH;
+  q.u.shm_detach.auth = batch_ref(0).auth;
+  q.u.shm_detach.segment = 0x5E00000000000007ull;
+  req_roundtrip(&q, &out, 12 + 32);
+  assert_int_equal(out.u.shm_detach.segment, 0x5E00000000000007ull);
+  /* MEM_WRITE_SHM / MEM_READ_SHM: session_ref and five u64 (80 bytes). */
+  uint16_t ops[] = {GL_OP_MEM_WRITE_SHM, GL_OP_MEM_READ_SHM};
+  for (int i = 0; i < 2; i++) {
+    memset(&q, 0, sizeof q);
+    q.op = ops[i];
+    q.u.mem_shm.s = batch_ref(3);
+    q.u.mem_shm.buffer = 1, q.u.mem_shm.offset = 2, q.u.mem_shm.segment = 3;
+    q.u.mem_shm.segment_offset = 4, q.u.mem_shm.size_bytes = 5;
+    req_roundtrip(&q, &out, 12 + 80);
+    assert_true(gl_op_is_session(ops[i]));
+    assert_ptr_equal(gl_request_session(&out), &out.u.mem_shm.s);
+    assert_int_equal(out.u.mem_shm.segment_offset, 4);
+    assert_int_equal(out.u.mem_shm.size_bytes, 5);
+    q.u.mem_shm.size_bytes = GL_WIRE_MAX_SHM_COPY + 1;
+    assert_status(gl_request_validate(&q, err, sizeof err), GPULEASE_INVALID_ARGUMENT);
+  }
+  /* In a BATCH, like any session op. */
+  gl_request two[2];
+  two[0] = q, two[1] = q;
+  two[0].u.mem_shm.size_bytes = two[1].u.mem_shm.size_bytes = 64;
+  two[1].u.mem_shm.s.seq = 4;
+  gl_buf b, list;
+  assert_status(batch_encode(3, two, 2, &b, &list), GPULEASE_OK);
+  gl_buf_free(&b), gl_buf_free(&list);
+
+  /* NODE_INFO: empty request; str16 path and 16 bytes of boot id. */
+  memset(&q, 0, sizeof q);
+  q.op = GL_OP_NODE_INFO;
+  req_roundtrip(&q, &out, 12);
+  static gl_response r, rout;
+  memset(&r, 0, sizeof r);
+  r.op = GL_OP_NODE_INFO;
+  snprintf(r.u.node_info.local_socket, sizeof r.u.node_info.local_socket,
+           "/var/lib/gpuleased/gpuleased.sock");
+  for (int i = 0; i < 16; i++) r.u.node_info.boot_id[i] = (uint8_t)(0x10 + i);
+  resp_roundtrip(&r, &rout, 12 + 2 + 2 + 33 + 16);
+  assert_string_equal(rout.u.node_info.local_socket, "/var/lib/gpuleased/gpuleased.sock");
+  assert_memory_equal(rout.u.node_info.boot_id, r.u.node_info.boot_id, 16);
+  r.u.node_info.local_socket[0] = 0; /* no socket */
+  resp_roundtrip(&r, &rout, 12 + 2 + 2 + 16);
+  assert_string_equal(rout.u.node_info.local_socket, "");
+  /* SHM_ATTACH's result: the segment id, never 0. */
+  memset(&r, 0, sizeof r);
+  r.op = GL_OP_SHM_ATTACH;
+  r.u.handle = 9;
+  resp_roundtrip(&r, &rout, 12 + 2 + 8);
+  assert_int_equal(rout.u.handle, 9);
+  r.u.handle = 0;
+  assert_resp_refused(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_names),
@@ -3448,6 +3534,7 @@ int main(void) {
       cmocka_unit_test(test_doc_session_example),
       cmocka_unit_test(test_worker_lost),
       cmocka_unit_test(test_batch),
+      cmocka_unit_test(test_shm_ops),
       cmocka_unit_test(test_corpus_files),
   };
   return cmocka_run_group_tests_name("wire", tests, NULL, NULL);

@@ -1,0 +1,37 @@
+/* dreq.c - see dreq.h. */
+#include "daemon/dreq.h"
+
+#include <stdlib.h>
+
+struct gl_dreq {
+  gl_qreq *q;
+  gl_lreq *l;
+};
+
+gl_dreq *gl_dreq_quic(gl_qreq *q) {
+  gl_dreq *r = calloc(1, sizeof *r);
+  if (r) r->q = q;
+  return r;
+}
+
+gl_dreq *gl_dreq_local(gl_lreq *l) {
+  gl_dreq *r = calloc(1, sizeof *r);
+  if (r) r->l = l;
+  return r;
+}
+
+int gl_dreq_reply(gl_dreq *r, const uint8_t *msg, size_t len) {
+  int rc = r->q ? gl_qreq_reply(r->q, msg, len) : gl_lreq_reply(r->l, msg, len);
+  free(r);
+  return rc;
+}
+
+bool gl_dreq_orphaned(const gl_dreq *r) {
+  return r->q ? gl_qreq_orphaned(r->q) : gl_lreq_orphaned(r->l);
+}
+
+bool gl_dreq_is_local(const gl_dreq *r) { return r->l != NULL; }
+
+int gl_dreq_take_fd(gl_dreq *r) { return r->l ? gl_lreq_take_fd(r->l) : -1; }
+
+uint64_t gl_dreq_conn(const gl_dreq *r) { return r->l ? gl_lreq_conn_id(r->l) : 0; }

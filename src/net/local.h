@@ -1,0 +1,108 @@
+/*
+ * local.h - the daemon's local socket: gpulease/1 messages over a Unix
+ * stream socket on the GPU node itself (docs/protocol.md, "The local
+ * socket").
+ *
+ * It serves clients on the same host, and carries what QUIC cannot: file
+ * descriptors (a memfd handed over with SHM_ATTACH, SCM_RIGHTS), so bulk
+ * transfers go through shared memory instead of the network stack. Every
+ * message is preceded by an 8-byte call tag (u64, big-endian) that the
+ * client picks and the daemon echoes, as on the daemon's channel to its
+ * workers, so requests are pipelined and answered in any order. A
+ * descriptor travels with the first byte of its message's tag; the
+ * server queues descriptors per connection and a request takes them in
+ * the order they came.
+ *
+ * Authorisation is the same as over QUIC (each request's lease secret),
+ * and the socket's file mode decides who may connect (owner and group by
+ * default). The server runs on the daemon's libev loop; the client is
+ * blocking, like libgpulease's QUIC client.
+ */
+#ifndef GL_NET_LOCAL_H
+#define GL_NET_LOCAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct ev_loop;
+
+/* ======================================================================
+ * Server
+ * ==================================================================== */
+
+typedef struct gl_lserver gl_lserver;
+/* One request of one connection; owned by the server until
+ * gl_lreq_reply() (exactly once). */
+typedef struct gl_lreq gl_lreq;
+
+/* Called once per whole request message (msg valid during the call
+ * only). The callee calls gl_lreq_reply(req, ...) exactly once, now or
+ * later. */
+typedef void (*gl_lserver_request_cb)(void *user, gl_lreq *req, const uint8_t *msg, size_t len);
+/* Called when a connection closes (its requests still unanswered become
+ * orphaned); conn_id as gl_lreq_conn_id() gave it. May be NULL. */
+typedef void (*gl_lserver_close_cb)(void *user, uint64_t conn_id);
+
+typedef struct gl_lserver_config {
+  const char *path;         /* the socket's path (at most 107 bytes) */
+  unsigned mode;            /* its file mode, e.g. 0660 */
+  size_t max_message_bytes; /* per request; larger: TOO_LARGE, connection closed */
+  size_t max_connections;   /* beyond: refused (closed at once); default 256 */
+  gl_lserver_request_cb on_request;
+  gl_lserver_close_cb on_close;
+  void *user;
+} gl_lserver_config;
+
+/* Creates the socket (replacing a stale one at path), sets its mode and
+ * serves on loop. 0, or -1 with err. */
+int gl_lserver_new(struct ev_loop *loop, const gl_lserver_config *cfg, gl_lserver **out,
+                   char *err, size_t errlen);
+
+/* Closes every connection, removes the socket file, frees srv. Pending
+ * requests become orphaned: their gl_lreq_reply() only frees them. */
+void gl_lserver_del(gl_lserver *srv);
+
+/* Sends msg (copied) as the answer to req and frees req. 0, or -1 when the
+ * connection is gone (req is freed all the same). */
+int gl_lreq_reply(gl_lreq *req, const uint8_t *msg, size_t len);
+
+/* True when req's connection has closed. */
+bool gl_lreq_orphaned(const gl_lreq *req);
+
+/* The oldest file descriptor the connection sent and no request took yet
+ * (the caller owns it), or -1. */
+int gl_lreq_take_fd(gl_lreq *req);
+
+/* The connection's id (unique while the daemon runs) and its peer's uid. */
+uint64_t gl_lreq_conn_id(const gl_lreq *req);
+uid_t gl_lreq_peer_uid(const gl_lreq *req);
+
+/* ======================================================================
+ * Client (blocking)
+ * ==================================================================== */
+
+typedef struct gl_lclient gl_lclient;
+
+/* Connects to the socket at path. 0, or -1 with err (errno kept). */
+int gl_lclient_connect(const char *path, uint32_t timeout_ms, gl_lclient **out, char *err,
+                       size_t errlen);
+
+/* Sends a request (len bytes), with fd (or -1) beside it; *token names it.
+ * 0, or -1 with err (the connection is then dead). */
+int gl_lclient_send(gl_lclient *c, const uint8_t *req, size_t len, int fd, uint64_t *token,
+                    char *err, size_t errlen);
+
+/* Waits for token's answer: *resp is malloc'd (the caller frees it). 0, or
+ * -1 with err (timeout: the connection is then dead too, as answers could
+ * no longer be matched). Answers to other tokens that come first are kept
+ * for their own wait. */
+int gl_lclient_wait(gl_lclient *c, uint64_t token, uint8_t **resp, size_t *resp_len, char *err,
+                    size_t errlen);
+
+bool gl_lclient_dead(const gl_lclient *c);
+
+void gl_lclient_del(gl_lclient *c);
+
+#endif /* GL_NET_LOCAL_H */

@@ -1,0 +1,359 @@
+/*
+ * local_server.c - the daemon's side of the local socket (local.h): a Unix
+ * stream socket on the daemon's libev loop. Each connection reads tagged
+ * messages (recvmsg, keeping the descriptors that come with them), hands
+ * each whole request to the callback, and writes the answers, tagged, in
+ * the order they are given (non-blocking, with a write watcher when the
+ * socket is full).
+ */
+#include <errno.h>
+#include <ev.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "net/local.h"
+#include "proto/wire.h"
+
+#define TAG_BYTES 8
+#define MAX_QUEUED_FDS 16
+#define DEFAULT_MAX_CONNECTIONS 256
+
+typedef struct lout {
+  struct lout *next;
+  uint8_t *data; /* tag + message */
+  size_t len, off;
+} lout;
+
+typedef struct lconn {
+  gl_lserver *srv;
+  struct lconn *prev, *next; /* in srv->conns */
+  int fd;
+  uint64_t id;
+  uid_t uid;
+  ev_io rio, wio;
+  uint8_t *in;
+  size_t in_len, in_cap;
+  int fds[MAX_QUEUED_FDS];
+  size_t nfds;
+  lout *out_head, *out_tail;
+  unsigned refs; /* the server's (while open) and each pending request's */
+  bool closed;
+} lconn;
+
+struct gl_lreq {
+  lconn *c;
+  uint64_t tag;
+};
+
+struct gl_lserver {
+  struct ev_loop *loop;
+  gl_lserver_config cfg;
+  char path[108];
+  int fd;
+  ev_io aio;
+  lconn *conns;
+  size_t nconns;
+  uint64_t next_id;
+};
+
+static void conn_unref(lconn *c) {
+  if (--c->refs) return;
+  free(c->in);
+  free(c);
+}
+
+static void conn_close(lconn *c) {
+  if (c->closed) return;
+  gl_lserver *s = c->srv;
+  c->closed = true;
+  ev_io_stop(s->loop, &c->rio);
+  ev_io_stop(s->loop, &c->wio);
+  close(c->fd);
+  for (size_t i = 0; i < c->nfds; i++) close(c->fds[i]);
+  c->nfds = 0;
+  for (lout *o = c->out_head; o;) {
+    lout *n = o->next;
+    free(o->data);
+    free(o);
+    o = n;
+  }
+  c->out_head = c->out_tail = NULL;
+  if (c->prev) c->prev->next = c->next;
+  else s->conns = c->next;
+  if (c->next) c->next->prev = c->prev;
+  s->nconns--;
+  GL_DEBUG("local: connection %llu closed", (unsigned long long)c->id);
+  if (s->cfg.on_close) s->cfg.on_close(s->cfg.user, c->id);
+  conn_unref(c);
+}
+
+static void flush_out(lconn *c) {
+  while (c->out_head) {
+    lout *o = c->out_head;
+    ssize_t n = send(c->fd, o->data + o->off, o->len - o->off, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        ev_io_start(c->srv->loop, &c->wio);
+        return;
+      }
+      conn_close(c);
+      return;
+    }
+    o->off += (size_t)n;
+    if (o->off < o->len) continue;
+    c->out_head = o->next;
+    if (!c->out_head) c->out_tail = NULL;
+    free(o->data);
+    free(o);
+  }
+  ev_io_stop(c->srv->loop, &c->wio);
+}
+
+static void on_writable(struct ev_loop *loop, ev_io *w, int revents) {
+  (void)loop, (void)revents;
+  flush_out(w->data);
+}
+
+/* Hands every whole message in the read buffer to the callback. */
+static void deliver(lconn *c) {
+  gl_lserver *s = c->srv;
+  size_t off = 0;
+  while (!c->closed && c->in_len - off >= TAG_BYTES + GL_WIRE_HEADER_SIZE) {
+    const uint8_t *p = c->in + off;
+    uint64_t tag = 0;
+    for (int i = 0; i < TAG_BYTES; i++) tag = tag << 8 | p[i];
+    gl_header h;
+    gpulease_status st = gl_header_decode(p + TAG_BYTES, GL_WIRE_HEADER_SIZE, &h);
+    size_t total = GL_WIRE_HEADER_SIZE + (size_t)h.body_len;
+    if (st != GPULEASE_OK || total > s->cfg.max_message_bytes) {
+      /* The stream cannot be followed: answer, then close. */
+      gl_buf b;
+      gl_buf_init(&b);
+      if (st != GPULEASE_OK)
+        gl_response_encode_error(h.op, st, &b, "malformed message header on the local socket");
+      else
+        gl_response_encode_error(h.op, GPULEASE_TOO_LARGE, &b,
+                                 "request of %zu bytes exceeds the local socket's limit of %zu "
+                                 "(use a shared memory segment for bulk data)",
+                                 total, s->cfg.max_message_bytes);
+      gl_lreq tmp = {.c = c, .tag = tag};
+      c->refs++;
+      gl_lreq *r = malloc(sizeof *r);
+      if (r) {
+        *r = tmp;
+        gl_lreq_reply(r, b.data, b.len);
+      } else {
+        conn_unref(c);
+      }
+      gl_buf_free(&b);
+      flush_out(c);
+      conn_close(c);
+      return;
+    }
+    if (c->in_len - off - TAG_BYTES < total) break;
+    gl_lreq *r = malloc(sizeof *r);
+    if (!r) {
+      GL_ERROR("local: out of memory; closing connection %llu", (unsigned long long)c->id);
+      conn_close(c);
+      return;
+    }
+    r->c = c;
+    r->tag = tag;
+    c->refs++;
+    s->cfg.on_request(s->cfg.user, r, p + TAG_BYTES, total);
+    off += TAG_BYTES + total;
+  }
+  if (c->closed) return;
+  memmove(c->in, c->in + off, c->in_len - off);
+  c->in_len -= off;
+}
+
+static void on_readable(struct ev_loop *loop, ev_io *w, int revents) {
+  (void)loop, (void)revents;
+  lconn *c = w->data;
+  c->refs++; /* deliver() may close it */
+  for (;;) {
+    if (c->in_cap - c->in_len < 65536) {
+      size_t ncap = c->in_cap ? c->in_cap * 2 : 131072;
+      uint8_t *n = realloc(c->in, ncap);
+      if (!n) {
+        conn_close(c);
+        break;
+      }
+      c->in = n;
+      c->in_cap = ncap;
+    }
+    union {
+      struct cmsghdr h;
+      char buf[CMSG_SPACE(sizeof(int) * 4)];
+    } cm;
+    struct iovec iov = {.iov_base = c->in + c->in_len, .iov_len = c->in_cap - c->in_len};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+                       .msg_controllen = sizeof cm.buf};
+    ssize_t n = recvmsg(c->fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (n > 0) {
+      for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h)) {
+        if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS) continue;
+        size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        int fds[4];
+        memcpy(fds, CMSG_DATA(h), k * sizeof(int));
+        for (size_t i = 0; i < k; i++) {
+          if (c->nfds < MAX_QUEUED_FDS) c->fds[c->nfds++] = fds[i];
+          else close(fds[i]);
+        }
+      }
+      c->in_len += (size_t)n;
+      deliver(c);
+      if (c->closed) break;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    conn_close(c); /* EOF or error */
+    break;
+  }
+  conn_unref(c);
+}
+
+static void on_accept(struct ev_loop *loop, ev_io *w, int revents) {
+  (void)revents;
+  gl_lserver *s = w->data;
+  for (;;) {
+    int fd = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    struct ucred cred;
+    socklen_t cl = sizeof cred;
+    if (s->nconns >= s->cfg.max_connections ||
+        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0) {
+      GL_WARN("local: connection refused (%zu open)", s->nconns);
+      close(fd);
+      continue;
+    }
+    lconn *c = calloc(1, sizeof *c);
+    if (!c) {
+      close(fd);
+      continue;
+    }
+    c->srv = s;
+    c->fd = fd;
+    c->id = ++s->next_id;
+    c->uid = cred.uid;
+    c->refs = 1;
+    c->next = s->conns;
+    if (s->conns) s->conns->prev = c;
+    s->conns = c;
+    s->nconns++;
+    ev_io_init(&c->rio, on_readable, fd, EV_READ);
+    ev_io_init(&c->wio, on_writable, fd, EV_WRITE);
+    c->rio.data = c->wio.data = c;
+    ev_io_start(loop, &c->rio);
+    GL_DEBUG("local: connection %llu from uid %u pid %d", (unsigned long long)c->id,
+             (unsigned)cred.uid, (int)cred.pid);
+  }
+}
+
+int gl_lserver_new(struct ev_loop *loop, const gl_lserver_config *cfg, gl_lserver **out,
+                   char *err, size_t errlen) {
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  if (!cfg->path || strlen(cfg->path) >= sizeof a.sun_path) {
+    snprintf(err, errlen, "local socket path too long (at most %zu bytes)",
+             sizeof a.sun_path - 1);
+    return -1;
+  }
+  gl_lserver *s = calloc(1, sizeof *s);
+  if (!s) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  s->loop = loop;
+  s->cfg = *cfg;
+  if (!s->cfg.max_connections) s->cfg.max_connections = DEFAULT_MAX_CONNECTIONS;
+  snprintf(s->path, sizeof s->path, "%s", cfg->path);
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", cfg->path);
+  s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (s->fd < 0) {
+    snprintf(err, errlen, "socket: %s", strerror(errno));
+    free(s);
+    return -1;
+  }
+  struct stat st;
+  if (lstat(cfg->path, &st) == 0 && S_ISSOCK(st.st_mode)) unlink(cfg->path); /* a stale one */
+  /* Created with no access for anyone, then opened up to the mode asked. */
+  mode_t old = umask(0777);
+  int rc = bind(s->fd, (struct sockaddr *)&a, sizeof a);
+  umask(old);
+  if (rc != 0 || chmod(cfg->path, cfg->mode) != 0 || listen(s->fd, 64) != 0) {
+    snprintf(err, errlen, "local socket %s: %s", cfg->path, strerror(errno));
+    close(s->fd);
+    free(s);
+    return -1;
+  }
+  ev_io_init(&s->aio, on_accept, s->fd, EV_READ);
+  s->aio.data = s;
+  ev_io_start(loop, &s->aio);
+  GL_INFO("local socket %s (mode %04o)", cfg->path, cfg->mode);
+  *out = s;
+  return 0;
+}
+
+void gl_lserver_del(gl_lserver *s) {
+  if (!s) return;
+  while (s->conns) conn_close(s->conns);
+  ev_io_stop(s->loop, &s->aio);
+  close(s->fd);
+  unlink(s->path);
+  free(s);
+}
+
+int gl_lreq_reply(gl_lreq *r, const uint8_t *msg, size_t len) {
+  lconn *c = r->c;
+  int rc = -1;
+  if (!c->closed) {
+    lout *o = malloc(sizeof *o);
+    uint8_t *d = malloc(TAG_BYTES + len);
+    if (o && d) {
+      for (int i = 0; i < TAG_BYTES; i++) d[i] = (uint8_t)(r->tag >> (56 - 8 * i));
+      memcpy(d + TAG_BYTES, msg, len);
+      o->data = d;
+      o->len = TAG_BYTES + len;
+      o->off = 0;
+      o->next = NULL;
+      bool idle = !c->out_head;
+      if (c->out_tail) c->out_tail->next = o;
+      else c->out_head = o;
+      c->out_tail = o;
+      if (idle) flush_out(c);
+      rc = 0;
+    } else {
+      free(o);
+      free(d);
+      conn_close(c);
+    }
+  }
+  free(r);
+  conn_unref(c);
+  return rc;
+}
+
+bool gl_lreq_orphaned(const gl_lreq *r) { return r->c->closed; }
+
+int gl_lreq_take_fd(gl_lreq *r) {
+  lconn *c = r->c;
+  if (c->closed || c->nfds == 0) return -1;
+  int fd = c->fds[0];
+  memmove(c->fds, c->fds + 1, (c->nfds - 1) * sizeof c->fds[0]);
+  c->nfds--;
+  return fd;
+}
+
+uint64_t gl_lreq_conn_id(const gl_lreq *r) { return r->c->id; }
+
+uid_t gl_lreq_peer_uid(const gl_lreq *r) { return r->c->uid; }
