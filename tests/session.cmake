@@ -9,6 +9,11 @@ add_dependencies(test_e2e_session gpuleased gl_kernels)
 gl_add_test(test_e2e_contract SOURCES e2e/test_e2e_contract.c e2e/daemon_harness.c
   LIBS gpulease_static gl_common Threads::Threads TIMEOUT 300 LABELS emu)
 add_dependencies(test_e2e_contract gpuleased)
+# Sessions, transfers and GPU_SUBMIT through a lossy, reordering UDP relay
+# on loopback (tests/e2e/udp_relay.c): issue 9's "lossy networks".
+gl_add_test(test_e2e_lossy SOURCES e2e/test_e2e_lossy.c e2e/udp_relay.c e2e/daemon_harness.c
+  LIBS gpulease_static gl_common Threads::Threads TIMEOUT 300 LABELS emu)
+add_dependencies(test_e2e_lossy gpuleased)
 # The same-host fast path: the local socket, shared memory segments, the
 # library's staging and gpulease_host_alloc, refusals, a killed client.
 gl_add_test(test_e2e_local SOURCES e2e/test_e2e_local.c e2e/daemon_harness.c
