@@ -192,7 +192,15 @@ gpulease_status gl_session_send(gpulease_session *s, gl_request *req, uint64_t *
   gl_buf b;
   gl_buf_init(&b);
   st = gl_lib_encode(req, &b, err);
-  if (st == GPULEASE_OK) st = send_bytes(s, b.data, b.len, req->op, token, err);
+  if (st == GPULEASE_OK) {
+    /* The encoded message goes to the connection as it is (a MEM_WRITE
+     * chunk is not copied once more). */
+    char why[sizeof err->message - 64];
+    size_t len;
+    uint8_t *msg = gl_buf_steal(&b, &len);
+    int rc = gl_qclient_send_take(s->client->q, msg, len, token, why, sizeof why);
+    if (rc != GL_QC_OK) st = set_err(err, gl_lib_map_qc(rc), "%s: %s", gl_op_name(req->op), why);
+  }
   gl_buf_free(&b);
   if (st != GPULEASE_OK) return st;
   *seq = ref->seq;

@@ -648,7 +648,13 @@ static void cl_expiry(gl_qclient *c) {
 /* Drives the connection until `what` holds (for WAIT_RESPONSE: st's
  * response is complete), the connection dies, or the deadline passes.
  * GL_QC_OK, GL_QC_TIMEOUT, or the connection's error. */
+/* How long a wait for a response watches the socket before it sleeps in
+ * poll(): an answer usually comes within tens of microseconds, and a
+ * wake-up from sleep costs about as much again. */
+#define GL_Q_SPIN_NS 60000ull
+
 static int cl_wait(gl_qclient *c, enum wait_for what, const cstream *st, uint64_t deadline_ns) {
+  uint64_t spin_until = what == WAIT_RESPONSE ? gl_q_now_ns() + GL_Q_SPIN_NS : 0;
   for (;;) {
     cl_expiry(c);
     cl_write(c);
@@ -660,7 +666,7 @@ static int cl_wait(gl_qclient *c, enum wait_for what, const cstream *st, uint64_
     uint64_t until = ngtcp2_conn_get_expiry(c->conn);
     if (until > deadline_ns) until = deadline_ns;
     int ms = 0;
-    if (until > now && !c->more) {
+    if (until > now && !c->more && now >= spin_until) {
       uint64_t d = (until - now + 999999) / 1000000;
       ms = d > INT_MAX ? INT_MAX : (int)d;
     }
