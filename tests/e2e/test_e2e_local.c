@@ -82,6 +82,14 @@ static bool worker_maps_segment(const gl_test_daemon *d) {
   return false;
 }
 
+/* The emulated device with `emu_vram`, or with GL_TEST_DEVICE=cuda the
+ * node's GPUs (tests/gpu/check.sh). */
+static int start_daemon(gl_test_daemon *d, const char *emu_vram, const char *const *extra) {
+  const char *dev = getenv("GL_TEST_DEVICE");
+  bool gpu = dev && strcmp(dev, "cuda") == 0;
+  return gl_test_daemon_start(d, gpu ? NULL : emu_vram, extra);
+}
+
 static void fill(uint8_t *p, size_t n, unsigned seed) {
   uint32_t x = seed * 2654435761u + 1;
   for (size_t i = 0; i < n; i++) {
@@ -97,7 +105,7 @@ static void fill(uint8_t *p, size_t n, unsigned seed) {
 static void test_local_transfers(void **state) {
   (void)state;
   gl_test_daemon d;
-  assert_int_equal(gl_test_daemon_start(&d, "512M", NULL), 0);
+  assert_int_equal(start_daemon(&d, "512M", NULL), 0);
   gpulease_client *c = connect_opts(&d, 0);
   assert_non_null(c);
   gpulease_lease l;
@@ -194,7 +202,7 @@ static int memfd(size_t size, bool seal) {
 static void test_local_refusals(void **state) {
   (void)state;
   gl_test_daemon d;
-  assert_int_equal(gl_test_daemon_start(&d, "64M", NULL), 0);
+  assert_int_equal(start_daemon(&d, "64M", NULL), 0);
   gpulease_client *c = connect_opts(&d, 1);
   gpulease_lease lease;
   CHECK(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, 4 * MiB, 120, &lease, E));
@@ -351,7 +359,7 @@ static void test_local_socket_mode(void **state) {
   snprintf(sock, sizeof sock, "%s/gpuleased.sock", dir);
   const char *extra[] = {"--local-socket", sock, NULL};
   gl_test_daemon d;
-  assert_int_equal(gl_test_daemon_start(&d, "64M", extra), 0);
+  assert_int_equal(start_daemon(&d, "64M", extra), 0);
   struct stat st;
   assert_int_equal(stat(sock, &st), 0);
   assert_int_equal(st.st_mode & 0777, 0660);
@@ -381,7 +389,7 @@ static void test_local_socket_mode(void **state) {
 static void test_local_client_killed(void **state) {
   (void)state;
   gl_test_daemon d;
-  assert_int_equal(gl_test_daemon_start(&d, "512M", NULL), 0);
+  assert_int_equal(start_daemon(&d, "512M", NULL), 0);
   gpulease_client *c = connect_opts(&d, 1);
   gpulease_lease l;
   CHECK(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, 300 * MiB, 120, &l, E));

@@ -162,6 +162,12 @@ export GL_TEST_DEVICE=cuda GL_TEST_BIN_DIR=$B GL_TEST_PTX_DIR=$B/emu-kernels/sm_
 echo "== the session contract on the GPU (tests/e2e/test_e2e_contract.c)"
 "$B/tests/test_e2e_contract" 2>&1 | grep -v "^\[ *RUN " | tail -30
 result "session contract on the GPU (seq 0, missing seqs, window, lost context, region offsets)" ${PIPESTATUS[0]}
+echo "== the same-host fast path on the GPU (tests/e2e/test_e2e_local.c)"
+"$B/tests/test_e2e_local" 2>&1 | grep -v "^\[ *RUN " | tail -20
+result "local socket and shared memory on the GPU (transfers, refusals, socket mode, killed client)" ${PIPESTATUS[0]}
+echo "== a lossy link (tests/e2e/test_e2e_lossy.c, on the emulated device)"
+"$B/tests/test_e2e_lossy" 2>&1 | grep -v "^\[ *RUN " | tail -12
+result "transfers and launches through a 1% lossy, reordering relay" ${PIPESTATUS[0]}
 result "session tests on the GPU (pipeline, 10,000 launches, failures, capacity, handles, caches, call, renewer)" ${PIPESTATUS[0]}
 GL_TEST_BIG_BYTES=$((4 << 30)) GL_TEST_FILTER=test_large_transfer "$B/tests/test_e2e_session" 2>&1 | grep -i "round trip\|FAIL\|PASSED"
 result "4 GiB MEM_WRITE/MEM_READ round trip with checksum" ${PIPESTATUS[0]}
@@ -172,7 +178,8 @@ if [ -x "$B/tests/gl_backend_stream_smoke" ]; then
 fi
 
 echo "== benchmark"
-"$B/bench/gl_bench_session" --addr "$ADDR" --pin-sha256 "$FP" --mib 256 --launches 10000
+"$B/bench/gl_bench_session" --addr "$ADDR" --pin-sha256 "$FP" --mib 256 --launches 10000 --local-mib 1024
+"$B/bench/gl_bench_quic" --runs 5 --mib 64,256
 "$B/bench/gl_bench_submit" --addr "$ADDR" --pin-sha256 "$FP" --ptx "$K/iota.ptx" --iters 100
 echo "== emulator benchmark (host CPU of the GPU node)"
 "$B/bench/gl_bench_emu" "$B/emu-kernels/sm_75" 512 5
