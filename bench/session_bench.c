@@ -233,7 +233,7 @@ static int remote_figures(gpulease_client *c, size_t bytes, int launches, int it
   gpulease_function fn;
   gpulease_buffer b;
   gpulease_op_failure fl;
-  TRY(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, bytes + (1 << 20), 300, &l, &err));
+  TRY(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, bytes + (1 << 20), 120, &l, &err));
   TRY(gpulease_session_open(c, &l, &s, &err));
   if (batch > 0) TRY(gpulease_session_set_batch(s, (unsigned)batch, &err));
   TRY(gpulease_module_load(s, k_empty_ptx, sizeof k_empty_ptx - 1, GPULEASE_IMAGE_PTX, &m, NULL,
@@ -310,7 +310,7 @@ static int local_transfers(gpulease_client *c, size_t bytes, figures *f) {
   gpulease_lease l;
   gpulease_session *s;
   gpulease_buffer b;
-  TRY(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, bytes + (1 << 20), 300, &l, &err));
+  TRY(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, bytes + (1 << 20), 120, &l, &err));
   TRY(gpulease_session_open(c, &l, &s, &err));
   TRY(gpulease_mem_alloc(s, bytes, &b, &err));
   uint8_t *host = malloc(bytes), *back = malloc(bytes), *pin = NULL;

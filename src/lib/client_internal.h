@@ -79,6 +79,8 @@ gpulease_status gl_lib_exchange(gpulease_client *c, const gl_request *req, gl_re
 /* MEM_WRITE / MEM_READ chunking. */
 #define GL_SESSION_CHUNK (8u << 20)
 #define GL_SESSION_CHUNKS_IN_FLIGHT 16
+/* The session's send buffer is kept between ops up to this capacity. */
+#define GL_SESSION_SENDBUF_KEEP (GL_SESSION_CHUNK + (1u << 20))
 /* Pipelined ops batched into one BATCH request at most, by default and in
  * bytes (gpulease_session_set_batch). */
 #define GL_SESSION_BATCH_OPS 64
@@ -116,6 +118,7 @@ struct gpulease_session {
   char fail_msg[sizeof(((gpulease_error *)0)->message)];
   /* Pipelined ops not sent yet: a BATCH's list (session.c, "batching"). */
   gl_buf batch;
+  gl_buf sendbuf; /* where ops sent alone are encoded (kept warm) */
   uint16_t batch_count, batch_max, batch_op0;
   uint64_t batch_seq; /* the first op's */
   struct gl_stage *stage; /* the staging segment of local transfers (local.c) */

@@ -189,19 +189,15 @@ gpulease_status gl_session_send(gpulease_session *s, gl_request *req, uint64_t *
   if (st != GPULEASE_OK) return st;
   gl_session_ref *ref = fill_ref(s, req, err);
   if (!ref) return GPULEASE_INVALID_ARGUMENT;
-  gl_buf b;
-  gl_buf_init(&b);
-  st = gl_lib_encode(req, &b, err);
-  if (st == GPULEASE_OK) {
-    /* The encoded message goes to the connection as it is (a MEM_WRITE
-     * chunk is not copied once more). */
-    char why[sizeof err->message - 64];
-    size_t len;
-    uint8_t *msg = gl_buf_steal(&b, &len);
-    int rc = gl_qclient_send_take(s->client->q, msg, len, token, why, sizeof why);
-    if (rc != GL_QC_OK) st = set_err(err, gl_lib_map_qc(rc), "%s: %s", gl_op_name(req->op), why);
-  }
-  gl_buf_free(&b);
+  /* Encoded into the session's buffer, which stays warm between ops (a
+   * MEM_WRITE chunk in fresh memory would cost a page fault per 4 KiB);
+   * the connection copies it into warm buffers of its own. */
+  gl_buf *b = &s->sendbuf;
+  b->len = 0;
+  b->oom = false;
+  st = gl_lib_encode(req, b, err);
+  if (st == GPULEASE_OK) st = send_bytes(s, b->data, b->len, req->op, token, err);
+  if (b->cap > GL_SESSION_SENDBUF_KEEP) gl_buf_free(b); /* an unusually large op */
   if (st != GPULEASE_OK) return st;
   *seq = ref->seq;
   if (!s->unordered) s->next_seq++;
@@ -387,6 +383,7 @@ static gpulease_session *session_new(gpulease_client *client, const gpulease_lea
   s->fifo = fifo;
   s->fifo_cap = GL_SESSION_WINDOW + 1;
   gl_buf_init(&s->batch);
+  gl_buf_init(&s->sendbuf);
   s->batch_max = GL_SESSION_BATCH_OPS;
   return s;
 }
@@ -394,6 +391,7 @@ static gpulease_session *session_new(gpulease_client *client, const gpulease_lea
 static void session_free(gpulease_session *s) {
   gl_lib_stage_free(s);
   gl_buf_free(&s->batch);
+  gl_buf_free(&s->sendbuf);
   free(s->fifo);
   free(s);
 }

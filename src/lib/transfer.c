@@ -92,7 +92,11 @@ static gpulease_status wait_chunk(transfer *t, gpulease_error *err) {
     else
       memcpy(t->dst + c.pos, resp.u.mem_read.data, c.len);
   }
-  free(raw);
+  /* The connection reuses the (warm) buffer of a large answer. */
+  if (raw && st == GPULEASE_OK && t->op == GL_OP_MEM_READ)
+    gl_qclient_release(t->s->client->q, raw, (size_t)(resp.u.mem_read.data + c.len - raw));
+  else
+    free(raw);
   if (st != GPULEASE_OK) {
     if (t->first == GPULEASE_OK) {
       t->first = st;
