@@ -255,7 +255,7 @@ static void *copy_thread(void *arg) {
 }
 
 static void par_memcpy(void *dst, const void *src, size_t n) {
-  enum { THREADS = 4, MIN_PART = 4u << 20 };
+  enum { THREADS = 8, MIN_PART = 2u << 20 };
   if (n < 2 * MIN_PART) {
     memcpy(dst, src, n);
     return;

@@ -103,10 +103,16 @@ static void note_sticky(cuda_backend *c, CUresult r) {
 /* Makes the lease's context current on the calling thread. Session ops
  * come from threads other than the one init ran on; the driver's current
  * context is per thread. */
+static __thread CUcontext tl_current; /* what this thread made current */
+
 static CUresult make_current(cuda_backend *c) {
+  if (tl_current == c->ctx && c->ctx) return CUDA_SUCCESS;
   CUcontext cur = NULL;
-  if (c->cu.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == c->ctx) return CUDA_SUCCESS;
-  return c->cu.cuCtxSetCurrent(c->ctx);
+  CUresult r = CUDA_SUCCESS;
+  if (c->cu.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != c->ctx)
+    r = c->cu.cuCtxSetCurrent(c->ctx);
+  if (r == CUDA_SUCCESS) tl_current = c->ctx;
+  return r;
 }
 
 /* Formats "<what>: CUDA_ERROR_X (description)" into err. */
@@ -196,6 +202,7 @@ static void release_device(cuda_backend *c) {
   if (c->region) cu->cuMemFree(c->region);
   if (c->ctx) {
     cu->cuCtxSetCurrent(NULL);
+    tl_current = NULL;
     cu->cuDevicePrimaryCtxRelease(c->dev);
   }
   c->ev_start = c->ev_stop = NULL;
@@ -238,6 +245,7 @@ static gpulease_status cuda_init(gl_backend *b, uint32_t ordinal, uint64_t vram_
     snprintf(what, sizeof what, "cuDevicePrimaryCtxRetain(device %u)", ordinal);
     goto fail_internal;
   }
+  tl_current = NULL; /* a new context: whatever this thread had is stale */
   if ((r = cu->cuCtxSetCurrent(c->ctx)) != CUDA_SUCCESS) {
     snprintf(what, sizeof what, "cuCtxSetCurrent(device %u)", ordinal);
     goto fail_internal;

@@ -16,11 +16,14 @@ typedef struct gl_wbatch {
   atomic_uint refs; /* jobs not yet freed */
   pthread_mutex_t mu;
   gl_buf *replies; /* count, each empty until answered */
+  uint16_t *ok_op; /* per op: an OK reply with no result and no message, of
+                      this op (0: none); written by the op's only replier */
 } gl_wbatch;
 
 static void batch_free(gl_wbatch *b) {
   for (uint16_t i = 0; i < b->count; i++) gl_buf_free(&b->replies[i]);
   free(b->replies);
+  free(b->ok_op);
   free(b->msg);
   pthread_mutex_destroy(&b->mu);
   free(b);
@@ -31,6 +34,13 @@ static void batch_finish(gl_wbatch *b) {
   gl_buf list;
   gl_buf_init(&list);
   for (uint16_t i = 0; i < b->count; i++) {
+    if (b->ok_op[i]) {
+      uint8_t ok[GL_WIRE_HEADER_SIZE + 2] = {GL_WIRE_MAGIC0, GL_WIRE_MAGIC1, GL_WIRE_VERSION,
+                                             GL_WIRE_KIND_RESPONSE, (uint8_t)(b->ok_op[i] >> 8),
+                                             (uint8_t)b->ok_op[i], 0, 0, 0, 0, 0, 2, 0, 0};
+      gl_batch_append(&list, ok, sizeof ok);
+      continue;
+    }
     if (b->replies[i].len == 0) { /* dropped unanswered */
       gl_buf_free(&list);
       batch_free(b);
@@ -60,6 +70,8 @@ static void job_released(gl_job *job) {
   if (atomic_fetch_sub(&b->refs, 1) == 1) batch_finish(b);
 }
 
+void gl_wbatch_put_ok(gl_job *job, uint16_t op) { job->batch->ok_op[job->batch_index] = op; }
+
 void gl_wbatch_put(gl_job *job, gl_buf *reply) {
   gl_wbatch *b = job->batch;
   pthread_mutex_lock(&b->mu);
@@ -74,8 +86,9 @@ gl_job *gl_wbatch_expand(gl_wk *w, gl_job *batch_job) {
   const gl_batch_req *br = &batch_job->req.u.batch;
   gl_wbatch *b = calloc(1, sizeof *b);
   gl_buf *replies = calloc(br->count, sizeof *replies);
-  if (!b || !replies) {
-    free(b), free(replies);
+  uint16_t *ok_op = calloc(br->count, sizeof *ok_op);
+  if (!b || !replies || !ok_op) {
+    free(b), free(replies), free(ok_op);
     gl_wk_reply_error(w, batch_job->tag, GL_OP_BATCH, GPULEASE_INTERNAL,
                       "worker out of memory for a batch");
     gl_job_free(batch_job);
@@ -85,6 +98,7 @@ gl_job *gl_wbatch_expand(gl_wk *w, gl_job *batch_job) {
   b->tag = batch_job->tag;
   b->count = br->count;
   b->replies = replies;
+  b->ok_op = ok_op;
   pthread_mutex_init(&b->mu, NULL);
   atomic_init(&b->refs, br->count);
   gl_job *out = NULL, **tail = &out;

@@ -24,4 +24,8 @@ gl_job *gl_wbatch_expand(gl_wk *w, gl_job *batch_job);
 /* Keeps the encoded reply b (taken) of job, an op of a batch. */
 void gl_wbatch_put(gl_job *job, gl_buf *b);
 
+/* The same for an OK reply with no result and no message (most LAUNCHes
+ * of a batch): nothing is encoded or allocated until the batch answers. */
+void gl_wbatch_put_ok(gl_job *job, uint16_t op);
+
 #endif /* GL_WORKER_BATCH_H */

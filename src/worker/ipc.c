@@ -72,22 +72,12 @@ static int discard(int fd, uint64_t n) {
   return 0;
 }
 
-gl_ipc_result gl_ipc_read(int fd, size_t max_body, gl_header *hdr, uint8_t **msg, size_t *len,
-                          gpulease_status *hdr_status) {
-  *msg = NULL;
-  *len = 0;
-  memset(hdr, 0, sizeof *hdr);
-  if (max_body > GL_IPC_MAX_BODY) max_body = GL_IPC_MAX_BODY;
-
-  uint8_t h[GL_WIRE_HEADER_SIZE];
-  ssize_t r = read_full(fd, h, sizeof h);
-  if (r < 0) return GL_IPC_IO_ERROR;
-  if (r == 0) return GL_IPC_EOF;
-  if ((size_t)r < sizeof h) {
-    errno = ECONNRESET;
-    return GL_IPC_IO_ERROR;
-  }
-  gpulease_status st = gl_header_decode(h, sizeof h, hdr);
+/* The rest of a message whose 12-byte header h was read. */
+static gl_ipc_result read_rest(int fd, const uint8_t h[GL_WIRE_HEADER_SIZE], size_t max_body,
+                               gl_header *hdr, uint8_t **msg, size_t *len,
+                               gpulease_status *hdr_status) {
+  ssize_t r;
+  gpulease_status st = gl_header_decode(h, GL_WIRE_HEADER_SIZE, hdr);
   if (st != GPULEASE_OK) {
     if (hdr_status) *hdr_status = st;
     return GL_IPC_BAD_HEADER;
@@ -96,15 +86,15 @@ gl_ipc_result gl_ipc_read(int fd, size_t max_body, gl_header *hdr, uint8_t **msg
     if (discard(fd, hdr->body_len) != 0) return GL_IPC_IO_ERROR;
     return GL_IPC_TOO_LARGE;
   }
-  size_t total = sizeof h + hdr->body_len;
+  size_t total = GL_WIRE_HEADER_SIZE + hdr->body_len;
   uint8_t *buf = malloc(total);
   if (!buf) {
     /* Keep the stream in step so the caller can still answer. */
     if (discard(fd, hdr->body_len) != 0) return GL_IPC_IO_ERROR;
     return GL_IPC_TOO_LARGE;
   }
-  memcpy(buf, h, sizeof h);
-  r = read_full(fd, buf + sizeof h, hdr->body_len);
+  memcpy(buf, h, GL_WIRE_HEADER_SIZE);
+  r = read_full(fd, buf + GL_WIRE_HEADER_SIZE, hdr->body_len);
   if (r < 0 || (size_t)r != hdr->body_len) {
     int e = r < 0 ? errno : ECONNRESET;
     free(buf);
@@ -145,6 +135,23 @@ uint64_t gl_ipc_get_tag(const uint8_t in[GL_IPC_TAG_BYTES]) {
   return t;
 }
 
+gl_ipc_result gl_ipc_read(int fd, size_t max_body, gl_header *hdr, uint8_t **msg, size_t *len,
+                          gpulease_status *hdr_status) {
+  *msg = NULL;
+  *len = 0;
+  memset(hdr, 0, sizeof *hdr);
+  if (max_body > GL_IPC_MAX_BODY) max_body = GL_IPC_MAX_BODY;
+  uint8_t h[GL_WIRE_HEADER_SIZE];
+  ssize_t r = read_full(fd, h, sizeof h);
+  if (r < 0) return GL_IPC_IO_ERROR;
+  if (r == 0) return GL_IPC_EOF;
+  if ((size_t)r < sizeof h) {
+    errno = ECONNRESET;
+    return GL_IPC_IO_ERROR;
+  }
+  return read_rest(fd, h, max_body, hdr, msg, len, hdr_status);
+}
+
 gl_ipc_result gl_ipc_read_call(int fd, size_t max_body, uint64_t *tag, gl_header *hdr,
                                uint8_t **msg, size_t *len, gpulease_status *hdr_status) {
   return gl_ipc_read_call_fds(fd, max_body, tag, hdr, msg, len, hdr_status, NULL);
@@ -157,22 +164,20 @@ gl_ipc_result gl_ipc_read_call_fds(int fd, size_t max_body, uint64_t *tag, gl_he
   *len = 0;
   *tag = 0;
   memset(hdr, 0, sizeof *hdr);
-  uint8_t t[GL_IPC_TAG_BYTES];
-  /* A message's descriptors come with its first bytes: the tag. */
+  if (max_body > GL_IPC_MAX_BODY) max_body = GL_IPC_MAX_BODY;
+  /* The tag and the header in one read; a message's descriptors come with
+   * its first bytes. */
+  uint8_t t[GL_IPC_TAG_BYTES + GL_WIRE_HEADER_SIZE];
   ssize_t r = read_full_q(fd, t, sizeof t, fdq);
   if (r < 0) return GL_IPC_IO_ERROR;
   if (r == 0) return GL_IPC_EOF;
   if ((size_t)r < sizeof t) {
-    errno = ECONNRESET;
-    return GL_IPC_IO_ERROR;
-  }
-  *tag = gl_ipc_get_tag(t);
-  gl_ipc_result res = gl_ipc_read(fd, max_body, hdr, msg, len, hdr_status);
-  if (res == GL_IPC_EOF) {
+    if ((size_t)r >= GL_IPC_TAG_BYTES) *tag = gl_ipc_get_tag(t);
     errno = ECONNRESET; /* a tag without its message */
     return GL_IPC_IO_ERROR;
   }
-  return res;
+  *tag = gl_ipc_get_tag(t);
+  return read_rest(fd, t + GL_IPC_TAG_BYTES, max_body, hdr, msg, len, hdr_status);
 }
 
 int gl_ipc_write_call(int fd, uint64_t tag, const void *msg, size_t len) {

@@ -106,6 +106,10 @@ int gl_wk_job_reply(gl_wk *w, gl_job *job, const gl_response *resp) {
 }
 
 int gl_wk_job_ok(gl_wk *w, gl_job *job, uint16_t op) {
+  if (job->batch) {
+    gl_wbatch_put_ok(job, op);
+    return 0;
+  }
   gl_response r = {.op = op, .status = GPULEASE_OK, .msg = ""};
   return gl_wk_job_reply(w, job, &r);
 }
