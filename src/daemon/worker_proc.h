@@ -73,9 +73,9 @@ int gl_wproc_call_fd(gl_wproc *w, const uint8_t *msg, size_t len, int fd, gl_wpr
 
 pid_t gl_wproc_pid(const gl_wproc *w);
 
-/* Reads whatever the worker has sent already (replies, end of stream) and
- * says whether it still takes calls. A worker that closed its end (it exits
- * after a fatal device error) does not, even before it is reaped. */
+/* Whether the worker still takes calls: not once it was killed, or once
+ * the loop saw it close its end (it exits after a fatal device error),
+ * even before it is reaped. */
 bool gl_wproc_usable(gl_wproc *w);
 
 /* Starts a worker process without a watcher: *fd_out is the daemon's end
