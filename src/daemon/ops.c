@@ -699,6 +699,8 @@ static void detach_conn(void *user, gl_lease *l) {
       continue;
     }
     uint64_t id = rt->segs[i].id;
+    GL_DEBUG("local connection %" PRIu64 " closed: detaching segment 0x%016" PRIx64
+             " of lease %" PRIu64, conn, id, l->id);
     gl_request q = {.op = GL_OP_SHM_DETACH};
     q.u.shm_detach.auth.lease_id = l->id;
     memcpy(q.u.shm_detach.auth.secret, l->secret, sizeof q.u.shm_detach.auth.secret);

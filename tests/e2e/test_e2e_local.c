@@ -418,6 +418,14 @@ static void test_local_client_killed(void **state) {
   int waited = 0;
   for (; waited < 300 && worker_maps_segment(&d); waited++) usleep(10000);
   printf("segment gone %d ms after the client was killed\n", waited * 10);
+  if (worker_maps_segment(&d)) { /* say why before failing */
+    char cmd[600];
+    snprintf(cmd, sizeof cmd,
+             "grep -E 'local|segment|SHM|WARN|ERROR' %s/daemon.log | tail -25 >&2; "
+             "for p in $(pgrep -P %d); do grep gpulease-segment /proc/$p/maps >&2; done",
+             d.dir, (int)d.pid);
+    if (system(cmd) != 0) fprintf(stderr, "(no log)\n");
+  }
   assert_false(worker_maps_segment(&d));
   /* The lease goes on. */
   gpulease_session *s;
