@@ -587,6 +587,35 @@ static void seg_forget(lease_rt *rt, uint64_t id) {
 }
 
 static void seg_done(void *ctx, gpulease_status status, const uint8_t *msg, size_t len,
+                     const char *why);
+
+/* Asks the lease's worker to detach a segment nobody can use any more (its
+ * local connection closed). The daemon stops counting it at once, whatever
+ * the worker answers. */
+static void seg_detach_orphan(gl_daemon *d, gl_lease *l, uint64_t id, uint64_t conn) {
+  lease_rt *rt = l->owner;
+  GL_DEBUG("local connection %" PRIu64 " closed: detaching segment 0x%016" PRIx64
+           " of lease %" PRIu64, conn, id, l->id);
+  gl_request q = {.op = GL_OP_SHM_DETACH};
+  q.u.shm_detach.auth.lease_id = l->id;
+  memcpy(q.u.shm_detach.auth.secret, l->secret, sizeof q.u.shm_detach.auth.secret);
+  q.u.shm_detach.segment = id;
+  gl_buf b;
+  gl_buf_init(&b);
+  seg_call *c = calloc(1, sizeof *c);
+  if (c && rt->w && gl_request_encode(&q, &b) == GPULEASE_OK) {
+    c->d = d;
+    c->op = GL_OP_SHM_DETACH;
+    c->lease_id = l->id;
+    c->segment = id;
+    if (gl_wproc_call(rt->w, b.data, b.len, seg_done, c) == 0) c = NULL;
+  }
+  free(c);
+  gl_buf_free(&b);
+  seg_forget(rt, id);
+}
+
+static void seg_done(void *ctx, gpulease_status status, const uint8_t *msg, size_t len,
                      const char *why) {
   seg_call *c = ctx;
   gl_lease *l = gl_lease_table_find(c->d->leases, c->lease_id);
@@ -598,6 +627,10 @@ static void seg_done(void *ctx, gpulease_status status, const uint8_t *msg, size
   if (c->op == GL_OP_SHM_ATTACH) {
     if (ok && rt && rt->nsegs < MAX_SEGS) {
       rt->segs[rt->nsegs++] = (seg_rec){resp.u.handle, c->size_bytes, c->conn};
+      /* The connection closed while the worker attached: nobody will detach
+       * the segment, so the daemon does it now. */
+      if (c->req && gl_dreq_orphaned(c->req))
+        seg_detach_orphan(c->d, l, resp.u.handle, c->conn);
     } else if (c->d) {
       c->d->pinned_bytes -= c->size_bytes; /* reserved when the call was made */
     }
@@ -689,35 +722,11 @@ typedef struct conn_closed {
 /* A local connection closed: the segments it attached are detached. */
 static void detach_conn(void *user, gl_lease *l) {
   const conn_closed *cc = user;
-  gl_daemon *d = cc->d;
-  uint64_t conn = cc->conn;
   lease_rt *rt = l->owner;
   if (!rt) return;
   for (size_t i = 0; i < rt->nsegs;) {
-    if (rt->segs[i].conn != conn) {
-      i++;
-      continue;
-    }
-    uint64_t id = rt->segs[i].id;
-    GL_DEBUG("local connection %" PRIu64 " closed: detaching segment 0x%016" PRIx64
-             " of lease %" PRIu64, conn, id, l->id);
-    gl_request q = {.op = GL_OP_SHM_DETACH};
-    q.u.shm_detach.auth.lease_id = l->id;
-    memcpy(q.u.shm_detach.auth.secret, l->secret, sizeof q.u.shm_detach.auth.secret);
-    q.u.shm_detach.segment = id;
-    gl_buf b;
-    gl_buf_init(&b);
-    seg_call *c = calloc(1, sizeof *c);
-    if (c && rt->w && gl_request_encode(&q, &b) == GPULEASE_OK) {
-      c->d = d;
-      c->op = GL_OP_SHM_DETACH;
-      c->lease_id = l->id;
-      c->segment = id;
-      if (gl_wproc_call(rt->w, b.data, b.len, seg_done, c) == 0) c = NULL;
-    }
-    free(c);
-    gl_buf_free(&b);
-    seg_forget(rt, id); /* whatever the worker answers */
+    if (rt->segs[i].conn != cc->conn) i++;
+    else seg_detach_orphan(cc->d, l, rt->segs[i].id, cc->conn);
   }
 }
 

