@@ -24,6 +24,7 @@
 
 #include "common/util.h"
 #include "emu/emu.h"
+#include "median.h"
 
 #ifdef GL_EMU_KERNEL_DIR
 #define DEFAULT_DIR GL_EMU_KERNEL_DIR "/sm_75"
@@ -35,11 +36,6 @@ typedef struct run {
   double median_s;
   uint64_t thread_insns, warp_insns;
 } run;
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 /* Launches REPS times; 0 or -1 (message printed). */
 static int measure(gl_emu_device *dev, const gl_emu_function *fn, gl_emu_launch_cfg *cfg,
@@ -59,8 +55,7 @@ static int measure(gl_emu_device *dev, const gl_emu_function *fn, gl_emu_launch_
     out->thread_insns = stats.thread_insns;
     out->warp_insns = stats.warp_insns;
   }
-  qsort(t, (size_t)reps, sizeof *t, cmp_double);
-  out->median_s = reps % 2 ? t[reps / 2] : (t[reps / 2 - 1] + t[reps / 2]) / 2;
+  out->median_s = median(t, (size_t)reps);
   free(t);
   return 0;
 }

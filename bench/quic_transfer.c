@@ -48,20 +48,11 @@
 #include "common/util.h"
 #include "net/quic.h"
 #include "net/tls.h"
+#include "median.h"
 
 #define DEFAULT_RUNS 5
 #define MAX_SIZES 8
 #define TCP_CHUNK (1u << 20)
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n) {
-  qsort(v, n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* CPU time of a thread (pthread_self(): the calling one), in seconds. */
 static double thread_cpu_s(pthread_t t) {

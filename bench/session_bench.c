@@ -35,6 +35,7 @@
 #include "common/util.h"
 #include "gpu/cuda_api.h"
 #include "gpulease/gpulease.h"
+#include "median.h"
 
 static const char k_empty_ptx[] = ".version 7.0\n.target sm_70\n.address_size 64\n"
                                   ".visible .entry empty()\n{\n  ret;\n}\n";
@@ -48,16 +49,6 @@ static const char k_iota_ptx[] =
     "  mov.u32 %r1, %tid.x;\n  add.s32 %r2, %r1, 1;\n  cvt.rn.f32.s32 %f1, %r2;\n"
     "  mul.wide.u32 %rd3, %r1, 4;\n  add.s64 %rd2, %rd2, %rd3;\n  st.global.f32 [%rd2], %f1;\n"
     "  ret;\n}\n";
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n) {
-  qsort(v, n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static double now_s(void) { return (double)gl_mono_ns() / 1e9; }
 
@@ -224,6 +215,30 @@ static double tcp_gbs(size_t bytes) {
     }                                                                                   \
   } while (0)
 
+/* ROUNDS round trips of `bytes`: MEM_WRITE from src into b, then MEM_READ
+ * back into dst (zeroed first), compared with ref. Median GB/s each way in
+ * *write_gbs and *read_gbs; *bad set when a read differs. -1 when a call
+ * fails. */
+static int round_trips(gpulease_session *s, gpulease_buffer b, const uint8_t *src, uint8_t *dst,
+                       const uint8_t *ref, size_t bytes, double *write_gbs, double *read_gbs,
+                       int *bad) {
+  gpulease_error err;
+  double w[ROUNDS], rd[ROUNDS];
+  for (int k = 0; k < ROUNDS; k++) {
+    double t0 = now_s();
+    TRY(gpulease_mem_write(s, b, 0, src, bytes, &err));
+    w[k] = bytes / (now_s() - t0) / 1e9;
+    memset(dst, 0, bytes);
+    t0 = now_s();
+    TRY(gpulease_mem_read(s, b, 0, dst, bytes, &err));
+    rd[k] = bytes / (now_s() - t0) / 1e9;
+    *bad |= memcmp(ref, dst, bytes) != 0;
+  }
+  *write_gbs = median(w, ROUNDS);
+  *read_gbs = median(rd, ROUNDS);
+  return 0;
+}
+
 static int remote_figures(gpulease_client *c, size_t bytes, int launches, int iters, int batch,
                           figures *f) {
   gpulease_error err;
@@ -241,7 +256,7 @@ static int remote_figures(gpulease_client *c, size_t bytes, int launches, int it
   TRY(gpulease_function_get(s, m, "empty", &fn, NULL, &err));
   TRY(gpulease_mem_alloc(s, bytes, &b, &err));
   const uint32_t one[3] = {1, 1, 1};
-  double *v = calloc((size_t)iters, sizeof *v), r[ROUNDS], w[ROUNDS], rd[ROUNDS];
+  double *v = calloc((size_t)iters, sizeof *v), r[ROUNDS];
   for (int i = 0; i < iters + 20; i++) {
     double t0 = now_s();
     TRY(gpulease_launch(s, fn, one, one, 0, NULL, 0, &err));
@@ -259,17 +274,8 @@ static int remote_figures(gpulease_client *c, size_t bytes, int launches, int it
   uint8_t *host = malloc(bytes), *back = malloc(bytes);
   for (size_t i = 0; i < bytes; i++) host[i] = (uint8_t)(i * 131 + 7);
   int bad = 0;
-  for (int k = 0; k < ROUNDS; k++) {
-    double t0 = now_s();
-    TRY(gpulease_mem_write(s, b, 0, host, bytes, &err));
-    w[k] = bytes / (now_s() - t0) / 1e9;
-    t0 = now_s();
-    TRY(gpulease_mem_read(s, b, 0, back, bytes, &err));
-    rd[k] = bytes / (now_s() - t0) / 1e9;
-    bad |= memcmp(host, back, bytes) != 0;
-  }
-  f->write_gbs = median(w, ROUNDS);
-  f->read_gbs = median(rd, ROUNDS);
+  if (round_trips(s, b, host, back, host, bytes, &f->write_gbs, &f->read_gbs, &bad) != 0)
+    return -1;
   free(host);
   free(back);
   gpulease_session_close(s, NULL);
@@ -315,34 +321,13 @@ static int local_transfers(gpulease_client *c, size_t bytes, figures *f) {
   TRY(gpulease_mem_alloc(s, bytes, &b, &err));
   uint8_t *host = malloc(bytes), *back = malloc(bytes), *pin = NULL;
   for (size_t i = 0; i < bytes; i++) host[i] = (uint8_t)(i * 151 + 3);
-  double w[ROUNDS], rd[ROUNDS];
   int bad = 0;
-  for (int k = 0; k < ROUNDS; k++) {
-    double t0 = now_s();
-    TRY(gpulease_mem_write(s, b, 0, host, bytes, &err));
-    w[k] = bytes / (now_s() - t0) / 1e9;
-    memset(back, 0, bytes);
-    t0 = now_s();
-    TRY(gpulease_mem_read(s, b, 0, back, bytes, &err));
-    rd[k] = bytes / (now_s() - t0) / 1e9;
-    bad |= memcmp(host, back, bytes) != 0;
-  }
-  f->lwrite_gbs = median(w, ROUNDS);
-  f->lread_gbs = median(rd, ROUNDS);
+  if (round_trips(s, b, host, back, host, bytes, &f->lwrite_gbs, &f->lread_gbs, &bad) != 0)
+    return -1;
   TRY(gpulease_host_alloc(c, bytes, (void **)&pin, &err));
   memcpy(pin, host, bytes);
-  for (int k = 0; k < ROUNDS; k++) {
-    double t0 = now_s();
-    TRY(gpulease_mem_write(s, b, 0, pin, bytes, &err));
-    w[k] = bytes / (now_s() - t0) / 1e9;
-    memset(pin, 0, bytes);
-    t0 = now_s();
-    TRY(gpulease_mem_read(s, b, 0, pin, bytes, &err));
-    rd[k] = bytes / (now_s() - t0) / 1e9;
-    bad |= memcmp(host, pin, bytes) != 0;
-  }
-  f->hwrite_gbs = median(w, ROUNDS);
-  f->hread_gbs = median(rd, ROUNDS);
+  if (round_trips(s, b, pin, pin, host, bytes, &f->hwrite_gbs, &f->hread_gbs, &bad) != 0)
+    return -1;
   gpulease_host_free(c, pin, NULL);
   free(host);
   free(back);

@@ -161,3 +161,17 @@ int gl_read_file(const char *path, size_t max, uint8_t **data, size_t *len) {
   *len = n;
   return 0;
 }
+
+void gl_boot_id(uint8_t out[16]) {
+  memset(out, 0, 16);
+  char s[64] = "", hex[33];
+  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (!f) return;
+  if (!fgets(s, sizeof s, f)) s[0] = 0;
+  fclose(f);
+  size_t k = 0;
+  for (const char *p = s; *p && k < 32; p++)
+    if (isxdigit((unsigned char)*p)) hex[k++] = *p;
+  hex[k] = 0;
+  if (k != 32 || gl_hex_decode(hex, out, 16) != 0) memset(out, 0, 16);
+}

@@ -1,6 +1,7 @@
 /*
  * util.h - small helpers shared by the library, the daemon and the CLI:
- * clocks, hex, host:port parsing, constant-time compare, reading files.
+ * clocks, hex, host:port parsing, constant-time compare, reading files,
+ * the boot id.
  */
 #ifndef GL_COMMON_UTIL_H
 #define GL_COMMON_UTIL_H
@@ -39,5 +40,11 @@ int gl_parse_u64(const char *s, uint64_t max, uint64_t *out);
 /* Reads a whole file into a malloc'd buffer (caller frees), at most max
  * bytes. 0, or -1 with errno set (EFBIG when larger than max). */
 int gl_read_file(const char *path, size_t max, uint8_t **data, size_t *len);
+
+/* This boot of this machine: /proc/sys/kernel/random/boot_id
+ * ("xxxxxxxx-xxxx-...") as 16 bytes; all zero when it cannot be read. The
+ * daemon reports it in NODE_INFO and the library compares it with its own
+ * to know whether it runs on the daemon's host. */
+void gl_boot_id(uint8_t out[16]);
 
 #endif

@@ -109,25 +109,6 @@ static void write_ready_file(const gl_daemon *d) {
   rename(tmp, d->cfg.ready_file);
 }
 
-/* /proc/sys/kernel/random/boot_id, "xxxxxxxx-xxxx-...", as 16 bytes; all
- * zero when it cannot be read. */
-static void read_boot_id(uint8_t out[16]) {
-  memset(out, 0, 16);
-  char s[64] = "";
-  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-  if (!f) return;
-  if (!fgets(s, sizeof s, f)) s[0] = 0;
-  fclose(f);
-  size_t k = 0;
-  for (const char *p = s; *p && k < 32; p++) {
-    int v = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
-    if (v < 0) continue;
-    out[k / 2] = (uint8_t)(out[k / 2] << 4 | v);
-    k++;
-  }
-  if (k != 32) memset(out, 0, 16);
-}
-
 int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t errlen) {
   memset(d, 0, sizeof *d);
   d->cfg = *cfg;
@@ -174,7 +155,7 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
       .user = d,
   };
   if (gl_qserver_new(d->loop, &sc, &d->server, err, errlen) != 0) return -1;
-  read_boot_id(d->boot_id);
+  gl_boot_id(d->boot_id);
   if (cfg->local_socket[0]) {
     gl_lserver_config lc2 = {.path = cfg->local_socket,
                              .mode = cfg->local_socket_mode,

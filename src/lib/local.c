@@ -25,6 +25,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "lib/client_internal.h"
 
 #define set_err gl_lib_set_err
@@ -32,23 +33,6 @@
 /* ======================================================================
  * The local connection
  * ==================================================================== */
-
-static void read_boot_id(uint8_t out[16]) {
-  memset(out, 0, 16);
-  char s[64] = "";
-  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-  if (!f) return;
-  if (!fgets(s, sizeof s, f)) s[0] = 0;
-  fclose(f);
-  size_t k = 0;
-  for (const char *p = s; *p && k < 32; p++) {
-    int v = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
-    if (v < 0) continue;
-    out[k / 2] = (uint8_t)(out[k / 2] << 4 | v);
-    k++;
-  }
-  if (k != 32) memset(out, 0, 16);
-}
 
 gl_lclient *gl_lib_local(gpulease_client *c) {
   if (c->local_state) return c->local_state > 0 ? c->local : NULL;
@@ -63,7 +47,7 @@ gl_lclient *gl_lib_local(gpulease_client *c) {
     return NULL; /* an older daemon, or none reachable: QUIC it is */
   }
   uint8_t mine[16], zero[16] = {0};
-  read_boot_id(mine);
+  gl_boot_id(mine);
   bool same = memcmp(mine, zero, 16) != 0 && memcmp(mine, resp.u.node_info.boot_id, 16) == 0;
   char path[sizeof resp.u.node_info.local_socket];
   snprintf(path, sizeof path, "%s", resp.u.node_info.local_socket);

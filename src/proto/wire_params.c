@@ -91,6 +91,20 @@ gpulease_status gl_params_encode(const gpulease_param *params, size_t count, gl_
   return GPULEASE_OK;
 }
 
+/* A scalar entry at p[i] (kind byte, u8 size 1..GPULEASE_MAX_SCALAR_BYTES,
+ * the bytes), the same in both lists: its size, its bytes and the next
+ * position. False when it does not fit in len. */
+static bool scalar_at(const uint8_t *p, size_t len, size_t i, uint8_t *size, const uint8_t **value,
+                      size_t *pos) {
+  if (len - i < 2) return false;
+  uint8_t n = p[i + 1];
+  if (n < 1 || n > GPULEASE_MAX_SCALAR_BYTES || len - i - 2 < n) return false;
+  *size = n;
+  *value = p + i + 2;
+  *pos = i + 2 + n;
+  return true;
+}
+
 bool gl_param_next(const gl_submit_req *req, size_t *pos, gl_param *out) {
   if (!req || !pos || !out || !req->params_raw) return false;
   const uint8_t *p = req->params_raw;
@@ -104,16 +118,7 @@ bool gl_param_next(const gl_submit_req *req, size_t *pos, gl_param *out) {
     *pos = i + 9;
     return true;
   }
-  if (p[i] == GPULEASE_PARAM_SCALAR) {
-    if (len - i < 2) return false;
-    uint8_t size = p[i + 1];
-    if (size < 1 || size > GPULEASE_MAX_SCALAR_BYTES || len - i - 2 < size) return false;
-    out->size = size;
-    out->value = p + i + 2;
-    *pos = i + 2 + size;
-    return true;
-  }
-  return false;
+  return p[i] == GPULEASE_PARAM_SCALAR && scalar_at(p, len, i, &out->size, &out->value, pos);
 }
 
 /* ========================================================================
@@ -134,16 +139,7 @@ bool gl_launch_param_next(const gl_launch_req *req, size_t *pos, gl_launch_param
     *pos = i + 17;
     return true;
   }
-  if (p[i] == GL_LAUNCH_PARAM_SCALAR) {
-    if (len - i < 2) return false;
-    uint8_t size = p[i + 1];
-    if (size < 1 || size > GPULEASE_MAX_SCALAR_BYTES || len - i - 2 < size) return false;
-    out->size = size;
-    out->value = p + i + 2;
-    *pos = i + 2 + size;
-    return true;
-  }
-  return false;
+  return p[i] == GL_LAUNCH_PARAM_SCALAR && scalar_at(p, len, i, &out->size, &out->value, pos);
 }
 
 gpulease_status gl_launch_param_put(gl_buf *out, const gl_launch_param *p) {

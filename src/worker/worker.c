@@ -45,15 +45,20 @@ int gl_wk_send(gl_wk *w, uint64_t tag, gl_buf *b) {
   return rc;
 }
 
-int gl_wk_reply_error(gl_wk *w, uint64_t tag, uint16_t op, gpulease_status st, const char *msg) {
-  gl_buf b;
-  gl_buf_init(&b);
-  if (gl_response_encode_error(op, st, &b, "%s", msg) != GPULEASE_OK) {
-    gl_buf_free(&b);
+/* An error reply of op in b (initialised here). 0, or -1 out of memory. */
+static int encode_error(gl_buf *b, uint16_t op, gpulease_status st, const char *msg) {
+  gl_buf_init(b);
+  if (gl_response_encode_error(op, st, b, "%s", msg) != GPULEASE_OK) {
+    gl_buf_free(b);
     return -1;
   }
   GL_DEBUG("worker: %s -> %s: %s", gl_op_name(op), gpulease_status_name((int)st), msg);
-  return gl_wk_send(w, tag, &b);
+  return 0;
+}
+
+int gl_wk_reply_error(gl_wk *w, uint64_t tag, uint16_t op, gpulease_status st, const char *msg) {
+  gl_buf b;
+  return encode_error(&b, op, st, msg) != 0 ? -1 : gl_wk_send(w, tag, &b);
 }
 
 int gl_wk_reply(gl_wk *w, uint64_t tag, const gl_response *resp) {
@@ -85,13 +90,7 @@ static int job_send(gl_wk *w, gl_job *job, gl_buf *b) {
 
 int gl_wk_job_error(gl_wk *w, gl_job *job, uint16_t op, gpulease_status st, const char *msg) {
   gl_buf b;
-  gl_buf_init(&b);
-  if (gl_response_encode_error(op, st, &b, "%s", msg) != GPULEASE_OK) {
-    gl_buf_free(&b);
-    return -1;
-  }
-  GL_DEBUG("worker: %s -> %s: %s", gl_op_name(op), gpulease_status_name((int)st), msg);
-  return job_send(w, job, &b);
+  return encode_error(&b, op, st, msg) != 0 ? -1 : job_send(w, job, &b);
 }
 
 int gl_wk_job_reply(gl_wk *w, gl_job *job, const gl_response *resp) {

@@ -118,11 +118,14 @@ static void expect(const reply *p, gpulease_status st, const char *needle) {
   if (needle) assert_non_null(memmem(p->r.msg, p->r.msg_len, needle, strlen(needle)));
 }
 
-static void call_ok(gl_qclient *q, const gl_request *req) {
-  reply p = call(q, req);
-  expect(&p, GPULEASE_OK, NULL);
-  reply_free(&p);
+/* Waits for a request's reply and asserts it is OK. */
+static void wait_ok(gl_qclient *q, uint64_t token) {
+  reply x = wait_reply(q, token);
+  expect(&x, GPULEASE_OK, NULL);
+  reply_free(&x);
 }
+
+static void call_ok(gl_qclient *q, const gl_request *req) { wait_ok(q, send_req(q, req)); }
 
 static gl_lease_auth lease_alloc(gl_qclient *q, uint64_t bytes) {
   gl_request req = {.op = GL_OP_LEASE_ALLOC};
@@ -384,9 +387,7 @@ static void test_refused_request_leaves_seq_unused(void **state) {
   expect(&y, GPULEASE_OK, NULL);
   assert_int_equal(y.r.u.sync.error_status, 0);
   reply_free(&y);
-  reply y3 = wait_reply(p.q, t3);
-  expect(&y3, GPULEASE_OK, NULL);
-  reply_free(&y3);
+  wait_ok(p.q, t3);
   assert_true(now_s() - t0 < 5.0); /* not the 10 s seq timeout */
   assert_int_equal(read_u32(&p, 4, b), 0x58585858);
   close_peer(&p, 5);
@@ -411,9 +412,7 @@ static void test_pipeline_past_the_window(void **state) {
   }
   assert_true(gl_qclient_outstanding(p.q) > 256);
   for (uint32_t i = 0; i < N1; i++) {
-    reply x = wait_reply(p.q, tok[i]);
-    expect(&x, GPULEASE_OK, NULL);
-    reply_free(&x);
+    wait_ok(p.q, tok[i]);
   }
   assert_int_equal(read_u32(&p, 2 + N1, b), 1 + N1); /* the last seq wrote last */
   uint64_t base = 3 + N1;
@@ -423,9 +422,7 @@ static void test_pipeline_past_the_window(void **state) {
     tok[N1 + i] = send_req(p.q, &m);
   }
   for (uint32_t i = 0; i < N2; i++) {
-    reply x = wait_reply(p.q, tok[N1 + i]);
-    expect(&x, GPULEASE_OK, NULL);
-    reply_free(&x);
+    wait_ok(p.q, tok[N1 + i]);
   }
   printf("%d pipelined ops in %.2f s\n", N1 + N2, now_s() - t0);
   assert_int_equal(read_u32(&p, base + N2, b), base + N2 - 1);
@@ -465,9 +462,7 @@ static void test_held_limit_is_busy(void **state) {
   gl_request s2 = r_sync(&p, 2, 0);
   call_ok(p.q, &s2);
   for (uint32_t i = 0; i < HELD; i++) {
-    reply y = wait_reply(q[i % CONNS], tok[i]);
-    expect(&y, GPULEASE_OK, NULL);
-    reply_free(&y);
+    wait_ok(q[i % CONNS], tok[i]);
   }
   /* The refused seq was not used: sent again, it runs. */
   call_ok(p.q, &over);

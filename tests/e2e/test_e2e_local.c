@@ -7,9 +7,9 @@
  * gpulease_host_alloc memory, with the data compared and the segment seen
  * mapped in the lease's worker; what the daemon refuses (a wrong secret,
  * no descriptor, an unsealed or short file, SHM_ATTACH over QUIC, unknown
- * segments and ranges outside them); the socket's file mode keeping other
- * users out while the library falls back to QUIC for them (as root only,
- * which can switch users); and a client killed in the middle of a
+ * segments and ranges outside them, attaches past --max-pinned); the
+ * socket's file mode keeping other users out while the library falls back
+ * to QUIC for them (as root only, which can switch users); and a client killed in the middle of a
  * transfer, whose segments the worker unmaps while the lease goes on.
  */
 #include <errno.h>
@@ -33,23 +33,12 @@
 
 #include "common/util.h"
 #include "daemon_harness.h"
+#include "lib_check.h"
 #include "gpulease/gpulease.h"
 #include "net/local.h"
 #include "net/quic.h"
 #include "proto/wire.h"
 
-#define MiB (1ull << 20)
-
-#define CHECK(call)                                                                  \
-  do {                                                                               \
-    gpulease_error e_;                                                               \
-    gpulease_status st_ = (call);                                                    \
-    if (st_ != GPULEASE_OK)                                                          \
-      fprintf(stderr, "%s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #call,            \
-              gpulease_status_name(st_), e_.message);                                \
-    assert_int_equal(st_, GPULEASE_OK);                                              \
-  } while (0)
-#define E &e_
 
 static gpulease_client *connect_opts(const gl_test_daemon *d, int no_local) {
   gpulease_connect_options o;
@@ -314,6 +303,59 @@ static void test_local_refusals(void **state) {
   assert_int_equal(gl_test_daemon_stop(&d), 0);
 }
 
+/* --max-pinned bounds the shared memory the daemon page-locks for all
+ * leases: an attach past it is CAPACITY_EXCEEDED, and a detach gives its
+ * bytes back. */
+static void test_local_pinned_budget(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  const char *extra[] = {"--max-pinned", "3M", NULL};
+  assert_int_equal(start_daemon(&d, "64M", extra), 0);
+  gpulease_client *c = connect_opts(&d, 1);
+  gpulease_lease lease;
+  CHECK(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, 4 * MiB, 120, &lease, E));
+  char path[400], why[256];
+  snprintf(path, sizeof path, "%s/gpuleased.sock", d.dir);
+  gl_lclient *l = NULL;
+  assert_int_equal(gl_lclient_connect(path, 30000, &l, why, sizeof why), 0);
+  gl_request at = {.op = GL_OP_SHM_ATTACH};
+  at.u.shm_attach.auth.lease_id = lease.id;
+  memcpy(at.u.shm_attach.auth.secret, lease.secret, sizeof lease.secret);
+  uint8_t *buf;
+  /* 4 MiB at once is over the budget. */
+  at.u.shm_attach.size_bytes = 4 * MiB;
+  int big = memfd(4 * MiB, true);
+  gl_response r = exchange(l, &at, big, &buf);
+  expect(&r, GPULEASE_CAPACITY_EXCEEDED, "page-locks at most 3145728 bytes");
+  free(buf);
+  /* 2 MiB fits; another 2 MiB does not while the first is attached. */
+  at.u.shm_attach.size_bytes = 2 * MiB;
+  int fd = memfd(2 * MiB, true);
+  r = exchange(l, &at, fd, &buf);
+  expect(&r, GPULEASE_OK, NULL);
+  uint64_t seg = r.u.handle;
+  free(buf);
+  r = exchange(l, &at, fd, &buf);
+  expect(&r, GPULEASE_CAPACITY_EXCEEDED, "2097152 are in use");
+  free(buf);
+  /* Detached, its bytes are free again. */
+  gl_request det = {.op = GL_OP_SHM_DETACH};
+  det.u.shm_detach.auth = at.u.shm_attach.auth;
+  det.u.shm_detach.segment = seg;
+  r = exchange(l, &det, -1, &buf);
+  expect(&r, GPULEASE_OK, NULL);
+  free(buf);
+  r = exchange(l, &at, fd, &buf);
+  expect(&r, GPULEASE_OK, NULL);
+  free(buf);
+  close(fd);
+  close(big);
+  gl_lclient_del(l);
+  gpulease_lease_free(c, &lease, NULL);
+  gpulease_client_close(c);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
 /* ======================================================================
  * Who may connect: the socket's mode (root only: it can switch users)
  * ==================================================================== */
@@ -443,6 +485,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_local_transfers),
       cmocka_unit_test(test_local_refusals),
+      cmocka_unit_test(test_local_pinned_budget),
       cmocka_unit_test(test_local_socket_mode),
       cmocka_unit_test(test_local_client_killed),
   };

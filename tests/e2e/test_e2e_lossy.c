@@ -32,21 +32,10 @@
 
 #include "common/util.h"
 #include "daemon_harness.h"
+#include "lib_check.h"
 #include "gpulease/gpulease.h"
 #include "udp_relay.h"
 
-#define MiB (1ull << 20)
-
-#define CHECK(call)                                                                  \
-  do {                                                                               \
-    gpulease_error e_;                                                               \
-    gpulease_status st_ = (call);                                                    \
-    if (st_ != GPULEASE_OK)                                                          \
-      fprintf(stderr, "%s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #call,            \
-              gpulease_status_name(st_), e_.message);                                \
-    assert_int_equal(st_, GPULEASE_OK);                                              \
-  } while (0)
-#define E &e_
 
 /* Sizes: a 64 MiB round trip, LAUNCHES launches twice (batched, then one
  * op per request), SUBMITS submits of SUBMIT_BYTES in and out. */

@@ -32,9 +32,8 @@
 
 #include "common/util.h"
 #include "daemon_harness.h"
+#include "lib_check.h"
 #include "gpulease/gpulease.h"
-
-#define MiB (1ull << 20)
 
 /* ======================================================================
  * Helpers
@@ -71,17 +70,6 @@ static char *read_ptx(const char *name, size_t *len) {
   return NULL;
 }
 
-#define CHECK(call)                                                                  \
-  do {                                                                               \
-    gpulease_error e_;                                                               \
-    gpulease_status st_ = (call);                                                    \
-    if (st_ != GPULEASE_OK)                                                          \
-      fprintf(stderr, "%s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #call,            \
-              gpulease_status_name(st_), e_.message);                                \
-    assert_int_equal(st_, GPULEASE_OK);                                              \
-  } while (0)
-/* CHECK passes &e_ as the last argument: */
-#define E &e_
 
 static gpulease_lease lease(gpulease_client *c, uint64_t bytes, uint32_t ttl) {
   gpulease_lease l;

@@ -23,20 +23,9 @@
 
 #include "common/util.h"
 #include "daemon_harness.h"
+#include "lib_check.h"
 #include "gpulease/gpulease.h"
 
-#define MiB (1ull << 20)
-
-#define CHECK(call)                                                                  \
-  do {                                                                               \
-    gpulease_error e_;                                                               \
-    gpulease_status st_ = (call);                                                    \
-    if (st_ != GPULEASE_OK)                                                          \
-      fprintf(stderr, "%s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #call,            \
-              gpulease_status_name(st_), e_.message);                                \
-    assert_int_equal(st_, GPULEASE_OK);                                              \
-  } while (0)
-#define E &e_
 
 static char *kernel_ptx(const char *name, size_t *len) {
   char path[1024];
