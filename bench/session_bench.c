@@ -3,13 +3,14 @@
  * CUDA driver, measured in the same run on the same node.
  *
  *   gl_bench_session --addr HOST:PORT --pin-sha256 HEX [--mib N] [--launches N]
- *                    [--iters N] [--batch N]
+ *                    [--iters N] [--batch N] [--local-mib N] [--only WHAT]
  *
  * Rows (medians of several rounds), gpulease beside the local driver:
  *   - MEM_WRITE and MEM_READ of N MiB from pageable host memory, in GB/s
  *     (local: cuMemcpyHtoD / cuMemcpyDtoH, pageable and pinned);
- *   - LAUNCH then SYNC of an empty kernel, round trip in us (local:
- *     cuLaunchKernel + cuCtxSynchronize);
+ *   - LAUNCH then SYNC of an empty kernel in one round trip
+ *     (gpulease_launch_sync), in us (local: cuLaunchKernel +
+ *     cuCtxSynchronize); the same as two calls is printed below the table;
  *   - pipelined launches per second from one session (local: N
  *     cuLaunchKernel, one cuCtxSynchronize);
  *   - GPU_SUBMIT on a warm lease, module cached: a 256-thread kernel and
@@ -58,6 +59,11 @@ typedef struct figures {
    * memory (staged) and from gpulease_host_alloc memory. */
   double lwrite_gbs, lread_gbs, hwrite_gbs, hread_gbs;
   double write_pinned_gbs, read_pinned_gbs; /* local only */
+  /* Where a round trip's time goes (remote only): LEASE_QUERY (answered by
+   * the daemon alone), SYNC with nothing pending (daemon, worker, no
+   * kernel). */
+  double query_us, sync_us;
+  double launch_then_sync_us; /* gpulease_launch, then gpulease_session_sync: two requests */
   double launch_sync_us;
   double launches_per_s;
   double submit_us;
@@ -239,6 +245,54 @@ static int round_trips(gpulease_session *s, gpulease_buffer b, const uint8_t *sr
   return 0;
 }
 
+/* Median us of iters LAUNCH-then-SYNC round trips of fn (after 20 warm-up
+ * ones); -1 when a call fails. */
+static double launch_sync_rtt(gpulease_session *s, gpulease_function fn, int iters, double *v,
+                              int one_trip) {
+  gpulease_error err;
+  gpulease_op_failure fl;
+  const uint32_t one[3] = {1, 1, 1};
+  for (int i = 0; i < iters + 20; i++) {
+    double t0 = now_s();
+    if (one_trip) {
+      TRY(gpulease_launch_sync(s, fn, one, one, 0, NULL, 0, &fl, &err));
+    } else {
+      TRY(gpulease_launch(s, fn, one, one, 0, NULL, 0, &err));
+      TRY(gpulease_session_sync(s, &fl, &err));
+    }
+    if (i >= 20) v[i - 20] = (now_s() - t0) * 1e6;
+  }
+  return median(v, (size_t)iters);
+}
+
+/* Median us of iters GPU_SUBMITs of the iota kernel (1 KiB out, checked)
+ * on lease l, after 20 warm-up ones (the first loads the module). */
+static double submit_rtt(gpulease_client *c, const gpulease_lease *l, int iters, double *v) {
+  gpulease_error err;
+  gpulease_submit_desc d;
+  gpulease_submit_desc_default(&d);
+  d.image = k_iota_ptx;
+  d.image_size = sizeof k_iota_ptx - 1;
+  d.kernel = "iota";
+  d.block[0] = 256;
+  d.output_size = 1024;
+  for (int i = 0; i < iters + 20; i++) {
+    gpulease_submit_result res;
+    double t0 = now_s();
+    TRY(gpulease_submit(c, l, &d, &res, &err));
+    double dt = now_s() - t0;
+    float last;
+    memcpy(&last, (uint8_t *)res.output + 1020, 4);
+    gpulease_submit_result_release(&res);
+    if (last != 256.0f) {
+      fprintf(stderr, "bench: GPU_SUBMIT's output is wrong\n");
+      return -1;
+    }
+    if (i >= 20) v[i - 20] = dt * 1e6;
+  }
+  return median(v, (size_t)iters);
+}
+
 static int remote_figures(gpulease_client *c, size_t bytes, int launches, int iters, int batch,
                           figures *f) {
   gpulease_error err;
@@ -257,13 +311,20 @@ static int remote_figures(gpulease_client *c, size_t bytes, int launches, int it
   TRY(gpulease_mem_alloc(s, bytes, &b, &err));
   const uint32_t one[3] = {1, 1, 1};
   double *v = calloc((size_t)iters, sizeof *v), r[ROUNDS];
+  if ((f->launch_sync_us = launch_sync_rtt(s, fn, iters, v, 1)) < 0) return -1;
+  if ((f->launch_then_sync_us = launch_sync_rtt(s, fn, iters, v, 0)) < 0) return -1;
   for (int i = 0; i < iters + 20; i++) {
     double t0 = now_s();
-    TRY(gpulease_launch(s, fn, one, one, 0, NULL, 0, &err));
+    TRY(gpulease_lease_query(c, &l, &err));
+    if (i >= 20) v[i - 20] = (now_s() - t0) * 1e6;
+  }
+  f->query_us = median(v, (size_t)iters);
+  for (int i = 0; i < iters + 20; i++) {
+    double t0 = now_s();
     TRY(gpulease_session_sync(s, &fl, &err));
     if (i >= 20) v[i - 20] = (now_s() - t0) * 1e6;
   }
-  f->launch_sync_us = median(v, (size_t)iters);
+  f->sync_us = median(v, (size_t)iters);
   for (int k = 0; k < ROUNDS; k++) {
     double t0 = now_s();
     for (int i = 0; i < launches; i++) TRY(gpulease_launch(s, fn, one, one, 0, NULL, 0, &err));
@@ -280,25 +341,7 @@ static int remote_figures(gpulease_client *c, size_t bytes, int launches, int it
   free(back);
   gpulease_session_close(s, NULL);
 
-  gpulease_submit_desc d;
-  gpulease_submit_desc_default(&d);
-  d.image = k_iota_ptx;
-  d.image_size = sizeof k_iota_ptx - 1;
-  d.kernel = "iota";
-  d.block[0] = 256;
-  d.output_size = 1024;
-  for (int i = 0; i < iters + 20; i++) {
-    gpulease_submit_result res;
-    double t0 = now_s();
-    TRY(gpulease_submit(c, &l, &d, &res, &err));
-    double dt = now_s() - t0;
-    float last;
-    memcpy(&last, (uint8_t *)res.output + 1020, 4);
-    bad |= last != 256.0f;
-    gpulease_submit_result_release(&res);
-    if (i >= 20) v[i - 20] = dt * 1e6; /* the first calls load the module */
-  }
-  f->submit_us = median(v, (size_t)iters);
+  if ((f->submit_us = submit_rtt(c, &l, iters, v)) < 0) return -1;
   free(v);
   gpulease_lease_free(c, &l, NULL);
   if (bad) {
@@ -306,6 +349,32 @@ static int remote_figures(gpulease_client *c, size_t bytes, int launches, int it
     return -1;
   }
   return 0;
+}
+
+/* --only WHAT: one kind of round trip alone (for GL_LAT_TRACE,
+ * scripts/lat_report.py): launch-sync (gpulease_launch_sync),
+ * launch-then-sync (two calls), submit (GPU_SUBMIT). Median us in *us. */
+static int only_one(gpulease_client *c, const char *what, int iters, double *us) {
+  gpulease_error err;
+  gpulease_lease l;
+  gpulease_session *s;
+  gpulease_module m;
+  gpulease_function fn;
+  TRY(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, 1 << 20, 120, &l, &err));
+  double *v = calloc((size_t)iters, sizeof *v);
+  if (!strcmp(what, "submit")) {
+    *us = submit_rtt(c, &l, iters, v);
+  } else {
+    TRY(gpulease_session_open(c, &l, &s, &err));
+    TRY(gpulease_module_load(s, k_empty_ptx, sizeof k_empty_ptx - 1, GPULEASE_IMAGE_PTX, &m,
+                             NULL, &err));
+    TRY(gpulease_function_get(s, m, "empty", &fn, NULL, &err));
+    *us = launch_sync_rtt(s, fn, iters, v, strcmp(what, "launch-then-sync") != 0);
+    gpulease_session_close(s, NULL);
+  }
+  free(v);
+  gpulease_lease_free(c, &l, NULL);
+  return *us < 0 ? -1 : 0;
 }
 
 /* Transfers of `bytes` through the daemon's local socket (same host):
@@ -344,6 +413,7 @@ int main(int argc, char **argv) {
   const char *addr = "127.0.0.1:5701", *pin = NULL;
   size_t mib = 256;
   int launches = 10000, iters = 500, batch = 0, local_mib = 1024;
+  const char *only = NULL; /* see only_one() */
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--addr")) addr = argv[i + 1];
     else if (!strcmp(argv[i], "--pin-sha256")) pin = argv[i + 1];
@@ -352,11 +422,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--iters")) iters = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--batch")) batch = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--local-mib")) local_mib = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
   }
   if (mib < 1 || launches < 1 || iters < 1) {
     fprintf(stderr,
             "usage: %s --addr HOST:PORT --pin-sha256 HEX [--mib N] [--launches N] [--iters N] "
-            "[--batch N]\n",
+            "[--batch N] [--local-mib N] [--only launch-sync|launch-then-sync|submit]\n",
             argv[0]);
     return 2;
   }
@@ -375,6 +446,13 @@ int main(int argc, char **argv) {
     return 1;
   }
   figures rem = {0}, loc = {0};
+  if (only) {
+    double us;
+    int rc = only_one(c, only, iters, &us);
+    if (rc == 0) printf("%s: %.1f us (median of %d)\n", only, us, iters);
+    gpulease_client_close(c);
+    return rc != 0;
+  }
   if (remote_figures(c, bytes, launches, iters, batch, &rem) != 0) return 1;
   gpulease_client_close(c);
   o.no_local = 0;
@@ -401,7 +479,7 @@ int main(int argc, char **argv) {
   } while (0)
   ROW("MEM_WRITE GB/s (pageable)", "%.2f", write_gbs, 2.0, 0);
   ROW("MEM_READ GB/s (pageable)", "%.2f", read_gbs, 2.0, 0);
-  ROW("LAUNCH then SYNC, empty kernel (us)", "%.1f", launch_sync_us, 40.0, 1);
+  ROW("LAUNCH then SYNC, empty kernel, one round trip (us)", "%.1f", launch_sync_us, 40.0, 1);
   ROW("pipelined launches per second", "%.0f", launches_per_s, 250000.0, 0);
   ROW("GPU_SUBMIT, warm lease, 1 KiB out (us)", "%.1f", submit_us, 40.0, 1);
   if (have_same_host) {
@@ -424,6 +502,11 @@ int main(int argc, char **argv) {
   } else {
     printf("(same host: the daemon's local socket was not used)\n");
   }
+  printf("(LAUNCH then SYNC as two calls, gpulease_launch and gpulease_session_sync: %.1f us)\n",
+         rem.launch_then_sync_us);
+  printf("(where a round trip goes: LEASE_QUERY, daemon only, %.1f us; SYNC with nothing "
+         "pending, daemon and worker, %.1f us)\n",
+         rem.query_us, rem.sync_us);
   if (have_local && loc.write_pinned_gbs > 0)
     printf("(local from pinned memory: write %.2f GB/s, read %.2f GB/s)\n", loc.write_pinned_gbs,
            loc.read_pinned_gbs);

@@ -615,6 +615,23 @@ GPULEASE_API gpulease_status gpulease_launch(gpulease_session *session, gpulease
                                              uint32_t shared_mem_bytes, const gpulease_arg *args,
                                              size_t arg_count, gpulease_error *err);
 
+/* Launches fn as gpulease_launch() does, then waits for it and every
+ * earlier op of the session as gpulease_session_sync() does, in one round
+ * trip: the LAUNCH and the SYNC travel in one BATCH request (with any ops
+ * still batched before them) and come back in one reply (docs/protocol.md
+ * BATCH). For a loop that launches then waits each step. An unordered
+ * session, or one with batching off (gpulease_session_set_batch 1), sends
+ * the two ops one after the other. Returns what gpulease_session_sync()
+ * returns (the session's failure, failure filled in the same way), or the
+ * argument errors of gpulease_launch() without sending anything. */
+GPULEASE_API gpulease_status gpulease_launch_sync(gpulease_session *session,
+                                                  gpulease_function fn, const uint32_t grid[3],
+                                                  const uint32_t block[3],
+                                                  uint32_t shared_mem_bytes,
+                                                  const gpulease_arg *args, size_t arg_count,
+                                                  gpulease_op_failure *failure,
+                                                  gpulease_error *err);
+
 /* ------------------------------------------------------------------------
  * Stateless calls: "the GPU as a function call"
  * ---------------------------------------------------------------------- */

@@ -47,4 +47,14 @@ int gl_read_file(const char *path, size_t max, uint8_t **data, size_t *len);
  * to know whether it runs on the daemon's host. */
 void gl_boot_id(uint8_t out[16]);
 
+/* A pause inside a busy-wait loop: tells the CPU we spin (x86 PAUSE,
+ * Arm YIELD), which saves power and the sibling hyper-thread's time. */
+static inline void gl_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
 #endif

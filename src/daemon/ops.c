@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/lat.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "daemon/daemon.h"
@@ -741,6 +742,7 @@ void gl_daemon_on_local_close(void *user, uint64_t conn_id) {
  * ==================================================================== */
 
 static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, int err) {
+  GL_LAT(GL_LAT_D_REQ);
   gl_header h = {0};
   if (err == GL_QREQ_TOO_LARGE) {
     uint16_t op = gl_header_decode(msg, len, &h) == GPULEASE_OK ? h.op : 0;

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/lat.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "proto/wire.h"
@@ -241,9 +242,11 @@ static void drain(gl_wproc *w) {
       w->in = n;
       w->in_cap = ncap;
     }
-    ssize_t r = read(w->fd, w->in + w->in_len, w->in_cap - w->in_len);
+    size_t room = w->in_cap - w->in_len;
+    ssize_t r = read(w->fd, w->in + w->in_len, room);
     if (r > 0) {
       w->in_len += (size_t)r;
+      if ((size_t)r < room) break; /* all there was: no read just to see EAGAIN */
       continue;
     }
     if (r < 0 && errno == EINTR) continue;
@@ -259,6 +262,7 @@ static void drain(gl_wproc *w) {
 static void on_read(struct ev_loop *loop, ev_io *io, int revents) {
   (void)loop;
   (void)revents;
+  GL_LAT(GL_LAT_D_WREPLY);
   drain(io->data);
 }
 
@@ -304,6 +308,7 @@ static void flush_out(gl_wproc *w) {
     }
     o->off += (size_t)n;
     if (o->off < o->len) continue;
+    GL_LAT(GL_LAT_D_FWD);
     w->out_head = o->next_out;
     if (!w->out_head) w->out_tail = NULL;
     o->queued = false;

@@ -751,10 +751,14 @@ gpulease_arg gpulease_arg_scalar(const void *value, uint32_t size) {
   return a;
 }
 
-gpulease_status gpulease_launch(gpulease_session *s, gpulease_function fn, const uint32_t grid[3],
-                                const uint32_t block[3], uint32_t shared_mem_bytes,
-                                const gpulease_arg *args, size_t arg_count,
-                                gpulease_error *err) {
+/* Checks a launch's arguments and encodes it into *req, its params into
+ * *params: the caller frees params on success; on failure there is
+ * nothing to free. */
+static gpulease_status launch_req(gpulease_session *s, gpulease_function fn,
+                                  const uint32_t grid[3], const uint32_t block[3],
+                                  uint32_t shared_mem_bytes, const gpulease_arg *args,
+                                  size_t arg_count, gl_request *req, gl_buf *params,
+                                  gpulease_error *err) {
   if (!s || !grid || !block)
     return set_err(err, GPULEASE_INVALID_ARGUMENT, "session, grid and block are required");
   gpulease_status st = check_handle(fn, "function", err);
@@ -769,15 +773,14 @@ gpulease_status gpulease_launch(gpulease_session *s, gpulease_function fn, const
     return set_err(err, GPULEASE_INVALID_ARGUMENT, "%zu args: at most %d", arg_count,
                    GPULEASE_MAX_PARAMS);
   if (arg_count && !args) return set_err(err, GPULEASE_INVALID_ARGUMENT, "args is NULL");
-  gl_buf params;
-  gl_buf_init(&params);
+  gl_buf_init(params);
   for (size_t i = 0; i < arg_count; i++) {
     const gpulease_arg *a = &args[i];
     gl_launch_param p;
     memset(&p, 0, sizeof p);
     if (a->kind == GPULEASE_ARG_BUFFER) {
       if (a->buffer == 0) {
-        gl_buf_free(&params);
+        gl_buf_free(params);
         return set_err(err, GPULEASE_INVALID_HANDLE, "arg %zu: buffer handle 0 is never valid", i);
       }
       p.kind = GL_LAUNCH_PARAM_BUFFER;
@@ -785,7 +788,7 @@ gpulease_status gpulease_launch(gpulease_session *s, gpulease_function fn, const
       p.offset = a->offset;
     } else if (a->kind == GPULEASE_ARG_SCALAR) {
       if (a->size == 0 || a->size > GPULEASE_MAX_SCALAR_BYTES) {
-        gl_buf_free(&params);
+        gl_buf_free(params);
         return set_err(err, GPULEASE_INVALID_ARGUMENT,
                        "arg %zu: scalar size %" PRIu32 " is not 1..%d bytes", i, a->size,
                        GPULEASE_MAX_SCALAR_BYTES);
@@ -794,37 +797,79 @@ gpulease_status gpulease_launch(gpulease_session *s, gpulease_function fn, const
       p.size = (uint8_t)a->size;
       p.value = a->value;
     } else {
-      gl_buf_free(&params);
+      gl_buf_free(params);
       return set_err(err, GPULEASE_INVALID_ARGUMENT, "arg %zu: unknown kind %d", i, (int)a->kind);
     }
-    st = gl_launch_param_put(&params, &p);
+    st = gl_launch_param_put(params, &p);
     if (st != GPULEASE_OK) {
-      gl_buf_free(&params);
+      gl_buf_free(params);
       return set_err(err, st, "arg %zu: %s", i,
                      st == GPULEASE_NO_MEMORY ? "out of memory" : "refused by the encoder");
     }
   }
-  if (params.oom) {
-    gl_buf_free(&params);
+  if (params->oom) {
+    gl_buf_free(params);
     return set_err(err, GPULEASE_NO_MEMORY, "out of memory");
   }
-  if (params.len > GL_WIRE_MAX_LAUNCH_PARAM_BYTES) {
-    size_t n = params.len;
-    gl_buf_free(&params);
+  if (params->len > GL_WIRE_MAX_LAUNCH_PARAM_BYTES) {
+    size_t n = params->len;
+    gl_buf_free(params);
     return set_err(err, GPULEASE_INVALID_ARGUMENT,
                    "the args take %zu bytes encoded: at most %d", n,
                    GL_WIRE_MAX_LAUNCH_PARAM_BYTES);
   }
-  gl_request req = {.op = GL_OP_LAUNCH};
-  gl_launch_req *l = &req.u.launch;
+  memset(req, 0, sizeof *req);
+  req->op = GL_OP_LAUNCH;
+  gl_launch_req *l = &req->u.launch;
   l->function = fn;
   memcpy(l->grid, grid, sizeof l->grid);
   memcpy(l->block, block, sizeof l->block);
   l->shared_mem_bytes = shared_mem_bytes;
   l->param_count = (uint16_t)arg_count;
-  l->params_raw = params.data;
-  l->params_raw_len = params.len;
+  l->params_raw = params->data;
+  l->params_raw_len = params->len;
+  return GPULEASE_OK;
+}
+
+gpulease_status gpulease_launch(gpulease_session *s, gpulease_function fn, const uint32_t grid[3],
+                                const uint32_t block[3], uint32_t shared_mem_bytes,
+                                const gpulease_arg *args, size_t arg_count,
+                                gpulease_error *err) {
+  gl_request req;
+  gl_buf params;
+  gpulease_status st =
+      launch_req(s, fn, grid, block, shared_mem_bytes, args, arg_count, &req, &params, err);
+  if (st != GPULEASE_OK) return st;
   st = send_pipelined(s, &req, err);
   gl_buf_free(&params);
   return st;
+}
+
+gpulease_status gpulease_launch_sync(gpulease_session *s, gpulease_function fn,
+                                     const uint32_t grid[3], const uint32_t block[3],
+                                     uint32_t shared_mem_bytes, const gpulease_arg *args,
+                                     size_t arg_count, gpulease_op_failure *failure,
+                                     gpulease_error *err) {
+  failure_set(failure, GPULEASE_OK, 0, 0);
+  gl_request req;
+  gl_buf params;
+  gpulease_status st =
+      launch_req(s, fn, grid, block, shared_mem_bytes, args, arg_count, &req, &params, err);
+  if (st != GPULEASE_OK) { /* params was freed, or never filled */
+    failure_set(failure, st, 0, 0);
+    return st;
+  }
+  st = gl_session_begin(s, err);
+  if (st == GPULEASE_OK) {
+    /* Held in the pending batch, where the SYNC joins it: one BATCH. An
+     * unordered session or one with batching off sends it alone. */
+    if (!s->unordered && s->batch_max > 1) st = batch_add(s, &req, err);
+    else st = send_pipelined(s, &req, err);
+  }
+  gl_buf_free(&params);
+  if (st != GPULEASE_OK) {
+    failure_set(failure, st, 0, 0);
+    return st;
+  }
+  return sync_op(s, 0, failure, err);
 }

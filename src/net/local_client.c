@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/lat.h"
 #include "common/util.h"
 #include "net/local.h"
 #include "proto/wire.h"
@@ -90,6 +92,7 @@ static int send_all(gl_lclient *c, const uint8_t *p, size_t len, int fd) {
       memcpy(CMSG_DATA(h), &fd, sizeof fd);
     }
     ssize_t n = sendmsg(c->fd, &m, MSG_NOSIGNAL);
+    GL_LAT(GL_LAT_C_SENT);
     if (n < 0) {
       if (errno == EINTR) continue;
       return -1;
@@ -103,6 +106,7 @@ static int send_all(gl_lclient *c, const uint8_t *p, size_t len, int fd) {
 
 int gl_lclient_send(gl_lclient *c, const uint8_t *req, size_t len, int fd, uint64_t *token,
                     char *err, size_t errlen) {
+  GL_LAT(GL_LAT_C_SEND);
   if (c->dead) {
     set_msg(err, errlen, "the local connection is closed");
     return -1;
@@ -126,8 +130,14 @@ int gl_lclient_send(gl_lclient *c, const uint8_t *req, size_t len, int fd, uint6
   return 0;
 }
 
+/* How long a read watches the socket before it sleeps in poll(): an
+ * answer usually comes within tens of microseconds, and a wake-up from
+ * sleep costs several. */
+#define GL_LOCAL_SPIN_NS 60000ull
+
 /* Reads exactly n bytes before the deadline (ms of CLOCK_MONOTONIC). */
 static int read_exact(gl_lclient *c, uint8_t *p, size_t n, uint64_t deadline_ns) {
+  uint64_t spin_until = gl_mono_ns() + GL_LOCAL_SPIN_NS;
   while (n > 0) {
     uint64_t now = gl_mono_ns();
     if (now >= deadline_ns) {
@@ -135,10 +145,13 @@ static int read_exact(gl_lclient *c, uint8_t *p, size_t n, uint64_t deadline_ns)
       return -1;
     }
     struct pollfd pf = {.fd = c->fd, .events = POLLIN};
-    int pr = poll(&pf, 1, (int)((deadline_ns - now + 999999) / 1000000));
+    int ms = now < spin_until ? 0 : (int)((deadline_ns - now + 999999) / 1000000);
+    int pr = poll(&pf, 1, ms);
+    if (pr == 0 && ms == 0) sched_yield();
     if (pr < 0 && errno == EINTR) continue;
     if (pr <= 0) continue;
     ssize_t r = read(c->fd, p, n);
+    GL_LAT(GL_LAT_C_RECV);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
       if (r == 0) errno = ECONNRESET;
@@ -199,6 +212,7 @@ int gl_lclient_wait(gl_lclient *c, uint64_t token, uint8_t **resp, size_t *resp_
     if (tag == token) {
       *resp = msg;
       *resp_len = len;
+      GL_LAT(GL_LAT_C_DONE);
       return 0;
     }
     kept *k = malloc(sizeof *k);

@@ -17,6 +17,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/lat.h"
 #include "common/log.h"
 #include "net/local.h"
 #include "proto/wire.h"
@@ -98,6 +99,7 @@ static void flush_out(lconn *c) {
   while (c->out_head) {
     lout *o = c->out_head;
     ssize_t n = send(c->fd, o->data + o->off, o->len - o->off, MSG_NOSIGNAL);
+    GL_LAT(GL_LAT_D_SEND);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -200,6 +202,7 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents) {
                        .msg_controllen = sizeof cm.buf};
     ssize_t n = recvmsg(c->fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     if (n > 0) {
+      GL_LAT(GL_LAT_D_RECV);
       for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h)) {
         if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS) continue;
         size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);

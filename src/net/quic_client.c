@@ -49,6 +49,7 @@
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
 
+#include "common/lat.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "net/quic.h"
@@ -301,7 +302,9 @@ static void cl_note_send_error(gl_qclient *c, int err) {
 static bool cl_send_batch(gl_qclient *c, size_t first, size_t count, size_t off) {
   gl_udp_tx tx = {.data = c->txbuf + off, .lens = c->txlens + first, .count = count};
   int err;
+  GL_LAT(GL_LAT_C_PKT);
   size_t done = gl_udp_send(c->udp, &tx, &err);
+  GL_LAT(GL_LAT_C_SENT);
   cl_note_send_error(c, err);
   if (done == count) {
     c->pend_count = 0;
@@ -587,6 +590,7 @@ static void cl_read(gl_qclient *c) {
   for (int round = 0, errs = 0; round < READ_ROUNDS && !c->dead;) {
     gl_udp_msg *msgs;
     int n = gl_udp_recv(c->udp, &msgs);
+    if (n > 0) GL_LAT(GL_LAT_C_RECV);
     if (n < 0) {
       /* An error is reported once (an ICMP error, say): datagrams queued
        * before it (the server's CONNECTION_CLOSE) are still to read. */
@@ -1102,10 +1106,13 @@ fail:
  * Requests
  * ==================================================================== */
 
-/* A few steps of the connection without blocking: timers, what the
- * socket holds (ACKs, responses, MAX_STREAMS), then what we owe. */
+/* A few steps of the connection without blocking, for a new request:
+ * timers, what we owe (the request first: a round trip's time starts when
+ * it leaves), what the socket holds (ACKs, responses, MAX_STREAMS), then
+ * what that allows. */
 static void cl_pump(gl_qclient *c) {
   cl_expiry(c);
+  cl_write(c);
   cl_read(c);
   cl_write(c);
 }
@@ -1114,6 +1121,7 @@ static void cl_pump(gl_qclient *c) {
  * buffer that becomes ours to free, also on failure). */
 static int cl_send_req(gl_qclient *c, uint8_t *owned, const uint8_t *req, size_t len,
                        uint64_t deadline, uint64_t *token, char *err, size_t errlen) {
+  GL_LAT(GL_LAT_C_SEND);
   if (c->dead) {
     free(owned);
     return cl_dead_error(c, err, errlen);
@@ -1154,8 +1162,6 @@ static int cl_send_req(gl_qclient *c, uint8_t *owned, const uint8_t *req, size_t
   c->streams = st;
   cs_own(c, st); /* the table has room: waits only shrink it */
   sq_append(c, st, SQ_READY);
-  /* Take in what arrived meanwhile (ACKs, responses, credit), then write
-   * the request as far as flow and congestion control allow now. */
   cl_pump(c);
   if (c->dead) {
     cs_disown(c, st);
@@ -1171,6 +1177,7 @@ static int cl_send_req(gl_qclient *c, uint8_t *owned, const uint8_t *req, size_t
 static int cl_wait_req(gl_qclient *c, cstream *st, uint64_t deadline, uint8_t **resp,
                        size_t *resp_len, char *err, size_t errlen) {
   int rc = cs_complete(st) ? GL_QC_OK : cl_wait(c, WAIT_RESPONSE, st, deadline);
+  GL_LAT(GL_LAT_C_DONE);
   /* A response that was complete when the connection died is still good. */
   if (rc != GL_QC_OK && rc != GL_QC_TIMEOUT && cs_complete(st)) rc = GL_QC_OK;
   if (rc == GL_QC_OK) {

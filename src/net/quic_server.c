@@ -63,6 +63,7 @@
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
 
+#include "common/lat.h"
 #include "common/log.h"
 #include "net/quic.h"
 #include "net/quic_internal.h"
@@ -378,7 +379,9 @@ static bool conn_send_batch(qconn *c, const uint8_t *data, const size_t *lens, s
                   .remote = (const struct sockaddr *)&c->remote, .remotelen = c->remotelen,
                   .local = (const struct sockaddr *)&c->local};
   int err;
+  GL_LAT(GL_LAT_D_PKT);
   size_t done = gl_udp_send(s->udp, &tx, &err);
+  GL_LAT(GL_LAT_D_SEND);
   if (err) GL_DEBUG("quic: send to %s failed: %s", c->peer, strerror(err));
   if (done == n) return true;
   size_t skip = 0, bytes = 0;
@@ -1277,6 +1280,7 @@ static void srv_on_readable(struct ev_loop *loop, ev_io *w, int revents) {
   for (int round = 0; round < READ_ROUNDS; round++) {
     gl_udp_msg *msgs;
     int n = gl_udp_recv(s->udp, &msgs);
+    if (n > 0) GL_LAT(GL_LAT_D_RECV);
     if (n < 0) {
       GL_DEBUG("quic: recvmmsg: %s", strerror(errno));
       continue; /* an error the socket reported; more may be queued */
@@ -1357,13 +1361,18 @@ static int srv_bind(gl_qserver *s, char *err, size_t errlen) {
       close(fd);
       continue;
     }
-    /* Buffers, GRO, don't-fragment, and the destination address of each
-     * datagram (we answer from it). */
+    /* Buffers, GRO, don't-fragment, and, on a wildcard address, the
+     * destination address of each datagram (we answer from it; a socket
+     * bound to one address answers from that one without being told). */
+    bool wildcard =
+        ai->ai_family == AF_INET6
+            ? IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)ai->ai_addr)->sin6_addr)
+            : ((const struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr == htonl(INADDR_ANY);
     gl_udp_opts uo = {
         .buffer_bytes = s->cfg.socket_buffer_bytes,
         .rx_slots = RX_SLOTS,
         .no_gso = s->cfg.no_gso,
-        .pktinfo = true,
+        .pktinfo = wildcard,
     };
     if (gl_udp_new(fd, &uo, &s->udp) != 0) { /* closed fd */
       last_errno = errno;

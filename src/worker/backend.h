@@ -100,6 +100,13 @@ typedef struct gl_backend_ops {
   gpulease_status (*read)(gl_backend *b, uint64_t offset, void *dst, size_t len, char *err,
                           size_t errlen);
 
+  /* Optional (NULL: launch, then read): launch as above, then copy out_len
+   * bytes (may be 0) from region out_offset to host out, with one wait for
+   * both (GPU_SUBMIT's output). The statuses of launch, then read. */
+  gpulease_status (*launch_read)(gl_backend *b, void *fn, const gl_launch *launch,
+                                 uint64_t *gpu_time_ns, uint64_t out_offset, void *out,
+                                 size_t out_len, char *err, size_t errlen);
+
   /* True once a device error has made the context unusable (a kernel
    * faulted: every later call would fail too). The worker then replies and
    * exits with GL_WORKER_EXIT_CONTEXT_LOST. */

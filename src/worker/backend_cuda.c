@@ -51,7 +51,16 @@ typedef struct cuda_backend {
   int cc_major, cc_minor;
   pthread_mutex_t launch_mu; /* the synchronous launch and its events */
   CUevent ev_start, ev_stop;
+  /* GPU_SUBMIT's own stream (input, kernel, output in order, apart from
+   * the sessions' streams), and pinned memory for a small output: the
+   * kernel and the copy back are waited for together. */
+  CUstream submit_stream;
+  uint8_t *staging;
+  bool staging_pinned;
 } cuda_backend;
+
+/* Outputs up to this size come back through the pinned staging buffer. */
+#define SUBMIT_STAGING_BYTES (64u << 10)
 
 /* A compiler's logs, per call (several threads may load modules at once). */
 typedef struct jit_logs {
@@ -199,6 +208,12 @@ static void release_device(cuda_backend *c) {
   const gl_cuda *cu = &c->cu;
   if (c->ev_start) cu->cuEventDestroy(c->ev_start);
   if (c->ev_stop) cu->cuEventDestroy(c->ev_stop);
+  if (c->submit_stream) cu->cuStreamDestroy(c->submit_stream);
+  if (c->staging_pinned) cu->cuMemHostUnregister(c->staging);
+  free(c->staging);
+  c->submit_stream = NULL;
+  c->staging = NULL;
+  c->staging_pinned = false;
   if (c->region) cu->cuMemFree(c->region);
   if (c->ctx) {
     cu->cuCtxSetCurrent(NULL);
@@ -278,6 +293,15 @@ static gpulease_status cuda_init(gl_backend *b, uint32_t ordinal, uint64_t vram_
     snprintf(what, sizeof what, "cuEventCreate");
     goto fail_internal;
   }
+  if ((r = cu->cuStreamCreate(&c->submit_stream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {
+    c->submit_stream = NULL;
+    snprintf(what, sizeof what, "cuStreamCreate");
+    goto fail_internal;
+  }
+  /* Without pinned memory the output is copied straight (two waits). */
+  c->staging = aligned_alloc(4096, SUBMIT_STAGING_BYTES);
+  c->staging_pinned =
+      c->staging && cu->cuMemHostRegister(c->staging, SUBMIT_STAGING_BYTES, 0) == CUDA_SUCCESS;
   if ((r = cu->cuCtxSynchronize()) != CUDA_SUCCESS) {
     snprintf(what, sizeof what, "cuCtxSynchronize after zeroing the region");
     goto fail_internal;
@@ -564,10 +588,14 @@ static gpulease_status cuda_write(gl_backend *b, uint64_t offset, const void *sr
                                   char *err, size_t errlen) {
   cuda_backend *c = as_cuda(b);
   CUresult r = make_current(c);
-  if (r == CUDA_SUCCESS) r = c->cu.cuMemcpyHtoD(c->region + offset, src, len);
+  /* On the submit stream, before the kernel that reads it; from pageable
+   * memory the driver stages src before returning. */
+  if (r == CUDA_SUCCESS)
+    r = c->cu.cuMemcpyHtoDAsync(c->region + offset, src, len, c->submit_stream);
   if (r != CUDA_SUCCESS) {
     char what[96];
-    snprintf(what, sizeof what, "cuMemcpyHtoD(%zu bytes at offset %" PRIu64 ")", len, offset);
+    snprintf(what, sizeof what, "cuMemcpyHtoDAsync(%zu bytes at offset %" PRIu64 ")", len,
+             offset);
     cu_msg(c, r, what, err, errlen);
     note_failure(c, r);
     return GPULEASE_WRITE_FAILED;
@@ -579,10 +607,13 @@ static gpulease_status cuda_read(gl_backend *b, uint64_t offset, void *dst, size
                                  char *err, size_t errlen) {
   cuda_backend *c = as_cuda(b);
   CUresult r = make_current(c);
-  if (r == CUDA_SUCCESS) r = c->cu.cuMemcpyDtoH(dst, c->region + offset, len);
+  if (r == CUDA_SUCCESS)
+    r = c->cu.cuMemcpyDtoHAsync(dst, c->region + offset, len, c->submit_stream);
+  if (r == CUDA_SUCCESS) r = c->cu.cuStreamSynchronize(c->submit_stream);
   if (r != CUDA_SUCCESS) {
     char what[96];
-    snprintf(what, sizeof what, "cuMemcpyDtoH(%zu bytes at offset %" PRIu64 ")", len, offset);
+    snprintf(what, sizeof what, "cuMemcpyDtoHAsync(%zu bytes at offset %" PRIu64 ")", len,
+             offset);
     cu_msg(c, r, what, err, errlen);
     note_failure(c, r);
     return GPULEASE_READ_FAILED;
@@ -607,36 +638,46 @@ static void launch_what(const gl_launch *l, char *what, size_t len) {
            l->block[2], l->shared_mem_bytes);
 }
 
-static gpulease_status cuda_launch(gl_backend *b, void *fn, const gl_launch *l,
-                                   uint64_t *gpu_time_ns, char *err, size_t errlen) {
+/* GPU_SUBMIT: on the submit stream, events around the kernel (its device
+ * time), then the output's copy; one wait. A pageable output larger than
+ * the staging buffer is copied after the wait instead, so that a fault of
+ * the kernel is reported as the kernel's. */
+static gpulease_status cuda_launch_read(gl_backend *b, void *fn, const gl_launch *l,
+                                        uint64_t *gpu_time_ns, uint64_t out_offset, void *out,
+                                        size_t out_len, char *err, size_t errlen) {
   cuda_backend *c = as_cuda(b);
   const gl_cuda *cu = &c->cu;
   char what[GL_WIRE_MAX_KERNEL_NAME + 128];
+  CUstream stream = c->submit_stream;
   CUresult r = make_current(c);
   if (r != CUDA_SUCCESS) {
     snprintf(what, sizeof what, "cuCtxSetCurrent");
     cu_msg(c, r, what, err, errlen);
     return GPULEASE_LAUNCH_FAILED;
   }
-  /* The events are the backend's: one synchronous launch at a time. */
+  bool staged = out_len > 0 && out_len <= SUBMIT_STAGING_BYTES && c->staging_pinned;
+  /* The events and the staging buffer are the backend's: one synchronous
+   * launch at a time. */
   pthread_mutex_lock(&c->launch_mu);
-  r = cu->cuEventRecord(c->ev_start, NULL);
+  r = cu->cuEventRecord(c->ev_start, stream);
   if (r != CUDA_SUCCESS) {
     snprintf(what, sizeof what, "cuEventRecord");
     goto fail;
   }
   r = cu->cuLaunchKernel((CUfunction)fn, l->grid[0], l->grid[1], l->grid[2], l->block[0],
-                         l->block[1], l->block[2], l->shared_mem_bytes, NULL, l->args, NULL);
+                         l->block[1], l->block[2], l->shared_mem_bytes, stream, l->args, NULL);
   if (r != CUDA_SUCCESS) {
     launch_what(l, what, sizeof what);
     goto fail;
   }
-  r = cu->cuEventRecord(c->ev_stop, NULL);
+  r = cu->cuEventRecord(c->ev_stop, stream);
   if (r != CUDA_SUCCESS) {
     snprintf(what, sizeof what, "cuEventRecord");
     goto fail;
   }
-  r = cu->cuCtxSynchronize();
+  CUresult copy = CUDA_SUCCESS;
+  if (staged) copy = cu->cuMemcpyDtoHAsync(c->staging, c->region + out_offset, out_len, stream);
+  r = cu->cuStreamSynchronize(stream);
   if (r != CUDA_SUCCESS) {
     snprintf(what, sizeof what, "kernel '%s' failed", l->kernel_name);
     goto fail;
@@ -647,8 +688,11 @@ static gpulease_status cuda_launch(gl_backend *b, void *fn, const gl_launch *l,
     snprintf(what, sizeof what, "cuEventElapsedTime");
     goto fail;
   }
-  pthread_mutex_unlock(&c->launch_mu);
   *gpu_time_ns = ms > 0.0f ? (uint64_t)((double)ms * 1e6) : 0;
+  if (staged && copy == CUDA_SUCCESS) memcpy(out, c->staging, out_len);
+  pthread_mutex_unlock(&c->launch_mu);
+  if (out_len > 0 && (!staged || copy != CUDA_SUCCESS))
+    return b->ops->read(b, out_offset, out, out_len, err, errlen);
   return GPULEASE_OK;
 
 fail:
@@ -657,6 +701,11 @@ fail:
   note_failure(c, r);
   lost_note(c, err, errlen);
   return GPULEASE_LAUNCH_FAILED;
+}
+
+static gpulease_status cuda_launch(gl_backend *b, void *fn, const gl_launch *l,
+                                   uint64_t *gpu_time_ns, char *err, size_t errlen) {
+  return cuda_launch_read(b, fn, l, gpu_time_ns, 0, NULL, 0, err, errlen);
 }
 
 /* ---- sessions: streams ------------------------------------------------------ */
@@ -844,6 +893,7 @@ static const gl_backend_ops k_cuda_ops = {
     .write = cuda_write,
     .launch = cuda_launch,
     .read = cuda_read,
+    .launch_read = cuda_launch_read,
     .context_lost = cuda_context_lost,
     .destroy = cuda_destroy,
     .stream_create = cuda_stream_create,

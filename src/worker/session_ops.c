@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/lat.h"
 #include "common/log.h"
 #include "worker/session.h"
 #include "worker/segments.h"
@@ -481,6 +482,7 @@ static void op_launch(gl_wsession *s, gl_job *job) {
     return;
   }
   st = w->be->ops->launch_async(w->be, s->stream, f->fn, &l, s->err, GL_WK_ERR_MAX);
+  GL_LAT(GL_LAT_W_DONE);
   if (st != GPULEASE_OK) {
     fail_from_backend(s, GL_OP_LAUNCH, r->s.seq, st);
     gl_wk_job_error(w, job, GL_OP_LAUNCH, st, s->err);
@@ -499,6 +501,7 @@ static void op_sync(gl_wsession *s, gl_job *job) {
   const gl_sync_req *r = &job->req.u.sync;
   bool failed = false;
   (void)wait_stream(s, GL_OP_SYNC, r->s.seq, &failed);
+  GL_LAT(GL_LAT_W_DONE);
   if (atomic_load(&w->lost)) {
     /* The session ends with the context: report, never clear. */
     uint16_t st, op;

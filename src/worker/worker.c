@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/lat.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "worker/batch.h"
@@ -39,6 +40,7 @@ int gl_wk_send(gl_wk *w, uint64_t tag, gl_buf *b) {
   }
   pthread_mutex_lock(&w->write_mu);
   int rc = gl_ipc_write_call(w->fd, tag, b->data, b->len);
+  GL_LAT(GL_LAT_W_REPLY);
   pthread_mutex_unlock(&w->write_mu);
   gl_buf_free(b);
   if (rc != 0) GL_WARN("worker: cannot write a reply: the daemon is gone");
@@ -306,6 +308,7 @@ static gpulease_status run_submit(gl_wk *w, const gl_submit_req *req, uint8_t **
   size_t n = build_args(w, req);
   st = check_args(w, fn, req, name, n);
   if (st != GPULEASE_OK) return st;
+  GL_LAT(GL_LAT_W_DONE);
 
   if (req->input_len > 0) {
     st = w->be->ops->write(w->be, req->input_offset, req->input, req->input_len, w->err,
@@ -322,25 +325,28 @@ static gpulease_status run_submit(gl_wk *w, const gl_submit_req *req, uint8_t **
   l.args = w->submit_args.args;
   l.arg_sizes = w->submit_args.sizes;
   l.arg_count = n;
-  st = w->be->ops->launch(w->be, fn, &l, gpu_time_ns, w->err, GL_WK_ERR_MAX);
-  if (st != GPULEASE_OK) return st;
-
   *output = NULL;
-  if (req->output_size > 0) {
-    uint8_t *out = malloc((size_t)req->output_size);
-    if (!out) {
-      snprintf(w->err, GL_WK_ERR_MAX, "worker out of memory for %llu bytes of output",
-               (unsigned long long)req->output_size);
-      return GPULEASE_INTERNAL;
-    }
-    st = w->be->ops->read(w->be, req->output_offset, out, (size_t)req->output_size, w->err,
-                          GL_WK_ERR_MAX);
-    if (st != GPULEASE_OK) {
-      free(out);
-      return st;
-    }
-    *output = out;
+  uint8_t *out = NULL;
+  if (req->output_size > 0 && !(out = malloc((size_t)req->output_size))) {
+    snprintf(w->err, GL_WK_ERR_MAX, "worker out of memory for %llu bytes of output",
+             (unsigned long long)req->output_size);
+    return GPULEASE_INTERNAL;
   }
+  if (w->be->ops->launch_read) { /* kernel and output with one wait */
+    st = w->be->ops->launch_read(w->be, fn, &l, gpu_time_ns, req->output_offset, out,
+                                 (size_t)req->output_size, w->err, GL_WK_ERR_MAX);
+  } else {
+    st = w->be->ops->launch(w->be, fn, &l, gpu_time_ns, w->err, GL_WK_ERR_MAX);
+    if (st == GPULEASE_OK && out)
+      st = w->be->ops->read(w->be, req->output_offset, out, (size_t)req->output_size, w->err,
+                            GL_WK_ERR_MAX);
+  }
+  GL_LAT(GL_LAT_W_DONE);
+  if (st != GPULEASE_OK) {
+    free(out);
+    return st;
+  }
+  *output = out;
   return GPULEASE_OK;
 }
 
@@ -516,9 +522,10 @@ enum wait_result { WAIT_REQUEST, WAIT_TIMER, WAIT_LOST };
 static enum wait_result wait_for_work(gl_wk *w) {
   struct pollfd ch = {.fd = w->fd, .events = POLLIN};
   uint64_t until = gl_mono_ns() + GL_WK_SPIN_NS;
-  while (!atomic_load(&w->lost) && gl_mono_ns() < until) {
+  for (unsigned n = 1; !atomic_load(&w->lost) && gl_mono_ns() < until; n++) {
     if (poll(&ch, 1, 0) > 0) return WAIT_REQUEST;
-    sched_yield();
+    if ((n & 15) == 0) sched_yield(); /* for machines with few cores */
+    for (int i = 0; i < 16; i++) gl_cpu_relax();
   }
   for (;;) {
     if (atomic_load(&w->lost)) return WAIT_LOST;
@@ -584,6 +591,7 @@ int gl_worker_run(int fd, gl_backend *backend) {
     gl_ipc_fdq_clear(&w->fdq); /* a descriptor no message took */
     gl_ipc_result r =
         gl_ipc_read_call_fds(fd, GL_IPC_MAX_BODY, &tag, &h, &msg, &len, &hst, &w->fdq);
+    GL_LAT(GL_LAT_W_READ);
     if (r == GL_IPC_EOF) break;
     if (r == GL_IPC_IO_ERROR) {
       if (!atomic_load(&w->lost)) GL_WARN("worker: reading a request failed; exiting");

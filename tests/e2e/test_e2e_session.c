@@ -232,6 +232,86 @@ static void test_pipelined_launches(void **state) {
   assert_int_equal(gl_test_daemon_stop(&d), 0);
 }
 
+/* y += 1 * x over n floats (x all ones, y zeroed), launched as one block:
+ * the kernel, y, and the parameter lists of a good launch and of one that
+ * names a forged buffer. */
+typedef struct saxpy_case {
+  gpulease_function fn;
+  gpulease_buffer y;
+  gpulease_arg good[4], bad[4];
+} saxpy_case;
+
+static saxpy_case saxpy_setup(gpulease_session *s, int n) {
+  saxpy_case k;
+  k.fn = kernel(s, "saxpy", "saxpy", NULL, NULL);
+  float *ones = malloc((size_t)n * sizeof *ones);
+  assert_non_null(ones);
+  for (int i = 0; i < n; i++) ones[i] = 1.0f;
+  gpulease_buffer x = upload(s, ones, (size_t)n * sizeof *ones);
+  free(ones);
+  CHECK(gpulease_mem_alloc(s, (uint64_t)n * 4, &k.y, E));
+  CHECK(gpulease_memset(s, k.y, 0, 4, 0, (uint64_t)n, E));
+  gpulease_arg good[] = {i32(n), f32(1.0f), buf(x), buf(k.y)};
+  gpulease_arg bad[] = {i32(n), f32(1.0f), buf(0xB1DEADBEEFull), buf(k.y)};
+  memcpy(k.good, good, sizeof good);
+  memcpy(k.bad, bad, sizeof bad);
+  return k;
+}
+
+/* gpulease_launch_sync: launch and wait in one call, after pipelined
+ * launches too, with batching on and off; its failure is the session's,
+ * reported and acknowledged as sync's. */
+static void test_launch_sync(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  start(&d, "64M");
+  gpulease_client *c = gl_test_connect(&d, 30000);
+  gpulease_lease l = lease(c, 1 * MiB, 120);
+  gpulease_session *s = open_session(c, &l);
+  enum { N = 64 };
+  float y[N];
+  saxpy_case k = saxpy_setup(s, N);
+  gpulease_function saxpy = k.fn;
+  gpulease_buffer dy = k.y;
+  const gpulease_arg *good = k.good, *bad = k.bad;
+  const uint32_t g[3] = {1, 1, 1}, b[3] = {N, 1, 1};
+  gpulease_op_failure f;
+  gpulease_error err;
+  for (int i = 0; i < 5; i++) {
+    CHECK(gpulease_launch_sync(s, saxpy, g, b, 0, good, 4, &f, E));
+    assert_int_equal(f.status, GPULEASE_OK);
+  }
+  /* Pipelined launches before it are waited for too. */
+  for (int i = 0; i < 3; i++) CHECK(gpulease_launch(s, saxpy, g, b, 0, good, 4, E));
+  CHECK(gpulease_launch_sync(s, saxpy, g, b, 0, good, 4, &f, E));
+  CHECK(gpulease_mem_read(s, dy, 0, y, sizeof y, E));
+  for (int i = 0; i < N; i++) assert_true(y[i] == 9.0f);
+  /* A failing launch: reported by the call itself, with its seq. */
+  assert_int_equal(gpulease_launch_sync(s, saxpy, g, b, 0, bad, 4, &f, &err),
+                   GPULEASE_INVALID_HANDLE);
+  assert_int_equal(f.status, GPULEASE_INVALID_HANDLE);
+  assert_string_equal(f.op_name, "LAUNCH");
+  assert_true(f.seq > 0);
+  /* Fails fast until acknowledged, then goes on. */
+  assert_int_equal(gpulease_launch_sync(s, saxpy, g, b, 0, good, 4, &f, &err),
+                   GPULEASE_INVALID_HANDLE);
+  CHECK(gpulease_session_acknowledge(s, f.seq, E));
+  /* Batching off: two requests, same result. */
+  CHECK(gpulease_session_set_batch(s, 1, E));
+  CHECK(gpulease_launch_sync(s, saxpy, g, b, 0, good, 4, &f, E));
+  CHECK(gpulease_mem_read(s, dy, 0, y, sizeof y, E));
+  for (int i = 0; i < N; i++) assert_true(y[i] == 10.0f);
+  /* Arguments are checked before anything is sent. */
+  const uint32_t zero[3] = {0, 1, 1};
+  assert_int_equal(gpulease_launch_sync(s, saxpy, zero, b, 0, good, 4, &f, &err),
+                   GPULEASE_INVALID_ARGUMENT);
+  assert_int_equal(f.status, GPULEASE_INVALID_ARGUMENT);
+  sync_ok(s);
+  CHECK(gpulease_session_close(s, E));
+  gpulease_client_close(c);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
 /* ======================================================================
  * Failures: order, fail fast, acknowledge; a kernel fault
  * ==================================================================== */
@@ -243,15 +323,12 @@ static void test_failure_ordering(void **state) {
   gpulease_client *c = gl_test_connect(&d, 30000);
   gpulease_lease l = lease(c, 1 * MiB, 120);
   gpulease_session *s = open_session(c, &l);
-  gpulease_function saxpy = kernel(s, "saxpy", "saxpy", NULL, NULL);
   enum { N = 64 };
-  float ones[N], y[N];
-  for (int i = 0; i < N; i++) ones[i] = 1.0f;
-  gpulease_buffer x = upload(s, ones, sizeof ones), dy;
-  CHECK(gpulease_mem_alloc(s, sizeof y, &dy, E));
-  CHECK(gpulease_memset(s, dy, 0, 4, 0, N, E));
-  gpulease_arg good[] = {i32(N), f32(1.0f), buf(x), buf(dy)};
-  gpulease_arg bad[] = {i32(N), f32(1.0f), buf(0xB1DEADBEEFull), buf(dy)};
+  float y[N];
+  saxpy_case k = saxpy_setup(s, N);
+  gpulease_function saxpy = k.fn;
+  gpulease_buffer dy = k.y;
+  const gpulease_arg *good = k.good, *bad = k.bad;
   const uint32_t g[3] = {1, 1, 1}, b[3] = {N, 1, 1};
   /* ops 1-6 were the setup; launches 7, 8 run; 9 fails; 10, 11 never run. */
   CHECK(gpulease_launch(s, saxpy, g, b, 0, good, 4, E));
@@ -740,6 +817,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pipeline_matmul_reduce),
       cmocka_unit_test(test_pipelined_launches),
+      cmocka_unit_test(test_launch_sync),
       cmocka_unit_test(test_failure_ordering),
       cmocka_unit_test(test_kernel_fault),
       cmocka_unit_test(test_capacity),
