@@ -26,6 +26,19 @@ int gl_dreq_reply(gl_dreq *r, const uint8_t *msg, size_t len) {
   return rc;
 }
 
+int gl_dreq_reply_lent(gl_dreq *r, const uint8_t *msg, size_t len, void (*release)(void *ctx),
+                       void *ctx) {
+  int rc;
+  if (r->q) {
+    rc = gl_qreq_reply_lent(r->q, msg, len, release, ctx);
+  } else {
+    rc = gl_lreq_reply(r->l, msg, len);
+    release(ctx);
+  }
+  free(r);
+  return rc;
+}
+
 bool gl_dreq_orphaned(const gl_dreq *r) {
   return r->q ? gl_qreq_orphaned(r->q) : gl_lreq_orphaned(r->l);
 }

@@ -24,6 +24,12 @@ gl_dreq *gl_dreq_local(gl_lreq *l);
  * is gone (r is freed all the same). */
 int gl_dreq_reply(gl_dreq *r, const uint8_t *msg, size_t len);
 
+/* As gl_dreq_reply, but msg is lent (QUIC: sent from where it is, see
+ * gl_qreq_reply_lent; the local socket copies it): release(ctx) runs once
+ * when it is no longer needed, at the latest when the stream closes. */
+int gl_dreq_reply_lent(gl_dreq *r, const uint8_t *msg, size_t len, void (*release)(void *ctx),
+                       void *ctx);
+
 /* True when the client has gone (the answer would be dropped). */
 bool gl_dreq_orphaned(const gl_dreq *r);
 

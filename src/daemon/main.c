@@ -55,8 +55,9 @@ static void usage(FILE *f) {
         "                        shared memory for fast transfers (default\n"
         "                        <state-dir>/gpuleased.sock; \"none\": no such socket)\n"
         "  --local-socket-mode MODE  its file mode, octal (default 0660: owner and group)\n"
-        "  --max-pinned BYTES    shared memory the daemon page-locks for all leases\n"
-        "                        together (default: half of physical memory)\n"
+        "  --max-pinned BYTES    shared memory the daemon page-locks for all leases together:\n"
+        "                        clients' segments, and a 64 MiB arena a lease for large\n"
+        "                        QUIC transfers (default: half of physical memory)\n"
         "  --help\n",
         f);
 }

@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "daemon/daemon.h"
+#include "daemon/bulk.h"
 #include "daemon/dreq.h"
 #include "daemon/ended.h"
 #include "daemon/worker_proc.h"
@@ -50,6 +51,7 @@ typedef struct lease_rt {
   gl_ended ended; /* sessions that ended with a lost context (ended.h) */
   seg_rec segs[MAX_SEGS];
   size_t nsegs;
+  gl_bulk *bulk; /* QUIC transfers through shared memory (bulk.h) */
 } lease_rt;
 
 /* A request waiting for a worker's reply. */
@@ -119,6 +121,7 @@ void gl_daemon_end_lease(gl_daemon *d, gl_lease *l, gpulease_status why_status,
   lease_rt *rt = l->owner;
   if (!rt) return;
   if (rt->w) gl_wproc_kill(rt->w, why_status, why);
+  gl_bulk_del(rt->bulk);
   gl_ended_free(&rt->ended);
   for (size_t i = 0; i < rt->nsegs; i++) rt->d->pinned_bytes -= rt->segs[i].size_bytes;
   free(rt);
@@ -130,6 +133,7 @@ static void on_worker_exit(void *owner, int code, int signo) {
   /* Its segments went with it (a fresh worker has none). */
   for (size_t i = 0; i < rt->nsegs; i++) rt->d->pinned_bytes -= rt->segs[i].size_bytes;
   rt->nsegs = 0;
+  gl_bulk_worker_gone(rt->bulk);
   GL_WARN("worker of lease %" PRIu64 " ended on its own (code %d, signal %d); a fresh CUDA "
           "context will be created on its next use",
           rt->lease_id, code, signo);
@@ -285,7 +289,11 @@ static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req 
   }
   lease_rt *rt = calloc(1, sizeof *rt);
   call *c = call_new(d, req, GL_OP_LEASE_ALLOC, l->id);
-  if (!rt || !c) {
+  gl_lease_auth auth = {.lease_id = l->id};
+  memcpy(auth.secret, l->secret, sizeof auth.secret);
+  gl_bulk *bulk = gl_bulk_new(&auth, (gl_bulk_budget){&d->pinned_bytes, d->cfg.max_pinned_bytes});
+  if (!rt || !c || !bulk) {
+    gl_bulk_del(bulk);
     free(rt);
     free(c);
     gl_lease_table_remove(d->leases, l);
@@ -294,6 +302,7 @@ static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req 
   }
   rt->d = d;
   rt->lease_id = l->id;
+  rt->bulk = bulk;
   l->owner = rt;
   if (start_worker(d, l, rt, alloc_done, c, err, sizeof err) != 0) {
     free(c);
@@ -545,6 +554,17 @@ static void op_session(gl_daemon *d, gl_dreq *req, const gl_request *r, const ui
                 ref->session_id, l->id);
     return;
   }
+  if ((r->op == GL_OP_MEM_WRITE_SHM || r->op == GL_OP_MEM_READ_SHM) &&
+      gl_bulk_owns_segment(rt->bulk, r->u.mem_shm.segment)) {
+    reply_error(req, r->op, GPULEASE_INVALID_HANDLE,
+                "segment 0x%016" PRIx64 " is not one of the lease's (SHM_ATTACH)",
+                r->u.mem_shm.segment);
+    return;
+  }
+  /* Large QUIC transfers: through the lease's shared arena. */
+  if ((r->op == GL_OP_MEM_WRITE || r->op == GL_OP_MEM_READ) &&
+      gl_bulk_forward(rt->bulk, rt->w, req, r))
+    return;
   call *c = call_new(d, req, r->op, l->id);
   if (!c || gl_wproc_call(rt->w, msg, len, session_done, c) != 0) {
     free(c);
@@ -690,6 +710,12 @@ static void op_shm(gl_daemon *d, gl_dreq *req, const gl_request *r, const uint8_
                   MAX_SEGS);
       return;
     }
+  }
+  if (r->op == GL_OP_SHM_DETACH && gl_bulk_owns_segment(rt->bulk, r->u.shm_detach.segment)) {
+    reply_error(req, r->op, GPULEASE_INVALID_HANDLE,
+                "segment 0x%016" PRIx64 " is not one of the lease's (SHM_ATTACH)",
+                r->u.shm_detach.segment);
+    return;
   }
   if (ensure_worker(d, l, err, sizeof err) != 0) {
     if (fd >= 0) close(fd);

@@ -81,6 +81,9 @@ gpulease_status gl_lib_exchange(gpulease_client *c, const gl_request *req, gl_re
 #define GL_SESSION_CHUNKS_IN_FLIGHT 16
 /* The session's send buffer is kept between ops up to this capacity. */
 #define GL_SESSION_SENDBUF_KEEP (GL_SESSION_CHUNK + (1u << 20))
+/* MEM_WRITEs from this size are encoded into a buffer the connection takes
+ * over (gl_qclient_buf, gl_qclient_send_take): one copy of the data. */
+#define GL_SESSION_TAKE_BYTES (256u << 10)
 /* Pipelined ops batched into one BATCH request at most, by default and in
  * bytes (gpulease_session_set_batch). */
 #define GL_SESSION_BATCH_OPS 64

@@ -94,6 +94,14 @@ int gl_qreq_reply(gl_qreq *req, const uint8_t *msg, size_t len);
  * replies. */
 int gl_qreq_reply_take(gl_qreq *req, uint8_t *msg, size_t len);
 
+/* As gl_qreq_reply, but msg is lent, not copied: the server reads it until
+ * the stream no longer needs it (every byte acknowledged, or the stream
+ * reset), then calls release(ctx) once. Also when the reply cannot be
+ * queued (-1): release has then run before the call returns. For large
+ * replies that live in memory the caller manages (a shared-memory slot). */
+int gl_qreq_reply_lent(gl_qreq *req, const uint8_t *msg, size_t len, void (*release)(void *ctx),
+                       void *ctx);
+
 /* True when the connection of req has closed (the reply would be dropped).
  * Lets the daemon skip work for vanished clients. */
 bool gl_qreq_orphaned(const gl_qreq *req);
@@ -164,6 +172,12 @@ int gl_qclient_send(gl_qclient *c, const uint8_t *req, size_t len, uint64_t *tok
  * of large requests. */
 int gl_qclient_send_take(gl_qclient *c, uint8_t *req, size_t len, uint64_t *token, char *err,
                          size_t errlen);
+
+/* A buffer of at least len bytes (*cap receives its size) from the
+ * connection's pool of warm buffers, to build a large request in and hand
+ * over with gl_qclient_send_take (or free). Saves gl_qclient_send's copy
+ * without the page faults of fresh memory. NULL when out of memory. */
+uint8_t *gl_qclient_buf(gl_qclient *c, size_t len, size_t *cap);
 
 /* Drives the connection until the response of token is complete (or the
  * timeout, counted from this call, passes: the request is then abandoned,

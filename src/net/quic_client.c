@@ -723,7 +723,10 @@ static int cb_recv_stream_data(ngtcp2_conn *conn, uint32_t flags, int64_t stream
       st->resp_cap = st->resp ? need : 0;
       st->nomem = !st->resp;
     } else {
-      /* A kept buffer only if not much larger: the caller may hold it long. */
+      /* Room for the whole message once its header is in; a kept buffer
+       * only if not much larger: the caller may hold it long. */
+      size_t whole = gl_q_msg_size(st->resp, st->resp_len, data, datalen);
+      if (whole > need && whole <= c->max_response) need = whole;
       st->nomem = gl_q_buf_grow(&c->pool, &st->resp, &st->resp_cap, st->resp_len, need,
                                 c->max_response, 8) != 0;
     }
@@ -1242,6 +1245,11 @@ int gl_qclient_send_take(gl_qclient *c, uint8_t *req, size_t len, uint64_t *toke
   }
   uint64_t deadline = gl_q_now_ns() + (uint64_t)c->timeout_ms * NGTCP2_MILLISECONDS;
   return cl_send_req(c, req, req ? req : (const uint8_t *)"", len, deadline, token, err, errlen);
+}
+
+uint8_t *gl_qclient_buf(gl_qclient *c, size_t len, size_t *cap) {
+  *cap = len;
+  return gl_q_pool_alloc(&c->pool, len, cap);
 }
 
 int gl_qclient_wait(gl_qclient *c, uint64_t token, uint8_t **resp, size_t *resp_len, char *err,

@@ -96,6 +96,14 @@ void gl_q_pool_clear(gl_q_pool *pool) {
   pool->bytes = 0;
 }
 
+size_t gl_q_msg_size(const uint8_t *buf, size_t len, const uint8_t *more, size_t n) {
+  if (len >= 12 || len + n < 12) return 0; /* sized already, or not yet */
+  uint8_t h[12];
+  if (len) memcpy(h, buf, len);
+  memcpy(h + len, more, 12 - len);
+  return 12 + ((size_t)h[8] << 24 | (size_t)h[9] << 16 | (size_t)h[10] << 8 | h[11]);
+}
+
 int gl_q_buf_grow(gl_q_pool *pool, uint8_t **buf, size_t *cap, size_t len, size_t need,
                   size_t limit, size_t slack) {
   if (need <= *cap) return 0;

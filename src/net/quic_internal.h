@@ -117,6 +117,12 @@ void gl_q_pool_put(gl_q_pool *pool, uint8_t *buf, size_t cap);
 /* Frees every kept buffer. */
 void gl_q_pool_clear(gl_q_pool *pool);
 
+/* A stream carries one gpulease/1 message, whose 12-byte header ends with
+ * its body length (u32, big-endian, at offset 8). Once the header is in
+ * (len bytes at buf, then n more at more), the message's whole size, to
+ * make room for it at once instead of doubling; 0 before that. */
+size_t gl_q_msg_size(const uint8_t *buf, size_t len, const uint8_t *more, size_t n);
+
 /* Grows *buf (of *cap bytes, len in use) to hold need bytes, at most limit:
  * doubling, through the pool once past GL_Q_POOL_MIN (a kept buffer that
  * fits, and is at most slack times the size wanted unless slack is 0,

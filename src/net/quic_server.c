@@ -104,9 +104,12 @@ struct qstream {
   size_t rlen, rcap;
   bool too_large, reset_rx, delivered;
   gl_qreq *req; /* delivered, not answered yet */
-  /* Reply side: sbuf lives until the stream closes (retransmissions). */
+  /* Reply side: sbuf lives until the stream closes (retransmissions). A
+   * lent sbuf (srelease set) is given back through srelease, not pooled. */
   uint8_t *sbuf;
   size_t slen, soff, scap;
+  void (*srelease)(void *ctx);
+  void *sctx;
   bool blocked;    /* flow-control blocked during the current write round */
   bool write_dead; /* peer sent STOP_SENDING or the stream was reset */
 };
@@ -801,6 +804,16 @@ static void ready_remove(qconn *c, qstream *st) {
   st->in_ready = false;
 }
 
+/* Gives the reply buffer back: to the pool, or to its lender. */
+static void sbuf_drop(qstream *st) {
+  if (st->srelease) st->srelease(st->sctx);
+  else gl_q_pool_put(&st->c->srv->pool, st->sbuf, st->scap);
+  st->srelease = NULL;
+  st->sctx = NULL;
+  st->sbuf = NULL;
+  st->scap = 0;
+}
+
 static void stream_free(qstream *st) {
   qconn *c = st->c;
   if (st->req) st->req->st = NULL; /* orphaned */
@@ -811,13 +824,15 @@ static void stream_free(qstream *st) {
   else c->streams = st->next;
   if (st->next) st->next->prev = st->prev;
   gl_q_pool_put(&c->srv->pool, st->rbuf, st->rcap);
-  gl_q_pool_put(&c->srv->pool, st->sbuf, st->scap);
+  sbuf_drop(st);
   free(st);
 }
 
 static int buf_append(qstream *st, const uint8_t *data, size_t len, size_t limit) {
   if (len == 0) return 0;
-  if (gl_q_buf_grow(&st->c->srv->pool, &st->rbuf, &st->rcap, st->rlen, st->rlen + len,
+  size_t need = st->rlen + len, whole = gl_q_msg_size(st->rbuf, st->rlen, data, len);
+  if (whole > need && whole <= limit) need = whole; /* room for all of it at once */
+  if (gl_q_buf_grow(&st->c->srv->pool, &st->rbuf, &st->rcap, st->rlen, need,
                     limit, 0) != 0)
     return -1;
   gl_q_copy_in(st->rbuf + st->rlen, data, len, st->rcap);
@@ -878,22 +893,26 @@ static void conn_deliver(qconn *c) {
   if (c->state == ST_ACTIVE) conn_return_credit(c, 0);
 }
 
-/* gl_qreq_reply and gl_qreq_reply_take: msg is copied unless owned (then
- * it is ours to free). */
-static int reply(gl_qreq *req, uint8_t *owned, const uint8_t *msg, size_t len) {
+/* A lent reply buffer: handed back through release. */
+typedef struct lent {
+  void (*release)(void *ctx);
+  void *ctx;
+} lent;
+
+/* gl_qreq_reply, gl_qreq_reply_take and gl_qreq_reply_lent: msg is copied
+ * unless owned (then it is ours to free) or lent. */
+static int reply(gl_qreq *req, uint8_t *owned, const lent *ln, const uint8_t *msg, size_t len) {
   qstream *st = req ? req->st : NULL;
   free(req);
-  if (!st) {
+  if (st) st->req = NULL;
+  bool ok = st && st->c->state == ST_ACTIVE && !st->write_dead;
+  if (!ok) {
     free(owned);
+    if (ln) ln->release(ln->ctx);
     return -1;
   }
-  st->req = NULL;
   qconn *c = st->c;
-  if (c->state != ST_ACTIVE || st->write_dead) {
-    free(owned);
-    return -1;
-  }
-  uint8_t *copy = owned;
+  uint8_t *copy = ln ? (uint8_t *)msg : owned;
   size_t cap = len;
   if (!copy && (copy = gl_q_pool_alloc(&c->srv->pool, len, &cap))) {
     if (len) memcpy(copy, msg, len);
@@ -904,7 +923,11 @@ static int reply(gl_qreq *req, uint8_t *owned, const uint8_t *msg, size_t len) {
     srv_flush(c->srv);
     return -1;
   }
-  gl_q_pool_put(&c->srv->pool, st->sbuf, st->scap);
+  sbuf_drop(st);
+  if (ln) {
+    st->srelease = ln->release;
+    st->sctx = ln->ctx;
+  }
   st->sbuf = copy;
   st->scap = cap;
   st->slen = len;
@@ -916,12 +939,18 @@ static int reply(gl_qreq *req, uint8_t *owned, const uint8_t *msg, size_t len) {
 }
 
 int gl_qreq_reply(gl_qreq *req, const uint8_t *msg, size_t len) {
-  return reply(req, NULL, msg, len);
+  return reply(req, NULL, NULL, msg, len);
 }
 
 int gl_qreq_reply_take(gl_qreq *req, uint8_t *msg, size_t len) {
-  if (!msg) return reply(req, NULL, (const uint8_t *)"", 0);
-  return reply(req, msg, msg, len);
+  if (!msg) return reply(req, NULL, NULL, (const uint8_t *)"", 0);
+  return reply(req, msg, NULL, msg, len);
+}
+
+int gl_qreq_reply_lent(gl_qreq *req, const uint8_t *msg, size_t len, void (*release)(void *ctx),
+                       void *ctx) {
+  lent ln = {release, ctx};
+  return reply(req, NULL, &ln, msg, len);
 }
 
 bool gl_qreq_orphaned(const gl_qreq *req) {

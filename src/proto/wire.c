@@ -454,6 +454,25 @@ gpulease_status gl_response_encode(const gl_response *resp, gl_buf *out) {
   return frame_finish(out, start);
 }
 
+gpulease_status gl_response_encode_head(const gl_response *resp, gl_buf *out) {
+  if (!resp || !out || resp->op != GL_OP_MEM_READ || resp->status != GPULEASE_OK ||
+      !response_valid(resp))
+    return GPULEASE_INVALID_ARGUMENT;
+  if (out->oom) return GPULEASE_NO_MEMORY;
+  size_t start = out->len;
+  put_header(out, GL_WIRE_KIND_RESPONSE, resp->op, resp->status);
+  gl_wire__put_u16(out, resp->msg_len);
+  gl_wire__put_bytes(out, resp->msg, resp->msg_len);
+  gl_wire__put_u32(out, resp->u.mem_read.data_len);
+  gpulease_status st = frame_finish(out, start);
+  if (st != GPULEASE_OK) return st;
+  /* body_len counts the data that follow. */
+  uint64_t body = (uint64_t)(out->len - start - GL_WIRE_HEADER_SIZE) + resp->u.mem_read.data_len;
+  uint8_t *p = out->data + start + 8;
+  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(body >> (8 * (3 - i)));
+  return GPULEASE_OK;
+}
+
 /* status must be an error (1..99): an OK response needs its result fields,
  * which only gl_response_encode() can write. */
 gpulease_status gl_response_encode_error(uint16_t op, gpulease_status status, gl_buf *out,

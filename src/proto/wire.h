@@ -680,6 +680,13 @@ gpulease_status gl_response_encode(const gl_response *resp, gl_buf *out);
 
 /* Convenience: appends an error response (no result fields) with a
  * printf-formatted message. status must not be OK (INVALID_ARGUMENT). */
+/* The bytes of an OK MEM_READ response that come before its data (the
+ * header, the message, data_len): the data, data_len bytes, go out right
+ * after them from wherever they are, so that a large read is not copied
+ * into the message. resp->u.mem_read.data must be non-NULL (it is not
+ * read). INVALID_ARGUMENT for any other op or an error; NO_MEMORY. */
+gpulease_status gl_response_encode_head(const gl_response *resp, gl_buf *out);
+
 gpulease_status gl_response_encode_error(uint16_t op, gpulease_status status, gl_buf *out,
                                          const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

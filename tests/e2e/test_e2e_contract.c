@@ -878,6 +878,139 @@ static void test_batch_rules(void **state) {
   assert_int_equal(gl_test_daemon_stop(&d), 0);
 }
 
+/* ======================================================================
+ * Large transfers through the daemon's arena (src/daemon/bulk.h)
+ * ==================================================================== */
+
+/* The arena's segment id, from the daemon's debug log; 0 if none. */
+static uint64_t arena_segment(const gl_test_daemon *d) {
+  char path[300];
+  snprintf(path, sizeof path, "%s/daemon.log", d->dir);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  char line[1024];
+  uint64_t id = 0;
+  while (fgets(line, sizeof line, f)) {
+    const char *at = strstr(line, "arena attached as segment 0x");
+    if (at) id = strtoull(at + strlen("arena attached as segment 0x"), NULL, 16);
+  }
+  fclose(f);
+  return id;
+}
+
+/* A MEM_WRITE then a MEM_READ of n bytes (pattern k) at offset 0 of buf,
+ * checked byte for byte; the replies carry the client's ops. */
+static void round_trip(const peer *p, uint64_t *seq, uint64_t buf, uint32_t n, uint8_t k) {
+  uint8_t *data = malloc(n);
+  assert_non_null(data);
+  for (uint32_t i = 0; i < n; i++) data[i] = (uint8_t)(i * 7 + k);
+  gl_request w = r_write(p, (*seq)++, buf, data, n);
+  reply x = call(p->q, &w);
+  expect(&x, GPULEASE_OK, NULL);
+  assert_int_equal(x.r.op, GL_OP_MEM_WRITE);
+  reply_free(&x);
+  gl_request r = r_read(p, (*seq)++, buf, n);
+  x = call(p->q, &r);
+  expect(&x, GPULEASE_OK, NULL);
+  assert_int_equal(x.r.op, GL_OP_MEM_READ);
+  assert_int_equal(x.r.u.mem_read.data_len, n);
+  assert_memory_equal(x.r.u.mem_read.data, data, n);
+  reply_free(&x);
+  free(data);
+}
+
+/* Transfers of 1 MiB and more from QUIC cross through the lease's arena
+ * (the daemon logs its segment); the bytes come back exact, small ones
+ * and over-sized ones too; a client naming the arena's segment is
+ * refused; a failing transfer keeps its op and the session's failure. */
+static void test_bulk_arena(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  start(&d, "5000");
+  peer p = open_peer(&d, 32u << 20);
+  uint64_t seq = 1;
+  uint64_t buf = alloc_buf(&p, seq++, 24u << 20, NULL);
+  round_trip(&p, &seq, buf, 2u << 20, 1);
+  uint64_t arena = arena_segment(&d);
+  assert_true(arena != 0);
+  round_trip(&p, &seq, buf, 4096, 2);      /* small: through the pipe */
+  round_trip(&p, &seq, buf, 8u << 20, 3);  /* one full slot */
+  round_trip(&p, &seq, buf, 16u << 20, 4); /* more than a slot: through the pipe */
+  /* Pipelined: more transfers in flight than the arena has slots. */
+  enum { N = 12 };
+  uint32_t n = 1u << 20;
+  uint8_t *data = malloc(n);
+  assert_non_null(data);
+  uint64_t tok[N];
+  for (int i = 0; i < N; i++) {
+    memset(data, 0x40 + i, n);
+    gl_request w = r_write(&p, seq++, buf, data, n);
+    w.u.mem_write.offset = (uint64_t)i * n;
+    tok[i] = send_req(p.q, &w);
+  }
+  for (int i = 0; i < N; i++) wait_ok(p.q, tok[i]);
+  for (int i = 0; i < N; i++) {
+    gl_request r = r_read(&p, seq++, buf, n);
+    r.u.mem_read.offset = (uint64_t)i * n;
+    tok[i] = send_req(p.q, &r);
+  }
+  for (int i = 0; i < N; i++) {
+    reply x = wait_reply(p.q, tok[i]);
+    expect(&x, GPULEASE_OK, NULL);
+    memset(data, 0x40 + i, n);
+    assert_memory_equal(x.r.u.mem_read.data, data, n);
+    reply_free(&x);
+  }
+  free(data);
+  /* The arena is the daemon's: not a segment the client may use. */
+  gl_request q = {.op = GL_OP_MEM_READ_SHM};
+  q.u.mem_shm.s = ref(&p, 0);
+  q.u.mem_shm.buffer = buf;
+  q.u.mem_shm.segment = arena;
+  q.u.mem_shm.size_bytes = 4096;
+  reply x = call(p.q, &q);
+  expect(&x, GPULEASE_INVALID_HANDLE, "is not one of the lease's");
+  reply_free(&x);
+  gl_request det = {.op = GL_OP_SHM_DETACH};
+  det.u.shm_detach.auth = p.auth;
+  det.u.shm_detach.segment = arena;
+  x = call(p.q, &det);
+  expect(&x, GPULEASE_INVALID_HANDLE, "is not one of the lease's");
+  reply_free(&x);
+  /* Out of the buffer: refused under the client's op, and the session's
+   * failure from then on. */
+  gl_request r = r_read(&p, seq++, buf, 2u << 20);
+  r.u.mem_read.offset = 23u << 20;
+  x = call(p.q, &r);
+  expect(&x, GPULEASE_INVALID_ARGUMENT, NULL);
+  assert_int_equal(x.r.op, GL_OP_MEM_READ);
+  reply_free(&x);
+  gl_request sy = r_sync(&p, seq++, GL_SYNC_ACK_ANY);
+  call_ok(p.q, &sy);
+  round_trip(&p, &seq, buf, 2u << 20, 5); /* the arena still works */
+  close_peer(&p, seq++);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
+/* Over the --max-pinned budget there is no arena: the same transfers go
+ * through the pipe, exact. */
+static void test_bulk_without_arena(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  const char *extra[] = {"--max-pinned", "1M", NULL};
+  const char *dev = getenv("GL_TEST_DEVICE");
+  bool on_gpu = dev && strcmp(dev, "cuda") == 0;
+  assert_int_equal(gl_test_daemon_start(&d, on_gpu ? NULL : "64M", extra), 0);
+  peer p = open_peer(&d, 16u << 20);
+  uint64_t seq = 1;
+  uint64_t buf = alloc_buf(&p, seq++, 8u << 20, NULL);
+  round_trip(&p, &seq, buf, 2u << 20, 6);
+  round_trip(&p, &seq, buf, 8u << 20, 7);
+  assert_true(arena_segment(&d) == 0);
+  close_peer(&p, seq++);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unordered_runs_after_held_ops),
@@ -889,6 +1022,8 @@ int main(void) {
       cmocka_unit_test(test_region_offsets),
       cmocka_unit_test(test_smaller_rules),
       cmocka_unit_test(test_batch_rules),
+      cmocka_unit_test(test_bulk_arena),
+      cmocka_unit_test(test_bulk_without_arena),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

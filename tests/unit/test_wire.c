@@ -3423,6 +3423,32 @@ static void test_batch(void **state) {
  * The same-host ops: NODE_INFO, SHM_ATTACH, SHM_DETACH, MEM_*_SHM
  * ====================================================================== */
 
+/* gl_response_encode_head: the head and then the data are, byte for byte,
+ * gl_response_encode's MEM_READ response; other responses are refused. */
+static void test_response_head(void **state) {
+  (void)state;
+  uint8_t data[300];
+  for (size_t i = 0; i < sizeof data; i++) data[i] = (uint8_t)(i * 13 + 1);
+  gl_response r = {.op = GL_OP_MEM_READ, .status = GPULEASE_OK, .msg = ""};
+  r.u.mem_read.data = data;
+  r.u.mem_read.data_len = sizeof data;
+  gl_buf whole, head;
+  gl_buf_init(&whole);
+  gl_buf_init(&head);
+  assert_int_equal(gl_response_encode(&r, &whole), GPULEASE_OK);
+  assert_int_equal(gl_response_encode_head(&r, &head), GPULEASE_OK);
+  assert_int_equal(head.len, GL_WIRE_HEADER_SIZE + 2 + 4);
+  assert_int_equal(head.len + sizeof data, whole.len);
+  assert_memory_equal(head.data, whole.data, head.len);
+  assert_memory_equal(whole.data + head.len, data, sizeof data);
+  gl_response e = {.op = GL_OP_MEM_READ, .status = GPULEASE_READ_FAILED, .msg = "x", .msg_len = 1};
+  gl_response w = {.op = GL_OP_MEM_WRITE, .status = GPULEASE_OK, .msg = ""};
+  assert_int_equal(gl_response_encode_head(&e, &head), GPULEASE_INVALID_ARGUMENT);
+  assert_int_equal(gl_response_encode_head(&w, &head), GPULEASE_INVALID_ARGUMENT);
+  gl_buf_free(&whole);
+  gl_buf_free(&head);
+}
+
 static void test_shm_ops(void **state) {
   (void)state;
   static gl_request q, out;
@@ -3535,6 +3561,7 @@ int main(void) {
       cmocka_unit_test(test_worker_lost),
       cmocka_unit_test(test_batch),
       cmocka_unit_test(test_shm_ops),
+      cmocka_unit_test(test_response_head),
       cmocka_unit_test(test_corpus_files),
   };
   return cmocka_run_group_tests_name("wire", tests, NULL, NULL);
