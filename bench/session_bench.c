@@ -3,11 +3,13 @@
  * CUDA driver, measured in the same run on the same node.
  *
  *   gl_bench_session --addr HOST:PORT --pin-sha256 HEX [--mib N] [--launches N]
- *                    [--iters N] [--batch N] [--local-mib N] [--only WHAT]
+ *                    [--iters N] [--batch N] [--local-mib N] [--stripes N] [--only WHAT]
  *
  * Rows (medians of several rounds), gpulease beside the local driver:
- *   - MEM_WRITE and MEM_READ of N MiB from pageable host memory, in GB/s
- *     (local: cuMemcpyHtoD / cuMemcpyDtoH, pageable and pinned);
+ *   - MEM_WRITE and MEM_READ of N MiB from pageable host memory over one
+ *     QUIC connection, in GB/s (local: cuMemcpyHtoD / cuMemcpyDtoH,
+ *     pageable and pinned), and of --local-mib MiB striped over the
+ *     daemon's stripe ports (the library's default);
  *   - LAUNCH then SYNC of an empty kernel in one round trip
  *     (gpulease_launch_sync), in us (local: cuLaunchKernel +
  *     cuCtxSynchronize); the same as two calls is printed below the table;
@@ -64,6 +66,7 @@ typedef struct figures {
    * kernel). */
   double query_us, sync_us;
   double launch_then_sync_us; /* gpulease_launch, then gpulease_session_sync: two requests */
+  double swrite_gbs, sread_gbs;   /* striped over the daemon's stripe ports */
   double launch_sync_us;
   double launches_per_s;
   double submit_us;
@@ -377,10 +380,12 @@ static int only_one(gpulease_client *c, const char *what, int iters, double *us)
   return *us < 0 ? -1 : 0;
 }
 
-/* Transfers of `bytes` through the daemon's local socket (same host):
- * pageable memory, then gpulease_host_alloc memory. -1 when the client
- * does not use the local socket. */
-static int local_transfers(gpulease_client *c, size_t bytes, figures *f) {
+/* On a fresh lease: ROUNDS round trips of `bytes` from pageable memory
+ * (median GB/s in *w, *r) and, with hw, from gpulease_host_alloc memory
+ * (*hw, *hr), all compared with what was written; `what` names the path
+ * in a complaint. -1 when a call fails or the bytes differ. */
+static int lease_round_trips(gpulease_client *c, size_t bytes, double *w, double *r, double *hw,
+                             double *hr, const char *what) {
   gpulease_error err;
   gpulease_lease l;
   gpulease_session *s;
@@ -391,19 +396,19 @@ static int local_transfers(gpulease_client *c, size_t bytes, figures *f) {
   uint8_t *host = malloc(bytes), *back = malloc(bytes), *pin = NULL;
   for (size_t i = 0; i < bytes; i++) host[i] = (uint8_t)(i * 151 + 3);
   int bad = 0;
-  if (round_trips(s, b, host, back, host, bytes, &f->lwrite_gbs, &f->lread_gbs, &bad) != 0)
-    return -1;
-  TRY(gpulease_host_alloc(c, bytes, (void **)&pin, &err));
-  memcpy(pin, host, bytes);
-  if (round_trips(s, b, pin, pin, host, bytes, &f->hwrite_gbs, &f->hread_gbs, &bad) != 0)
-    return -1;
-  gpulease_host_free(c, pin, NULL);
+  if (round_trips(s, b, host, back, host, bytes, w, r, &bad) != 0) return -1;
+  if (hw) {
+    TRY(gpulease_host_alloc(c, bytes, (void **)&pin, &err));
+    memcpy(pin, host, bytes);
+    if (round_trips(s, b, pin, pin, host, bytes, hw, hr, &bad) != 0) return -1;
+    gpulease_host_free(c, pin, NULL);
+  }
   free(host);
   free(back);
   gpulease_session_close(s, NULL);
   gpulease_lease_free(c, &l, NULL);
   if (bad) {
-    fprintf(stderr, "bench: data read back through shared memory differs\n");
+    fprintf(stderr, "bench: data read back %s differs\n", what);
     return -1;
   }
   return 0;
@@ -414,6 +419,7 @@ int main(int argc, char **argv) {
   size_t mib = 256;
   int launches = 10000, iters = 500, batch = 0, local_mib = 1024;
   const char *only = NULL; /* see only_one() */
+  unsigned stripes = 0;     /* the striped figures: 0, the library's default */
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--addr")) addr = argv[i + 1];
     else if (!strcmp(argv[i], "--pin-sha256")) pin = argv[i + 1];
@@ -423,11 +429,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--batch")) batch = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--local-mib")) local_mib = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
+    else if (!strcmp(argv[i], "--stripes")) stripes = (unsigned)atoi(argv[i + 1]);
   }
   if (mib < 1 || launches < 1 || iters < 1) {
     fprintf(stderr,
             "usage: %s --addr HOST:PORT --pin-sha256 HEX [--mib N] [--launches N] [--iters N] "
-            "[--batch N] [--local-mib N] [--only launch-sync|launch-then-sync|submit]\n",
+            "[--batch N] [--local-mib N] [--stripes N] [--only launch-sync|launch-then-sync|submit]\n",
             argv[0]);
     return 2;
   }
@@ -439,6 +446,7 @@ int main(int argc, char **argv) {
   o.insecure = pin == NULL;
   o.timeout_ms = 120000;
   o.no_local = 1; /* QUIC first, even on the daemon's machine */
+  o.stripes = 1;  /* and one connection */
   gpulease_client *c;
   gpulease_error err;
   if (gpulease_client_connect(&o, &c, &err) != GPULEASE_OK) {
@@ -455,11 +463,19 @@ int main(int argc, char **argv) {
   }
   if (remote_figures(c, bytes, launches, iters, batch, &rem) != 0) return 1;
   gpulease_client_close(c);
-  o.no_local = 0;
   size_t lbytes = (size_t)local_mib << 20;
+  o.stripes = stripes; /* 0: the default, striped over the daemon's stripe ports */
+  int have_striped = 0;
+  if (gpulease_client_connect(&o, &c, &err) == GPULEASE_OK) {
+    have_striped = lease_round_trips(c, lbytes, &rem.swrite_gbs, &rem.sread_gbs, NULL, NULL,
+                                     "over the stripes") == 0;
+    gpulease_client_close(c);
+  }
+  o.no_local = 0;
   int have_same_host = 0;
   if (gpulease_client_connect(&o, &c, &err) == GPULEASE_OK) {
-    have_same_host = local_transfers(c, lbytes, &rem) == 0;
+    have_same_host = lease_round_trips(c, lbytes, &rem.lwrite_gbs, &rem.lread_gbs, &rem.hwrite_gbs,
+                                       &rem.hread_gbs, "through shared memory") == 0;
     gpulease_client_close(c);
   }
   int have_local = local_figures(bytes, launches, iters, &loc) == 0;
@@ -477,8 +493,16 @@ int main(int argc, char **argv) {
       printf("| " name " | " fmt " | (no GPU here) | | " fmt " | %s |\n", rem.field,       \
              (double)(target), met_ ? "yes" : "no");                                      \
   } while (0)
-  ROW("MEM_WRITE GB/s (pageable)", "%.2f", write_gbs, 2.0, 0);
-  ROW("MEM_READ GB/s (pageable)", "%.2f", read_gbs, 2.0, 0);
+  ROW("MEM_WRITE GB/s (pageable), one connection", "%.2f", write_gbs, 2.0, 0);
+  ROW("MEM_READ GB/s (pageable), one connection", "%.2f", read_gbs, 2.0, 0);
+  if (have_striped) {
+    printf("| MEM_WRITE %d MiB striped (GB/s) | %.2f | %.2f | %.2fx | 5.00 | %s |\n", local_mib,
+           rem.swrite_gbs, loc.write_gbs, have_local ? rem.swrite_gbs / loc.write_gbs : 0,
+           rem.swrite_gbs >= 5 ? "yes" : "no");
+    printf("| MEM_READ %d MiB striped (GB/s) | %.2f | %.2f | %.2fx | 5.00 | %s |\n", local_mib,
+           rem.sread_gbs, loc.read_gbs, have_local ? rem.sread_gbs / loc.read_gbs : 0,
+           rem.sread_gbs >= 5 ? "yes" : "no");
+  }
   ROW("LAUNCH then SYNC, empty kernel, one round trip (us)", "%.1f", launch_sync_us, 40.0, 1);
   ROW("pipelined launches per second", "%.0f", launches_per_s, 250000.0, 0);
   ROW("GPU_SUBMIT, warm lease, 1 KiB out (us)", "%.1f", submit_us, 40.0, 1);

@@ -21,8 +21,9 @@ OPS = dict(GET_INVENTORY=0x0001, LEASE_ALLOC=0x0101, LEASE_RENEW=0x0102,
            MEM_ALLOC=0x0311, MEM_FREE=0x0312, MEM_WRITE=0x0313, MEM_READ=0x0314,
            MEM_COPY=0x0315, MEMSET=0x0316, MODULE_LOAD=0x0321,
            MODULE_UNLOAD=0x0322, FUNC_INFO=0x0323, LAUNCH=0x0331,
-           BATCH=0x0340, NODE_INFO=0x0002, SHM_ATTACH=0x0105, SHM_DETACH=0x0106,
-           MEM_WRITE_SHM=0x0317, MEM_READ_SHM=0x0318, WORKER_INIT=0x7F01, WORKER_PROBE=0x7F02, WORKER_LOST=0x7F03)
+           BATCH=0x0340, NODE_INFO=0x0002, NET_INFO=0x0003, SHM_ATTACH=0x0105, SHM_DETACH=0x0106,
+           MEM_WRITE_SHM=0x0317, MEM_READ_SHM=0x0318, WORKER_INIT=0x7F01, WORKER_PROBE=0x7F02, WORKER_LOST=0x7F03,
+           MEM_WRITE_ARENA=0x7F04, MEM_READ_ARENA=0x7F05)
 SECRET = bytes(range(0xA0, 0xB0))
 
 
@@ -159,6 +160,8 @@ def session_corpus():
                              b"".join(struct.pack(">I", len(m)) + m for m in reps))
     # The same-host ops.
     yield "req-node-info", frame(REQ, o["NODE_INFO"], b"")
+    yield "req-net-info", frame(REQ, o["NET_INFO"], b"")
+    yield "resp-net-info", resp(o["NET_INFO"], struct.pack(">BHH", 2, 5702, 5703))
     path = b"/var/lib/gpuleased/gpuleased.sock"
     yield "resp-node-info", resp(o["NODE_INFO"], struct.pack(">H", len(path)) + path + bytes(range(16)))
     yield "req-shm-attach", frame(REQ, o["SHM_ATTACH"], auth() + struct.pack(">Q", 64 << 20))
@@ -167,6 +170,8 @@ def session_corpus():
     yield "req-mem-write-shm", frame(REQ, o["MEM_WRITE_SHM"], sref(1, 11) +
                                      struct.pack(">QQQQQ", BUF1, 0, 0x5E00000000000011, 0, 1 << 20))
     yield "req-mem-read-shm", frame(REQ, o["MEM_READ_SHM"], sref(1, 12) +
+                                    struct.pack(">QQQQQ", BUF1, 0, 0x5E00000000000011, 0, 1 << 20))
+    yield "req-mem-read-arena", frame(REQ, o["MEM_READ_ARENA"], sref(1, 12) +
                                     struct.pack(">QQQQQ", BUF1, 0, 0x5E00000000000011, 0, 1 << 20))
     yield "bad-shm-attach-size-0", frame(REQ, o["SHM_ATTACH"], auth() + struct.pack(">Q", 0))
     yield "bad-session-id-0", frame(REQ, o["SESSION_CLOSE"], sref(0, 1))

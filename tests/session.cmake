@@ -19,3 +19,8 @@ add_dependencies(test_e2e_lossy gpuleased)
 gl_add_test(test_e2e_local SOURCES e2e/test_e2e_local.c e2e/daemon_harness.c
   LIBS gpulease_static gl_common Threads::Threads TIMEOUT 300 LABELS emu)
 add_dependencies(test_e2e_local gpuleased)
+# Striped transfers: a daemon with network threads (--net-threads), the
+# library striping large MEM_WRITEs and MEM_READs over its stripe ports.
+gl_add_test(test_e2e_stripe SOURCES e2e/test_e2e_stripe.c e2e/daemon_harness.c
+  LIBS gpulease_static gl_common Threads::Threads TIMEOUT 300 LABELS emu)
+add_dependencies(test_e2e_stripe gpuleased)

@@ -124,7 +124,7 @@ typedef struct gpulease_error {
 
 typedef struct gpulease_client gpulease_client;
 
-#define GPULEASE_CONNECT_OPTIONS_VERSION 2
+#define GPULEASE_CONNECT_OPTIONS_VERSION 3
 
 /* How to reach and verify a daemon. Fill with
  * gpulease_connect_options_default() and then set fields; new fields are only
@@ -152,6 +152,18 @@ typedef struct gpulease_connect_options {
    * transfers of 1 MiB and more through shared memory over that socket,
    * when the socket's file mode admits it, and over QUIC otherwise. */
   int no_local;
+  /* Version 3. Striping: a MEM_WRITE or MEM_READ over QUIC of at least
+   * stripe_min_bytes (0: the default, 64 MiB) goes over up to `stripes`
+   * connections at once (0: the default, 8; 1: never), one to each of
+   * the daemon's stripe ports (NET_INFO; gpuleased --net-threads), each
+   * driven by a thread of its own, so that several cores on both sides
+   * carry it. The connections are opened at the first such transfer and
+   * kept. The session's earlier ops are answered first; the transfer's
+   * chunks then go unordered (seq 0), and the call returns when all are
+   * answered, so its place in the session's order is kept. A daemon
+   * without stripe ports gets the transfer over the one connection. */
+  unsigned stripes;
+  uint64_t stripe_min_bytes;
 } gpulease_connect_options;
 
 GPULEASE_API void gpulease_connect_options_default(gpulease_connect_options *opts);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/parcopy.h"
 
 /* A slot: room for the reply's header in front of the data, which starts
  * at a 64-byte boundary. */
@@ -287,14 +288,14 @@ bool gl_bulk_forward(gl_bulk *b, gl_wproc *w, gl_dreq *req, const gl_request *r)
   if (b->state != ATTACHED) return false;
   int slot = slot_take(b->a);
   if (slot < 0) return false;
-  gl_request q = {.op = r->op == GL_OP_MEM_WRITE ? GL_OP_MEM_WRITE_SHM : GL_OP_MEM_READ_SHM};
+  gl_request q = {.op = r->op == GL_OP_MEM_WRITE ? GL_OP_MEM_WRITE_ARENA : GL_OP_MEM_READ_ARENA};
   gl_mem_shm_req *m = &q.u.mem_shm;
   uint8_t *data = slot_data(b->a, slot);
   if (r->op == GL_OP_MEM_WRITE) {
     m->s = r->u.mem_write.s;
     m->buffer = r->u.mem_write.buffer;
     m->offset = r->u.mem_write.offset;
-    memcpy(data, r->u.mem_write.data, size);
+    gl_par_memcpy(data, r->u.mem_write.data, size); /* the main loop's: several cores */
   } else {
     m->s = r->u.mem_read.s;
     m->buffer = r->u.mem_read.buffer;

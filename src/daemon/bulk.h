@@ -5,8 +5,9 @@
  * A lease's bulk path owns an arena: a sealed memfd of GL_BULK_SLOTS slots,
  * mapped here and attached to the worker as a segment (SHM_ATTACH, which
  * page-locks it there). A MEM_WRITE's data is copied into a free slot and
- * the worker gets MEM_WRITE_SHM from it; a MEM_READ becomes MEM_READ_SHM
- * into a slot, whose bytes then go out as the reply without another copy
+ * the worker gets MEM_WRITE_ARENA from it; a MEM_READ becomes
+ * MEM_READ_ARENA into a slot, whose bytes then go out as the reply without
+ * another copy
  * (the slot is lent to the QUIC stream until the peer has them). The
  * worker's answer goes back under the client's op. Nothing changes for
  * the client (docs/protocol.md, "Internal worker operations").
@@ -26,7 +27,7 @@
 #include "daemon/worker_proc.h"
 #include "proto/wire.h"
 
-#define GL_BULK_SLOTS 8
+#define GL_BULK_SLOTS 16
 #define GL_BULK_SLOT_DATA (8u << 20) /* the library's chunk size */
 #define GL_BULK_MIN_BYTES (1u << 20)
 

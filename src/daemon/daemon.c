@@ -15,6 +15,7 @@
 #include "common/util.h"
 #include "daemon/worker_proc.h"
 #include "net/tls.h"
+#include "proto/wire.h"
 
 #define EXPIRY_TICK_S 0.05
 #define TOMBSTONE_NS (600ull * 1000000000ull)
@@ -36,6 +37,8 @@ void gl_daemon_config_default(gl_daemon_config *cfg) {
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   cfg->max_pinned_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 2 : 1ull << 32;
   cfg->max_streams_per_conn = 1024;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  cfg->net_threads = cores >= 16 ? 8 : cores >= 8 ? 4 : cores >= 4 ? 2 : 0;
 }
 
 static void on_expiry_one(void *user, gl_lease *l) {
@@ -155,6 +158,20 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
       .user = d,
   };
   if (gl_qserver_new(d->loop, &sc, &d->server, err, errlen) != 0) return -1;
+  if (cfg->net_threads > 0) {
+    uint16_t port = gl_qserver_port(d->server);
+    uint16_t first = cfg->stripe_port            ? cfg->stripe_port
+                     : cfg->listen_port && port < 65535 ? (uint16_t)(port + 1)
+                                                 : 0;
+    if (gl_shards_start(d->loop, &sc, cfg->net_threads, first, gl_daemon_on_shard_request, d,
+                        &d->shards, err, errlen) != 0)
+      return -1;
+    char ports[GL_WIRE_MAX_STRIPES * 7] = "";
+    for (unsigned i = 0, n = 0; i < gl_shards_count(d->shards); i++)
+      n += (unsigned)snprintf(ports + n, sizeof ports - n, "%s%u", i ? "," : "",
+                              (unsigned)gl_shards_port(d->shards, i));
+    GL_INFO("stripe ports %s (QUIC, a network thread each)", ports);
+  }
   gl_boot_id(d->boot_id);
   if (cfg->local_socket[0]) {
     gl_lserver_config lc2 = {.path = cfg->local_socket,
@@ -189,6 +206,8 @@ void gl_daemon_run(gl_daemon *d) { ev_run(d->loop, 0); }
 
 void gl_daemon_stop(gl_daemon *d) {
   if (d->leases) gl_lease_table_foreach(d->leases, end_one, d);
+  gl_shards_stop(d->shards);
+  d->shards = NULL;
   if (d->server) gl_qserver_del(d->server);
   d->server = NULL;
   gl_lserver_del(d->local);

@@ -14,6 +14,7 @@
 
 #include "daemon/lease_table.h"
 #include "daemon/node.h"
+#include "daemon/shards.h"
 #include "net/local.h"
 #include "net/quic.h"
 
@@ -38,6 +39,8 @@ typedef struct gl_daemon_config {
   char local_socket[108];      /* --local-socket: the same-host socket; "" for none */
   unsigned local_socket_mode;  /* --local-socket-mode, e.g. 0660 */
   uint64_t max_pinned_bytes;   /* --max-pinned: shared memory page-locked for leases */
+  unsigned net_threads;        /* --net-threads: stripe ports, a thread each (shards.h) */
+  uint16_t stripe_port;        /* --stripe-port: the first; 0: after the listen port */
 } gl_daemon_config;
 
 typedef struct gl_daemon {
@@ -45,6 +48,7 @@ typedef struct gl_daemon {
   struct ev_loop *loop;
   gl_qserver *server;
   gl_lserver *local;      /* the local socket, or NULL */
+  gl_shards *shards;      /* the network threads of the stripe ports, or NULL */
   uint64_t pinned_bytes;  /* attached segments, all leases */
   uint8_t boot_id[16];    /* this boot of this machine (NODE_INFO) */
   gl_lease_table *leases;
@@ -73,6 +77,8 @@ void gl_daemon_stop(gl_daemon *d);
 void gl_daemon_on_request(void *user, gl_qreq *req, const uint8_t *msg, size_t len, int err);
 void gl_daemon_on_local_request(void *user, gl_lreq *req, const uint8_t *msg, size_t len);
 void gl_daemon_on_local_close(void *user, uint64_t conn_id);
+void gl_daemon_on_shard_request(void *user, gl_shard *shard, gl_qreq *req, const uint8_t *msg,
+                                size_t len, int err);
 
 /* ops.c: tears down a live lease's worker (expiry, free, shutdown). */
 void gl_daemon_end_lease(gl_daemon *d, gl_lease *l, gpulease_status why_status,

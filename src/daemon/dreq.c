@@ -6,11 +6,21 @@
 struct gl_dreq {
   gl_qreq *q;
   gl_lreq *l;
+  gl_shard *sh; /* with q: the shard that owns q */
 };
 
 gl_dreq *gl_dreq_quic(gl_qreq *q) {
   gl_dreq *r = calloc(1, sizeof *r);
   if (r) r->q = q;
+  return r;
+}
+
+gl_dreq *gl_dreq_shard(gl_shard *sh, gl_qreq *q) {
+  gl_dreq *r = calloc(1, sizeof *r);
+  if (r) {
+    r->q = q;
+    r->sh = sh;
+  }
   return r;
 }
 
@@ -21,7 +31,9 @@ gl_dreq *gl_dreq_local(gl_lreq *l) {
 }
 
 int gl_dreq_reply(gl_dreq *r, const uint8_t *msg, size_t len) {
-  int rc = r->q ? gl_qreq_reply(r->q, msg, len) : gl_lreq_reply(r->l, msg, len);
+  int rc = r->sh  ? gl_shard_reply(r->sh, r->q, msg, len)
+           : r->q ? gl_qreq_reply(r->q, msg, len)
+                  : gl_lreq_reply(r->l, msg, len);
   free(r);
   return rc;
 }
@@ -29,7 +41,9 @@ int gl_dreq_reply(gl_dreq *r, const uint8_t *msg, size_t len) {
 int gl_dreq_reply_lent(gl_dreq *r, const uint8_t *msg, size_t len, void (*release)(void *ctx),
                        void *ctx) {
   int rc;
-  if (r->q) {
+  if (r->sh) {
+    rc = gl_shard_reply_lent(r->sh, r->q, msg, len, release, ctx);
+  } else if (r->q) {
     rc = gl_qreq_reply_lent(r->q, msg, len, release, ctx);
   } else {
     rc = gl_lreq_reply(r->l, msg, len);
@@ -40,6 +54,7 @@ int gl_dreq_reply_lent(gl_dreq *r, const uint8_t *msg, size_t len, void (*releas
 }
 
 bool gl_dreq_orphaned(const gl_dreq *r) {
+  if (r->sh) return false;
   return r->q ? gl_qreq_orphaned(r->q) : gl_lreq_orphaned(r->l);
 }
 

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemon/shards.h"
 #include "net/local.h"
 #include "net/quic.h"
 
@@ -19,6 +20,9 @@ typedef struct gl_dreq gl_dreq;
  * memory (the transport's request is then answered INTERNAL). */
 gl_dreq *gl_dreq_quic(gl_qreq *q);
 gl_dreq *gl_dreq_local(gl_lreq *l);
+/* A QUIC request that came through a network thread (shards.h): answered
+ * through it. It never counts as orphaned (the stream is the shard's). */
+gl_dreq *gl_dreq_shard(gl_shard *sh, gl_qreq *q);
 
 /* Sends msg (copied) as the answer, and frees r. 0, or -1 when the client
  * is gone (r is freed all the same). */

@@ -7,6 +7,7 @@
  *             [--device auto|cuda|emu] [--emu-vram BYTES] [--emu-threads N]
  *             [--seq-timeout-ms MS] [--max-streams N]
  *             [--local-socket PATH|none] [--local-socket-mode MODE] [--max-pinned BYTES]
+ *             [--net-threads N] [--stripe-port PORT]
  *
  * The same binary is the per-lease worker: `gpuleased --worker FD` (started
  * by the daemon itself, never by hand), with --device cuda|emu and, for
@@ -24,6 +25,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "daemon/daemon.h"
+#include "proto/wire.h"
 #include "worker/backend_emu.h"
 #include "worker/worker.h"
 
@@ -56,8 +58,13 @@ static void usage(FILE *f) {
         "                        <state-dir>/gpuleased.sock; \"none\": no such socket)\n"
         "  --local-socket-mode MODE  its file mode, octal (default 0660: owner and group)\n"
         "  --max-pinned BYTES    shared memory the daemon page-locks for all leases together:\n"
-        "                        clients' segments, and a 64 MiB arena a lease for large\n"
+        "                        clients' segments, and a 128 MiB arena a lease for large\n"
         "                        QUIC transfers (default: half of physical memory)\n"
+        "  --net-threads N       network threads, each serving a stripe port of its own,\n"
+        "                        over which clients stripe large transfers (0..16; default\n"
+        "                        8 on 16 or more cores, 4 on 8 to 15, 2 on 4 to 7, else 0)\n"
+        "  --stripe-port PORT    the first stripe port, the others follow it (default: the\n"
+        "                        listen port + 1, or free ports when that is 0)\n"
         "  --help\n",
         f);
 }
@@ -101,7 +108,7 @@ int main(int argc, char **argv) {
   int local_socket_given = 0; /* 1: a path, 2: none */
   enum { O_LISTEN = 256, O_CERT, O_KEY, O_STATE, O_TTL, O_LEASES, O_MSG, O_LOG, O_READY, O_WORKER,
          O_DEVICE, O_EMU_VRAM, O_EMU_THREADS, O_JIT_CACHE, O_SEQ_TIMEOUT, O_MAX_STREAMS,
-         O_LOCAL_SOCKET, O_LOCAL_MODE, O_MAX_PINNED };
+         O_LOCAL_SOCKET, O_LOCAL_MODE, O_MAX_PINNED, O_NET_THREADS, O_STRIPE_PORT };
   static const struct option opts[] = {
       {"listen", required_argument, 0, O_LISTEN},  {"cert", required_argument, 0, O_CERT},
       {"key", required_argument, 0, O_KEY},        {"state-dir", required_argument, 0, O_STATE},
@@ -116,6 +123,8 @@ int main(int argc, char **argv) {
       {"local-socket", required_argument, 0, O_LOCAL_SOCKET},
       {"local-socket-mode", required_argument, 0, O_LOCAL_MODE},
       {"max-pinned", required_argument, 0, O_MAX_PINNED},
+      {"net-threads", required_argument, 0, O_NET_THREADS},
+      {"stripe-port", required_argument, 0, O_STRIPE_PORT},
       {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
   int c;
   uint64_t v;
@@ -230,6 +239,21 @@ int main(int argc, char **argv) {
         return 2;
       }
       cfg.max_pinned_bytes = v;
+      break;
+    case O_NET_THREADS:
+      if (gl_parse_u64(optarg, GL_WIRE_MAX_STRIPES, &v) != 0) {
+        fprintf(stderr, "gpuleased: --net-threads: expected 0..%d, got '%s'\n",
+                GL_WIRE_MAX_STRIPES, optarg);
+        return 2;
+      }
+      cfg.net_threads = (unsigned)v;
+      break;
+    case O_STRIPE_PORT:
+      if (gl_parse_u64(optarg, 65535, &v) != 0 || v == 0) {
+        fprintf(stderr, "gpuleased: --stripe-port: expected 1..65535, got '%s'\n", optarg);
+        return 2;
+      }
+      cfg.stripe_port = (uint16_t)v;
       break;
     case O_WORKER:
       if (gl_parse_u64(optarg, INT_MAX, &v) != 0) return 2;

@@ -576,6 +576,18 @@ static void op_session(gl_daemon *d, gl_dreq *req, const gl_request *r, const ui
  * The local socket: NODE_INFO, SHM_ATTACH, SHM_DETACH
  * ==================================================================== */
 
+/* NET_INFO: the stripe ports (none without network threads). */
+static void op_net_info(gl_daemon *d, gl_dreq *req) {
+  gl_response r = {.op = GL_OP_NET_INFO, .status = GPULEASE_OK, .msg = ""};
+  unsigned n = gl_shards_count(d->shards);
+  r.u.net_info.stripe_count = (uint8_t)n;
+  for (unsigned i = 0; i < n; i++) r.u.net_info.stripe_ports[i] = gl_shards_port(d->shards, i);
+  gl_buf b;
+  gl_buf_init(&b);
+  if (gl_response_encode(&r, &b) != GPULEASE_OK) b.oom = true;
+  reply_bytes(req, &b);
+}
+
 static void op_node_info(gl_daemon *d, gl_dreq *req) {
   gl_response r = {.op = GL_OP_NODE_INFO, .status = GPULEASE_OK, .msg = ""};
   snprintf(r.u.node_info.local_socket, sizeof r.u.node_info.local_socket, "%s",
@@ -812,6 +824,14 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
   case GL_OP_NODE_INFO:
     op_node_info(d, req);
     break;
+  case GL_OP_NET_INFO:
+    op_net_info(d, req);
+    break;
+  case GL_OP_MEM_WRITE_ARENA:
+  case GL_OP_MEM_READ_ARENA: /* the daemon's own, to its workers */
+    reply_error(req, r->op, GPULEASE_UNSUPPORTED, "op 0x%04x is not served over the network",
+                r->op);
+    break;
   case GL_OP_SHM_ATTACH:
   case GL_OP_SHM_DETACH:
     op_shm(d, req, r, msg, len);
@@ -838,6 +858,19 @@ void gl_daemon_on_request(void *user, gl_qreq *q, const uint8_t *msg, size_t len
     gl_buf b;
     encode_oom(&b);
     gl_qreq_reply(q, b.data, b.len);
+    gl_buf_free(&b);
+    return;
+  }
+  handle(user, r, msg, len, err);
+}
+
+void gl_daemon_on_shard_request(void *user, gl_shard *shard, gl_qreq *q, const uint8_t *msg,
+                                size_t len, int err) {
+  gl_dreq *r = gl_dreq_shard(shard, q);
+  if (!r) {
+    gl_buf b;
+    encode_oom(&b);
+    gl_shard_reply(shard, q, b.data, b.len);
     gl_buf_free(&b);
     return;
   }

@@ -69,13 +69,14 @@ void gpulease_connect_options_default(gpulease_connect_options *o) {
   o->timeout_ms = DEFAULT_TIMEOUT_MS;
 }
 
-/* Opens a gl_qclient with the options remembered in c. */
-static gpulease_status connect_q(const gpulease_client *c, gl_qclient **q, gpulease_error *err) {
+gpulease_status gl_lib_connect_port(const gpulease_client *c, uint16_t to_port, gl_qclient **q,
+                                    gpulease_error *err) {
   char host[256];
   uint16_t port;
   if (gl_parse_hostport(c->addr, GL_DEFAULT_PORT, host, sizeof host, &port) != 0 || port == 0)
     return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT,
                           "bad address '%s': expected HOST:PORT or [IPv6]:PORT", c->addr);
+  if (to_port) port = to_port;
   gl_qclient_config qc = {
       .host = host,
       .port = port,
@@ -88,11 +89,18 @@ static gpulease_status connect_q(const gpulease_client *c, gl_qclient **q, gpule
   char why[sizeof err->message - 64];
   int rc = gl_qclient_connect(&qc, q, why, sizeof why);
   if (rc != GL_QC_OK)
-    return gl_lib_set_err(err, gl_lib_map_qc(rc), "cannot connect to %s: %s", c->addr, why);
+    return gl_lib_set_err(err, gl_lib_map_qc(rc), "cannot connect to %s (port %u): %s", c->addr,
+                          (unsigned)port, why);
   return GPULEASE_OK;
 }
 
+/* Opens a gl_qclient with the options remembered in c. */
+static gpulease_status connect_q(const gpulease_client *c, gl_qclient **q, gpulease_error *err) {
+  return gl_lib_connect_port(c, 0, q, err);
+}
+
 static void client_free(gpulease_client *c) {
+  gl_lib_stripes_close(c);
   gl_lib_host_free_all(c);
   gl_lib_local_close(c);
   free(c->addr);
@@ -129,6 +137,13 @@ gpulease_status gpulease_client_connect(const gpulease_connect_options *opts,
   }
   c->insecure = opts->insecure;
   c->local_off = opts->struct_version >= 2 && opts->no_local;
+  c->stripes_max = GL_STRIPES_DEFAULT;
+  c->stripe_min = GL_STRIPE_MIN_DEFAULT;
+  if (opts->struct_version >= 3) {
+    if (opts->stripes) c->stripes_max = opts->stripes;
+    if (opts->stripe_min_bytes) c->stripe_min = opts->stripe_min_bytes;
+  }
+  if (c->stripes_max > GL_WIRE_MAX_STRIPES) c->stripes_max = GL_WIRE_MAX_STRIPES;
   c->timeout_ms = opts->timeout_ms ? opts->timeout_ms : DEFAULT_TIMEOUT_MS;
   gpulease_status st = connect_q(c, &c->q, err);
   if (st != GPULEASE_OK) {

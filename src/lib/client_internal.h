@@ -37,7 +37,37 @@ struct gpulease_client {
   int local_state;
   bool local_off;
   void *host_segs; /* gpulease_host_alloc's segments (local.c) */
+  /* Striping (stripe.c): connections to the daemon's stripe ports; state
+   * 0 not tried yet, 1 open, -1 none offered (or stripes_max < 2). */
+  gl_qclient *stripe[GL_WIRE_MAX_STRIPES];
+  unsigned nstripe, stripes_max;
+  int stripe_state;
+  uint64_t stripe_min;
 };
+
+/* Opens a QUIC connection with c's options to port (0: c's own). */
+gpulease_status gl_lib_connect_port(const gpulease_client *c, uint16_t port, gl_qclient **q,
+                                    gpulease_error *err);
+
+/* ---- striping (stripe.c) ------------------------------------------------ */
+
+#define GL_STRIPES_DEFAULT 8
+#define GL_STRIPE_MIN_DEFAULT (64ull << 20)
+/* Chunks each stripe keeps in flight, and in all (the daemon's arena has
+ * 16 slots: src/daemon/bulk.h). */
+#define GL_STRIPE_CHUNKS_IN_FLIGHT 4
+#define GL_STRIPE_CHUNKS_TOTAL 16
+
+/* Runs a MEM_WRITE (src) or MEM_READ (dst) of size bytes striped over the
+ * client's stripe connections when it is large enough and the daemon
+ * offers them: true, with the outcome in *st and err; false when it is
+ * not for striping (nothing was sent). */
+bool gl_lib_striped_transfer(gpulease_session *s, uint16_t op, gpulease_buffer buffer,
+                             uint64_t offset, const uint8_t *src, uint8_t *dst, uint64_t size,
+                             gpulease_status *st, gpulease_error *err);
+
+/* Closes the stripe connections (they are opened again when needed). */
+void gl_lib_stripes_close(gpulease_client *c);
 
 /* ---- errors ------------------------------------------------------------ */
 
@@ -167,6 +197,11 @@ int gl_lib_local_transfer(gpulease_session *s, uint16_t op, gpulease_buffer buff
 
 /* Sends the session's batched ops (session.c). */
 gpulease_status gl_session_flush_batch(gpulease_session *s, gpulease_error *err);
+
+/* Sends what is batched, then reads every outstanding reply of the
+ * session's pipelined ops (failures are noted, not returned); a
+ * connection error is returned. */
+gpulease_status gl_session_drain(gpulease_session *s, gpulease_error *err);
 
 /* Internal plumbing of session.c used by transfer.c. */
 

@@ -18,13 +18,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "common/parcopy.h"
 #include "common/util.h"
 #include "lib/client_internal.h"
 
@@ -223,47 +223,6 @@ static bool host_lookup(gpulease_client *c, const gl_lease_auth *auth, const voi
 }
 
 /* ======================================================================
- * Copies with several threads (the staging copy of pageable memory)
- * ==================================================================== */
-
-typedef struct copy_part {
-  uint8_t *dst;
-  const uint8_t *src;
-  size_t n;
-} copy_part;
-
-static void *copy_thread(void *arg) {
-  copy_part *p = arg;
-  memcpy(p->dst, p->src, p->n);
-  return NULL;
-}
-
-static void par_memcpy(void *dst, const void *src, size_t n) {
-  enum { THREADS = 8, MIN_PART = 2u << 20 };
-  if (n < 2 * MIN_PART) {
-    memcpy(dst, src, n);
-    return;
-  }
-  pthread_t t[THREADS];
-  copy_part part[THREADS];
-  size_t each = (n / THREADS + 63) & ~(size_t)63;
-  int started = 0;
-  for (int i = 0; i < THREADS; i++) {
-    size_t off = (size_t)i * each;
-    if (off >= n) break;
-    part[i] = (copy_part){(uint8_t *)dst + off, (const uint8_t *)src + off,
-                          off + each > n ? n - off : each};
-    if (i == THREADS - 1 || pthread_create(&t[i], NULL, copy_thread, &part[i]) != 0) {
-      copy_thread(&part[i]); /* the last part (or a failed start) on this thread */
-      continue;
-    }
-    started |= 1 << i;
-  }
-  for (int i = 0; i < THREADS; i++)
-    if (started & (1 << i)) pthread_join(t[i], NULL);
-}
-
-/* ======================================================================
  * Transfers
  * ==================================================================== */
 
@@ -400,7 +359,7 @@ int gl_lib_local_transfer(gpulease_session *s, uint16_t op, gpulease_buffer buff
       inflight f = {.pos = sent, .slot = next_slot};
       f.len = total - sent > GL_LOCAL_SLOT ? GL_LOCAL_SLOT : (size_t)(total - sent);
       uint8_t *slot = g->ptr + (size_t)f.slot * GL_LOCAL_SLOT;
-      if (writing) par_memcpy(slot, src + sent, f.len);
+      if (writing) gl_par_memcpy(slot, src + sent, f.len);
       gpulease_status t = send_shm(s, shm_op, buffer, offset + sent, g->segment,
                                    (uint64_t)f.slot * GL_LOCAL_SLOT, f.len, &f, err);
       if (t != GPULEASE_OK) {
@@ -430,7 +389,7 @@ int gl_lib_local_transfer(gpulease_session *s, uint16_t op, gpulease_buffer buff
       first_err = e;
     }
     if (t == GPULEASE_OK) {
-      if (!writing) par_memcpy(dst + f.pos, g->ptr + (size_t)f.slot * GL_LOCAL_SLOT, f.len);
+      if (!writing) gl_par_memcpy(dst + f.pos, g->ptr + (size_t)f.slot * GL_LOCAL_SLOT, f.len);
       done += f.len;
       if (s->progress) s->progress(done, total, s->progress_user);
     }

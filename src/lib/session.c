@@ -280,13 +280,13 @@ static gpulease_status fifo_pop(gpulease_session *s, gpulease_error *err) {
   return GPULEASE_OK;
 }
 
-/* Sends what is batched, then reads every outstanding reply of the
- * session's pipelined ops. */
-static gpulease_status drain(gpulease_session *s, gpulease_error *err) {
+gpulease_status gl_session_drain(gpulease_session *s, gpulease_error *err) {
   gpulease_status st = batch_flush(s, err);
   while (st == GPULEASE_OK && s->fifo_len) st = fifo_pop(s, err);
   return st;
 }
+
+#define drain gl_session_drain
 
 /* Sends a pipelined op: batched (see above), or alone for an unordered
  * session or with batching off. */

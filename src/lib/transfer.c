@@ -154,6 +154,9 @@ gpulease_status gpulease_mem_write(gpulease_session *s, gpulease_buffer buffer, 
   if ((st = gl_session_begin(s, err)) != GPULEASE_OK) return st;
   if (gl_lib_local_transfer(s, GL_OP_MEM_WRITE, buffer, offset, src, NULL, size_bytes, &st, err))
     return st;
+  if (gl_lib_striped_transfer(s, GL_OP_MEM_WRITE, buffer, offset, src, NULL, size_bytes, &st,
+                              err))
+    return st;
   transfer *t = calloc(1, sizeof *t);
   if (!t) return set_err(err, GPULEASE_NO_MEMORY, "out of memory");
   t->s = s;
@@ -173,6 +176,8 @@ gpulease_status gpulease_mem_read(gpulease_session *s, gpulease_buffer buffer, u
   if (st != GPULEASE_OK) return st;
   if ((st = gl_session_begin(s, err)) != GPULEASE_OK) return st;
   if (gl_lib_local_transfer(s, GL_OP_MEM_READ, buffer, offset, NULL, dst, size_bytes, &st, err))
+    return st;
+  if (gl_lib_striped_transfer(s, GL_OP_MEM_READ, buffer, offset, NULL, dst, size_bytes, &st, err))
     return st;
   transfer *t = calloc(1, sizeof *t);
   if (!t) return set_err(err, GPULEASE_NO_MEMORY, "out of memory");

@@ -44,6 +44,13 @@ enum gl_qreq_err {
 typedef void (*gl_qserver_request_cb)(void *user, gl_qreq *req, const uint8_t *msg,
                                       size_t len, int err /* enum gl_qreq_err */);
 
+/* As gl_qserver_request_cb, but msg (from malloc, cap bytes; NULL for an
+ * empty request) becomes the callee's: free() it, or give it back for reuse
+ * with gl_qserver_recycle() on the server's thread. Lets another thread
+ * handle the request without copying it. */
+typedef void (*gl_qserver_request_take_cb)(void *user, gl_qreq *req, uint8_t *msg, size_t len,
+                                           size_t cap, int err /* enum gl_qreq_err */);
+
 typedef struct gl_qserver_config {
   const char *listen_host;   /* "0.0.0.0", "::", "127.0.0.1" ... */
   uint16_t listen_port;      /* 0 = pick a free port (see gl_qserver_port) */
@@ -54,6 +61,7 @@ typedef struct gl_qserver_config {
   size_t max_connections;    /* beyond: new connections refused (default 1024) */
   uint32_t max_streams_per_conn; /* concurrent bidi streams (default 256) */
   gl_qserver_request_cb on_request;
+  gl_qserver_request_take_cb on_request_take; /* instead of on_request when set */
   void *user;
   /* UDP I/O (see udp_io.h); 0 / false: the default. */
   size_t max_udp_payload_bytes; /* largest UDP payload sent (1200 to 65527; default
@@ -86,6 +94,9 @@ size_t gl_qserver_connection_count(const gl_qserver *srv);
  * req. If the connection or stream is gone, only frees req. Returns 0, or -1
  * if the reply could not be queued (req is freed all the same). */
 int gl_qreq_reply(gl_qreq *req, const uint8_t *msg, size_t len);
+
+/* Keeps buf (from on_request_take) among the server's warm buffers. */
+void gl_qserver_recycle(gl_qserver *srv, uint8_t *buf, size_t cap);
 
 /* As gl_qreq_reply, but takes msg (from malloc, len bytes at least; NULL
  * for an empty reply) instead of copying it: it belongs to the server from

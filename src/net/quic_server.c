@@ -887,8 +887,12 @@ static void conn_deliver(qconn *c) {
     st->rbuf = NULL;
     st->rlen = st->rcap = 0;
     c->rx_buffered -= len;
-    s->cfg.on_request(s->cfg.user, req, msg ? msg : (const uint8_t *)"", len, err);
-    gl_q_pool_put(&s->pool, msg, cap);
+    if (s->cfg.on_request_take) {
+      s->cfg.on_request_take(s->cfg.user, req, msg, len, cap, err);
+    } else {
+      s->cfg.on_request(s->cfg.user, req, msg ? msg : (const uint8_t *)"", len, err);
+      gl_q_pool_put(&s->pool, msg, cap);
+    }
   }
   if (c->state == ST_ACTIVE) conn_return_credit(c, 0);
 }
@@ -936,6 +940,10 @@ static int reply(gl_qreq *req, uint8_t *owned, const lent *ln, const uint8_t *ms
   conn_mark_dirty(c);
   srv_flush(c->srv); /* no-op inside a batch: the batch ends with a flush */
   return 0;
+}
+
+void gl_qserver_recycle(gl_qserver *srv, uint8_t *buf, size_t cap) {
+  gl_q_pool_put(&srv->pool, buf, cap);
 }
 
 int gl_qreq_reply(gl_qreq *req, const uint8_t *msg, size_t len) {
@@ -1429,7 +1437,8 @@ static int srv_bind(gl_qserver *s, char *err, size_t errlen) {
 int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserver **out,
                    char *err, size_t errlen) {
   if (out) *out = NULL;
-  if (!loop || !cfg || !out || !cfg->on_request || !cfg->cert_file || !cfg->key_file) {
+  if (!loop || !cfg || !out || (!cfg->on_request && !cfg->on_request_take) || !cfg->cert_file ||
+      !cfg->key_file) {
     set_err(err, errlen, "invalid server configuration");
     return -1;
   }

@@ -42,6 +42,7 @@ const char *gl_op_name(uint16_t op) {
   switch (op) {
   case GL_OP_GET_INVENTORY: return "GET_INVENTORY";
   case GL_OP_NODE_INFO: return "NODE_INFO";
+  case GL_OP_NET_INFO: return "NET_INFO";
   case GL_OP_SHM_ATTACH: return "SHM_ATTACH";
   case GL_OP_SHM_DETACH: return "SHM_DETACH";
   case GL_OP_MEM_WRITE_SHM: return "MEM_WRITE_SHM";
@@ -68,6 +69,8 @@ const char *gl_op_name(uint16_t op) {
   case GL_OP_WORKER_INIT: return "WORKER_INIT";
   case GL_OP_WORKER_PROBE: return "WORKER_PROBE";
   case GL_OP_WORKER_LOST: return "WORKER_LOST";
+  case GL_OP_MEM_WRITE_ARENA: return "MEM_WRITE_ARENA";
+  case GL_OP_MEM_READ_ARENA: return "MEM_READ_ARENA";
   default: return "UNKNOWN";
   }
 }

@@ -328,11 +328,14 @@ static const gl_wire__family *family_of(uint16_t op) {
   case GL_OP_WORKER_PROBE:
   case GL_OP_WORKER_LOST: return &gl_wire__worker;
   case GL_OP_BATCH: return &gl_wire__batch;
+  case GL_OP_NET_INFO: return &gl_wire__net;
   case GL_OP_NODE_INFO:
   case GL_OP_SHM_ATTACH:
   case GL_OP_SHM_DETACH:
   case GL_OP_MEM_WRITE_SHM:
-  case GL_OP_MEM_READ_SHM: return &gl_wire__shm;
+  case GL_OP_MEM_READ_SHM:
+  case GL_OP_MEM_WRITE_ARENA:
+  case GL_OP_MEM_READ_ARENA: return &gl_wire__shm;
   default: return gl_op_is_session(op) ? &gl_wire__session : NULL;
   }
 }

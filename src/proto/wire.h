@@ -194,6 +194,7 @@
 enum gl_op {
   GL_OP_GET_INVENTORY = 0x0001,
   GL_OP_NODE_INFO = 0x0002,
+  GL_OP_NET_INFO = 0x0003,
   GL_OP_LEASE_ALLOC = 0x0101,
   GL_OP_LEASE_RENEW = 0x0102,
   GL_OP_LEASE_QUERY = 0x0103,
@@ -220,6 +221,8 @@ enum gl_op {
   GL_OP_WORKER_INIT = 0x7F01,
   GL_OP_WORKER_PROBE = 0x7F02,
   GL_OP_WORKER_LOST = 0x7F03,
+  GL_OP_MEM_WRITE_ARENA = 0x7F04, /* internal: MEM_WRITE through the daemon's arena */
+  GL_OP_MEM_READ_ARENA = 0x7F05,  /* internal: MEM_READ through the daemon's arena */
 };
 
 /* The local socket's path in NODE_INFO (sun_path holds 108 bytes). */
@@ -554,6 +557,15 @@ typedef struct gl_worker_init_resp {
   char device_name[96];
 } gl_worker_init_resp;
 
+/* NET_INFO: at most this many stripe ports. */
+#define GL_WIRE_MAX_STRIPES 16
+
+/* NET_INFO's result: the daemon's stripe ports (docs/protocol.md). */
+typedef struct gl_net_info {
+  uint8_t stripe_count; /* 0..GL_WIRE_MAX_STRIPES */
+  uint16_t stripe_ports[GL_WIRE_MAX_STRIPES];
+} gl_net_info;
+
 /* NODE_INFO's result. */
 typedef struct gl_node_info {
   char local_socket[GL_WIRE_MAX_SOCKET_PATH + 1]; /* "" when none */
@@ -627,6 +639,7 @@ typedef struct gl_response {
     gl_worker_init_resp worker_init; /* WORKER_INIT */
     uint64_t handle;          /* SESSION_OPEN (session id), SHM_ATTACH (segment) */
     gl_node_info node_info;   /* NODE_INFO */
+    gl_net_info net_info;     /* NET_INFO */
     gl_mem_alloc_resp mem_alloc; /* MEM_ALLOC */
     gl_worker_lost_resp worker_lost; /* WORKER_LOST */
     gl_batch_resp batch;      /* BATCH */

@@ -190,6 +190,7 @@ extern const gl_wire__family gl_wire__submit;  /* GPU_SUBMIT */
 extern const gl_wire__family gl_wire__session; /* SESSION_OPEN .. LAUNCH */
 extern const gl_wire__family gl_wire__worker;  /* WORKER_INIT, WORKER_PROBE, WORKER_LOST */
 extern const gl_wire__family gl_wire__batch;   /* BATCH */
+extern const gl_wire__family gl_wire__net;     /* NET_INFO */
 extern const gl_wire__family gl_wire__shm;     /* NODE_INFO, SHM_*, MEM_*_SHM */
 
 #endif

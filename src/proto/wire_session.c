@@ -35,6 +35,8 @@ bool gl_op_is_session(uint16_t op) {
   case GL_OP_LAUNCH:
   case GL_OP_MEM_WRITE_SHM:
   case GL_OP_MEM_READ_SHM:
+  case GL_OP_MEM_WRITE_ARENA:
+  case GL_OP_MEM_READ_ARENA:
   case GL_OP_BATCH: return true;
   default: return false;
   }
@@ -57,7 +59,9 @@ const gl_session_ref *gl_request_session(const gl_request *r) {
   case GL_OP_LAUNCH: return &r->u.launch.s;
   case GL_OP_BATCH: return &r->u.batch.s;
   case GL_OP_MEM_WRITE_SHM:
-  case GL_OP_MEM_READ_SHM: return &r->u.mem_shm.s;
+  case GL_OP_MEM_READ_SHM:
+  case GL_OP_MEM_WRITE_ARENA:
+  case GL_OP_MEM_READ_ARENA: return &r->u.mem_shm.s;
   default: return NULL; /* SESSION_OPEN (r->u.auth) and the other ops */
   }
 }

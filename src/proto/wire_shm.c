@@ -4,7 +4,8 @@
  * boot of which machine it runs on), SHM_ATTACH and SHM_DETACH (a shared
  * memory segment of the client's, handed over the local socket, for a
  * lease), and the session ops MEM_WRITE_SHM and MEM_READ_SHM (copies
- * between a buffer and a segment). Requests and results
+ * between a buffer and a segment), and their internal twins
+ * MEM_WRITE_ARENA and MEM_READ_ARENA (the daemon's arena, same layout). Requests and results
  * (gl_wire__shm, called by wire.c's entry points). Layouts in wire.h.
  */
 #include "proto/wire_internal.h"
@@ -54,7 +55,9 @@ static void shm_decode(gl_wire__rd *r, gl_request *q) {
     q->u.shm_detach.segment = gl_wire__rd_u64(r, "segment");
     break;
   case GL_OP_MEM_WRITE_SHM:
-  case GL_OP_MEM_READ_SHM: {
+  case GL_OP_MEM_READ_SHM:
+  case GL_OP_MEM_WRITE_ARENA:
+  case GL_OP_MEM_READ_ARENA: {
     gl_mem_shm_req *m = &q->u.mem_shm;
     session_ref_decode(r, &m->s);
     m->buffer = gl_wire__rd_u64(r, "buffer");
@@ -77,6 +80,8 @@ static void shm_validate(gl_wire__rd *r, const gl_request *q) {
     break;
   case GL_OP_MEM_WRITE_SHM:
   case GL_OP_MEM_READ_SHM:
+  case GL_OP_MEM_WRITE_ARENA:
+  case GL_OP_MEM_READ_ARENA:
     check_nonzero(r, "session_id", q->u.mem_shm.s.session_id);
     check_size(r, "size_bytes", q->u.mem_shm.size_bytes, GL_WIRE_MAX_SHM_COPY);
     break;
@@ -96,7 +101,9 @@ static void shm_put(gl_buf *b, const gl_request *q) {
     gl_wire__put_u64(b, q->u.shm_detach.segment);
     break;
   case GL_OP_MEM_WRITE_SHM:
-  case GL_OP_MEM_READ_SHM: {
+  case GL_OP_MEM_READ_SHM:
+  case GL_OP_MEM_WRITE_ARENA:
+  case GL_OP_MEM_READ_ARENA: {
     const gl_mem_shm_req *m = &q->u.mem_shm;
     gl_wire__auth_put(b, &m->s.auth);
     gl_wire__put_u64(b, m->s.session_id);

@@ -201,7 +201,8 @@ static gpulease_status op_read(gl_wsession *s, const gl_mem_read_req *r, uint8_t
   return st;
 }
 
-/* MEM_WRITE_SHM and MEM_READ_SHM: size_bytes between a buffer and a
+/* MEM_WRITE_SHM and MEM_READ_SHM (op; for the daemon's arena ops, the
+ * client's MEM_WRITE or MEM_READ): size_bytes between a buffer and a
  * segment, answered once the copy is done (the client may then reuse or
  * read that part of the segment). */
 static gpulease_status op_shm(gl_wsession *s, uint16_t op, const gl_mem_shm_req *r,
@@ -222,7 +223,7 @@ static gpulease_status op_shm(gl_wsession *s, uint16_t op, const gl_mem_shm_req 
               "bytes %" PRIu64 "..+%" PRIu64 " are outside segment 0x%016" PRIx64 " of %" PRIu64
               " bytes",
               r->segment_offset, r->size_bytes, r->segment, g->size);
-  } else if (op == GL_OP_MEM_WRITE_SHM) {
+  } else if (op == GL_OP_MEM_WRITE_SHM || op == GL_OP_MEM_WRITE) {
     st = w->be->ops->write_async(w->be, s->stream, b->offset + r->offset,
                                  g->ptr + r->segment_offset, (size_t)r->size_bytes, s->err,
                                  GL_WK_ERR_MAX);
@@ -631,7 +632,12 @@ void gl_session_run(void *ctx, gl_job *job) {
     gl_job_free(job);
     return;
   }
-  const uint16_t op = job->req.op;
+  /* The daemon's arena ops stand for the client's MEM_WRITE and MEM_READ:
+   * answered, and remembered as a failure, under those. */
+  const uint16_t wire_op = job->req.op;
+  const uint16_t op = wire_op == GL_OP_MEM_WRITE_ARENA  ? GL_OP_MEM_WRITE
+                      : wire_op == GL_OP_MEM_READ_ARENA ? GL_OP_MEM_READ
+                                                        : wire_op;
   const gl_session_ref *ref = gl_request_session(&job->req);
   const uint64_t seq = ref->seq;
   s->err[0] = 0;
@@ -658,13 +664,13 @@ void gl_session_run(void *ctx, gl_job *job) {
   }
   gl_response resp;
   memset(&resp, 0, sizeof resp);
-  resp.op = op;
+  resp.op = wire_op; /* an arena op's OK result is empty, as MEM_*_SHM's */
   resp.status = GPULEASE_OK;
   resp.msg = "";
   uint8_t *data = NULL;
   bool failed = false; /* set_failure already done (waits) */
   gpulease_status st;
-  switch (op) {
+  switch (wire_op) {
   case GL_OP_MEM_ALLOC: st = op_alloc(s, &job->req.u.mem_alloc, &resp); break;
   case GL_OP_MEM_FREE: st = op_free(s, &job->req.u.handle, &failed); break;
   case GL_OP_MEM_WRITE: st = op_write(s, &job->req.u.mem_write); break;
@@ -678,6 +684,8 @@ void gl_session_run(void *ctx, gl_job *job) {
   case GL_OP_MEM_COPY: st = op_copy(s, &job->req.u.mem_copy); break;
   case GL_OP_MEM_WRITE_SHM:
   case GL_OP_MEM_READ_SHM: st = op_shm(s, op, &job->req.u.mem_shm, &failed); break;
+  case GL_OP_MEM_WRITE_ARENA:
+  case GL_OP_MEM_READ_ARENA: st = op_shm(s, op, &job->req.u.mem_shm, &failed); break;
   case GL_OP_MEMSET: st = op_memset(s, &job->req.u.memset); break;
   case GL_OP_MODULE_LOAD: st = op_module_load(s, &job->req.u.module_load, &resp); break;
   case GL_OP_MODULE_UNLOAD: st = op_module_unload(s, &job->req.u.handle, &failed); break;

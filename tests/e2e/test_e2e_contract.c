@@ -971,6 +971,12 @@ static void test_bulk_arena(void **state) {
   reply x = call(p.q, &q);
   expect(&x, GPULEASE_INVALID_HANDLE, "is not one of the lease's");
   reply_free(&x);
+  /* Its internal ops are the daemon's alone. */
+  q.op = GL_OP_MEM_WRITE_ARENA;
+  q.u.mem_shm.s = ref(&p, 0);
+  x = call(p.q, &q);
+  expect(&x, GPULEASE_UNSUPPORTED, "not served over the network");
+  reply_free(&x);
   gl_request det = {.op = GL_OP_SHM_DETACH};
   det.u.shm_detach.auth = p.auth;
   det.u.shm_detach.segment = arena;

@@ -3423,6 +3423,48 @@ static void test_batch(void **state) {
  * The same-host ops: NODE_INFO, SHM_ATTACH, SHM_DETACH, MEM_*_SHM
  * ====================================================================== */
 
+/* NET_INFO: an empty request; a result of stripe ports, round trip and
+ * limits (count up to 16, no port 0). */
+static void test_net_info(void **state) {
+  (void)state;
+  gl_request q = {.op = GL_OP_NET_INFO};
+  gl_buf b;
+  gl_buf_init(&b);
+  assert_int_equal(gl_request_encode(&q, &b), GPULEASE_OK);
+  assert_int_equal(b.len, GL_WIRE_HEADER_SIZE);
+  gl_request back;
+  assert_int_equal(gl_request_decode(b.data, b.len, 1024, &back, NULL, NULL, 0), GPULEASE_OK);
+  assert_int_equal(back.op, GL_OP_NET_INFO);
+  gl_buf_free(&b);
+  gl_response r = {.op = GL_OP_NET_INFO, .status = GPULEASE_OK, .msg = ""};
+  r.u.net_info.stripe_count = 3;
+  r.u.net_info.stripe_ports[0] = 5702;
+  r.u.net_info.stripe_ports[1] = 5703;
+  r.u.net_info.stripe_ports[2] = 65535;
+  gl_buf_init(&b);
+  assert_int_equal(gl_response_encode(&r, &b), GPULEASE_OK);
+  assert_int_equal(b.len, GL_WIRE_HEADER_SIZE + 2 + 1 + 6);
+  const uint8_t body[] = {0, 0, 3, 0x16, 0x46, 0x16, 0x47, 0xFF, 0xFF};
+  assert_memory_equal(b.data + GL_WIRE_HEADER_SIZE, body, sizeof body);
+  gl_response rb;
+  assert_int_equal(gl_response_decode(b.data, b.len, 1024, &rb, NULL, 0), GPULEASE_OK);
+  assert_int_equal(rb.u.net_info.stripe_count, 3);
+  assert_int_equal(rb.u.net_info.stripe_ports[2], 65535);
+  /* A port 0 is refused by the decoder, 17 ports by the encoder. */
+  b.data[GL_WIRE_HEADER_SIZE + 5] = 0;
+  b.data[GL_WIRE_HEADER_SIZE + 6] = 0;
+  char err[256];
+  assert_int_equal(gl_response_decode(b.data, b.len, 1024, &rb, err, sizeof err),
+                   GPULEASE_INVALID_ARGUMENT);
+  assert_non_null(strstr(err, "stripe_port 0"));
+  gl_buf_free(&b);
+  r.u.net_info.stripe_count = GL_WIRE_MAX_STRIPES + 1;
+  gl_buf_init(&b);
+  assert_int_equal(gl_response_encode(&r, &b), GPULEASE_INVALID_ARGUMENT);
+  gl_buf_free(&b);
+  assert_string_equal(gl_op_name(GL_OP_NET_INFO), "NET_INFO");
+}
+
 /* gl_response_encode_head: the head and then the data are, byte for byte,
  * gl_response_encode's MEM_READ response; other responses are refused. */
 static void test_response_head(void **state) {
@@ -3562,6 +3604,7 @@ int main(void) {
       cmocka_unit_test(test_batch),
       cmocka_unit_test(test_shm_ops),
       cmocka_unit_test(test_response_head),
+      cmocka_unit_test(test_net_info),
       cmocka_unit_test(test_corpus_files),
   };
   return cmocka_run_group_tests_name("wire", tests, NULL, NULL);

@@ -1,0 +1,55 @@
+/*
+ * shards.h - the daemon's network threads for striped transfers.
+ *
+ * One QUIC connection's packets are decrypted and reassembled on one core;
+ * a client that wants more bandwidth stripes a large transfer over several
+ * connections (NET_INFO lists the ports, docs/protocol.md). Each stripe
+ * port is served by a shard: a thread with an event loop and a QUIC server
+ * of its own. A shard only moves bytes: every request it receives is handed
+ * to the daemon's main loop (an ev_async) with its buffer, and handled there
+ * like any other (ops.c); the answer goes back to the shard, which sends
+ * it. The daemon's state stays on the main thread, and the main port's
+ * requests do not cross threads at all.
+ */
+#ifndef GL_DAEMON_SHARDS_H
+#define GL_DAEMON_SHARDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "net/quic.h"
+
+struct ev_loop;
+typedef struct gl_shards gl_shards;
+typedef struct gl_shard gl_shard;
+
+/* Called on the main loop for each request a shard received: msg (len
+ * bytes) is valid during the call only. */
+typedef void (*gl_shards_request_fn)(void *user, gl_shard *shard, gl_qreq *req,
+                                     const uint8_t *msg, size_t len, int err);
+
+/* Starts n (1..GL_WIRE_MAX_STRIPES) shards serving base (its address,
+ * certificate and limits) on ports first_port, first_port + 1, ... (0: a
+ * free port each). 0, or -1 with err filled (nothing left running). */
+int gl_shards_start(struct ev_loop *main, const gl_qserver_config *base, unsigned n,
+                    uint16_t first_port, gl_shards_request_fn on_request, void *user,
+                    gl_shards **out, char *err, size_t errlen);
+
+/* Stops and joins the threads, closes their connections; requests not yet
+ * handled are dropped, lent reply buffers given back. NULL is ignored. */
+void gl_shards_stop(gl_shards *s);
+
+unsigned gl_shards_count(const gl_shards *s);
+uint16_t gl_shards_port(const gl_shards *s, unsigned i);
+
+/* Main loop: answers req (from on_request) through its shard; msg is
+ * copied. 0, or -1 out of memory (req is then dropped: the client's
+ * request times out). */
+int gl_shard_reply(gl_shard *sh, gl_qreq *req, const uint8_t *msg, size_t len);
+
+/* Main loop: as gl_shard_reply, msg lent as with gl_qreq_reply_lent;
+ * release(ctx) runs later on the main loop. */
+int gl_shard_reply_lent(gl_shard *sh, gl_qreq *req, const uint8_t *msg, size_t len,
+                        void (*release)(void *ctx), void *ctx);
+
+#endif /* GL_DAEMON_SHARDS_H */
