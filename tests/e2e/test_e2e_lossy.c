@@ -81,6 +81,9 @@ static gpulease_client *connect_via(const gl_test_daemon *d, const gl_udp_relay 
 #if GPULEASE_CONNECT_OPTIONS_VERSION >= 2
   o.no_local = 1; /* the same-host fast path would skip the relay */
 #endif
+#if GPULEASE_CONNECT_OPTIONS_VERSION >= 3
+  o.stripes = 1; /* and so would the stripe ports: one connection, relayed */
+#endif
   gpulease_client *c = NULL;
   gpulease_error err;
   gpulease_status st = gpulease_client_connect(&o, &c, &err);

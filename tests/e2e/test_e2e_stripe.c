@@ -44,7 +44,9 @@ static gpulease_client *connect_striped(const gl_test_daemon *d) {
 
 static void start(gl_test_daemon *d, const char *net_threads) {
   const char *extra[] = {"--net-threads", net_threads, NULL};
-  assert_int_equal(gl_test_daemon_start(d, "256M", extra), 0);
+  const char *dev = getenv("GL_TEST_DEVICE");
+  bool on_gpu = dev && strcmp(dev, "cuda") == 0;
+  assert_int_equal(gl_test_daemon_start(d, on_gpu ? NULL : "256M", extra), 0);
 }
 
 /* QUIC connections the daemon has seen established. */

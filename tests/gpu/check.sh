@@ -159,6 +159,7 @@ kill $EMU; wait $EMU 2>/dev/null
 echo "== sessions on the GPU (tests/e2e/test_e2e_session.c, GL_TEST_DEVICE=cuda)"
 export GL_TEST_DEVICE=cuda GL_TEST_BIN_DIR=$B GL_TEST_PTX_DIR=$B/emu-kernels/sm_90
 "$B/tests/test_e2e_session" 2>&1 | grep -v "^\[ *\(RUN\|OK\) " | tail -40
+SESSIONS=${PIPESTATUS[0]}
 echo "== the session contract on the GPU (tests/e2e/test_e2e_contract.c)"
 "$B/tests/test_e2e_contract" 2>&1 | grep -v "^\[ *RUN " | tail -30
 result "session contract on the GPU (seq 0, missing seqs, window, lost context, region offsets)" ${PIPESTATUS[0]}
@@ -168,7 +169,10 @@ result "local socket and shared memory on the GPU (transfers, refusals, socket m
 echo "== a lossy link (tests/e2e/test_e2e_lossy.c, on the emulated device)"
 "$B/tests/test_e2e_lossy" 2>&1 | grep -v "^\[ *RUN " | tail -12
 result "transfers and launches through a 1% lossy, reordering relay" ${PIPESTATUS[0]}
-result "session tests on the GPU (pipeline, 10,000 launches, failures, capacity, handles, caches, call, renewer)" ${PIPESTATUS[0]}
+result "session tests on the GPU (pipeline, 10,000 launches, failures, capacity, handles, caches, call, renewer)" $SESSIONS
+echo "== striped transfers on the GPU (tests/e2e/test_e2e_stripe.c)"
+"$B/tests/test_e2e_stripe" 2>&1 | grep -v "^\[ *RUN " | tail -12
+result "striped transfers over the daemon's stripe ports (bytes, order, progress, failure)" ${PIPESTATUS[0]}
 GL_TEST_BIG_BYTES=$((4 << 30)) GL_TEST_FILTER=test_large_transfer "$B/tests/test_e2e_session" 2>&1 | grep -i "round trip\|FAIL\|PASSED"
 result "4 GiB MEM_WRITE/MEM_READ round trip with checksum" ${PIPESTATUS[0]}
 unset GL_TEST_DEVICE GL_TEST_PTX_DIR
