@@ -23,7 +23,7 @@ OPS = dict(GET_INVENTORY=0x0001, LEASE_ALLOC=0x0101, LEASE_RENEW=0x0102,
            MODULE_UNLOAD=0x0322, FUNC_INFO=0x0323, LAUNCH=0x0331,
            BATCH=0x0340, NODE_INFO=0x0002, NET_INFO=0x0003, SHM_ATTACH=0x0105, SHM_DETACH=0x0106,
            MEM_WRITE_SHM=0x0317, MEM_READ_SHM=0x0318, WORKER_INIT=0x7F01, WORKER_PROBE=0x7F02, WORKER_LOST=0x7F03,
-           MEM_WRITE_ARENA=0x7F04, MEM_READ_ARENA=0x7F05)
+           MEM_WRITE_ARENA=0x7F04, MEM_READ_ARENA=0x7F05, WORKER_WARM=0x7F06)
 SECRET = bytes(range(0xA0, 0xB0))
 
 
@@ -195,6 +195,7 @@ def corpus():
     yield "req-gpu-submit-params", frame(REQ, o["GPU_SUBMIT"], sub)
     yield "req-gpu-submit-noparams", frame(REQ, o["GPU_SUBMIT"], submit_body(flags=0, params=[], inp=b""))
     yield "req-worker-init", frame(REQ, o["WORKER_INIT"], struct.pack(">IQ", 0, 1 << 30))
+    yield "req-worker-warm", frame(REQ, o["WORKER_WARM"], struct.pack(">I", 0))
     yield "req-worker-probe", frame(REQ, o["WORKER_PROBE"], b"")
     yield "resp-inventory-2gpus", resp(o["GET_INVENTORY"], struct.pack(">I", 3600) + str8(b"550.54.15") +
                                        struct.pack(">H", 2) + gpu_entry(0) + gpu_entry(1))

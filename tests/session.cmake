@@ -24,3 +24,8 @@ add_dependencies(test_e2e_local gpuleased)
 gl_add_test(test_e2e_stripe SOURCES e2e/test_e2e_stripe.c e2e/daemon_harness.c
   LIBS gpulease_static gl_common Threads::Threads TIMEOUT 300 LABELS emu)
 add_dependencies(test_e2e_stripe gpuleased)
+# Warm workers (gpuleased --warm-workers): leases from the pool, refills,
+# a killed warm worker replaced.
+gl_add_test(test_e2e_pool SOURCES e2e/test_e2e_pool.c e2e/daemon_harness.c
+  LIBS gpulease_static gl_common Threads::Threads TIMEOUT 300 LABELS emu)
+add_dependencies(test_e2e_pool gpuleased gl_kernels)

@@ -39,6 +39,19 @@ void gl_daemon_config_default(gl_daemon_config *cfg) {
   cfg->max_streams_per_conn = 1024;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   cfg->net_threads = cores >= 16 ? 8 : cores >= 8 ? 4 : cores >= 4 ? 2 : 0;
+  cfg->warm_workers = 2;
+}
+
+static void write_ready_file(const gl_daemon *d);
+
+/* The ready file once the warm pool has answered (or after 10 s): a client
+ * told "ready" finds warm workers. */
+static void on_ready_timer(struct ev_loop *loop, ev_timer *t, int revents) {
+  (void)revents;
+  gl_daemon *d = t->data;
+  if (!gl_pool_settled(d->pool) && ev_now(loop) < d->ready_deadline) return;
+  ev_timer_stop(loop, t);
+  write_ready_file(d);
 }
 
 static void on_expiry_one(void *user, gl_lease *l) {
@@ -194,7 +207,20 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
   GL_INFO("listening on %s:%u (QUIC, ALPN gpulease/1)", cfg->listen_host,
           gl_qserver_port(d->server));
   GL_INFO("certificate SHA-256 fingerprint: %s", d->fingerprint);
-  write_ready_file(d);
+  if (cfg->warm_workers > 0 && d->node.gpu_count > 0) {
+    d->pool = gl_pool_new(d->loop, &d->node, d->cfg.worker_exe, d->cfg.log_level,
+                          cfg->warm_workers);
+    if (!d->pool) GL_WARN("out of memory for the warm workers: leases start their own");
+    else GL_INFO("%u warm worker(s) a GPU", cfg->warm_workers);
+  }
+  if (d->pool) {
+    d->ready_deadline = ev_now(d->loop) + 10.0;
+    ev_timer_init(&d->ready_timer, on_ready_timer, 0.02, 0.02);
+    d->ready_timer.data = d;
+    ev_timer_start(d->loop, &d->ready_timer);
+  } else {
+    write_ready_file(d);
+  }
   return 0;
 }
 
@@ -206,6 +232,9 @@ void gl_daemon_run(gl_daemon *d) { ev_run(d->loop, 0); }
 
 void gl_daemon_stop(gl_daemon *d) {
   if (d->leases) gl_lease_table_foreach(d->leases, end_one, d);
+  ev_timer_stop(d->loop, &d->ready_timer);
+  gl_pool_del(d->pool);
+  d->pool = NULL;
   gl_shards_stop(d->shards);
   d->shards = NULL;
   if (d->server) gl_qserver_del(d->server);

@@ -14,6 +14,7 @@
 
 #include "daemon/lease_table.h"
 #include "daemon/node.h"
+#include "daemon/pool.h"
 #include "daemon/shards.h"
 #include "net/local.h"
 #include "net/quic.h"
@@ -41,6 +42,7 @@ typedef struct gl_daemon_config {
   uint64_t max_pinned_bytes;   /* --max-pinned: shared memory page-locked for leases */
   unsigned net_threads;        /* --net-threads: stripe ports, a thread each (shards.h) */
   uint16_t stripe_port;        /* --stripe-port: the first; 0: after the listen port */
+  unsigned warm_workers;       /* --warm-workers: started ahead of leases, per GPU (pool.h) */
 } gl_daemon_config;
 
 typedef struct gl_daemon {
@@ -49,6 +51,9 @@ typedef struct gl_daemon {
   gl_qserver *server;
   gl_lserver *local;      /* the local socket, or NULL */
   gl_shards *shards;      /* the network threads of the stripe ports, or NULL */
+  gl_pool *pool;          /* warm workers, or NULL (--warm-workers 0) */
+  ev_timer ready_timer;   /* the ready file waits for the pool's first answers */
+  double ready_deadline;
   uint64_t pinned_bytes;  /* attached segments, all leases */
   uint8_t boot_id[16];    /* this boot of this machine (NODE_INFO) */
   gl_lease_table *leases;

@@ -7,7 +7,7 @@
  *             [--device auto|cuda|emu] [--emu-vram BYTES] [--emu-threads N]
  *             [--seq-timeout-ms MS] [--max-streams N]
  *             [--local-socket PATH|none] [--local-socket-mode MODE] [--max-pinned BYTES]
- *             [--net-threads N] [--stripe-port PORT]
+ *             [--net-threads N] [--stripe-port PORT] [--warm-workers N]
  *
  * The same binary is the per-lease worker: `gpuleased --worker FD` (started
  * by the daemon itself, never by hand), with --device cuda|emu and, for
@@ -65,6 +65,9 @@ static void usage(FILE *f) {
         "                        8 on 16 or more cores, 4 on 8 to 15, 2 on 4 to 7, else 0)\n"
         "  --stripe-port PORT    the first stripe port, the others follow it (default: the\n"
         "                        listen port + 1, or free ports when that is 0)\n"
+        "  --warm-workers N      worker processes a GPU kept started, device open, ahead of\n"
+        "                        leases, so that a lease does not wait for CUDA's start\n"
+        "                        (0..16; default 2; each holds a CUDA context)\n"
         "  --help\n",
         f);
 }
@@ -108,7 +111,7 @@ int main(int argc, char **argv) {
   int local_socket_given = 0; /* 1: a path, 2: none */
   enum { O_LISTEN = 256, O_CERT, O_KEY, O_STATE, O_TTL, O_LEASES, O_MSG, O_LOG, O_READY, O_WORKER,
          O_DEVICE, O_EMU_VRAM, O_EMU_THREADS, O_JIT_CACHE, O_SEQ_TIMEOUT, O_MAX_STREAMS,
-         O_LOCAL_SOCKET, O_LOCAL_MODE, O_MAX_PINNED, O_NET_THREADS, O_STRIPE_PORT };
+         O_LOCAL_SOCKET, O_LOCAL_MODE, O_MAX_PINNED, O_NET_THREADS, O_STRIPE_PORT, O_WARM };
   static const struct option opts[] = {
       {"listen", required_argument, 0, O_LISTEN},  {"cert", required_argument, 0, O_CERT},
       {"key", required_argument, 0, O_KEY},        {"state-dir", required_argument, 0, O_STATE},
@@ -125,6 +128,7 @@ int main(int argc, char **argv) {
       {"max-pinned", required_argument, 0, O_MAX_PINNED},
       {"net-threads", required_argument, 0, O_NET_THREADS},
       {"stripe-port", required_argument, 0, O_STRIPE_PORT},
+      {"warm-workers", required_argument, 0, O_WARM},
       {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
   int c;
   uint64_t v;
@@ -254,6 +258,13 @@ int main(int argc, char **argv) {
         return 2;
       }
       cfg.stripe_port = (uint16_t)v;
+      break;
+    case O_WARM:
+      if (gl_parse_u64(optarg, 16, &v) != 0) {
+        fprintf(stderr, "gpuleased: --warm-workers: expected 0..16, got '%s'\n", optarg);
+        return 2;
+      }
+      cfg.warm_workers = (unsigned)v;
       break;
     case O_WORKER:
       if (gl_parse_u64(optarg, INT_MAX, &v) != 0) return 2;

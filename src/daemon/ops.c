@@ -159,9 +159,12 @@ static int encode_worker_init(const gl_daemon *d, const gl_lease *l, gl_buf *b) 
  * to cb(ctx). 0 or -1 with err. */
 static int start_worker(gl_daemon *d, gl_lease *l, lease_rt *rt, gl_wproc_reply_cb cb, void *ctx,
                         char *err, size_t errlen) {
-  if (gl_wproc_spawn(d->loop, d->cfg.worker_exe, d->cfg.log_level,
-                     gl_node_worker_args(&d->node, l->gpu_index), on_worker_exit,
-                     on_worker_notice, rt, &rt->w, err, errlen) != 0)
+  /* A warm worker has its device open already: it only reserves VRAM. */
+  rt->w = gl_pool_take(d->pool, l->gpu_index, on_worker_exit, on_worker_notice, rt);
+  if (rt->w) GL_DEBUG("lease %" PRIu64 " takes a warm worker", l->id);
+  if (!rt->w && gl_wproc_spawn(d->loop, d->cfg.worker_exe, d->cfg.log_level,
+                               gl_node_worker_args(&d->node, l->gpu_index), on_worker_exit,
+                               on_worker_notice, rt, &rt->w, err, errlen) != 0)
     return -1;
   gl_buf b;
   if (encode_worker_init(d, l, &b) != 0 || gl_wproc_call(rt->w, b.data, b.len, cb, ctx) != 0) {

@@ -395,6 +395,13 @@ int gl_wproc_spawn(struct ev_loop *loop, const char *worker_exe, const char *log
   return 0;
 }
 
+void gl_wproc_set_owner(gl_wproc *w, gl_wproc_exit_cb on_exit, gl_wproc_notice_cb on_notice,
+                        void *owner) {
+  w->on_exit = on_exit;
+  w->on_notice = on_notice;
+  w->owner = owner;
+}
+
 bool gl_wproc_usable(gl_wproc *w) {
   /* No read here (one system call less per request): a worker that closed
    * its end shows as dead once the loop has seen it, and a call sent to it

@@ -78,6 +78,11 @@ pid_t gl_wproc_pid(const gl_wproc *w);
  * even before it is reaped. */
 bool gl_wproc_usable(gl_wproc *w);
 
+/* Hands w to another owner: its exit and notice callbacks from now on (a
+ * warm worker of the pool taken by a lease). */
+void gl_wproc_set_owner(gl_wproc *w, gl_wproc_exit_cb on_exit, gl_wproc_notice_cb on_notice,
+                        void *owner);
+
 /* Starts a worker process without a watcher: *fd_out is the daemon's end
  * of the socketpair (blocking, close-on-exec). For the start-up probe. */
 int gl_worker_spawn_raw(const char *worker_exe, const char *log_level,

@@ -223,6 +223,7 @@ enum gl_op {
   GL_OP_WORKER_LOST = 0x7F03,
   GL_OP_MEM_WRITE_ARENA = 0x7F04, /* internal: MEM_WRITE through the daemon's arena */
   GL_OP_MEM_READ_ARENA = 0x7F05,  /* internal: MEM_READ through the daemon's arena */
+  GL_OP_WORKER_WARM = 0x7F06,     /* internal: open the device ahead of a lease */
 };
 
 /* The local socket's path in NODE_INFO (sun_path holds 108 bytes). */
@@ -470,7 +471,7 @@ typedef struct gl_request {
     gl_lease_renew_req renew;     /* LEASE_RENEW */
     gl_lease_auth auth;           /* LEASE_QUERY, LEASE_FREE */
     gl_submit_req submit;         /* GPU_SUBMIT */
-    gl_worker_init_req worker_init; /* WORKER_INIT */
+    gl_worker_init_req worker_init; /* WORKER_INIT; WORKER_WARM: cuda_ordinal only */
     /* SESSION_OPEN uses auth above. */
     gl_session_ref session;       /* SESSION_CLOSE */
     gl_sync_req sync;             /* SYNC */

@@ -2,7 +2,8 @@
  * wire_worker.c - the codec of the internal worker ops, which only the
  * daemon and its worker processes speak, over their socketpair (the daemon
  * refuses them from the network): WORKER_INIT (the device and the lease's
- * VRAM region), WORKER_PROBE (the GPUs present), and WORKER_LOST (a notice
+ * VRAM region), WORKER_WARM (the device alone, ahead of a lease),
+ * WORKER_PROBE (the GPUs present), and WORKER_LOST (a notice
  * the worker sends after a lost context: its sessions and their failures),
  * requests and results (gl_wire__worker, called by wire.c's entry points).
  * Layouts in wire.h.
@@ -23,6 +24,8 @@ static void worker_decode(gl_wire__rd *r, gl_request *q) {
   if (q->op == GL_OP_WORKER_INIT) {
     q->u.worker_init.cuda_ordinal = gl_wire__rd_u32(r, "cuda_ordinal");
     q->u.worker_init.vram_bytes = gl_wire__rd_u64(r, "vram_bytes");
+  } else if (q->op == GL_OP_WORKER_WARM) {
+    q->u.worker_init.cuda_ordinal = gl_wire__rd_u32(r, "cuda_ordinal");
   } /* WORKER_PROBE: empty body */
 }
 
@@ -30,6 +33,8 @@ static void worker_put(gl_buf *b, const gl_request *q) {
   if (q->op == GL_OP_WORKER_INIT) {
     gl_wire__put_u32(b, q->u.worker_init.cuda_ordinal);
     gl_wire__put_u64(b, q->u.worker_init.vram_bytes);
+  } else if (q->op == GL_OP_WORKER_WARM) {
+    gl_wire__put_u32(b, q->u.worker_init.cuda_ordinal);
   } /* WORKER_PROBE: empty body */
 }
 
@@ -135,6 +140,7 @@ static void lost_put(gl_buf *b, const gl_worker_lost_resp *wl) {
 }
 
 static void worker_result_decode(gl_wire__rd *r, gl_response *out) {
+  if (out->op == GL_OP_WORKER_WARM) return; /* empty */
   if (out->op == GL_OP_WORKER_LOST) {
     lost_decode(r, &out->u.worker_lost);
   } else if (out->op == GL_OP_WORKER_INIT) {
@@ -147,6 +153,7 @@ static void worker_result_decode(gl_wire__rd *r, gl_response *out) {
 }
 
 static bool worker_result_valid(const gl_response *resp) {
+  if (resp->op == GL_OP_WORKER_WARM) return true;
   if (resp->op == GL_OP_WORKER_LOST) return lost_valid(&resp->u.worker_lost);
   if (resp->op == GL_OP_WORKER_INIT)
     return gl_wire__str_fits(resp->u.worker_init.device_name,
@@ -155,6 +162,7 @@ static bool worker_result_valid(const gl_response *resp) {
 }
 
 static void worker_result_put(gl_buf *b, const gl_response *resp) {
+  if (resp->op == GL_OP_WORKER_WARM) return; /* empty */
   if (resp->op == GL_OP_WORKER_LOST) {
     lost_put(b, &resp->u.worker_lost);
   } else if (resp->op == GL_OP_WORKER_INIT) {

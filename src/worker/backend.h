@@ -59,7 +59,12 @@ typedef struct gl_backend_ops {
    * reason. */
   gpulease_status (*probe)(gl_backend *b, gl_probe_resp *out, char *err, size_t errlen);
 
-  /* Opens device `ordinal`, reserves a region of vram_bytes, zeroes it.
+  /* Optional (NULL: nothing to do ahead): opens device `ordinal` ahead of
+   * a lease, everything but the region (cuInit, the context), so that a
+   * later init only reserves. WORKER_WARM. */
+  gpulease_status (*warm)(gl_backend *b, uint32_t ordinal, char *err, size_t errlen);
+
+  /* Opens device `ordinal` (unless warm did), reserves a region of vram_bytes, zeroes it.
    * *region_base receives the region's device address, device_name the
    * device's name. Called at most once. */
   gpulease_status (*init)(gl_backend *b, uint32_t ordinal, uint64_t vram_bytes,

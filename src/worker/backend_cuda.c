@@ -57,6 +57,11 @@ typedef struct cuda_backend {
   CUstream submit_stream;
   uint8_t *staging;
   bool staging_pinned;
+  /* The device opened (WORKER_WARM, or the first part of init). */
+  bool opened;
+  uint32_t opened_ordinal;
+  char name[96];
+  size_t total;
 } cuda_backend;
 
 /* Outputs up to this size come back through the pinned staging buffer. */
@@ -224,12 +229,12 @@ static void release_device(cuda_backend *c) {
   c->region = 0;
   c->ctx = NULL;
   c->have_device = false;
+  c->opened = false;
 }
 
-static gpulease_status cuda_init(gl_backend *b, uint32_t ordinal, uint64_t vram_bytes,
-                                 uint64_t *region_base, char *device_name, size_t name_len,
-                                 char *err, size_t errlen) {
-  cuda_backend *c = as_cuda(b);
+/* Opens device `ordinal`: its primary context (current on this thread),
+ * the submit stream, events and staging. Everything but the region. */
+static gpulease_status open_device(cuda_backend *c, uint32_t ordinal, char *err, size_t errlen) {
   gpulease_status st = ensure_driver(c, err, errlen);
   if (st != GPULEASE_OK) return st;
   const gl_cuda *cu = &c->cu;
@@ -243,12 +248,11 @@ static gpulease_status cuda_init(gl_backend *b, uint32_t ordinal, uint64_t vram_
              gl_cuda_error_name(cu, r, ename, sizeof ename), count, count == 1 ? "" : "s");
     return GPULEASE_NO_DEVICE;
   }
-  char name[96];
-  memset(name, 0, sizeof name);
-  if (cu->cuDeviceGetName(name, (int)sizeof name - 1, c->dev) != CUDA_SUCCESS)
-    snprintf(name, sizeof name, "CUDA device %u", ordinal);
-  size_t total = 0;
-  cu->cuDeviceTotalMem(&total, c->dev);
+  memset(c->name, 0, sizeof c->name);
+  if (cu->cuDeviceGetName(c->name, (int)sizeof c->name - 1, c->dev) != CUDA_SUCCESS)
+    snprintf(c->name, sizeof c->name, "CUDA device %u", ordinal);
+  c->total = 0;
+  cu->cuDeviceTotalMem(&c->total, c->dev);
   if (cu->cuDeviceGetAttribute(&c->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
                                c->dev) != CUDA_SUCCESS ||
       cu->cuDeviceGetAttribute(&c->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
@@ -265,29 +269,6 @@ static gpulease_status cuda_init(gl_backend *b, uint32_t ordinal, uint64_t vram_
     snprintf(what, sizeof what, "cuCtxSetCurrent(device %u)", ordinal);
     goto fail_internal;
   }
-  if (vram_bytes > SIZE_MAX) {
-    r = CUDA_ERROR_OUT_OF_MEMORY;
-  } else {
-    r = cu->cuMemAlloc(&c->region, (size_t)vram_bytes);
-  }
-  if (r != CUDA_SUCCESS) {
-    c->region = 0;
-    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
-      snprintf(err, errlen,
-               "cannot reserve %" PRIu64 " bytes on device %u (%s, %zu bytes in total): "
-               "CUDA_ERROR_OUT_OF_MEMORY",
-               vram_bytes, ordinal, name, total);
-      release_device(c);
-      return GPULEASE_CAPACITY_EXCEEDED;
-    }
-    snprintf(what, sizeof what, "cuMemAlloc(%" PRIu64 " bytes)", vram_bytes);
-    goto fail_internal;
-  }
-  /* No earlier tenant's data may ever be visible. */
-  if ((r = cu->cuMemsetD8(c->region, 0, (size_t)vram_bytes)) != CUDA_SUCCESS) {
-    snprintf(what, sizeof what, "cuMemsetD8(%" PRIu64 " bytes)", vram_bytes);
-    goto fail_internal;
-  }
   if ((r = cu->cuEventCreate(&c->ev_start, CU_EVENT_DEFAULT)) != CUDA_SUCCESS ||
       (r = cu->cuEventCreate(&c->ev_stop, CU_EVENT_DEFAULT)) != CUDA_SUCCESS) {
     snprintf(what, sizeof what, "cuEventCreate");
@@ -302,6 +283,70 @@ static gpulease_status cuda_init(gl_backend *b, uint32_t ordinal, uint64_t vram_
   c->staging = aligned_alloc(4096, SUBMIT_STAGING_BYTES);
   c->staging_pinned =
       c->staging && cu->cuMemHostRegister(c->staging, SUBMIT_STAGING_BYTES, 0) == CUDA_SUCCESS;
+  c->opened = true;
+  c->opened_ordinal = ordinal;
+  return GPULEASE_OK;
+
+fail_internal:
+  cu_msg(c, r, what, err, errlen);
+  release_device(c);
+  return GPULEASE_INTERNAL;
+}
+
+/* WORKER_WARM: the device opened ahead of a lease (cuInit and the context,
+ * the slow part of a worker's start), no region yet. */
+static gpulease_status cuda_warm(gl_backend *b, uint32_t ordinal, char *err, size_t errlen) {
+  cuda_backend *c = as_cuda(b);
+  if (c->opened) {
+    snprintf(err, errlen, "the device is open already");
+    return GPULEASE_INTERNAL;
+  }
+  return open_device(c, ordinal, err, errlen);
+}
+
+static gpulease_status cuda_init(gl_backend *b, uint32_t ordinal, uint64_t vram_bytes,
+                                 uint64_t *region_base, char *device_name, size_t name_len,
+                                 char *err, size_t errlen) {
+  cuda_backend *c = as_cuda(b);
+  if (c->opened && c->opened_ordinal != ordinal) {
+    snprintf(err, errlen, "this worker was warmed for device %u, not %u", c->opened_ordinal,
+             ordinal);
+    return GPULEASE_INTERNAL;
+  }
+  if (!c->opened) {
+    gpulease_status st = open_device(c, ordinal, err, errlen);
+    if (st != GPULEASE_OK) return st;
+  }
+  const gl_cuda *cu = &c->cu;
+  char what[160];
+  CUresult r = make_current(c);
+  if (r != CUDA_SUCCESS) {
+    snprintf(what, sizeof what, "cuCtxSetCurrent(device %u)", ordinal);
+    goto fail_internal;
+  }
+  if (vram_bytes > SIZE_MAX) {
+    r = CUDA_ERROR_OUT_OF_MEMORY;
+  } else {
+    r = cu->cuMemAlloc(&c->region, (size_t)vram_bytes);
+  }
+  if (r != CUDA_SUCCESS) {
+    c->region = 0;
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+      snprintf(err, errlen,
+               "cannot reserve %" PRIu64 " bytes on device %u (%s, %zu bytes in total): "
+               "CUDA_ERROR_OUT_OF_MEMORY",
+               vram_bytes, ordinal, c->name, c->total);
+      release_device(c);
+      return GPULEASE_CAPACITY_EXCEEDED;
+    }
+    snprintf(what, sizeof what, "cuMemAlloc(%" PRIu64 " bytes)", vram_bytes);
+    goto fail_internal;
+  }
+  /* No earlier tenant's data may ever be visible. */
+  if ((r = cu->cuMemsetD8(c->region, 0, (size_t)vram_bytes)) != CUDA_SUCCESS) {
+    snprintf(what, sizeof what, "cuMemsetD8(%" PRIu64 " bytes)", vram_bytes);
+    goto fail_internal;
+  }
   if ((r = cu->cuCtxSynchronize()) != CUDA_SUCCESS) {
     snprintf(what, sizeof what, "cuCtxSynchronize after zeroing the region");
     goto fail_internal;
@@ -309,7 +354,7 @@ static gpulease_status cuda_init(gl_backend *b, uint32_t ordinal, uint64_t vram_
   c->region_bytes = vram_bytes;
   c->have_device = true;
   *region_base = (uint64_t)c->region;
-  snprintf(device_name, name_len, "%s", name);
+  snprintf(device_name, name_len, "%s", c->name);
   return GPULEASE_OK;
 
 fail_internal:
@@ -885,6 +930,7 @@ static void cuda_destroy(gl_backend *b) {
 static const gl_backend_ops k_cuda_ops = {
     .name = "cuda",
     .probe = cuda_probe,
+    .warm = cuda_warm,
     .init = cuda_init,
     .load_module = cuda_load_module,
     .unload_module = cuda_unload_module,

@@ -179,6 +179,26 @@ static void do_probe(gl_wk *w, uint64_t tag) {
   free(resp);
 }
 
+/* WORKER_WARM: open the device ahead of a lease (the backend's warm). */
+static void do_warm(gl_wk *w, uint64_t tag, uint32_t ordinal) {
+  const uint16_t op = GL_OP_WORKER_WARM;
+  char err[2048] = "";
+  if (w->initialised || w->warmed) {
+    gl_wk_reply_error(w, tag, op, GPULEASE_INTERNAL, "worker already warmed or initialised");
+    return;
+  }
+  if (w->be->ops->warm) {
+    gpulease_status st = w->be->ops->warm(w->be, ordinal, err, sizeof err);
+    if (st != GPULEASE_OK) {
+      gl_wk_reply_error(w, tag, op, st, err);
+      return;
+    }
+  }
+  w->warmed = true;
+  GL_DEBUG("worker: device %u open, waiting for a lease", ordinal);
+  gl_wk_reply_ok(w, tag, op);
+}
+
 static void do_init(gl_wk *w, uint64_t tag, const gl_worker_init_req *req) {
   const uint16_t op = GL_OP_WORKER_INIT;
   char err[2048] = "";
@@ -433,6 +453,10 @@ static int serve(gl_wk *w, uint64_t tag, uint8_t *msg, size_t len) {
     return 0;
   case GL_OP_WORKER_INIT:
     do_init(w, tag, &job->req.u.worker_init);
+    gl_job_free(job);
+    return 0;
+  case GL_OP_WORKER_WARM:
+    do_warm(w, tag, job->req.u.worker_init.cuda_ordinal);
     gl_job_free(job);
     return 0;
   case GL_OP_SHM_ATTACH:

@@ -64,6 +64,7 @@ typedef struct gl_wk {
 
   /* The lease (set by WORKER_INIT on the main thread, read-only after). */
   bool initialised;
+  bool warmed; /* WORKER_WARM done: the device is open, no region yet */
   uint64_t vram_bytes;
   uint64_t region_base;
   char device_name[96];

@@ -74,9 +74,11 @@ static int spawn(gl_test_daemon *d, const char *emu_vram, const char *const *ext
   snprintf(log, sizeof log, "%s/daemon.log", d->dir);
   /* A restart listens where the first daemon did, so clients reconnect. */
   const char *listen = d->addr[0] ? d->addr : "127.0.0.1:0";
+  /* No warm workers unless a test asks (extra comes later and wins): the
+   * tests count the daemon's worker processes. */
   const char *argv[32] = {exe, "--listen", listen, "--state-dir", d->dir,
-                          "--ready-file", ready, "--log-level", "debug"};
-  int n = 9;
+                          "--ready-file", ready, "--log-level", "debug", "--warm-workers", "0"};
+  int n = 11;
   if (emu_vram) {
     argv[n++] = "--device";
     argv[n++] = "emu";
@@ -191,4 +193,15 @@ gpulease_client *gl_test_connect(const gl_test_daemon *d, int timeout_ms) {
   if (st != GPULEASE_OK) fprintf(stderr, "connect: %s\n", err.message);
   assert_int_equal(st, GPULEASE_OK);
   return c;
+}
+
+int gl_test_daemon_log_count(const gl_test_daemon *d, const char *needle) {
+  char path[300], line[2048];
+  snprintf(path, sizeof path, "%s/daemon.log", d->dir);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  int n = 0;
+  while (fgets(line, sizeof line, f)) n += strstr(line, needle) != NULL;
+  fclose(f);
+  return n;
 }

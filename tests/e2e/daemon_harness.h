@@ -17,7 +17,8 @@ typedef struct gl_test_daemon {
 } gl_test_daemon;
 
 /* Starts $GL_TEST_BIN_DIR/src/daemon/gpuleased with extra arguments (NULL
- * terminated). With emu_vram non-NULL the daemon offers only the emulated
+ * terminated), and with --warm-workers 0 before them (tests count worker
+ * processes; a test of the pool passes its own --warm-workers). With emu_vram non-NULL the daemon offers only the emulated
  * device, with that much VRAM ("64M"); with NULL only real GPUs
  * (--device cuda: none on a CI machine). Waits until it serves. 0 or -1. */
 int gl_test_daemon_start(gl_test_daemon *d, const char *emu_vram, const char *const *extra);
@@ -35,6 +36,9 @@ int gl_test_daemon_stop(gl_test_daemon *d);
  * timeout_ms per request; over QUIC only (no_local). Fails the running
  * cmocka test on error. */
 struct gpulease_client *gl_test_connect(const gl_test_daemon *d, int timeout_ms);
+
+/* Lines of the daemon's log (it logs at debug level) that hold needle. */
+int gl_test_daemon_log_count(const gl_test_daemon *d, const char *needle);
 
 /* Number of live child processes (workers) of the daemon. */
 int gl_test_daemon_children(const gl_test_daemon *d);

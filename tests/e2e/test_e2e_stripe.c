@@ -51,14 +51,7 @@ static void start(gl_test_daemon *d, const char *net_threads) {
 
 /* QUIC connections the daemon has seen established. */
 static int connections(const gl_test_daemon *d) {
-  char path[300], line[1024];
-  snprintf(path, sizeof path, "%s/daemon.log", d->dir);
-  FILE *f = fopen(path, "r");
-  assert_non_null(f);
-  int n = 0;
-  while (fgets(line, sizeof line, f)) n += strstr(line, "established") != NULL;
-  fclose(f);
-  return n;
+  return gl_test_daemon_log_count(d, "established");
 }
 
 typedef struct progress {

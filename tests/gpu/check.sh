@@ -9,13 +9,16 @@
 # and on the emulator with the bits compared (tests/gpu/corpus_gpu.c); then
 # sessions (tests/e2e/test_e2e_session.c on the GPU, a 4 GiB round trip,
 # the CUDA backend's stream ops); then the session and GPU_SUBMIT
-# benchmarks against the local CUDA driver, and the emulator's benchmark.
+# benchmarks against the local CUDA driver, the lease benchmark with and
+# without warm workers, and the emulator's benchmark.
 set -uo pipefail
 B=$(cd "${1:-build}" && pwd)
 K=$B/kernels
 W=$(mktemp -d /tmp/gl-gpucheck-XXXXXX)
+# No warm workers here: the checks below count VRAM and worker processes
+# (the lease benchmark at the end runs daemons with and without them).
 "$B/src/daemon/gpuleased" --listen 127.0.0.1:0 --state-dir "$W" --ready-file "$W/ready" \
-  --max-ttl 120 2> "$W/daemon.log" &
+  --max-ttl 120 --warm-workers 0 2> "$W/daemon.log" &
 DAEMON=$!
 trap 'kill $DAEMON 2>/dev/null; wait $DAEMON 2>/dev/null; rm -rf "$W"' EXIT
 for _ in $(seq 1 300); do [ -s "$W/ready" ] && break; sleep 0.1; done
@@ -185,6 +188,19 @@ echo "== benchmark"
 "$B/bench/gl_bench_session" --addr "$ADDR" --pin-sha256 "$FP" --mib 256 --launches 10000 --local-mib 1024
 "$B/bench/gl_bench_quic" --runs 5 --mib 64,256
 "$B/bench/gl_bench_submit" --addr "$ADDR" --pin-sha256 "$FP" --ptx "$K/iota.ptx" --iters 100
+echo "== leases: cold (--warm-workers 0) and warm (--warm-workers 2), 1 GiB, same run"
+for warm in 0 2; do
+  LW=$(mktemp -d /tmp/gl-lease-XXXXXX)
+  "$B/src/daemon/gpuleased" --listen 127.0.0.1:0 --state-dir "$LW" --ready-file "$LW/ready" \
+    --warm-workers $warm 2> "$LW/daemon.log" &
+  LD=$!
+  for _ in $(seq 1 300); do [ -s "$LW/ready" ] && break; sleep 0.1; done
+  read -r LPORT LFP < "$LW/ready"
+  "$B/bench/gl_bench_lease" --addr 127.0.0.1:$LPORT --pin-sha256 "$LFP" --iters 20 \
+    --gap-ms 600 --label "$([ $warm = 0 ] && echo cold || echo warm)"
+  result "lease benchmark with --warm-workers $warm (every call's output checked)" $?
+  kill $LD; wait $LD 2>/dev/null; rm -rf "$LW"
+done
 echo "== emulator benchmark (host CPU of the GPU node)"
 "$B/bench/gl_bench_emu" "$B/emu-kernels/sm_75" 512 5
 echo

@@ -1,0 +1,118 @@
+/*
+ * lease_bench.c - issue 10's lease figures against one daemon: how long
+ * LEASE_ALLOC takes, and gpulease_call() on a fresh lease (lease, GPU_SUBMIT
+ * of a 256-thread kernel with 1 KiB back, free).
+ *
+ *   gl_bench_lease --addr HOST:PORT --pin-sha256 HEX [--label TEXT]
+ *                  [--iters N] [--gap-ms MS] [--mib N]
+ *
+ * Each of N rounds leases N MiB (default 1024), frees it, then waits
+ * gap-ms (default 500) so that a daemon with warm workers
+ * (gpuleased --warm-workers) has its pool full again; the same for N
+ * calls. Prints p50 and p90 in milliseconds on one line per figure, with
+ * the label (e.g. "warm" or "cold": run it against a daemon with
+ * --warm-workers 2 and one with --warm-workers 0 in the same run).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/util.h"
+#include "gpulease/gpulease.h"
+#include "iota_ptx.h"
+#include "median.h"
+
+
+static double now_ms(void) { return (double)gl_mono_ns() / 1e6; }
+
+static void pause_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static double p90(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, gl_bench_cmp_double);
+  return v[(int)(0.9 * (n - 1) + 0.5)];
+}
+
+int main(int argc, char **argv) {
+  const char *addr = NULL, *pin = NULL, *label = "";
+  int iters = 20, gap_ms = 500;
+  uint64_t mib = 1024;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--addr")) addr = argv[i + 1];
+    else if (!strcmp(argv[i], "--pin-sha256")) pin = argv[i + 1];
+    else if (!strcmp(argv[i], "--label")) label = argv[i + 1];
+    else if (!strcmp(argv[i], "--iters")) iters = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--gap-ms")) gap_ms = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--mib")) mib = strtoull(argv[i + 1], NULL, 10);
+  }
+  if (!addr || iters < 1 || iters > 1000 || gap_ms < 0 || mib < 1) {
+    fprintf(stderr,
+            "usage: %s --addr HOST:PORT --pin-sha256 HEX [--label TEXT] [--iters N] "
+            "[--gap-ms MS] [--mib N]\n",
+            argv[0]);
+    return 2;
+  }
+  gpulease_connect_options o;
+  gpulease_connect_options_default(&o);
+  o.addr = addr;
+  o.pin_sha256 = pin;
+  o.insecure = pin == NULL;
+  o.timeout_ms = 60000;
+  gpulease_client *c;
+  gpulease_error err;
+  if (gpulease_client_connect(&o, &c, &err) != GPULEASE_OK) {
+    fprintf(stderr, "bench: %s\n", err.message);
+    return 1;
+  }
+  double *alloc = calloc((size_t)iters, sizeof *alloc), *call = calloc((size_t)iters, sizeof *call);
+  for (int i = 0; i < iters; i++) {
+    gpulease_lease l;
+    double t0 = now_ms();
+    if (gpulease_lease_alloc(c, GPULEASE_ANY_GPU, mib << 20, 60, &l, &err) != GPULEASE_OK) {
+      fprintf(stderr, "bench: lease_alloc: %s\n", err.message);
+      return 1;
+    }
+    alloc[i] = now_ms() - t0;
+    gpulease_lease_free(c, &l, NULL);
+    pause_ms(gap_ms);
+  }
+  float out[256];
+  gpulease_call_arg a = {.kind = GPULEASE_CALL_OUT, .out = out, .size = sizeof out};
+  gpulease_call_desc d;
+  gpulease_call_desc_default(&d);
+  d.image = k_iota_ptx;
+  d.image_size = sizeof k_iota_ptx - 1;
+  d.format = GPULEASE_IMAGE_PTX;
+  d.kernel = "iota";
+  d.grid[0] = d.grid[1] = d.grid[2] = 1;
+  d.block[0] = 256;
+  d.block[1] = d.block[2] = 1;
+  d.args = &a;
+  d.arg_count = 1;
+  for (int i = 0; i < iters; i++) {
+    memset(out, 0, sizeof out);
+    double t0 = now_ms();
+    if (gpulease_call(c, NULL, &d, NULL, &err) != GPULEASE_OK) {
+      fprintf(stderr, "bench: call: %s\n", err.message);
+      return 1;
+    }
+    call[i] = now_ms() - t0;
+    for (int k = 0; k < 256; k++)
+      if (out[k] != (float)(k + 1)) {
+        fprintf(stderr, "bench: call's output is wrong at %d\n", k);
+        return 1;
+      }
+    pause_ms(gap_ms);
+  }
+  printf("| %s: LEASE_ALLOC of %llu MiB (ms) | p50 %.2f | p90 %.2f |\n", label,
+         (unsigned long long)mib, median(alloc, (size_t)iters), p90(alloc, iters));
+  printf("| %s: gpulease_call() on a fresh lease, 1 KiB out (ms) | p50 %.2f | p90 %.2f |\n",
+         label, median(call, (size_t)iters), p90(call, iters));
+  free(alloc);
+  free(call);
+  gpulease_client_close(c);
+  return 0;
+}

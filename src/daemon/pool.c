@@ -1,0 +1,182 @@
+/*
+ * pool.c - see pool.h. A slot per warm worker: empty, starting (spawned,
+ * WORKER_WARM sent), or ready. A slot whose worker failed or died waits
+ * RETRY_S before it starts another, so a GPU that cannot open does not
+ * spin the daemon.
+ */
+#include "daemon/pool.h"
+
+#include <ev.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "proto/wire.h"
+
+#define RETRY_S 1.0
+#define MAX_PER_GPU 16
+
+enum slot_state { EMPTY, STARTING, READY };
+
+typedef struct slot {
+  struct gl_pool *pool;
+  uint32_t gpu;
+  enum slot_state state;
+  bool answered; /* WARM answered once (or the start failed) */
+  gl_wproc *w;
+  ev_timer retry;
+} slot;
+
+struct gl_pool {
+  struct ev_loop *loop;
+  const gl_node *node;
+  const char *worker_exe, *log_level;
+  unsigned per_gpu, nslots;
+  slot *slots; /* node->gpu_count x per_gpu */
+};
+
+static void slot_start(slot *s);
+
+/* The slot's worker is gone (or doomed: killed when the timer fires). */
+static void retry_later(slot *s) {
+  s->state = EMPTY;
+  s->answered = true;
+  ev_timer_set(&s->retry, RETRY_S, 0.0);
+  ev_timer_start(s->pool->loop, &s->retry);
+}
+
+static void on_retry(struct ev_loop *loop, ev_timer *t, int revents) {
+  (void)loop;
+  (void)revents;
+  slot *s = t->data;
+  if (s->w) gl_wproc_kill(s->w, GPULEASE_INTERNAL, "the warm worker failed");
+  s->w = NULL;
+  slot_start(s);
+}
+
+/* A warm worker exited on its own (the exit callback of a pool worker). */
+static void on_warm_exit(void *owner, int code, int signo) {
+  slot *s = owner;
+  GL_WARN("warm worker for GPU %u ended (code %d, signal %d); another starts in %.0f s",
+          (unsigned)s->gpu, code, signo, RETRY_S);
+  s->w = NULL; /* reaped: freed after this call */
+  retry_later(s);
+}
+
+static void warm_done(void *ctx, gpulease_status status, const uint8_t *msg, size_t len,
+                      const char *why) {
+  slot *s = ctx;
+  gl_response r;
+  bool ok = status == GPULEASE_OK &&
+            gl_response_decode(msg, len, len, &r, NULL, 0) == GPULEASE_OK &&
+            r.status == GPULEASE_OK;
+  s->answered = true;
+  if (ok) {
+    s->state = READY;
+    GL_DEBUG("warm worker for GPU %u ready", (unsigned)s->gpu);
+    return;
+  }
+  if (status != GPULEASE_OK)
+    GL_WARN("warm worker for GPU %u: %s", (unsigned)s->gpu, why ? why : "it ended");
+  else
+    GL_WARN("warm worker for GPU %u could not open the device: %s", (unsigned)s->gpu,
+            gpulease_status_name(r.status));
+  retry_later(s); /* the timer kills it: not from inside its own reply */
+}
+
+static void slot_start(slot *s) {
+  gl_pool *p = s->pool;
+  char err[256];
+  const gl_node_gpu *g = &p->node->gpus[s->gpu];
+  if (gl_wproc_spawn(p->loop, p->worker_exe, p->log_level, gl_node_worker_args(p->node, s->gpu),
+                     on_warm_exit, NULL, s, &s->w, err, sizeof err) != 0) {
+    GL_WARN("cannot start a warm worker for GPU %u: %s", (unsigned)s->gpu, err);
+    s->w = NULL;
+    retry_later(s);
+    return;
+  }
+  gl_request q = {.op = GL_OP_WORKER_WARM};
+  q.u.worker_init.cuda_ordinal = (uint32_t)g->cuda_ordinal;
+  gl_buf b;
+  gl_buf_init(&b);
+  if (gl_request_encode(&q, &b) != GPULEASE_OK ||
+      gl_wproc_call(s->w, b.data, b.len, warm_done, s) != 0) {
+    gl_buf_free(&b);
+    retry_later(s); /* killed when the timer fires */
+    return;
+  }
+  gl_buf_free(&b);
+  s->state = STARTING;
+}
+
+gl_pool *gl_pool_new(struct ev_loop *loop, const gl_node *node, const char *worker_exe,
+                     const char *log_level, unsigned per_gpu) {
+  if (per_gpu > MAX_PER_GPU) per_gpu = MAX_PER_GPU;
+  gl_pool *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  p->loop = loop;
+  p->node = node;
+  p->worker_exe = worker_exe;
+  p->log_level = log_level;
+  p->per_gpu = per_gpu;
+  p->nslots = node->gpu_count * per_gpu;
+  p->slots = calloc(p->nslots ? p->nslots : 1, sizeof *p->slots);
+  if (!p->slots) {
+    free(p);
+    return NULL;
+  }
+  for (unsigned i = 0; i < p->nslots; i++) {
+    slot *s = &p->slots[i];
+    s->pool = p;
+    s->gpu = i / per_gpu;
+    ev_timer_init(&s->retry, on_retry, RETRY_S, 0.0);
+    s->retry.data = s;
+    slot_start(s);
+  }
+  return p;
+}
+
+void gl_pool_del(gl_pool *p) {
+  if (!p) return;
+  for (unsigned i = 0; i < p->nslots; i++) {
+    slot *s = &p->slots[i];
+    ev_timer_stop(p->loop, &s->retry);
+    if (s->w) gl_wproc_kill(s->w, GPULEASE_INTERNAL, "the daemon is shutting down");
+    s->w = NULL;
+  }
+  free(p->slots);
+  free(p);
+}
+
+gl_wproc *gl_pool_take(gl_pool *p, uint32_t gpu, gl_wproc_exit_cb on_exit,
+                       gl_wproc_notice_cb on_notice, void *owner) {
+  if (!p) return NULL;
+  for (unsigned i = 0; i < p->nslots; i++) {
+    slot *s = &p->slots[i];
+    if (s->gpu != gpu || s->state != READY || !gl_wproc_usable(s->w)) continue;
+    gl_wproc *w = s->w;
+    gl_wproc_set_owner(w, on_exit, on_notice, owner);
+    s->w = NULL;
+    s->state = EMPTY;
+    slot_start(s); /* the replacement */
+    return w;
+  }
+  return NULL;
+}
+
+static unsigned count(const gl_pool *p, uint32_t gpu, enum slot_state st) {
+  unsigned n = 0;
+  for (unsigned i = 0; p && i < p->nslots; i++)
+    n += p->slots[i].gpu == gpu && p->slots[i].state == st;
+  return n;
+}
+
+unsigned gl_pool_ready(const gl_pool *p, uint32_t gpu) { return count(p, gpu, READY); }
+unsigned gl_pool_starting(const gl_pool *p, uint32_t gpu) { return count(p, gpu, STARTING); }
+
+int gl_pool_settled(const gl_pool *p) {
+  for (unsigned i = 0; p && i < p->nslots; i++)
+    if (!p->slots[i].answered) return 0;
+  return 1;
+}

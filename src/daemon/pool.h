@@ -1,0 +1,46 @@
+/*
+ * pool.h - warm workers: worker processes started ahead of leases.
+ *
+ * A worker's start is slow on a GPU (cuInit and a CUDA context: a few
+ * hundred milliseconds), and a lease waits for it. The pool keeps, for each
+ * GPU of the node, up to N workers that have opened the device
+ * (WORKER_WARM, docs/protocol.md section 7) but reserved no VRAM yet; a
+ * LEASE_ALLOC takes one and sends it only WORKER_INIT (the region), and a
+ * replacement starts at once in the background. A warm worker that dies is
+ * replaced after a pause. Nothing here waits: spawns and WORKER_WARM are
+ * asynchronous, like every worker call.
+ */
+#ifndef GL_DAEMON_POOL_H
+#define GL_DAEMON_POOL_H
+
+#include <stdint.h>
+
+#include "daemon/node.h"
+#include "daemon/worker_proc.h"
+
+struct ev_loop;
+typedef struct gl_pool gl_pool;
+
+/* Starts per_gpu (1..16) warm workers for each GPU of node (borrowed, as
+ * are worker_exe and log_level, for the pool's life). NULL when out of
+ * memory. */
+gl_pool *gl_pool_new(struct ev_loop *loop, const gl_node *node, const char *worker_exe,
+                     const char *log_level, unsigned per_gpu);
+
+/* Kills the warm workers. NULL is ignored. */
+void gl_pool_del(gl_pool *p);
+
+/* A warm worker of GPU gpu, handed over with its callbacks set to on_exit,
+ * on_notice and owner; a replacement starts. NULL when none is ready. */
+gl_wproc *gl_pool_take(gl_pool *p, uint32_t gpu, gl_wproc_exit_cb on_exit,
+                       gl_wproc_notice_cb on_notice, void *owner);
+
+/* Warm workers of GPU gpu ready now, and being started. */
+unsigned gl_pool_ready(const gl_pool *p, uint32_t gpu);
+unsigned gl_pool_starting(const gl_pool *p, uint32_t gpu);
+
+/* Every slot has answered at least once (ready, or failed): the daemon
+ * says it is ready then. */
+int gl_pool_settled(const gl_pool *p);
+
+#endif /* GL_DAEMON_POOL_H */
