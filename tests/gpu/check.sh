@@ -161,8 +161,11 @@ kill $EMU; wait $EMU 2>/dev/null
 
 echo "== sessions on the GPU (tests/e2e/test_e2e_session.c, GL_TEST_DEVICE=cuda)"
 export GL_TEST_DEVICE=cuda GL_TEST_BIN_DIR=$B GL_TEST_PTX_DIR=$B/emu-kernels/sm_90
-"$B/tests/test_e2e_session" 2>&1 | grep -v "^\[ *\(RUN\|OK\) " | tail -40
-SESSIONS=${PIPESTATUS[0]}
+"$B/tests/test_e2e_session" > "$W/sessions.log" 2>&1
+SESSIONS=$?
+grep -v "^\[ *\(RUN\|OK\) " "$W/sessions.log" | tail -40
+# A failing case with what led to it (the tail above may not reach it).
+[ $SESSIONS = 0 ] || grep -B12 -A4 "^\[  ERROR\|^\[  FAILED  \] test" "$W/sessions.log"
 echo "== the session contract on the GPU (tests/e2e/test_e2e_contract.c)"
 "$B/tests/test_e2e_contract" 2>&1 | grep -v "^\[ *RUN " | tail -30
 result "session contract on the GPU (seq 0, missing seqs, window, lost context, region offsets)" ${PIPESTATUS[0]}
