@@ -21,7 +21,7 @@ OPS = dict(GET_INVENTORY=0x0001, LEASE_ALLOC=0x0101, LEASE_RENEW=0x0102,
            MEM_ALLOC=0x0311, MEM_FREE=0x0312, MEM_WRITE=0x0313, MEM_READ=0x0314,
            MEM_COPY=0x0315, MEMSET=0x0316, MODULE_LOAD=0x0321,
            MODULE_UNLOAD=0x0322, FUNC_INFO=0x0323, LAUNCH=0x0331,
-           BATCH=0x0340, NODE_INFO=0x0002, NET_INFO=0x0003, SHM_ATTACH=0x0105, SHM_DETACH=0x0106,
+           BATCH=0x0340, NODE_INFO=0x0002, NET_INFO=0x0003, POOL_INFO=0x0004, SHM_ATTACH=0x0105, SHM_DETACH=0x0106,
            MEM_WRITE_SHM=0x0317, MEM_READ_SHM=0x0318, WORKER_INIT=0x7F01, WORKER_PROBE=0x7F02, WORKER_LOST=0x7F03,
            MEM_WRITE_ARENA=0x7F04, MEM_READ_ARENA=0x7F05, WORKER_WARM=0x7F06)
 SECRET = bytes(range(0xA0, 0xB0))
@@ -162,6 +162,8 @@ def session_corpus():
     yield "req-node-info", frame(REQ, o["NODE_INFO"], b"")
     yield "req-net-info", frame(REQ, o["NET_INFO"], b"")
     yield "resp-net-info", resp(o["NET_INFO"], struct.pack(">BHH", 2, 5702, 5703))
+    yield "req-pool-info", frame(REQ, o["POOL_INFO"], b"")
+    yield "resp-pool-info", resp(o["POOL_INFO"], struct.pack(">HIHHH", 1, 0, 2, 1, 1))
     path = b"/var/lib/gpuleased/gpuleased.sock"
     yield "resp-node-info", resp(o["NODE_INFO"], struct.pack(">H", len(path)) + path + bytes(range(16)))
     yield "req-shm-attach", frame(REQ, o["SHM_ATTACH"], auth() + struct.pack(">Q", 64 << 20))

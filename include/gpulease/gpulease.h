@@ -214,6 +214,26 @@ typedef struct gpulease_inventory {
   gpulease_gpu_info gpus[GPULEASE_MAX_GPUS];
 } gpulease_inventory;
 
+/* The daemon's warm workers (gpuleased --warm-workers): for each GPU, the
+ * pool's size and the workers ready now and starting. A lease taken while
+ * one is ready skips CUDA's start (a few hundred milliseconds). */
+typedef struct gpulease_pool_info {
+  uint32_t gpu_count;
+  struct {
+    uint32_t index;    /* the daemon's GPU index, as in the inventory */
+    uint32_t target;   /* the pool's size; 0: no warm workers */
+    uint32_t ready;    /* started, the device open, waiting for a lease */
+    uint32_t starting; /* being started */
+  } gpus[GPULEASE_MAX_GPUS];
+} gpulease_pool_info;
+
+/* Reads the warm-worker pool of every GPU (POOL_INFO). *out is
+ * caller-owned and fully written on success. Errors: UNSUPPORTED from a
+ * daemon without warm workers at all (older), DISCONNECTED, TIMEOUT,
+ * PROTOCOL_ERROR. */
+GPULEASE_API gpulease_status gpulease_pool_get(gpulease_client *client, gpulease_pool_info *out,
+                                               gpulease_error *err);
+
 /* Lists the node's GPUs. *out is caller-owned and fully written on success.
  * Errors: DISCONNECTED, TIMEOUT, PROTOCOL_ERROR, and any wire status. */
 GPULEASE_API gpulease_status gpulease_inventory_get(gpulease_client *client,

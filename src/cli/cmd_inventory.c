@@ -3,12 +3,27 @@
  */
 #include <inttypes.h>
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
 
-static void print_json(const gpulease_inventory *inv) {
+/* The warm workers of GPU index in pool; false when the daemon did not
+ * say (pool NULL, or no entry). */
+static bool pool_of(const gpulease_pool_info *pool, uint32_t index, uint32_t *target,
+                           uint32_t *ready, uint32_t *starting) {
+  for (uint32_t i = 0; pool && i < pool->gpu_count; i++)
+    if (pool->gpus[i].index == index) {
+      *target = pool->gpus[i].target;
+      *ready = pool->gpus[i].ready;
+      *starting = pool->gpus[i].starting;
+      return true;
+    }
+  return false;
+}
+
+static void print_json(const gpulease_inventory *inv, const gpulease_pool_info *pool) {
   json_object *o = json_object_new_object();
   json_object_object_add(o, "driver_version", json_object_new_string(inv->driver_version));
   json_object_object_add(o, "max_ttl_s", json_object_new_int64(inv->max_ttl_s));
@@ -29,6 +44,14 @@ static void print_json(const gpulease_inventory *inv) {
     json_object_object_add(j, "active_leases", json_object_new_int64(g->active_leases));
     json_object_object_add(j, "emulated",
                            json_object_new_boolean((g->flags & GPULEASE_GPU_EMULATED) != 0));
+    uint32_t t, r, st;
+    if (pool_of(pool, g->index, &t, &r, &st)) {
+      json_object *w = json_object_new_object();
+      json_object_object_add(w, "target", json_object_new_int64(t));
+      json_object_object_add(w, "ready", json_object_new_int64(r));
+      json_object_object_add(w, "starting", json_object_new_int64(st));
+      json_object_object_add(j, "warm_workers", w);
+    }
     json_object_array_add(arr, j);
   }
   json_object_object_add(o, "gpus", arr);
@@ -36,7 +59,7 @@ static void print_json(const gpulease_inventory *inv) {
   json_object_put(o);
 }
 
-static void print_text(const gpulease_inventory *inv) {
+static void print_text(const gpulease_inventory *inv, const gpulease_pool_info *pool) {
   printf("driver %s, max TTL %" PRIu32 " s, %" PRIu32 " GPU(s)\n",
          inv->driver_version[0] ? inv->driver_version : "(none)", inv->max_ttl_s, inv->gpu_count);
   if (inv->gpu_count == 0) {
@@ -60,6 +83,10 @@ static void print_text(const gpulease_inventory *inv) {
            g->free_vram_bytes >> 20, g->leased_vram_bytes >> 20, g->active_leases,
            (g->flags & GPULEASE_GPU_EMULATED) ? "  (emulated)" : "");
     printf("    %s\n", g->uuid);
+    uint32_t t, r, st;
+    if (pool_of(pool, g->index, &t, &r, &st) && t > 0)
+      printf("    warm workers: %" PRIu32 " ready, %" PRIu32 " starting (pool of %" PRIu32 ")\n",
+             r, st, t);
   }
 }
 
@@ -70,10 +97,16 @@ int cmd_inventory(gl_cli *cli) {
   gpulease_client *c = cli_connect(cli);
   if (!c) return EXIT_FAILED;
   static gpulease_inventory inv;
+  static gpulease_pool_info pool;
   gpulease_error err;
-  if (gpulease_inventory_get(c, &inv, &err) != GPULEASE_OK) rc = cli_fail(cli, "inventory", &err);
-  else if (cli->json) print_json(&inv);
-  else print_text(&inv);
+  if (gpulease_inventory_get(c, &inv, &err) != GPULEASE_OK) {
+    rc = cli_fail(cli, "inventory", &err);
+  } else {
+    /* An older daemon has no POOL_INFO: the inventory without the pool. */
+    const gpulease_pool_info *p = gpulease_pool_get(c, &pool, NULL) == GPULEASE_OK ? &pool : NULL;
+    if (cli->json) print_json(&inv, p);
+    else print_text(&inv, p);
+  }
   gpulease_client_close(c);
   return rc;
 }

@@ -579,6 +579,23 @@ static void op_session(gl_daemon *d, gl_dreq *req, const gl_request *r, const ui
  * The local socket: NODE_INFO, SHM_ATTACH, SHM_DETACH
  * ==================================================================== */
 
+/* POOL_INFO: the warm workers of each GPU (a size of 0 without a pool). */
+static void op_pool_info(gl_daemon *d, gl_dreq *req) {
+  gl_response r = {.op = GL_OP_POOL_INFO, .status = GPULEASE_OK, .msg = ""};
+  gl_pool_info *p = &r.u.pool_info;
+  p->gpu_count = (uint16_t)d->node.gpu_count;
+  for (uint32_t i = 0; i < d->node.gpu_count && i < GPULEASE_MAX_GPUS; i++) {
+    p->gpus[i].index = i;
+    p->gpus[i].target = (uint16_t)(d->pool ? d->cfg.warm_workers : 0);
+    p->gpus[i].ready = (uint16_t)gl_pool_ready(d->pool, i);
+    p->gpus[i].starting = (uint16_t)gl_pool_starting(d->pool, i);
+  }
+  gl_buf b;
+  gl_buf_init(&b);
+  if (gl_response_encode(&r, &b) != GPULEASE_OK) b.oom = true;
+  reply_bytes(req, &b);
+}
+
 /* NET_INFO: the stripe ports (none without network threads). */
 static void op_net_info(gl_daemon *d, gl_dreq *req) {
   gl_response r = {.op = GL_OP_NET_INFO, .status = GPULEASE_OK, .msg = ""};
@@ -829,6 +846,9 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
     break;
   case GL_OP_NET_INFO:
     op_net_info(d, req);
+    break;
+  case GL_OP_POOL_INFO:
+    op_pool_info(d, req);
     break;
   case GL_OP_MEM_WRITE_ARENA:
   case GL_OP_MEM_READ_ARENA: /* the daemon's own, to its workers */

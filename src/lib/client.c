@@ -230,6 +230,30 @@ gpulease_status gl_lib_exchange(gpulease_client *c, const gl_request *req, gl_re
  * Inventory and leases
  * ==================================================================== */
 
+gpulease_status gpulease_pool_get(gpulease_client *client, gpulease_pool_info *out,
+                                  gpulease_error *err) {
+  if (!out) return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "out is NULL");
+  gl_request req = {.op = GL_OP_POOL_INFO};
+  gl_response *resp = malloc(sizeof *resp);
+  if (!resp) return gl_lib_set_err(err, GPULEASE_NO_MEMORY, "out of memory");
+  uint8_t *raw;
+  gpulease_status st = gl_lib_exchange(client, &req, resp, &raw, err);
+  if (st == GPULEASE_OK) {
+    const gl_pool_info *p = &resp->u.pool_info;
+    memset(out, 0, sizeof *out);
+    out->gpu_count = p->gpu_count;
+    for (uint32_t i = 0; i < p->gpu_count && i < GPULEASE_MAX_GPUS; i++) {
+      out->gpus[i].index = p->gpus[i].index;
+      out->gpus[i].target = p->gpus[i].target;
+      out->gpus[i].ready = p->gpus[i].ready;
+      out->gpus[i].starting = p->gpus[i].starting;
+    }
+  }
+  free(raw);
+  free(resp);
+  return st;
+}
+
 gpulease_status gpulease_inventory_get(gpulease_client *client, gpulease_inventory *out,
                                        gpulease_error *err) {
   if (!out) return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "out is NULL");

@@ -43,6 +43,7 @@ const char *gl_op_name(uint16_t op) {
   case GL_OP_GET_INVENTORY: return "GET_INVENTORY";
   case GL_OP_NODE_INFO: return "NODE_INFO";
   case GL_OP_NET_INFO: return "NET_INFO";
+  case GL_OP_POOL_INFO: return "POOL_INFO";
   case GL_OP_SHM_ATTACH: return "SHM_ATTACH";
   case GL_OP_SHM_DETACH: return "SHM_DETACH";
   case GL_OP_MEM_WRITE_SHM: return "MEM_WRITE_SHM";

@@ -195,6 +195,7 @@ enum gl_op {
   GL_OP_GET_INVENTORY = 0x0001,
   GL_OP_NODE_INFO = 0x0002,
   GL_OP_NET_INFO = 0x0003,
+  GL_OP_POOL_INFO = 0x0004,
   GL_OP_LEASE_ALLOC = 0x0101,
   GL_OP_LEASE_RENEW = 0x0102,
   GL_OP_LEASE_QUERY = 0x0103,
@@ -567,6 +568,17 @@ typedef struct gl_net_info {
   uint16_t stripe_ports[GL_WIRE_MAX_STRIPES];
 } gl_net_info;
 
+/* POOL_INFO's result: the warm workers of each GPU (docs/protocol.md). */
+typedef struct gl_pool_gpu {
+  uint32_t index;
+  uint16_t target, ready, starting;
+} gl_pool_gpu;
+
+typedef struct gl_pool_info {
+  uint16_t gpu_count; /* 0..GPULEASE_MAX_GPUS */
+  gl_pool_gpu gpus[GPULEASE_MAX_GPUS];
+} gl_pool_info;
+
 /* NODE_INFO's result. */
 typedef struct gl_node_info {
   char local_socket[GL_WIRE_MAX_SOCKET_PATH + 1]; /* "" when none */
@@ -641,6 +653,7 @@ typedef struct gl_response {
     uint64_t handle;          /* SESSION_OPEN (session id), SHM_ATTACH (segment) */
     gl_node_info node_info;   /* NODE_INFO */
     gl_net_info net_info;     /* NET_INFO */
+    gl_pool_info pool_info;   /* POOL_INFO */
     gl_mem_alloc_resp mem_alloc; /* MEM_ALLOC */
     gl_worker_lost_resp worker_lost; /* WORKER_LOST */
     gl_batch_resp batch;      /* BATCH */

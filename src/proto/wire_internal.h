@@ -191,6 +191,7 @@ extern const gl_wire__family gl_wire__session; /* SESSION_OPEN .. LAUNCH */
 extern const gl_wire__family gl_wire__worker;  /* WORKER_INIT, WORKER_PROBE, WORKER_LOST */
 extern const gl_wire__family gl_wire__batch;   /* BATCH */
 extern const gl_wire__family gl_wire__net;     /* NET_INFO */
+extern const gl_wire__family gl_wire__pool;    /* POOL_INFO */
 extern const gl_wire__family gl_wire__shm;     /* NODE_INFO, SHM_*, MEM_*_SHM */
 
 #endif

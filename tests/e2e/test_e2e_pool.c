@@ -73,12 +73,26 @@ static void run_iota(gpulease_client *c, const gpulease_lease *l) {
   free(ptx);
 }
 
+/* POOL_INFO of the one GPU: the pool's size and the workers ready. */
+static void pool_state(gpulease_client *c, uint32_t *target, uint32_t *ready) {
+  gpulease_pool_info p;
+  CHECK(gpulease_pool_get(c, &p, E));
+  assert_int_equal(p.gpu_count, 1);
+  *target = p.gpus[0].target;
+  *ready = p.gpus[0].ready;
+  assert_true(p.gpus[0].ready + p.gpus[0].starting <= p.gpus[0].target);
+}
+
 static void test_leases_from_the_pool(void **state) {
   (void)state;
   gl_test_daemon d;
   start(&d, "2");
   wait_children(&d, 2); /* ready means warmed */
   gpulease_client *c = gl_test_connect(&d, 30000);
+  uint32_t target, ready;
+  pool_state(c, &target, &ready);
+  assert_int_equal(target, 2);
+  assert_int_equal(ready, 2);
   gpulease_lease l;
   CHECK(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, 16ull << 20, 60, &l, E));
   assert_int_equal(warm_takes(&d), 1);
@@ -98,6 +112,11 @@ static void test_leases_from_the_pool(void **state) {
   wait_children(&d, BURST + 2);
   for (int i = 0; i < BURST; i++) CHECK(gpulease_lease_free(c, &b[i], E));
   wait_children(&d, 2);
+  for (int i = 0; i < 250 && (pool_state(c, &target, &ready), ready < 2); i++) {
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  assert_int_equal(ready, 2); /* the pool full again, as POOL_INFO says */
   gpulease_client_close(c);
   assert_int_equal(gl_test_daemon_stop(&d), 0);
 }

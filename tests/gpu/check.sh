@@ -199,6 +199,10 @@ for warm in 0 2; do
   LD=$!
   for _ in $(seq 1 300); do [ -s "$LW/ready" ] && break; sleep 0.1; done
   read -r LPORT LFP < "$LW/ready"
+  if [ $warm != 0 ]; then
+    "$B/src/cli/gpulease" --addr 127.0.0.1:$LPORT --pin-sha256 "$LFP" inventory | tee "$LW/inv.txt" | grep "warm workers"
+    grep -q "warm workers: $warm ready" "$LW/inv.txt"; result "inventory shows the warm pool ($warm ready)" $?
+  fi
   "$B/bench/gl_bench_lease" --addr 127.0.0.1:$LPORT --pin-sha256 "$LFP" --iters 20 \
     --gap-ms 600 --label "$([ $warm = 0 ] && echo cold || echo warm)"
   result "lease benchmark with --warm-workers $warm (every call's output checked)" $?

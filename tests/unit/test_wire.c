@@ -3465,6 +3465,38 @@ static void test_net_info(void **state) {
   assert_string_equal(gl_op_name(GL_OP_NET_INFO), "NET_INFO");
 }
 
+/* POOL_INFO: an empty request; a result per GPU (index, size, ready,
+ * starting), round trip and limits. */
+static void test_pool_info(void **state) {
+  (void)state;
+  gl_response r = {.op = GL_OP_POOL_INFO, .status = GPULEASE_OK, .msg = ""};
+  r.u.pool_info.gpu_count = 2;
+  r.u.pool_info.gpus[0] = (gl_pool_gpu){.index = 0, .target = 2, .ready = 1, .starting = 1};
+  r.u.pool_info.gpus[1] = (gl_pool_gpu){.index = 1, .target = 0, .ready = 0, .starting = 0};
+  gl_buf b;
+  gl_buf_init(&b);
+  assert_int_equal(gl_response_encode(&r, &b), GPULEASE_OK);
+  assert_int_equal(b.len, GL_WIRE_HEADER_SIZE + 2 + 2 + 2 * 10);
+  const uint8_t first[] = {0, 0, 0, 2, 0, 0, 0, 0, 0, 2, 0, 1, 0, 1};
+  assert_memory_equal(b.data + GL_WIRE_HEADER_SIZE, first, sizeof first);
+  gl_response back;
+  assert_int_equal(gl_response_decode(b.data, b.len, 1024, &back, NULL, 0), GPULEASE_OK);
+  assert_int_equal(back.u.pool_info.gpu_count, 2);
+  assert_int_equal(back.u.pool_info.gpus[0].ready, 1);
+  /* More ready and starting than the pool holds: refused both ways. */
+  b.data[GL_WIRE_HEADER_SIZE + 11] = 5; /* GPU 0 ready = 5 */
+  char err[256];
+  assert_int_equal(gl_response_decode(b.data, b.len, 1024, &back, err, sizeof err),
+                   GPULEASE_INVALID_ARGUMENT);
+  assert_non_null(strstr(err, "exceed the pool's size"));
+  gl_buf_free(&b);
+  r.u.pool_info.gpus[0].ready = 3;
+  gl_buf_init(&b);
+  assert_int_equal(gl_response_encode(&r, &b), GPULEASE_INVALID_ARGUMENT);
+  gl_buf_free(&b);
+  assert_string_equal(gl_op_name(GL_OP_POOL_INFO), "POOL_INFO");
+}
+
 /* gl_response_encode_head: the head and then the data are, byte for byte,
  * gl_response_encode's MEM_READ response; other responses are refused. */
 static void test_response_head(void **state) {
@@ -3605,6 +3637,7 @@ int main(void) {
       cmocka_unit_test(test_shm_ops),
       cmocka_unit_test(test_response_head),
       cmocka_unit_test(test_net_info),
+      cmocka_unit_test(test_pool_info),
       cmocka_unit_test(test_corpus_files),
   };
   return cmocka_run_group_tests_name("wire", tests, NULL, NULL);
