@@ -6,6 +6,11 @@
  *   gl_bench_lease --addr HOST:PORT --pin-sha256 HEX [--label TEXT]
  *                  [--iters N] [--gap-ms MS] [--mib N]
  *
+ * Then, three times: the VRAM a lease takes beyond its region (NVML's free
+ * figure in the daemon's inventory before and after LEASE_ALLOC: the
+ * context of a worker started for it, nothing with a warm worker) and
+ * how long a freed lease's VRAM takes to be free again.
+ *
  * Each of N rounds leases N MiB (default 1024), frees it, then waits
  * gap-ms (default 500) so that a daemon with warm workers
  * (gpuleased --warm-workers) has its pool full again; the same for N
@@ -107,10 +112,41 @@ int main(int argc, char **argv) {
       }
     pause_ms(gap_ms);
   }
+  /* VRAM a lease costs beyond its region, and how soon a freed lease's
+   * VRAM is free again, as the daemon's inventory (NVML) says. */
+  enum { VRAM_ROUNDS = 3 };
+  double over[VRAM_ROUNDS], back[VRAM_ROUNDS];
+  gpulease_inventory *inv = malloc(sizeof *inv);
+  for (int k = 0; k < VRAM_ROUNDS; k++) {
+    gpulease_lease l;
+    if (gpulease_inventory_get(c, inv, &err) != GPULEASE_OK) return 1;
+    uint64_t free0 = inv->gpus[0].free_vram_bytes;
+    if (gpulease_lease_alloc(c, 0, mib << 20, 60, &l, &err) != GPULEASE_OK) return 1;
+    if (gpulease_inventory_get(c, inv, &err) != GPULEASE_OK) return 1;
+    over[k] = ((double)free0 - (double)inv->gpus[0].free_vram_bytes - (double)(mib << 20)) /
+              (1024.0 * 1024.0);
+    double t0 = now_ms();
+    gpulease_lease_free(c, &l, NULL);
+    back[k] = -1;
+    while (now_ms() - t0 < 5000) {
+      if (gpulease_inventory_get(c, inv, &err) != GPULEASE_OK) return 1;
+      if (inv->gpus[0].free_vram_bytes + (16u << 20) >= free0) {
+        back[k] = now_ms() - t0;
+        break;
+      }
+      pause_ms(5);
+    }
+    pause_ms(gap_ms);
+  }
+  free(inv);
   printf("| %s: LEASE_ALLOC of %llu MiB (ms) | p50 %.2f | p90 %.2f |\n", label,
          (unsigned long long)mib, median(alloc, (size_t)iters), p90(alloc, iters));
   printf("| %s: gpulease_call() on a fresh lease, 1 KiB out (ms) | p50 %.2f | p90 %.2f |\n",
          label, median(call, (size_t)iters), p90(call, iters));
+  printf("| %s: VRAM a lease takes beyond its region, NVML (MiB) | median %.0f | of %d |\n",
+         label, median(over, VRAM_ROUNDS), VRAM_ROUNDS);
+  printf("| %s: a freed lease's VRAM free again, NVML (ms) | median %.0f | of %d (-1: not in 5 s) "
+         "|\n", label, median(back, VRAM_ROUNDS), VRAM_ROUNDS);
   free(alloc);
   free(call);
   gpulease_client_close(c);

@@ -41,6 +41,8 @@ static const sym k_syms[] = {
     SYM(cuCtxGetCurrent, "cuCtxGetCurrent"),
     SYM(cuCtxSetCurrent, "cuCtxSetCurrent"),
     SYM(cuCtxSynchronize, "cuCtxSynchronize"),
+    SYM(cuCtxSetLimit, "cuCtxSetLimit"),
+    SYM(cuCtxGetLimit, "cuCtxGetLimit"),
     SYM(cuMemAlloc, "cuMemAlloc_v2"),
     SYM(cuMemFree, "cuMemFree_v2"),
     SYM(cuMemcpyHtoD, "cuMemcpyHtoD_v2"),

@@ -110,6 +110,12 @@ enum { CU_EVENT_DEFAULT = 0 };
 
 enum { CU_STREAM_DEFAULT = 0, CU_STREAM_NON_BLOCKING = 1 };
 
+typedef enum CUlimit_enum {
+  CU_LIMIT_STACK_SIZE = 0,
+  CU_LIMIT_PRINTF_FIFO_SIZE = 1,
+  CU_LIMIT_MALLOC_HEAP_SIZE = 2,
+} CUlimit;
+
 enum { CU_GET_PROC_ADDRESS_LEGACY_STREAM = 1 };
 
 typedef enum CUdriverProcAddressQueryResult_enum {
@@ -144,6 +150,8 @@ typedef struct gl_cuda {
   CUresult (*cuCtxGetCurrent)(CUcontext *pctx);
   CUresult (*cuCtxSetCurrent)(CUcontext ctx);
   CUresult (*cuCtxSynchronize)(void);
+  CUresult (*cuCtxSetLimit)(CUlimit limit, size_t value);
+  CUresult (*cuCtxGetLimit)(size_t *pvalue, CUlimit limit);
 
   CUresult (*cuMemAlloc)(CUdeviceptr *dptr, size_t bytesize);       /* _v2 */
   CUresult (*cuMemFree)(CUdeviceptr dptr);                          /* _v2 */

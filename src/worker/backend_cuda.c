@@ -64,6 +64,9 @@ typedef struct cuda_backend {
   size_t total;
 } cuda_backend;
 
+/* The per-thread stack a context starts with (CU_LIMIT_STACK_SIZE). */
+#define GL_CUDA_START_STACK_BYTES 256
+
 /* Outputs up to this size come back through the pinned staging buffer. */
 #define SUBMIT_STAGING_BYTES (64u << 10)
 
@@ -269,6 +272,11 @@ static gpulease_status open_device(cuda_backend *c, uint32_t ordinal, char *err,
     snprintf(what, sizeof what, "cuCtxSetCurrent(device %u)", ordinal);
     goto fail_internal;
   }
+  /* A small stack to start with: the driver reserves the stack for every
+   * thread the GPU can hold at once (1 KiB each by default, about a
+   * quarter of a GiB on an H100) and grows it by itself at the launch of a
+   * kernel that needs more. Best effort. */
+  (void)cu->cuCtxSetLimit(CU_LIMIT_STACK_SIZE, GL_CUDA_START_STACK_BYTES);
   if ((r = cu->cuEventCreate(&c->ev_start, CU_EVENT_DEFAULT)) != CUDA_SUCCESS ||
       (r = cu->cuEventCreate(&c->ev_stop, CU_EVENT_DEFAULT)) != CUDA_SUCCESS) {
     snprintf(what, sizeof what, "cuEventCreate");

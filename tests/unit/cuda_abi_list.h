@@ -39,6 +39,9 @@
   X(CU_EVENT_DEFAULT)                                                                          \
   X(CU_STREAM_DEFAULT)                                                                         \
   X(CU_STREAM_NON_BLOCKING)                                                                    \
+  X(CU_LIMIT_STACK_SIZE)                                                                       \
+  X(CU_LIMIT_PRINTF_FIFO_SIZE)                                                                 \
+  X(CU_LIMIT_MALLOC_HEAP_SIZE)                                                                 \
   X(CU_JIT_INPUT_CUBIN)                                                                        \
   X(CU_JIT_INPUT_PTX)                                                                          \
   X(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)                                                   \
@@ -59,4 +62,5 @@
   X(sizeof(CUjit_option))                                                                      \
   X(sizeof(CUdevice_attribute))                                                                \
   X(sizeof(CUjitInputType))                                                                    \
-  X(sizeof(CUfunction_attribute))
+  X(sizeof(CUfunction_attribute))                                                              \
+  X(sizeof(CUlimit))

@@ -47,6 +47,8 @@ SAME(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2);
 SAME(cuCtxGetCurrent, cuCtxGetCurrent);
 SAME(cuCtxSetCurrent, cuCtxSetCurrent);
 SAME(cuCtxSynchronize, cuCtxSynchronize);
+SAME(cuCtxSetLimit, cuCtxSetLimit);
+SAME(cuCtxGetLimit, cuCtxGetLimit);
 SAME(cuMemAlloc, cuMemAlloc_v2);
 SAME(cuMemFree, cuMemFree_v2);
 SAME(cuMemcpyHtoD, cuMemcpyHtoD_v2);
