@@ -977,6 +977,10 @@ static void test_bulk_arena(void **state) {
   x = call(p.q, &q);
   expect(&x, GPULEASE_UNSUPPORTED, "not served over the network");
   reply_free(&x);
+  gl_request warm = {.op = GL_OP_WORKER_WARM}; /* nor may a client warm a worker */
+  x = call(p.q, &warm);
+  expect(&x, GPULEASE_UNSUPPORTED, "not served over the network");
+  reply_free(&x);
   gl_request det = {.op = GL_OP_SHM_DETACH};
   det.u.shm_detach.auth = p.auth;
   det.u.shm_detach.segment = arena;

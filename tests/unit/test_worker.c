@@ -684,6 +684,21 @@ static void test_mock_probe_and_init(void **state) {
   assert_int_equal(stop_worker(f), GL_WORKER_EXIT_OK);
 }
 
+/* WORKER_WARM: the device opened ahead of a lease (nothing to do for a
+ * backend without warm), once; then WORKER_INIT as usual; no second warm. */
+static void test_mock_warm_then_init(void **state) {
+  fixture *f = *state;
+  gl_request warm = {.op = GL_OP_WORKER_WARM};
+  send_req(f->fd, &warm);
+  expect_status(f->fd, GL_OP_WORKER_WARM, GPULEASE_OK, NULL);
+  send_req(f->fd, &warm);
+  expect_status(f->fd, GL_OP_WORKER_WARM, GPULEASE_INTERNAL, "already warmed");
+  init_ok(f, 1 << 20);
+  send_req(f->fd, &warm);
+  expect_status(f->fd, GL_OP_WORKER_WARM, GPULEASE_INTERNAL, "already warmed or initialised");
+  assert_int_equal(stop_worker(f), GL_WORKER_EXIT_OK);
+}
+
 static void test_mock_iota_and_cache(void **state) {
   fixture *f = *state;
   init_ok(f, 1 << 20);
@@ -939,6 +954,7 @@ int main(void) {
       cmocka_unit_test(test_truncated_stream),
       cmocka_unit_test(test_peer_gone_no_sigpipe),
       cmocka_unit_test_setup_teardown(test_mock_probe_and_init, setup_mock, teardown_mock),
+      cmocka_unit_test_setup_teardown(test_mock_warm_then_init, setup_mock, teardown_mock),
       cmocka_unit_test_setup_teardown(test_mock_iota_and_cache, setup_mock, teardown_mock),
       cmocka_unit_test_setup_teardown(test_mock_vector_add, setup_mock, teardown_mock),
       cmocka_unit_test_setup_teardown(test_mock_refusals, setup_mock, teardown_mock),
