@@ -36,11 +36,6 @@ static void pause_ms(int ms) {
   nanosleep(&ts, NULL);
 }
 
-static double p90(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, gl_bench_cmp_double);
-  return v[(int)(0.9 * (n - 1) + 0.5)];
-}
-
 int main(int argc, char **argv) {
   const char *addr = NULL, *pin = NULL, *label = "";
   int iters = 20, gap_ms = 500;
@@ -140,9 +135,9 @@ int main(int argc, char **argv) {
   }
   free(inv);
   printf("| %s: LEASE_ALLOC of %llu MiB (ms) | p50 %.2f | p90 %.2f |\n", label,
-         (unsigned long long)mib, median(alloc, (size_t)iters), p90(alloc, iters));
+         (unsigned long long)mib, median(alloc, (size_t)iters), percentile(alloc, (size_t)iters, 0.9));
   printf("| %s: gpulease_call() on a fresh lease, 1 KiB out (ms) | p50 %.2f | p90 %.2f |\n",
-         label, median(call, (size_t)iters), p90(call, iters));
+         label, median(call, (size_t)iters), percentile(call, (size_t)iters, 0.9));
   printf("| %s: VRAM a lease takes beyond its region, NVML (MiB) | median %.0f | of %d |\n",
          label, median(over, VRAM_ROUNDS), VRAM_ROUNDS);
   printf("| %s: a freed lease's VRAM free again, NVML (ms) | median %.0f | of %d (-1: not in 5 s) "

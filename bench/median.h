@@ -19,4 +19,10 @@ static inline double median(double *v, size_t n) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The p-th quantile (0..1) of v (n values, n > 0), nearest rank; sorts v. */
+static inline double percentile(double *v, size_t n, double p) {
+  qsort(v, n, sizeof *v, gl_bench_cmp_double);
+  return v[(size_t)(p * (double)(n - 1) + 0.5)];
+}
+
 #endif

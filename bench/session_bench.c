@@ -240,6 +240,16 @@ static int round_trips(gpulease_session *s, gpulease_buffer b, const uint8_t *sr
   return 0;
 }
 
+/* The empty kernel loaded in session s: *fn. -1 when a call fails. */
+static int empty_kernel(gpulease_session *s, gpulease_function *fn) {
+  gpulease_error err;
+  gpulease_module m;
+  TRY(gpulease_module_load(s, k_empty_ptx, sizeof k_empty_ptx - 1, GPULEASE_IMAGE_PTX, &m, NULL,
+                           &err));
+  TRY(gpulease_function_get(s, m, "empty", fn, NULL, &err));
+  return 0;
+}
+
 /* Median us of iters LAUNCH-then-SYNC round trips of fn (after 20 warm-up
  * ones); -1 when a call fails. */
 static double launch_sync_rtt(gpulease_session *s, gpulease_function fn, int iters, double *v,
@@ -293,16 +303,13 @@ static int remote_figures(gpulease_client *c, size_t bytes, int launches, int it
   gpulease_error err;
   gpulease_lease l;
   gpulease_session *s;
-  gpulease_module m;
   gpulease_function fn;
   gpulease_buffer b;
   gpulease_op_failure fl;
   TRY(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, bytes + (1 << 20), 120, &l, &err));
   TRY(gpulease_session_open(c, &l, &s, &err));
   if (batch > 0) TRY(gpulease_session_set_batch(s, (unsigned)batch, &err));
-  TRY(gpulease_module_load(s, k_empty_ptx, sizeof k_empty_ptx - 1, GPULEASE_IMAGE_PTX, &m, NULL,
-                           &err));
-  TRY(gpulease_function_get(s, m, "empty", &fn, NULL, &err));
+  if (empty_kernel(s, &fn) != 0) return -1;
   TRY(gpulease_mem_alloc(s, bytes, &b, &err));
   const uint32_t one[3] = {1, 1, 1};
   double *v = calloc((size_t)iters, sizeof *v), r[ROUNDS];
@@ -353,7 +360,6 @@ static int only_one(gpulease_client *c, const char *what, int iters, double *us)
   gpulease_error err;
   gpulease_lease l;
   gpulease_session *s;
-  gpulease_module m;
   gpulease_function fn;
   TRY(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, 1 << 20, 120, &l, &err));
   double *v = calloc((size_t)iters, sizeof *v);
@@ -361,9 +367,7 @@ static int only_one(gpulease_client *c, const char *what, int iters, double *us)
     *us = submit_rtt(c, &l, iters, v);
   } else {
     TRY(gpulease_session_open(c, &l, &s, &err));
-    TRY(gpulease_module_load(s, k_empty_ptx, sizeof k_empty_ptx - 1, GPULEASE_IMAGE_PTX, &m,
-                             NULL, &err));
-    TRY(gpulease_function_get(s, m, "empty", &fn, NULL, &err));
+    if (empty_kernel(s, &fn) != 0) return -1;
     *us = launch_sync_rtt(s, fn, iters, v, strcmp(what, "launch-then-sync") != 0);
     gpulease_session_close(s, NULL);
   }

@@ -183,6 +183,22 @@ gpulease_status gl_lib_encode(const gl_request *req, gl_buf *b, gpulease_error *
   return gl_lib_set_err(err, st, "%s: %s", gl_op_name(req->op), why);
 }
 
+gpulease_status gl_lib_send_write(gl_qclient *q, const gl_request *req, uint64_t *token,
+                                  gpulease_error *err) {
+  gl_buf b = {0};
+  b.data = gl_qclient_buf(q, GL_WIRE_HEADER_SIZE + 64 + req->u.mem_write.data_len, &b.cap);
+  if (!b.data) return gl_lib_set_err(err, GPULEASE_NO_MEMORY, "MEM_WRITE: out of memory");
+  gpulease_status st = gl_lib_encode(req, &b, err);
+  if (st != GPULEASE_OK) {
+    gl_buf_free(&b);
+    return st;
+  }
+  char why[sizeof err->message - 64];
+  int rc = gl_qclient_send_take(q, b.data, b.len, token, why, sizeof why);
+  if (rc != GL_QC_OK) return gl_lib_set_err(err, gl_lib_map_qc(rc), "MEM_WRITE: %s", why);
+  return GPULEASE_OK;
+}
+
 gpulease_status gl_lib_decode_reply(uint16_t op, const uint8_t *raw, size_t len,
                                     gl_response *resp, gpulease_error *err) {
   char derr[256];

@@ -94,6 +94,13 @@ gpulease_status gl_lib_encode(const gl_request *req, gl_buf *b, gpulease_error *
 gpulease_status gl_lib_decode_reply(uint16_t op, const uint8_t *raw, size_t len,
                                     gl_response *resp, gpulease_error *err);
 
+/* Sends a MEM_WRITE encoded straight into a warm buffer of q, which takes
+ * it as it is (gl_qclient_buf, gl_qclient_send_take): one copy of the
+ * data, not two. *token names the request. Encoding errors, NO_MEMORY and
+ * the connection's errors. */
+gpulease_status gl_lib_send_write(gl_qclient *q, const gl_request *req, uint64_t *token,
+                                  gpulease_error *err);
+
 /* Sends req and waits for its reply: *resp borrows *raw, which the caller
  * frees afterwards (NULL on failure). Every failure, a non-OK reply
  * included, becomes a status with a message. */

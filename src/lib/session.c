@@ -190,20 +190,8 @@ gpulease_status gl_session_send(gpulease_session *s, gl_request *req, uint64_t *
   gl_session_ref *ref = fill_ref(s, req, err);
   if (!ref) return GPULEASE_INVALID_ARGUMENT;
   if (req->op == GL_OP_MEM_WRITE && req->u.mem_write.data_len >= GL_SESSION_TAKE_BYTES) {
-    /* A large MEM_WRITE is encoded straight into a warm buffer of the
-     * connection, which takes it as it is (one copy of the data, not two). */
-    gl_buf b = {0};
-    b.data = gl_qclient_buf(s->client->q, GL_WIRE_HEADER_SIZE + 64 + req->u.mem_write.data_len,
-                            &b.cap);
-    if (!b.data) return set_err(err, GPULEASE_NO_MEMORY, "MEM_WRITE: out of memory");
-    st = gl_lib_encode(req, &b, err);
-    if (st != GPULEASE_OK) {
-      gl_buf_free(&b);
-      return st;
-    }
-    char why[sizeof err->message - 64];
-    int rc = gl_qclient_send_take(s->client->q, b.data, b.len, token, why, sizeof why);
-    if (rc != GL_QC_OK) return set_err(err, gl_lib_map_qc(rc), "MEM_WRITE: %s", why);
+    st = gl_lib_send_write(s->client->q, req, token, err);
+    if (st != GPULEASE_OK) return st;
   } else {
     /* Encoded into the session's buffer, which stays warm between ops (a
      * MEM_WRITE chunk in fresh memory would cost a page fault per 4 KiB);

@@ -92,36 +92,27 @@ typedef struct inflight {
 static gpulease_status send_chunk(part *p, inflight *f, gpulease_error *err) {
   gl_request req = {.op = p->op};
   gl_session_ref ref = {.auth = p->s->auth, .session_id = p->s->id, .seq = 0};
-  char why[sizeof err->message - 64];
-  int rc = GL_QC_OK;
   if (p->op == GL_OP_MEM_WRITE) {
     req.u.mem_write.s = ref;
     req.u.mem_write.buffer = p->buffer;
     req.u.mem_write.offset = p->offset + f->pos;
     req.u.mem_write.data = p->src + f->pos;
     req.u.mem_write.data_len = f->len;
-    gl_buf b = {0};
-    b.data = gl_qclient_buf(p->q, GL_WIRE_HEADER_SIZE + 64 + f->len, &b.cap);
-    if (!b.data) return set_err(err, GPULEASE_NO_MEMORY, "MEM_WRITE: out of memory");
-    gpulease_status st = gl_lib_encode(&req, &b, err);
-    if (st != GPULEASE_OK) {
-      gl_buf_free(&b);
-      return st;
-    }
-    rc = gl_qclient_send_take(p->q, b.data, b.len, &f->token, why, sizeof why);
-  } else {
-    req.u.mem_read.s = ref;
-    req.u.mem_read.buffer = p->buffer;
-    req.u.mem_read.offset = p->offset + f->pos;
-    req.u.mem_read.size_bytes = f->len;
-    gl_buf b;
-    gl_buf_init(&b);
-    gpulease_status st = gl_lib_encode(&req, &b, err);
-    if (st == GPULEASE_OK) rc = gl_qclient_send(p->q, b.data, b.len, &f->token, why, sizeof why);
-    gl_buf_free(&b);
-    if (st != GPULEASE_OK) return st;
+    return gl_lib_send_write(p->q, &req, &f->token, err);
   }
-  if (rc != GL_QC_OK) return set_err(err, gl_lib_map_qc(rc), "%s: %s", gl_op_name(p->op), why);
+  req.u.mem_read.s = ref;
+  req.u.mem_read.buffer = p->buffer;
+  req.u.mem_read.offset = p->offset + f->pos;
+  req.u.mem_read.size_bytes = f->len;
+  gl_buf b;
+  gl_buf_init(&b);
+  gpulease_status st = gl_lib_encode(&req, &b, err);
+  char why[sizeof err->message - 64];
+  int rc = st == GPULEASE_OK ? gl_qclient_send(p->q, b.data, b.len, &f->token, why, sizeof why)
+                             : GL_QC_OK;
+  gl_buf_free(&b);
+  if (st != GPULEASE_OK) return st;
+  if (rc != GL_QC_OK) return set_err(err, gl_lib_map_qc(rc), "MEM_READ: %s", why);
   return GPULEASE_OK;
 }
 

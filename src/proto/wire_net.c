@@ -11,11 +11,6 @@ static void net_decode(gl_wire__rd *r, gl_request *q) {
   (void)q; /* empty body */
 }
 
-static void net_validate(gl_wire__rd *r, const gl_request *q) {
-  (void)r;
-  (void)q;
-}
-
 static void net_put(gl_buf *b, const gl_request *q) {
   (void)b;
   (void)q;
@@ -50,7 +45,6 @@ static void net_result_put(gl_buf *b, const gl_response *resp) {
 
 const gl_wire__family gl_wire__net = {
     .decode = net_decode,
-    .validate = net_validate,
     .put = net_put,
     .result_decode = net_result_decode,
     .result_valid = net_result_valid,

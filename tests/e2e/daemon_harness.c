@@ -205,3 +205,13 @@ int gl_test_daemon_log_count(const gl_test_daemon *d, const char *needle) {
   fclose(f);
   return n;
 }
+
+int gl_test_daemon_wait_children(const gl_test_daemon *d, int n, int timeout_ms) {
+  int have = gl_test_daemon_children(d);
+  for (int waited = 0; have != n && waited < timeout_ms; waited += 20) {
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    have = gl_test_daemon_children(d);
+  }
+  return have;
+}

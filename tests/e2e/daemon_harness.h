@@ -43,6 +43,10 @@ int gl_test_daemon_log_count(const gl_test_daemon *d, const char *needle);
 /* Number of live child processes (workers) of the daemon. */
 int gl_test_daemon_children(const gl_test_daemon *d);
 
+/* Waits up to timeout_ms for the daemon to have n worker processes;
+ * returns how many it has at the end (n, unless the wait ran out). */
+int gl_test_daemon_wait_children(const gl_test_daemon *d, int n, int timeout_ms);
+
 /* The pids of the daemon's live children (workers), at most max: the
  * count. */
 int gl_test_daemon_child_pids(const gl_test_daemon *d, pid_t *pids, int max);

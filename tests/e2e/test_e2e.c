@@ -145,8 +145,7 @@ static void test_lease_cycle(void **state) {
   /* free: the worker goes, the id is gone */
   assert_int_equal(gpulease_lease_free(c, &l, &err), GPULEASE_OK);
   assert_int_equal(gpulease_lease_query(c, &l, &err), GPULEASE_NOT_FOUND);
-  for (int i = 0; i < 50 && gl_test_daemon_children(&d) > 0; i++) usleep(100000);
-  assert_int_equal(gl_test_daemon_children(&d), 0);
+  assert_int_equal(gl_test_daemon_wait_children(&d, 0, 5000), 0);
 
   /* expiry: a 1 s lease is gone after 1.5 s, and says so */
   assert_int_equal(gpulease_lease_alloc(c, 0, MiB, 1, &l, &err), GPULEASE_OK);
@@ -155,8 +154,7 @@ static void test_lease_cycle(void **state) {
   assert_int_equal(gpulease_lease_query(c, &l, &err), GPULEASE_LEASE_EXPIRED);
   assert_non_null(strstr(err.message, "expired"));
   assert_int_equal(gpulease_submit(c, &l, &sd, &r, &err), GPULEASE_LEASE_EXPIRED);
-  for (int i = 0; i < 50 && gl_test_daemon_children(&d) > 0; i++) usleep(100000);
-  assert_int_equal(gl_test_daemon_children(&d), 0);
+  assert_int_equal(gl_test_daemon_wait_children(&d, 0, 5000), 0);
 
   gpulease_client_close(c);
   assert_int_equal(gl_test_daemon_stop(&d), 0);
@@ -342,8 +340,7 @@ static void test_concurrent_clients(void **state) {
     assert_int_equal(pthread_create(&t[i], NULL, client_thread, (void *)(intptr_t)i), 0);
   for (int i = 0; i < CLIENTS; i++) pthread_join(t[i], NULL);
   for (int i = 0; i < CLIENTS; i++) assert_int_equal(g_fail[i], 0);
-  for (int i = 0; i < 50 && gl_test_daemon_children(&g_d) > 0; i++) usleep(100000);
-  assert_int_equal(gl_test_daemon_children(&g_d), 0);
+  assert_int_equal(gl_test_daemon_wait_children(&g_d, 0, 5000), 0);
   assert_int_equal(gl_test_daemon_stop(&g_d), 0);
 }
 

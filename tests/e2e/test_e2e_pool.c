@@ -35,14 +35,7 @@ static void start(gl_test_daemon *d, const char *warm) {
 
 /* Waits up to 10 s for the daemon to have n worker processes. */
 static void wait_children(const gl_test_daemon *d, int n) {
-  int have = -1;
-  for (int i = 0; i < 500; i++) {
-    if ((have = gl_test_daemon_children(d)) == n) return;
-    struct timespec ts = {0, 20 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-  }
-  fprintf(stderr, "%d worker processes, want %d\n", have, n);
-  assert_int_equal(have, n);
+  assert_int_equal(gl_test_daemon_wait_children(d, n, 10000), n);
 }
 
 /* Leases the daemon gave a warm worker (its debug log). */
