@@ -1,23 +1,49 @@
 /*
- * lease_bench.c - issue 10's lease figures against one daemon: how long
- * LEASE_ALLOC takes, and gpulease_call() on a fresh lease (lease, GPU_SUBMIT
- * of a 256-thread kernel with 1 KiB back, free).
+ * lease_bench.c - issue 10's lease figures against one daemon, gathered in
+ * one table at the end.
  *
  *   gl_bench_lease --addr HOST:PORT --pin-sha256 HEX [--label TEXT]
  *                  [--iters N] [--gap-ms MS] [--mib N]
+ *                  [--classes LIST] [--clients N] [--cycle-s S] [--cycle-mib M]
+ *                  [--warmup-s S] [--max-mib M] [--max-leases N]
  *
- * Then, three times: the VRAM a lease takes beyond its region (NVML's free
- * figure in the daemon's inventory before and after LEASE_ALLOC: the
- * context of a worker started for it, nothing with a warm worker) and
- * how long a freed lease's VRAM takes to be free again.
+ * Always (the default lease, isolated):
+ *   - LEASE_ALLOC p50/p90: each of N rounds (--iters, default 20) leases
+ *     --mib MiB (default 1024), frees it, then waits gap-ms (default 500)
+ *     so that a daemon with warm workers (gpuleased --warm-workers) has its
+ *     pool full again; the same for N gpulease_call()s on a fresh lease
+ *     (lease, GPU_SUBMIT of a 256-thread kernel with 1 KiB back, free).
+ *   - three times: the VRAM a lease takes beyond its region (NVML's free
+ *     figure in the daemon's inventory before and after LEASE_ALLOC: the
+ *     context of a worker started for it, nothing with a warm worker) and
+ *     how long a freed lease's VRAM takes to be free again.
+ * For each class of --classes (comma list, default "isolated"; e.g.
+ * "isolated,shared"):
+ *   - with --clients N (default 0: skipped): N threads, each with a client
+ *     of its own, loop for --cycle-s seconds (default 5): lease
+ *     --cycle-mib MiB (default 64, TTL 60) of the class, GPU_SUBMIT the
+ *     iota kernel (output checked), free. Completed cycles/s, p50/p90 of a
+ *     cycle and the failures by status (CAPACITY_EXCEEDED, BUSY... are
+ *     counted; the thread sleeps 5 ms and goes on). A warm-up pass of
+ *     --warmup-s seconds (default 2; 0: none) runs first and is not
+ *     counted: the clients' first isolated leases find no spare worker
+ *     (gpuleased reuses the workers of ended leases), so the measured pass
+ *     is the steady state.
+ *   - with --max-mib M (default 0: skipped): leases of M MiB (TTL 120, any
+ *     GPU) one after another until one fails or --max-leases (default 400)
+ *     are held; the average VRAM each held lease takes beyond its M MiB
+ *     (NVML's free figure of the GPUs they are on, before and at the peak);
+ *     then frees them all and times how soon that VRAM is free again
+ *     (within 1% or 64 MiB of the figure before).
  *
- * Each of N rounds leases N MiB (default 1024), frees it, then waits
- * gap-ms (default 500) so that a daemon with warm workers
- * (gpuleased --warm-workers) has its pool full again; the same for N
- * calls. Prints p50 and p90 in milliseconds on one line per figure, with
- * the label (e.g. "warm" or "cold": run it against a daemon with
- * --warm-workers 2 and one with --warm-workers 0 in the same run).
+ * Run it against a daemon with --warm-workers 2 and one with
+ * --warm-workers 0 in the same run, with the label "warm" or "cold". A
+ * benchmark: missing a target is not an error. Exits 1 when a call's output
+ * was wrong, a connection failed or the figures of the default part could
+ * not be taken; 2 on bad arguments.
  */
+#include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +54,7 @@
 #include "iota_ptx.h"
 #include "median.h"
 
+#define MIB (1024.0 * 1024.0)
 
 static double now_ms(void) { return (double)gl_mono_ns() / 1e6; }
 
@@ -36,24 +63,512 @@ static void pause_ms(int ms) {
   nanosleep(&ts, NULL);
 }
 
-int main(int argc, char **argv) {
-  const char *addr = NULL, *pin = NULL, *label = "";
-  int iters = 20, gap_ms = 500;
-  uint64_t mib = 1024;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--addr")) addr = argv[i + 1];
-    else if (!strcmp(argv[i], "--pin-sha256")) pin = argv[i + 1];
-    else if (!strcmp(argv[i], "--label")) label = argv[i + 1];
-    else if (!strcmp(argv[i], "--iters")) iters = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--gap-ms")) gap_ms = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--mib")) mib = strtoull(argv[i + 1], NULL, 10);
+/* The statuses that mean the connection, not the request, failed. */
+static int is_conn_error(gpulease_status st) {
+  return st == GPULEASE_DISCONNECTED || st == GPULEASE_TLS_FAILED ||
+         st == GPULEASE_PROTOCOL_ERROR || st == GPULEASE_TIMEOUT;
+}
+
+/* ------------------------------------------------------------------------
+ * The table printed at the end
+ * ---------------------------------------------------------------------- */
+
+typedef struct row {
+  char figure[64];
+  char cls[16];
+  char value[32];
+  char target[32];
+} row;
+
+enum { MAX_ROWS = 64 };
+static row g_rows[MAX_ROWS];
+static int g_nrows;
+
+__attribute__((format(printf, 4, 5))) static void add_row(const char *figure, const char *cls,
+                                                          const char *target, const char *fmt,
+                                                          ...) {
+  if (g_nrows == MAX_ROWS) return;
+  row *r = &g_rows[g_nrows++];
+  snprintf(r->figure, sizeof r->figure, "%s", figure);
+  snprintf(r->cls, sizeof r->cls, "%s", cls);
+  snprintf(r->target, sizeof r->target, "%s", target);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->value, sizeof r->value, fmt, ap);
+  va_end(ap);
+}
+
+static void print_table(const char *label) {
+  printf("\n== lease figures%s%s%s\n", *label ? " (" : "", label, *label ? ")" : "");
+  printf("%-40s%-11s%-13s%s\n", "figure", "class", "value", "target");
+  for (int i = 0; i < g_nrows; i++) {
+    const row *r = &g_rows[i];
+    /* A value wider than its column still keeps one space before the next. */
+    printf("%-39s %-10s %-12s %s\n", r->figure, r->cls, r->value, r->target);
   }
-  if (!addr || iters < 1 || iters > 1000 || gap_ms < 0 || mib < 1) {
-    fprintf(stderr,
-            "usage: %s --addr HOST:PORT --pin-sha256 HEX [--label TEXT] [--iters N] "
-            "[--gap-ms MS] [--mib N]\n",
-            argv[0]);
-    return 2;
+}
+
+/* ------------------------------------------------------------------------
+ * The iota kernel as a GPU_SUBMIT on a lease
+ * ---------------------------------------------------------------------- */
+
+/* Written to the region before the kernel so that a region that still
+ * holds an earlier lease's output (a SHARED context reuses freed memory)
+ * cannot pass for this kernel's. */
+static const unsigned char k_zeros[1024];
+
+static void iota_submit_desc(gpulease_submit_desc *d) {
+  gpulease_submit_desc_default(d);
+  d->image = k_iota_ptx;
+  d->image_size = sizeof k_iota_ptx - 1;
+  d->format = GPULEASE_IMAGE_PTX;
+  d->kernel = "iota";
+  d->grid[0] = d->grid[1] = d->grid[2] = 1;
+  d->block[0] = 256;
+  d->block[1] = d->block[2] = 1;
+  d->input = k_zeros;
+  d->input_size = sizeof k_zeros;
+  d->input_offset = 0;
+  d->output_offset = 0;
+  d->output_size = 256 * sizeof(float);
+}
+
+/* -1 when out holds out[i] = i + 1 for i < 256, else the first wrong index
+ * (256 when the size is wrong). */
+static int iota_wrong_at(const void *out, size_t size) {
+  if (!out || size != 256 * sizeof(float)) return 256;
+  float v[256];
+  memcpy(v, out, sizeof v);
+  for (int k = 0; k < 256; k++)
+    if (v[k] != (float)(k + 1)) return k;
+  return -1;
+}
+
+/* ------------------------------------------------------------------------
+ * Cycles: N clients, each alloc -> submit -> free in a loop
+ * ---------------------------------------------------------------------- */
+
+enum { NSTAT = 128 }; /* status buckets; 127 (UNKNOWN) takes any larger */
+
+typedef struct cycler {
+  gpulease_client *client;
+  gpulease_lease_class cls;
+  uint64_t bytes;
+  double deadline_ms;
+  double *ms; /* the completed cycles' durations */
+  size_t n, cap;
+  uint64_t fails[NSTAT];
+  uint64_t wrong;    /* cycles whose output was wrong */
+  int conn_failed;   /* a connection error happened */
+  int dead;          /* and the reconnect failed: the thread stopped */
+  double end_ms;
+  char first_msg[256]; /* the first failure's status and message */
+} cycler;
+
+static void note_msg(cycler *t, const char *what, const char *msg) {
+  if (!t->first_msg[0])
+    snprintf(t->first_msg, sizeof t->first_msg, "%.40s: %.200s", what, msg);
+}
+
+/* Counts a failed step; on a connection error reconnects. 0 when the
+ * thread cannot go on. */
+static int cycle_failed(cycler *t, gpulease_status st, const gpulease_error *err) {
+  t->fails[(unsigned)st < NSTAT ? (unsigned)st : NSTAT - 1]++;
+  note_msg(t, gpulease_status_name(st), err->message);
+  if (!is_conn_error(st)) return 1;
+  t->conn_failed = 1;
+  gpulease_error e2;
+  if (gpulease_client_reconnect(t->client, &e2) != GPULEASE_OK) {
+    note_msg(t, "reconnect", e2.message);
+    t->dead = 1;
+    return 0;
+  }
+  return 1;
+}
+
+static void *cycle_main(void *arg) {
+  cycler *t = arg;
+  gpulease_lease_opts lo;
+  memset(&lo, 0, sizeof lo);
+  lo.lease_class = t->cls;
+  gpulease_submit_desc d;
+  iota_submit_desc(&d);
+  while (now_ms() < t->deadline_ms) {
+    gpulease_lease l;
+    gpulease_error err;
+    double t0 = now_ms();
+    gpulease_status st = gpulease_lease_alloc_opts(t->client, GPULEASE_ANY_GPU, t->bytes, 60,
+                                                   &lo, &l, &err);
+    if (st != GPULEASE_OK) {
+      if (!cycle_failed(t, st, &err)) break;
+      pause_ms(5);
+      continue;
+    }
+    int ok = 1;
+    gpulease_submit_result r;
+    memset(&r, 0, sizeof r);
+    st = gpulease_submit(t->client, &l, &d, &r, &err);
+    if (st == GPULEASE_OK) {
+      int at = iota_wrong_at(r.output, r.output_size);
+      if (at >= 0) {
+        t->wrong++;
+        char m[64];
+        snprintf(m, sizeof m, "wrong at %d", at);
+        note_msg(t, "WRONG_OUTPUT", m);
+        ok = 0;
+      }
+      gpulease_submit_result_release(&r);
+    } else {
+      ok = 0;
+      if (!cycle_failed(t, st, &err)) break; /* the lease is left to its TTL */
+    }
+    st = gpulease_lease_free(t->client, &l, &err);
+    if (st != GPULEASE_OK) {
+      ok = 0;
+      if (!cycle_failed(t, st, &err)) break;
+    }
+    if (!ok) {
+      pause_ms(5);
+      continue;
+    }
+    if (t->n == t->cap) {
+      size_t cap = t->cap ? 2 * t->cap : 256;
+      double *ms = realloc(t->ms, cap * sizeof *ms);
+      if (!ms) break;
+      t->ms = ms;
+      t->cap = cap;
+    }
+    t->ms[t->n++] = now_ms() - t0;
+  }
+  t->end_ms = now_ms();
+  return NULL;
+}
+
+/* Runs the cycles of one class on the n clients and reports them. 0, or
+ * -1 when an output was wrong or a connection failed. */
+static int run_cycles(gpulease_client **clients, int n, gpulease_lease_class cls,
+                      uint64_t mib, int secs, const char *label, bool counted) {
+  const char *cname = gpulease_lease_class_name(cls);
+  cycler *ts = calloc((size_t)n, sizeof *ts);
+  pthread_t *th = calloc((size_t)n, sizeof *th);
+  if (!ts || !th) {
+    free(ts);
+    free(th);
+    fprintf(stderr, "bench: out of memory\n");
+    return -1;
+  }
+  double t0 = now_ms();
+  int started = 0;
+  for (int i = 0; i < n; i++) {
+    ts[i].client = clients[i];
+    ts[i].cls = cls;
+    ts[i].bytes = mib << 20;
+    ts[i].deadline_ms = t0 + 1000.0 * secs;
+    if (pthread_create(&th[i], NULL, cycle_main, &ts[i]) != 0) {
+      fprintf(stderr, "bench: cannot start thread %d\n", i);
+      break;
+    }
+    started++;
+  }
+  size_t total = 0;
+  double end = t0;
+  for (int i = 0; i < started; i++) {
+    pthread_join(th[i], NULL);
+    total += ts[i].n;
+    if (ts[i].end_ms > end) end = ts[i].end_ms;
+  }
+  double *all = malloc((total ? total : 1) * sizeof *all);
+  uint64_t fails[NSTAT] = {0}, wrong = 0, nfail = 0;
+  int conn = 0;
+  const char *first = "";
+  size_t k = 0;
+  for (int i = 0; i < started; i++) {
+    if (all) memcpy(all + k, ts[i].ms, ts[i].n * sizeof *all);
+    k += ts[i].n;
+    for (int s = 0; s < NSTAT; s++) {
+      fails[s] += ts[i].fails[s];
+      nfail += ts[i].fails[s];
+    }
+    wrong += ts[i].wrong;
+    nfail += ts[i].wrong;
+    conn |= ts[i].conn_failed;
+    if (!*first && ts[i].first_msg[0]) first = ts[i].first_msg;
+  }
+  double secs_run = (end - t0) / 1000.0;
+  double rate = secs_run > 0 ? (double)total / secs_run : 0;
+  char fig[64];
+  printf("| %s: %s: %d clients x %d s of alloc %llu MiB + submit + free | %.1f cycles/s "
+         "(%zu in %.2f s) |",
+         label, cname, started, secs, (unsigned long long)mib, rate, total, secs_run);
+  if (total && all)
+    printf(" cycle p50 %.2f ms | p90 %.2f ms |", median(all, total),
+           percentile(all, total, 0.9));
+  printf(" failures %llu", (unsigned long long)nfail);
+  const char *sep = ": ";
+  for (int s = 0; s < NSTAT; s++)
+    if (fails[s]) {
+      printf("%s%s %llu", sep, gpulease_status_name(s), (unsigned long long)fails[s]);
+      sep = ", ";
+    }
+  if (wrong) printf("%sWRONG_OUTPUT %llu", sep, (unsigned long long)wrong);
+  printf(" |\n");
+  if (*first) printf("|   %s: first failure: %s |\n", cname, first);
+  if (!counted) printf("|   (warm-up: the clients' first leases, not in the table) |\n");
+
+  const char *target = "-";
+  if (!counted) goto out;
+  if (started == 32 && cls == GPULEASE_CLASS_SHARED) target = ">= 100";
+  else if (started == 32 && cls == GPULEASE_CLASS_ISOLATED) target = ">= 20";
+  snprintf(fig, sizeof fig, "cycles/s, %d clients", started);
+  add_row(fig, cname, target, "%.1f", rate);
+  snprintf(fig, sizeof fig, "cycle p50 / p90 ms, %d clients", started);
+  if (total && all)
+    add_row(fig, cname, "-", "%.1f / %.1f", median(all, total), percentile(all, total, 0.9));
+  else
+    add_row(fig, cname, "-", "none completed");
+  snprintf(fig, sizeof fig, "cycle failures, %d clients", started);
+  add_row(fig, cname, "-", "%llu", (unsigned long long)nfail);
+
+out:
+  for (int i = 0; i < started; i++) free(ts[i].ms);
+  free(all);
+  free(ts);
+  free(th);
+  if (wrong) fprintf(stderr, "bench: %s: %llu cycles' output was wrong\n", cname,
+                     (unsigned long long)wrong);
+  if (conn) fprintf(stderr, "bench: %s: a cycle's connection failed\n", cname);
+  return wrong || conn || started < n ? -1 : 0;
+}
+
+/* ------------------------------------------------------------------------
+ * The most concurrent leases, their VRAM, and its give-back
+ * ---------------------------------------------------------------------- */
+
+/* Every GPU's free VRAM (NVML) into free_b[GPULEASE_MAX_GPUS]. */
+static gpulease_status read_free(gpulease_client *c, gpulease_inventory *inv, uint64_t *free_b,
+                                 gpulease_error *err) {
+  gpulease_status st = gpulease_inventory_get(c, inv, err);
+  if (st != GPULEASE_OK) return st;
+  memset(free_b, 0, GPULEASE_MAX_GPUS * sizeof *free_b);
+  for (uint32_t g = 0; g < inv->gpu_count && g < GPULEASE_MAX_GPUS; g++)
+    free_b[g] = inv->gpus[g].free_vram_bytes;
+  return GPULEASE_OK;
+}
+
+static uint64_t sum_used(const uint64_t *v, const unsigned char *used) {
+  uint64_t s = 0;
+  for (int g = 0; g < GPULEASE_MAX_GPUS; g++)
+    if (used[g]) s += v[g];
+  return s;
+}
+
+/* Waits (at most 5 s) until no warm worker is starting and the free VRAM
+ * of every GPU has stopped moving, so that a measurement starts from rest. */
+static void settle(gpulease_client *c, gpulease_inventory *inv) {
+  gpulease_pool_info pool;
+  uint64_t free_b[GPULEASE_MAX_GPUS];
+  double t0 = now_ms(), last = -1;
+  while (now_ms() - t0 < 5000) {
+    uint32_t starting = 0;
+    if (gpulease_pool_get(c, &pool, NULL) == GPULEASE_OK)
+      for (uint32_t g = 0; g < pool.gpu_count && g < GPULEASE_MAX_GPUS; g++)
+        starting += pool.gpus[g].starting;
+    if (read_free(c, inv, free_b, NULL) != GPULEASE_OK) return;
+    double f = 0;
+    for (int g = 0; g < GPULEASE_MAX_GPUS; g++) f += (double)free_b[g];
+    double d = f - last;
+    if (!starting && last >= 0 && d < 16 * MIB && d > -16 * MIB) return;
+    last = f;
+    pause_ms(100);
+  }
+}
+
+/* One class: as many leases of mib MiB as the daemon grants (at most
+ * max_leases), their VRAM overhead, the frees and the give-back. 0, or -1
+ * when a connection failed. */
+static int run_max(gpulease_client *c, gpulease_lease_class cls, uint64_t mib, int max_leases,
+                   const char *label) {
+  const char *cname = gpulease_lease_class_name(cls);
+  gpulease_inventory *inv = malloc(sizeof *inv);
+  gpulease_lease *ls = calloc((size_t)max_leases, sizeof *ls);
+  if (!inv || !ls) {
+    free(inv);
+    free(ls);
+    fprintf(stderr, "bench: out of memory\n");
+    return -1;
+  }
+  int rc = 0;
+  gpulease_error err;
+  gpulease_status st;
+  uint64_t before[GPULEASE_MAX_GPUS], peak[GPULEASE_MAX_GPUS], now_b[GPULEASE_MAX_GPUS];
+  unsigned char used[GPULEASE_MAX_GPUS] = {0};
+  settle(c, inv);
+  if ((st = read_free(c, inv, before, &err)) != GPULEASE_OK) {
+    fprintf(stderr, "bench: %s: inventory: %s\n", cname, err.message);
+    free(inv);
+    free(ls);
+    return is_conn_error(st) ? -1 : 0;
+  }
+  memcpy(peak, before, sizeof peak);
+  gpulease_lease_opts lo;
+  memset(&lo, 0, sizeof lo);
+  lo.lease_class = cls;
+  int held = 0;
+  char why[sizeof err.message + 32] = "";
+  while (held < max_leases) {
+    st = gpulease_lease_alloc_opts(c, GPULEASE_ANY_GPU, mib << 20, 120, &lo, &ls[held], &err);
+    if (st != GPULEASE_OK) {
+      snprintf(why, sizeof why, "%s: %s", gpulease_status_name(st), err.message);
+      if (is_conn_error(st)) {
+        rc = -1;
+        gpulease_client_reconnect(c, NULL);
+      }
+      break;
+    }
+    if (ls[held].gpu_index < GPULEASE_MAX_GPUS) used[ls[held].gpu_index] = 1;
+    held++;
+    /* NVML's figure right after each grant: the peak is the last one, taken
+     * before the failing alloc (whose worker may still be going away). */
+    if ((st = read_free(c, inv, now_b, &err)) == GPULEASE_OK) memcpy(peak, now_b, sizeof peak);
+  }
+  char fig[64];
+  printf("| %s: %s: most concurrent %llu MiB leases | %d%s | %s |\n", label, cname,
+         (unsigned long long)mib, held, held == max_leases ? "+ (the --max-leases cap)" : "",
+         why[0] ? why : "no failure");
+  snprintf(fig, sizeof fig, "most concurrent %llu MiB leases", (unsigned long long)mib);
+  add_row(fig, cname, mib == 256 ? (cls == GPULEASE_CLASS_SHARED ? "200" : "-") : "-", "%d%s",
+          held, held == max_leases ? "+" : "");
+  if (held == 0) {
+    free(inv);
+    free(ls);
+    return rc;
+  }
+  double over = ((double)sum_used(before, used) - (double)sum_used(peak, used) -
+                 (double)held * (double)(mib << 20)) /
+                (double)held / MIB;
+  printf("| %s: %s: VRAM a lease takes beyond its region, NVML, average of %d held (MiB) | "
+         "%.1f |\n",
+         label, cname, held, over);
+  snprintf(fig, sizeof fig, "VRAM overhead per lease MiB (%d held)", held);
+  add_row(fig, cname,
+          cls == GPULEASE_CLASS_SHARED     ? "<= 16"
+          : cls == GPULEASE_CLASS_ISOLATED ? "<= 320"
+                                           : "-",
+          "%.1f", over);
+
+  /* Free them all from this thread, then poll until the VRAM is back. */
+  double t0 = now_ms();
+  int free_fail = 0;
+  for (int i = 0; i < held; i++) {
+    st = gpulease_lease_free(c, &ls[i], &err);
+    if (st != GPULEASE_OK) {
+      if (!free_fail++) fprintf(stderr, "bench: %s: lease_free: %s: %s\n", cname,
+                                gpulease_status_name(st), err.message);
+      if (is_conn_error(st)) {
+        rc = -1;
+        if (gpulease_client_reconnect(c, NULL) != GPULEASE_OK) break;
+      }
+    }
+  }
+  double t_free = now_ms() - t0;
+  /* Two moments: the leases' own VRAM (their regions) free again, and
+   * every byte back, contexts included (an isolated lease's worker may wait
+   * as a spare for GL_POOL_SPARE_IDLE_S before its context goes). */
+  uint64_t want = sum_used(before, used);
+  uint64_t tol = want / 100 > (64u << 20) ? want / 100 : (64u << 20);
+  uint64_t regions = (uint64_t)held * (mib << 20);
+  uint64_t want_regions = sum_used(peak, used) + (regions > tol ? regions - tol : 0);
+  double back = -1, back_regions = -1;
+  while (now_ms() - t0 < 20000) {
+    if ((st = read_free(c, inv, now_b, &err)) != GPULEASE_OK) {
+      if (is_conn_error(st)) rc = -1;
+      break;
+    }
+    uint64_t f = sum_used(now_b, used);
+    if (back_regions < 0 && f >= want_regions) back_regions = now_ms() - t0;
+    if (f + tol >= want) {
+      back = now_ms() - t0;
+      break;
+    }
+    pause_ms(10);
+  }
+  if (back_regions >= 0)
+    printf("| %s: %s: the leases' own %llu MiB free again after %.0f ms |\n", label, cname,
+           (unsigned long long)(regions >> 20), back_regions);
+  snprintf(fig, sizeof fig, "leases' own VRAM back, %d freed, ms", held);
+  if (back_regions >= 0) add_row(fig, cname, "<= 1000", "%.0f", back_regions);
+  else add_row(fig, cname, "<= 1000", "> 20000");
+  printf("| %s: %s: freeing %d leases took %.1f ms (%d failed) |\n", label, cname, held, t_free,
+         free_fail);
+  if (back >= 0)
+    printf("| %s: %s: VRAM back after freeing %d leases: %.0f ms |\n", label, cname, held, back);
+  else
+    printf("| %s: %s: VRAM not back after 20 s (freeing %d leases) |\n", label, cname, held);
+  snprintf(fig, sizeof fig, "freeing %d leases ms", held);
+  add_row(fig, cname, "-", "%.0f", t_free);
+  snprintf(fig, sizeof fig, "all VRAM back (contexts too), %d freed, ms", held);
+  if (back >= 0) add_row(fig, cname, "-", "%.0f", back);
+  else add_row(fig, cname, "-", "> 20000");
+  free(inv);
+  free(ls);
+  return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+
+static int usage(const char *argv0) {
+  fprintf(stderr,
+          "usage: %s --addr HOST:PORT --pin-sha256 HEX [--label TEXT] [--iters N] "
+          "[--gap-ms MS] [--mib N]\n"
+          "       [--classes LIST] [--clients N] [--cycle-s S] [--cycle-mib M] "
+          "[--warmup-s S] [--max-mib M] [--max-leases N]\n",
+          argv0);
+  return 2;
+}
+
+int main(int argc, char **argv) {
+  const char *addr = NULL, *pin = NULL, *label = "", *classes = "isolated";
+  int iters = 20, gap_ms = 500, clients = 0, cycle_s = 5, max_leases = 400, warmup_s = 2;
+  uint64_t mib = 1024, cycle_mib = 64, max_mib = 0;
+  for (int i = 1; i < argc; i += 2) {
+    if (i + 1 >= argc) return usage(argv[0]);
+    const char *v = argv[i + 1];
+    if (!strcmp(argv[i], "--addr")) addr = v;
+    else if (!strcmp(argv[i], "--pin-sha256")) pin = v;
+    else if (!strcmp(argv[i], "--label")) label = v;
+    else if (!strcmp(argv[i], "--iters")) iters = atoi(v);
+    else if (!strcmp(argv[i], "--gap-ms")) gap_ms = atoi(v);
+    else if (!strcmp(argv[i], "--mib")) mib = strtoull(v, NULL, 10);
+    else if (!strcmp(argv[i], "--classes")) classes = v;
+    else if (!strcmp(argv[i], "--clients")) clients = atoi(v);
+    else if (!strcmp(argv[i], "--cycle-s")) cycle_s = atoi(v);
+    else if (!strcmp(argv[i], "--warmup-s")) warmup_s = atoi(v);
+    else if (!strcmp(argv[i], "--cycle-mib")) cycle_mib = strtoull(v, NULL, 10);
+    else if (!strcmp(argv[i], "--max-mib")) max_mib = strtoull(v, NULL, 10);
+    else if (!strcmp(argv[i], "--max-leases")) max_leases = atoi(v);
+    else return usage(argv[0]);
+  }
+  if (!addr || iters < 1 || iters > 1000 || gap_ms < 0 || mib < 1 || mib > (1u << 24) ||
+      clients < 0 || clients > 1024 || cycle_s < 1 || cycle_s > 3600 || warmup_s < 0 ||
+      warmup_s > 600 || cycle_mib < 1 ||
+      cycle_mib > (1u << 24) || max_mib > (1u << 24) || max_leases < 1 || max_leases > 100000)
+    return usage(argv[0]);
+  /* --classes: the new parts' classes, in order. */
+  gpulease_lease_class cls[8];
+  int ncls = 0;
+  {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", classes);
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+      if (ncls == (int)(sizeof cls / sizeof *cls) ||
+          gpulease_lease_class_parse(tok, &cls[ncls]) != GPULEASE_OK) {
+        fprintf(stderr, "bench: --classes: unknown class or too many: %s\n", tok);
+        return usage(argv[0]);
+      }
+      ncls++;
+    }
+    if (!ncls) return usage(argv[0]);
   }
   gpulease_connect_options o;
   gpulease_connect_options_default(&o);
@@ -118,8 +633,7 @@ int main(int argc, char **argv) {
     uint64_t free0 = inv->gpus[0].free_vram_bytes;
     if (gpulease_lease_alloc(c, 0, mib << 20, 60, &l, &err) != GPULEASE_OK) return 1;
     if (gpulease_inventory_get(c, inv, &err) != GPULEASE_OK) return 1;
-    over[k] = ((double)free0 - (double)inv->gpus[0].free_vram_bytes - (double)(mib << 20)) /
-              (1024.0 * 1024.0);
+    over[k] = ((double)free0 - (double)inv->gpus[0].free_vram_bytes - (double)(mib << 20)) / MIB;
     double t0 = now_ms();
     gpulease_lease_free(c, &l, NULL);
     back[k] = -1;
@@ -134,16 +648,64 @@ int main(int argc, char **argv) {
     pause_ms(gap_ms);
   }
   free(inv);
+  double alloc50 = median(alloc, (size_t)iters), alloc90 = percentile(alloc, (size_t)iters, 0.9);
+  double call50 = median(call, (size_t)iters), call90 = percentile(call, (size_t)iters, 0.9);
+  double over50 = median(over, VRAM_ROUNDS), back50 = median(back, VRAM_ROUNDS);
   printf("| %s: LEASE_ALLOC of %llu MiB (ms) | p50 %.2f | p90 %.2f |\n", label,
-         (unsigned long long)mib, median(alloc, (size_t)iters), percentile(alloc, (size_t)iters, 0.9));
+         (unsigned long long)mib, alloc50, alloc90);
   printf("| %s: gpulease_call() on a fresh lease, 1 KiB out (ms) | p50 %.2f | p90 %.2f |\n",
-         label, median(call, (size_t)iters), percentile(call, (size_t)iters, 0.9));
+         label, call50, call90);
   printf("| %s: VRAM a lease takes beyond its region, NVML (MiB) | median %.0f | of %d |\n",
-         label, median(over, VRAM_ROUNDS), VRAM_ROUNDS);
+         label, over50, VRAM_ROUNDS);
   printf("| %s: a freed lease's VRAM free again, NVML (ms) | median %.0f | of %d (-1: not in 5 s) "
-         "|\n", label, median(back, VRAM_ROUNDS), VRAM_ROUNDS);
+         "|\n", label, back50, VRAM_ROUNDS);
+  fflush(stdout);
+  const char *iso = gpulease_lease_class_name(GPULEASE_CLASS_ISOLATED);
+  char fig[64];
+  snprintf(fig, sizeof fig, "alloc p50 / p90 ms, %llu MiB", (unsigned long long)mib);
+  add_row(fig, iso, "<= 5 (warm)", "%.1f / %.1f", alloc50, alloc90);
+  add_row("fresh-lease call p50 / p90 ms", iso, "<= 10 (warm)", "%.1f / %.1f", call50, call90);
+  add_row("VRAM overhead per lease MiB (1)", iso, "<= 320", "%.0f", over50);
+  if (back50 >= 0) add_row("VRAM back after freeing 1 ms", iso, "<= 1000", "%.0f", back50);
+  else add_row("VRAM back after freeing 1 ms", iso, "<= 1000", "> 5000");
   free(alloc);
   free(call);
+
+  int rc = 0;
+  if (clients > 0) {
+    /* One client per thread, connected before the clock starts. */
+    gpulease_client **cl = calloc((size_t)clients, sizeof *cl);
+    int connected = 0;
+    for (; cl && connected < clients; connected++)
+      if (gpulease_client_connect(&o, &cl[connected], &err) != GPULEASE_OK) {
+        fprintf(stderr, "bench: client %d of %d: %s\n", connected + 1, clients, err.message);
+        break;
+      }
+    if (!cl || connected < clients) {
+      rc = 1;
+    } else {
+      for (int i = 0; i < ncls; i++) {
+        if (i > 0) pause_ms(gap_ms);
+        /* Steady state: a warm-up pass first (the clients' first leases
+         * find no spare worker yet), then the measured one. */
+        if (warmup_s > 0 &&
+            run_cycles(cl, clients, cls[i], cycle_mib, warmup_s, "warm-up", false) != 0)
+          rc = 1;
+        if (run_cycles(cl, clients, cls[i], cycle_mib, cycle_s, label, true) != 0) rc = 1;
+        fflush(stdout);
+      }
+    }
+    for (int i = 0; cl && i < connected; i++) gpulease_client_close(cl[i]);
+    free(cl);
+  }
+  if (max_mib > 0) {
+    for (int i = 0; i < ncls; i++) {
+      pause_ms(gap_ms);
+      if (run_max(c, cls[i], max_mib, max_leases, label) != 0) rc = 1;
+      fflush(stdout);
+    }
+  }
+  print_table(label);
   gpulease_client_close(c);
-  return 0;
+  return rc;
 }

@@ -23,7 +23,8 @@ OPS = dict(GET_INVENTORY=0x0001, LEASE_ALLOC=0x0101, LEASE_RENEW=0x0102,
            MODULE_UNLOAD=0x0322, FUNC_INFO=0x0323, LAUNCH=0x0331,
            BATCH=0x0340, NODE_INFO=0x0002, NET_INFO=0x0003, POOL_INFO=0x0004, SHM_ATTACH=0x0105, SHM_DETACH=0x0106,
            MEM_WRITE_SHM=0x0317, MEM_READ_SHM=0x0318, WORKER_INIT=0x7F01, WORKER_PROBE=0x7F02, WORKER_LOST=0x7F03,
-           MEM_WRITE_ARENA=0x7F04, MEM_READ_ARENA=0x7F05, WORKER_WARM=0x7F06)
+           MEM_WRITE_ARENA=0x7F04, MEM_READ_ARENA=0x7F05, WORKER_WARM=0x7F06,
+           WORKER_RELEASE=0x7F07)
 SECRET = bytes(range(0xA0, 0xB0))
 
 
@@ -59,14 +60,14 @@ def submit_body(name=b"vadd", fmt=1, flags=1, params=None, image=b".version 8.0\
             struct.pack(">I", len(inp)) + inp)
 
 
-def lease_info(secret=SECRET):
-    return struct.pack(">Q", 7) + secret + struct.pack(">IQIQQ", 0, 1 << 30, 300, 299500, 3)
+def lease_info(secret=SECRET, cls=0):
+    return struct.pack(">Q", 7) + secret + struct.pack(">IQIQQB", 0, 1 << 30, 300, 299500, 3, cls)
 
 
 def gpu_entry(i):
     return (struct.pack(">I", i) + str8(b"GPU-%08x-0000-0000-0000-000000000000" % i) +
             str8(b"NVIDIA H100 80GB HBM3") + struct.pack(">BBI", 9, 0, 132) +
-            struct.pack(">QQQII", 85 << 30, 80 << 30, 1 << 30, 1, 0))
+            struct.pack(">QQQIIQ", 85 << 30, 80 << 30, 1 << 30, 1, 0, 327 << 20))
 
 
 def resp(op, result=b"", status=0, msg=b""):
@@ -190,18 +191,33 @@ def corpus():
     o = OPS
     sub = submit_body()
     yield "req-get-inventory", frame(REQ, o["GET_INVENTORY"], b"")
-    yield "req-lease-alloc", frame(REQ, o["LEASE_ALLOC"], struct.pack(">IQI", 0xFFFFFFFF, 1 << 30, 300))
+    yield "req-lease-alloc", frame(REQ, o["LEASE_ALLOC"],
+                                   struct.pack(">IQIBIQ", 0xFFFFFFFF, 1 << 30, 300, 0, 0, 0))
+    yield "req-lease-alloc-shared", frame(REQ, o["LEASE_ALLOC"],
+                                          struct.pack(">IQIBIQ", 0xFFFFFFFF, 256 << 20, 60, 1, 0, 0))
+    yield "req-lease-alloc-limits", frame(REQ, o["LEASE_ALLOC"],
+                                          struct.pack(">IQIBIQ", 0, 1 << 30, 300, 2, 1 << 20, 8 << 20))
+    yield "bad-lease-alloc-16-bytes", frame(REQ, o["LEASE_ALLOC"],
+                                            struct.pack(">IQI", 0xFFFFFFFF, 1 << 30, 300))
+    yield "bad-lease-class-4", frame(REQ, o["LEASE_ALLOC"],
+                                     struct.pack(">IQIBIQ", 0xFFFFFFFF, 1 << 30, 300, 4, 0, 0))
     yield "req-lease-renew", frame(REQ, o["LEASE_RENEW"], auth() + struct.pack(">I", 600))
     yield "req-lease-query", frame(REQ, o["LEASE_QUERY"], auth())
     yield "req-lease-free", frame(REQ, o["LEASE_FREE"], auth())
     yield "req-gpu-submit-params", frame(REQ, o["GPU_SUBMIT"], sub)
     yield "req-gpu-submit-noparams", frame(REQ, o["GPU_SUBMIT"], submit_body(flags=0, params=[], inp=b""))
-    yield "req-worker-init", frame(REQ, o["WORKER_INIT"], struct.pack(">IQ", 0, 1 << 30))
+    yield "req-worker-init", frame(REQ, o["WORKER_INIT"],
+                                   struct.pack(">IQQBIQ", 0, 1 << 30, 7, 0, 64 << 10, 1 << 20))
+    yield "req-worker-init-shared", frame(REQ, o["WORKER_INIT"],
+                                          struct.pack(">IQQBIQ", 0, 256 << 20, 8, 1, 64 << 10, 1 << 20))
+    yield "req-worker-release", frame(REQ, o["WORKER_RELEASE"], struct.pack(">Q", 8))
+    yield "resp-worker-release", resp(o["WORKER_RELEASE"])
     yield "req-worker-warm", frame(REQ, o["WORKER_WARM"], struct.pack(">I", 0))
     yield "req-worker-probe", frame(REQ, o["WORKER_PROBE"], b"")
     yield "resp-inventory-2gpus", resp(o["GET_INVENTORY"], struct.pack(">I", 3600) + str8(b"550.54.15") +
                                        struct.pack(">H", 2) + gpu_entry(0) + gpu_entry(1))
     yield "resp-lease-alloc", resp(o["LEASE_ALLOC"], lease_info())
+    yield "resp-lease-query-shared", resp(o["LEASE_QUERY"], lease_info(secret=bytes(16), cls=1))
     yield "resp-lease-free", resp(o["LEASE_FREE"])
     yield "resp-gpu-submit", resp(o["GPU_SUBMIT"], struct.pack(">QI", 12345, 8) + bytes(range(8)))
     yield "resp-error-expired", resp(o["GPU_SUBMIT"], status=7, msg=b"lease 7 expired during the kernel")

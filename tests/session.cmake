@@ -29,3 +29,9 @@ add_dependencies(test_e2e_stripe gpuleased)
 gl_add_test(test_e2e_pool SOURCES e2e/test_e2e_pool.c e2e/daemon_harness.c
   LIBS gpulease_static gl_common Threads::Threads TIMEOUT 300 LABELS emu)
 add_dependencies(test_e2e_pool gpuleased gl_kernels)
+# Lease classes (isolated, shared, device, partition): shared contexts, a
+# fault in one, device exclusivity, and 10,000 alloc/free cycles leaving
+# nothing behind.
+gl_add_test(test_e2e_classes SOURCES e2e/test_e2e_classes.c e2e/daemon_harness.c
+  LIBS gpulease_static gl_common Threads::Threads TIMEOUT 600 LABELS emu)
+add_dependencies(test_e2e_classes gpuleased gl_kernels)

@@ -205,6 +205,11 @@ typedef struct gpulease_gpu_info {
   uint64_t leased_vram_bytes; /* granted to live leases */
   uint32_t active_leases;
   uint32_t flags;           /* GPULEASE_GPU_* */
+  /* VRAM a CUDA context of its own takes beyond the lease's size (an
+   * isolated or device lease's; the shared leases of the GPU share one),
+   * as the daemon measured it; it counts in LEASE_ALLOC's capacity check.
+   * 0 for an emulated device. */
+  uint64_t context_overhead_bytes;
 } gpulease_gpu_info;
 
 typedef struct gpulease_inventory {
@@ -246,6 +251,34 @@ GPULEASE_API gpulease_status gpulease_inventory_get(gpulease_client *client,
 
 #define GPULEASE_SECRET_BYTES 16
 
+/* A lease's exclusivity class (LEASE_ALLOC's lease_class, docs/protocol.md).
+ * ISOLATED: a worker process and CUDA context of the lease's own (about
+ *   260 MiB of VRAM beyond the lease's size on an H100); a fault ends only
+ *   this lease's work.
+ * SHARED: a region in one CUDA context that the GPU's other SHARED leases
+ *   also use: a few MiB of overhead, but a kernel can address the other
+ *   shared leases' memory, and a device fault ends every lease of that
+ *   context. Never the default.
+ * DEVICE: the whole GPU: refused while other leases live on it; no other
+ *   lease is granted on it while it lives.
+ * PARTITION: a whole MIG instance of a GPU in MIG mode; daemons of this
+ *   version lease none and answer UNSUPPORTED. */
+typedef enum gpulease_lease_class {
+  GPULEASE_CLASS_ISOLATED = 0,
+  GPULEASE_CLASS_SHARED = 1,
+  GPULEASE_CLASS_DEVICE = 2,
+  GPULEASE_CLASS_PARTITION = 3,
+} gpulease_lease_class;
+
+/* Lower-case name of a class ("isolated", "shared", "device", "partition");
+ * "unknown" for anything else. Static storage. */
+GPULEASE_API const char *gpulease_lease_class_name(int lease_class);
+
+/* Parses a class name as gpulease_lease_class_name writes it. OK, or
+ * INVALID_ARGUMENT. */
+GPULEASE_API gpulease_status gpulease_lease_class_parse(const char *name,
+                                                        gpulease_lease_class *out);
+
 /* A lease: its id and its secret are the capability for every op on it.
  * Plain data; copy it freely. */
 typedef struct gpulease_lease {
@@ -256,7 +289,21 @@ typedef struct gpulease_lease {
   uint32_t ttl_s;       /* TTL granted by the last alloc or renew */
   uint64_t remaining_ms; /* time left when the daemon answered */
   uint64_t submits;     /* GPU_SUBMITs completed (filled by query) */
+  gpulease_lease_class lease_class; /* as granted */
 } gpulease_lease;
+
+/* What a LEASE_ALLOC asks for beyond GPU, size and TTL. All zero (or a
+ * NULL pointer) is the default: an isolated lease with the daemon's small
+ * printf FIFO and device malloc heap. */
+typedef struct gpulease_lease_opts {
+  gpulease_lease_class lease_class;
+  /* Bytes for the context's kernel printf FIFO (CU_LIMIT_PRINTF_FIFO_SIZE)
+   * and device malloc heap (CU_LIMIT_MALLOC_HEAP_SIZE); 0: the daemon's
+   * default (64 KiB and 1 MiB). Not for SHARED leases (one context serves
+   * them all): INVALID_ARGUMENT there. */
+  uint32_t printf_fifo_bytes;
+  uint64_t malloc_heap_bytes;
+} gpulease_lease_opts;
 
 /* Asks for vram_bytes of VRAM on GPU gpu_index (GPULEASE_ANY_GPU: the GPU
  * with the most free VRAM) for ttl_s seconds. The daemon reserves the VRAM
@@ -267,6 +314,19 @@ typedef struct gpulease_lease {
 GPULEASE_API gpulease_status gpulease_lease_alloc(gpulease_client *client, uint32_t gpu_index,
                                                   uint64_t vram_bytes, uint32_t ttl_s,
                                                   gpulease_lease *out, gpulease_error *err);
+
+/* As gpulease_lease_alloc, with the class and context limits of *opts
+ * (NULL: the defaults; the struct is only read during the call). Errors:
+ * those of gpulease_lease_alloc; INVALID_ARGUMENT for an unknown class or
+ * limits on a SHARED lease; BUSY when a DEVICE lease holds the GPU, or
+ * when a DEVICE lease is asked for a GPU other leases use; UNSUPPORTED for
+ * PARTITION on a GPU without MIG instances; CAPACITY_EXCEEDED when no
+ * instance is free. */
+GPULEASE_API gpulease_status gpulease_lease_alloc_opts(gpulease_client *client,
+                                                       uint32_t gpu_index, uint64_t vram_bytes,
+                                                       uint32_t ttl_s,
+                                                       const gpulease_lease_opts *opts,
+                                                       gpulease_lease *out, gpulease_error *err);
 
 /* Extends the lease to expire ttl_s seconds from now; updates lease->ttl_s
  * and lease->remaining_ms. Errors: UNAUTHORIZED, NOT_FOUND, LEASE_EXPIRED,

@@ -27,6 +27,7 @@ typedef struct gl_cli {
   bool have_vram, have_ttl, have_gpu;
   uint64_t vram_bytes;
   uint32_t ttl_s, gpu_index;
+  gpulease_lease_opts lease_opts; /* --class, --printf-fifo, --malloc-heap */
   const char *secret_hex; /* --secret or $GPULEASE_SECRET */
   const char *lease_id_str;
   /* submit */
@@ -61,7 +62,8 @@ enum {
   OPT_SHMEM = 1 << 8, OPT_INPUT = 1 << 9, OPT_INPUT_OFF = 1 << 10, OPT_OUTPUT_OFF = 1 << 11,
   OPT_OUTPUT_SIZE = 1 << 12, OPT_FORMAT = 1 << 13, OPT_ARG = 1 << 14, OPT_LEASE = 1 << 15,
   OPT_IMAGE_FORMAT = 1 << 16, OPT_OUTPUT = 1 << 17, OPT_SESSION = 1 << 18, OPT_SIZE = 1 << 19,
-  OPT_OFFSET = 1 << 20, OPT_MODULE = 1 << 21, OPT_ACK = 1 << 22,
+  OPT_OFFSET = 1 << 20, OPT_MODULE = 1 << 21, OPT_ACK = 1 << 22, OPT_CLASS = 1 << 23,
+  OPT_PRINTF_FIFO = 1 << 24, OPT_MALLOC_HEAP = 1 << 25,
 };
 
 /* --format of submit and mem read. */

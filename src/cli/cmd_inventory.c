@@ -42,6 +42,8 @@ static void print_json(const gpulease_inventory *inv, const gpulease_pool_info *
     json_object_object_add(j, "free_vram_bytes", json_object_new_uint64(g->free_vram_bytes));
     json_object_object_add(j, "leased_vram_bytes", json_object_new_uint64(g->leased_vram_bytes));
     json_object_object_add(j, "active_leases", json_object_new_int64(g->active_leases));
+    json_object_object_add(j, "context_overhead_bytes",
+                           json_object_new_uint64(g->context_overhead_bytes));
     json_object_object_add(j, "emulated",
                            json_object_new_boolean((g->flags & GPULEASE_GPU_EMULATED) != 0));
     uint32_t t, r, st;
@@ -83,6 +85,10 @@ static void print_text(const gpulease_inventory *inv, const gpulease_pool_info *
            g->free_vram_bytes >> 20, g->leased_vram_bytes >> 20, g->active_leases,
            (g->flags & GPULEASE_GPU_EMULATED) ? "  (emulated)" : "");
     printf("    %s\n", g->uuid);
+    if (g->context_overhead_bytes)
+      printf("    an isolated lease takes %" PRIu64 " MiB of VRAM beyond its size (its CUDA "
+             "context); shared leases share one\n",
+             g->context_overhead_bytes >> 20);
     uint32_t t, r, st;
     if (pool_of(pool, g->index, &t, &r, &st) && t > 0)
       printf("    warm workers: %" PRIu32 " ready, %" PRIu32 " starting (pool of %" PRIu32 ")\n",

@@ -11,7 +11,8 @@ static int lease_alloc(gl_cli *cli, gpulease_client *c) {
   gpulease_lease l;
   gpulease_error err;
   uint32_t gpu = cli->have_gpu ? cli->gpu_index : GPULEASE_ANY_GPU;
-  if (gpulease_lease_alloc(c, gpu, cli->vram_bytes, cli->ttl_s, &l, &err) != GPULEASE_OK)
+  if (gpulease_lease_alloc_opts(c, gpu, cli->vram_bytes, cli->ttl_s, &cli->lease_opts, &l,
+                                &err) != GPULEASE_OK)
     return cli_fail(cli, "lease alloc", &err);
   cli_print_lease(cli, &l, true);
   return EXIT_OK;
@@ -23,7 +24,9 @@ int cmd_lease(gl_cli *cli) {
   gpulease_lease l;
   if (!sub) return cli_usage_error("lease needs alloc, renew, show or free");
   if (strcmp(sub, "alloc") == 0) {
-    if ((rc = cli_only(cli, OPT_VRAM | OPT_TTL | OPT_GPU, "lease alloc"))) return rc;
+    if ((rc = cli_only(cli, OPT_VRAM | OPT_TTL | OPT_GPU | OPT_CLASS | OPT_PRINTF_FIFO |
+                                OPT_MALLOC_HEAP, "lease alloc")))
+      return rc;
     if (cli->nwords != 2) return cli_usage_error("lease alloc takes no ID");
     if (!cli->have_vram || !cli->have_ttl)
       return cli_usage_error("lease alloc needs --vram BYTES and --ttl SECONDS");

@@ -66,7 +66,8 @@ int cli_only(const gl_cli *cli, uint64_t allowed, const char *cmd) {
                                 "--grid", "--block", "--shared-mem", "--input", "--input-offset",
                                 "--output-offset", "--output-size", "--format", "--arg",
                                 "--lease", "--image-format", "--output", "--session", "--size",
-                                "--offset", "--module", "--ack"};
+                                "--offset", "--module", "--ack", "--class",
+                                "--printf-fifo", "--malloc-heap"};
   uint64_t extra = cli->given & ~allowed;
   for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
     if (extra & (1ull << i)) return cli_usage_error("%s does not apply to '%s'", names[i], cmd);
@@ -181,6 +182,8 @@ void cli_print_lease(const gl_cli *cli, const gpulease_lease *l, bool with_secre
     json_object_object_add(o, "ttl_s", json_object_new_int64(l->ttl_s));
     json_object_object_add(o, "remaining_ms", json_object_new_uint64(l->remaining_ms));
     json_object_object_add(o, "submits", json_object_new_uint64(l->submits));
+    json_object_object_add(o, "class",
+                           json_object_new_string(gpulease_lease_class_name(l->lease_class)));
     puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
     json_object_put(o);
     return;
@@ -191,6 +194,7 @@ void cli_print_lease(const gl_cli *cli, const gpulease_lease *l, bool with_secre
   printf("vram       %" PRIu64 " bytes\n", l->vram_bytes);
   printf("ttl        %" PRIu32 " s (%.1f s left)\n", l->ttl_s, (double)l->remaining_ms / 1000.0);
   printf("submits    %" PRIu64 "\n", l->submits);
+  printf("class      %s\n", gpulease_lease_class_name(l->lease_class));
 }
 
 int cli_parse_handle(const char *s, uint64_t *out) {

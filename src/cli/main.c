@@ -3,6 +3,8 @@
  *
  *   gpulease [global options] inventory
  *   gpulease [global options] lease alloc --vram BYTES --ttl SECONDS [--gpu N]
+ *            [--class isolated|shared|device|partition] [--printf-fifo BYTES]
+ *            [--malloc-heap BYTES]
  *   gpulease [global options] lease renew ID --secret S --ttl SECONDS
  *   gpulease [global options] lease show|free ID --secret S
  *   gpulease [global options] submit --binary FILE --kernel NAME ...
@@ -37,6 +39,12 @@ static const char usage_text[] =
     "Commands:\n"
     "  inventory                         list the node's GPUs\n"
     "  lease alloc --vram BYTES --ttl SECONDS [--gpu N]\n"
+    "         [--class isolated|shared|device|partition] (default isolated: a CUDA\n"
+    "         context of its own; shared: one context for all shared leases, a few\n"
+    "         MiB each, no isolation between them; device: the whole GPU;\n"
+    "         partition: a whole MIG instance, refused by daemons without MIG)\n"
+    "         [--printf-fifo BYTES] [--malloc-heap BYTES] (kernel printf FIFO and\n"
+    "         device malloc heap of the lease's context; default 64 KiB, 1 MiB)\n"
     "  lease renew ID --secret HEX --ttl SECONDS\n"
     "  lease show ID --secret HEX\n"
     "  lease free ID --secret HEX\n"
@@ -80,7 +88,7 @@ enum {
   O_ADDR = 256, O_CA, O_PIN, O_INSECURE, O_JSON, O_TIMEOUT, O_VRAM, O_TTL, O_GPU, O_SECRET,
   O_BINARY, O_KERNEL, O_GRID, O_BLOCK, O_SHMEM, O_INPUT, O_INPUT_OFF, O_OUTPUT_OFF,
   O_OUTPUT_SIZE, O_FORMAT, O_ARG, O_LEASE, O_IMAGE_FORMAT, O_OUTPUT, O_SESSION, O_SIZE,
-  O_OFFSET, O_MODULE, O_ACK, O_QUIET,
+  O_OFFSET, O_MODULE, O_ACK, O_QUIET, O_CLASS, O_PRINTF_FIFO, O_MALLOC_HEAP,
 };
 
 static int parse_size_opt(const char *name, const char *v, uint64_t max, uint64_t *out) {
@@ -129,6 +137,9 @@ static int parse_options(int argc, char **argv, gl_cli *cli) {
       {"module", required_argument, 0, O_MODULE},
       {"ack", required_argument, 0, O_ACK},
       {"quiet", no_argument, 0, O_QUIET},
+      {"class", required_argument, 0, O_CLASS},
+      {"printf-fifo", required_argument, 0, O_PRINTF_FIFO},
+      {"malloc-heap", required_argument, 0, O_MALLOC_HEAP},
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0},
   };
@@ -223,6 +234,22 @@ static int parse_options(int argc, char **argv, gl_cli *cli) {
       cli->given |= OPT_ACK;
       break;
     case O_QUIET: cli->quiet = true; break;
+    case O_CLASS:
+      if (gpulease_lease_class_parse(optarg, &cli->lease_opts.lease_class) != GPULEASE_OK)
+        return cli_usage_error("--class: '%s' is not isolated, shared, device or partition",
+                               optarg);
+      cli->given |= OPT_CLASS;
+      break;
+    case O_PRINTF_FIFO:
+      if ((rc = parse_size_opt("--printf-fifo", optarg, UINT32_MAX, &v))) return rc;
+      cli->lease_opts.printf_fifo_bytes = (uint32_t)v;
+      cli->given |= OPT_PRINTF_FIFO;
+      break;
+    case O_MALLOC_HEAP:
+      if ((rc = parse_size_opt("--malloc-heap", optarg, UINT64_MAX, &cli->lease_opts.malloc_heap_bytes)))
+        return rc;
+      cli->given |= OPT_MALLOC_HEAP;
+      break;
     case O_ARG: {
       size_t n = cli->param_count;
       if (n == CLI_MAX_ARGS)

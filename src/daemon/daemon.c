@@ -26,7 +26,7 @@ void gl_daemon_config_default(gl_daemon_config *cfg) {
   cfg->listen_port = GL_DEFAULT_PORT;
   snprintf(cfg->log_level, sizeof cfg->log_level, "info");
   cfg->max_ttl_s = 300;
-  cfg->max_leases = 64;
+  cfg->max_leases = 1024;
   cfg->max_message_bytes = 256u << 20;
   cfg->max_connections = 1024;
   cfg->device_mode = GL_DEVICE_AUTO;
@@ -40,6 +40,40 @@ void gl_daemon_config_default(gl_daemon_config *cfg) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   cfg->net_threads = cores >= 16 ? 8 : cores >= 8 ? 4 : cores >= 4 ? 2 : 0;
   cfg->warm_workers = 2;
+  cfg->context_overhead_bytes = UINT64_MAX;
+}
+
+/* A CUDA context's VRAM when it cannot be measured: an H100's with the
+ * worker's small stack, printf FIFO and heap (about 330 MiB). */
+#define ASSUMED_CONTEXT_BYTES (330ull << 20)
+
+/* Sets each GPU's context overhead for the capacity check: the configured
+ * figure, or what NVML saw the warm pool take (free VRAM before and after,
+ * divided by its workers), or the assumed one. Emulated devices have none:
+ * their contexts live in host memory. */
+static void set_overheads(gl_daemon *d, bool measured) {
+  for (uint32_t i = 0; i < d->node.gpu_count; i++) {
+    uint64_t bytes = d->cfg.context_overhead_bytes;
+    const char *how = "configured";
+    if (d->node.gpus[i].flags & GPULEASE_GPU_EMULATED) {
+      bytes = 0;
+      how = "emulated device";
+    } else if (bytes == UINT64_MAX) {
+      uint64_t after = gl_node_free_vram(&d->node, i, 0);
+      uint64_t before = d->free_before_pool[i];
+      unsigned n = d->pool ? gl_pool_ready(d->pool, i) : 0;
+      if (measured && n > 0 && before > after && (before - after) / n < (4ull << 30)) {
+        bytes = (before - after) / n;
+        how = "measured over the warm workers";
+      } else {
+        bytes = ASSUMED_CONTEXT_BYTES;
+        how = "assumed";
+      }
+    }
+    gl_lease_table_set_overhead(d->leases, i, bytes);
+    GL_INFO("GPU %" PRIu32 ": a CUDA context takes %" PRIu64 " MiB of VRAM (%s)", i, bytes >> 20,
+            how);
+  }
 }
 
 static void write_ready_file(const gl_daemon *d);
@@ -51,6 +85,7 @@ static void on_ready_timer(struct ev_loop *loop, ev_timer *t, int revents) {
   gl_daemon *d = t->data;
   if (!gl_pool_settled(d->pool) && ev_now(loop) < d->ready_deadline) return;
   ev_timer_stop(loop, t);
+  set_overheads(d, true);
   write_ready_file(d);
 }
 
@@ -207,12 +242,21 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
   GL_INFO("listening on %s:%u (QUIC, ALPN gpulease/1)", cfg->listen_host,
           gl_qserver_port(d->server));
   GL_INFO("certificate SHA-256 fingerprint: %s", d->fingerprint);
+  for (uint32_t i = 0; i < d->node.gpu_count && i < GPULEASE_MAX_GPUS; i++)
+    d->free_before_pool[i] = gl_node_free_vram(&d->node, i, 0);
   if (cfg->warm_workers > 0 && d->node.gpu_count > 0) {
     d->pool = gl_pool_new(d->loop, &d->node, d->cfg.worker_exe, d->cfg.log_level,
                           cfg->warm_workers);
     if (!d->pool) GL_WARN("out of memory for the warm workers: leases start their own");
     else GL_INFO("%u warm worker(s) a GPU", cfg->warm_workers);
   }
+  d->shared = gl_shared_new(d->loop, &d->node, d->pool, d->cfg.worker_exe, d->cfg.log_level,
+                            gl_daemon_on_shared_lost, d);
+  if (!d->shared) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  set_overheads(d, false);
   if (d->pool) {
     d->ready_deadline = ev_now(d->loop) + 10.0;
     ev_timer_init(&d->ready_timer, on_ready_timer, 0.02, 0.02);
@@ -231,8 +275,11 @@ static void end_one(void *user, gl_lease *l) {
 void gl_daemon_run(gl_daemon *d) { ev_run(d->loop, 0); }
 
 void gl_daemon_stop(gl_daemon *d) {
+  d->stopping = true;
   if (d->leases) gl_lease_table_foreach(d->leases, end_one, d);
   ev_timer_stop(d->loop, &d->ready_timer);
+  gl_shared_del(d->shared);
+  d->shared = NULL;
   gl_pool_del(d->pool);
   d->pool = NULL;
   gl_shards_stop(d->shards);

@@ -16,6 +16,7 @@
 #include "daemon/node.h"
 #include "daemon/pool.h"
 #include "daemon/shards.h"
+#include "daemon/shared.h"
 #include "net/local.h"
 #include "net/quic.h"
 
@@ -43,6 +44,8 @@ typedef struct gl_daemon_config {
   unsigned net_threads;        /* --net-threads: stripe ports, a thread each (shards.h) */
   uint16_t stripe_port;        /* --stripe-port: the first; 0: after the listen port */
   unsigned warm_workers;       /* --warm-workers: started ahead of leases, per GPU (pool.h) */
+  uint64_t context_overhead_bytes; /* --context-overhead: a CUDA context's VRAM, until
+                                      measured (UINT64_MAX: measure, else assume 330 MiB) */
 } gl_daemon_config;
 
 typedef struct gl_daemon {
@@ -52,6 +55,9 @@ typedef struct gl_daemon {
   gl_lserver *local;      /* the local socket, or NULL */
   gl_shards *shards;      /* the network threads of the stripe ports, or NULL */
   gl_pool *pool;          /* warm workers, or NULL (--warm-workers 0) */
+  gl_shared *shared;      /* the shared CUDA contexts (class shared) */
+  bool stopping;          /* gl_daemon_stop: workers are ended, not reused */
+  uint64_t free_before_pool[GPULEASE_MAX_GPUS]; /* NVML free VRAM before the pool started */
   ev_timer ready_timer;   /* the ready file waits for the pool's first answers */
   double ready_deadline;
   uint64_t pinned_bytes;  /* attached segments, all leases */
@@ -63,8 +69,8 @@ typedef struct gl_daemon {
   char fingerprint[65];
 } gl_daemon;
 
-/* Fills defaults: listen 127.0.0.1:5701, max TTL 300 s, 64 leases, 256 MiB
- * messages, 1024 connections. */
+/* Fills defaults: listen 127.0.0.1:5701, max TTL 300 s, 1024 leases, 256
+ * MiB messages, 1024 connections. */
 void gl_daemon_config_default(gl_daemon_config *cfg);
 
 /* Discovers GPUs, loads or creates the TLS credentials, binds the socket.
@@ -84,6 +90,10 @@ void gl_daemon_on_local_request(void *user, gl_lreq *req, const uint8_t *msg, si
 void gl_daemon_on_local_close(void *user, uint64_t conn_id);
 void gl_daemon_on_shard_request(void *user, gl_shard *shard, gl_qreq *req, const uint8_t *msg,
                                 size_t len, int err);
+
+/* ops.c: the shared contexts' loss callback (shared.h): ends those leases. */
+void gl_daemon_on_shared_lost(void *user, uint32_t gpu, const uint64_t *ids, size_t n,
+                              const char *why);
 
 /* ops.c: tears down a live lease's worker (expiry, free, shutdown). */
 void gl_daemon_end_lease(gl_daemon *d, gl_lease *l, gpulease_status why_status,

@@ -18,6 +18,7 @@
 
 typedef struct gpu_slot {
   uint64_t capacity_bytes;
+  uint64_t overhead_bytes; /* a context's own VRAM */
   bool present;
 } gpu_slot;
 
@@ -78,11 +79,70 @@ size_t gl_lease_table_live_count(const gl_lease_table *t) {
   return n;
 }
 
+void gl_lease_table_set_overhead(gl_lease_table *t, uint32_t index, uint64_t bytes) {
+  if (index < GPULEASE_MAX_GPUS) t->gpus[index].overhead_bytes = bytes;
+}
+
+uint64_t gl_lease_table_overhead(const gl_lease_table *t, uint32_t index) {
+  return index < GPULEASE_MAX_GPUS ? t->gpus[index].overhead_bytes : 0;
+}
+
+/* What GPU index holds now: its live leases, and how they use it. */
+typedef struct gpu_use {
+  uint64_t bytes;    /* regions and contexts */
+  uint32_t leases;
+  uint32_t shared;   /* shared leases (one context between them) */
+  uint64_t device_id; /* a live device lease, or 0 */
+} gpu_use;
+
+static gpu_use usage(const gl_lease_table *t, uint32_t index) {
+  gpu_use u = {0};
+  uint64_t ctx = t->gpus[index].overhead_bytes;
+  for (size_t i = 0; i < t->count; i++) {
+    const gl_lease *l = t->leases[i];
+    if (!is_live(l) || l->gpu_index != index) continue;
+    u.leases++;
+    u.bytes += l->vram_bytes;
+    if (l->lease_class == GPULEASE_CLASS_SHARED) u.shared++;
+    else u.bytes += ctx;
+    if (l->lease_class == GPULEASE_CLASS_DEVICE) u.device_id = l->id;
+  }
+  if (u.shared) u.bytes += ctx;
+  return u;
+}
+
 static uint64_t unleased(const gl_lease_table *t, uint32_t index) {
-  uint64_t used;
-  gl_lease_table_gpu_usage(t, index, &used, NULL);
+  uint64_t used = usage(t, index).bytes;
   uint64_t cap = t->gpus[index].capacity_bytes;
   return used >= cap ? 0 : cap - used;
+}
+
+/* What a new lease of the class adds on GPU index: its region, and a
+ * context unless it joins the GPU's shared one. */
+static uint64_t need_bytes(const gl_lease_table *t, uint32_t index, uint8_t lease_class,
+                           uint64_t vram_bytes) {
+  uint64_t ctx = t->gpus[index].overhead_bytes;
+  if (lease_class == GPULEASE_CLASS_SHARED && usage(t, index).shared) ctx = 0;
+  return vram_bytes > UINT64_MAX - ctx ? UINT64_MAX : vram_bytes + ctx;
+}
+
+/* Whether the class may go on GPU index now (device leases); BUSY with the
+ * reason otherwise. */
+static gpulease_status class_fits(const gl_lease_table *t, uint32_t index, uint8_t lease_class,
+                                  char *err, size_t errlen) {
+  gpu_use u = usage(t, index);
+  if (u.device_id) {
+    snprintf(err, errlen, "GPU %" PRIu32 " is held whole by device lease %" PRIu64, index,
+             u.device_id);
+    return GPULEASE_BUSY;
+  }
+  if (lease_class == GPULEASE_CLASS_DEVICE && u.leases) {
+    snprintf(err, errlen,
+             "GPU %" PRIu32 " has %" PRIu32 " live lease%s; a device lease needs the whole GPU",
+             index, u.leases, u.leases == 1 ? "" : "s");
+    return GPULEASE_BUSY;
+  }
+  return GPULEASE_OK;
 }
 
 static gpulease_status check_ttl(const gl_lease_table *t, uint32_t ttl_s, char *err,
@@ -95,8 +155,8 @@ static gpulease_status check_ttl(const gl_lease_table *t, uint32_t ttl_s, char *
   return GPULEASE_OK;
 }
 
-static gpulease_status pick_gpu(const gl_lease_table *t, uint32_t want, uint64_t vram_bytes,
-                                uint32_t *out, char *err, size_t errlen) {
+static gpulease_status pick_gpu(const gl_lease_table *t, uint32_t want, uint8_t lease_class,
+                                uint64_t vram_bytes, uint32_t *out, char *err, size_t errlen) {
   if (t->gpu_count == 0) {
     snprintf(err, errlen, "this node has no GPU to lease");
     return GPULEASE_NO_DEVICE;
@@ -107,12 +167,15 @@ static gpulease_status pick_gpu(const gl_lease_table *t, uint32_t want, uint64_t
                t->gpu_count);
       return GPULEASE_NO_DEVICE;
     }
+    gpulease_status st = class_fits(t, want, lease_class, err, errlen);
+    if (st != GPULEASE_OK) return st;
     uint64_t free_bytes = unleased(t, want);
-    if (vram_bytes > free_bytes) {
+    uint64_t need = need_bytes(t, want, lease_class, vram_bytes);
+    if (need > free_bytes) {
       snprintf(err, errlen,
                "GPU %" PRIu32 " has %" PRIu64 " bytes of VRAM left to lease, %" PRIu64
-               " requested",
-               want, free_bytes, vram_bytes);
+               " requested (%" PRIu64 " with the CUDA context's own)",
+               want, free_bytes, vram_bytes, need);
       return GPULEASE_CAPACITY_EXCEEDED;
     }
     *out = want;
@@ -120,16 +183,28 @@ static gpulease_status pick_gpu(const gl_lease_table *t, uint32_t want, uint64_t
   }
   uint64_t best_free = 0;
   uint32_t best = UINT32_MAX;
+  gpulease_status why = GPULEASE_CAPACITY_EXCEEDED;
+  char busy[256] = "";
   for (uint32_t i = 0; i < t->gpu_count; i++) {
     if (!t->gpus[i].present) continue;
+    if (class_fits(t, i, lease_class, busy, sizeof busy) != GPULEASE_OK) {
+      why = GPULEASE_BUSY;
+      continue;
+    }
     uint64_t f = unleased(t, i);
-    if (f >= vram_bytes && (best == UINT32_MAX || f > best_free)) {
+    if (f >= need_bytes(t, i, lease_class, vram_bytes) && (best == UINT32_MAX || f > best_free)) {
       best = i;
       best_free = f;
     }
   }
   if (best == UINT32_MAX) {
-    snprintf(err, errlen, "no GPU has %" PRIu64 " bytes of VRAM left to lease", vram_bytes);
+    if (why == GPULEASE_BUSY && t->gpu_count == 1) {
+      snprintf(err, errlen, "%s", busy);
+      return GPULEASE_BUSY;
+    }
+    snprintf(err, errlen,
+             "no GPU has %" PRIu64 " bytes of VRAM left to lease with its CUDA context%s",
+             vram_bytes, why == GPULEASE_BUSY ? " (or is free of device leases)" : "");
     return GPULEASE_CAPACITY_EXCEEDED;
   }
   *out = best;
@@ -137,9 +212,13 @@ static gpulease_status pick_gpu(const gl_lease_table *t, uint32_t want, uint64_t
 }
 
 gpulease_status gl_lease_table_alloc(gl_lease_table *t, uint64_t now_ns, uint32_t gpu_index,
-                                     uint64_t vram_bytes, uint32_t ttl_s,
+                                     uint8_t lease_class, uint64_t vram_bytes, uint32_t ttl_s,
                                      const uint8_t secret[GPULEASE_SECRET_BYTES], gl_lease **out,
                                      char *err, size_t errlen) {
+  if (lease_class > GPULEASE_CLASS_PARTITION) {
+    snprintf(err, errlen, "lease class %u is not a class", lease_class);
+    return GPULEASE_INVALID_ARGUMENT;
+  }
   if (vram_bytes == 0) {
     snprintf(err, errlen, "vram_bytes must be at least 1");
     return GPULEASE_INVALID_ARGUMENT;
@@ -152,7 +231,7 @@ gpulease_status gl_lease_table_alloc(gl_lease_table *t, uint64_t now_ns, uint32_
     return GPULEASE_CAPACITY_EXCEEDED;
   }
   uint32_t gpu;
-  st = pick_gpu(t, gpu_index, vram_bytes, &gpu, err, errlen);
+  st = pick_gpu(t, gpu_index, lease_class, vram_bytes, &gpu, err, errlen);
   if (st != GPULEASE_OK) return st;
 
   if (t->count == t->cap) {
@@ -169,6 +248,7 @@ gpulease_status gl_lease_table_alloc(gl_lease_table *t, uint64_t now_ns, uint32_
   l->gpu_index = gpu;
   l->vram_bytes = vram_bytes;
   l->ttl_s = ttl_s;
+  l->lease_class = lease_class;
   l->expires_ns = now_ns + (uint64_t)ttl_s * NS_PER_S;
   l->state = GL_LEASE_PENDING;
   t->leases[t->count++] = l;
@@ -191,6 +271,7 @@ gpulease_status gl_lease_table_auth(gl_lease_table *t, uint64_t id,
     gl_lease *l = t->leases[i];
     if (l->id != id) continue;
     if (!gl_ct_equal(l->secret, secret, GPULEASE_SECRET_BYTES)) return GPULEASE_UNAUTHORIZED;
+    *out = l;
     if (!is_live(l)) return GPULEASE_LEASE_EXPIRED;
     *out = l;
     return GPULEASE_OK;

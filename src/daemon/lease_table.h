@@ -31,8 +31,14 @@ typedef struct gl_lease {
   uint64_t expires_ns; /* PENDING/ACTIVE: expiry; EXPIRED: tombstone end */
   uint64_t submits;
   enum gl_lease_state state;
+  uint8_t lease_class; /* gpulease_lease_class */
+  uint8_t end_reason;  /* a tombstone's: GL_LEASE_END_* */
   void *owner; /* the daemon's per-lease data (worker process) */
 } gl_lease;
+
+/* Why a lease became a tombstone (what later requests with its secret
+ * hear). */
+enum { GL_LEASE_END_EXPIRED = 0, GL_LEASE_END_LOST = 1 };
 
 typedef struct gl_lease_table gl_lease_table;
 
@@ -51,15 +57,25 @@ void gl_lease_table_del(gl_lease_table *t);
 int gl_lease_table_set_gpu(gl_lease_table *t, uint32_t index, uint64_t capacity_bytes);
 uint32_t gl_lease_table_gpu_count(const gl_lease_table *t);
 
-/* Creates a PENDING lease. gpu_index GPULEASE_ANY_GPU picks the GPU with the
- * most unleased capacity that fits. `secret` is copied (the caller draws it
- * from a CSPRNG). The new id is never 0 and never reused.
- * Errors (message in err): INVALID_ARGUMENT (vram 0, TTL 0 or > max),
- * NO_DEVICE (no GPUs, index out of range), CAPACITY_EXCEEDED (does not fit,
- * too many leases). *out points into the table; it stays valid until the
+/* Sets the VRAM a context of GPU `index` takes beyond its leases' regions:
+ * counted once for each isolated or device lease, and once for all the
+ * shared leases of the GPU together (their one context). 0 by default. */
+void gl_lease_table_set_overhead(gl_lease_table *t, uint32_t index, uint64_t bytes);
+uint64_t gl_lease_table_overhead(const gl_lease_table *t, uint32_t index);
+
+/* Creates a PENDING lease of class lease_class (gpulease_lease_class).
+ * gpu_index GPULEASE_ANY_GPU picks the GPU with the most unleased capacity
+ * that fits and that the class may use. A device lease needs a GPU without
+ * live leases, and no lease goes to a GPU a device lease holds. `secret` is
+ * copied (the caller draws it from a CSPRNG). The new id is never 0 and
+ * never reused. Errors (message in err): INVALID_ARGUMENT (vram 0, TTL 0 or
+ * > max, unknown class), NO_DEVICE (no GPUs, index out of range),
+ * CAPACITY_EXCEEDED (does not fit with the context's overhead, too many
+ * leases), BUSY (a device lease holds the GPU, or a device lease asked for
+ * a GPU with leases). *out points into the table; it stays valid until the
  * lease is removed. */
 gpulease_status gl_lease_table_alloc(gl_lease_table *t, uint64_t now_ns, uint32_t gpu_index,
-                                     uint64_t vram_bytes, uint32_t ttl_s,
+                                     uint8_t lease_class, uint64_t vram_bytes, uint32_t ttl_s,
                                      const uint8_t secret[GPULEASE_SECRET_BYTES], gl_lease **out,
                                      char *err, size_t errlen);
 
@@ -68,7 +84,8 @@ void gl_lease_table_activate(gl_lease_table *t, gl_lease *l, uint64_t now_ns);
 
 /* Finds lease `id` and checks `secret` in constant time.
  * Returns OK (*out set, state PENDING or ACTIVE), NOT_FOUND, UNAUTHORIZED,
- * or LEASE_EXPIRED (a tombstone, right secret). */
+ * or LEASE_EXPIRED (a tombstone, right secret: *out is the tombstone, for
+ * its end_reason). */
 gpulease_status gl_lease_table_auth(gl_lease_table *t, uint64_t id,
                                     const uint8_t secret[GPULEASE_SECRET_BYTES], gl_lease **out);
 
@@ -86,7 +103,8 @@ gpulease_status gl_lease_table_renew(gl_lease_table *t, gl_lease *l, uint64_t no
  * afterwards. */
 void gl_lease_table_remove(gl_lease_table *t, gl_lease *l);
 
-/* Turns a live lease into a tombstone now (e.g. its worker died). */
+/* Turns a live lease into a tombstone now (e.g. its worker died); its
+ * end_reason stays what the caller set (GL_LEASE_END_EXPIRED unless told). */
 void gl_lease_table_bury(gl_lease_table *t, gl_lease *l, uint64_t now_ns);
 
 /* Expires every live lease whose deadline is <= now_ns: calls

@@ -8,6 +8,7 @@
  *             [--seq-timeout-ms MS] [--max-streams N]
  *             [--local-socket PATH|none] [--local-socket-mode MODE] [--max-pinned BYTES]
  *             [--net-threads N] [--stripe-port PORT] [--warm-workers N]
+ *             [--context-overhead BYTES]
  *
  * The same binary is the per-lease worker: `gpuleased --worker FD` (started
  * by the daemon itself, never by hand), with --device cuda|emu and, for
@@ -38,7 +39,7 @@ static void usage(FILE *f) {
         "                        when no --cert is given (default $STATE_DIRECTORY,\n"
         "                        /var/lib/gpuleased as root, else ~/.local/state/gpuleased)\n"
         "  --max-ttl SECONDS     longest lease TTL granted (default 300)\n"
-        "  --max-leases N        live leases at most (default 64)\n"
+        "  --max-leases N        live leases at most (default 1024)\n"
         "  --max-message BYTES   largest request or response (default 256M)\n"
         "  --log-level LEVEL     error, warn, info (default) or debug\n"
         "  --ready-file FILE     write \"PORT FINGERPRINT\" there once serving\n"
@@ -68,6 +69,9 @@ static void usage(FILE *f) {
         "  --warm-workers N      worker processes a GPU kept started, device open, ahead of\n"
         "                        leases, so that a lease does not wait for CUDA's start\n"
         "                        (0..16; default 2; each holds a CUDA context)\n"
+        "  --context-overhead BYTES  the VRAM a CUDA context takes, counted once per\n"
+        "                        isolated lease in the capacity check (default: measured\n"
+        "                        over the warm workers at start, else 330M)\n"
         "  --help\n",
         f);
 }
@@ -111,7 +115,8 @@ int main(int argc, char **argv) {
   int local_socket_given = 0; /* 1: a path, 2: none */
   enum { O_LISTEN = 256, O_CERT, O_KEY, O_STATE, O_TTL, O_LEASES, O_MSG, O_LOG, O_READY, O_WORKER,
          O_DEVICE, O_EMU_VRAM, O_EMU_THREADS, O_JIT_CACHE, O_SEQ_TIMEOUT, O_MAX_STREAMS,
-         O_LOCAL_SOCKET, O_LOCAL_MODE, O_MAX_PINNED, O_NET_THREADS, O_STRIPE_PORT, O_WARM };
+         O_LOCAL_SOCKET, O_LOCAL_MODE, O_MAX_PINNED, O_NET_THREADS, O_STRIPE_PORT, O_WARM,
+         O_CTX_OVERHEAD };
   static const struct option opts[] = {
       {"listen", required_argument, 0, O_LISTEN},  {"cert", required_argument, 0, O_CERT},
       {"key", required_argument, 0, O_KEY},        {"state-dir", required_argument, 0, O_STATE},
@@ -129,6 +134,7 @@ int main(int argc, char **argv) {
       {"net-threads", required_argument, 0, O_NET_THREADS},
       {"stripe-port", required_argument, 0, O_STRIPE_PORT},
       {"warm-workers", required_argument, 0, O_WARM},
+      {"context-overhead", required_argument, 0, O_CTX_OVERHEAD},
       {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
   int c;
   uint64_t v;
@@ -265,6 +271,14 @@ int main(int argc, char **argv) {
         return 2;
       }
       cfg.warm_workers = (unsigned)v;
+      break;
+    case O_CTX_OVERHEAD:
+      if (gl_parse_size(optarg, &v) != 0 || v >= (1ull << 40)) {
+        fprintf(stderr, "gpuleased: --context-overhead: expected BYTES (K, M, G suffixes), "
+                        "got '%s'\n", optarg);
+        return 2;
+      }
+      cfg.context_overhead_bytes = v;
       break;
     case O_WORKER:
       if (gl_parse_u64(optarg, INT_MAX, &v) != 0) return 2;

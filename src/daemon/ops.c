@@ -25,6 +25,7 @@
 #include "daemon/bulk.h"
 #include "daemon/dreq.h"
 #include "daemon/ended.h"
+#include "daemon/shared.h"
 #include "daemon/worker_proc.h"
 #include "proto/wire.h"
 
@@ -47,11 +48,15 @@ typedef struct seg_rec {
 typedef struct lease_rt {
   gl_daemon *d;
   uint64_t lease_id;
+  uint32_t gpu_index;
+  bool shared; /* w is the GPU's shared worker (shared.h), not the lease's own */
   gl_wproc *w; /* NULL after the worker died on its own; respawned on use */
   gl_ended ended; /* sessions that ended with a lost context (ended.h) */
   seg_rec segs[MAX_SEGS];
   size_t nsegs;
   gl_bulk *bulk; /* QUIC transfers through shared memory (bulk.h) */
+  uint32_t printf_fifo_bytes; /* the lease's context limits; 0: default */
+  uint64_t malloc_heap_bytes;
 } lease_rt;
 
 /* A request waiting for a worker's reply. */
@@ -99,6 +104,7 @@ static void reply_lease(gl_dreq *req, uint16_t op, const gl_lease *l, bool with_
   li->ttl_s = l->ttl_s;
   li->remaining_ms = gl_lease_remaining_ms(l, gl_mono_ns());
   li->submits = l->submits;
+  li->lease_class = l->lease_class;
   gl_buf b;
   gl_buf_init(&b);
   gl_response_encode(&r, &b);
@@ -117,15 +123,42 @@ static call *call_new(gl_daemon *d, gl_dreq *req, uint16_t op, uint64_t lease_id
 
 void gl_daemon_end_lease(gl_daemon *d, gl_lease *l, gpulease_status why_status,
                          const char *why) {
-  (void)d;
   lease_rt *rt = l->owner;
   if (!rt) return;
-  if (rt->w) gl_wproc_kill(rt->w, why_status, why);
+  if (rt->shared) {
+    gl_shared_leave(d->shared, rt->gpu_index, rt->lease_id, why_status, why);
+  } else if (rt->w && d->pool && !d->stopping && gl_wproc_usable(rt->w) &&
+             gl_wproc_pending(rt->w) == 0 && !rt->printf_fifo_bytes && !rt->malloc_heap_bytes) {
+    /* Nothing runs in it: the worker serves the next lease (pool.h). */
+    gl_pool_recycle(d->pool, rt->gpu_index, rt->w, rt->lease_id);
+  } else if (rt->w) {
+    gl_wproc_kill(rt->w, why_status, why);
+  }
   gl_bulk_del(rt->bulk);
   gl_ended_free(&rt->ended);
   for (size_t i = 0; i < rt->nsegs; i++) rt->d->pinned_bytes -= rt->segs[i].size_bytes;
   free(rt);
   l->owner = NULL;
+}
+
+void gl_daemon_on_shared_lost(void *user, uint32_t gpu, const uint64_t *ids, size_t n,
+                              const char *why) {
+  gl_daemon *d = user;
+  char msg[1300];
+  snprintf(msg, sizeof msg,
+           "the shared CUDA context of GPU %" PRIu32 " was lost with its %zu lease%s (%s)", gpu, n,
+           n == 1 ? "" : "s", why);
+  for (size_t i = 0; i < n; i++) {
+    gl_lease *l = gl_lease_table_find(d->leases, ids[i]);
+    if (!l) continue;
+    bool pending = l->state == GL_LEASE_PENDING;
+    gl_daemon_end_lease(d, l, GPULEASE_LEASE_EXPIRED, msg);
+    if (pending) { /* its LEASE_ALLOC is answered by its WORKER_INIT's callback */
+      continue;
+    }
+    l->end_reason = GL_LEASE_END_LOST;
+    gl_lease_table_bury(d->leases, l, gl_mono_ns());
+  }
 }
 
 static void on_worker_exit(void *owner, int code, int signo) {
@@ -147,10 +180,21 @@ static void on_worker_notice(void *owner, const uint8_t *msg, size_t len) {
   gl_ended_add_notice(&rt->ended, msg, len);
 }
 
-static int encode_worker_init(const gl_daemon *d, const gl_lease *l, gl_buf *b) {
+/* The context limits a lease asked for, or the daemon's small defaults. */
+#define DEFAULT_PRINTF_FIFO_BYTES (64u << 10)
+#define DEFAULT_MALLOC_HEAP_BYTES (1ull << 20)
+
+static int encode_worker_init(const gl_daemon *d, const gl_lease *l, const lease_rt *rt,
+                              gl_buf *b) {
   gl_request r = {.op = GL_OP_WORKER_INIT};
   r.u.worker_init.cuda_ordinal = (uint32_t)d->node.gpus[l->gpu_index].cuda_ordinal;
   r.u.worker_init.vram_bytes = l->vram_bytes;
+  r.u.worker_init.lease_id = l->id;
+  r.u.worker_init.flags = rt->shared ? GL_WORKER_INIT_SHARED : 0;
+  r.u.worker_init.printf_fifo_bytes = rt->printf_fifo_bytes ? rt->printf_fifo_bytes
+                                                            : DEFAULT_PRINTF_FIFO_BYTES;
+  r.u.worker_init.malloc_heap_bytes = rt->malloc_heap_bytes ? rt->malloc_heap_bytes
+                                                            : DEFAULT_MALLOC_HEAP_BYTES;
   gl_buf_init(b);
   return gl_request_encode(&r, b) == GPULEASE_OK ? 0 : -1;
 }
@@ -159,17 +203,29 @@ static int encode_worker_init(const gl_daemon *d, const gl_lease *l, gl_buf *b) 
  * to cb(ctx). 0 or -1 with err. */
 static int start_worker(gl_daemon *d, gl_lease *l, lease_rt *rt, gl_wproc_reply_cb cb, void *ctx,
                         char *err, size_t errlen) {
-  /* A warm worker has its device open already: it only reserves VRAM. */
-  rt->w = gl_pool_take(d->pool, l->gpu_index, on_worker_exit, on_worker_notice, rt);
-  if (rt->w) GL_DEBUG("lease %" PRIu64 " takes a warm worker", l->id);
-  if (!rt->w && gl_wproc_spawn(d->loop, d->cfg.worker_exe, d->cfg.log_level,
-                               gl_node_worker_args(&d->node, l->gpu_index), on_worker_exit,
-                               on_worker_notice, rt, &rt->w, err, errlen) != 0)
-    return -1;
+  if (rt->shared) {
+    /* The GPU's shared context: started for its first member. */
+    rt->w = gl_shared_join(d->shared, l->gpu_index, l->id, err, errlen);
+    if (!rt->w) return -1;
+  } else {
+    /* A warm worker has its device open already: it only reserves VRAM. */
+    bool own_limits = rt->printf_fifo_bytes || rt->malloc_heap_bytes;
+    rt->w = own_limits
+                ? gl_pool_take_fresh(d->pool, l->gpu_index, on_worker_exit, on_worker_notice, rt)
+                : gl_pool_take(d->pool, l->gpu_index, on_worker_exit, on_worker_notice, rt);
+    if (rt->w) GL_DEBUG("lease %" PRIu64 " takes a warm worker", l->id);
+    if (!rt->w && gl_wproc_spawn(d->loop, d->cfg.worker_exe, d->cfg.log_level,
+                                 gl_node_worker_args(&d->node, l->gpu_index), on_worker_exit,
+                                 on_worker_notice, rt, &rt->w, err, errlen) != 0)
+      return -1;
+  }
   gl_buf b;
-  if (encode_worker_init(d, l, &b) != 0 || gl_wproc_call(rt->w, b.data, b.len, cb, ctx) != 0) {
+  if (encode_worker_init(d, l, rt, &b) != 0 || gl_wproc_call(rt->w, b.data, b.len, cb, ctx) != 0) {
     gl_buf_free(&b);
-    gl_wproc_kill(rt->w, GPULEASE_INTERNAL, "cannot start the worker");
+    if (rt->shared)
+      gl_shared_leave(d->shared, l->gpu_index, l->id, GPULEASE_INTERNAL, "cannot start");
+    else
+      gl_wproc_kill(rt->w, GPULEASE_INTERNAL, "cannot start the worker");
     rt->w = NULL;
     snprintf(err, errlen, "cannot send WORKER_INIT to the worker");
     return -1;
@@ -209,6 +265,7 @@ static void op_inventory(gl_daemon *d, gl_dreq *req) {
         g->total_vram_bytes > e->leased_vram_bytes ? g->total_vram_bytes - e->leased_vram_bytes : 0;
     e->free_vram_bytes = gl_node_free_vram(&d->node, i, fallback);
     e->flags = g->flags;
+    e->context_overhead_bytes = gl_lease_table_overhead(d->leases, i);
   }
   gl_buf b;
   gl_buf_init(&b);
@@ -270,14 +327,27 @@ static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req 
     reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_NO_DEVICE, "%s", d->node.no_gpu_reason);
     return;
   }
+  if (a->lease_class == GPULEASE_CLASS_SHARED && (a->printf_fifo_bytes || a->malloc_heap_bytes)) {
+    reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_INVALID_ARGUMENT,
+                "printf_fifo_bytes and malloc_heap_bytes are a context's; shared leases share "
+                "one context and take its defaults (leave them 0)");
+    return;
+  }
+  if (a->lease_class == GPULEASE_CLASS_PARTITION) {
+    reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_UNSUPPORTED,
+                "partition leases need a GPU in MIG mode, and this daemon has no MIG instance "
+                "to lease");
+    return;
+  }
   uint8_t secret[GPULEASE_SECRET_BYTES];
   if (gnutls_rnd(GNUTLS_RND_KEY, secret, sizeof secret) != 0) {
     reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_INTERNAL, "random number generator failed");
     return;
   }
   gl_lease *l;
-  gpulease_status st = gl_lease_table_alloc(d->leases, gl_mono_ns(), a->gpu_index, a->vram_bytes,
-                                            a->ttl_s, secret, &l, err, sizeof err);
+  gpulease_status st = gl_lease_table_alloc(d->leases, gl_mono_ns(), a->gpu_index,
+                                            a->lease_class, a->vram_bytes, a->ttl_s, secret, &l,
+                                            err, sizeof err);
   if (st != GPULEASE_OK) {
     reply_error(req, GL_OP_LEASE_ALLOC, st, "%s", err);
     return;
@@ -305,6 +375,10 @@ static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req 
   }
   rt->d = d;
   rt->lease_id = l->id;
+  rt->gpu_index = l->gpu_index;
+  rt->shared = l->lease_class == GPULEASE_CLASS_SHARED;
+  rt->printf_fifo_bytes = a->printf_fifo_bytes;
+  rt->malloc_heap_bytes = a->malloc_heap_bytes;
   rt->bulk = bulk;
   l->owner = rt;
   if (start_worker(d, l, rt, alloc_done, c, err, sizeof err) != 0) {
@@ -333,8 +407,14 @@ static gl_lease *auth_or_reply(gl_daemon *d, gl_dreq *req, uint16_t op, const gl
     reply_error(req, op, st, "wrong secret for lease %" PRIu64, a->lease_id);
     break;
   case GPULEASE_LEASE_EXPIRED:
-    reply_error(req, op, st, "lease %" PRIu64 " has expired; its GPU memory was freed",
-                a->lease_id);
+    if (l && l->end_reason == GL_LEASE_END_LOST)
+      reply_error(req, op, st,
+                  "lease %" PRIu64 " was lost with its shared CUDA context after a device fault "
+                  "in a lease sharing it (class shared); its GPU memory was freed",
+                  a->lease_id);
+    else
+      reply_error(req, op, st, "lease %" PRIu64 " has expired; its GPU memory was freed",
+                  a->lease_id);
     break;
   default:
     reply_error(req, op, GPULEASE_INTERNAL, "lease lookup failed");
@@ -395,6 +475,11 @@ static void respawn_done(void *ctx, gpulease_status status, const uint8_t *msg, 
  * err. */
 static int ensure_worker(gl_daemon *d, gl_lease *l, char *err, size_t errlen) {
   lease_rt *rt = l->owner;
+  if (rt->shared) { /* never restarted: a lost shared context ends its leases */
+    if (rt->w && gl_wproc_usable(rt->w)) return 0;
+    snprintf(err, errlen, "the shared CUDA context of lease %" PRIu64 " was lost", l->id);
+    return -1;
+  }
   if (rt->w && !gl_wproc_usable(rt->w)) { /* exiting after a fatal device error */
     /* Detach first: the kill hands its unrun calls back (BUSY) and their
      * callbacks come here again to start the fresh worker. */

@@ -28,15 +28,124 @@ typedef struct slot {
   ev_timer retry;
 } slot;
 
+/* A reused worker: being released (WORKER_RELEASE sent), then a spare. */
+typedef struct spare {
+  struct gl_pool *pool;
+  uint32_t gpu;
+  gl_wproc *w;
+  bool keep;    /* kept once released (else ended: its region freed first) */
+  bool taken;   /* handed to a lease before its release was answered */
+  bool ready;   /* released: may be handed out */
+  double since; /* ev_now when it became ready */
+  struct spare *next;
+} spare;
+
 struct gl_pool {
   struct ev_loop *loop;
   const gl_node *node;
   const char *worker_exe, *log_level;
   unsigned per_gpu, nslots;
   slot *slots; /* node->gpu_count x per_gpu */
+  spare *spares; /* newest first */
+  ev_timer retire;
 };
 
 static void slot_start(slot *s);
+
+/* ---- spares ---------------------------------------------------------------- */
+
+static void spare_unlink(gl_pool *p, spare *sp) {
+  for (spare **q = &p->spares; *q; q = &(*q)->next)
+    if (*q == sp) {
+      *q = sp->next;
+      return;
+    }
+}
+
+/* A spare (or one being released) exited on its own. */
+static void on_spare_exit(void *owner, int code, int signo) {
+  spare *sp = owner;
+  GL_DEBUG("spare worker for GPU %u ended (code %d, signal %d)", (unsigned)sp->gpu, code, signo);
+  spare_unlink(sp->pool, sp);
+  free(sp);
+}
+
+static unsigned spare_count(const gl_pool *p, uint32_t gpu, bool ready_only) {
+  unsigned n = 0;
+  for (const spare *sp = p ? p->spares : NULL; sp; sp = sp->next)
+    n += sp->gpu == gpu && sp->keep && (sp->ready || !ready_only);
+  return n;
+}
+
+static void spare_end(gl_pool *p, spare *sp, const char *why) {
+  spare_unlink(p, sp);
+  gl_wproc_kill(sp->w, GPULEASE_INTERNAL, why);
+  free(sp);
+}
+
+static void release_done(void *ctx, gpulease_status status, const uint8_t *msg, size_t len,
+                         const char *why) {
+  spare *sp = ctx;
+  gl_header h;
+  bool ok = status == GPULEASE_OK && gl_header_decode(msg, len, &h) == GPULEASE_OK &&
+            h.status == GPULEASE_OK;
+  if (sp->taken) { /* a lease has it: its WORKER_INIT, queued behind, tells */
+    free(sp);
+    return;
+  }
+  if (status != GPULEASE_OK && !gl_wproc_usable(sp->w)) return; /* exiting: on_spare_exit */
+  if (ok && !sp->keep) { /* its region is free now; the context goes */
+    spare_end(sp->pool, sp, "enough spares kept");
+    return;
+  }
+  if (!ok) {
+    GL_DEBUG("worker for GPU %u not reused: %s", (unsigned)sp->gpu,
+             why ? why : "WORKER_RELEASE refused");
+    spare_end(sp->pool, sp, "not reusable");
+    return;
+  }
+  sp->ready = true;
+  sp->since = ev_now(sp->pool->loop);
+}
+
+void gl_pool_recycle(gl_pool *p, uint32_t gpu, gl_wproc *w, uint64_t lease_id) {
+  spare *sp = p ? calloc(1, sizeof *sp) : NULL;
+  if (!sp) {
+    gl_wproc_kill(w, GPULEASE_INTERNAL, "the lease ended");
+    return;
+  }
+  /* Beyond the spares kept, the worker is still released first: its
+   * region's VRAM is free at once, long before the driver has torn the
+   * context down. */
+  sp->keep = spare_count(p, gpu, false) < GL_POOL_SPARES_MAX;
+  sp->pool = p;
+  sp->gpu = gpu;
+  sp->w = w;
+  gl_wproc_set_owner(w, on_spare_exit, NULL, sp);
+  sp->next = p->spares;
+  p->spares = sp;
+  gl_request q = {.op = GL_OP_WORKER_RELEASE};
+  q.u.worker_init.lease_id = lease_id;
+  gl_buf b;
+  gl_buf_init(&b);
+  if (gl_request_encode(&q, &b) != GPULEASE_OK ||
+      gl_wproc_call(w, b.data, b.len, release_done, sp) != 0)
+    spare_end(p, sp, "cannot release the lease");
+  gl_buf_free(&b);
+}
+
+/* Ends the spares unused for GL_POOL_SPARE_IDLE_S: their VRAM goes back. */
+static void on_retire(struct ev_loop *loop, ev_timer *t, int revents) {
+  (void)revents;
+  gl_pool *p = t->data;
+  double now = ev_now(loop);
+  for (spare *sp = p->spares, *next; sp; sp = next) {
+    next = sp->next;
+    if (sp->ready && now - sp->since >= GL_POOL_SPARE_IDLE_S) spare_end(p, sp, "unused");
+  }
+}
+
+unsigned gl_pool_spares(const gl_pool *p, uint32_t gpu) { return spare_count(p, gpu, true); }
 
 /* The slot's worker is gone (or doomed: killed when the timer fires). */
 static void retry_later(slot *s) {
@@ -134,11 +243,16 @@ gl_pool *gl_pool_new(struct ev_loop *loop, const gl_node *node, const char *work
     s->retry.data = s;
     slot_start(s);
   }
+  ev_timer_init(&p->retire, on_retire, 1.0, 1.0);
+  p->retire.data = p;
+  ev_timer_start(loop, &p->retire);
   return p;
 }
 
 void gl_pool_del(gl_pool *p) {
   if (!p) return;
+  ev_timer_stop(p->loop, &p->retire);
+  while (p->spares) spare_end(p, p->spares, "the daemon is shutting down");
   for (unsigned i = 0; i < p->nslots; i++) {
     slot *s = &p->slots[i];
     ev_timer_stop(p->loop, &s->retry);
@@ -151,6 +265,24 @@ void gl_pool_del(gl_pool *p) {
 
 gl_wproc *gl_pool_take(gl_pool *p, uint32_t gpu, gl_wproc_exit_cb on_exit,
                        gl_wproc_notice_cb on_notice, void *owner) {
+  /* A released spare; else one still being released: the lease's
+   * WORKER_INIT queues behind the WORKER_RELEASE on the same channel. */
+  for (int pass = 0; pass < 2; pass++)
+    for (spare *sp = p ? p->spares : NULL; sp; sp = sp->next) {
+      if (sp->gpu != gpu || !sp->keep || sp->ready != (pass == 0) || !gl_wproc_usable(sp->w))
+        continue;
+      gl_wproc *w = sp->w;
+      spare_unlink(p, sp);
+      if (sp->ready) free(sp);
+      else sp->taken = true; /* freed by release_done */
+      gl_wproc_set_owner(w, on_exit, on_notice, owner);
+      return w;
+    }
+  return gl_pool_take_fresh(p, gpu, on_exit, on_notice, owner);
+}
+
+gl_wproc *gl_pool_take_fresh(gl_pool *p, uint32_t gpu, gl_wproc_exit_cb on_exit,
+                             gl_wproc_notice_cb on_notice, void *owner) {
   if (!p) return NULL;
   for (unsigned i = 0; i < p->nslots; i++) {
     slot *s = &p->slots[i];

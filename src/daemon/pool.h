@@ -9,6 +9,14 @@
  * replacement starts at once in the background. A warm worker that dies is
  * replaced after a pause. Nothing here waits: spawns and WORKER_WARM are
  * asynchronous, like every worker call.
+ *
+ * Beside the N, the pool keeps spares: workers of ended isolated leases,
+ * released (WORKER_RELEASE) with their device open, handed to the next
+ * leases first. A context start and a context teardown each take a few
+ * hundred milliseconds in the driver, one at a time, so reuse is what lets
+ * many clients cycle isolated leases quickly. A spare serves the daemon's
+ * one tenant (there are no tenants yet); its region is zeroed for each
+ * lease like a fresh one's.
  */
 #ifndef GL_DAEMON_POOL_H
 #define GL_DAEMON_POOL_H
@@ -31,9 +39,34 @@ gl_pool *gl_pool_new(struct ev_loop *loop, const gl_node *node, const char *work
 void gl_pool_del(gl_pool *p);
 
 /* A warm worker of GPU gpu, handed over with its callbacks set to on_exit,
- * on_notice and owner; a replacement starts. NULL when none is ready. */
+ * on_notice and owner: a reused one (gl_pool_recycle) when there is one,
+ * else one of the pool's, and a replacement starts. NULL when none is
+ * ready. */
 gl_wproc *gl_pool_take(gl_pool *p, uint32_t gpu, gl_wproc_exit_cb on_exit,
                        gl_wproc_notice_cb on_notice, void *owner);
+
+/* The same, never a reused worker (a lease with context limits of its
+ * own, which a used context may no longer take). */
+gl_wproc *gl_pool_take_fresh(gl_pool *p, uint32_t gpu, gl_wproc_exit_cb on_exit,
+                             gl_wproc_notice_cb on_notice, void *owner);
+
+/* Spare workers kept for reuse per GPU at most, and how long one is kept
+ * unused before it is ended (its context's VRAM back to the GPU). */
+#define GL_POOL_SPARES_MAX 32
+#define GL_POOL_SPARE_IDLE_S 10.0
+
+/* Takes over the worker of an isolated lease that ended with nothing
+ * running: sends it WORKER_RELEASE for lease_id (the worker frees the
+ * lease's region, modules and sessions and keeps its device open) and, once
+ * it answers OK, keeps it as a spare that the next gl_pool_take hands out
+ * instead of a fresh worker: a lease then costs no CUDA context start and
+ * no context teardown. The worker is ended instead when the release fails,
+ * GL_POOL_SPARES_MAX spares wait already, or it stays unused
+ * GL_POOL_SPARE_IDLE_S. */
+void gl_pool_recycle(gl_pool *p, uint32_t gpu, gl_wproc *w, uint64_t lease_id);
+
+/* Spares of GPU gpu waiting now. */
+unsigned gl_pool_spares(const gl_pool *p, uint32_t gpu);
 
 /* Warm workers of GPU gpu ready now, and being started. */
 unsigned gl_pool_ready(const gl_pool *p, uint32_t gpu);

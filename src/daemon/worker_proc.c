@@ -47,6 +47,7 @@ typedef struct wcall {
   int fd;                /* sent with the first bytes (SCM_RIGHTS), then closed; -1: none */
   bool queued;           /* on the write queue */
   bool answered;         /* cb called */
+  bool cancelled;        /* answered by gl_wproc_cancel_lease: a late reply is dropped */
   struct wcall *prev, *next; /* waiting for a reply */
   struct wcall *next_out;    /* write queue */
 } wcall;
@@ -108,6 +109,11 @@ static void fail_pending(gl_wproc *w, gpulease_status status, const char *why) {
   w->head = w->tail = NULL;
   while (p) {
     wcall *next = p->next;
+    if (p->cancelled) {
+      call_release(p);
+      p = next;
+      continue;
+    }
     p->answered = true;
     if (status == GPULEASE_BUSY)
       p->cb(p->ctx, status, p->data + GL_IPC_TAG_BYTES, p->len - GL_IPC_TAG_BYTES, why);
@@ -203,6 +209,7 @@ static void deliver(gl_wproc *w) {
     if (w->in_len - off - GL_IPC_TAG_BYTES < total) break;
     if (tag == GL_IPC_NOTICE_TAG) {
       if (w->on_notice && !w->killed) w->on_notice(w->owner, p, total);
+      if (w->dead) return; /* the owner killed the worker */
       off += GL_IPC_TAG_BYTES + total;
       continue;
     }
@@ -217,6 +224,11 @@ static void deliver(gl_wproc *w) {
       return;
     }
     unlink_pending(w, pd);
+    if (pd->cancelled) { /* its lease was released: already answered */
+      call_release(pd);
+      off += GL_IPC_TAG_BYTES + total;
+      continue;
+    }
     pd->answered = true;
     spin_a_while(w->loop);
     pd->cb(pd->ctx, GPULEASE_OK, p, total, NULL);
@@ -447,6 +459,28 @@ int gl_wproc_call_fd(gl_wproc *w, const uint8_t *msg, size_t len, int fd, gl_wpr
   if (!ev_is_active(&w->wio)) flush_out(w); /* else the watcher writes it in turn */
   spin_a_while(w->loop);
   return 0;
+}
+
+size_t gl_wproc_pending(const gl_wproc *w) {
+  size_t n = 0;
+  for (const wcall *p = w->head; p; p = p->next) n += !p->answered;
+  return n;
+}
+
+void gl_wproc_cancel_lease(gl_wproc *w, uint64_t lease_id, gpulease_status status,
+                           const char *why) {
+  /* Answered in order of sending; the calls stay listed (cancelled) until
+   * their replies come or the worker exits. */
+  for (wcall *p = w->head; p; p = p->next) {
+    uint64_t id;
+    if (p->answered || p->cancelled ||
+        !gl_request_peek_lease(p->data + GL_IPC_TAG_BYTES, p->len - GL_IPC_TAG_BYTES, &id) ||
+        id != lease_id)
+      continue;
+    p->cancelled = true;
+    p->answered = true;
+    p->cb(p->ctx, status, NULL, 0, why);
+  }
 }
 
 void gl_wproc_kill(gl_wproc *w, gpulease_status status, const char *why) {

@@ -66,6 +66,16 @@ int gl_wproc_call(gl_wproc *w, const uint8_t *msg, size_t len, gl_wproc_reply_cb
  * use w afterwards. */
 void gl_wproc_kill(gl_wproc *w, gpulease_status status, const char *why);
 
+/* Calls sent and not answered yet. */
+size_t gl_wproc_pending(const gl_wproc *w);
+
+/* Answers every call still waiting whose request acts on lease lease_id
+ * (gl_request_peek_lease) with cb(ctx, status, NULL, 0, why) now; the
+ * worker's replies to them, if any come, are dropped. For one lease of a
+ * worker that serves several (class shared) when it ends. */
+void gl_wproc_cancel_lease(gl_wproc *w, uint64_t lease_id, gpulease_status status,
+                           const char *why);
+
 /* As gl_wproc_call, with file descriptor fd (duplicated; the caller keeps
  * its own) sent beside the message (SCM_RIGHTS): SHM_ATTACH's segment. */
 int gl_wproc_call_fd(gl_wproc *w, const uint8_t *msg, size_t len, int fd, gl_wproc_reply_cb cb,

@@ -298,6 +298,7 @@ gpulease_status gpulease_inventory_get(gpulease_client *client, gpulease_invento
       g->leased_vram_bytes = e->leased_vram_bytes;
       g->active_leases = e->active_leases;
       g->flags = e->flags;
+      g->context_overhead_bytes = e->context_overhead_bytes;
     }
   }
   free(raw);
@@ -313,16 +314,48 @@ static void lease_from_info(gpulease_lease *l, const gl_lease_info *li, bool tak
   l->ttl_s = li->ttl_s;
   l->remaining_ms = li->remaining_ms;
   l->submits = li->submits;
+  l->lease_class = (gpulease_lease_class)li->lease_class;
+}
+
+static const char *const k_class_names[] = {"isolated", "shared", "device", "partition"};
+
+const char *gpulease_lease_class_name(int lease_class) {
+  if (lease_class < 0 || lease_class > GPULEASE_CLASS_PARTITION) return "unknown";
+  return k_class_names[lease_class];
+}
+
+gpulease_status gpulease_lease_class_parse(const char *name, gpulease_lease_class *out) {
+  for (int i = 0; name && out && i <= GPULEASE_CLASS_PARTITION; i++)
+    if (strcmp(name, k_class_names[i]) == 0) {
+      *out = (gpulease_lease_class)i;
+      return GPULEASE_OK;
+    }
+  return GPULEASE_INVALID_ARGUMENT;
 }
 
 gpulease_status gpulease_lease_alloc(gpulease_client *client, uint32_t gpu_index,
                                      uint64_t vram_bytes, uint32_t ttl_s, gpulease_lease *out,
                                      gpulease_error *err) {
+  return gpulease_lease_alloc_opts(client, gpu_index, vram_bytes, ttl_s, NULL, out, err);
+}
+
+gpulease_status gpulease_lease_alloc_opts(gpulease_client *client, uint32_t gpu_index,
+                                          uint64_t vram_bytes, uint32_t ttl_s,
+                                          const gpulease_lease_opts *opts, gpulease_lease *out,
+                                          gpulease_error *err) {
   if (!out) return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "out is NULL");
+  if (opts && ((unsigned)opts->lease_class > GPULEASE_CLASS_PARTITION))
+    return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "lease class %d is not a class",
+                          (int)opts->lease_class);
   gl_request req = {.op = GL_OP_LEASE_ALLOC};
   req.u.alloc.gpu_index = gpu_index;
   req.u.alloc.vram_bytes = vram_bytes;
   req.u.alloc.ttl_s = ttl_s;
+  if (opts) {
+    req.u.alloc.lease_class = (uint8_t)opts->lease_class;
+    req.u.alloc.printf_fifo_bytes = opts->printf_fifo_bytes;
+    req.u.alloc.malloc_heap_bytes = opts->malloc_heap_bytes;
+  }
   gl_response resp;
   uint8_t *raw;
   gpulease_status st = gl_lib_exchange(client, &req, &resp, &raw, err);

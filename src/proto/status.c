@@ -73,6 +73,7 @@ const char *gl_op_name(uint16_t op) {
   case GL_OP_MEM_WRITE_ARENA: return "MEM_WRITE_ARENA";
   case GL_OP_MEM_READ_ARENA: return "MEM_READ_ARENA";
   case GL_OP_WORKER_WARM: return "WORKER_WARM";
+  case GL_OP_WORKER_RELEASE: return "WORKER_RELEASE";
   default: return "UNKNOWN";
   }
 }

@@ -327,7 +327,8 @@ static const gl_wire__family *family_of(uint16_t op) {
   case GL_OP_WORKER_INIT:
   case GL_OP_WORKER_PROBE:
   case GL_OP_WORKER_LOST:
-  case GL_OP_WORKER_WARM: return &gl_wire__worker;
+  case GL_OP_WORKER_WARM:
+  case GL_OP_WORKER_RELEASE: return &gl_wire__worker;
   case GL_OP_BATCH: return &gl_wire__batch;
   case GL_OP_NET_INFO: return &gl_wire__net;
   case GL_OP_POOL_INFO: return &gl_wire__pool;

@@ -38,10 +38,13 @@
  *              gpu_count x { u32 index, str8 uuid, str8 name, u8 cc_major,
  *                            u8 cc_minor, u32 sm_count, u64 total_vram_bytes,
  *                            u64 free_vram_bytes, u64 leased_vram_bytes,
- *                            u32 active_leases, u32 flags }
+ *                            u32 active_leases, u32 flags,
+ *                            u64 context_overhead_bytes }
  *
  *   LEASE_ALLOC (0x0101)
- *     request: u32 gpu_index (0xFFFFFFFF = any), u64 vram_bytes, u32 ttl_s
+ *     request: u32 gpu_index (0xFFFFFFFF = any), u64 vram_bytes, u32 ttl_s,
+ *              u8 lease_class (gpulease_lease_class, 0..3),
+ *              u32 printf_fifo_bytes, u64 malloc_heap_bytes (0: default)
  *     result : lease_info
  *
  *   LEASE_RENEW (0x0102)
@@ -59,7 +62,7 @@
  *   lease_info := u64 lease_id, 16 bytes secret (LEASE_ALLOC: the new
  *                 secret; RENEW/QUERY: 16 zero bytes, never echoed),
  *                 u32 gpu_index, u64 vram_bytes, u32 ttl_s,
- *                 u64 remaining_ms, u64 submits
+ *                 u64 remaining_ms, u64 submits, u8 lease_class
  *
  *   GPU_SUBMIT (0x0201)
  *     request: lease_auth,
@@ -128,8 +131,13 @@
  *   Internal ops (worker IPC only; the daemon refuses them from the network
  *   with UNSUPPORTED):
  *   WORKER_INIT (0x7F01)
- *     request: u32 cuda_ordinal, u64 vram_bytes
+ *     request: u32 cuda_ordinal, u64 vram_bytes, u64 lease_id, u8 flags
+ *              (bit 0: shared worker), u32 printf_fifo_bytes,
+ *              u64 malloc_heap_bytes
  *     result : u64 region_base (device address), str8 device_name
+ *   WORKER_RELEASE (0x7F07): one lease of a shared worker ends
+ *     request: u64 lease_id
+ *     result : empty
  *   WORKER_PROBE (0x7F02)
  *     request: empty
  *     result : u16 count, count x { str8 uuid, str8 name, u8 cc_major,
@@ -225,6 +233,7 @@ enum gl_op {
   GL_OP_MEM_WRITE_ARENA = 0x7F04, /* internal: MEM_WRITE through the daemon's arena */
   GL_OP_MEM_READ_ARENA = 0x7F05,  /* internal: MEM_READ through the daemon's arena */
   GL_OP_WORKER_WARM = 0x7F06,     /* internal: open the device ahead of a lease */
+  GL_OP_WORKER_RELEASE = 0x7F07,  /* internal: end one lease of a shared worker */
 };
 
 /* The local socket's path in NODE_INFO (sun_path holds 108 bytes). */
@@ -284,6 +293,9 @@ typedef struct gl_lease_alloc_req {
   uint32_t gpu_index;
   uint64_t vram_bytes;
   uint32_t ttl_s;
+  uint8_t lease_class;        /* gpulease_lease_class */
+  uint32_t printf_fifo_bytes; /* 0: the daemon's default */
+  uint64_t malloc_heap_bytes; /* 0: the daemon's default */
 } gl_lease_alloc_req;
 
 typedef struct gl_lease_renew_req {
@@ -330,6 +342,12 @@ bool gl_param_next(const gl_submit_req *req, size_t *pos, gl_param *out);
 
 /* True for the session ops (SESSION_OPEN .. LAUNCH). */
 bool gl_op_is_session(uint16_t op);
+
+/* The lease an encoded request acts on, without decoding it: every op whose
+ * body starts with lease_auth (GPU_SUBMIT, SHM_ATTACH, SHM_DETACH and the
+ * session ops, whose session_ref starts with it) has its lease_id in the
+ * body's first 8 bytes. False for other ops or a message too short. */
+bool gl_request_peek_lease(const uint8_t *msg, size_t len, uint64_t *lease_id);
 
 typedef struct gl_session_ref {
   gl_lease_auth auth;
@@ -460,9 +478,16 @@ typedef struct gl_mem_shm_req {
   uint64_t size_bytes;
 } gl_mem_shm_req;
 
+/* WORKER_INIT flags. */
+#define GL_WORKER_INIT_SHARED 0x01u /* the worker serves several shared leases */
+
 typedef struct gl_worker_init_req {
   uint32_t cuda_ordinal;
   uint64_t vram_bytes;
+  uint64_t lease_id;          /* the lease the region is for */
+  uint8_t flags;              /* GL_WORKER_INIT_* */
+  uint32_t printf_fifo_bytes; /* the context's limits (first init only) */
+  uint64_t malloc_heap_bytes;
 } gl_worker_init_req;
 
 typedef struct gl_request {
@@ -472,7 +497,8 @@ typedef struct gl_request {
     gl_lease_renew_req renew;     /* LEASE_RENEW */
     gl_lease_auth auth;           /* LEASE_QUERY, LEASE_FREE */
     gl_submit_req submit;         /* GPU_SUBMIT */
-    gl_worker_init_req worker_init; /* WORKER_INIT; WORKER_WARM: cuda_ordinal only */
+    gl_worker_init_req worker_init; /* WORKER_INIT; WORKER_WARM: cuda_ordinal only;
+                                       WORKER_RELEASE: lease_id only */
     /* SESSION_OPEN uses auth above. */
     gl_session_ref session;       /* SESSION_CLOSE */
     gl_sync_req sync;             /* SYNC */
@@ -516,6 +542,7 @@ typedef struct gl_gpu_entry {
   uint64_t leased_vram_bytes;
   uint32_t active_leases;
   uint32_t flags;
+  uint64_t context_overhead_bytes;
 } gl_gpu_entry;
 
 typedef struct gl_inventory {
@@ -533,6 +560,7 @@ typedef struct gl_lease_info {
   uint32_t ttl_s;
   uint64_t remaining_ms;
   uint64_t submits;
+  uint8_t lease_class; /* gpulease_lease_class */
 } gl_lease_info;
 
 typedef struct gl_submit_resp {

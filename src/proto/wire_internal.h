@@ -188,7 +188,7 @@ typedef struct gl_wire__family {
 extern const gl_wire__family gl_wire__lease;   /* GET_INVENTORY, LEASE_* */
 extern const gl_wire__family gl_wire__submit;  /* GPU_SUBMIT */
 extern const gl_wire__family gl_wire__session; /* SESSION_OPEN .. LAUNCH */
-extern const gl_wire__family gl_wire__worker;  /* WORKER_INIT, WORKER_PROBE, WORKER_LOST */
+extern const gl_wire__family gl_wire__worker;  /* WORKER_INIT, _PROBE, _LOST, _WARM, _RELEASE */
 extern const gl_wire__family gl_wire__batch;   /* BATCH */
 extern const gl_wire__family gl_wire__net;     /* NET_INFO */
 extern const gl_wire__family gl_wire__pool;    /* POOL_INFO */

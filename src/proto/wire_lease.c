@@ -4,9 +4,9 @@
  * (gl_wire__lease, called by wire.c's entry points; layouts in wire.h and
  * docs/protocol.md).
  *
- * Their requests are fixed fields with no range to check, so the family
- * has no validator; the inventory is the one result with something to
- * refuse (its gpu count and its str8 strings).
+ * Their requests are fixed fields; the one with a range to check is
+ * LEASE_ALLOC's lease_class. The inventory is the one result with
+ * something to refuse (its gpu count and its str8 strings).
  */
 #include <string.h>
 
@@ -22,6 +22,13 @@ static void lease_decode(gl_wire__rd *r, gl_request *q) {
     q->u.alloc.gpu_index = gl_wire__rd_u32(r, "gpu_index");
     q->u.alloc.vram_bytes = gl_wire__rd_u64(r, "vram_bytes");
     q->u.alloc.ttl_s = gl_wire__rd_u32(r, "ttl_s");
+    q->u.alloc.lease_class = gl_wire__rd_u8(r, "lease_class");
+    if (gl_wire__rd_ok(r) && q->u.alloc.lease_class > GPULEASE_CLASS_PARTITION)
+      gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+                       "lease_class %u is not a class (0 isolated, 1 shared, 2 device, 3 partition)",
+                       q->u.alloc.lease_class);
+    q->u.alloc.printf_fifo_bytes = gl_wire__rd_u32(r, "printf_fifo_bytes");
+    q->u.alloc.malloc_heap_bytes = gl_wire__rd_u64(r, "malloc_heap_bytes");
     break;
   case GL_OP_LEASE_RENEW:
     gl_wire__auth_decode(r, &q->u.renew.auth);
@@ -42,6 +49,9 @@ static void lease_put(gl_buf *b, const gl_request *q) {
     gl_wire__put_u32(b, q->u.alloc.gpu_index);
     gl_wire__put_u64(b, q->u.alloc.vram_bytes);
     gl_wire__put_u32(b, q->u.alloc.ttl_s);
+    gl_wire__put_u8(b, q->u.alloc.lease_class);
+    gl_wire__put_u32(b, q->u.alloc.printf_fifo_bytes);
+    gl_wire__put_u64(b, q->u.alloc.malloc_heap_bytes);
     break;
   case GL_OP_LEASE_RENEW:
     gl_wire__auth_put(b, &q->u.renew.auth);
@@ -54,6 +64,14 @@ static void lease_put(gl_buf *b, const gl_request *q) {
   default: /* GET_INVENTORY: empty body */
     break;
   }
+}
+
+/* LEASE_ALLOC's class must be one of gpulease_lease_class. */
+static void lease_validate(gl_wire__rd *r, const gl_request *q) {
+  if (q->op == GL_OP_LEASE_ALLOC && q->u.alloc.lease_class > GPULEASE_CLASS_PARTITION)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+                     "lease_class %u is not a class (0 isolated, 1 shared, 2 device, 3 partition)",
+                     q->u.alloc.lease_class);
 }
 
 /* ========================================================================
@@ -80,6 +98,7 @@ static void inventory_decode(gl_wire__rd *r, gl_inventory *inv) {
     g->leased_vram_bytes = gl_wire__rd_u64(r, "leased_vram_bytes");
     g->active_leases = gl_wire__rd_u32(r, "active_leases");
     g->flags = gl_wire__rd_u32(r, "flags");
+    g->context_overhead_bytes = gl_wire__rd_u64(r, "context_overhead_bytes");
   }
   r->elem = NULL;
 }
@@ -111,6 +130,7 @@ static void inventory_put(gl_buf *b, const gl_inventory *inv) {
     gl_wire__put_u64(b, g->leased_vram_bytes);
     gl_wire__put_u32(b, g->active_leases);
     gl_wire__put_u32(b, g->flags);
+    gl_wire__put_u64(b, g->context_overhead_bytes);
   }
 }
 
@@ -123,6 +143,7 @@ static void lease_info_decode(gl_wire__rd *r, gl_lease_info *l) {
   l->ttl_s = gl_wire__rd_u32(r, "ttl_s");
   l->remaining_ms = gl_wire__rd_u64(r, "remaining_ms");
   l->submits = gl_wire__rd_u64(r, "submits");
+  l->lease_class = gl_wire__rd_u8(r, "lease_class");
 }
 
 static void lease_info_put(gl_buf *b, const gl_lease_info *l) {
@@ -133,6 +154,7 @@ static void lease_info_put(gl_buf *b, const gl_lease_info *l) {
   gl_wire__put_u32(b, l->ttl_s);
   gl_wire__put_u64(b, l->remaining_ms);
   gl_wire__put_u64(b, l->submits);
+  gl_wire__put_u8(b, l->lease_class);
 }
 
 static void lease_result_decode(gl_wire__rd *r, gl_response *out) {
@@ -171,7 +193,7 @@ static void lease_result_put(gl_buf *b, const gl_response *resp) {
 
 const gl_wire__family gl_wire__lease = {
     .decode = lease_decode,
-    .validate = NULL,
+    .validate = lease_validate,
     .put = lease_put,
     .result_decode = lease_result_decode,
     .result_valid = lease_result_valid,

@@ -42,6 +42,18 @@ bool gl_op_is_session(uint16_t op) {
   }
 }
 
+bool gl_request_peek_lease(const uint8_t *msg, size_t len, uint64_t *lease_id) {
+  gl_header h;
+  if (gl_header_decode(msg, len, &h) != GPULEASE_OK || len < GL_WIRE_HEADER_SIZE + 8) return false;
+  if (!gl_op_is_session(h.op) && h.op != GL_OP_GPU_SUBMIT && h.op != GL_OP_SHM_ATTACH &&
+      h.op != GL_OP_SHM_DETACH)
+    return false;
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v = v << 8 | msg[GL_WIRE_HEADER_SIZE + i];
+  *lease_id = v;
+  return true;
+}
+
 const gl_session_ref *gl_request_session(const gl_request *r) {
   if (!r) return NULL;
   switch (r->op) {

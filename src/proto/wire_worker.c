@@ -3,6 +3,7 @@
  * daemon and its worker processes speak, over their socketpair (the daemon
  * refuses them from the network): WORKER_INIT (the device and the lease's
  * VRAM region), WORKER_WARM (the device alone, ahead of a lease),
+ * WORKER_RELEASE (one lease of a shared worker ends),
  * WORKER_PROBE (the GPUs present), and WORKER_LOST (a notice
  * the worker sends after a lost context: its sessions and their failures),
  * requests and results (gl_wire__worker, called by wire.c's entry points).
@@ -24,8 +25,14 @@ static void worker_decode(gl_wire__rd *r, gl_request *q) {
   if (q->op == GL_OP_WORKER_INIT) {
     q->u.worker_init.cuda_ordinal = gl_wire__rd_u32(r, "cuda_ordinal");
     q->u.worker_init.vram_bytes = gl_wire__rd_u64(r, "vram_bytes");
+    q->u.worker_init.lease_id = gl_wire__rd_u64(r, "lease_id");
+    q->u.worker_init.flags = gl_wire__rd_u8(r, "flags");
+    q->u.worker_init.printf_fifo_bytes = gl_wire__rd_u32(r, "printf_fifo_bytes");
+    q->u.worker_init.malloc_heap_bytes = gl_wire__rd_u64(r, "malloc_heap_bytes");
   } else if (q->op == GL_OP_WORKER_WARM) {
     q->u.worker_init.cuda_ordinal = gl_wire__rd_u32(r, "cuda_ordinal");
+  } else if (q->op == GL_OP_WORKER_RELEASE) {
+    q->u.worker_init.lease_id = gl_wire__rd_u64(r, "lease_id");
   } /* WORKER_PROBE: empty body */
 }
 
@@ -33,8 +40,14 @@ static void worker_put(gl_buf *b, const gl_request *q) {
   if (q->op == GL_OP_WORKER_INIT) {
     gl_wire__put_u32(b, q->u.worker_init.cuda_ordinal);
     gl_wire__put_u64(b, q->u.worker_init.vram_bytes);
+    gl_wire__put_u64(b, q->u.worker_init.lease_id);
+    gl_wire__put_u8(b, q->u.worker_init.flags);
+    gl_wire__put_u32(b, q->u.worker_init.printf_fifo_bytes);
+    gl_wire__put_u64(b, q->u.worker_init.malloc_heap_bytes);
   } else if (q->op == GL_OP_WORKER_WARM) {
     gl_wire__put_u32(b, q->u.worker_init.cuda_ordinal);
+  } else if (q->op == GL_OP_WORKER_RELEASE) {
+    gl_wire__put_u64(b, q->u.worker_init.lease_id);
   } /* WORKER_PROBE: empty body */
 }
 
@@ -140,7 +153,7 @@ static void lost_put(gl_buf *b, const gl_worker_lost_resp *wl) {
 }
 
 static void worker_result_decode(gl_wire__rd *r, gl_response *out) {
-  if (out->op == GL_OP_WORKER_WARM) return; /* empty */
+  if (out->op == GL_OP_WORKER_WARM || out->op == GL_OP_WORKER_RELEASE) return; /* empty */
   if (out->op == GL_OP_WORKER_LOST) {
     lost_decode(r, &out->u.worker_lost);
   } else if (out->op == GL_OP_WORKER_INIT) {
@@ -153,7 +166,7 @@ static void worker_result_decode(gl_wire__rd *r, gl_response *out) {
 }
 
 static bool worker_result_valid(const gl_response *resp) {
-  if (resp->op == GL_OP_WORKER_WARM) return true;
+  if (resp->op == GL_OP_WORKER_WARM || resp->op == GL_OP_WORKER_RELEASE) return true;
   if (resp->op == GL_OP_WORKER_LOST) return lost_valid(&resp->u.worker_lost);
   if (resp->op == GL_OP_WORKER_INIT)
     return gl_wire__str_fits(resp->u.worker_init.device_name,
@@ -162,7 +175,7 @@ static bool worker_result_valid(const gl_response *resp) {
 }
 
 static void worker_result_put(gl_buf *b, const gl_response *resp) {
-  if (resp->op == GL_OP_WORKER_WARM) return; /* empty */
+  if (resp->op == GL_OP_WORKER_WARM || resp->op == GL_OP_WORKER_RELEASE) return; /* empty */
   if (resp->op == GL_OP_WORKER_LOST) {
     lost_put(b, &resp->u.worker_lost);
   } else if (resp->op == GL_OP_WORKER_INIT) {

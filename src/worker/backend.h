@@ -13,8 +13,14 @@
  *     names the device error, e.g. "CUDA_ERROR_ILLEGAL_ADDRESS").
  *   - Offsets are bytes from the start of the lease's region and have been
  *     range-checked by the worker (src/worker/submit_check.h).
- *   - Operations other than probe, init and destroy are called only after
- *     a successful init.
+ *   - Operations other than probe, init, open_shared and destroy are called
+ *     only after a successful init or open_shared.
+ *
+ * Shared leases: several leases in one worker process and one context,
+ * each with its own range of VRAM. The worker opens the device with
+ * open_shared, reserves a range per lease with region_add, and gives each
+ * lease a view (backend_view.h) that adds the range's start to every
+ * offset, so a lease's code sees its own range as its region.
  */
 #ifndef GL_WORKER_BACKEND_H
 #define GL_WORKER_BACKEND_H
@@ -70,6 +76,44 @@ typedef struct gl_backend_ops {
   gpulease_status (*init)(gl_backend *b, uint32_t ordinal, uint64_t vram_bytes,
                           uint64_t *region_base, char *device_name, size_t name_len, char *err,
                           size_t errlen);
+
+  /* Optional (NULL: no shared contexts). Opens device `ordinal` (unless
+   * warm did) for SHARED leases: the context but no region; region_add
+   * then reserves one range per lease. *region_base receives the device
+   * address that the offsets of every op (region_add's included) count
+   * from; device_name the device's name. Called at most once, instead of
+   * init. NO_DEVICE, INTERNAL (with the CUDA error). */
+  gpulease_status (*open_shared)(gl_backend *b, uint32_t ordinal, uint64_t *region_base,
+                                 char *device_name, size_t name_len, char *err, size_t errlen);
+
+  /* After open_shared: reserves `bytes` (> 0) of VRAM for one lease and
+   * zeroes it (CUDA: cuMemAlloc, cuMemsetD8). *offset receives the range's
+   * start, relative to region_base and a multiple of 256. CAPACITY_EXCEEDED
+   * when it does not fit (naming the CUDA error, or the emulated device's
+   * free bytes); INVALID_ARGUMENT for 0 bytes; INTERNAL. */
+  gpulease_status (*region_add)(gl_backend *b, uint64_t bytes, uint64_t *offset, char *err,
+                                size_t errlen);
+
+  /* Gives back a range region_add returned (CUDA: cuMemFree). The caller
+   * has stopped every stream that used it. destroy gives back the ranges
+   * still reserved. */
+  void (*region_remove)(gl_backend *b, uint64_t offset);
+
+  /* Optional (NULL: a worker is never reused). After init, once every
+   * module is unloaded and every stream destroyed, with the context not
+   * lost: frees the region (cuMemFree) and sets the stack back to its
+   * small start, leaving the device open as warm does, so that init may
+   * run again for the next lease of the same worker process. INTERNAL
+   * when that cannot be done (the worker is then not reused). */
+  gpulease_status (*reset)(gl_backend *b, char *err, size_t errlen);
+
+  /* Optional (NULL: nothing to set). After init or open_shared, before any
+   * launch: the context's printf FIFO and device malloc heap, in bytes
+   * (cuCtxSetLimit CU_LIMIT_PRINTF_FIFO_SIZE, CU_LIMIT_MALLOC_HEAP_SIZE);
+   * 0 leaves that limit as it is. INVALID_ARGUMENT with the CUDA error when
+   * the driver refuses a value. */
+  gpulease_status (*set_limits)(gl_backend *b, uint64_t printf_fifo_bytes,
+                                uint64_t malloc_heap_bytes, char *err, size_t errlen);
 
   /* Loads a module. image has len bytes and a NUL byte at image[len] (PTX
    * needs it); it is only borrowed for the call. *module receives an opaque

@@ -19,6 +19,12 @@
  * threads but `lost` (atomic) and the synchronous launch's events: JIT
  * logs are per call.
  *
+ * Shared leases (open_shared): the context holds no region of its own;
+ * region_add gives each lease a cuMemAlloc of its own and returns its
+ * device pointer as the "offset" (region_base is 0), so every op's
+ * c->region + offset is still the right address. The ranges are listed so
+ * that destroy frees those still reserved.
+ *
  * Error messages always name the CUDA error ("CUDA_ERROR_ILLEGAL_ADDRESS")
  * and its description. After a fault that leaves the context unusable
  * (sticky errors: illegal address, illegal instruction, assert, ...) the
@@ -62,9 +68,15 @@ typedef struct cuda_backend {
   uint32_t opened_ordinal;
   char name[96];
   size_t total;
+  /* Shared leases: open_shared was called; the ranges region_add reserved. */
+  bool shared;
+  pthread_mutex_t ranges_mu; /* ranges */
+  CUdeviceptr *ranges;
+  size_t nranges, cap_ranges;
 } cuda_backend;
 
-/* The per-thread stack a context starts with (CU_LIMIT_STACK_SIZE). */
+/* The per-thread stack a context starts with (CU_LIMIT_STACK_SIZE): none,
+ * or this much where the driver refuses 0. */
 #define GL_CUDA_START_STACK_BYTES 256
 
 /* Outputs up to this size come back through the pinned staging buffer. */
@@ -137,6 +149,15 @@ static void cu_msg(cuda_backend *c, CUresult r, const char *what, char *err, siz
   char name[64];
   gl_cuda_error_name(&c->cu, r, name, sizeof name);
   snprintf(err, errlen, "%s: %s (%s)", what, name, gl_cuda_error_string(&c->cu, r));
+}
+
+/* Appends the context-lost note to a failure message. */
+static void lost_note(cuda_backend *c, char *err, size_t errlen) {
+  if (!is_lost(c)) return;
+  size_t n = strlen(err);
+  if (n < errlen)
+    snprintf(err + n, errlen - n, "; the lease's CUDA context is lost: its next "
+                                  "request gets a fresh one, with the region zeroed");
 }
 
 /* Loads the driver and calls cuInit(0), once. NO_DEVICE with the reason. */
@@ -223,6 +244,10 @@ static void release_device(cuda_backend *c) {
   c->staging = NULL;
   c->staging_pinned = false;
   if (c->region) cu->cuMemFree(c->region);
+  pthread_mutex_lock(&c->ranges_mu);
+  for (size_t i = 0; i < c->nranges; i++) cu->cuMemFree(c->ranges[i]);
+  c->nranges = 0;
+  pthread_mutex_unlock(&c->ranges_mu);
   if (c->ctx) {
     cu->cuCtxSetCurrent(NULL);
     tl_current = NULL;
@@ -233,6 +258,21 @@ static void release_device(cuda_backend *c) {
   c->ctx = NULL;
   c->have_device = false;
   c->opened = false;
+  c->shared = false;
+}
+
+/* The context's stack back to its start: the driver reserves the stack of
+ * every thread the GPU can hold (256 bytes: about 66 MiB on an H100) and
+ * grows it at the launch of a kernel that needs more, so a context starts
+ * with none. The context is current. */
+static CUresult set_start_stack(cuda_backend *c) {
+  const gl_cuda *cu = &c->cu;
+  CUresult r = cu->cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 0);
+  if (r != CUDA_SUCCESS) r = cu->cuCtxSetLimit(CU_LIMIT_STACK_SIZE, GL_CUDA_START_STACK_BYTES);
+  size_t now = 0;
+  if (cu->cuCtxGetLimit && cu->cuCtxGetLimit(&now, CU_LIMIT_STACK_SIZE) == CUDA_SUCCESS)
+    GL_DEBUG("cuda: the context's stack is %zu bytes a thread", now);
+  return r;
 }
 
 /* Opens device `ordinal`: its primary context (current on this thread),
@@ -276,7 +316,7 @@ static gpulease_status open_device(cuda_backend *c, uint32_t ordinal, char *err,
    * thread the GPU can hold at once (1 KiB each by default, about a
    * quarter of a GiB on an H100) and grows it by itself at the launch of a
    * kernel that needs more. Best effort. */
-  (void)cu->cuCtxSetLimit(CU_LIMIT_STACK_SIZE, GL_CUDA_START_STACK_BYTES);
+  set_start_stack(c);
   if ((r = cu->cuEventCreate(&c->ev_start, CU_EVENT_DEFAULT)) != CUDA_SUCCESS ||
       (r = cu->cuEventCreate(&c->ev_stop, CU_EVENT_DEFAULT)) != CUDA_SUCCESS) {
     snprintf(what, sizeof what, "cuEventCreate");
@@ -298,7 +338,8 @@ static gpulease_status open_device(cuda_backend *c, uint32_t ordinal, char *err,
 fail_internal:
   cu_msg(c, r, what, err, errlen);
   release_device(c);
-  return GPULEASE_INTERNAL;
+  /* No room for another context: the GPU is full, not broken. */
+  return r == CUDA_ERROR_OUT_OF_MEMORY ? GPULEASE_CAPACITY_EXCEEDED : GPULEASE_INTERNAL;
 }
 
 /* WORKER_WARM: the device opened ahead of a lease (cuInit and the context,
@@ -312,19 +353,27 @@ static gpulease_status cuda_warm(gl_backend *b, uint32_t ordinal, char *err, siz
   return open_device(c, ordinal, err, errlen);
 }
 
-static gpulease_status cuda_init(gl_backend *b, uint32_t ordinal, uint64_t vram_bytes,
-                                 uint64_t *region_base, char *device_name, size_t name_len,
-                                 char *err, size_t errlen) {
-  cuda_backend *c = as_cuda(b);
+/* The device opened for init or open_shared: by warm, or now. INTERNAL
+ * when it was already initialised or warmed for another device. */
+static gpulease_status open_once(cuda_backend *c, uint32_t ordinal, char *err, size_t errlen) {
+  if (c->have_device) {
+    snprintf(err, errlen, "the device is initialised already");
+    return GPULEASE_INTERNAL;
+  }
   if (c->opened && c->opened_ordinal != ordinal) {
     snprintf(err, errlen, "this worker was warmed for device %u, not %u", c->opened_ordinal,
              ordinal);
     return GPULEASE_INTERNAL;
   }
-  if (!c->opened) {
-    gpulease_status st = open_device(c, ordinal, err, errlen);
-    if (st != GPULEASE_OK) return st;
-  }
+  return c->opened ? GPULEASE_OK : open_device(c, ordinal, err, errlen);
+}
+
+static gpulease_status cuda_init(gl_backend *b, uint32_t ordinal, uint64_t vram_bytes,
+                                 uint64_t *region_base, char *device_name, size_t name_len,
+                                 char *err, size_t errlen) {
+  cuda_backend *c = as_cuda(b);
+  gpulease_status st = open_once(c, ordinal, err, errlen);
+  if (st != GPULEASE_OK) return st;
   const gl_cuda *cu = &c->cu;
   char what[160];
   CUresult r = make_current(c);
@@ -369,6 +418,181 @@ fail_internal:
   cu_msg(c, r, what, err, errlen);
   release_device(c);
   return GPULEASE_INTERNAL;
+}
+
+/* The lease's region goes; the context, its stream, events and staging
+ * stay for the next lease of this worker. */
+static gpulease_status cuda_reset(gl_backend *b, char *err, size_t errlen) {
+  cuda_backend *c = as_cuda(b);
+  const gl_cuda *cu = &c->cu;
+  if (!c->have_device || c->shared || atomic_load(&c->lost)) {
+    snprintf(err, errlen, "nothing to reset (no lease region, a shared context, or lost)");
+    return GPULEASE_INTERNAL;
+  }
+  CUresult r = make_current(c);
+  if (r == CUDA_SUCCESS) r = cu->cuCtxSynchronize();
+  if (r == CUDA_SUCCESS) r = cu->cuMemFree(c->region);
+  if (r == CUDA_SUCCESS) r = set_start_stack(c);
+  if (r != CUDA_SUCCESS) {
+    cu_msg(c, r, "resetting the context for another lease", err, errlen);
+    return GPULEASE_INTERNAL;
+  }
+  c->region = 0;
+  c->region_bytes = 0;
+  c->have_device = false;
+  return GPULEASE_OK;
+}
+
+/* ---- shared leases ------------------------------------------------------------ */
+
+/* The device and its context, no region: the leases' ranges come from
+ * region_add, and their device pointers are the offsets (region_base 0). */
+static gpulease_status cuda_open_shared(gl_backend *b, uint32_t ordinal, uint64_t *region_base,
+                                        char *device_name, size_t name_len, char *err,
+                                        size_t errlen) {
+  cuda_backend *c = as_cuda(b);
+  gpulease_status st = open_once(c, ordinal, err, errlen);
+  if (st != GPULEASE_OK) return st;
+  CUresult r = make_current(c);
+  if (r != CUDA_SUCCESS) {
+    char what[64];
+    snprintf(what, sizeof what, "cuCtxSetCurrent(device %u)", ordinal);
+    cu_msg(c, r, what, err, errlen);
+    release_device(c);
+    return GPULEASE_INTERNAL;
+  }
+  c->region = 0;
+  c->region_bytes = 0;
+  c->shared = true;
+  c->have_device = true;
+  *region_base = 0;
+  snprintf(device_name, name_len, "%s", c->name);
+  return GPULEASE_OK;
+}
+
+/* One lease's range: its own cuMemAlloc, zeroed, listed for destroy. */
+static gpulease_status cuda_region_add(gl_backend *b, uint64_t bytes, uint64_t *offset,
+                                       char *err, size_t errlen) {
+  cuda_backend *c = as_cuda(b);
+  const gl_cuda *cu = &c->cu;
+  if (!c->shared) {
+    snprintf(err, errlen, "region_add needs a device opened for shared leases");
+    return GPULEASE_INTERNAL;
+  }
+  if (bytes == 0) {
+    snprintf(err, errlen, "a range of 0 bytes");
+    return GPULEASE_INVALID_ARGUMENT;
+  }
+  char what[96];
+  CUdeviceptr p = 0;
+  CUresult r = make_current(c);
+  if (r != CUDA_SUCCESS) {
+    snprintf(what, sizeof what, "cuCtxSetCurrent");
+    goto fail;
+  }
+  r = bytes > SIZE_MAX ? CUDA_ERROR_OUT_OF_MEMORY : cu->cuMemAlloc(&p, (size_t)bytes);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+    snprintf(err, errlen,
+             "cannot reserve %" PRIu64 " bytes on device %u (%s, %zu bytes in total): "
+             "CUDA_ERROR_OUT_OF_MEMORY",
+             bytes, c->opened_ordinal, c->name, c->total);
+    return GPULEASE_CAPACITY_EXCEEDED;
+  }
+  if (r != CUDA_SUCCESS) {
+    p = 0;
+    snprintf(what, sizeof what, "cuMemAlloc(%" PRIu64 " bytes)", bytes);
+    goto fail;
+  }
+  /* No earlier tenant's data may ever be visible. The memset goes to the
+   * legacy default stream and only that stream is waited for: the other
+   * leases' streams are non-blocking, and cuCtxSynchronize would wait for
+   * their kernels too. */
+  if ((r = cu->cuMemsetD8(p, 0, (size_t)bytes)) != CUDA_SUCCESS) {
+    snprintf(what, sizeof what, "cuMemsetD8(%" PRIu64 " bytes)", bytes);
+    goto fail;
+  }
+  if ((r = cu->cuStreamSynchronize(NULL)) != CUDA_SUCCESS) {
+    snprintf(what, sizeof what, "cuStreamSynchronize after zeroing a range");
+    goto fail;
+  }
+  pthread_mutex_lock(&c->ranges_mu);
+  if (c->nranges == c->cap_ranges) {
+    size_t cap = c->cap_ranges ? 2 * c->cap_ranges : 16;
+    CUdeviceptr *more = realloc(c->ranges, cap * sizeof *more);
+    if (more) c->ranges = more, c->cap_ranges = cap;
+  }
+  bool listed = c->nranges < c->cap_ranges;
+  if (listed) c->ranges[c->nranges++] = p;
+  pthread_mutex_unlock(&c->ranges_mu);
+  if (!listed) {
+    cu->cuMemFree(p);
+    snprintf(err, errlen, "out of memory for the list of ranges");
+    return GPULEASE_INTERNAL;
+  }
+  *offset = (uint64_t)p;
+  return GPULEASE_OK;
+
+fail:
+  if (p) cu->cuMemFree(p);
+  cu_msg(c, r, what, err, errlen);
+  note_sticky(c, r);
+  lost_note(c, err, errlen);
+  return GPULEASE_INTERNAL;
+}
+
+static void cuda_region_remove(gl_backend *b, uint64_t offset) {
+  cuda_backend *c = as_cuda(b);
+  bool found = false;
+  pthread_mutex_lock(&c->ranges_mu);
+  for (size_t i = 0; i < c->nranges && !found; i++)
+    if (c->ranges[i] == (CUdeviceptr)offset) {
+      c->ranges[i] = c->ranges[--c->nranges];
+      found = true;
+    }
+  pthread_mutex_unlock(&c->ranges_mu);
+  if (!found) {
+    GL_WARN("region_remove: no range starts at 0x%" PRIx64, offset);
+    return;
+  }
+  /* After a fault the worker exits: nothing to give back. */
+  if (is_lost(c) || make_current(c) != CUDA_SUCCESS) return;
+  note_sticky(c, c->cu.cuMemFree((CUdeviceptr)offset));
+}
+
+static gpulease_status cuda_set_limits(gl_backend *b, uint64_t printf_fifo_bytes,
+                                       uint64_t malloc_heap_bytes, char *err, size_t errlen) {
+  cuda_backend *c = as_cuda(b);
+  const struct {
+    CUlimit limit;
+    const char *name;
+    uint64_t value;
+  } limits[] = {
+      {CU_LIMIT_PRINTF_FIFO_SIZE, "CU_LIMIT_PRINTF_FIFO_SIZE", printf_fifo_bytes},
+      {CU_LIMIT_MALLOC_HEAP_SIZE, "CU_LIMIT_MALLOC_HEAP_SIZE", malloc_heap_bytes},
+  };
+  if (!c->have_device) {
+    snprintf(err, errlen, "set_limits before the device is open");
+    return GPULEASE_INTERNAL;
+  }
+  CUresult r = make_current(c);
+  if (r != CUDA_SUCCESS) {
+    cu_msg(c, r, "cuCtxSetLimit: cuCtxSetCurrent", err, errlen);
+    return GPULEASE_INTERNAL;
+  }
+  for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+    if (limits[i].value == 0) continue; /* left as it is */
+    r = limits[i].value > SIZE_MAX ? CUDA_ERROR_INVALID_VALUE
+                                   : c->cu.cuCtxSetLimit(limits[i].limit, (size_t)limits[i].value);
+    if (r != CUDA_SUCCESS) {
+      char what[96];
+      snprintf(what, sizeof what, "cuCtxSetLimit(%s, %" PRIu64 " bytes)", limits[i].name,
+               limits[i].value);
+      cu_msg(c, r, what, err, errlen);
+      note_sticky(c, r);
+      return GPULEASE_INVALID_ARGUMENT;
+    }
+  }
+  return GPULEASE_OK;
 }
 
 /* ---- modules and functions ----------------------------------------------- */
@@ -674,15 +898,6 @@ static gpulease_status cuda_read(gl_backend *b, uint64_t offset, void *dst, size
   return GPULEASE_OK;
 }
 
-/* Appends the context-lost note to a failure message. */
-static void lost_note(cuda_backend *c, char *err, size_t errlen) {
-  if (!is_lost(c)) return;
-  size_t n = strlen(err);
-  if (n < errlen)
-    snprintf(err + n, errlen - n, "; the lease's CUDA context is lost: its next "
-                                  "request gets a fresh one, with the region zeroed");
-}
-
 /* "cuLaunchKernel('name', grid XxYxZ, block XxYxZ, N bytes of shared memory)". */
 static void launch_what(const gl_launch *l, char *what, size_t len) {
   snprintf(what, len,
@@ -932,6 +1147,8 @@ static void cuda_destroy(gl_backend *b) {
     release_device(c);
   }
   pthread_mutex_destroy(&c->launch_mu);
+  pthread_mutex_destroy(&c->ranges_mu);
+  free(c->ranges);
   free(c);
 }
 
@@ -939,7 +1156,12 @@ static const gl_backend_ops k_cuda_ops = {
     .name = "cuda",
     .probe = cuda_probe,
     .warm = cuda_warm,
+    .reset = cuda_reset,
     .init = cuda_init,
+    .open_shared = cuda_open_shared,
+    .region_add = cuda_region_add,
+    .region_remove = cuda_region_remove,
+    .set_limits = cuda_set_limits,
     .load_module = cuda_load_module,
     .unload_module = cuda_unload_module,
     .get_function = cuda_get_function,
@@ -970,6 +1192,11 @@ gl_backend *gl_backend_cuda_new(void) {
   cuda_backend *c = calloc(1, sizeof *c);
   if (!c) return NULL;
   if (pthread_mutex_init(&c->launch_mu, NULL) != 0) {
+    free(c);
+    return NULL;
+  }
+  if (pthread_mutex_init(&c->ranges_mu, NULL) != 0) {
+    pthread_mutex_destroy(&c->launch_mu);
     free(c);
     return NULL;
   }

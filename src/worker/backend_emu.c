@@ -26,6 +26,15 @@
  * the next holder of the lock frees it), so closing a session never waits
  * for another session's kernel; a load does wait for the running launches.
  * Copies touch only the region, which never moves, and need no lock.
+ *
+ * Shared leases (open_shared): the region is the whole capacity, and
+ * region_add places the leases' ranges in it first fit (a list sorted by
+ * offset, sizes rounded up to 256 bytes). The region is calloc'd, which
+ * maps large sizes lazily, so host memory is spent only where leases
+ * write. A range is zeroed when handed out: its whole pages are dropped
+ * (madvise MADV_DONTNEED: they read as zero and cost nothing until written
+ * again) and the partial pages at its ends cleared; region_remove drops
+ * the whole pages too, giving the host memory back.
  */
 #include "worker/backend_emu.h"
 
@@ -35,6 +44,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "common/util.h"
 #include "emu/emu.h"
@@ -48,12 +59,23 @@ typedef struct emu_stream {
 
 #define EMU_STREAM_MAGIC 0x53454d55u /* "UMES" */
 
+/* A shared lease's range of the region. */
+typedef struct emu_range {
+  uint64_t offset, bytes; /* bytes rounded up to RANGE_ALIGN */
+} emu_range;
+
+#define RANGE_ALIGN 256u
+
 typedef struct emu_backend {
   gl_backend base;
   uint64_t capacity;
   unsigned threads;
   gl_emu_device *dev;
   uint64_t region_bytes;
+  bool shared;               /* open_shared: ranges hold the leases */
+  pthread_mutex_t ranges_mu; /* ranges */
+  emu_range *ranges;         /* sorted by offset, disjoint */
+  size_t nranges, cap_ranges;
   atomic_bool lost;
   pthread_mutex_t fault_mu; /* fault */
   char fault[FAULT_BYTES];  /* the first fault's message, once lost */
@@ -132,6 +154,10 @@ static gpulease_status emu_init(gl_backend *b, uint32_t ordinal, uint64_t vram_b
                                 uint64_t *region_base, char *device_name, size_t name_len,
                                 char *err, size_t errlen) {
   emu_backend *e = as_emu(b);
+  if (e->dev) {
+    snprintf(err, errlen, "the emulated device is open already");
+    return GPULEASE_INTERNAL;
+  }
   if (ordinal != 0) {
     snprintf(err, errlen, "the emulated device has ordinal 0 only, not %" PRIu32, ordinal);
     return GPULEASE_NO_DEVICE;
@@ -151,6 +177,113 @@ static gpulease_status emu_init(gl_backend *b, uint32_t ordinal, uint64_t vram_b
   *region_base = GL_EMU_REGION_BASE;
   snprintf(device_name, name_len, "%s", GL_EMU_NAME);
   return GPULEASE_OK;
+}
+
+/* ---- shared leases ------------------------------------------------------------ */
+
+static gpulease_status emu_open_shared(gl_backend *b, uint32_t ordinal, uint64_t *region_base,
+                                       char *device_name, size_t name_len, char *err,
+                                       size_t errlen) {
+  emu_backend *e = as_emu(b);
+  if (e->dev) {
+    snprintf(err, errlen, "the emulated device is open already");
+    return GPULEASE_INTERNAL;
+  }
+  if (ordinal != 0) {
+    snprintf(err, errlen, "the emulated device has ordinal 0 only, not %" PRIu32, ordinal);
+    return GPULEASE_NO_DEVICE;
+  }
+  e->dev = gl_emu_device_new(e->capacity);
+  if (!e->dev) {
+    snprintf(err, errlen, "cannot reserve %" PRIu64 " bytes of host memory for the emulated "
+                          "device", e->capacity);
+    return GPULEASE_CAPACITY_EXCEEDED;
+  }
+  e->region_bytes = e->capacity;
+  e->shared = true;
+  *region_base = GL_EMU_REGION_BASE;
+  snprintf(device_name, name_len, "%s", GL_EMU_NAME);
+  return GPULEASE_OK;
+}
+
+/* Zeroes len bytes of the region at offset: its whole pages by giving them
+ * back to the host (they read as zero), the rest by memset. */
+static void zero_range(emu_backend *e, uint64_t offset, uint64_t len) {
+  uint8_t *p = gl_emu_device_ptr(e->dev, GL_EMU_REGION_BASE + offset, len);
+  if (!p || !len) return;
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1), hi = ((uintptr_t)p + len) & ~(page - 1);
+  if (lo < hi && madvise((void *)lo, hi - lo, MADV_DONTNEED) == 0) {
+    memset(p, 0, lo - (uintptr_t)p);
+    memset((void *)hi, 0, (uintptr_t)p + len - hi);
+  } else {
+    memset(p, 0, len);
+  }
+}
+
+static gpulease_status emu_region_add(gl_backend *b, uint64_t bytes, uint64_t *offset,
+                                      char *err, size_t errlen) {
+  emu_backend *e = as_emu(b);
+  if (!e->shared) {
+    snprintf(err, errlen, "region_add needs a device opened for shared leases");
+    return GPULEASE_INTERNAL;
+  }
+  if (bytes == 0) {
+    snprintf(err, errlen, "a range of 0 bytes");
+    return GPULEASE_INVALID_ARGUMENT;
+  }
+  uint64_t want = bytes <= UINT64_MAX - (RANGE_ALIGN - 1)
+                      ? (bytes + RANGE_ALIGN - 1) & ~(uint64_t)(RANGE_ALIGN - 1)
+                      : UINT64_MAX; /* fits nowhere */
+  pthread_mutex_lock(&e->ranges_mu);
+  /* First fit: the lowest gap between ranges (or after the last) that holds it. */
+  uint64_t at = 0, used = 0;
+  size_t i = 0;
+  for (; i < e->nranges && e->ranges[i].offset - at < want; i++) {
+    at = e->ranges[i].offset + e->ranges[i].bytes;
+    used += e->ranges[i].bytes;
+  }
+  bool fits = i < e->nranges || (at <= e->capacity && e->capacity - at >= want);
+  if (fits && e->nranges == e->cap_ranges) {
+    size_t cap = e->cap_ranges ? 2 * e->cap_ranges : 16;
+    emu_range *more = realloc(e->ranges, cap * sizeof *more);
+    if (more) e->ranges = more, e->cap_ranges = cap;
+  }
+  gpulease_status st = GPULEASE_OK;
+  if (!fits) {
+    snprintf(err, errlen, "the emulated device has %" PRIu64 " bytes free, %" PRIu64 " requested",
+             e->capacity - used, bytes);
+    st = GPULEASE_CAPACITY_EXCEEDED;
+  } else if (e->nranges == e->cap_ranges) {
+    snprintf(err, errlen, "out of memory for the list of ranges");
+    st = GPULEASE_INTERNAL;
+  } else {
+    memmove(&e->ranges[i + 1], &e->ranges[i], (e->nranges - i) * sizeof *e->ranges);
+    e->ranges[i] = (emu_range){at, want};
+    e->nranges++;
+  }
+  pthread_mutex_unlock(&e->ranges_mu);
+  if (st != GPULEASE_OK) return st;
+  /* No earlier lease's data may be visible, nor a stray store into the
+   * free space. Outside the lock: the range is this lease's alone. */
+  zero_range(e, at, want);
+  *offset = at;
+  return GPULEASE_OK;
+}
+
+static void emu_region_remove(gl_backend *b, uint64_t offset) {
+  emu_backend *e = as_emu(b);
+  pthread_mutex_lock(&e->ranges_mu);
+  for (size_t i = 0; i < e->nranges; i++)
+    if (e->ranges[i].offset == offset) {
+      /* Gives the host memory back; under the lock, before the space can
+       * be handed out again. */
+      zero_range(e, offset, e->ranges[i].bytes);
+      memmove(&e->ranges[i], &e->ranges[i + 1], (e->nranges - i - 1) * sizeof *e->ranges);
+      e->nranges--;
+      break;
+    }
+  pthread_mutex_unlock(&e->ranges_mu);
 }
 
 /* ---- modules and functions ------------------------------------------------- */
@@ -474,10 +607,28 @@ static gpulease_status emu_stream_sync(gl_backend *b, void *stream, char *err, s
 
 /* ---- the rest -------------------------------------------------------------------- */
 
+/* The lease's region goes (its host memory with it); init may run again. */
+static gpulease_status emu_reset(gl_backend *b, char *err, size_t errlen) {
+  emu_backend *e = as_emu(b);
+  if (!e->dev || e->shared || is_lost(e)) {
+    snprintf(err, errlen, "nothing to reset (no lease region, a shared context, or lost)");
+    return GPULEASE_INTERNAL;
+  }
+  pthread_rwlock_wrlock(&e->mod_lock);
+  drain_pending_locked(e);
+  gl_emu_device_free(e->dev);
+  e->dev = NULL;
+  pthread_rwlock_unlock(&e->mod_lock);
+  e->region_bytes = 0;
+  return GPULEASE_OK;
+}
+
 static void emu_destroy(gl_backend *b) {
   emu_backend *e = as_emu(b);
   gl_emu_device_free(e->dev); /* deferred unloads included */
   free(e->pending);
+  free(e->ranges);
+  pthread_mutex_destroy(&e->ranges_mu);
   pthread_rwlock_destroy(&e->mod_lock);
   pthread_mutex_destroy(&e->pending_mu);
   pthread_mutex_destroy(&e->fault_mu);
@@ -488,6 +639,10 @@ static const gl_backend_ops k_emu_ops = {
     .name = "emulated",
     .probe = emu_probe,
     .init = emu_init,
+    .reset = emu_reset,
+    .open_shared = emu_open_shared,
+    .region_add = emu_region_add,
+    .region_remove = emu_region_remove,
     .load_module = emu_load,
     .unload_module = emu_unload,
     .get_function = emu_get_function,
@@ -537,6 +692,13 @@ gl_backend *gl_backend_emu_new(uint64_t capacity_bytes, unsigned threads) {
     return NULL;
   }
   if (pthread_mutex_init(&e->fault_mu, NULL) != 0) {
+    pthread_mutex_destroy(&e->pending_mu);
+    pthread_rwlock_destroy(&e->mod_lock);
+    free(e);
+    return NULL;
+  }
+  if (pthread_mutex_init(&e->ranges_mu, NULL) != 0) {
+    pthread_mutex_destroy(&e->fault_mu);
     pthread_mutex_destroy(&e->pending_mu);
     pthread_rwlock_destroy(&e->mod_lock);
     free(e);

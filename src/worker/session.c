@@ -107,7 +107,7 @@ static void open_session(gl_wk *w, gl_job *job) {
     gl_wk_job_error(w, job, op, GPULEASE_INTERNAL, "worker not initialised");
     return;
   }
-  if (atomic_load(&w->lost)) {
+  if (atomic_load(&w->p->lost)) {
     /* Left unanswered: once this worker has exited, the daemon opens the
      * session on a fresh one. */
     return;
@@ -404,9 +404,9 @@ int gl_session_lost_notice(gl_wk *w, unsigned timeout_ms, gl_buf *out, size_t *b
   gl_response *r = calloc(1, sizeof *r);
   if (!r) return -1;
   char reason[1100];
-  pthread_mutex_lock(&w->lost_mu);
-  snprintf(reason, sizeof reason, "%s", w->lost_msg);
-  pthread_mutex_unlock(&w->lost_mu);
+  pthread_mutex_lock(&w->p->lost_mu);
+  snprintf(reason, sizeof reason, "%s", w->p->lost_msg);
+  pthread_mutex_unlock(&w->p->lost_mu);
   r->op = GL_OP_WORKER_LOST;
   r->status = GPULEASE_OK;
   r->msg = reason;

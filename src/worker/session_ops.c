@@ -39,9 +39,9 @@ static void set_failure(gl_wsession *s, uint16_t op, uint64_t seq, gpulease_stat
 
 /* The message of a lost context as a session's failure. */
 static void lost_failure_msg(gl_wk *w, char *msg, size_t len) {
-  pthread_mutex_lock(&w->lost_mu);
-  snprintf(msg, len, "the lease's CUDA context was lost after a device fault (%s)", w->lost_msg);
-  pthread_mutex_unlock(&w->lost_mu);
+  pthread_mutex_lock(&w->p->lost_mu);
+  snprintf(msg, len, "the lease's CUDA context was lost after a device fault (%s)", w->p->lost_msg);
+  pthread_mutex_unlock(&w->p->lost_mu);
 }
 
 void gl_session_failure_for_lost(gl_wsession *s, uint16_t *status, uint16_t *op, uint64_t *seq,
@@ -503,7 +503,7 @@ static void op_sync(gl_wsession *s, gl_job *job) {
   bool failed = false;
   (void)wait_stream(s, GL_OP_SYNC, r->s.seq, &failed);
   GL_LAT(GL_LAT_W_DONE);
-  if (atomic_load(&w->lost)) {
+  if (atomic_load(&w->p->lost)) {
     /* The session ends with the context: report, never clear. */
     uint16_t st, op;
     uint64_t seq;
@@ -544,7 +544,7 @@ static void op_sync(gl_wsession *s, gl_job *job) {
 
 void gl_session_release_all(gl_wsession *s) {
   gl_wk *w = s->w;
-  bool lost = atomic_load(&w->lost);
+  bool lost = atomic_load(&w->p->lost);
   size_t pos = 0;
   uint64_t k;
   void *v;
@@ -570,7 +570,7 @@ void gl_session_release_all(gl_wsession *s) {
 
 static void op_close(gl_wsession *s, gl_job *job) {
   gl_wk *w = s->w;
-  if (!atomic_load(&w->lost)) w->be->ops->stream_sync(w->be, s->stream, s->err, GL_WK_ERR_MAX);
+  if (!atomic_load(&w->p->lost)) w->be->ops->stream_sync(w->be, s->stream, s->err, GL_WK_ERR_MAX);
   after_backend(s);
   gl_session_release_all(s);
   GL_DEBUG("worker: session %" PRIu64 " closed", s->id);
@@ -621,7 +621,7 @@ static void run_gap(gl_wsession *s, const gl_job *job) {
 void gl_session_run(void *ctx, gl_job *job) {
   gl_wsession *s = ctx;
   gl_wk *w = s->w;
-  if (atomic_load(&w->lost)) {
+  if (atomic_load(&w->p->lost)) {
     /* The session ends with the context: the daemon answers this op from
      * the worker's last notice once the worker has exited. */
     gl_job_free(job);

@@ -1,12 +1,17 @@
 /*
- * worker.c - the worker loop: the channel, dispatch, and the lease's own
- * ops (WORKER_PROBE, WORKER_INIT, GPU_SUBMIT).
+ * worker.c - the worker loop: the channel, dispatch to the leases, and the
+ * process's and leases' own ops (WORKER_PROBE, WORKER_WARM, WORKER_INIT,
+ * WORKER_RELEASE, GPU_SUBMIT).
  *
  * Everything device-specific is behind gl_backend (backend.h). The main
- * thread reads tagged requests and answers PROBE and INIT itself; each
- * GPU_SUBMIT runs on the submit lane (checks in submit_check.h, then load,
- * copy, launch, wait, read back) and session ops go to their session's
- * lane (session.c). Every request gets exactly one reply, with its tag.
+ * thread reads tagged requests and answers PROBE, WARM, INIT and RELEASE
+ * itself; every other request names its lease (lease_auth) and goes to
+ * it: each GPU_SUBMIT runs on the lease's submit lane (checks in
+ * submit_check.h, then load, copy, launch, wait, read back) and session
+ * ops go to their session's lane (session.c). A worker of isolated leases
+ * serves one lease; a shared worker adds one per WORKER_INIT with the
+ * shared flag and drops one per WORKER_RELEASE. Every request gets exactly
+ * one reply, with its tag.
  */
 #include "worker/worker.h"
 
@@ -24,6 +29,7 @@
 #include "common/lat.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "worker/backend_view.h"
 #include "worker/batch.h"
 #include "worker/ipc.h"
 #include "worker/segments.h"
@@ -33,19 +39,21 @@
 
 /* ---- replies (any thread) ------------------------------------------------ */
 
-int gl_wk_send(gl_wk *w, uint64_t tag, gl_buf *b) {
+static int proc_send(gl_wkproc *p, uint64_t tag, gl_buf *b) {
   if (b->oom) {
     gl_buf_free(b);
     return -1;
   }
-  pthread_mutex_lock(&w->write_mu);
-  int rc = gl_ipc_write_call(w->fd, tag, b->data, b->len);
+  pthread_mutex_lock(&p->write_mu);
+  int rc = gl_ipc_write_call(p->fd, tag, b->data, b->len);
   GL_LAT(GL_LAT_W_REPLY);
-  pthread_mutex_unlock(&w->write_mu);
+  pthread_mutex_unlock(&p->write_mu);
   gl_buf_free(b);
   if (rc != 0) GL_WARN("worker: cannot write a reply: the daemon is gone");
   return rc;
 }
+
+int gl_wk_send(gl_wk *w, uint64_t tag, gl_buf *b) { return proc_send(w->p, tag, b); }
 
 /* An error reply of op in b (initialised here). 0, or -1 out of memory. */
 static int encode_error(gl_buf *b, uint16_t op, gpulease_status st, const char *msg) {
@@ -58,20 +66,34 @@ static int encode_error(gl_buf *b, uint16_t op, gpulease_status st, const char *
   return 0;
 }
 
-int gl_wk_reply_error(gl_wk *w, uint64_t tag, uint16_t op, gpulease_status st, const char *msg) {
+static int proc_reply_error(gl_wkproc *p, uint64_t tag, uint16_t op, gpulease_status st,
+                            const char *msg) {
   gl_buf b;
-  return encode_error(&b, op, st, msg) != 0 ? -1 : gl_wk_send(w, tag, &b);
+  return encode_error(&b, op, st, msg) != 0 ? -1 : proc_send(p, tag, &b);
 }
 
-int gl_wk_reply(gl_wk *w, uint64_t tag, const gl_response *resp) {
+static int proc_reply(gl_wkproc *p, uint64_t tag, const gl_response *resp) {
   gl_buf b;
   gl_buf_init(&b);
   if (gl_response_encode(resp, &b) != GPULEASE_OK) {
     gl_buf_free(&b);
-    return gl_wk_reply_error(w, tag, resp->op, GPULEASE_INTERNAL,
-                             "worker out of memory encoding a reply");
+    return proc_reply_error(p, tag, resp->op, GPULEASE_INTERNAL,
+                            "worker out of memory encoding a reply");
   }
-  return gl_wk_send(w, tag, &b);
+  return proc_send(p, tag, &b);
+}
+
+int gl_wk_reply_error(gl_wk *w, uint64_t tag, uint16_t op, gpulease_status st, const char *msg) {
+  return proc_reply_error(w->p, tag, op, st, msg);
+}
+
+int gl_wk_reply(gl_wk *w, uint64_t tag, const gl_response *resp) {
+  return proc_reply(w->p, tag, resp);
+}
+
+static int proc_reply_ok_op(gl_wkproc *p, uint64_t tag, uint16_t op) {
+  gl_response r = {.op = op, .status = GPULEASE_OK, .msg = ""};
+  return proc_reply(p, tag, &r);
 }
 
 int gl_wk_reply_ok(gl_wk *w, uint64_t tag, uint16_t op) {
@@ -116,18 +138,26 @@ int gl_wk_job_ok(gl_wk *w, gl_job *job, uint16_t op) {
 }
 
 bool gl_wk_check_lost(gl_wk *w, const char *why) {
-  if (!w->be->ops->context_lost(w->be)) return atomic_load(&w->lost);
-  pthread_mutex_lock(&w->lost_mu);
-  if (!atomic_load(&w->lost)) {
-    snprintf(w->lost_msg, sizeof w->lost_msg, "%s", why && why[0] ? why : "device fault");
-    atomic_store(&w->lost, true);
-    GL_ERROR("worker: the CUDA context is lost after a device fault: %s", w->lost_msg);
+  gl_wkproc *p = w->p;
+  if (!w->be->ops->context_lost(w->be)) return atomic_load(&p->lost);
+  pthread_mutex_lock(&p->lost_mu);
+  if (!atomic_load(&p->lost)) {
+    if (p->shared)
+      snprintf(p->lost_msg, sizeof p->lost_msg,
+               "%s (in lease %llu; shared leases share one CUDA context and its fate)",
+               why && why[0] ? why : "device fault", (unsigned long long)w->lease_id);
+    else
+      snprintf(p->lost_msg, sizeof p->lost_msg, "%s", why && why[0] ? why : "device fault");
+    atomic_store(&p->lost, true);
+    GL_ERROR("worker: the CUDA context is lost after a device fault: %s", p->lost_msg);
     /* The main thread stops reading requests and winds down. */
-    if (eventfd_write(w->wake_fd, 1) != 0) GL_WARN("worker: cannot wake the main thread");
+    if (eventfd_write(p->wake_fd, 1) != 0) GL_WARN("worker: cannot wake the main thread");
   }
-  pthread_mutex_unlock(&w->lost_mu);
+  pthread_mutex_unlock(&p->lost_mu);
   return true;
 }
+
+static void run_submit_job(void *ctx, gl_job *job);
 
 /* ---- argument areas --------------------------------------------------------- */
 
@@ -160,78 +190,219 @@ void gl_worker_set_seq_timeout_ms(unsigned ms) { g_seq_timeout_ms = ms; }
 
 /* ---- the lease's own ops ----------------------------------------------- */
 
-static void do_probe(gl_wk *w, uint64_t tag) {
+static void do_probe(gl_wkproc *p, uint64_t tag) {
   gl_response *resp = calloc(1, sizeof *resp);
   char err[1024] = "";
   if (!resp) {
-    gl_wk_reply_error(w, tag, GL_OP_WORKER_PROBE, GPULEASE_INTERNAL, "out of memory");
+    proc_reply_error(p, tag, GL_OP_WORKER_PROBE, GPULEASE_INTERNAL, "out of memory");
     return;
   }
-  gpulease_status st = w->be->ops->probe(w->be, &resp->u.probe, err, sizeof err);
+  gpulease_status st = p->be->ops->probe(p->be, &resp->u.probe, err, sizeof err);
   if (st != GPULEASE_OK) {
-    gl_wk_reply_error(w, tag, GL_OP_WORKER_PROBE, st, err);
+    proc_reply_error(p, tag, GL_OP_WORKER_PROBE, st, err);
   } else {
     resp->op = GL_OP_WORKER_PROBE;
     resp->status = GPULEASE_OK;
     resp->msg = "";
-    gl_wk_reply(w, tag, resp);
+    proc_reply(p, tag, resp);
   }
   free(resp);
 }
 
 /* WORKER_WARM: open the device ahead of a lease (the backend's warm). */
-static void do_warm(gl_wk *w, uint64_t tag, uint32_t ordinal) {
+static void do_warm(gl_wkproc *p, uint64_t tag, uint32_t ordinal) {
   const uint16_t op = GL_OP_WORKER_WARM;
   char err[2048] = "";
-  if (w->initialised || w->warmed) {
-    gl_wk_reply_error(w, tag, op, GPULEASE_INTERNAL, "worker already warmed or initialised");
+  if (p->opened || p->warmed) {
+    proc_reply_error(p, tag, op, GPULEASE_INTERNAL, "worker already warmed or initialised");
     return;
   }
-  if (w->be->ops->warm) {
-    gpulease_status st = w->be->ops->warm(w->be, ordinal, err, sizeof err);
+  if (p->be->ops->warm) {
+    gpulease_status st = p->be->ops->warm(p->be, ordinal, err, sizeof err);
     if (st != GPULEASE_OK) {
-      gl_wk_reply_error(w, tag, op, st, err);
+      proc_reply_error(p, tag, op, st, err);
       return;
     }
   }
-  w->warmed = true;
+  p->warmed = true;
   GL_DEBUG("worker: device %u open, waiting for a lease", ordinal);
-  gl_wk_reply_ok(w, tag, op);
+  proc_reply_ok_op(p, tag, op);
 }
 
-static void do_init(gl_wk *w, uint64_t tag, const gl_worker_init_req *req) {
+/* The lease served by the worker with id lease_id, or NULL. */
+static gl_wk *find_lease(gl_wkproc *p, uint64_t lease_id, size_t *index) {
+  for (size_t i = 0; i < p->nleases; i++)
+    if (p->leases[i]->lease_id == lease_id) {
+      if (index) *index = i;
+      return p->leases[i];
+    }
+  return NULL;
+}
+
+/* A lease's state: everything but the region (be, region_base and
+ * vram_bytes are the caller's). NULL when out of memory. */
+static gl_wk *lease_new(gl_wkproc *p, uint64_t lease_id) {
+  gl_wk *w = calloc(1, sizeof *w);
+  if (!w) return NULL;
+  w->p = p;
+  w->lease_id = lease_id;
+  w->seq_timeout_ms = p->seq_timeout_ms;
+  pthread_mutex_init(&w->sess_mu, NULL);
+  pthread_mutex_init(&w->seg_mu, NULL);
+  w->err = malloc(GL_WK_ERR_MAX);
+  if (!w->err || gl_argbuf_init(&w->submit_args) != 0) {
+    free(w->err);
+    gl_argbuf_free(&w->submit_args);
+    free(w);
+    return NULL;
+  }
+  return w;
+}
+
+/* Starts what a lease with its backend and region set needs: its module
+ * cache, buffers, module table and submit lane. 0 or -1 (out of memory). */
+static int lease_start(gl_wk *w) {
+  gl_module_cache_init(&w->cache, w->be);
+  w->alloc = gl_suballoc_new(w->vram_bytes, 256);
+  w->modtab = w->p->jit ? gl_modtab_new(w->be, w->p->jit) : NULL;
+  if (!w->alloc || !w->modtab) return -1;
+  w->submit_lane = gl_lane_start(run_submit_job, w);
+  if (!w->submit_lane) return -1;
+  w->initialised = true;
+  return 0;
+}
+
+/* Ends a lease: its lanes stop (each finishing the op it runs), its
+ * sessions, segments and modules go, then its range of a shared context
+ * (the process's own region goes with the process). */
+static void lease_end(gl_wk *w) {
+  bool lost = atomic_load(&w->p->lost);
+  gl_lane_stop(w->submit_lane);
+  gl_session_close_all(w);
+  gl_segments_free_all(w);
+  if (w->initialised) {
+    /* A lost context cannot unload anything; the process exit frees it all. */
+    if (lost)
+      gl_module_cache_forget(&w->cache);
+    else
+      gl_module_cache_clear(&w->cache);
+  }
+  gl_modtab_free(w->modtab, lost);
+  gl_suballoc_free(w->alloc);
+  if (w->be && w->be != w->p->be) {
+    if (!lost) w->p->be->ops->region_remove(w->p->be, w->range_offset);
+    w->be->ops->destroy(w->be);
+  }
+  free(w->err);
+  gl_argbuf_free(&w->submit_args);
+  pthread_mutex_destroy(&w->sess_mu);
+  pthread_mutex_destroy(&w->seg_mu);
+  free(w);
+}
+
+static int lease_add(gl_wkproc *p, gl_wk *w) {
+  if (p->nleases == p->cap) {
+    size_t cap = p->cap ? p->cap * 2 : 4;
+    gl_wk **n = realloc(p->leases, cap * sizeof *n);
+    if (!n) return -1;
+    p->leases = n;
+    p->cap = cap;
+  }
+  p->leases[p->nleases++] = w;
+  return 0;
+}
+
+/* Opens the device for the first WORKER_INIT: the lease's own region
+ * (isolated) or a shared context without one; then the context's limits. */
+static gpulease_status open_device(gl_wkproc *p, const gl_worker_init_req *req,
+                                   uint64_t *base, char *err, size_t errlen) {
+  gpulease_status st;
+  p->shared = (req->flags & GL_WORKER_INIT_SHARED) != 0;
+  if (p->shared) {
+    if (!p->be->ops->open_shared) {
+      snprintf(err, errlen, "the %s device has no shared contexts", p->be->ops->name);
+      return GPULEASE_UNSUPPORTED;
+    }
+    st = p->be->ops->open_shared(p->be, req->cuda_ordinal, &p->region_base, p->device_name,
+                                 sizeof p->device_name, err, errlen);
+  } else {
+    st = p->be->ops->init(p->be, req->cuda_ordinal, req->vram_bytes, base, p->device_name,
+                          sizeof p->device_name, err, errlen);
+  }
+  if (st != GPULEASE_OK) return st;
+  p->opened = true;
+  if (!p->jit) p->jit = gl_jit_cache_open(g_jit_dir, GL_WK_JIT_CACHE_BYTES);
+  /* A reused worker keeps the limits it has; the daemon reuses a worker
+   * only for a lease that asks for the same. */
+  bool same = p->printf_fifo_bytes == req->printf_fifo_bytes &&
+              p->malloc_heap_bytes == req->malloc_heap_bytes;
+  if (!same && p->be->ops->set_limits && (req->printf_fifo_bytes || req->malloc_heap_bytes))
+    st = p->be->ops->set_limits(p->be, req->printf_fifo_bytes, req->malloc_heap_bytes, err,
+                                errlen);
+  if (st == GPULEASE_OK) {
+    p->printf_fifo_bytes = req->printf_fifo_bytes;
+    p->malloc_heap_bytes = req->malloc_heap_bytes;
+  }
+  return st;
+}
+
+/* WORKER_INIT: the device (first time) and one lease's region. */
+static void do_init(gl_wkproc *p, uint64_t tag, const gl_worker_init_req *req) {
   const uint16_t op = GL_OP_WORKER_INIT;
   char err[2048] = "";
-  if (w->initialised) {
-    gl_wk_reply_error(w, tag, op, GPULEASE_INTERNAL,
-                      "worker already initialised (one WORKER_INIT per worker)");
+  bool shared = (req->flags & GL_WORKER_INIT_SHARED) != 0;
+  if (p->opened && (!p->shared || !shared)) {
+    proc_reply_error(p, tag, op, GPULEASE_INTERNAL,
+                     p->shared ? "a shared worker takes only shared leases"
+                               : "worker already initialised (one WORKER_INIT per worker)");
     return;
   }
   if (req->vram_bytes == 0) {
-    gl_wk_reply_error(w, tag, op, GPULEASE_INVALID_ARGUMENT, "vram_bytes must be at least 1");
+    proc_reply_error(p, tag, op, GPULEASE_INVALID_ARGUMENT, "vram_bytes must be at least 1");
+    return;
+  }
+  if (find_lease(p, req->lease_id, NULL) || p->nleases >= GL_WK_MAX_LEASES) {
+    proc_reply_error(p, tag, op, GPULEASE_INTERNAL, "lease already served, or too many leases");
+    return;
+  }
+  gl_wk *w = lease_new(p, req->lease_id);
+  if (!w || lease_add(p, w) != 0) {
+    if (w) lease_end(w);
+    proc_reply_error(p, tag, op, GPULEASE_INTERNAL, "worker out of memory");
     return;
   }
   uint64_t base = 0;
-  char name[96] = "";
-  gpulease_status st = w->be->ops->init(w->be, req->cuda_ordinal, req->vram_bytes, &base, name,
-                                        sizeof name, err, sizeof err);
-  if (st != GPULEASE_OK) {
-    gl_wk_reply_error(w, tag, op, st, err);
-    return;
+  gpulease_status st = p->opened ? GPULEASE_OK : open_device(p, req, &base, err, sizeof err);
+  if (st == GPULEASE_OK && p->shared) {
+    st = p->be->ops->region_add(p->be, req->vram_bytes, &w->range_offset, err, sizeof err);
+    if (st == GPULEASE_OK) {
+      w->be = gl_backend_view_new(p->be, w->range_offset, req->vram_bytes, &p->submit_mu);
+      base = p->region_base + w->range_offset;
+      if (!w->be) {
+        p->be->ops->region_remove(p->be, w->range_offset);
+        snprintf(err, sizeof err, "worker out of memory");
+        st = GPULEASE_INTERNAL;
+      }
+    }
+  } else if (st == GPULEASE_OK) {
+    w->be = p->be;
   }
-  w->alloc = gl_suballoc_new(req->vram_bytes, 256);
-  w->jit = gl_jit_cache_open(g_jit_dir, GL_WK_JIT_CACHE_BYTES);
-  w->modtab = w->jit ? gl_modtab_new(w->be, w->jit) : NULL;
-  if (!w->alloc || !w->modtab) {
-    gl_wk_reply_error(w, tag, op, GPULEASE_INTERNAL, "worker out of memory");
-    return;
-  }
-  w->initialised = true;
   w->vram_bytes = req->vram_bytes;
   w->region_base = base;
-  snprintf(w->device_name, sizeof w->device_name, "%s", name);
-  GL_INFO("worker: device %u (%s): %llu bytes of VRAM reserved at 0x%llx", req->cuda_ordinal,
-          w->device_name, (unsigned long long)req->vram_bytes, (unsigned long long)base);
+  if (st == GPULEASE_OK && lease_start(w) != 0) {
+    snprintf(err, sizeof err, "worker out of memory");
+    st = GPULEASE_INTERNAL;
+  }
+  if (st != GPULEASE_OK) {
+    p->nleases--; /* w is the last */
+    lease_end(w);
+    proc_reply_error(p, tag, op, st, err);
+    return;
+  }
+  GL_INFO("worker: device %u (%s): %llu bytes of VRAM reserved at 0x%llx for lease %llu%s",
+          req->cuda_ordinal, p->device_name, (unsigned long long)req->vram_bytes,
+          (unsigned long long)base, (unsigned long long)req->lease_id,
+          p->shared ? " (shared context)" : "");
 
   gl_response resp;
   memset(&resp, 0, sizeof resp);
@@ -240,8 +411,44 @@ static void do_init(gl_wk *w, uint64_t tag, const gl_worker_init_req *req) {
   resp.msg = "";
   resp.u.worker_init.region_base = base;
   snprintf(resp.u.worker_init.device_name, sizeof resp.u.worker_init.device_name, "%s",
-           w->device_name);
-  gl_wk_reply(w, tag, &resp);
+           p->device_name);
+  proc_reply(p, tag, &resp);
+}
+
+/* WORKER_RELEASE: one lease of a shared worker ends and the others go on;
+ * an isolated worker's one lease ends and the worker waits for the next,
+ * its device open as after WORKER_WARM (the daemon reuses it). */
+static void do_release(gl_wkproc *p, uint64_t tag, uint64_t lease_id) {
+  const uint16_t op = GL_OP_WORKER_RELEASE;
+  size_t i = 0;
+  gl_wk *w = find_lease(p, lease_id, &i);
+  if (!w) {
+    char msg[96];
+    snprintf(msg, sizeof msg, "lease %llu is not served by this worker",
+             (unsigned long long)lease_id);
+    proc_reply_error(p, tag, op, GPULEASE_NOT_FOUND, msg);
+    return;
+  }
+  p->leases[i] = p->leases[--p->nleases];
+  lease_end(w);
+  if (!p->shared) {
+    char err[512] = "";
+    gpulease_status st = p->be->ops->reset ? p->be->ops->reset(p->be, err, sizeof err)
+                                           : GPULEASE_UNSUPPORTED;
+    if (st != GPULEASE_OK) {
+      proc_reply_error(p, tag, op, st, err[0] ? err : "this device cannot be reused");
+      return;
+    }
+    p->opened = false;
+    p->warmed = true;
+    GL_INFO("worker: lease %llu released; the device stays open for the next lease",
+            (unsigned long long)lease_id);
+    proc_reply_ok_op(p, tag, op);
+    return;
+  }
+  GL_INFO("worker: lease %llu released; %zu lease%s left", (unsigned long long)lease_id,
+          p->nleases, p->nleases == 1 ? "" : "s");
+  proc_reply_ok_op(p, tag, op);
 }
 
 /* Fills w->args / w->submit_args.sizes from the request: without a param list the
@@ -376,7 +583,7 @@ static void run_submit_job(void *ctx, gl_job *job) {
   const uint16_t op = GL_OP_GPU_SUBMIT;
   const gl_submit_req *req = &job->req.u.submit;
   w->err[0] = 0;
-  if (atomic_load(&w->lost)) {
+  if (atomic_load(&w->p->lost)) {
     /* Left unanswered: once this worker has exited, the daemon sends the
      * request, which never ran, to a fresh worker. */
     gl_job_free(job);
@@ -386,7 +593,12 @@ static void run_submit_job(void *ctx, gl_job *job) {
   uint64_t ns = 0;
   gpulease_status st = run_submit(w, req, &output, &ns);
   if (st != GPULEASE_OK) {
-    gl_wk_check_lost(w, w->err);
+    if (gl_wk_check_lost(w, w->err) && w->p->shared) {
+      size_t n = strlen(w->err);
+      snprintf(w->err + n, GL_WK_ERR_MAX - n,
+               " [this lease is of class shared: the lost CUDA context held every shared lease "
+               "of the GPU, and they have all ended]");
+    }
     gl_wk_reply_error(w, job->tag, op, st, w->err);
   } else {
     w->submits++;
@@ -405,13 +617,13 @@ static void run_submit_job(void *ctx, gl_job *job) {
 }
 
 /* Main thread: SHM_ATTACH (its descriptor came with the message, in
- * w->fdq) and SHM_DETACH. */
+ * p->fdq) and SHM_DETACH. */
 static void serve_segment(gl_wk *w, gl_job *job) {
   char err[512] = "";
   gl_response r = {.op = job->req.op, .status = GPULEASE_OK, .msg = ""};
   gpulease_status st;
   if (job->req.op == GL_OP_SHM_ATTACH) {
-    int fd = gl_ipc_fdq_take(&w->fdq);
+    int fd = gl_ipc_fdq_take(&w->p->fdq);
     if (fd < 0) {
       snprintf(err, sizeof err, "SHM_ATTACH came without a file descriptor (it needs the "
                "daemon's local socket)");
@@ -427,13 +639,44 @@ static void serve_segment(gl_wk *w, gl_job *job) {
   else gl_wk_reply_error(w, job->tag, job->req.op, st, err);
 }
 
+/* The lease a request names (its lease_auth); 0 for the ops that name none. */
+static uint64_t request_lease(const gl_request *q) {
+  switch (q->op) {
+  case GL_OP_GPU_SUBMIT: return q->u.submit.auth.lease_id;
+  case GL_OP_SHM_ATTACH: return q->u.shm_attach.auth.lease_id;
+  case GL_OP_SHM_DETACH: return q->u.shm_detach.auth.lease_id;
+  case GL_OP_SESSION_OPEN: return q->u.auth.lease_id;
+  default: {
+    const gl_session_ref *s = gl_request_session(q);
+    return s ? s->auth.lease_id : 0;
+  }
+  }
+}
+
+/* The lease a request goes to: a worker of one isolated lease serves it
+ * whatever id it names (the daemon checked the secret); a shared worker
+ * serves only the leases it holds. NULL with msg filled otherwise. */
+static gl_wk *route(gl_wkproc *p, const gl_request *q, char *msg, size_t len) {
+  if (!p->shared) {
+    if (p->nleases == 1 && p->leases[0]->initialised) return p->leases[0];
+    snprintf(msg, len, "worker not initialised (no WORKER_INIT yet)");
+    return NULL;
+  }
+  uint64_t id = request_lease(q);
+  gl_wk *w = find_lease(p, id, NULL);
+  if (!w)
+    snprintf(msg, len, "lease %llu was freed or expired while this request was waiting",
+             (unsigned long long)id);
+  return w;
+}
+
 /* Main thread: serves or routes one whole message (ownership of msg
  * passes here). 0 to go on, -1 when a reply could not be written. */
-static int serve(gl_wk *w, uint64_t tag, uint8_t *msg, size_t len) {
+static int serve(gl_wkproc *p, uint64_t tag, uint8_t *msg, size_t len) {
   gl_job *job = calloc(1, sizeof *job);
   if (!job) {
     free(msg);
-    return gl_wk_reply_error(w, tag, 0, GPULEASE_INTERNAL, "worker out of memory");
+    return proc_reply_error(p, tag, 0, GPULEASE_INTERNAL, "worker out of memory");
   }
   job->tag = tag;
   job->msg = msg;
@@ -444,95 +687,81 @@ static int serve(gl_wk *w, uint64_t tag, uint8_t *msg, size_t len) {
       gl_request_decode(msg, len, GL_IPC_MAX_BODY, &job->req, &op, err, sizeof err);
   if (st != GPULEASE_OK) {
     gl_job_free(job);
-    return gl_wk_reply_error(w, tag, op, st, err[0] ? err : "malformed request");
+    return proc_reply_error(p, tag, op, st, err[0] ? err : "malformed request");
   }
   switch (job->req.op) {
   case GL_OP_WORKER_PROBE:
-    do_probe(w, tag);
+    do_probe(p, tag);
     gl_job_free(job);
     return 0;
   case GL_OP_WORKER_INIT:
-    do_init(w, tag, &job->req.u.worker_init);
+    do_init(p, tag, &job->req.u.worker_init);
     gl_job_free(job);
     return 0;
   case GL_OP_WORKER_WARM:
-    do_warm(w, tag, job->req.u.worker_init.cuda_ordinal);
+    do_warm(p, tag, job->req.u.worker_init.cuda_ordinal);
     gl_job_free(job);
     return 0;
+  case GL_OP_WORKER_RELEASE:
+    do_release(p, tag, job->req.u.worker_init.lease_id);
+    gl_job_free(job);
+    return 0;
+  default:
+    break;
+  }
+  bool routed = job->req.op == GL_OP_SHM_ATTACH || job->req.op == GL_OP_SHM_DETACH ||
+                job->req.op == GL_OP_GPU_SUBMIT || gl_op_is_session(job->req.op);
+  if (!routed) {
+    snprintf(err, sizeof err, "op %s (0x%04x) is not served by a worker", gl_op_name(op), op);
+    gl_job_free(job);
+    return proc_reply_error(p, tag, op, GPULEASE_UNSUPPORTED, err);
+  }
+  gl_wk *w = route(p, &job->req, err, sizeof err);
+  if (!w) {
+    gl_job_free(job);
+    return proc_reply_error(p, tag, op, p->shared ? GPULEASE_LEASE_EXPIRED : GPULEASE_INTERNAL,
+                            err);
+  }
+  switch (job->req.op) {
   case GL_OP_SHM_ATTACH:
   case GL_OP_SHM_DETACH:
-    if (!w->initialised) {
-      gl_job_free(job);
-      return gl_wk_reply_error(w, tag, op, GPULEASE_INTERNAL, "worker not initialised");
-    }
     serve_segment(w, job);
     gl_job_free(job);
     return 0;
   case GL_OP_GPU_SUBMIT:
-    if (!w->initialised) {
-      gl_job_free(job);
-      return gl_wk_reply_error(w, tag, GL_OP_GPU_SUBMIT, GPULEASE_INTERNAL,
-                               "worker not initialised (no WORKER_INIT yet)");
-    }
     gl_lane_push(w->submit_lane, job);
     return 0;
   default:
-    if (gl_op_is_session(job->req.op)) {
-      if (!w->initialised) {
-        gl_job_free(job);
-        return gl_wk_reply_error(w, tag, op, GPULEASE_INTERNAL, "worker not initialised");
-      }
-      gl_session_dispatch(w, job);
-      gl_session_reap(w);
-      return 0;
-    }
-    snprintf(err, sizeof err, "op %s (0x%04x) is not served by a worker", gl_op_name(op), op);
-    gl_job_free(job);
-    return gl_wk_reply_error(w, tag, op, GPULEASE_UNSUPPORTED, err);
+    gl_session_dispatch(w, job);
+    gl_session_reap(w);
+    return 0;
   }
 }
 
 /* ---- loop ------------------------------------------------------------------ */
 
-static int worker_setup(gl_wk *w, int fd, gl_backend *be) {
-  memset(w, 0, sizeof *w);
-  w->fd = fd;
-  w->be = be;
-  w->seq_timeout_ms = g_seq_timeout_ms ? g_seq_timeout_ms : GL_WS_DEFAULT_SEQ_TIMEOUT_MS;
-  w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  pthread_mutex_init(&w->write_mu, NULL);
-  pthread_mutex_init(&w->lost_mu, NULL);
-  pthread_mutex_init(&w->sess_mu, NULL);
-  pthread_mutex_init(&w->seg_mu, NULL);
-  atomic_init(&w->lost, false);
-  gl_module_cache_init(&w->cache, be);
-  w->err = malloc(GL_WK_ERR_MAX);
-  if (w->wake_fd < 0 || !w->err || gl_argbuf_init(&w->submit_args) != 0) return -1;
-  w->submit_lane = gl_lane_start(run_submit_job, w);
-  return w->submit_lane ? 0 : -1;
+static int worker_setup(gl_wkproc *p, int fd, gl_backend *be) {
+  memset(p, 0, sizeof *p);
+  p->fd = fd;
+  p->be = be;
+  p->seq_timeout_ms = g_seq_timeout_ms ? g_seq_timeout_ms : GL_WS_DEFAULT_SEQ_TIMEOUT_MS;
+  p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  pthread_mutex_init(&p->write_mu, NULL);
+  pthread_mutex_init(&p->lost_mu, NULL);
+  pthread_mutex_init(&p->submit_mu, NULL);
+  atomic_init(&p->lost, false);
+  return p->wake_fd < 0 ? -1 : 0;
 }
 
-static void worker_teardown(gl_wk *w) {
-  bool lost = atomic_load(&w->lost);
-  gl_lane_stop(w->submit_lane);
-  gl_session_close_all(w);
-  gl_segments_free_all(w);
-  gl_ipc_fdq_clear(&w->fdq);
-  /* A lost context cannot unload anything; the process exit frees it all. */
-  if (lost)
-    gl_module_cache_forget(&w->cache);
-  else
-    gl_module_cache_clear(&w->cache);
-  gl_modtab_free(w->modtab, lost);
-  gl_jit_cache_close(w->jit);
-  gl_suballoc_free(w->alloc);
-  free(w->err);
-  gl_argbuf_free(&w->submit_args);
-  pthread_mutex_destroy(&w->write_mu);
-  pthread_mutex_destroy(&w->lost_mu);
-  pthread_mutex_destroy(&w->sess_mu);
-  pthread_mutex_destroy(&w->seg_mu);
-  if (w->wake_fd >= 0) close(w->wake_fd);
+static void worker_teardown(gl_wkproc *p) {
+  while (p->nleases > 0) lease_end(p->leases[--p->nleases]);
+  free(p->leases);
+  gl_ipc_fdq_clear(&p->fdq);
+  gl_jit_cache_close(p->jit);
+  pthread_mutex_destroy(&p->write_mu);
+  pthread_mutex_destroy(&p->lost_mu);
+  pthread_mutex_destroy(&p->submit_mu);
+  if (p->wake_fd >= 0) close(p->wake_fd);
 }
 
 enum wait_result { WAIT_REQUEST, WAIT_TIMER, WAIT_LOST };
@@ -541,19 +770,29 @@ enum wait_result { WAIT_REQUEST, WAIT_TIMER, WAIT_LOST };
  * requests come in bursts, and a wake-up costs more than a short spin. */
 #define GL_WK_SPIN_NS 100000ull
 
+/* The earliest deadline of a session's wait for a missing seq, 0 for none. */
+static uint64_t next_deadline(gl_wkproc *p) {
+  uint64_t first = 0;
+  for (size_t i = 0; i < p->nleases; i++) {
+    uint64_t d = gl_session_next_deadline(p->leases[i]);
+    if (d && (!first || d < first)) first = d;
+  }
+  return first;
+}
+
 /* Waits until a request can be read, the context is lost, or a session's
  * wait for a missing seq runs out. */
-static enum wait_result wait_for_work(gl_wk *w) {
-  struct pollfd ch = {.fd = w->fd, .events = POLLIN};
+static enum wait_result wait_for_work(gl_wkproc *p) {
+  struct pollfd ch = {.fd = p->fd, .events = POLLIN};
   uint64_t until = gl_mono_ns() + GL_WK_SPIN_NS;
-  for (unsigned n = 1; !atomic_load(&w->lost) && gl_mono_ns() < until; n++) {
+  for (unsigned n = 1; !atomic_load(&p->lost) && gl_mono_ns() < until; n++) {
     if (poll(&ch, 1, 0) > 0) return WAIT_REQUEST;
     if ((n & 15) == 0) sched_yield(); /* for machines with few cores */
     for (int i = 0; i < 16; i++) gl_cpu_relax();
   }
   for (;;) {
-    if (atomic_load(&w->lost)) return WAIT_LOST;
-    uint64_t deadline = gl_session_next_deadline(w);
+    if (atomic_load(&p->lost)) return WAIT_LOST;
+    uint64_t deadline = next_deadline(p);
     int timeout_ms = -1;
     if (deadline) {
       uint64_t now = gl_mono_ns();
@@ -561,49 +800,69 @@ static enum wait_result wait_for_work(gl_wk *w) {
       uint64_t ms = (deadline - now + 999999) / 1000000;
       timeout_ms = ms > 60000 ? 60000 : (int)ms;
     }
-    struct pollfd p[2] = {{.fd = w->fd, .events = POLLIN}, {.fd = w->wake_fd, .events = POLLIN}};
-    int n = poll(p, 2, timeout_ms);
+    struct pollfd fds[2] = {{.fd = p->fd, .events = POLLIN}, {.fd = p->wake_fd, .events = POLLIN}};
+    int n = poll(fds, 2, timeout_ms);
     if (n < 0 && errno != EINTR) return WAIT_REQUEST; /* the read reports the error */
-    if (atomic_load(&w->lost)) return WAIT_LOST;
-    if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) return WAIT_REQUEST;
+    if (atomic_load(&p->lost)) return WAIT_LOST;
+    if (n > 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) return WAIT_REQUEST;
   }
 }
 
-/* After a lost context: stops the lanes and sends WORKER_LOST (tag 0).
- * True when every lane stopped (nothing runs in the worker any more). */
-static bool send_lost_notice(gl_wk *w) {
+/* After a lost context: stops every lease's lanes and sends WORKER_LOST
+ * (tag 0) with the sessions of the first lease (the only one of an
+ * isolated worker; the daemon ends every lease of a shared one). True when
+ * every lane stopped (nothing runs in the worker any more). */
+static bool send_lost_notice(gl_wkproc *p) {
   size_t busy = 0;
-  if (!gl_lane_stop_within(w->submit_lane, 2000)) {
-    GL_WARN("worker: the GPU_SUBMIT lane is still busy");
-    busy++;
+  gl_buf notice;
+  gl_buf_init(&notice);
+  for (size_t i = 0; i < p->nleases; i++) {
+    gl_wk *w = p->leases[i];
+    if (!gl_lane_stop_within(w->submit_lane, 2000)) {
+      GL_WARN("worker: the GPU_SUBMIT lane of lease %llu is still busy",
+              (unsigned long long)w->lease_id);
+      busy++;
+    }
+    w->submit_lane = NULL;
+    gl_buf b;
+    gl_buf_init(&b);
+    size_t busy_sessions = 0;
+    if (gl_session_lost_notice(w, 2000, &b, &busy_sessions) != 0) {
+      gl_buf_free(&b);
+      gl_buf_free(&notice);
+      GL_ERROR("worker: out of memory listing the sessions of the lost context");
+      return false;
+    }
+    busy += busy_sessions;
+    if (i == 0) notice = b;
+    else gl_buf_free(&b);
   }
-  w->submit_lane = NULL;
-  gl_buf b;
-  gl_buf_init(&b);
-  size_t busy_sessions = 0;
-  if (gl_session_lost_notice(w, 2000, &b, &busy_sessions) != 0) {
-    gl_buf_free(&b);
-    GL_ERROR("worker: out of memory listing the sessions of the lost context");
-    return false;
+  if (p->nleases == 0) {
+    gl_response r = {.op = GL_OP_WORKER_LOST, .status = GPULEASE_OK, .msg = p->lost_msg};
+    r.msg_len = (uint16_t)strlen(p->lost_msg);
+    if (gl_response_encode(&r, &notice) != GPULEASE_OK) notice.oom = true;
   }
-  gl_wk_send(w, GL_IPC_NOTICE_TAG, &b);
-  return busy + busy_sessions == 0;
+  proc_send(p, GL_IPC_NOTICE_TAG, &notice);
+  return busy == 0;
 }
 
 int gl_worker_run(int fd, gl_backend *backend) {
-  gl_wk *w = malloc(sizeof *w);
-  if (!w) return GL_WORKER_EXIT_IO;
-  if (worker_setup(w, fd, backend) != 0) {
+  gl_wkproc *p = malloc(sizeof *p);
+  if (!p) return GL_WORKER_EXIT_IO;
+  if (worker_setup(p, fd, backend) != 0) {
     GL_ERROR("worker: out of memory at start-up");
-    worker_teardown(w);
-    free(w);
+    worker_teardown(p);
+    free(p);
     return GL_WORKER_EXIT_IO;
   }
   int rc = GL_WORKER_EXIT_OK;
+  char why[160];
   for (;;) {
-    switch (wait_for_work(w)) {
+    switch (wait_for_work(p)) {
     case WAIT_LOST: rc = GL_WORKER_EXIT_CONTEXT_LOST; break;
-    case WAIT_TIMER: gl_session_expire_gaps(w, gl_mono_ns()); continue;
+    case WAIT_TIMER:
+      for (size_t i = 0; i < p->nleases; i++) gl_session_expire_gaps(p->leases[i], gl_mono_ns());
+      continue;
     case WAIT_REQUEST: break;
     }
     if (rc == GL_WORKER_EXIT_CONTEXT_LOST) break;
@@ -612,52 +871,52 @@ int gl_worker_run(int fd, gl_backend *backend) {
     size_t len = 0;
     uint64_t tag = 0;
     gpulease_status hst = GPULEASE_MALFORMED;
-    gl_ipc_fdq_clear(&w->fdq); /* a descriptor no message took */
+    gl_ipc_fdq_clear(&p->fdq); /* a descriptor no message took */
     gl_ipc_result r =
-        gl_ipc_read_call_fds(fd, GL_IPC_MAX_BODY, &tag, &h, &msg, &len, &hst, &w->fdq);
+        gl_ipc_read_call_fds(fd, GL_IPC_MAX_BODY, &tag, &h, &msg, &len, &hst, &p->fdq);
     GL_LAT(GL_LAT_W_READ);
     if (r == GL_IPC_EOF) break;
     if (r == GL_IPC_IO_ERROR) {
-      if (!atomic_load(&w->lost)) GL_WARN("worker: reading a request failed; exiting");
+      if (!atomic_load(&p->lost)) GL_WARN("worker: reading a request failed; exiting");
       rc = GL_WORKER_EXIT_IO;
       break;
     }
     if (r == GL_IPC_BAD_HEADER) {
       /* body_len cannot be trusted, so the stream cannot be followed any
        * further: answer, then stop. */
-      gl_wk_reply_error(w, tag, h.op, hst,
-                        hst == GPULEASE_UNSUPPORTED
-                            ? "unsupported protocol version in request header"
-                            : "malformed request header (bad magic or kind)");
+      proc_reply_error(p, tag, h.op, hst,
+                       hst == GPULEASE_UNSUPPORTED
+                           ? "unsupported protocol version in request header"
+                           : "malformed request header (bad magic or kind)");
       rc = GL_WORKER_EXIT_IO;
       break;
     }
     if (r == GL_IPC_TOO_LARGE) {
-      snprintf(w->err, GL_WK_ERR_MAX, "request body of %u bytes exceeds the worker's limit of %u",
+      snprintf(why, sizeof why, "request body of %u bytes exceeds the worker's limit of %u",
                h.body_len, GL_IPC_MAX_BODY);
-      if (gl_wk_reply_error(w, tag, h.op, GPULEASE_TOO_LARGE, w->err) != 0) {
+      if (proc_reply_error(p, tag, h.op, GPULEASE_TOO_LARGE, why) != 0) {
         rc = GL_WORKER_EXIT_IO;
         break;
       }
       continue;
     }
-    if (serve(w, tag, msg, len) != 0) {
+    if (serve(p, tag, msg, len) != 0) {
       rc = GL_WORKER_EXIT_IO;
       break;
     }
   }
-  if (atomic_load(&w->lost)) {
+  if (atomic_load(&p->lost)) {
     /* Tell the daemon which sessions ended with the context. The dead
      * context is left to the process exit; the worker's own memory is
      * freed unless a thread still runs in it. */
-    if (send_lost_notice(w)) {
-      worker_teardown(w);
-      free(w);
+    if (send_lost_notice(p)) {
+      worker_teardown(p);
+      free(p);
     }
     return GL_WORKER_EXIT_CONTEXT_LOST;
   }
-  worker_teardown(w);
-  free(w);
+  worker_teardown(p);
+  free(p);
   return rc;
 }
 

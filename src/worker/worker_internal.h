@@ -3,10 +3,16 @@
  * and the lease's own ops), session.c (sessions: table, order, lifecycle)
  * and session_ops.c (what each session op does).
  *
- * Threads: the main thread reads requests and dispatches them; GPU_SUBMIT
- * runs on the submit lane; each session's ops run on that session's lane.
- * Replies are written by whichever thread finishes the op, under
- * write_mu, each behind its call tag.
+ * A worker process (gl_wkproc) serves one lease (class isolated or device:
+ * the backend's own region) or several (class shared: one CUDA context,
+ * each lease a range of it seen through a view backend, backend_view.h).
+ * Each lease is a gl_wk: its region, buffers, modules, sessions, segments
+ * and submit lane.
+ *
+ * Threads: the main thread reads requests and dispatches them to their
+ * lease; each lease's GPU_SUBMIT runs on its submit lane; each session's
+ * ops run on that session's lane. Replies are written by whichever thread
+ * finishes the op, under the process's write_mu, each behind its call tag.
  */
 #ifndef GL_WORKER_WORKER_INTERNAL_H
 #define GL_WORKER_WORKER_INTERNAL_H
@@ -54,28 +60,55 @@ int gl_argbuf_init(gl_argbuf *a);
 void gl_argbuf_free(gl_argbuf *a);
 
 typedef struct gl_wsession gl_wsession;
+typedef struct gl_wk gl_wk;
 
-typedef struct gl_wk {
+/* Leases one worker process serves at most (class shared). */
+#define GL_WK_MAX_LEASES 1024
+
+/* The worker process: its channel to the daemon, its device, its leases. */
+typedef struct gl_wkproc {
   int fd;
   int wake_fd; /* eventfd: a lane lost the context; the main thread winds down */
-  gl_backend *be;
+  gl_backend *be; /* the device itself */
   pthread_mutex_t write_mu;
   uint32_t seq_timeout_ms; /* held ops wait this long for a missing seq */
 
-  /* The lease (set by WORKER_INIT on the main thread, read-only after). */
-  bool initialised;
+  /* Set on the main thread. */
   bool warmed; /* WORKER_WARM done: the device is open, no region yet */
-  uint64_t vram_bytes;
-  uint64_t region_base;
+  bool opened; /* a WORKER_INIT opened the device */
+  bool shared; /* ... for shared leases: each WORKER_INIT adds one */
+  uint64_t region_base; /* shared: what region offsets count from */
+  uint32_t printf_fifo_bytes; /* the context's limits as set */
+  uint64_t malloc_heap_bytes;
   char device_name[96];
-  gl_suballoc *alloc; /* the sessions' buffers in the region */
-  gl_modtab *modtab;  /* modules loaded for sessions */
-  gl_jit_cache *jit;  /* PTX compiled earlier, on disk */
+  gl_jit_cache *jit; /* PTX compiled earlier, on disk */
+  pthread_mutex_t submit_mu; /* shared: the device's one submit path */
 
   /* A device fault lost the context (CUDA sticky error). */
   atomic_bool lost;
   pthread_mutex_t lost_mu;
   char lost_msg[1024];
+
+  gl_ipc_fdq fdq; /* descriptors that came with the message being served */
+
+  /* The leases (main thread). */
+  gl_wk **leases;
+  size_t nleases, cap;
+} gl_wkproc;
+
+struct gl_wk {
+  gl_wkproc *p;
+  gl_backend *be; /* the process's device, or a view onto this lease's range */
+  uint32_t seq_timeout_ms; /* copied from the process */
+
+  /* The lease (set by WORKER_INIT on the main thread, read-only after). */
+  bool initialised;
+  uint64_t lease_id;
+  uint64_t vram_bytes;
+  uint64_t region_base;
+  uint64_t range_offset; /* shared: where the lease's range lies in the context's */
+  gl_suballoc *alloc; /* the sessions' buffers in the region */
+  gl_modtab *modtab;  /* modules loaded for sessions */
 
   /* Sessions: the table is changed by the main thread; lanes read the
    * count under sess_mu. */
@@ -87,7 +120,6 @@ typedef struct gl_wk {
   /* Shared memory segments of the lease (segments.h), under seg_mu. */
   pthread_mutex_t seg_mu;
   struct gl_wseg *segs[16];
-  gl_ipc_fdq fdq; /* descriptors that came with the message being served */
 
   /* GPU_SUBMIT: its lane and that lane's state. */
   gl_lane *submit_lane;
@@ -95,7 +127,7 @@ typedef struct gl_wk {
   char *err; /* GL_WK_ERR_MAX */
   gl_argbuf submit_args;
   uint64_t submits;
-} gl_wk;
+};
 
 /* ---- replies (any thread) ---- */
 

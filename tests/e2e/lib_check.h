@@ -9,8 +9,11 @@
 #ifndef GL_TESTS_E2E_LIB_CHECK_H
 #define GL_TESTS_E2E_LIB_CHECK_H
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "common/util.h"
 #include "gpulease/gpulease.h"
 
 #define MiB (1ull << 20)
@@ -25,5 +28,29 @@
     assert_int_equal(st_, GPULEASE_OK);                                              \
   } while (0)
 #define E &e_
+
+/* GPU_SUBMIT of the build's kernels/iota.ptx ($GL_TEST_BIN_DIR) on lease l:
+ * 256 threads, out[i] == i + 1 checked (cmocka.h is included first). */
+static inline void gl_test_run_iota(gpulease_client *c, const gpulease_lease *l) {
+  const char *bin = getenv("GL_TEST_BIN_DIR");
+  char path[512];
+  snprintf(path, sizeof path, "%s/kernels/iota.ptx", bin ? bin : ".");
+  uint8_t *ptx = NULL;
+  size_t ptx_len = 0;
+  assert_int_equal(gl_read_file(path, 1 << 20, &ptx, &ptx_len), 0);
+  gpulease_submit_desc sd;
+  gpulease_submit_desc_default(&sd);
+  sd.image = ptx;
+  sd.image_size = ptx_len;
+  sd.kernel = "iota";
+  sd.block[0] = 256;
+  sd.output_size = 1024;
+  gpulease_submit_result r;
+  CHECK(gpulease_submit(c, l, &sd, &r, E));
+  const float *out = r.output;
+  for (int i = 0; i < 256; i++) assert_true(out[i] == (float)(i + 1));
+  gpulease_submit_result_release(&r);
+  free(ptx);
+}
 
 #endif

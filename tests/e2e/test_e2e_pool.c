@@ -5,10 +5,12 @@
  *
  * Checked: the pool's workers are there once the daemon says it is ready;
  * a lease takes one (its kernel runs, its bytes come back) and a
- * replacement starts; a burst of leases larger than the pool is served
- * (the rest start cold) and the pool fills again; freed leases leave only
- * the pool; a warm worker killed from outside is replaced; the daemon
- * stops with nothing left behind.
+ * replacement starts; a freed lease's worker is kept as a spare and the
+ * next lease reuses it (a zeroed region, its kernel right) without a new
+ * process; a burst of leases larger than the pool is served (the rest
+ * start cold) and the pool fills again; unused spares end after
+ * GL_POOL_SPARE_IDLE_S, leaving only the pool; a warm worker killed from
+ * outside is replaced; the daemon stops with nothing left behind.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -24,6 +26,7 @@
 #include <cmocka.h>
 
 #include "common/util.h"
+#include "daemon/pool.h"
 #include "daemon_harness.h"
 #include "gpulease/gpulease.h"
 #include "lib_check.h"
@@ -41,29 +44,6 @@ static void wait_children(const gl_test_daemon *d, int n) {
 /* Leases the daemon gave a warm worker (its debug log). */
 static int warm_takes(const gl_test_daemon *d) {
   return gl_test_daemon_log_count(d, "takes a warm worker");
-}
-
-/* iota on lease l (the build's kernels/iota.ptx): 256 floats, checked. */
-static void run_iota(gpulease_client *c, const gpulease_lease *l) {
-  const char *bin = getenv("GL_TEST_BIN_DIR");
-  char path[512];
-  snprintf(path, sizeof path, "%s/kernels/iota.ptx", bin ? bin : ".");
-  uint8_t *ptx = NULL;
-  size_t ptx_len = 0;
-  assert_int_equal(gl_read_file(path, 1 << 20, &ptx, &ptx_len), 0);
-  gpulease_submit_desc sd;
-  gpulease_submit_desc_default(&sd);
-  sd.image = ptx;
-  sd.image_size = ptx_len;
-  sd.kernel = "iota";
-  sd.block[0] = 256;
-  sd.output_size = 1024;
-  gpulease_submit_result r;
-  CHECK(gpulease_submit(c, l, &sd, &r, E));
-  const float *out = r.output;
-  for (int i = 0; i < 256; i++) assert_true(out[i] == (float)(i + 1));
-  gpulease_submit_result_release(&r);
-  free(ptx);
 }
 
 /* POOL_INFO of the one GPU: the pool's size and the workers ready. */
@@ -89,22 +69,42 @@ static void test_leases_from_the_pool(void **state) {
   gpulease_lease l;
   CHECK(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, 16ull << 20, 60, &l, E));
   assert_int_equal(warm_takes(&d), 1);
-  run_iota(c, &l);
+  gl_test_run_iota(c, &l);
   wait_children(&d, 3); /* the lease's worker and a full pool again */
+  pid_t before[8];
+  int nb = gl_test_daemon_child_pids(&d, before, 8);
   CHECK(gpulease_lease_free(c, &l, E));
-  wait_children(&d, 2);
+  /* Its worker is a spare now: the next lease reuses it, zeroed. */
+  for (int i = 0; i < 100 && gl_test_daemon_log_count(&d, "stays open for the next lease") < 1; i++) {
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  CHECK(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, 16ull << 20, 60, &l, E));
+  gpulease_session *s;
+  CHECK(gpulease_session_open(c, &l, &s, E));
+  gpulease_buffer buf;
+  CHECK(gpulease_mem_alloc(s, 4096, &buf, E));
+  uint8_t bytes[4096];
+  CHECK(gpulease_mem_read(s, buf, 0, bytes, sizeof bytes, E));
+  for (size_t i = 0; i < sizeof bytes; i++) assert_int_equal(bytes[i], 0); /* iota's are gone */
+  gpulease_session_close(s, NULL);
+  gl_test_run_iota(c, &l);
+  pid_t after[8];
+  assert_int_equal(gl_test_daemon_child_pids(&d, after, 8), nb); /* no new process */
+  for (int i = 0; i < nb; i++) assert_int_equal(after[i], before[i]);
+  CHECK(gpulease_lease_free(c, &l, E));
   /* A burst larger than the pool: every lease served, the pool refilled. */
   enum { BURST = 6 };
   gpulease_lease b[BURST];
   for (int i = 0; i < BURST; i++)
     CHECK(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, 8ull << 20, 60, &b[i], E));
-  for (int i = 0; i < BURST; i++) run_iota(c, &b[i]);
-  int warm = warm_takes(&d) - 1;
+  for (int i = 0; i < BURST; i++) gl_test_run_iota(c, &b[i]);
+  int warm = warm_takes(&d) - 2; /* the two leases before */
   printf("burst of %d leases: %d from the pool, %d started cold\n", BURST, warm, BURST - warm);
   assert_true(warm >= 2 && warm <= BURST); /* replacements may be ready in time */
-  wait_children(&d, BURST + 2);
   for (int i = 0; i < BURST; i++) CHECK(gpulease_lease_free(c, &b[i], E));
-  wait_children(&d, 2);
+  /* The spares end once unused for GL_POOL_SPARE_IDLE_S (10 s). */
+  assert_int_equal(gl_test_daemon_wait_children(&d, 2, 20000), 2);
   for (int i = 0; i < 250 && (pool_state(c, &target, &ready), ready < 2); i++) {
     struct timespec ts = {0, 20 * 1000 * 1000};
     nanosleep(&ts, NULL);
@@ -133,7 +133,7 @@ static void test_killed_warm_worker_replaced(void **state) {
   gpulease_client *c = gl_test_connect(&d, 30000);
   gpulease_lease l;
   CHECK(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, 16ull << 20, 60, &l, E));
-  run_iota(c, &l);
+  gl_test_run_iota(c, &l);
   CHECK(gpulease_lease_free(c, &l, E));
   gpulease_client_close(c);
   assert_int_equal(gl_test_daemon_stop(&d), 0);

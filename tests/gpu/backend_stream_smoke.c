@@ -15,6 +15,12 @@
  *     D8/D16/D32, copy_async, launch_async vector_add, stream_sync,
  *     read_sync, results checked; then the synchronous write/launch/read
  *     from the same threads at once
+ *   shared leases: a second backend on the same device opened with
+ *     open_shared (region_base 0), set_limits, two region_add of 64 MiB
+ *     (zeroed, disjoint), a view onto each: writes land in the view's own
+ *     range, vector_add through a view's stream and through launch_read,
+ *     a write past a view's range refused; region_remove, and a range
+ *     added again reads zero
  *   launch_async with a 2048-thread block: INVALID_ARGUMENT
  *   compile_ptx: an ELF cubin; loaded as CUBIN and launched from a stream
  *   compile_ptx of bad PTX: LOAD_FAILED with the JIT log (printed)
@@ -36,6 +42,7 @@
 
 #include "common/log.h"
 #include "worker/backend.h"
+#include "worker/backend_view.h"
 
 #define VRAM (64ull << 20)
 #define N 100000 /* elements per vector */
@@ -114,8 +121,10 @@ typedef struct va_args {
   gl_launch l;
 } va_args;
 
-static void va_setup(va_args *v, uint64_t a_off, uint64_t b_off, uint64_t c_off, int32_t n) {
-  v->a = g_base + a_off, v->b = g_base + b_off, v->c = g_base + c_off, v->n = n;
+/* Pointers are base + the offsets. */
+static void va_setup_at(va_args *v, uint64_t base, uint64_t a_off, uint64_t b_off, uint64_t c_off,
+                        int32_t n) {
+  v->a = base + a_off, v->b = base + b_off, v->c = base + c_off, v->n = n;
   v->args[0] = &v->a, v->args[1] = &v->b, v->args[2] = &v->c, v->args[3] = &v->n;
   v->sizes[0] = v->sizes[1] = v->sizes[2] = 8, v->sizes[3] = 4;
   v->l = (gl_launch){.kernel_name = "vector_add",
@@ -124,6 +133,141 @@ static void va_setup(va_args *v, uint64_t a_off, uint64_t b_off, uint64_t c_off,
                      .args = v->args,
                      .arg_sizes = v->sizes,
                      .arg_count = 4};
+}
+
+static void va_setup(va_args *v, uint64_t a_off, uint64_t b_off, uint64_t c_off, int32_t n) {
+  va_setup_at(v, g_base, a_off, b_off, c_off, n);
+}
+
+/* ---- shared leases ---------------------------------------------------------------- */
+
+#define RANGE (64ull << 20)
+#define PROBE_BYTES (1u << 20)
+
+/* True when len bytes at the view's offset read back as zero. */
+static int view_zero(gl_backend *v, uint64_t off, size_t len, char *err, size_t errlen) {
+  uint8_t *buf = malloc(len);
+  int ok = buf && v->ops->read(v, off, buf, len, err, errlen) == GPULEASE_OK;
+  for (size_t i = 0; ok && i < len; i++)
+    if (buf[i]) {
+      snprintf(err, errlen, "byte %zu is 0x%02x", i, buf[i]);
+      ok = 0;
+    }
+  free(buf);
+  return ok;
+}
+
+/* A second backend on device 0 for shared leases (the primary context is
+ * the same one as g_b's), ranges and views onto them. */
+static void shared_checks(const char *ptx, size_t ptx_len) {
+  char err[4096], name[128];
+  pthread_mutex_t submit_mu = PTHREAD_MUTEX_INITIALIZER;
+  gl_backend *sb = gl_backend_cuda_new(), *v[2] = {NULL, NULL};
+  if (!sb) return;
+  const gl_backend_ops *o = sb->ops;
+  uint64_t base = 1, off[2] = {0, 0};
+  void *mod = NULL, *fn = NULL, *s = NULL;
+  gpulease_status st = o->open_shared(sb, 0, &base, name, sizeof name, err, sizeof err);
+  check(st == GPULEASE_OK && base == 0, "shared: open_shared device 0: %s (region_base %" PRIu64
+        ")", st == GPULEASE_OK ? name : err, base);
+  if (st != GPULEASE_OK) goto out;
+  st = o->set_limits(sb, 1u << 20, 16u << 20, err, sizeof err);
+  check(st == GPULEASE_OK, "shared: set_limits (printf FIFO 1 MiB, malloc heap 16 MiB)%s%s",
+        st == GPULEASE_OK ? "" : ": ", st == GPULEASE_OK ? "" : err);
+  for (int i = 0; i < 2; i++) {
+    st = o->region_add(sb, RANGE, &off[i], err, sizeof err);
+    check(st == GPULEASE_OK && off[i] % 256 == 0, "shared: region_add %d of 64 MiB: 0x%" PRIx64
+          "%s%s", i, off[i], st == GPULEASE_OK ? "" : ": ", st == GPULEASE_OK ? "" : err);
+    if (st != GPULEASE_OK || !(v[i] = gl_backend_view_new(sb, off[i], RANGE, &submit_mu)))
+      goto out;
+  }
+  check(off[0] + RANGE <= off[1] || off[1] + RANGE <= off[0], "shared: the ranges are disjoint");
+  for (int i = 0; i < 2; i++) {
+    int ok = view_zero(v[i], RANGE - PROBE_BYTES, PROBE_BYTES, err, sizeof err);
+    check(ok, "shared: range %d reads zero at its end%s%s", i, ok ? "" : ": ", ok ? "" : err);
+  }
+
+  /* each view's writes land in its own range */
+  {
+    static uint8_t pat[2][4096], got[4096];
+    for (int i = 0; i < 2; i++) memset(pat[i], 0xa0 + i, sizeof pat[i]);
+    int ok = 1;
+    for (int i = 0; ok && i < 2; i++)
+      ok = v[i]->ops->write(v[i], 4096, pat[i], sizeof pat[i], err, sizeof err) == GPULEASE_OK;
+    for (int i = 0; ok && i < 2; i++) {
+      ok = o->read(sb, off[i] + 4096, got, sizeof got, err, sizeof err) == GPULEASE_OK;
+      if (ok && memcmp(got, pat[i], sizeof got) != 0) {
+        snprintf(err, sizeof err, "range %d holds other bytes", i);
+        ok = 0;
+      }
+    }
+    check(ok, "shared: writes through two views, read back from the ranges%s%s", ok ? "" : ": ",
+          ok ? "" : err);
+    st = v[0]->ops->write(v[0], RANGE - 8, pat[0], 16, err, sizeof err);
+    check(st == GPULEASE_WRITE_FAILED, "shared: a write past a view's range: %s: %s",
+          gpulease_status_name(st), err);
+  }
+
+  /* vector_add through view 0: on a stream of the view, then launch_read */
+  st = v[0]->ops->load_module(v[0], (const uint8_t *)ptx, ptx_len, GPULEASE_IMAGE_PTX, &mod, err,
+                              sizeof err);
+  if (st == GPULEASE_OK)
+    st = v[0]->ops->get_function(v[0], mod, "vector_add", &fn, err, sizeof err);
+  if (st == GPULEASE_OK) st = v[0]->ops->stream_create(v[0], &s, err, sizeof err);
+  check(st == GPULEASE_OK, "shared: load, get_function, stream_create through a view%s%s",
+        st == GPULEASE_OK ? "" : ": ", st == GPULEASE_OK ? "" : err);
+  if (st == GPULEASE_OK) {
+    enum { M = 4096 };
+    static float a[M], b[M], c[M];
+    for (int i = 0; i < M; i++) a[i] = (float)i, b[i] = 0.5f;
+    va_args va;
+    va_setup_at(&va, base + off[0], 1u << 20, 2u << 20, 3u << 20, M);
+    const gl_backend_ops *vo = v[0]->ops;
+    int ok = vo->write_async(v[0], s, 1u << 20, a, sizeof a, err, sizeof err) == GPULEASE_OK &&
+             vo->write_async(v[0], s, 2u << 20, b, sizeof b, err, sizeof err) == GPULEASE_OK &&
+             vo->launch_async(v[0], s, fn, &va.l, err, sizeof err) == GPULEASE_OK &&
+             vo->read_sync(v[0], s, 3u << 20, c, sizeof c, err, sizeof err) == GPULEASE_OK;
+    for (int i = 0; ok && i < M; i++)
+      if (c[i] != (float)i + 0.5f) {
+        snprintf(err, sizeof err, "c[%d] = %g", i, (double)c[i]);
+        ok = 0;
+      }
+    check(ok, "shared: vector_add on a view's stream%s%s", ok ? "" : ": ", ok ? "" : err);
+    memset(c, 0, sizeof c);
+    uint64_t ns = 0;
+    ok = vo->memset_async(v[0], s, 3u << 20, 4, 0, M, err, sizeof err) == GPULEASE_OK &&
+         vo->stream_sync(v[0], s, err, sizeof err) == GPULEASE_OK &&
+         vo->launch_read(v[0], fn, &va.l, &ns, 3u << 20, c, sizeof c, err, sizeof err) ==
+             GPULEASE_OK;
+    for (int i = 0; ok && i < M; i++)
+      if (c[i] != (float)i + 0.5f) {
+        snprintf(err, sizeof err, "c[%d] = %g", i, (double)c[i]);
+        ok = 0;
+      }
+    check(ok, "shared: vector_add by launch_read through a view%s%s", ok ? "" : ": ",
+          ok ? "" : err);
+    vo->stream_destroy(v[0], s);
+  }
+  if (mod) v[0]->ops->unload_module(v[0], mod);
+  check(!o->context_lost(sb), "shared: context not lost");
+
+  /* removed, and a range added again reads zero (destroy frees it) */
+  for (int i = 0; i < 2; i++) {
+    v[i]->ops->destroy(v[i]);
+    v[i] = NULL;
+    o->region_remove(sb, off[i]);
+  }
+  st = o->region_add(sb, RANGE, &off[0], err, sizeof err);
+  if (st == GPULEASE_OK && (v[0] = gl_backend_view_new(sb, off[0], RANGE, &submit_mu))) {
+    int ok = view_zero(v[0], 0, 4096 + PROBE_BYTES, err, sizeof err);
+    check(ok, "shared: region_remove, region_add again: zero%s%s", ok ? "" : ": ", ok ? "" : err);
+  } else {
+    check(0, "shared: region_add after region_remove: %s", err);
+  }
+out:
+  for (int i = 0; i < 2; i++)
+    if (v[i]) v[i]->ops->destroy(v[i]);
+  o->destroy(sb);
 }
 
 /* ---- a session thread ------------------------------------------------------- */
@@ -310,6 +454,8 @@ int main(int argc, char **argv) {
         st == GPULEASE_OK ? "" : err);
   printf("INFO ptx_version for .target sm_75 PTX is %u (the emulated device reports the "
          ".target's number, 75)\n", fi.ptx_version);
+
+  shared_checks(ptx, ptx_len);
 
   /* two sessions on two threads */
   session ss[2] = {{.index = 0, .fn = fn}, {.index = 1, .fn = fn}};

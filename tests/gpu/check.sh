@@ -10,7 +10,8 @@
 # sessions (tests/e2e/test_e2e_session.c on the GPU, a 4 GiB round trip,
 # the CUDA backend's stream ops); then the session and GPU_SUBMIT
 # benchmarks against the local CUDA driver, the lease benchmark with and
-# without warm workers, and the emulator's benchmark.
+# without warm workers (with them: 32 clients cycling leases of each class,
+# the most concurrent 256 MiB leases of each), and the emulator's benchmark.
 set -uo pipefail
 B=$(cd "${1:-build}" && pwd)
 K=$B/kernels
@@ -181,6 +182,9 @@ echo "== striped transfers on the GPU (tests/e2e/test_e2e_stripe.c)"
 result "striped transfers over the daemon's stripe ports (bytes, order, progress, failure)" ${PIPESTATUS[0]}
 GL_TEST_BIG_BYTES=$((4 << 30)) GL_TEST_FILTER=test_large_transfer "$B/tests/test_e2e_session" 2>&1 | grep -i "round trip\|FAIL\|PASSED"
 result "4 GiB MEM_WRITE/MEM_READ round trip with checksum" ${PIPESTATUS[0]}
+echo "== lease classes on the GPU (tests/e2e/test_e2e_classes.c, GL_TEST_DEVICE=cuda)"
+"$B/tests/test_e2e_classes" 2>&1 | grep -v "^\[ *RUN \|^\[ *OK " | tail -12
+result "lease classes: shared contexts, a fault in one, device exclusivity, 1,000 cycles leave nothing" ${PIPESTATUS[0]}
 unset GL_TEST_DEVICE GL_TEST_PTX_DIR
 if [ -x "$B/tests/gl_backend_stream_smoke" ]; then
   "$B/tests/gl_backend_stream_smoke" "$K/vector_add.ptx" 2>&1 | tail -30
@@ -199,12 +203,15 @@ for warm in 0 2; do
   LD=$!
   for _ in $(seq 1 300); do [ -s "$LW/ready" ] && break; sleep 0.1; done
   read -r LPORT LFP < "$LW/ready"
+  grep -o "GPU 0: a CUDA context takes.*" "$LW/daemon.log" | tail -1
   if [ $warm != 0 ]; then
     "$B/src/cli/gpulease" --addr 127.0.0.1:$LPORT --pin-sha256 "$LFP" inventory | tee "$LW/inv.txt" | grep "warm workers"
     grep -q "warm workers: $warm ready" "$LW/inv.txt"; result "inventory shows the warm pool ($warm ready)" $?
   fi
+  MORE=()
+  [ $warm != 0 ] && MORE=(--classes isolated,shared --clients 32 --cycle-s 5 --max-mib 256 --max-leases 400)
   "$B/bench/gl_bench_lease" --addr 127.0.0.1:$LPORT --pin-sha256 "$LFP" --iters 20 \
-    --gap-ms 600 --label "$([ $warm = 0 ] && echo cold || echo warm)"
+    --gap-ms 600 --label "$([ $warm = 0 ] && echo cold || echo warm)" "${MORE[@]}"
   result "lease benchmark with --warm-workers $warm (every call's output checked)" $?
   kill $LD; wait $LD 2>/dev/null; rm -rf "$LW"
 done

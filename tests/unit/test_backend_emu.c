@@ -4,7 +4,9 @@
  * threads call them: stream-ordered writes, memsets, copies and launches of
  * corpus kernels, func_info, compile_ptx, cache_tag, range checks, a kernel
  * fault reported on every stream, and several threads loading modules and
- * launching kernels on one device at once.
+ * launching kernels on one device at once. Shared leases: open_shared,
+ * region_add / region_remove, and views (src/worker/backend_view.c) onto
+ * the ranges.
  */
 #include <math.h>
 #include <pthread.h>
@@ -23,6 +25,7 @@
 #include "emu/emu.h"
 #include "worker/backend.h"
 #include "worker/backend_emu.h"
+#include "worker/backend_view.h"
 
 #define REGION (4u << 20)
 
@@ -55,6 +58,7 @@ static char *read_src(const char *rel, size_t *len) {
 #define MATMUL "tests/emu/kernels/ptx/sm_90/matmul_tiled.ptx"
 #define VECTOR_ADD "examples/kernels/ptx/vector_add.ptx"
 #define OOB "tests/gpu/kernels/ptx/oob.ptx"
+#define IOTA "examples/kernels/ptx/iota.ptx" /* iota(float *p): p[i] = i + 1 */
 
 typedef struct env {
   gl_backend *b;
@@ -640,6 +644,211 @@ static void test_unload_during_launch(void **state) {
   env_close(e);
 }
 
+/* ---- shared leases: ranges and views ------------------------------------------ */
+
+#define SHARED_CAP (8u << 20)
+
+/* An emulated device opened for shared leases, with SHARED_CAP bytes. */
+static void env_open_shared(env *e) {
+  memset(e, 0, sizeof *e);
+  e->b = gl_backend_emu_new(SHARED_CAP, 1);
+  assert_non_null(e->b);
+  e->ops = e->b->ops;
+  assert_non_null(e->ops->open_shared);
+  char name[128];
+  OK(e->ops->open_shared(e->b, 0, &e->base, name, sizeof name, e->err, sizeof e->err));
+  assert_int_equal(e->base, GL_EMU_REGION_BASE);
+  assert_string_equal(name, GL_EMU_NAME);
+}
+
+/* True when len bytes of the real region at offset are all zero. */
+static bool zero_at(env *e, uint64_t offset, size_t len) {
+  uint8_t *buf = malloc(len);
+  assert_non_null(buf);
+  OK(e->ops->read(e->b, offset, buf, len, e->err, sizeof e->err));
+  size_t i = 0;
+  while (i < len && buf[i] == 0) i++;
+  free(buf);
+  return i == len;
+}
+
+static void test_shared_ranges(void **state) {
+  (void)state;
+  env env_, *e = &env_;
+  env_open_shared(e);
+  /* init and a second open are refused once open */
+  uint64_t base2 = 0;
+  char name[64];
+  assert_int_equal(e->ops->open_shared(e->b, 0, &base2, name, sizeof name, e->err, sizeof e->err),
+                   GPULEASE_INTERNAL);
+  assert_int_equal(e->ops->init(e->b, 0, 4096, &base2, name, sizeof name, e->err, sizeof e->err),
+                   GPULEASE_INTERNAL);
+
+  /* two ranges of different sizes: aligned, disjoint, zeroed */
+  const uint64_t a_bytes = (1u << 20) + 100, b_bytes = 3000;
+  uint64_t a = 0, b = 0;
+  OK(e->ops->region_add(e->b, a_bytes, &a, e->err, sizeof e->err));
+  OK(e->ops->region_add(e->b, b_bytes, &b, e->err, sizeof e->err));
+  assert_int_equal(a, 0); /* first fit, sizes rounded up to 256 bytes */
+  assert_int_equal(b, (a_bytes + 255) / 256 * 256);
+  assert_true(a + a_bytes <= SHARED_CAP && b + b_bytes <= SHARED_CAP);
+  assert_true(zero_at(e, a, a_bytes));
+  assert_true(zero_at(e, b, b_bytes));
+
+  pthread_mutex_t submit_mu = PTHREAD_MUTEX_INITIALIZER;
+  gl_backend *va = gl_backend_view_new(e->b, a, a_bytes, &submit_mu);
+  gl_backend *vb = gl_backend_view_new(e->b, b, b_bytes, &submit_mu);
+  assert_non_null(va);
+  assert_non_null(vb);
+  const gl_backend_ops *vo = va->ops;
+  assert_true(vo->launch_runs_inline); /* the real backend's */
+  assert_null(vo->launch_read);        /* the emulated backend has none */
+  assert_null(vo->open_shared);
+  assert_null(vo->region_add);
+  assert_null(vo->set_limits);
+  gl_probe_resp probe;
+  assert_int_equal(vo->probe(va, &probe, e->err, sizeof e->err), GPULEASE_INTERNAL);
+  assert_int_equal(vo->init(va, 0, 4096, &base2, name, sizeof name, e->err, sizeof e->err),
+                   GPULEASE_INTERNAL);
+
+  /* written through view A at its offset 10: the real region at a + 10 */
+  uint8_t pat[200], got[200];
+  for (size_t i = 0; i < sizeof pat; i++) pat[i] = (uint8_t)(i * 7 + 1);
+  OK(vo->write(va, 10, pat, sizeof pat, e->err, sizeof e->err));
+  OK(e->ops->read(e->b, a + 10, got, sizeof got, e->err, sizeof e->err));
+  assert_memory_equal(got, pat, sizeof pat);
+  OK(vo->read(va, 10, got, sizeof got, e->err, sizeof e->err));
+  assert_memory_equal(got, pat, sizeof pat);
+  assert_true(zero_at(e, b, b_bytes)); /* B untouched */
+  /* the stream ops move offsets the same way */
+  void *s = NULL;
+  OK(vo->stream_create(vb, &s, e->err, sizeof e->err));
+  OK(vo->write_async(vb, s, b_bytes - sizeof pat, pat, sizeof pat, e->err, sizeof e->err));
+  OK(vo->copy_async(vb, s, 0, b_bytes - sizeof pat, sizeof pat, e->err, sizeof e->err));
+  OK(vo->memset_async(vb, s, 64, 4, 0x01020304u, 4, e->err, sizeof e->err));
+  OK(e->ops->read(e->b, b, got, sizeof got, e->err, sizeof e->err));
+  uint8_t want[200];
+  memcpy(want, pat, sizeof want);
+  for (int i = 0; i < 4; i++) memcpy(want + 64 + 4 * i, "\x04\x03\x02\x01", 4);
+  assert_memory_equal(got, want, sizeof want);
+  OK(vo->read_sync(vb, s, 0, got, sizeof got, e->err, sizeof e->err));
+  assert_memory_equal(got, want, sizeof want);
+
+  /* a view refuses what leaves its range, and forwards nothing */
+  uint8_t big[64];
+  memset(big, 0xee, sizeof big);
+  assert_int_equal(vo->write(vb, b_bytes - 8, big, 16, e->err, sizeof e->err),
+                   GPULEASE_WRITE_FAILED);
+  assert_non_null(strstr(e->err, "outside the lease's range"));
+  assert_int_equal(vo->write(vb, UINT64_MAX - 4, big, 16, e->err, sizeof e->err),
+                   GPULEASE_WRITE_FAILED);
+  assert_int_equal(vo->read(vb, b_bytes, got, 1, e->err, sizeof e->err), GPULEASE_READ_FAILED);
+  assert_int_equal(vo->write_async(vb, s, b_bytes + 1, big, 0, e->err, sizeof e->err),
+                   GPULEASE_WRITE_FAILED);
+  assert_int_equal(vo->read_sync(vb, s, b_bytes - 4, got, 8, e->err, sizeof e->err),
+                   GPULEASE_READ_FAILED);
+  assert_int_equal(vo->copy_async(vb, s, b_bytes - 8, 0, 16, e->err, sizeof e->err),
+                   GPULEASE_WRITE_FAILED);
+  assert_int_equal(vo->copy_async(vb, s, 0, b_bytes - 8, 16, e->err, sizeof e->err),
+                   GPULEASE_WRITE_FAILED);
+  assert_int_equal(vo->memset_async(vb, s, b_bytes - 8, 4, 1, 4, e->err, sizeof e->err),
+                   GPULEASE_WRITE_FAILED);
+  assert_int_equal(vo->memset_async(vb, s, 0, 4, 1, SIZE_MAX / 2, e->err, sizeof e->err),
+                   GPULEASE_WRITE_FAILED);
+  assert_true(zero_at(e, b + b_bytes, 16)); /* just past B: untouched */
+  OK(vo->read_sync(vb, s, 0, got, sizeof got, e->err, sizeof e->err));
+  assert_memory_equal(got, want, sizeof want); /* nor was B changed */
+  vo->stream_destroy(vb, s);
+
+  /* removed and added again: the same space (first fit), zero again,
+   * whole pages (given back to the host) and partial ones */
+  OK(vo->write(va, a_bytes / 2, pat, sizeof pat, e->err, sizeof e->err));
+  OK(vo->write(va, a_bytes - sizeof pat, pat, sizeof pat, e->err, sizeof e->err));
+  assert_false(zero_at(e, a, a_bytes));
+  vo->destroy(va);
+  e->ops->region_remove(e->b, a);
+  uint64_t a2 = 0;
+  OK(e->ops->region_add(e->b, a_bytes, &a2, e->err, sizeof e->err));
+  assert_int_equal(a2, a);
+  assert_true(zero_at(e, a2, a_bytes));
+
+  /* beyond the capacity: CAPACITY_EXCEEDED naming the free bytes */
+  uint64_t c = 0;
+  assert_int_equal(e->ops->region_add(e->b, SHARED_CAP, &c, e->err, sizeof e->err),
+                   GPULEASE_CAPACITY_EXCEEDED);
+  assert_non_null(strstr(e->err, "the emulated device has"));
+  assert_non_null(strstr(e->err, "bytes free"));
+  assert_int_equal(e->ops->region_add(e->b, 0, &c, e->err, sizeof e->err),
+                   GPULEASE_INVALID_ARGUMENT);
+  /* what is left fits exactly */
+  uint64_t left = SHARED_CAP - (a_bytes + 255) / 256 * 256 - (b_bytes + 255) / 256 * 256;
+  OK(e->ops->region_add(e->b, left, &c, e->err, sizeof e->err));
+  assert_int_equal(e->ops->region_add(e->b, 1, &c, e->err, sizeof e->err),
+                   GPULEASE_CAPACITY_EXCEEDED);
+
+  vb->ops->destroy(vb); /* vo was va's table, gone with it */
+  assert_false(e->ops->context_lost(e->b));
+  env_close(e); /* with ranges still added */
+}
+
+/* A kernel launched through a view, on a stream of the view and by the
+ * synchronous launch, writing to the view's range. */
+static void test_view_launch(void **state) {
+  (void)state;
+  env env_, *e = &env_;
+  env_open_shared(e);
+  uint64_t a = 0, b = 0;
+  OK(e->ops->region_add(e->b, 4096, &a, e->err, sizeof e->err));
+  OK(e->ops->region_add(e->b, 8192, &b, e->err, sizeof e->err));
+  pthread_mutex_t submit_mu = PTHREAD_MUTEX_INITIALIZER;
+  gl_backend *v = gl_backend_view_new(e->b, b, 8192, &submit_mu);
+  assert_non_null(v);
+  const gl_backend_ops *vo = v->ops;
+
+  size_t len;
+  char *ptx = read_src(IOTA, &len);
+  void *mod = NULL, *fn = NULL;
+  OK(vo->load_module(v, (const uint8_t *)ptx, len, GPULEASE_IMAGE_PTX, &mod, e->err,
+                     sizeof e->err));
+  free(ptx);
+  OK(vo->get_function(v, mod, "iota", &fn, e->err, sizeof e->err));
+  gl_func_info_resp fi;
+  OK(vo->func_info(v, fn, &fi, e->err, sizeof e->err));
+  assert_int_equal(fi.ptx_version, 75);
+
+  enum { N = 512 };
+  uint64_t ptr = e->base + b + 1024; /* the lease's region starts at base + b */
+  void *args[1] = {&ptr};
+  size_t sizes[1] = {8};
+  gl_launch l = {.kernel_name = "iota", .grid = {N / 128, 1, 1}, .block = {128, 1, 1},
+                 .args = args, .arg_sizes = sizes, .arg_count = 1};
+  void *s = NULL;
+  OK(vo->stream_create(v, &s, e->err, sizeof e->err));
+  OK(vo->launch_async(v, s, fn, &l, e->err, sizeof e->err));
+  OK(vo->stream_sync(v, s, e->err, sizeof e->err));
+  float out[N];
+  OK(vo->read_sync(v, s, 1024, out, sizeof out, e->err, sizeof e->err));
+  for (int i = 0; i < N; i++)
+    if (out[i] != (float)(i + 1)) fail_msg("out[%d] = %g, want %d", i, (double)out[i], i + 1);
+  /* the synchronous launch, then read through the view */
+  OK(vo->memset_async(v, s, 1024, 4, 0, N, e->err, sizeof e->err));
+  uint64_t ns = 0;
+  OK(vo->launch(v, fn, &l, &ns, e->err, sizeof e->err));
+  memset(out, 0, sizeof out);
+  OK(vo->read(v, 1024, out, sizeof out, e->err, sizeof e->err));
+  for (int i = 0; i < N; i++) assert_true(out[i] == (float)(i + 1));
+  /* the other range saw nothing */
+  assert_true(zero_at(e, a, 4096));
+  assert_false(vo->context_lost(v));
+
+  vo->stream_destroy(v, s);
+  vo->unload_module(v, mod);
+  vo->destroy(v);
+  e->ops->region_remove(e->b, b);
+  e->ops->region_remove(e->b, a);
+  env_close(e);
+}
+
 int main(void) {
   if (getenv("GL_TEST_FILTER")) cmocka_set_test_filter(getenv("GL_TEST_FILTER"));
   const struct CMUnitTest tests[] = {
@@ -647,6 +856,7 @@ int main(void) {
       cmocka_unit_test(test_func_info),          cmocka_unit_test(test_compile_ptx),
       cmocka_unit_test(test_out_of_range),       cmocka_unit_test(test_fault_is_sticky),
       cmocka_unit_test(test_concurrent_sessions), cmocka_unit_test(test_unload_during_launch),
+      cmocka_unit_test(test_shared_ranges),      cmocka_unit_test(test_view_launch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,7 +31,7 @@ static gl_lease *alloc_ok(gl_lease_table *t, uint64_t now, uint32_t gpu, uint64_
                           uint32_t ttl, const uint8_t *secret) {
   gl_lease *l = NULL;
   char err[256];
-  assert_int_equal(gl_lease_table_alloc(t, now, gpu, bytes, ttl, secret, &l, err, sizeof err),
+  assert_int_equal(gl_lease_table_alloc(t, now, gpu, GPULEASE_CLASS_ISOLATED, bytes, ttl, secret, &l, err, sizeof err),
                    GPULEASE_OK);
   assert_non_null(l);
   gl_lease_table_activate(t, l, now);
@@ -63,12 +63,12 @@ static void test_ttl_bounds(void **state) {
   gl_lease_table *t = table_2gpus(8);
   gl_lease *l;
   char err[256];
-  assert_int_equal(gl_lease_table_alloc(t, 0, 0, MiB, 0, SECRET_A, &l, err, sizeof err),
+  assert_int_equal(gl_lease_table_alloc(t, 0, 0, GPULEASE_CLASS_ISOLATED, MiB, 0, SECRET_A, &l, err, sizeof err),
                    GPULEASE_INVALID_ARGUMENT);
-  assert_int_equal(gl_lease_table_alloc(t, 0, 0, MiB, 301, SECRET_A, &l, err, sizeof err),
+  assert_int_equal(gl_lease_table_alloc(t, 0, 0, GPULEASE_CLASS_ISOLATED, MiB, 301, SECRET_A, &l, err, sizeof err),
                    GPULEASE_INVALID_ARGUMENT);
   assert_non_null(strstr(err, "1..300"));
-  assert_int_equal(gl_lease_table_alloc(t, 0, 0, 0, 10, SECRET_A, &l, err, sizeof err),
+  assert_int_equal(gl_lease_table_alloc(t, 0, 0, GPULEASE_CLASS_ISOLATED, 0, 10, SECRET_A, &l, err, sizeof err),
                    GPULEASE_INVALID_ARGUMENT);
   assert_int_equal(gl_lease_table_live_count(t), 0);
   gl_lease_table_del(t);
@@ -135,16 +135,16 @@ static void test_capacity(void **state) {
   gl_lease *l;
   char err[256];
   alloc_ok(t, 0, 0, 600 * MiB, 60, SECRET_A);
-  assert_int_equal(gl_lease_table_alloc(t, 0, 0, 401 * MiB, 60, SECRET_A, &l, err, sizeof err),
+  assert_int_equal(gl_lease_table_alloc(t, 0, 0, GPULEASE_CLASS_ISOLATED, 401 * MiB, 60, SECRET_A, &l, err, sizeof err),
                    GPULEASE_CAPACITY_EXCEEDED);
   alloc_ok(t, 0, 0, 400 * MiB, 60, SECRET_A); /* exactly fills GPU 0 */
   /* "any GPU" goes where it fits */
   gl_lease *any = alloc_ok(t, 0, GPULEASE_ANY_GPU, 1500 * MiB, 60, SECRET_A);
   assert_int_equal(any->gpu_index, 1);
-  assert_int_equal(gl_lease_table_alloc(t, 0, GPULEASE_ANY_GPU, 501 * MiB, 60, SECRET_A, &l, err,
+  assert_int_equal(gl_lease_table_alloc(t, 0, GPULEASE_ANY_GPU, GPULEASE_CLASS_ISOLATED, 501 * MiB, 60, SECRET_A, &l, err,
                                         sizeof err),
                    GPULEASE_CAPACITY_EXCEEDED);
-  assert_int_equal(gl_lease_table_alloc(t, 0, 7, MiB, 60, SECRET_A, &l, err, sizeof err),
+  assert_int_equal(gl_lease_table_alloc(t, 0, 7, GPULEASE_CLASS_ISOLATED, MiB, 60, SECRET_A, &l, err, sizeof err),
                    GPULEASE_NO_DEVICE);
   /* freeing gives the capacity back */
   gl_lease_table_remove(t, any);
@@ -170,14 +170,14 @@ static void test_lease_budget_and_no_gpu(void **state) {
   char err[256];
   alloc_ok(t, 0, 0, MiB, 60, SECRET_A);
   alloc_ok(t, 0, 0, MiB, 60, SECRET_A);
-  assert_int_equal(gl_lease_table_alloc(t, 0, 0, MiB, 60, SECRET_A, &l, err, sizeof err),
+  assert_int_equal(gl_lease_table_alloc(t, 0, 0, GPULEASE_CLASS_ISOLATED, MiB, 60, SECRET_A, &l, err, sizeof err),
                    GPULEASE_CAPACITY_EXCEEDED);
   assert_non_null(strstr(err, "maximum of 2 leases"));
   gl_lease_table_del(t);
 
   gl_lease_table_config c = {.max_ttl_s = 300, .max_leases = 4, .tombstone_ns = S};
   t = gl_lease_table_new(&c);
-  assert_int_equal(gl_lease_table_alloc(t, 0, GPULEASE_ANY_GPU, MiB, 60, SECRET_A, &l, err,
+  assert_int_equal(gl_lease_table_alloc(t, 0, GPULEASE_ANY_GPU, GPULEASE_CLASS_ISOLATED, MiB, 60, SECRET_A, &l, err,
                                         sizeof err),
                    GPULEASE_NO_DEVICE);
   gl_lease_table_del(t);
@@ -196,12 +196,71 @@ static void test_ids_not_reused(void **state) {
   gl_lease_table_del(t);
 }
 
+static gpulease_status try_alloc(gl_lease_table *t, uint32_t gpu, uint8_t cls, uint64_t bytes,
+                                 gl_lease **l, char *err, size_t errlen) {
+  gpulease_status st = gl_lease_table_alloc(t, 0, gpu, cls, bytes, 60, SECRET_A, l, err, errlen);
+  if (st == GPULEASE_OK) gl_lease_table_activate(t, *l, 0);
+  return st;
+}
+
+/* A device lease takes a GPU only when it has no lease, and keeps every
+ * other lease off it while it lives; ANY_GPU goes around it. */
+static void test_device_class(void **state) {
+  (void)state;
+  gl_lease_table *t = table_2gpus(8);
+  gl_lease *a, *dev, *x;
+  char err[256];
+  assert_int_equal(try_alloc(t, 0, GPULEASE_CLASS_ISOLATED, MiB, &a, err, sizeof err), GPULEASE_OK);
+  assert_int_equal(try_alloc(t, 0, GPULEASE_CLASS_DEVICE, MiB, &dev, err, sizeof err), GPULEASE_BUSY);
+  assert_non_null(strstr(err, "1 live lease"));
+  assert_int_equal(try_alloc(t, 1, GPULEASE_CLASS_DEVICE, MiB, &dev, err, sizeof err), GPULEASE_OK);
+  assert_int_equal(dev->lease_class, GPULEASE_CLASS_DEVICE);
+  assert_int_equal(try_alloc(t, 1, GPULEASE_CLASS_SHARED, MiB, &x, err, sizeof err), GPULEASE_BUSY);
+  assert_non_null(strstr(err, "held whole by device lease"));
+  /* Any GPU: GPU 1 has more room but a device lease holds it. */
+  assert_int_equal(try_alloc(t, GPULEASE_ANY_GPU, GPULEASE_CLASS_ISOLATED, MiB, &x, err, sizeof err),
+                   GPULEASE_OK);
+  assert_int_equal(x->gpu_index, 0);
+  gl_lease_table_remove(t, dev);
+  assert_int_equal(try_alloc(t, 1, GPULEASE_CLASS_SHARED, MiB, &x, err, sizeof err), GPULEASE_OK);
+  assert_int_equal(try_alloc(t, 7, 9, MiB, &x, err, sizeof err), GPULEASE_INVALID_ARGUMENT);
+  gl_lease_table_del(t);
+}
+
+/* Each isolated lease pays a context; the shared leases of a GPU pay one
+ * between them. */
+static void test_context_overhead(void **state) {
+  (void)state;
+  gl_lease_table *t = table_2gpus(64);
+  gl_lease_table_set_overhead(t, 0, 100 * MiB);
+  gl_lease *l;
+  char err[256];
+  /* GPU 0: 1000 MiB. 400 + 100 and 400 + 100 fit; a third does not. */
+  assert_int_equal(try_alloc(t, 0, GPULEASE_CLASS_ISOLATED, 400 * MiB, &l, err, sizeof err), GPULEASE_OK);
+  assert_int_equal(try_alloc(t, 0, GPULEASE_CLASS_ISOLATED, 401 * MiB, &l, err, sizeof err),
+                   GPULEASE_CAPACITY_EXCEEDED);
+  assert_non_null(strstr(err, "CUDA context"));
+  /* Shared: 100 for the context, then 50 MiB leases with nothing more. */
+  assert_int_equal(try_alloc(t, 0, GPULEASE_CLASS_SHARED, 50 * MiB, &l, err, sizeof err), GPULEASE_OK);
+  for (int i = 0; i < 7; i++)
+    assert_int_equal(try_alloc(t, 0, GPULEASE_CLASS_SHARED, 50 * MiB, &l, err, sizeof err), GPULEASE_OK);
+  assert_int_equal(try_alloc(t, 0, GPULEASE_CLASS_SHARED, 50 * MiB, &l, err, sizeof err),
+                   GPULEASE_CAPACITY_EXCEEDED);
+  uint64_t leased;
+  uint32_t n;
+  gl_lease_table_gpu_usage(t, 0, &leased, &n);
+  assert_int_equal(leased, 800 * MiB);
+  assert_int_equal(n, 9);
+  gl_lease_table_del(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_alloc_and_auth),     cmocka_unit_test(test_ttl_bounds),
       cmocka_unit_test(test_expiry_and_tombstone), cmocka_unit_test(test_renew),
       cmocka_unit_test(test_capacity),           cmocka_unit_test(test_any_picks_most_free),
       cmocka_unit_test(test_lease_budget_and_no_gpu), cmocka_unit_test(test_ids_not_reused),
+      cmocka_unit_test(test_device_class),       cmocka_unit_test(test_context_overhead),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

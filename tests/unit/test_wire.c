@@ -94,11 +94,17 @@ static void fb_seal(frame *f) {
   for (int i = 0; i < 4; i++) f->b[8 + i] = (uint8_t)(body >> (8 * (3 - i)));
 }
 
+/* A LEASE_ALLOC request: any GPU, 1 GiB, 300 s, class isolated, the
+ * default context limits (29 bytes of body; the class is at frame offset
+ * 28). */
 static void fb_alloc(frame *f) {
   fb_header(f, GL_WIRE_KIND_REQUEST, GL_OP_LEASE_ALLOC, 0);
   fb_be(f, 0xFFFFFFFFu, 4);
   fb_be(f, 1u << 30, 8);
   fb_be(f, 300, 4);
+  fb_be(f, GPULEASE_CLASS_ISOLATED, 1);
+  fb_be(f, 0, 4); /* printf_fifo_bytes */
+  fb_be(f, 0, 8); /* malloc_heap_bytes */
   fb_seal(f);
 }
 
@@ -187,6 +193,7 @@ static void fb_inventory(frame *f, unsigned ngpus, unsigned drv_len, unsigned uu
     fb_be(f, 1ull << 30, 8);
     fb_be(f, 1, 4);
     fb_be(f, 0, 4);
+    fb_be(f, 327ull << 20, 8); /* context_overhead_bytes */
   }
   fb_seal(f);
 }
@@ -423,7 +430,7 @@ static void b_resp_probe(frame *f, long n) {
   fb_seal(f);
 }
 
-/* A LEASE_QUERY OK response, lease_info cut to n of its 56 bytes. */
+/* A LEASE_QUERY OK response, lease_info cut to n of its 57 bytes. */
 static void b_resp_lease(frame *f, long n) {
   fb_header(f, GL_WIRE_KIND_RESPONSE, GL_OP_LEASE_QUERY, 0);
   fb_be(f, 0, 2);
@@ -857,15 +864,33 @@ static const bad_case bad_cases[] = {
     {"request status non-zero", DEC_REQ, b_alloc_patch, PATCH(7, 3), 0, GPULEASE_MALFORMED,
      "request header status must be 0, got 3"},
     {"body_len larger than present", DEC_REQ, b_alloc_body_len_delta, 1, 0, GPULEASE_MALFORMED,
-     "truncated: header says body_len 17 but 16 bytes present"},
+     "truncated: header says body_len 30 but 29 bytes present"},
     {"body_len smaller than present", DEC_REQ, b_alloc_body_len_delta, -1, 0, GPULEASE_MALFORMED,
-     "trailing bytes: header says body_len 15 but 16 bytes present"},
+     "trailing bytes: header says body_len 28 but 29 bytes present"},
     {"body_len 0xFFFFFFFF over max_body", DEC_REQ, b_alloc_body_len, 0xFFFFFFFFL, 0,
      GPULEASE_TOO_LARGE, "body_len 4294967295 exceeds the limit of 1048576 bytes"},
     {"alloc body short", DEC_REQ, b_alloc_short_body, 15, 0, GPULEASE_MALFORMED,
      "LEASE_ALLOC: truncated in ttl_s: needs 4 bytes at body offset 12, 3 left"},
+    {"alloc body short in lease_class", DEC_REQ, b_alloc_short_body, 16, 0, GPULEASE_MALFORMED,
+     "LEASE_ALLOC: truncated in lease_class: needs 1 bytes at body offset 16, 0 left"},
+    {"alloc body short in printf_fifo_bytes", DEC_REQ, b_alloc_short_body, 19, 0,
+     GPULEASE_MALFORMED,
+     "LEASE_ALLOC: truncated in printf_fifo_bytes: needs 4 bytes at body offset 17, 2 left"},
+    {"alloc body short in malloc_heap_bytes", DEC_REQ, b_alloc_short_body, 28, 0,
+     GPULEASE_MALFORMED,
+     "LEASE_ALLOC: truncated in malloc_heap_bytes: needs 8 bytes at body offset 21, 7 left"},
     {"alloc trailing byte", DEC_REQ, b_alloc_trailing, 1, 0, GPULEASE_MALFORMED,
      "LEASE_ALLOC: 1 trailing bytes"},
+    {"alloc class shared", DEC_REQ, b_alloc_patch, PATCH(28, GPULEASE_CLASS_SHARED), 0,
+     GPULEASE_OK, NULL},
+    {"alloc class device", DEC_REQ, b_alloc_patch, PATCH(28, GPULEASE_CLASS_DEVICE), 0,
+     GPULEASE_OK, NULL},
+    {"alloc class partition", DEC_REQ, b_alloc_patch, PATCH(28, GPULEASE_CLASS_PARTITION), 0,
+     GPULEASE_OK, NULL},
+    {"alloc printf_fifo_bytes set", DEC_REQ, b_alloc_patch, PATCH(31, 0x40), 0, GPULEASE_OK,
+     NULL},
+    {"alloc malloc_heap_bytes set", DEC_REQ, b_alloc_patch, PATCH(38, 0x10), 0, GPULEASE_OK,
+     NULL},
     {"inventory request with body", DEC_REQ, b_inventory_req, 1, 0, GPULEASE_MALFORMED,
      "GET_INVENTORY: 1 trailing bytes"},
     {"inventory request empty", DEC_REQ, b_inventory_req, 0, 0, GPULEASE_OK, NULL},
@@ -961,10 +986,12 @@ static const bad_case bad_cases[] = {
     {"probe 64 GPUs", DEC_RESP, b_resp_probe, 64, 0, GPULEASE_OK, NULL},
     {"probe count 65", DEC_RESP, b_resp_probe, 65, 0, GPULEASE_INVALID_ARGUMENT,
      "WORKER_PROBE: count 65 exceeds 64"},
-    {"lease_info whole", DEC_RESP, b_resp_lease, 56, 0, GPULEASE_OK, NULL},
+    {"lease_info whole", DEC_RESP, b_resp_lease, 57, 0, GPULEASE_OK, NULL},
+    {"lease_info without lease_class", DEC_RESP, b_resp_lease, 56, 0, GPULEASE_MALFORMED,
+     "LEASE_QUERY: truncated in lease_class: needs 1 bytes at body offset 58, 0 left"},
     {"lease_info short", DEC_RESP, b_resp_lease, 55, 0, GPULEASE_MALFORMED,
      "LEASE_QUERY: truncated in submits"},
-    {"lease_info long", DEC_RESP, b_resp_lease, 57, 0, GPULEASE_MALFORMED, "trailing bytes"},
+    {"lease_info long", DEC_RESP, b_resp_lease, 58, 0, GPULEASE_MALFORMED, "trailing bytes"},
     {"response over max_body", DEC_RESP, b_inv_gpus, 2, MB_BODY_LESS, GPULEASE_TOO_LARGE,
      "exceeds the limit"},
 
@@ -1285,6 +1312,16 @@ static void req_roundtrip(const gl_request *req, gl_request *out, size_t want_le
   gl_buf_free(&b);
 }
 
+/* Encodes req and checks that it gives exactly the n bytes of want. */
+static void req_exact(const gl_request *req, const uint8_t *want, size_t n) {
+  gl_buf b;
+  gl_buf_init(&b);
+  assert_status(gl_request_encode(req, &b), GPULEASE_OK);
+  assert_int_equal(b.len, n);
+  assert_memory_equal(b.data, want, n);
+  gl_buf_free(&b);
+}
+
 static void resp_roundtrip(const gl_response *resp, gl_response *out, size_t want_len) {
   gl_buf b;
   gl_buf_init(&b);
@@ -1323,10 +1360,16 @@ static void test_req_lease_ops(void **state) {
   req.u.alloc.gpu_index = GPULEASE_ANY_GPU;
   req.u.alloc.vram_bytes = 0x123456789ABCull;
   req.u.alloc.ttl_s = 300;
-  req_roundtrip(&req, &out, 12 + 16);
+  req.u.alloc.lease_class = GPULEASE_CLASS_DEVICE;
+  req.u.alloc.printf_fifo_bytes = 0x01020304u;
+  req.u.alloc.malloc_heap_bytes = 0x0A0B0C0D0E0F1011ull;
+  req_roundtrip(&req, &out, 12 + 29);
   assert_int_equal(out.u.alloc.gpu_index, 0xFFFFFFFFu);
   assert_int_equal(out.u.alloc.vram_bytes, 0x123456789ABCull);
   assert_int_equal(out.u.alloc.ttl_s, 300);
+  assert_int_equal(out.u.alloc.lease_class, GPULEASE_CLASS_DEVICE);
+  assert_int_equal(out.u.alloc.printf_fifo_bytes, 0x01020304u);
+  assert_int_equal(out.u.alloc.malloc_heap_bytes, 0x0A0B0C0D0E0F1011ull);
 
   memset(&req, 0, sizeof req);
   req.op = GL_OP_LEASE_RENEW;
@@ -1353,9 +1396,11 @@ static void test_req_lease_ops(void **state) {
   req.op = GL_OP_WORKER_INIT;
   req.u.worker_init.cuda_ordinal = 3;
   req.u.worker_init.vram_bytes = 1ull << 40;
-  req_roundtrip(&req, &out, 12 + 12);
+  req_roundtrip(&req, &out, 12 + 33);
   assert_int_equal(out.u.worker_init.cuda_ordinal, 3);
   assert_int_equal(out.u.worker_init.vram_bytes, 1ull << 40);
+  assert_int_equal(out.u.worker_init.lease_id, 0);
+  assert_int_equal(out.u.worker_init.flags, 0);
 }
 
 static void test_req_gpu_submit_params(void **state) {
@@ -1538,12 +1583,13 @@ static void test_resp_inventory(void **state) {
     g->total_vram_bytes = (85ull << 30) + i;
     g->free_vram_bytes = (80ull << 30) - i;
     g->leased_vram_bytes = (uint64_t)i << 30;
+    g->context_overhead_bytes = (uint64_t)(300 + i) << 20;
     g->active_leases = i;
     g->flags = i == 2 ? GPULEASE_GPU_EMULATED : 0;
   }
   size_t len = 12 + 2 + 4 + 1 + 9 + 2;
   for (unsigned i = 0; i < 3; i++)
-    len += 4 + 1 + strlen(inv->gpus[i].uuid) + 1 + strlen(inv->gpus[i].name) + 2 + 4 + 24 + 8;
+    len += 4 + 1 + strlen(inv->gpus[i].uuid) + 1 + strlen(inv->gpus[i].name) + 2 + 4 + 24 + 8 + 8;
   resp_roundtrip(&resp, &out, len);
   const gl_inventory *o = &out.u.inventory;
   assert_int_equal(o->max_ttl_s, 3600);
@@ -1560,6 +1606,7 @@ static void test_resp_inventory(void **state) {
     assert_int_equal(g->total_vram_bytes, a->total_vram_bytes);
     assert_int_equal(g->free_vram_bytes, a->free_vram_bytes);
     assert_int_equal(g->leased_vram_bytes, a->leased_vram_bytes);
+    assert_int_equal(g->context_overhead_bytes, a->context_overhead_bytes);
     assert_int_equal(g->active_leases, a->active_leases);
     assert_int_equal(g->flags, a->flags);
   }
@@ -1582,7 +1629,8 @@ static void test_resp_lease_info(void **state) {
     l->ttl_s = 300;
     l->remaining_ms = 299999;
     l->submits = 12;
-    resp_roundtrip(&resp, &out, 12 + 2 + 7 + 56);
+    l->lease_class = (uint8_t)(GPULEASE_CLASS_SHARED + i); /* shared, device, partition */
+    resp_roundtrip(&resp, &out, 12 + 2 + 7 + 57);
     assert_memory_equal(out.msg, "granted", 7);
     assert_int_equal(out.u.lease.lease_id, l->lease_id);
     assert_memory_equal(out.u.lease.secret, l->secret, 16);
@@ -1591,6 +1639,7 @@ static void test_resp_lease_info(void **state) {
     assert_int_equal(out.u.lease.ttl_s, 300);
     assert_int_equal(out.u.lease.remaining_ms, 299999);
     assert_int_equal(out.u.lease.submits, 12);
+    assert_int_equal(out.u.lease.lease_class, GPULEASE_CLASS_SHARED + i);
   }
   memset(&resp, 0, sizeof resp);
   resp.op = GL_OP_LEASE_FREE;
@@ -1657,7 +1706,7 @@ static void test_resp_errors(void **state) {
                           GL_OP_MEM_FREE,      GL_OP_MEM_WRITE,   GL_OP_MEM_READ,
                           GL_OP_MEM_COPY,      GL_OP_MEMSET,      GL_OP_MODULE_LOAD,
                           GL_OP_MODULE_UNLOAD, GL_OP_FUNC_INFO,   GL_OP_LAUNCH,
-                          0,                   0x4242};
+                          GL_OP_WORKER_RELEASE, 0,                0x4242};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
     for (int st = GPULEASE_INVALID_ARGUMENT; st <= GPULEASE_INVALID_HANDLE; st++) {
       gl_buf b;
@@ -1748,14 +1797,17 @@ static void test_buf_append_and_steal(void **state) {
  * ====================================================================== */
 
 static const uint8_t DOC_ALLOC_REQ[] = {
-    0x47, 0x4C, 0x01, 0x00, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10, /* header */
+    0x47, 0x4C, 0x01, 0x00, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x1D, /* header */
     0xFF, 0xFF, 0xFF, 0xFF,                         /* gpu_index: any */
     0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, /* vram_bytes 256 MiB */
     0x00, 0x00, 0x01, 0x2C,                         /* ttl_s 300 */
+    0x00,                                           /* lease_class isolated */
+    0x00, 0x00, 0x00, 0x00,                         /* printf_fifo_bytes: default */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* malloc_heap_bytes: default */
 };
 
 static const uint8_t DOC_ALLOC_RESP[] = {
-    0x47, 0x4C, 0x01, 0x01, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x3A, /* header */
+    0x47, 0x4C, 0x01, 0x01, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x3B, /* header */
     0x00, 0x00,                                     /* msg_len 0 */
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x2A, /* lease_id 42 */
     0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, /* secret */
@@ -1765,6 +1817,7 @@ static const uint8_t DOC_ALLOC_RESP[] = {
     0x00, 0x00, 0x01, 0x2C,                         /* ttl_s 300 */
     0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0x93, 0xE0, /* remaining_ms 300000 */
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* submits 0 */
+    0x00,                                           /* lease_class isolated */
 };
 
 static const uint8_t DOC_ERROR_RESP[] = {
@@ -1824,7 +1877,7 @@ static void test_header_decode(void **state) {
   assert_int_equal(h.kind, GL_WIRE_KIND_RESPONSE);
   assert_int_equal(h.op, GL_OP_LEASE_ALLOC);
   assert_int_equal(h.status, 0);
-  assert_int_equal(h.body_len, 58);
+  assert_int_equal(h.body_len, 59);
   /* Only the first 12 bytes count: body_len need not match here. */
   assert_status(gl_header_decode(DOC_ALLOC_RESP, 12, &h), GPULEASE_OK);
   assert_status(gl_header_decode(DOC_ALLOC_RESP, 11, &h), GPULEASE_MALFORMED);
@@ -3599,6 +3652,260 @@ static void test_shm_ops(void **state) {
   assert_resp_refused(&r);
 }
 
+/* ========================================================================
+ * Lease classes and context limits (LEASE_ALLOC, lease_info), the shared
+ * worker's ops (WORKER_INIT's new fields, WORKER_RELEASE), and
+ * gl_request_peek_lease
+ * ====================================================================== */
+
+/* LEASE_ALLOC's 29-byte body (docs/protocol.md, LEASE_ALLOC): class shared
+ * and both limits set, byte for byte; every class 0..3 encodes, 4 and up
+ * are refused by the encoder. */
+static void test_lease_alloc_class(void **state) {
+  (void)state;
+  static gl_request req, out;
+  static const uint8_t want[] = {
+      0x47, 0x4C, 0x01, 0x00, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x1D, /* header */
+      0x00, 0x00, 0x00, 0x02,                         /* gpu_index 2 */
+      0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, /* vram_bytes 64 MiB */
+      0x00, 0x00, 0x02, 0x58,                         /* ttl_s 600 */
+      0x01,                                           /* lease_class shared */
+      0x00, 0x10, 0x00, 0x00,                         /* printf_fifo_bytes 1 MiB */
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, /* malloc_heap_bytes 8 MiB */
+  };
+  memset(&req, 0, sizeof req);
+  req.op = GL_OP_LEASE_ALLOC;
+  req.u.alloc.gpu_index = 2;
+  req.u.alloc.vram_bytes = 64ull << 20;
+  req.u.alloc.ttl_s = 600;
+  req.u.alloc.lease_class = GPULEASE_CLASS_SHARED;
+  req.u.alloc.printf_fifo_bytes = 1u << 20;
+  req.u.alloc.malloc_heap_bytes = 8ull << 20;
+  req_exact(&req, want, sizeof want);
+  req_roundtrip(&req, &out, sizeof want);
+  assert_int_equal(out.u.alloc.gpu_index, 2);
+  assert_int_equal(out.u.alloc.vram_bytes, 64ull << 20);
+  assert_int_equal(out.u.alloc.ttl_s, 600);
+  assert_int_equal(out.u.alloc.lease_class, GPULEASE_CLASS_SHARED);
+  assert_int_equal(out.u.alloc.printf_fifo_bytes, 1u << 20);
+  assert_int_equal(out.u.alloc.malloc_heap_bytes, 8ull << 20);
+
+  /* Every class is the codec's to carry (the daemon decides what it
+   * grants); the default limits are 0 on the wire. */
+  for (uint8_t c = GPULEASE_CLASS_ISOLATED; c <= GPULEASE_CLASS_PARTITION; c++) {
+    req.u.alloc.lease_class = c;
+    req.u.alloc.printf_fifo_bytes = 0;
+    req.u.alloc.malloc_heap_bytes = 0;
+    req_roundtrip(&req, &out, 12 + 29);
+    assert_int_equal(out.u.alloc.lease_class, c);
+    assert_int_equal(out.u.alloc.printf_fifo_bytes, 0);
+    assert_int_equal(out.u.alloc.malloc_heap_bytes, 0);
+  }
+
+  /* A class above partition is not a class. */
+  char err[256];
+  req.u.alloc.lease_class = 4;
+  assert_status(gl_request_validate(&req, err, sizeof err), GPULEASE_INVALID_ARGUMENT);
+  assert_string_equal(err, "LEASE_ALLOC: lease_class 4 is not a class (0 isolated, 1 shared, "
+                           "2 device, 3 partition)");
+  assert_req_refused(&req, "lease_class 4 is not a class");
+  req.u.alloc.lease_class = 255;
+  assert_req_refused(&req, "lease_class 255 is not a class (0 isolated, 1 shared, 2 device, "
+                           "3 partition)");
+}
+
+/* lease_info's 57th byte is the class granted (offset 56 of the result). */
+static void test_lease_info_class(void **state) {
+  (void)state;
+  static gl_response resp, out;
+  for (uint8_t c = GPULEASE_CLASS_ISOLATED; c <= GPULEASE_CLASS_PARTITION; c++) {
+    memset(&resp, 0, sizeof resp);
+    resp.op = GL_OP_LEASE_QUERY;
+    resp.u.lease.lease_id = 42;
+    resp.u.lease.gpu_index = 1;
+    resp.u.lease.vram_bytes = 256ull << 20;
+    resp.u.lease.ttl_s = 300;
+    resp.u.lease.remaining_ms = 1000;
+    resp.u.lease.submits = 5;
+    resp.u.lease.lease_class = c;
+    gl_buf b;
+    gl_buf_init(&b);
+    assert_status(gl_response_encode(&resp, &b), GPULEASE_OK);
+    assert_int_equal(b.len, 12 + 2 + 57);
+    assert_int_equal(b.data[12 + 2 + 56], c);
+    /* The byte before it is still the last of submits. */
+    assert_int_equal(b.data[12 + 2 + 55], 5);
+    gl_buf_free(&b);
+    resp_roundtrip(&resp, &out, 12 + 2 + 57);
+    assert_int_equal(out.u.lease.lease_class, c);
+    assert_int_equal(out.u.lease.submits, 5);
+    assert_int_equal(out.u.lease.remaining_ms, 1000);
+  }
+}
+
+/* WORKER_INIT's 33-byte body (docs/protocol.md section 7): the lease, the
+ * shared flag and the context's limits, byte for byte. */
+static void test_worker_init_fields(void **state) {
+  (void)state;
+  static gl_request req, out;
+  static const uint8_t want[] = {
+      0x47, 0x4C, 0x01, 0x00, 0x7F, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x21, /* header */
+      0x00, 0x00, 0x00, 0x01,                         /* cuda_ordinal 1 */
+      0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, /* vram_bytes 32 MiB */
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x2A, /* lease_id 42 */
+      0x01,                                           /* flags: shared */
+      0x00, 0x01, 0x00, 0x00,                         /* printf_fifo_bytes 64 KiB */
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, /* malloc_heap_bytes 1 MiB */
+  };
+  memset(&req, 0, sizeof req);
+  req.op = GL_OP_WORKER_INIT;
+  req.u.worker_init.cuda_ordinal = 1;
+  req.u.worker_init.vram_bytes = 32ull << 20;
+  req.u.worker_init.lease_id = 42;
+  req.u.worker_init.flags = GL_WORKER_INIT_SHARED;
+  req.u.worker_init.printf_fifo_bytes = 64u << 10;
+  req.u.worker_init.malloc_heap_bytes = 1ull << 20;
+  req_exact(&req, want, sizeof want);
+  req_roundtrip(&req, &out, sizeof want);
+  assert_int_equal(out.u.worker_init.cuda_ordinal, 1);
+  assert_int_equal(out.u.worker_init.vram_bytes, 32ull << 20);
+  assert_int_equal(out.u.worker_init.lease_id, 42);
+  assert_int_equal(out.u.worker_init.flags, GL_WORKER_INIT_SHARED);
+  assert_int_equal(out.u.worker_init.printf_fifo_bytes, 64u << 10);
+  assert_int_equal(out.u.worker_init.malloc_heap_bytes, 1ull << 20);
+  assert_int_equal(GL_WORKER_INIT_SHARED, 0x01);
+
+  /* The codec leaves the other flag bits to the worker. */
+  req.u.worker_init.flags = 0xFF;
+  req_roundtrip(&req, &out, sizeof want);
+  assert_int_equal(out.u.worker_init.flags, 0xFF);
+
+  /* The old 12-byte body is now cut short in lease_id. */
+  char err[256];
+  uint8_t old[12 + 12];
+  memcpy(old, want, sizeof old);
+  old[11] = 12;
+  assert_status(gl_request_decode(old, sizeof old, MAX_BODY, &out, NULL, err, sizeof err),
+                GPULEASE_MALFORMED);
+  assert_contains(err, "WORKER_INIT: truncated in lease_id");
+}
+
+/* WORKER_RELEASE (0x7F07): u64 lease_id, 8 bytes of body; an error reply
+ * carries only its message, like any op's. */
+static void test_worker_release(void **state) {
+  (void)state;
+  static gl_request req, out;
+  static gl_response resp, rout;
+  static const uint8_t want[] = {
+      0x47, 0x4C, 0x01, 0x00, 0x7F, 0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, /* header */
+      0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, /* lease_id */
+  };
+  assert_int_equal(GL_OP_WORKER_RELEASE, 0x7F07);
+  assert_string_equal(gl_op_name(GL_OP_WORKER_RELEASE), "WORKER_RELEASE");
+  assert_false(gl_op_is_session(GL_OP_WORKER_RELEASE));
+  memset(&req, 0, sizeof req);
+  req.op = GL_OP_WORKER_RELEASE;
+  req.u.worker_init.lease_id = 0x0102030405060708ull;
+  req_exact(&req, want, sizeof want);
+  req_roundtrip(&req, &out, sizeof want);
+  assert_int_equal(out.u.worker_init.lease_id, 0x0102030405060708ull);
+
+  /* Nothing may follow the lease id. */
+  uint8_t longer[sizeof want + 1];
+  memcpy(longer, want, sizeof want);
+  longer[sizeof want] = 0;
+  longer[11] = 9;
+  char err[256];
+  assert_status(gl_request_decode(longer, sizeof longer, MAX_BODY, &out, NULL, err, sizeof err),
+                GPULEASE_MALFORMED);
+  assert_contains(err, "WORKER_RELEASE: 1 trailing bytes");
+
+  /* A worker that holds no such lease answers NOT_FOUND. */
+  memset(&resp, 0, sizeof resp);
+  resp.op = GL_OP_WORKER_RELEASE;
+  resp.status = GPULEASE_NOT_FOUND;
+  resp.msg = "lease 72623859790382856 is not served by this worker";
+  resp.msg_len = (uint16_t)strlen(resp.msg);
+  resp_roundtrip(&resp, &rout, 12 + 2 + strlen(resp.msg));
+}
+
+/* gl_request_peek_lease: the lease_id in the first 8 body bytes of the ops
+ * whose body starts with lease_auth, and nothing for the others. */
+static void test_request_peek_lease(void **state) {
+  (void)state;
+  static gl_request req;
+  gl_buf b;
+  uint64_t id;
+
+  valid_submit(&req);
+  req.u.submit.auth.lease_id = 0xFEDCBA9876543210ull;
+  gl_buf_init(&b);
+  assert_status(gl_request_encode(&req, &b), GPULEASE_OK);
+  id = 0;
+  assert_true(gl_request_peek_lease(b.data, b.len, &id));
+  assert_int_equal(id, 0xFEDCBA9876543210ull);
+  /* Too short to hold a lease id: the header alone, or 7 bytes of it. */
+  id = 7;
+  assert_false(gl_request_peek_lease(b.data, GL_WIRE_HEADER_SIZE, &id));
+  assert_false(gl_request_peek_lease(b.data, GL_WIRE_HEADER_SIZE + 7, &id));
+  assert_int_equal(id, 7);
+  gl_buf_free(&b);
+
+  /* A session op: its session_ref starts with lease_auth. */
+  gl_request ms = memset_op(5);
+  gl_buf_init(&b);
+  assert_status(gl_request_encode(&ms, &b), GPULEASE_OK);
+  id = 0;
+  assert_true(gl_request_peek_lease(b.data, b.len, &id));
+  assert_int_equal(id, 42);
+  gl_buf_free(&b);
+  memset(&req, 0, sizeof req);
+  req.op = GL_OP_SESSION_OPEN;
+  req.u.auth.lease_id = 0x1234;
+  gl_buf_init(&b);
+  assert_status(gl_request_encode(&req, &b), GPULEASE_OK);
+  assert_true(gl_request_peek_lease(b.data, b.len, &id));
+  assert_int_equal(id, 0x1234);
+  gl_buf_free(&b);
+  /* SHM_ATTACH too. */
+  memset(&req, 0, sizeof req);
+  req.op = GL_OP_SHM_ATTACH;
+  req.u.shm_attach.auth.lease_id = 99;
+  req.u.shm_attach.size_bytes = 4096;
+  gl_buf_init(&b);
+  assert_status(gl_request_encode(&req, &b), GPULEASE_OK);
+  assert_true(gl_request_peek_lease(b.data, b.len, &id));
+  assert_int_equal(id, 99);
+  gl_buf_free(&b);
+
+  /* LEASE_ALLOC has no lease yet; LEASE_QUERY and WORKER_RELEASE are not
+   * routed by it. */
+  id = 7;
+  assert_false(gl_request_peek_lease(DOC_ALLOC_REQ, sizeof DOC_ALLOC_REQ, &id));
+  const uint16_t others[] = {GL_OP_LEASE_QUERY, GL_OP_WORKER_RELEASE};
+  for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+    memset(&req, 0, sizeof req);
+    req.op = others[i];
+    if (others[i] == GL_OP_WORKER_RELEASE)
+      req.u.worker_init.lease_id = 5;
+    else
+      req.u.auth.lease_id = 5;
+    gl_buf_init(&b);
+    assert_status(gl_request_encode(&req, &b), GPULEASE_OK);
+    assert_false(gl_request_peek_lease(b.data, b.len, &id));
+    gl_buf_free(&b);
+  }
+  /* A 12-byte message: a header with no body. */
+  static const gl_request inv = {.op = GL_OP_GET_INVENTORY};
+  gl_buf_init(&b);
+  assert_status(gl_request_encode(&inv, &b), GPULEASE_OK);
+  assert_int_equal(b.len, GL_WIRE_HEADER_SIZE);
+  assert_false(gl_request_peek_lease(b.data, b.len, &id));
+  gl_buf_free(&b);
+  assert_false(gl_request_peek_lease(NULL, 0, &id));
+  assert_int_equal(id, 7);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_names),
@@ -3638,6 +3945,11 @@ int main(void) {
       cmocka_unit_test(test_response_head),
       cmocka_unit_test(test_net_info),
       cmocka_unit_test(test_pool_info),
+      cmocka_unit_test(test_lease_alloc_class),
+      cmocka_unit_test(test_lease_info_class),
+      cmocka_unit_test(test_worker_init_fields),
+      cmocka_unit_test(test_worker_release),
+      cmocka_unit_test(test_request_peek_lease),
       cmocka_unit_test(test_corpus_files),
   };
   return cmocka_run_group_tests_name("wire", tests, NULL, NULL);
