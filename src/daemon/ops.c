@@ -57,6 +57,7 @@ typedef struct lease_rt {
   gl_bulk *bulk; /* QUIC transfers through shared memory (bulk.h) */
   uint32_t printf_fifo_bytes; /* the lease's context limits; 0: default */
   uint64_t malloc_heap_bytes;
+  bool fresh; /* never a reused worker (its setup failed on one) */
 } lease_rt;
 
 /* A request waiting for a worker's reply. */
@@ -209,7 +210,7 @@ static int start_worker(gl_daemon *d, gl_lease *l, lease_rt *rt, gl_wproc_reply_
     if (!rt->w) return -1;
   } else {
     /* A warm worker has its device open already: it only reserves VRAM. */
-    bool own_limits = rt->printf_fifo_bytes || rt->malloc_heap_bytes;
+    bool own_limits = rt->printf_fifo_bytes || rt->malloc_heap_bytes || rt->fresh;
     rt->w = own_limits
                 ? gl_pool_take_fresh(d->pool, l->gpu_index, on_worker_exit, on_worker_notice, rt)
                 : gl_pool_take(d->pool, l->gpu_index, on_worker_exit, on_worker_notice, rt);
@@ -285,6 +286,19 @@ static void alloc_done(void *ctx, gpulease_status status, const uint8_t *msg, si
   gl_lease *l = gl_lease_table_find(d->leases, c->lease_id);
   gl_response resp;
   char err[256];
+  lease_rt *rt = l ? l->owner : NULL;
+  if (status != GPULEASE_OK && status != GPULEASE_LEASE_EXPIRED && rt && !rt->shared &&
+      !c->resent) {
+    /* The worker ended before the lease was set up (a reused one whose
+     * last lease would not end, or one that died): once more, on a fresh
+     * worker. */
+    GL_INFO("lease %" PRIu64 ": its worker ended during setup (%s); starting another", l->id,
+            why ? why : "");
+    c->resent = true;
+    rt->w = NULL;
+    rt->fresh = true;
+    if (start_worker(d, l, rt, alloc_done, c, err, sizeof err) == 0) return;
+  }
   if (status != GPULEASE_OK) { /* worker killed (expired) or died */
     if (l) {
       gl_daemon_end_lease(d, l, status, why);

@@ -28,17 +28,28 @@ typedef struct slot {
   ev_timer retry;
 } slot;
 
-/* A reused worker: being released (WORKER_RELEASE sent), then a spare. */
+/* A reused worker: being released (WORKER_RELEASE sent), then a spare.
+ * release_done runs exactly once (the reply, or the call failing when the
+ * worker ends); the record is freed by whoever comes last of it and the
+ * worker's end. */
 typedef struct spare {
   struct gl_pool *pool;
   uint32_t gpu;
   gl_wproc *w;
-  bool keep;    /* kept once released (else ended: its region freed first) */
-  bool taken;   /* handed to a lease before its release was answered */
-  bool ready;   /* released: may be handed out */
-  double since; /* ev_now when it became ready */
+  bool keep;     /* kept once released (else ended: its region freed first) */
+  bool taken;    /* handed to a lease before its release was answered */
+  bool answered; /* release_done has run */
+  bool gone;     /* the worker ended before release_done */
+  bool ending;   /* spare_end is killing it */
+  bool ready;    /* released: may be handed out */
+  double since;  /* ev_now when it became ready */
+  ev_timer timeout; /* the release must be answered in time */
   struct spare *next;
 } spare;
+
+/* A release not answered in this time (a kernel still running in the
+ * ended lease) ends the worker instead. */
+#define RELEASE_TIMEOUT_S 2.0
 
 struct gl_pool {
   struct ev_loop *loop;
@@ -67,6 +78,11 @@ static void on_spare_exit(void *owner, int code, int signo) {
   spare *sp = owner;
   GL_DEBUG("spare worker for GPU %u ended (code %d, signal %d)", (unsigned)sp->gpu, code, signo);
   spare_unlink(sp->pool, sp);
+  if (!sp->answered) { /* release_done comes next and frees it */
+    sp->gone = true;
+    return;
+  }
+  ev_timer_stop(sp->pool->loop, &sp->timeout);
   free(sp);
 }
 
@@ -79,6 +95,8 @@ static unsigned spare_count(const gl_pool *p, uint32_t gpu, bool ready_only) {
 
 static void spare_end(gl_pool *p, spare *sp, const char *why) {
   spare_unlink(p, sp);
+  ev_timer_stop(p->loop, &sp->timeout);
+  sp->ending = true; /* a release_done from the kill leaves sp to us */
   gl_wproc_kill(sp->w, GPULEASE_INTERNAL, why);
   free(sp);
 }
@@ -89,11 +107,13 @@ static void release_done(void *ctx, gpulease_status status, const uint8_t *msg, 
   gl_header h;
   bool ok = status == GPULEASE_OK && gl_header_decode(msg, len, &h) == GPULEASE_OK &&
             h.status == GPULEASE_OK;
-  if (sp->taken) { /* a lease has it: its WORKER_INIT, queued behind, tells */
+  sp->answered = true;
+  ev_timer_stop(sp->pool->loop, &sp->timeout);
+  if (sp->ending) return;
+  if (sp->taken || sp->gone) { /* a lease has it (its WORKER_INIT tells), or it ended */
     free(sp);
     return;
   }
-  if (status != GPULEASE_OK && !gl_wproc_usable(sp->w)) return; /* exiting: on_spare_exit */
   if (ok && !sp->keep) { /* its region is free now; the context goes */
     spare_end(sp->pool, sp, "enough spares kept");
     return;
@@ -106,6 +126,18 @@ static void release_done(void *ctx, gpulease_status status, const uint8_t *msg, 
   }
   sp->ready = true;
   sp->since = ev_now(sp->pool->loop);
+}
+
+/* The release took too long: the worker ends (a lease that took it sees
+ * its WORKER_INIT fail and is set up on another). */
+static void on_release_timeout(struct ev_loop *loop, ev_timer *t, int revents) {
+  (void)loop;
+  (void)revents;
+  spare *sp = t->data;
+  GL_WARN("a freed lease's worker did not release it in %.0f s (a kernel still running?); "
+          "ending it", RELEASE_TIMEOUT_S);
+  if (sp->taken) gl_wproc_kill(sp->w, GPULEASE_INTERNAL, "the worker's last lease did not end");
+  else spare_end(sp->pool, sp, "release timed out");
 }
 
 void gl_pool_recycle(gl_pool *p, uint32_t gpu, gl_wproc *w, uint64_t lease_id) {
@@ -121,6 +153,9 @@ void gl_pool_recycle(gl_pool *p, uint32_t gpu, gl_wproc *w, uint64_t lease_id) {
   sp->pool = p;
   sp->gpu = gpu;
   sp->w = w;
+  ev_timer_init(&sp->timeout, on_release_timeout, RELEASE_TIMEOUT_S, 0.0);
+  sp->timeout.data = sp;
+  ev_timer_start(p->loop, &sp->timeout);
   gl_wproc_set_owner(w, on_spare_exit, NULL, sp);
   sp->next = p->spares;
   p->spares = sp;

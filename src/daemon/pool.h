@@ -60,7 +60,10 @@ gl_wproc *gl_pool_take_fresh(gl_pool *p, uint32_t gpu, gl_wproc_exit_cb on_exit,
  * lease's region, modules and sessions and keeps its device open) and, once
  * it answers OK, keeps it as a spare that the next gl_pool_take hands out
  * instead of a fresh worker: a lease then costs no CUDA context start and
- * no context teardown. The worker is ended instead when the release fails,
+ * no context teardown. A worker still being released may be handed out
+ * too (the lease's WORKER_INIT queues behind the release). The worker is
+ * ended instead when the release fails or takes over 2 s (a kernel still
+ * running: the lease that took it then sees its WORKER_INIT fail),
  * GL_POOL_SPARES_MAX spares wait already, or it stays unused
  * GL_POOL_SPARE_IDLE_S. */
 void gl_pool_recycle(gl_pool *p, uint32_t gpu, gl_wproc *w, uint64_t lease_id);

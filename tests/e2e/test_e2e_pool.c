@@ -139,10 +139,57 @@ static void test_killed_warm_worker_replaced(void **state) {
   assert_int_equal(gl_test_daemon_stop(&d), 0);
 }
 
+/* A kernel that counts to n: long enough to still run when its lease is
+ * freed. */
+static const char k_spin[] =
+    ".version 7.0\n.target sm_70\n.address_size 64\n"
+    ".visible .entry spin(.param .u64 n)\n{\n"
+    "  .reg .b64 %rd<3>;\n  .reg .pred %p<2>;\n"
+    "  ld.param.u64 %rd1, [n];\n  mov.u64 %rd2, 0;\n"
+    "LOOP:\n  add.u64 %rd2, %rd2, 1;\n  setp.lt.u64 %p1, %rd2, %rd1;\n"
+    "  @%p1 bra LOOP;\n  ret;\n}\n";
+
+/* A lease freed while its kernel runs: its worker is offered for reuse but
+ * cannot release the lease; after the release timeout it is ended, and a
+ * lease that had taken it is set up on a fresh worker. */
+static void test_busy_worker_not_reused(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  start(&d, "1");
+  wait_children(&d, 1);
+  gpulease_client *c = gl_test_connect(&d, 30000);
+  gpulease_lease a;
+  CHECK(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, 8ull << 20, 60, &a, E));
+  gpulease_session *s;
+  CHECK(gpulease_session_open(c, &a, &s, E));
+  gpulease_module m;
+  CHECK(gpulease_module_load(s, k_spin, sizeof k_spin - 1, GPULEASE_IMAGE_PTX, &m, NULL, E));
+  gpulease_function fn;
+  CHECK(gpulease_function_get(s, m, "spin", &fn, NULL, E));
+  uint64_t forever = 1ull << 62;
+  gpulease_arg arg = gpulease_arg_scalar(&forever, sizeof forever);
+  const uint32_t one[3] = {1, 1, 1};
+  CHECK(gpulease_launch(s, fn, one, one, 0, &arg, 1, E)); /* queued: answered at once */
+  struct timespec ts = {0, 100 * 1000 * 1000};
+  nanosleep(&ts, NULL); /* the kernel runs */
+  CHECK(gpulease_lease_free(c, &a, E));
+  double t0 = (double)gl_mono_ns() / 1e9;
+  gpulease_lease b;
+  CHECK(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, 8ull << 20, 60, &b, E));
+  printf("a lease after a busy one: set up in %.2f s\n", (double)gl_mono_ns() / 1e9 - t0);
+  gl_test_run_iota(c, &b);
+  assert_true(gl_test_daemon_log_count(&d, "did not release it") >= 1);
+  CHECK(gpulease_lease_free(c, &b, E));
+  gpulease_session_close(s, NULL);
+  gpulease_client_close(c);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_leases_from_the_pool),
       cmocka_unit_test(test_killed_warm_worker_replaced),
+      cmocka_unit_test(test_busy_worker_not_reused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
