@@ -192,6 +192,7 @@ GPULEASE_API void gpulease_client_close(gpulease_client *client);
 
 /* gpulease_gpu_info.flags */
 #define GPULEASE_GPU_EMULATED 0x1u /* an emulated device (PTX on the CPU) */
+#define GPULEASE_GPU_MIG 0x2u      /* in MIG mode: only partition leases, a MIG instance each */
 
 typedef struct gpulease_gpu_info {
   uint32_t index;           /* the daemon's GPU index (NVML order) */
@@ -261,8 +262,8 @@ GPULEASE_API gpulease_status gpulease_inventory_get(gpulease_client *client,
  *   context. Never the default.
  * DEVICE: the whole GPU: refused while other leases live on it; no other
  *   lease is granted on it while it lives.
- * PARTITION: a whole MIG instance of a GPU in MIG mode; daemons of this
- *   version lease none and answer UNSUPPORTED. */
+ * PARTITION: a whole MIG instance of a GPU in MIG mode, with the lease's
+ *   context bound to it; a GPU in MIG mode takes only these. */
 typedef enum gpulease_lease_class {
   GPULEASE_CLASS_ISOLATED = 0,
   GPULEASE_CLASS_SHARED = 1,
@@ -318,10 +319,11 @@ GPULEASE_API gpulease_status gpulease_lease_alloc(gpulease_client *client, uint3
 /* As gpulease_lease_alloc, with the class and context limits of *opts
  * (NULL: the defaults; the struct is only read during the call). Errors:
  * those of gpulease_lease_alloc; INVALID_ARGUMENT for an unknown class or
- * limits on a SHARED lease; BUSY when a DEVICE lease holds the GPU, or
- * when a DEVICE lease is asked for a GPU other leases use; UNSUPPORTED for
- * PARTITION on a GPU without MIG instances; CAPACITY_EXCEEDED when no
- * instance is free. */
+ * limits on a SHARED lease, or a class other than PARTITION naming a GPU
+ * in MIG mode; BUSY when a DEVICE lease holds the GPU, or when a DEVICE
+ * lease is asked for a GPU other leases use; UNSUPPORTED for PARTITION on
+ * a GPU (or node) without MIG instances; CAPACITY_EXCEEDED when no free
+ * instance holds vram_bytes. */
 GPULEASE_API gpulease_status gpulease_lease_alloc_opts(gpulease_client *client,
                                                        uint32_t gpu_index, uint64_t vram_bytes,
                                                        uint32_t ttl_s,

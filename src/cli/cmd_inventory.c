@@ -46,6 +46,7 @@ static void print_json(const gpulease_inventory *inv, const gpulease_pool_info *
                            json_object_new_uint64(g->context_overhead_bytes));
     json_object_object_add(j, "emulated",
                            json_object_new_boolean((g->flags & GPULEASE_GPU_EMULATED) != 0));
+    json_object_object_add(j, "mig", json_object_new_boolean((g->flags & GPULEASE_GPU_MIG) != 0));
     uint32_t t, r, st;
     if (pool_of(pool, g->index, &t, &r, &st)) {
       json_object *w = json_object_new_object();
@@ -85,6 +86,8 @@ static void print_text(const gpulease_inventory *inv, const gpulease_pool_info *
            g->free_vram_bytes >> 20, g->leased_vram_bytes >> 20, g->active_leases,
            (g->flags & GPULEASE_GPU_EMULATED) ? "  (emulated)" : "");
     printf("    %s\n", g->uuid);
+    if (g->flags & GPULEASE_GPU_MIG)
+      printf("    in MIG mode: only partition leases (--class partition), a MIG instance each\n");
     if (g->context_overhead_bytes)
       printf("    an isolated lease takes %" PRIu64 " MiB of VRAM beyond its size (its CUDA "
              "context); shared leases share one\n",

@@ -42,7 +42,7 @@ static const char usage_text[] =
     "         [--class isolated|shared|device|partition] (default isolated: a CUDA\n"
     "         context of its own; shared: one context for all shared leases, a few\n"
     "         MiB each, no isolation between them; device: the whole GPU;\n"
-    "         partition: a whole MIG instance, refused by daemons without MIG)\n"
+    "         partition: a whole MIG instance of a GPU in MIG mode)\n"
     "         [--printf-fifo BYTES] [--malloc-heap BYTES] (kernel printf FIFO and\n"
     "         device malloc heap of the lease's context; default 64 KiB, 1 MiB)\n"
     "  lease renew ID --secret HEX --ttl SECONDS\n"

@@ -186,6 +186,7 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
   for (uint32_t i = 0; i < d->node.gpu_count; i++) {
     const gl_node_gpu *g = &d->node.gpus[i];
     gl_lease_table_set_gpu(d->leases, i, g->total_vram_bytes);
+    gl_lease_table_set_mig(d->leases, i, g->mig_count > 0);
     GL_INFO("GPU %" PRIu32 ": %s %s, compute capability %u.%u, %" PRIu32 " SMs, %" PRIu64
             " MiB",
             i, g->name, g->uuid, g->cc_major, g->cc_minor, g->sm_count,

@@ -57,6 +57,8 @@ typedef struct gl_daemon {
   gl_pool *pool;          /* warm workers, or NULL (--warm-workers 0) */
   gl_shared *shared;      /* the shared CUDA contexts (class shared) */
   bool stopping;          /* gl_daemon_stop: workers are ended, not reused */
+  uint64_t mig_lease[GPULEASE_MAX_GPUS][GL_NODE_MAX_MIG]; /* the partition lease of each
+                                                             MIG instance, 0: free */
   uint64_t free_before_pool[GPULEASE_MAX_GPUS]; /* NVML free VRAM before the pool started */
   ev_timer ready_timer;   /* the ready file waits for the pool's first answers */
   double ready_deadline;

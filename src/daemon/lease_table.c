@@ -20,6 +20,7 @@ typedef struct gpu_slot {
   uint64_t capacity_bytes;
   uint64_t overhead_bytes; /* a context's own VRAM */
   bool present;
+  bool mig; /* MIG mode: partition leases only */
 } gpu_slot;
 
 struct gl_lease_table {
@@ -87,6 +88,10 @@ uint64_t gl_lease_table_overhead(const gl_lease_table *t, uint32_t index) {
   return index < GPULEASE_MAX_GPUS ? t->gpus[index].overhead_bytes : 0;
 }
 
+void gl_lease_table_set_mig(gl_lease_table *t, uint32_t index, bool mig) {
+  if (index < GPULEASE_MAX_GPUS) t->gpus[index].mig = mig;
+}
+
 /* What GPU index holds now: its live leases, and how they use it. */
 typedef struct gpu_use {
   uint64_t bytes;    /* regions and contexts */
@@ -130,6 +135,19 @@ static uint64_t need_bytes(const gl_lease_table *t, uint32_t index, uint8_t leas
  * reason otherwise. */
 static gpulease_status class_fits(const gl_lease_table *t, uint32_t index, uint8_t lease_class,
                                   char *err, size_t errlen) {
+  bool partition = lease_class == GPULEASE_CLASS_PARTITION;
+  if (t->gpus[index].mig && !partition) {
+    snprintf(err, errlen,
+             "GPU %" PRIu32 " is in MIG mode: only partition leases (a whole MIG instance each) "
+             "are granted on it",
+             index);
+    return GPULEASE_INVALID_ARGUMENT;
+  }
+  if (!t->gpus[index].mig && partition) {
+    snprintf(err, errlen, "GPU %" PRIu32 " is not in MIG mode: it has no MIG instance to lease",
+             index);
+    return GPULEASE_UNSUPPORTED;
+  }
   gpu_use u = usage(t, index);
   if (u.device_id) {
     snprintf(err, errlen, "GPU %" PRIu32 " is held whole by device lease %" PRIu64, index,
@@ -183,14 +201,19 @@ static gpulease_status pick_gpu(const gl_lease_table *t, uint32_t want, uint8_t 
   }
   uint64_t best_free = 0;
   uint32_t best = UINT32_MAX;
-  gpulease_status why = GPULEASE_CAPACITY_EXCEEDED;
-  char busy[256] = "";
+  gpulease_status why = GPULEASE_CAPACITY_EXCEEDED, refused = GPULEASE_OK;
+  char busy[256] = "", refusal[256] = "";
+  unsigned eligible = 0; /* GPUs the class may use */
   for (uint32_t i = 0; i < t->gpu_count; i++) {
     if (!t->gpus[i].present) continue;
-    if (class_fits(t, i, lease_class, busy, sizeof busy) != GPULEASE_OK) {
+    gpulease_status fit = class_fits(t, i, lease_class, refusal, sizeof refusal);
+    if (fit == GPULEASE_BUSY) {
       why = GPULEASE_BUSY;
-      continue;
+      snprintf(busy, sizeof busy, "%s", refusal);
     }
+    if (fit == GPULEASE_INVALID_ARGUMENT || fit == GPULEASE_UNSUPPORTED) refused = fit;
+    else eligible++;
+    if (fit != GPULEASE_OK) continue;
     uint64_t f = unleased(t, i);
     if (f >= need_bytes(t, i, lease_class, vram_bytes) && (best == UINT32_MAX || f > best_free)) {
       best = i;
@@ -198,6 +221,17 @@ static gpulease_status pick_gpu(const gl_lease_table *t, uint32_t want, uint8_t 
     }
   }
   if (best == UINT32_MAX) {
+    if (eligible == 0) { /* no GPU takes the class at all */
+      if (lease_class == GPULEASE_CLASS_PARTITION)
+        snprintf(err, errlen, "no GPU of this node is in MIG mode: there is no MIG instance to "
+                              "lease");
+      else if (t->gpu_count == 1)
+        snprintf(err, errlen, "%s", refusal);
+      else
+        snprintf(err, errlen, "every GPU of this node is in MIG mode: only partition leases are "
+                              "granted");
+      return refused;
+    }
     if (why == GPULEASE_BUSY && t->gpu_count == 1) {
       snprintf(err, errlen, "%s", busy);
       return GPULEASE_BUSY;

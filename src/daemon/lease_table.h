@@ -61,6 +61,10 @@ uint32_t gl_lease_table_gpu_count(const gl_lease_table *t);
  * counted once for each isolated or device lease, and once for all the
  * shared leases of the GPU together (their one context). 0 by default. */
 void gl_lease_table_set_overhead(gl_lease_table *t, uint32_t index, uint64_t bytes);
+
+/* Marks GPU index as in MIG mode: it takes partition leases only (and
+ * partition leases take only such GPUs). */
+void gl_lease_table_set_mig(gl_lease_table *t, uint32_t index, bool mig);
 uint64_t gl_lease_table_overhead(const gl_lease_table *t, uint32_t index);
 
 /* Creates a PENDING lease of class lease_class (gpulease_lease_class).
@@ -68,8 +72,11 @@ uint64_t gl_lease_table_overhead(const gl_lease_table *t, uint32_t index);
  * that fits and that the class may use. A device lease needs a GPU without
  * live leases, and no lease goes to a GPU a device lease holds. `secret` is
  * copied (the caller draws it from a CSPRNG). The new id is never 0 and
- * never reused. Errors (message in err): INVALID_ARGUMENT (vram 0, TTL 0 or
- * > max, unknown class), NO_DEVICE (no GPUs, index out of range),
+ * never reused. Partition leases go only to GPUs in MIG mode, and those
+ * take nothing else. Errors (message in err): INVALID_ARGUMENT (vram 0, TTL
+ * 0 or > max, unknown class, a GPU in MIG mode named for another class),
+ * UNSUPPORTED (partition without a GPU in MIG mode), NO_DEVICE (no GPUs,
+ * index out of range),
  * CAPACITY_EXCEEDED (does not fit with the context's overhead, too many
  * leases), BUSY (a device lease holds the GPU, or a device lease asked for
  * a GPU with leases). *out points into the table; it stays valid until the

@@ -110,13 +110,14 @@ int main(int argc, char **argv) {
   gl_daemon_config_default(&cfg);
   default_state_dir(cfg.state_dir, sizeof cfg.state_dir);
   int worker_fd = -1;
+  const char *visible = NULL; /* --cuda-visible-devices: a worker's MIG instance */
   const char *jit_cache_dir = NULL;
   bool device_given = false;
   int local_socket_given = 0; /* 1: a path, 2: none */
   enum { O_LISTEN = 256, O_CERT, O_KEY, O_STATE, O_TTL, O_LEASES, O_MSG, O_LOG, O_READY, O_WORKER,
          O_DEVICE, O_EMU_VRAM, O_EMU_THREADS, O_JIT_CACHE, O_SEQ_TIMEOUT, O_MAX_STREAMS,
          O_LOCAL_SOCKET, O_LOCAL_MODE, O_MAX_PINNED, O_NET_THREADS, O_STRIPE_PORT, O_WARM,
-         O_CTX_OVERHEAD };
+         O_CTX_OVERHEAD, O_CUDA_VISIBLE };
   static const struct option opts[] = {
       {"listen", required_argument, 0, O_LISTEN},  {"cert", required_argument, 0, O_CERT},
       {"key", required_argument, 0, O_KEY},        {"state-dir", required_argument, 0, O_STATE},
@@ -135,6 +136,7 @@ int main(int argc, char **argv) {
       {"stripe-port", required_argument, 0, O_STRIPE_PORT},
       {"warm-workers", required_argument, 0, O_WARM},
       {"context-overhead", required_argument, 0, O_CTX_OVERHEAD},
+      {"cuda-visible-devices", required_argument, 0, O_CUDA_VISIBLE},
       {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
   int c;
   uint64_t v;
@@ -272,6 +274,10 @@ int main(int argc, char **argv) {
       }
       cfg.warm_workers = (unsigned)v;
       break;
+    case O_CUDA_VISIBLE: /* a worker bound to a MIG instance: before cuInit */
+      if (setenv("CUDA_VISIBLE_DEVICES", optarg, 1) != 0) return 2;
+      visible = optarg;
+      break;
     case O_CTX_OVERHEAD:
       if (gl_parse_size(optarg, &v) != 0 || v >= (1ull << 40)) {
         fprintf(stderr, "gpuleased: --context-overhead: expected BYTES (K, M, G suffixes), "
@@ -302,6 +308,7 @@ int main(int argc, char **argv) {
   }
   if (worker_fd >= 0) {
     gl_log_init("gpulease-worker", (enum gl_log_level)gl_log_level_parse(cfg.log_level));
+    if (visible) GL_INFO("worker: bound to %s (CUDA_VISIBLE_DEVICES)", visible);
     gl_worker_set_jit_cache_dir(jit_cache_dir);
     gl_worker_set_seq_timeout_ms(cfg.seq_timeout_ms);
     int rc;

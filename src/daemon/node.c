@@ -79,6 +79,8 @@ done:
   return st;
 }
 
+static void read_mig_table(gl_node *n, const char *path);
+
 static void add_gpu(gl_node *n, const gl_node_gpu *g) {
   if (n->gpu_count < GPULEASE_MAX_GPUS) n->gpus[n->gpu_count++] = *g;
 }
@@ -127,7 +129,16 @@ static void discover_cuda(gl_node *n, const gl_node_config *cfg) {
           g.sm_count = pr->gpus[k].sm_count;
         }
       }
-      if (g.cuda_ordinal < 0) {
+      /* A GPU in MIG mode: CUDA sees its instances, not the GPU. */
+      gl_nvml_mig migs[GL_NODE_MAX_MIG];
+      int nm = gl_nvml_mig_list(n->nvml, i, migs, GL_NODE_MAX_MIG);
+      for (int k = 0; k < nm && k < GL_NODE_MAX_MIG; k++) {
+        _Static_assert(sizeof g.migs[k].uuid == sizeof migs[k].uuid, "uuid sizes");
+        memcpy(g.migs[k].uuid, migs[k].uuid, sizeof g.migs[k].uuid);
+        g.migs[k].memory_bytes = migs[k].memory_bytes;
+      }
+      g.mig_count = nm > 0 ? (unsigned)nm : 0;
+      if (g.cuda_ordinal < 0 && g.mig_count == 0) {
         GL_WARN("GPU %u (%s) is not visible to CUDA; not offered for lease", i, d.uuid);
         continue;
       }
@@ -179,6 +190,68 @@ void gl_node_discover(gl_node *n, const gl_node_config *cfg) {
     if (cfg->mode == GL_DEVICE_AUTO) GL_INFO("%s", n->no_gpu_reason);
     add_emulated(n, cfg);
   }
+  const char *table = getenv("GPULEASED_MIG_TABLE");
+  if (table && table[0]) read_mig_table(n, table);
+  for (uint32_t i = 0; i < n->gpu_count; i++) {
+    gl_node_gpu *g = &n->gpus[i];
+    if (!g->mig_count) continue;
+    g->flags |= GPULEASE_GPU_MIG;
+    for (unsigned k = 0; k < g->mig_count; k++)
+      GL_INFO("GPU %" PRIu32 ": MIG instance %u: %s, %" PRIu64 " MiB (partition leases only)", i,
+              k, g->migs[k].uuid, g->migs[k].memory_bytes >> 20);
+  }
+}
+
+/* GPULEASED_MIG_TABLE: MIG instances from a file instead of NVML. */
+static void read_mig_table(gl_node *n, const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    GL_WARN("GPULEASED_MIG_TABLE: cannot open %s: %s", path, strerror(errno));
+    return;
+  }
+  for (uint32_t i = 0; i < n->gpu_count; i++) n->gpus[i].mig_count = 0;
+  char line[256];
+  for (unsigned lineno = 1; fgets(line, sizeof line, f); lineno++) {
+    char *hash = strchr(line, '#');
+    if (hash) *hash = 0;
+    unsigned gpu;
+    char uuid[96];
+    unsigned long long bytes;
+    char extra;
+    int got = sscanf(line, "%u %95s %llu %c", &gpu, uuid, &bytes, &extra);
+    if (got <= 0) continue; /* blank */
+    if (got != 3 || gpu >= n->gpu_count || bytes == 0 ||
+        n->gpus[gpu].mig_count >= GL_NODE_MAX_MIG) {
+      GL_WARN("GPULEASED_MIG_TABLE %s:%u: expected \"GPU_INDEX MIG_UUID MEMORY_BYTES\" for one "
+              "of %u GPUs, at most %d instances each; line ignored",
+              path, lineno, n->gpu_count, GL_NODE_MAX_MIG);
+      continue;
+    }
+    gl_node_gpu *g = &n->gpus[gpu];
+    gl_node_mig *m = &g->migs[g->mig_count++];
+    snprintf(m->uuid, sizeof m->uuid, "%s", uuid);
+    m->memory_bytes = bytes;
+  }
+  fclose(f);
+}
+
+const char *const *gl_node_mig_worker_args(gl_node *n, uint32_t index, unsigned k) {
+  if (index >= n->gpu_count || k >= n->gpus[index].mig_count) return NULL;
+  const gl_node_gpu *g = &n->gpus[index];
+  const char *const *base = gl_node_worker_args(n, index);
+  size_t i = 0;
+  for (; base[i] && i < 10; i++) n->mig_args[i] = base[i];
+  n->mig_args[i++] = "--cuda-visible-devices";
+  n->mig_args[i++] = g->migs[k].uuid;
+  if (g->flags & GPULEASE_GPU_EMULATED) {
+    /* The emulated device stands for the instance: its size. The later
+     * --emu-vram wins over the GPU's. */
+    snprintf(n->mig_vram_arg, sizeof n->mig_vram_arg, "%" PRIu64, g->migs[k].memory_bytes);
+    n->mig_args[i++] = "--emu-vram";
+    n->mig_args[i++] = n->mig_vram_arg;
+  }
+  n->mig_args[i] = NULL;
+  return n->mig_args;
 }
 
 const char *const *gl_node_worker_args(const gl_node *n, uint32_t index) {

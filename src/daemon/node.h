@@ -24,6 +24,15 @@
 
 struct gl_nvml;
 
+/* MIG instances a GPU holds at most (an H100 makes up to 7). */
+#define GL_NODE_MAX_MIG 8
+
+/* A MIG instance: a lease of class partition takes one whole. */
+typedef struct gl_node_mig {
+  char uuid[96];          /* "MIG-...": the worker's CUDA_VISIBLE_DEVICES */
+  uint64_t memory_bytes;  /* its VRAM */
+} gl_node_mig;
+
 typedef struct gl_node_gpu {
   uint32_t index;      /* the daemon's GPU index (NVML order) */
   int cuda_ordinal;    /* CUDA device ordinal in a worker */
@@ -32,7 +41,9 @@ typedef struct gl_node_gpu {
   uint8_t cc_major, cc_minor;
   uint32_t sm_count;
   uint64_t total_vram_bytes;
-  uint32_t flags;      /* GPULEASE_GPU_* */
+  uint32_t flags;      /* GPULEASE_GPU_* (GPULEASE_GPU_MIG with instances) */
+  unsigned mig_count;  /* MIG instances (MIG mode); 0: the GPU is leased whole */
+  gl_node_mig migs[GL_NODE_MAX_MIG];
 } gl_node_gpu;
 
 /* Which devices the daemon offers (gpuleased --device). */
@@ -62,11 +73,19 @@ typedef struct gl_node {
   const char *cuda_args[7];
   const char *emu_args[11];
   char emu_vram_arg[24], emu_threads_arg[12], seq_timeout_arg[12];
+  /* gl_node_mig_worker_args's: the device arguments, then the instance */
+  const char *mig_args[16];
+  char mig_vram_arg[24];
   char jit_cache_dir[1100];
 } gl_node;
 
 /* Discovers the GPUs (cfg is only read during the call). Never fails: with
- * nothing to offer, gpu_count is 0 and no_gpu_reason explains. */
+ * nothing to offer, gpu_count is 0 and no_gpu_reason explains. A GPU in
+ * MIG mode (NVML) is offered with its MIG instances, for partition leases
+ * only. The environment variable GPULEASED_MIG_TABLE may name a file that
+ * gives the MIG instances instead of NVML, one per line, "GPU_INDEX
+ * MIG_UUID MEMORY_BYTES" ('#' starts a comment): for tests and dry runs on
+ * machines without MIG; no GPU's setting is ever changed. */
 void gl_node_discover(gl_node *n, const gl_node_config *cfg);
 
 /* The extra worker arguments (NULL-terminated, owned by n) that make a
@@ -74,6 +93,13 @@ void gl_node_discover(gl_node *n, const gl_node_config *cfg);
  * --emu-vram N --emu-threads T", then "--seq-timeout-ms MS", then
  * "--jit-cache DIR" when configured. */
 const char *const *gl_node_worker_args(const gl_node *n, uint32_t index);
+
+/* The worker arguments for MIG instance k of GPU index: the GPU's, then
+ * "--cuda-visible-devices MIG-..." (the worker sets CUDA_VISIBLE_DEVICES,
+ * and the instance is its CUDA device 0), and for an emulated device
+ * "--emu-vram" the instance's size. Valid until the next call. NULL when
+ * there is no such instance. */
+const char *const *gl_node_mig_worker_args(gl_node *n, uint32_t index, unsigned k);
 
 /* Free VRAM of GPU `index` now: NVML's figure, or `fallback` without NVML. */
 uint64_t gl_node_free_vram(const gl_node *n, uint32_t index, uint64_t fallback);

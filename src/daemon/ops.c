@@ -58,6 +58,7 @@ typedef struct lease_rt {
   uint32_t printf_fifo_bytes; /* the lease's context limits; 0: default */
   uint64_t malloc_heap_bytes;
   bool fresh; /* never a reused worker (its setup failed on one) */
+  int mig;    /* partition: the MIG instance of gpu_index it holds; -1 otherwise */
 } lease_rt;
 
 /* A request waiting for a worker's reply. */
@@ -126,9 +127,10 @@ void gl_daemon_end_lease(gl_daemon *d, gl_lease *l, gpulease_status why_status,
                          const char *why) {
   lease_rt *rt = l->owner;
   if (!rt) return;
+  if (rt->mig >= 0) d->mig_lease[rt->gpu_index][rt->mig] = 0;
   if (rt->shared) {
     gl_shared_leave(d->shared, rt->gpu_index, rt->lease_id, why_status, why);
-  } else if (rt->w && d->pool && !d->stopping && gl_wproc_usable(rt->w) &&
+  } else if (rt->w && d->pool && !d->stopping && rt->mig < 0 && gl_wproc_usable(rt->w) &&
              gl_wproc_pending(rt->w) == 0 && !rt->printf_fifo_bytes && !rt->malloc_heap_bytes) {
     /* Nothing runs in it: the worker serves the next lease (pool.h). */
     gl_pool_recycle(d->pool, rt->gpu_index, rt->w, rt->lease_id);
@@ -188,7 +190,9 @@ static void on_worker_notice(void *owner, const uint8_t *msg, size_t len) {
 static int encode_worker_init(const gl_daemon *d, const gl_lease *l, const lease_rt *rt,
                               gl_buf *b) {
   gl_request r = {.op = GL_OP_WORKER_INIT};
-  r.u.worker_init.cuda_ordinal = (uint32_t)d->node.gpus[l->gpu_index].cuda_ordinal;
+  /* A MIG instance is its worker's CUDA device 0 (CUDA_VISIBLE_DEVICES). */
+  r.u.worker_init.cuda_ordinal =
+      rt->mig >= 0 ? 0 : (uint32_t)d->node.gpus[l->gpu_index].cuda_ordinal;
   r.u.worker_init.vram_bytes = l->vram_bytes;
   r.u.worker_init.lease_id = l->id;
   r.u.worker_init.flags = rt->shared ? GL_WORKER_INIT_SHARED : 0;
@@ -208,6 +212,12 @@ static int start_worker(gl_daemon *d, gl_lease *l, lease_rt *rt, gl_wproc_reply_
     /* The GPU's shared context: started for its first member. */
     rt->w = gl_shared_join(d->shared, l->gpu_index, l->id, err, errlen);
     if (!rt->w) return -1;
+  } else if (rt->mig >= 0) {
+    /* A worker of its own, bound to the MIG instance. */
+    if (gl_wproc_spawn(d->loop, d->cfg.worker_exe, d->cfg.log_level,
+                       gl_node_mig_worker_args(&d->node, l->gpu_index, (unsigned)rt->mig),
+                       on_worker_exit, on_worker_notice, rt, &rt->w, err, errlen) != 0)
+      return -1;
   } else {
     /* A warm worker has its device open already: it only reserves VRAM. */
     bool own_limits = rt->printf_fifo_bytes || rt->malloc_heap_bytes || rt->fresh;
@@ -335,6 +345,41 @@ static void alloc_done(void *ctx, gpulease_status status, const uint8_t *msg, si
   free(c);
 }
 
+/* A partition lease's MIG instance: the smallest free one that holds
+ * vram_bytes, on *gpu (or any GPU in MIG mode for GPULEASE_ANY_GPU; *gpu is
+ * then set). A GPU without instances is left to the lease table to refuse.
+ * 0, or -1 when it replied (no free instance fits). */
+static int pick_instance(gl_daemon *d, gl_dreq *req, uint64_t vram_bytes, uint32_t *gpu,
+                         int *mig) {
+  uint32_t best_gpu = 0;
+  int best = -1;
+  unsigned instances = 0, free_ones = 0;
+  for (uint32_t i = 0; i < d->node.gpu_count; i++) {
+    if (*gpu != GPULEASE_ANY_GPU && *gpu != i) continue;
+    const gl_node_gpu *g = &d->node.gpus[i];
+    for (unsigned k = 0; k < g->mig_count; k++) {
+      instances++;
+      if (d->mig_lease[i][k]) continue;
+      free_ones++;
+      if (g->migs[k].memory_bytes < vram_bytes) continue;
+      if (best < 0 || g->migs[k].memory_bytes < d->node.gpus[best_gpu].migs[best].memory_bytes) {
+        best_gpu = i;
+        best = (int)k;
+      }
+    }
+  }
+  if (instances == 0) return 0; /* the table says why */
+  if (best < 0) {
+    reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_CAPACITY_EXCEEDED,
+                "no free MIG instance holds %" PRIu64 " bytes (%u of %u instance%s free)",
+                vram_bytes, free_ones, instances, instances == 1 ? "" : "s");
+    return -1;
+  }
+  *gpu = best_gpu;
+  *mig = best;
+  return 0;
+}
+
 static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req *a) {
   char err[512];
   if (d->node.gpu_count == 0) {
@@ -347,19 +392,18 @@ static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req 
                 "one context and take its defaults (leave them 0)");
     return;
   }
-  if (a->lease_class == GPULEASE_CLASS_PARTITION) {
-    reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_UNSUPPORTED,
-                "partition leases need a GPU in MIG mode, and this daemon has no MIG instance "
-                "to lease");
+  uint32_t gpu_index = a->gpu_index;
+  int mig = -1;
+  if (a->lease_class == GPULEASE_CLASS_PARTITION &&
+      pick_instance(d, req, a->vram_bytes, &gpu_index, &mig) != 0)
     return;
-  }
   uint8_t secret[GPULEASE_SECRET_BYTES];
   if (gnutls_rnd(GNUTLS_RND_KEY, secret, sizeof secret) != 0) {
     reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_INTERNAL, "random number generator failed");
     return;
   }
   gl_lease *l;
-  gpulease_status st = gl_lease_table_alloc(d->leases, gl_mono_ns(), a->gpu_index,
+  gpulease_status st = gl_lease_table_alloc(d->leases, gl_mono_ns(), gpu_index,
                                             a->lease_class, a->vram_bytes, a->ttl_s, secret, &l,
                                             err, sizeof err);
   if (st != GPULEASE_OK) {
@@ -393,6 +437,8 @@ static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req 
   rt->shared = l->lease_class == GPULEASE_CLASS_SHARED;
   rt->printf_fifo_bytes = a->printf_fifo_bytes;
   rt->malloc_heap_bytes = a->malloc_heap_bytes;
+  rt->mig = mig;
+  if (mig >= 0) d->mig_lease[l->gpu_index][mig] = l->id;
   rt->bulk = bulk;
   l->owner = rt;
   if (start_worker(d, l, rt, alloc_done, c, err, sizeof err) != 0) {
@@ -685,7 +731,8 @@ static void op_pool_info(gl_daemon *d, gl_dreq *req) {
   p->gpu_count = (uint16_t)d->node.gpu_count;
   for (uint32_t i = 0; i < d->node.gpu_count && i < GPULEASE_MAX_GPUS; i++) {
     p->gpus[i].index = i;
-    p->gpus[i].target = (uint16_t)(d->pool ? d->cfg.warm_workers : 0);
+    p->gpus[i].target =
+        (uint16_t)(d->pool && !d->node.gpus[i].mig_count ? d->cfg.warm_workers : 0);
     p->gpus[i].ready = (uint16_t)gl_pool_ready(d->pool, i);
     p->gpus[i].starting = (uint16_t)gl_pool_starting(d->pool, i);
   }

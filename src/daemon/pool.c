@@ -276,6 +276,10 @@ gl_pool *gl_pool_new(struct ev_loop *loop, const gl_node *node, const char *work
     s->gpu = i / per_gpu;
     ev_timer_init(&s->retry, on_retry, RETRY_S, 0.0);
     s->retry.data = s;
+    if (node->gpus[s->gpu].mig_count) { /* its leases are MIG instances, each its own */
+      s->answered = true;
+      continue;
+    }
     slot_start(s);
   }
   ev_timer_init(&p->retire, on_retire, 1.0, 1.0);

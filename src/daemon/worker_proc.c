@@ -353,9 +353,9 @@ int gl_worker_spawn_raw(const char *worker_exe, const char *log_level,
   }
   char fdstr[16];
   snprintf(fdstr, sizeof fdstr, "%d", child_fd);
-  char *argv[16] = {(char *)worker_exe, "--worker", fdstr, "--log-level", (char *)log_level};
+  char *argv[24] = {(char *)worker_exe, "--worker", fdstr, "--log-level", (char *)log_level};
   int argc = 5;
-  for (int i = 0; device_args && device_args[i] && argc < 15; i++)
+  for (int i = 0; device_args && device_args[i] && argc < 23; i++)
     argv[argc++] = (char *)device_args[i];
   argv[argc] = NULL;
   pid_t pid;

@@ -48,7 +48,7 @@ typedef void (*gl_wproc_exit_cb)(void *owner, int exit_code, int signo);
 
 /* Starts a worker. worker_exe is the program to run (the daemon's own
  * binary); its argv will be {exe, "--worker", "<fd>", "--log-level", L}
- * followed by device_args (NULL-terminated, at most 10; NULL for none),
+ * followed by device_args (NULL-terminated, at most 18; NULL for none),
  * which pick its device layer (e.g. "--device", "emu"). loop must be
  * libev's default loop (child watchers need it). on_exit and on_notice
  * (either may be NULL) get `owner`. 0 or -1 with err. */

@@ -34,6 +34,12 @@ struct gl_nvml {
   nvmlReturn_t (*nvmlDeviceGetCudaComputeCapability)(nvmlDevice_t device, int *major,
                                                      int *minor);
   nvmlReturn_t (*nvmlSystemGetDriverVersion)(char *version, unsigned int length);
+  /* MIG (optional: NULL with an older library). */
+  nvmlReturn_t (*nvmlDeviceGetMigMode)(nvmlDevice_t device, unsigned int *current,
+                                       unsigned int *pending);
+  nvmlReturn_t (*nvmlDeviceGetMaxMigDeviceCount)(nvmlDevice_t device, unsigned int *count);
+  nvmlReturn_t (*nvmlDeviceGetMigDeviceHandleByIndex)(nvmlDevice_t device, unsigned int index,
+                                                      nvmlDevice_t *mig);
 };
 
 typedef struct sym {
@@ -96,6 +102,13 @@ int gl_nvml_open(gl_nvml **out, char *err, size_t errlen) {
     }
     memcpy((char *)n + k_syms[i].offset, &fn, sizeof fn);
   }
+  n->nvmlDeviceGetMigMode = (nvmlReturn_t(*)(nvmlDevice_t, unsigned int *, unsigned int *))
+      dlsym(dl, "nvmlDeviceGetMigMode");
+  n->nvmlDeviceGetMaxMigDeviceCount =
+      (nvmlReturn_t(*)(nvmlDevice_t, unsigned int *))dlsym(dl, "nvmlDeviceGetMaxMigDeviceCount");
+  n->nvmlDeviceGetMigDeviceHandleByIndex =
+      (nvmlReturn_t(*)(nvmlDevice_t, unsigned int, nvmlDevice_t *))dlsym(
+          dl, "nvmlDeviceGetMigDeviceHandleByIndex");
   nvmlReturn_t r = n->nvmlInit_v2();
   if (r != NVML_SUCCESS) {
     set_err(err, errlen, "nvmlInit_v2 failed: %s", nvml_strerror(n, r));
@@ -179,4 +192,31 @@ int gl_nvml_driver_version(gl_nvml *nvml, char *buf, size_t buflen) {
   }
   snprintf(buf, buflen, "%s", v);
   return 0;
+}
+
+int gl_nvml_mig_list(gl_nvml *nvml, unsigned index, gl_nvml_mig *out, unsigned max) {
+  nvmlDevice_t dev;
+  unsigned current = 0, pending = 0, slots = 0;
+  if (!nvml->nvmlDeviceGetMigMode || !nvml->nvmlDeviceGetMaxMigDeviceCount ||
+      !nvml->nvmlDeviceGetMigDeviceHandleByIndex)
+    return 0;
+  if (nvml->nvmlDeviceGetHandleByIndex_v2(index, &dev) != NVML_SUCCESS) return -1;
+  if (nvml->nvmlDeviceGetMigMode(dev, &current, &pending) != NVML_SUCCESS || current != 1)
+    return 0; /* not supported, or MIG off: NVML_DEVICE_MIG_ENABLE is 1 */
+  if (nvml->nvmlDeviceGetMaxMigDeviceCount(dev, &slots) != NVML_SUCCESS) return -1;
+  int n = 0;
+  for (unsigned i = 0; i < slots && (unsigned)n < max; i++) {
+    nvmlDevice_t mig;
+    if (nvml->nvmlDeviceGetMigDeviceHandleByIndex(dev, i, &mig) != NVML_SUCCESS) continue;
+    char uuid[NVML_BUFFER_SIZE];
+    memset(uuid, 0, sizeof uuid);
+    nvmlMemory_t mem;
+    if (nvml->nvmlDeviceGetUUID(mig, uuid, sizeof uuid - 1) != NVML_SUCCESS ||
+        nvml->nvmlDeviceGetMemoryInfo(mig, &mem) != NVML_SUCCESS)
+      continue;
+    snprintf(out[n].uuid, sizeof out[n].uuid, "%s", uuid);
+    out[n].memory_bytes = mem.total;
+    n++;
+  }
+  return n;
 }

@@ -59,6 +59,18 @@ int gl_nvml_memory(gl_nvml *nvml, unsigned index, uint64_t *total, uint64_t *fre
 int gl_nvml_memory_by_uuid(gl_nvml *nvml, const char *uuid, uint64_t *total,
                            uint64_t *free_bytes, uint64_t *used);
 
+/* A MIG instance (a MIG device, in NVML's words) of a GPU in MIG mode. */
+typedef struct gl_nvml_mig {
+  char uuid[96]; /* "MIG-xxxxxxxx-...", what CUDA_VISIBLE_DEVICES takes */
+  uint64_t memory_bytes;
+} gl_nvml_mig;
+
+/* The MIG instances of device index, at most max, into out: their number,
+ * 0 when the GPU is not in MIG mode (or NVML cannot tell), -1 on an NVML
+ * error. Reads only (nvmlDeviceGetMigMode, nvmlDeviceGetMaxMigDeviceCount,
+ * nvmlDeviceGetMigDeviceHandleByIndex); never changes a mode. */
+int gl_nvml_mig_list(gl_nvml *nvml, unsigned index, gl_nvml_mig *out, unsigned max);
+
 /* The driver version ("580.65.06") into buf. Returns 0, or -1 with buf set
  * to "". */
 int gl_nvml_driver_version(gl_nvml *nvml, char *buf, size_t buflen);

@@ -233,6 +233,65 @@ static void test_device_and_refusals(void **state) {
   assert_int_equal(gl_test_daemon_stop(&d), 0);
 }
 
+/* Partition leases on a GPU in MIG mode, its instances given by an
+ * injected table (GPULEASED_MIG_TABLE): the emulated device stands for
+ * each instance, with the instance's size. */
+static void test_partition(void **state) {
+  (void)state;
+  if (on_gpu()) {
+    printf("partition: checked on the emulated device only (no GPU here is in MIG mode)\n");
+    return;
+  }
+  char table[] = "/tmp/gl-mig-XXXXXX";
+  int fd = mkstemp(table);
+  assert_true(fd >= 0);
+  const char rows[] = "# gpu uuid bytes\n0 MIG-11111111-aaaa-bbbb-cccc-000000000001 67108864\n"
+                      "0 MIG-22222222-aaaa-bbbb-cccc-000000000002 134217728\n";
+  assert_int_equal(write(fd, rows, sizeof rows - 1), (ssize_t)(sizeof rows - 1));
+  close(fd);
+  setenv("GPULEASED_MIG_TABLE", table, 1);
+  gl_test_daemon d;
+  start(&d, "2");
+  unsetenv("GPULEASED_MIG_TABLE");
+  gpulease_client *c = gl_test_connect(&d, 30000);
+  gpulease_inventory inv;
+  CHECK(gpulease_inventory_get(c, &inv, E));
+  assert_true(inv.gpus[0].flags & GPULEASE_GPU_MIG);
+  gpulease_pool_info pool;
+  CHECK(gpulease_pool_get(c, &pool, E));
+  assert_int_equal(pool.gpus[0].target, 0); /* no warm workers for whole-GPU leases */
+  gpulease_lease x;
+  gpulease_error err;
+  assert_int_equal(alloc_status(c, GPULEASE_CLASS_ISOLATED, 4 * MiB, NULL, &x, &err),
+                   GPULEASE_INVALID_ARGUMENT);
+  assert_non_null(strstr(err.message, "MIG mode"));
+  assert_int_equal(alloc_status(c, GPULEASE_CLASS_SHARED, 4 * MiB, NULL, &x, &err),
+                   GPULEASE_INVALID_ARGUMENT);
+  /* 100 MiB: only the 128 MiB instance holds it; 32 MiB: the smallest free. */
+  gpulease_lease big = alloc_class(c, GPULEASE_CLASS_PARTITION, 100 * MiB);
+  gpulease_lease small = alloc_class(c, GPULEASE_CLASS_PARTITION, 32 * MiB);
+  assert_int_equal(gl_test_daemon_log_count(&d, "bound to MIG-22222222"), 1);
+  assert_int_equal(gl_test_daemon_log_count(&d, "bound to MIG-11111111"), 1);
+  gl_test_run_iota(c, &big);
+  gl_test_run_iota(c, &small);
+  assert_int_equal(alloc_status(c, GPULEASE_CLASS_PARTITION, 1 * MiB, NULL, &x, &err),
+                   GPULEASE_CAPACITY_EXCEEDED);
+  assert_non_null(strstr(err.message, "no free MIG instance"));
+  /* Freed, the instance serves the next partition lease (a new worker). */
+  CHECK(gpulease_lease_free(c, &big, E));
+  assert_int_equal(alloc_status(c, GPULEASE_CLASS_PARTITION, 200 * MiB, NULL, &x, &err),
+                   GPULEASE_CAPACITY_EXCEEDED);
+  big = alloc_class(c, GPULEASE_CLASS_PARTITION, 64 * MiB + 1);
+  assert_int_equal(gl_test_daemon_log_count(&d, "bound to MIG-22222222"), 2);
+  gl_test_run_iota(c, &big);
+  CHECK(gpulease_lease_free(c, &big, E));
+  CHECK(gpulease_lease_free(c, &small, E));
+  assert_int_equal(gl_test_daemon_wait_children(&d, 0, 10000), 0);
+  gpulease_client_close(c);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+  unlink(table);
+}
+
 /* The daemon's resident memory (KiB) and open descriptors. */
 static void daemon_usage(pid_t pid, long *rss_kib, int *fds) {
   char path[64], line[256];
@@ -305,6 +364,7 @@ int main(void) {
       cmocka_unit_test(test_shared_leases),
       cmocka_unit_test(test_shared_fault),
       cmocka_unit_test(test_device_and_refusals),
+      cmocka_unit_test(test_partition),
       cmocka_unit_test(test_cycles_leave_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

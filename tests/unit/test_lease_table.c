@@ -254,6 +254,35 @@ static void test_context_overhead(void **state) {
   gl_lease_table_del(t);
 }
 
+/* A GPU in MIG mode takes partition leases only, and partition leases go
+ * only to such GPUs. */
+static void test_mig_gpus(void **state) {
+  (void)state;
+  gl_lease_table *t = table_2gpus(8);
+  gl_lease *l;
+  char err[256];
+  assert_int_equal(try_alloc(t, GPULEASE_ANY_GPU, GPULEASE_CLASS_PARTITION, MiB, &l, err, sizeof err),
+                   GPULEASE_UNSUPPORTED);
+  assert_non_null(strstr(err, "no GPU of this node is in MIG mode"));
+  gl_lease_table_set_mig(t, 0, true);
+  assert_int_equal(try_alloc(t, 0, GPULEASE_CLASS_ISOLATED, MiB, &l, err, sizeof err),
+                   GPULEASE_INVALID_ARGUMENT);
+  assert_non_null(strstr(err, "MIG mode"));
+  assert_int_equal(try_alloc(t, 1, GPULEASE_CLASS_PARTITION, MiB, &l, err, sizeof err),
+                   GPULEASE_UNSUPPORTED);
+  assert_int_equal(try_alloc(t, GPULEASE_ANY_GPU, GPULEASE_CLASS_PARTITION, MiB, &l, err, sizeof err),
+                   GPULEASE_OK);
+  assert_int_equal(l->gpu_index, 0);
+  assert_int_equal(try_alloc(t, GPULEASE_ANY_GPU, GPULEASE_CLASS_SHARED, MiB, &l, err, sizeof err),
+                   GPULEASE_OK);
+  assert_int_equal(l->gpu_index, 1);
+  gl_lease_table_set_mig(t, 1, true);
+  assert_int_equal(try_alloc(t, GPULEASE_ANY_GPU, GPULEASE_CLASS_DEVICE, MiB, &l, err, sizeof err),
+                   GPULEASE_INVALID_ARGUMENT);
+  assert_non_null(strstr(err, "every GPU of this node is in MIG mode"));
+  gl_lease_table_del(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_alloc_and_auth),     cmocka_unit_test(test_ttl_bounds),
@@ -261,6 +290,7 @@ int main(void) {
       cmocka_unit_test(test_capacity),           cmocka_unit_test(test_any_picks_most_free),
       cmocka_unit_test(test_lease_budget_and_no_gpu), cmocka_unit_test(test_ids_not_reused),
       cmocka_unit_test(test_device_class),       cmocka_unit_test(test_context_overhead),
+      cmocka_unit_test(test_mig_gpus),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
