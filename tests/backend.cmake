@@ -1,4 +1,4 @@
-# The worker backends' session ops (src/worker/backend_emu.c,
+# The worker backends' session ops (src/backend/backend_emu.c,
 # backend_cuda.c): streams, async copies and launches, func_info,
 # compile_ptx, and their thread safety.
 gl_add_test(test_backend_emu

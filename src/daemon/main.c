@@ -27,7 +27,7 @@
 #include "common/util.h"
 #include "daemon/daemon.h"
 #include "proto/wire.h"
-#include "worker/backend_emu.h"
+#include "backend/backend_emu.h"
 #include "worker/worker.h"
 
 static void usage(FILE *f) {

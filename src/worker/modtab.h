@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "worker/backend.h"
+#include "backend/backend.h"
 #include "worker/jit_cache.h"
 
 typedef struct gl_modtab gl_modtab;

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "worker/backend.h"
+#include "backend/backend.h"
 
 #define GL_MODULE_CACHE_SLOTS 8
 #define GL_MODULE_CACHE_MAX_BYTES (256u * 1024 * 1024)

@@ -29,7 +29,7 @@
 #include "common/lat.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "worker/backend_view.h"
+#include "backend/backend_view.h"
 #include "worker/batch.h"
 #include "worker/ipc.h"
 #include "worker/segments.h"

@@ -35,7 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "worker/backend.h"
+#include "backend/backend.h"
 
 /* The worker's return values, meant to become its process exit status. */
 #define GL_WORKER_EXIT_OK 0           /* the daemon closed the stream */

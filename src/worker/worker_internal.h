@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #include "proto/wire.h"
-#include "worker/backend.h"
+#include "backend/backend.h"
 #include "worker/ipc.h"
 #include "worker/jit_cache.h"
 #include "worker/lane.h"

@@ -41,8 +41,8 @@
 #include <time.h>
 
 #include "common/log.h"
-#include "worker/backend.h"
-#include "worker/backend_view.h"
+#include "backend/backend.h"
+#include "backend/backend_view.h"
 
 #define VRAM (64ull << 20)
 #define N 100000 /* elements per vector */

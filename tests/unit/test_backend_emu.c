@@ -1,11 +1,11 @@
 /*
  * test_backend_emu.c - the session ops of the emulated backend
- * (src/worker/backend_emu.c) called directly, as the worker's session
+ * (src/backend/backend_emu.c) called directly, as the worker's session
  * threads call them: stream-ordered writes, memsets, copies and launches of
  * corpus kernels, func_info, compile_ptx, cache_tag, range checks, a kernel
  * fault reported on every stream, and several threads loading modules and
  * launching kernels on one device at once. Shared leases: open_shared,
- * region_add / region_remove, and views (src/worker/backend_view.c) onto
+ * region_add / region_remove, and views (src/backend/backend_view.c) onto
  * the ranges.
  */
 #include <math.h>
@@ -23,9 +23,9 @@
 #include <cmocka.h>
 
 #include "emu/emu.h"
-#include "worker/backend.h"
-#include "worker/backend_emu.h"
-#include "worker/backend_view.h"
+#include "backend/backend.h"
+#include "backend/backend_emu.h"
+#include "backend/backend_view.h"
 
 #define REGION (4u << 20)
 

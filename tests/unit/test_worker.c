@@ -32,7 +32,7 @@
 #include "gpu/cuda_api.h"
 #include "gpu/nvml.h"
 #include "proto/wire.h"
-#include "worker/backend.h"
+#include "backend/backend.h"
 #include "worker/ipc.h"
 #include "worker/worker.h"
 

@@ -13,7 +13,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "worker/backend.h"
+#include "backend/backend.h"
 
 /* A backend that is a window onto another: every region offset is moved by
  * `offset`, so a shared lease's code sees its own range as [0, bytes). The

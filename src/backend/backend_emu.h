@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "worker/backend.h"
+#include "backend/backend.h"
 
 /* capacity_bytes: the most VRAM one lease may ask for (the daemon's
  * --emu-vram budget); threads: host threads per launch (1: blocks run in

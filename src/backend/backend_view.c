@@ -17,7 +17,7 @@
  * Each view has its own copy of the ops table: launch_runs_inline is the
  * real backend's, and an optional op the real backend lacks stays NULL.
  */
-#include "worker/backend_view.h"
+#include "backend/backend_view.h"
 
 #include <inttypes.h>
 #include <stdio.h>

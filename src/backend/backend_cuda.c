@@ -39,7 +39,7 @@
 
 #include "common/log.h"
 #include "gpu/cuda_api.h"
-#include "worker/backend.h"
+#include "backend/backend.h"
 
 #define JIT_LOG_BYTES 16384
 

@@ -36,7 +36,7 @@
  * again) and the partial pages at its ends cleared; region_remove drops
  * the whole pages too, giving the host memory back.
  */
-#include "worker/backend_emu.h"
+#include "backend/backend_emu.h"
 
 #include <inttypes.h>
 #include <pthread.h>
