@@ -442,10 +442,14 @@ static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req 
   rt->bulk = bulk;
   l->owner = rt;
   if (start_worker(d, l, rt, alloc_done, c, err, sizeof err) != 0) {
+    /* A shared context still ending after a fault is a moment's wait. */
+    gpulease_status st2 = rt->shared && gl_shared_ending(d->shared, l->gpu_index)
+                              ? GPULEASE_BUSY
+                              : GPULEASE_INTERNAL;
     free(c);
     gl_daemon_end_lease(d, l, GPULEASE_INTERNAL, err);
     gl_lease_table_remove(d->leases, l);
-    reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_INTERNAL, "%s", err);
+    reply_error(req, GL_OP_LEASE_ALLOC, st2, "%s", err);
   }
 }
 

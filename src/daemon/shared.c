@@ -159,6 +159,8 @@ static void release_done(void *ctx, gpulease_status status, const uint8_t *msg, 
   gl_header h;
   if (status != GPULEASE_OK)
     GL_DEBUG("WORKER_RELEASE not answered: %s", why ? why : gpulease_status_name(status));
+  else if (gl_header_decode(msg, len, &h) == GPULEASE_OK && h.status == GPULEASE_NOT_FOUND)
+    GL_DEBUG("WORKER_RELEASE: the lease was never set up in the shared worker");
   else if (gl_header_decode(msg, len, &h) == GPULEASE_OK && h.status != GPULEASE_OK)
     GL_WARN("the shared worker refused WORKER_RELEASE (%s)", gpulease_status_name(h.status));
 }
@@ -182,6 +184,10 @@ void gl_shared_leave(gl_shared *s, uint32_t gpu, uint64_t lease_id, gpulease_sta
     GL_WARN("lease %" PRIu64 ": cannot send WORKER_RELEASE to the shared worker", lease_id);
   gl_buf_free(&b);
   if (c->n == 0) ev_timer_start(s->loop, &c->linger);
+}
+
+bool gl_shared_ending(const gl_shared *s, uint32_t gpu) {
+  return gpu < GPULEASE_MAX_GPUS && s->slots[gpu].w && !gl_wproc_usable(s->slots[gpu].w);
 }
 
 size_t gl_shared_members(const gl_shared *s, uint32_t gpu) {

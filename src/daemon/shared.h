@@ -21,6 +21,7 @@
 #ifndef GL_DAEMON_SHARED_H
 #define GL_DAEMON_SHARED_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,6 +63,10 @@ gl_wproc *gl_shared_join(gl_shared *s, uint32_t gpu, uint64_t lease_id, char *er
  * that is not a member (e.g. after on_lost). */
 void gl_shared_leave(gl_shared *s, uint32_t gpu, uint64_t lease_id, gpulease_status status,
                      const char *why);
+
+/* Whether GPU gpu's shared context is ending after a fault (its worker no
+ * longer takes calls and has not been reaped): a join fails until then. */
+bool gl_shared_ending(const gl_shared *s, uint32_t gpu);
 
 /* Members of GPU gpu's shared context now. */
 size_t gl_shared_members(const gl_shared *s, uint32_t gpu);
