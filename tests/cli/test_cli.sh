@@ -53,6 +53,9 @@ cli inventory --vram 1M > $out 2> $err;       check "usage: option not for comma
 cli submit --binary $dir/k.ptx --kernel k --arg q32:1 > $out 2> $err
 check "usage: bad --arg" 2 $? "unknown type" $err
 cli frobnicate > $out 2> $err;                check "usage: unknown command" 2 $? "unknown command" $err
+cli lease alloc --vram 1M --ttl 5 --class exclusive > $out 2> $err
+check "usage: unknown lease class" 2 $? "is not isolated, shared, device or partition" $err
+cli inventory --class shared > $out 2> $err;  check "usage: --class not for inventory" 2 $? "does not apply" $err
 "$bin/cli/gpulease" --addr "127.0.0.1:$port" --insecure inventory > $out 2> $err
 check "insecure warns" 0 $? "NOT verified" $err
 "$bin/cli/gpulease" --addr "127.0.0.1:$port" --pin-sha256 "$(echo $fp | tr 0-9a-f 1-9a-f0)" inventory > $out 2> $err

@@ -246,7 +246,8 @@ static void test_partition(void **state) {
   int fd = mkstemp(table);
   assert_true(fd >= 0);
   const char rows[] = "# gpu uuid bytes\n0 MIG-11111111-aaaa-bbbb-cccc-000000000001 67108864\n"
-                      "0 MIG-22222222-aaaa-bbbb-cccc-000000000002 134217728\n";
+                      "0 MIG-22222222-aaaa-bbbb-cccc-000000000002 134217728\n"
+                      "7 MIG-33333333-no-such-gpu 67108864\n0 MIG-44444444-no-size\n";
   assert_int_equal(write(fd, rows, sizeof rows - 1), (ssize_t)(sizeof rows - 1));
   close(fd);
   setenv("GPULEASED_MIG_TABLE", table, 1);
@@ -254,6 +255,9 @@ static void test_partition(void **state) {
   start(&d, "2");
   unsetenv("GPULEASED_MIG_TABLE");
   gpulease_client *c = gl_test_connect(&d, 30000);
+  /* The two bad lines are skipped with a warning each; the rest serve. */
+  assert_int_equal(gl_test_daemon_log_count(&d, "line ignored"), 2);
+  assert_int_equal(gl_test_daemon_log_count(&d, "MIG-33333333"), 0);
   gpulease_inventory inv;
   CHECK(gpulease_inventory_get(c, &inv, E));
   assert_true(inv.gpus[0].flags & GPULEASE_GPU_MIG);

@@ -981,6 +981,11 @@ static void test_bulk_arena(void **state) {
   x = call(p.q, &warm);
   expect(&x, GPULEASE_UNSUPPORTED, "not served over the network");
   reply_free(&x);
+  gl_request rel = {.op = GL_OP_WORKER_RELEASE}; /* nor end a lease in a worker */
+  rel.u.worker_init.lease_id = p.auth.lease_id;
+  x = call(p.q, &rel);
+  expect(&x, GPULEASE_UNSUPPORTED, "not served over the network");
+  reply_free(&x);
   gl_request det = {.op = GL_OP_SHM_DETACH};
   det.u.shm_detach.auth = p.auth;
   det.u.shm_detach.segment = arena;
