@@ -150,10 +150,11 @@ static gpulease_status emu_probe(gl_backend *b, gl_probe_resp *out, char *err, s
   return GPULEASE_OK;
 }
 
-static gpulease_status emu_init(gl_backend *b, uint32_t ordinal, uint64_t vram_bytes,
-                                uint64_t *region_base, char *device_name, size_t name_len,
-                                char *err, size_t errlen) {
-  emu_backend *e = as_emu(b);
+/* Opens the device with a region of `bytes` (init: the lease's;
+ * open_shared: the whole capacity, for the leases' ranges). */
+static gpulease_status open_region(emu_backend *e, uint32_t ordinal, uint64_t bytes,
+                                   uint64_t *region_base, char *device_name, size_t name_len,
+                                   char *err, size_t errlen) {
   if (e->dev) {
     snprintf(err, errlen, "the emulated device is open already");
     return GPULEASE_INTERNAL;
@@ -162,21 +163,28 @@ static gpulease_status emu_init(gl_backend *b, uint32_t ordinal, uint64_t vram_b
     snprintf(err, errlen, "the emulated device has ordinal 0 only, not %" PRIu32, ordinal);
     return GPULEASE_NO_DEVICE;
   }
-  if (vram_bytes > e->capacity) {
+  e->dev = gl_emu_device_new(bytes);
+  if (!e->dev) {
+    snprintf(err, errlen, "cannot reserve %" PRIu64 " bytes of host memory for the emulated "
+                          "device", bytes);
+    return GPULEASE_CAPACITY_EXCEEDED;
+  }
+  e->region_bytes = bytes;
+  *region_base = GL_EMU_REGION_BASE;
+  snprintf(device_name, name_len, "%s", GL_EMU_NAME);
+  return GPULEASE_OK;
+}
+
+static gpulease_status emu_init(gl_backend *b, uint32_t ordinal, uint64_t vram_bytes,
+                                uint64_t *region_base, char *device_name, size_t name_len,
+                                char *err, size_t errlen) {
+  emu_backend *e = as_emu(b);
+  if (!e->dev && ordinal == 0 && vram_bytes > e->capacity) {
     snprintf(err, errlen, "%" PRIu64 " bytes is more than the emulated device's %" PRIu64,
              vram_bytes, e->capacity);
     return GPULEASE_CAPACITY_EXCEEDED;
   }
-  e->dev = gl_emu_device_new(vram_bytes);
-  if (!e->dev) {
-    snprintf(err, errlen, "cannot reserve %" PRIu64 " bytes of host memory for the emulated "
-                          "device", vram_bytes);
-    return GPULEASE_CAPACITY_EXCEEDED;
-  }
-  e->region_bytes = vram_bytes;
-  *region_base = GL_EMU_REGION_BASE;
-  snprintf(device_name, name_len, "%s", GL_EMU_NAME);
-  return GPULEASE_OK;
+  return open_region(e, ordinal, vram_bytes, region_base, device_name, name_len, err, errlen);
 }
 
 /* ---- shared leases ------------------------------------------------------------ */
@@ -185,25 +193,10 @@ static gpulease_status emu_open_shared(gl_backend *b, uint32_t ordinal, uint64_t
                                        char *device_name, size_t name_len, char *err,
                                        size_t errlen) {
   emu_backend *e = as_emu(b);
-  if (e->dev) {
-    snprintf(err, errlen, "the emulated device is open already");
-    return GPULEASE_INTERNAL;
-  }
-  if (ordinal != 0) {
-    snprintf(err, errlen, "the emulated device has ordinal 0 only, not %" PRIu32, ordinal);
-    return GPULEASE_NO_DEVICE;
-  }
-  e->dev = gl_emu_device_new(e->capacity);
-  if (!e->dev) {
-    snprintf(err, errlen, "cannot reserve %" PRIu64 " bytes of host memory for the emulated "
-                          "device", e->capacity);
-    return GPULEASE_CAPACITY_EXCEEDED;
-  }
-  e->region_bytes = e->capacity;
-  e->shared = true;
-  *region_base = GL_EMU_REGION_BASE;
-  snprintf(device_name, name_len, "%s", GL_EMU_NAME);
-  return GPULEASE_OK;
+  gpulease_status st =
+      open_region(e, ordinal, e->capacity, region_base, device_name, name_len, err, errlen);
+  if (st == GPULEASE_OK) e->shared = true;
+  return st;
 }
 
 /* Zeroes len bytes of the region at offset: its whole pages by giving them

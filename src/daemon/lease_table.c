@@ -59,20 +59,6 @@ uint32_t gl_lease_table_gpu_count(const gl_lease_table *t) { return t->gpu_count
 
 static bool is_live(const gl_lease *l) { return l->state != GL_LEASE_EXPIRED; }
 
-void gl_lease_table_gpu_usage(const gl_lease_table *t, uint32_t index, uint64_t *leased_bytes,
-                              uint32_t *count) {
-  uint64_t bytes = 0;
-  uint32_t n = 0;
-  for (size_t i = 0; i < t->count; i++) {
-    const gl_lease *l = t->leases[i];
-    if (is_live(l) && l->gpu_index == index) {
-      bytes += l->vram_bytes;
-      n++;
-    }
-  }
-  if (leased_bytes) *leased_bytes = bytes;
-  if (count) *count = n;
-}
 
 size_t gl_lease_table_live_count(const gl_lease_table *t) {
   size_t n = 0;
@@ -94,6 +80,7 @@ void gl_lease_table_set_mig(gl_lease_table *t, uint32_t index, bool mig) {
 
 /* What GPU index holds now: its live leases, and how they use it. */
 typedef struct gpu_use {
+  uint64_t vram;     /* the leases' own regions */
   uint64_t bytes;    /* regions and contexts */
   uint32_t leases;
   uint32_t shared;   /* shared leases (one context between them) */
@@ -107,6 +94,7 @@ static gpu_use usage(const gl_lease_table *t, uint32_t index) {
     const gl_lease *l = t->leases[i];
     if (!is_live(l) || l->gpu_index != index) continue;
     u.leases++;
+    u.vram += l->vram_bytes;
     u.bytes += l->vram_bytes;
     if (l->lease_class == GPULEASE_CLASS_SHARED) u.shared++;
     else u.bytes += ctx;
@@ -116,25 +104,32 @@ static gpu_use usage(const gl_lease_table *t, uint32_t index) {
   return u;
 }
 
-static uint64_t unleased(const gl_lease_table *t, uint32_t index) {
-  uint64_t used = usage(t, index).bytes;
-  uint64_t cap = t->gpus[index].capacity_bytes;
-  return used >= cap ? 0 : cap - used;
+void gl_lease_table_gpu_usage(const gl_lease_table *t, uint32_t index, uint64_t *leased_bytes,
+                              uint32_t *count) {
+  gpu_use u = index < GPULEASE_MAX_GPUS ? usage(t, index) : (gpu_use){0};
+  if (leased_bytes) *leased_bytes = u.vram;
+  if (count) *count = u.leases;
 }
 
-/* What a new lease of the class adds on GPU index: its region, and a
- * context unless it joins the GPU's shared one. */
-static uint64_t need_bytes(const gl_lease_table *t, uint32_t index, uint8_t lease_class,
-                           uint64_t vram_bytes) {
+/* VRAM of GPU index not yet leased, given its use u. */
+static uint64_t unleased(const gl_lease_table *t, uint32_t index, const gpu_use *u) {
+  uint64_t cap = t->gpus[index].capacity_bytes;
+  return u->bytes >= cap ? 0 : cap - u->bytes;
+}
+
+/* What a new lease of the class adds on GPU index (use u): its region, and
+ * a context unless it joins the GPU's shared one. */
+static uint64_t need_bytes(const gl_lease_table *t, uint32_t index, const gpu_use *u,
+                           uint8_t lease_class, uint64_t vram_bytes) {
   uint64_t ctx = t->gpus[index].overhead_bytes;
-  if (lease_class == GPULEASE_CLASS_SHARED && usage(t, index).shared) ctx = 0;
+  if (lease_class == GPULEASE_CLASS_SHARED && u->shared) ctx = 0;
   return vram_bytes > UINT64_MAX - ctx ? UINT64_MAX : vram_bytes + ctx;
 }
 
-/* Whether the class may go on GPU index now (device leases); BUSY with the
- * reason otherwise. */
-static gpulease_status class_fits(const gl_lease_table *t, uint32_t index, uint8_t lease_class,
-                                  char *err, size_t errlen) {
+/* Whether the class may go on GPU index (use u) now: MIG mode, device
+ * leases; the status and the reason otherwise. */
+static gpulease_status class_fits(const gl_lease_table *t, uint32_t index, const gpu_use *u,
+                                  uint8_t lease_class, char *err, size_t errlen) {
   bool partition = lease_class == GPULEASE_CLASS_PARTITION;
   if (t->gpus[index].mig && !partition) {
     snprintf(err, errlen,
@@ -148,16 +143,15 @@ static gpulease_status class_fits(const gl_lease_table *t, uint32_t index, uint8
              index);
     return GPULEASE_UNSUPPORTED;
   }
-  gpu_use u = usage(t, index);
-  if (u.device_id) {
+  if (u->device_id) {
     snprintf(err, errlen, "GPU %" PRIu32 " is held whole by device lease %" PRIu64, index,
-             u.device_id);
+             u->device_id);
     return GPULEASE_BUSY;
   }
-  if (lease_class == GPULEASE_CLASS_DEVICE && u.leases) {
+  if (lease_class == GPULEASE_CLASS_DEVICE && u->leases) {
     snprintf(err, errlen,
              "GPU %" PRIu32 " has %" PRIu32 " live lease%s; a device lease needs the whole GPU",
-             index, u.leases, u.leases == 1 ? "" : "s");
+             index, u->leases, u->leases == 1 ? "" : "s");
     return GPULEASE_BUSY;
   }
   return GPULEASE_OK;
@@ -185,10 +179,11 @@ static gpulease_status pick_gpu(const gl_lease_table *t, uint32_t want, uint8_t 
                t->gpu_count);
       return GPULEASE_NO_DEVICE;
     }
-    gpulease_status st = class_fits(t, want, lease_class, err, errlen);
+    gpu_use u = usage(t, want);
+    gpulease_status st = class_fits(t, want, &u, lease_class, err, errlen);
     if (st != GPULEASE_OK) return st;
-    uint64_t free_bytes = unleased(t, want);
-    uint64_t need = need_bytes(t, want, lease_class, vram_bytes);
+    uint64_t free_bytes = unleased(t, want, &u);
+    uint64_t need = need_bytes(t, want, &u, lease_class, vram_bytes);
     if (need > free_bytes) {
       snprintf(err, errlen,
                "GPU %" PRIu32 " has %" PRIu64 " bytes of VRAM left to lease, %" PRIu64
@@ -206,7 +201,8 @@ static gpulease_status pick_gpu(const gl_lease_table *t, uint32_t want, uint8_t 
   unsigned eligible = 0; /* GPUs the class may use */
   for (uint32_t i = 0; i < t->gpu_count; i++) {
     if (!t->gpus[i].present) continue;
-    gpulease_status fit = class_fits(t, i, lease_class, refusal, sizeof refusal);
+    gpu_use u = usage(t, i);
+    gpulease_status fit = class_fits(t, i, &u, lease_class, refusal, sizeof refusal);
     if (fit == GPULEASE_BUSY) {
       why = GPULEASE_BUSY;
       snprintf(busy, sizeof busy, "%s", refusal);
@@ -214,8 +210,9 @@ static gpulease_status pick_gpu(const gl_lease_table *t, uint32_t want, uint8_t 
     if (fit == GPULEASE_INVALID_ARGUMENT || fit == GPULEASE_UNSUPPORTED) refused = fit;
     else eligible++;
     if (fit != GPULEASE_OK) continue;
-    uint64_t f = unleased(t, i);
-    if (f >= need_bytes(t, i, lease_class, vram_bytes) && (best == UINT32_MAX || f > best_free)) {
+    uint64_t f = unleased(t, i, &u);
+    if (f >= need_bytes(t, i, &u, lease_class, vram_bytes) &&
+        (best == UINT32_MAX || f > best_free)) {
       best = i;
       best_free = f;
     }

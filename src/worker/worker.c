@@ -230,13 +230,18 @@ static void do_warm(gl_wkproc *p, uint64_t tag, uint32_t ordinal) {
 }
 
 /* The lease served by the worker with id lease_id, or NULL. */
-static gl_wk *find_lease(gl_wkproc *p, uint64_t lease_id, size_t *index) {
+static gl_wk *find_lease(gl_wkproc *p, uint64_t lease_id) {
+  return lease_id == UINT64_MAX ? NULL : gl_hmap_get(&p->by_id, lease_id + 1);
+}
+
+/* Takes w out of the leases (it was added with lease_add). */
+static void lease_remove(gl_wkproc *p, gl_wk *w) {
+  gl_hmap_del(&p->by_id, w->lease_id + 1);
   for (size_t i = 0; i < p->nleases; i++)
-    if (p->leases[i]->lease_id == lease_id) {
-      if (index) *index = i;
-      return p->leases[i];
+    if (p->leases[i] == w) {
+      p->leases[i] = p->leases[--p->nleases];
+      return;
     }
-  return NULL;
 }
 
 /* A lease's state: everything but the region (be, region_base and
@@ -301,10 +306,14 @@ static void lease_end(gl_wk *w) {
 }
 
 static int lease_add(gl_wkproc *p, gl_wk *w) {
+  if (w->lease_id == UINT64_MAX || gl_hmap_put(&p->by_id, w->lease_id + 1, w) != 0) return -1;
   if (p->nleases == p->cap) {
     size_t cap = p->cap ? p->cap * 2 : 4;
     gl_wk **n = realloc(p->leases, cap * sizeof *n);
-    if (!n) return -1;
+    if (!n) {
+      gl_hmap_del(&p->by_id, w->lease_id + 1);
+      return -1;
+    }
     p->leases = n;
     p->cap = cap;
   }
@@ -361,7 +370,7 @@ static void do_init(gl_wkproc *p, uint64_t tag, const gl_worker_init_req *req) {
     proc_reply_error(p, tag, op, GPULEASE_INVALID_ARGUMENT, "vram_bytes must be at least 1");
     return;
   }
-  if (find_lease(p, req->lease_id, NULL) || p->nleases >= GL_WK_MAX_LEASES) {
+  if (find_lease(p, req->lease_id) || p->nleases >= GL_WK_MAX_LEASES) {
     proc_reply_error(p, tag, op, GPULEASE_INTERNAL, "lease already served, or too many leases");
     return;
   }
@@ -394,7 +403,7 @@ static void do_init(gl_wkproc *p, uint64_t tag, const gl_worker_init_req *req) {
     st = GPULEASE_INTERNAL;
   }
   if (st != GPULEASE_OK) {
-    p->nleases--; /* w is the last */
+    lease_remove(p, w);
     lease_end(w);
     proc_reply_error(p, tag, op, st, err);
     return;
@@ -420,8 +429,7 @@ static void do_init(gl_wkproc *p, uint64_t tag, const gl_worker_init_req *req) {
  * its device open as after WORKER_WARM (the daemon reuses it). */
 static void do_release(gl_wkproc *p, uint64_t tag, uint64_t lease_id) {
   const uint16_t op = GL_OP_WORKER_RELEASE;
-  size_t i = 0;
-  gl_wk *w = find_lease(p, lease_id, &i);
+  gl_wk *w = find_lease(p, lease_id);
   if (!w) {
     char msg[96];
     snprintf(msg, sizeof msg, "lease %llu is not served by this worker",
@@ -429,7 +437,7 @@ static void do_release(gl_wkproc *p, uint64_t tag, uint64_t lease_id) {
     proc_reply_error(p, tag, op, GPULEASE_NOT_FOUND, msg);
     return;
   }
-  p->leases[i] = p->leases[--p->nleases];
+  lease_remove(p, w);
   lease_end(w);
   if (!p->shared) {
     char err[512] = "";
@@ -663,7 +671,7 @@ static gl_wk *route(gl_wkproc *p, const gl_request *q, char *msg, size_t len) {
     return NULL;
   }
   uint64_t id = request_lease(q);
-  gl_wk *w = find_lease(p, id, NULL);
+  gl_wk *w = find_lease(p, id);
   if (!w)
     snprintf(msg, len, "lease %llu was freed or expired while this request was waiting",
              (unsigned long long)id);
@@ -742,6 +750,7 @@ static int serve(gl_wkproc *p, uint64_t tag, uint8_t *msg, size_t len) {
 
 static int worker_setup(gl_wkproc *p, int fd, gl_backend *be) {
   memset(p, 0, sizeof *p);
+  gl_hmap_init(&p->by_id);
   p->fd = fd;
   p->be = be;
   p->seq_timeout_ms = g_seq_timeout_ms ? g_seq_timeout_ms : GL_WS_DEFAULT_SEQ_TIMEOUT_MS;
@@ -756,6 +765,7 @@ static int worker_setup(gl_wkproc *p, int fd, gl_backend *be) {
 static void worker_teardown(gl_wkproc *p) {
   while (p->nleases > 0) lease_end(p->leases[--p->nleases]);
   free(p->leases);
+  gl_hmap_free(&p->by_id);
   gl_ipc_fdq_clear(&p->fdq);
   gl_jit_cache_close(p->jit);
   pthread_mutex_destroy(&p->write_mu);

@@ -24,6 +24,7 @@
 
 #include "proto/wire.h"
 #include "backend/backend.h"
+#include "worker/hmap.h"
 #include "worker/ipc.h"
 #include "worker/jit_cache.h"
 #include "worker/lane.h"
@@ -91,9 +92,11 @@ typedef struct gl_wkproc {
 
   gl_ipc_fdq fdq; /* descriptors that came with the message being served */
 
-  /* The leases (main thread). */
+  /* The leases (main thread): in order of arrival, and by id + 1 (the map
+   * reserves key 0) for routing a shared worker's requests. */
   gl_wk **leases;
   size_t nleases, cap;
+  gl_hmap by_id;
 } gl_wkproc;
 
 struct gl_wk {
