@@ -24,7 +24,9 @@ OPS = dict(GET_INVENTORY=0x0001, LEASE_ALLOC=0x0101, LEASE_RENEW=0x0102,
            BATCH=0x0340, NODE_INFO=0x0002, NET_INFO=0x0003, POOL_INFO=0x0004, SHM_ATTACH=0x0105, SHM_DETACH=0x0106,
            MEM_WRITE_SHM=0x0317, MEM_READ_SHM=0x0318, WORKER_INIT=0x7F01, WORKER_PROBE=0x7F02, WORKER_LOST=0x7F03,
            MEM_WRITE_ARENA=0x7F04, MEM_READ_ARENA=0x7F05, WORKER_WARM=0x7F06,
-           WORKER_RELEASE=0x7F07)
+           WORKER_RELEASE=0x7F07, LAUNCH_EX=0x0332, BURST=0x0333, EVENT_RECORD=0x0351,
+           EVENT_ELAPSED=0x0352, GRAPH_BEGIN=0x0361, GRAPH_END=0x0362, GRAPH_LAUNCH=0x0363,
+           GRAPH_SET_ARGS=0x0364, GRAPH_DESTROY=0x0365)
 SECRET = bytes(range(0xA0, 0xB0))
 
 
@@ -183,6 +185,24 @@ def session_corpus():
     yield "bad-memset-value", frame(REQ, o["MEMSET"], sref(1, 4) +
                                     struct.pack(">QQBIQ", BUF2, 0, 1, 0x100, 8))
     yield "bad-launch-kind-3", frame(REQ, o["LAUNCH"], launch_body(count=4) + b"\x03" + bytes(16))
+    # LAUNCH_EX: LAUNCH's body with flags and cluster after shared_mem_bytes.
+    lb = launch_body()
+    ex = lb[:76] + struct.pack(">B3I", 1, 2, 1, 1) + lb[76:]
+    yield "req-launch-ex", frame(REQ, o["LAUNCH_EX"], ex)
+    yield "bad-launch-ex-cluster", frame(REQ, o["LAUNCH_EX"],
+                                         lb[:76] + struct.pack(">B3I", 0, 2, 0, 1) + lb[76:])
+    one = lb[40:]
+    yield "req-burst", frame(REQ, o["BURST"], sref(1, 8) + struct.pack(">H", 3) + one * 3)
+    yield "bad-burst-count", frame(REQ, o["BURST"], sref(1, 8) + struct.pack(">H", 4) + one * 3)
+    yield "req-event-record", frame(REQ, o["EVENT_RECORD"], sref(1, 9) + struct.pack(">H", 3))
+    yield "req-event-elapsed", frame(REQ, o["EVENT_ELAPSED"], sref(1, 10) + struct.pack(">HH", 3, 4))
+    yield "resp-event-elapsed", resp(o["EVENT_ELAPSED"], struct.pack(">Q", 123456))
+    yield "req-graph-begin-while", frame(REQ, o["GRAPH_BEGIN"], sref(1, 11) + struct.pack(">BQQ", 1, BUF1, 8))
+    yield "req-graph-end", frame(REQ, o["GRAPH_END"], sref(1, 12))
+    yield "req-graph-launch", frame(REQ, o["GRAPH_LAUNCH"], sref(1, 13) + struct.pack(">Q", 0x6A01))
+    yield "req-graph-set-args", frame(REQ, o["GRAPH_SET_ARGS"], sref(1, 14) +
+                                      struct.pack(">QIH", 0x6A01, 3, 1) + launch_params([("buf", BUF1, 0)]))
+    yield "resp-graph-end", resp(o["GRAPH_END"], struct.pack(">QII", 0x6A01, 100, 102))
     yield "bad-func-info-count", resp(o["FUNC_INFO"], func_info_result(sizes=(), count=257))
     yield "bad-module-load-cache-3", resp(o["MODULE_LOAD"], struct.pack(">QB", MOD, 3))
 

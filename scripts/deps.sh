@@ -18,7 +18,7 @@ keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 # The installed version of package $1, or nothing.
 installed_version() {
   dpkg-query -W -f='${Status} ${Version}\n' "$1" 2>/dev/null |
-    sed -n 's/^install ok installed //p'
+    sed -n 's/^install ok installed //p' || true
 }
 
 missing=()

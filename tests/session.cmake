@@ -35,3 +35,9 @@ add_dependencies(test_e2e_pool gpuleased gl_kernels)
 gl_add_test(test_e2e_classes SOURCES e2e/test_e2e_classes.c e2e/daemon_harness.c
   LIBS gpulease_static gl_common Threads::Threads TIMEOUT 600 LABELS emu)
 add_dependencies(test_e2e_classes gpuleased gl_kernels)
+# Launches beyond LAUNCH: bursts, events, cooperative and cluster launches
+# (tests/e2e/test_e2e_exec.c), on the emulated device (GL_TEST_DEVICE=cuda:
+# on a GPU).
+gl_add_test(test_e2e_exec SOURCES e2e/test_e2e_exec.c e2e/daemon_harness.c
+  LIBS gpulease_static gl_common Threads::Threads TIMEOUT 300 LABELS emu)
+add_dependencies(test_e2e_exec gpuleased)

@@ -391,7 +391,7 @@ typedef struct gpulease_param {
 GPULEASE_API gpulease_param gpulease_param_pointer(uint64_t offset);
 GPULEASE_API gpulease_param gpulease_param_scalar(const void *value, uint32_t size);
 
-#define GPULEASE_SUBMIT_DESC_VERSION 1
+#define GPULEASE_SUBMIT_DESC_VERSION 2
 
 /* What GPU_SUBMIT runs. Fill with gpulease_submit_desc_default(); every
  * pointer is borrowed for the call. */
@@ -414,6 +414,10 @@ typedef struct gpulease_submit_desc {
   const gpulease_param *params;
   size_t param_count;
   int use_params;
+  /* struct_version 2: launch attributes, as gpulease_launch_ex() takes
+   * them (GPULEASE_LAUNCH_COOPERATIVE; cluster dimensions, all 0: none). */
+  uint32_t launch_flags;
+  uint32_t cluster[3];
 } gpulease_submit_desc;
 
 GPULEASE_API void gpulease_submit_desc_default(gpulease_submit_desc *desc);
@@ -725,6 +729,147 @@ GPULEASE_API gpulease_status gpulease_launch_sync(gpulease_session *session,
                                                   const gpulease_arg *args, size_t arg_count,
                                                   gpulease_op_failure *failure,
                                                   gpulease_error *err);
+
+/* ------------------------------------------------------------------------
+ * Launch attributes, bursts and events (docs/protocol.md section 4.6)
+ * ---------------------------------------------------------------------- */
+
+/* gpulease_launch_attrs.flags. */
+#define GPULEASE_LAUNCH_COOPERATIVE 0x01u /* co-resident grid: grid-wide sync works */
+
+/* What a launch asks for beyond grid, block and shared memory. */
+typedef struct gpulease_launch_attrs {
+  uint32_t flags;      /* GPULEASE_LAUNCH_* */
+  uint32_t cluster[3]; /* thread-block cluster dimensions in blocks; all 0: none */
+} gpulease_launch_attrs;
+
+/* Launches fn as gpulease_launch() does, with attributes (LAUNCH_EX;
+ * cuLaunchKernelEx): GPULEASE_LAUNCH_COOPERATIVE makes every block of the
+ * grid co-resident, so that cooperative groups' grid-wide synchronisation
+ * (this_grid().sync()) works (CU_LAUNCH_ATTRIBUTE_COOPERATIVE); a non-zero
+ * cluster groups blocks into thread-block clusters that share distributed
+ * shared memory (CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION; compute capability
+ * 9.0 and up; each grid dimension a multiple of the cluster's). attrs NULL
+ * or all zero: a plain LAUNCH. Pipelined. The daemon refuses, as the
+ * session's failure: a cooperative grid that cannot be co-resident
+ * (INVALID_ARGUMENT, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE", naming the
+ * most blocks that fit), a cluster the kernel cannot run in
+ * (INVALID_ARGUMENT, "CUDA_ERROR_INVALID_CLUSTER_SIZE"), clusters on a GPU
+ * below 9.0 (UNSUPPORTED). Local errors: those of gpulease_launch(), and
+ * INVALID_ARGUMENT for unknown flags or a cluster with a 0 dimension but
+ * not all. */
+GPULEASE_API gpulease_status gpulease_launch_ex(gpulease_session *session, gpulease_function fn,
+                                                const uint32_t grid[3], const uint32_t block[3],
+                                                uint32_t shared_mem_bytes,
+                                                const gpulease_launch_attrs *attrs,
+                                                const gpulease_arg *args, size_t arg_count,
+                                                gpulease_error *err);
+
+/* One launch of a burst (borrowed for the call). */
+typedef struct gpulease_burst_launch {
+  gpulease_function function;
+  uint32_t grid[3];          /* blocks */
+  uint32_t block[3];         /* threads */
+  uint32_t shared_mem_bytes; /* dynamic shared memory per block */
+  const gpulease_arg *args;
+  size_t arg_count;          /* <= GPULEASE_MAX_PARAMS */
+} gpulease_burst_launch;
+
+/* The most launches one burst carries. */
+#define GPULEASE_MAX_BURST 4096
+
+/* Queues count (1..GPULEASE_MAX_BURST) launches in one op (BURST), run
+ * back to back in order on the session's stream, each with its own
+ * function, dimensions and arguments. On a GPU the daemon runs a burst as
+ * a CUDA graph of kernel nodes, instantiated once per shape (functions,
+ * dimensions, shared memory, parameter sizes) and relaunched
+ * (cuGraphLaunch); a burst of a known shape with other argument values
+ * updates only the nodes whose values changed
+ * (cuGraphExecKernelNodeSetParams). Pipelined: faults surface at
+ * gpulease_session_sync(). Bursts need the kernels' parameter sizes
+ * (every driver from CUDA 12.4; UNSUPPORTED otherwise). Errors: those of
+ * gpulease_launch() for each launch (the message names its index),
+ * INVALID_ARGUMENT for count out of range. */
+GPULEASE_API gpulease_status gpulease_burst(gpulease_session *session,
+                                            const gpulease_burst_launch *launches, size_t count,
+                                            gpulease_error *err);
+
+/* Events a session has: slots 0..GPULEASE_MAX_EVENTS-1. */
+#define GPULEASE_MAX_EVENTS 256
+
+/* Records event slot `event` (< GPULEASE_MAX_EVENTS) at this point of the
+ * session's stream (EVENT_RECORD; cuEventRecord), replacing what it held.
+ * Pipelined: no round trip. Errors: INVALID_ARGUMENT for a slot out of
+ * range, the session's failure, connection errors. */
+GPULEASE_API gpulease_status gpulease_event_record(gpulease_session *session, unsigned event,
+                                                   gpulease_error *err);
+
+/* Waits until the stream has reached event slot `end` and gives the GPU
+ * time between the points recorded in `start` and `end` in nanoseconds
+ * (EVENT_ELAPSED; cuEventSynchronize, cuEventElapsedTime: about 0.5 us
+ * resolution on a GPU; the host's clock on the emulated device). One
+ * round trip for any number of kernels timed. Errors: INVALID_ARGUMENT (a
+ * slot out of range or never recorded), the session's failure (a kernel
+ * fault found while waiting), connection errors. */
+GPULEASE_API gpulease_status gpulease_event_elapsed(gpulease_session *session, unsigned start,
+                                                    unsigned end, uint64_t *elapsed_ns,
+                                                    gpulease_error *err);
+
+/* A recorded graph of a session (GRAPH_END); 0 is never valid. */
+typedef uint64_t gpulease_graph;
+
+/* Starts recording a graph (GRAPH_BEGIN; CUDA stream capture): the
+ * session's launches (gpulease_launch, gpulease_launch_ex, gpulease_burst),
+ * memsets and copies issued until gpulease_graph_end() are checked as
+ * usual but recorded instead of run. Buffer allocations, module loads and
+ * function look-ups go on as usual meanwhile; transfers to or from the
+ * host, frees, unloads, events and other graph calls are refused
+ * (INVALID_ARGUMENT, as the session's failure) and drop the recording.
+ * Pipelined. */
+GPULEASE_API gpulease_status gpulease_graph_begin(gpulease_session *session, gpulease_error *err);
+
+/* As gpulease_graph_begin(), for a graph that loops: each replay runs the
+ * recorded ops, then again while the u32 at byte `offset` (4-aligned) of
+ * buffer `flag` is not 0 (a do-while; CUDA: a WHILE conditional node whose
+ * condition a small kernel of the daemon's sets from the flag, CUDA 12.4+
+ * driver). A kernel of the body clears the flag to end the loop: an
+ * iterative solver runs to convergence in one replay. A flag never cleared
+ * loops until the lease's TTL ends it. Pipelined; gpulease_graph_end()
+ * reports UNSUPPORTED where the driver lacks conditional nodes. */
+GPULEASE_API gpulease_status gpulease_graph_begin_while(gpulease_session *session,
+                                                        gpulease_buffer flag, uint64_t offset,
+                                                        gpulease_error *err);
+
+/* Ends the recording and makes the graph (GRAPH_END; cuStreamEndCapture,
+ * cuGraphInstantiate). *out receives its handle; kernel_nodes (may be
+ * NULL) the number of kernel launches in it, numbered 0.. in the order
+ * they were issued (gpulease_graph_set_args() names them so). Waits.
+ * Errors: INVALID_ARGUMENT (no recording, nothing recorded), UNSUPPORTED,
+ * CAPACITY_EXCEEDED (1024 graphs a session), the session's failure (also
+ * one of a refused op during the recording), connection errors. */
+GPULEASE_API gpulease_status gpulease_graph_end(gpulease_session *session, gpulease_graph *out,
+                                                uint32_t *kernel_nodes, gpulease_error *err);
+
+/* Replays the graph on the session's stream (GRAPH_LAUNCH;
+ * cuGraphLaunch): all its ops in one op. Pipelined: faults surface at
+ * gpulease_session_sync(). */
+GPULEASE_API gpulease_status gpulease_graph_launch(gpulease_session *session, gpulease_graph graph,
+                                                   gpulease_error *err);
+
+/* Gives kernel node `node` of the graph new argument values for later
+ * replays (GRAPH_SET_ARGS; cuGraphExecKernelNodeSetParams): the same
+ * count and sizes as the kernel's parameters. Pipelined. Errors, as the
+ * session's failure: INVALID_HANDLE, INVALID_ARGUMENT (node out of range,
+ * arguments that do not fit the kernel). */
+GPULEASE_API gpulease_status gpulease_graph_set_args(gpulease_session *session,
+                                                     gpulease_graph graph, uint32_t node,
+                                                     const gpulease_arg *args, size_t arg_count,
+                                                     gpulease_error *err);
+
+/* Frees the graph once the session's earlier ops are done (GRAPH_DESTROY).
+ * A session's graphs are freed with it. Pipelined. */
+GPULEASE_API gpulease_status gpulease_graph_destroy(gpulease_session *session,
+                                                    gpulease_graph graph, gpulease_error *err);
 
 /* ------------------------------------------------------------------------
  * Stateless calls: "the GPU as a function call"

@@ -52,10 +52,48 @@ typedef struct gl_launch {
   void **args;
   const size_t *arg_sizes;
   size_t arg_count;
+  uint8_t flags;       /* GL_LAUNCH_F_* */
+  uint32_t cluster[3]; /* thread-block cluster dimensions in blocks; 0,0,0: none given */
 } gl_launch;
+
+/* gl_launch.flags. */
+#define GL_LAUNCH_F_COOPERATIVE 0x01u /* every block co-resident; grid-wide sync works */
+
+/* A cooperative launch (cuLaunchKernelEx, CU_LAUNCH_ATTRIBUTE_COOPERATIVE)
+ * whose grid cannot be co-resident is INVALID_ARGUMENT, the message
+ * starting "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE: " and naming the most
+ * blocks that fit (occupancy per SM x SMs). A cluster launch
+ * (CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) on a device below compute
+ * capability 9.0 is UNSUPPORTED; a cluster the kernel cannot run in (a grid
+ * dimension not a multiple of the cluster's, more blocks than
+ * cuOccupancyMaxPotentialClusterSize allows, dimensions other than the
+ * kernel's compiled .reqnctapercluster) is INVALID_ARGUMENT, the message
+ * starting "CUDA_ERROR_INVALID_CLUSTER_SIZE: ". launch, launch_read,
+ * launch_async and burst_async all take these attributes. */
 
 #define GL_BACKEND_ARG_READABLE 32768 /* CUDA 12.1+ kernel parameter limit */
 #define GL_BACKEND_ARG_SLOTS 32768    /* one-byte parameters filling it */
+
+/* One op of a graph's recipe (graph_build). */
+typedef enum gl_graph_op_kind {
+  GL_GRAPH_KERNEL = 1, /* fn with launch (args: exactly the kernel's parameters) */
+  GL_GRAPH_MEMSET = 2, /* memset_async's fields */
+  GL_GRAPH_COPY = 3,   /* copy_async's fields */
+} gl_graph_op_kind;
+
+typedef struct gl_graph_op {
+  gl_graph_op_kind kind;
+  void *fn;
+  gl_launch launch;
+  uint64_t offset;       /* MEMSET: region offset; COPY: destination */
+  uint64_t src_offset;   /* COPY */
+  uint64_t count;        /* MEMSET: elements; COPY: bytes */
+  unsigned element_size; /* MEMSET: 1, 2, 4 */
+  uint32_t value;        /* MEMSET */
+} gl_graph_op;
+
+/* graph_build's while_flag when the graph is not a loop. */
+#define GL_GRAPH_NO_LOOP UINT64_MAX
 
 typedef struct gl_backend_ops {
   const char *name; /* "cuda", "emulated" */
@@ -215,6 +253,69 @@ typedef struct gl_backend_ops {
   gpulease_status (*memset_async)(gl_backend *b, void *stream, uint64_t offset,
                                   unsigned element_size, uint32_t value, size_t count,
                                   char *err, size_t errlen);
+
+  /* Optional (NULL: the worker queues each launch with launch_async).
+   * Queues n >= 1 launches on stream, run back to back in order (BURST):
+   * fns[i] with launches[i]. launches[i].args holds exactly the kernel's
+   * parameters (the worker has checked their count and sizes) and is only
+   * borrowed for the call. CUDA: one CUDA graph of n kernel nodes in a
+   * chain, instantiated once per shape (functions, dimensions, shared
+   * memory, parameter sizes) and kept with the stream; a burst of a known
+   * shape with other argument values updates only the nodes whose values
+   * changed (cuGraphExecKernelNodeSetParams) and relaunches
+   * (cuGraphLaunch). Errors as launch_async, naming the launch's index. */
+  gpulease_status (*burst_async)(gl_backend *b, void *stream, void *const *fns,
+                                 const gl_launch *launches, size_t n, char *err, size_t errlen);
+
+  /* Events (docs/protocol.md EVENT_RECORD): record_event marks the point
+   * the stream's work has reached (cuEventRecord), creating the event
+   * first when *event is NULL (cuEventCreate); event_elapsed waits for end
+   * (cuEventSynchronize) and gives the time between the two points in
+   * nanoseconds (cuEventElapsedTime, about 0.5 us resolution);
+   * event_destroy frees one (cuEventDestroy). INTERNAL, or a failed
+   * stream's LAUNCH_FAILED. The emulated device, which runs each op when
+   * it is queued, stamps the host's monotonic clock. */
+  gpulease_status (*event_record)(gl_backend *b, void *stream, void **event, char *err,
+                                  size_t errlen);
+  gpulease_status (*event_elapsed)(gl_backend *b, void *start, void *end, uint64_t *ns,
+                                   char *err, size_t errlen);
+  void (*event_destroy)(gl_backend *b, void *event);
+
+  /* ---- graphs (docs/protocol.md GRAPH_BEGIN .. GRAPH_DESTROY) ---------
+   * The worker records a session's ops between GRAPH_BEGIN and GRAPH_END
+   * as a list of gl_graph_op (the graph's "recipe", in stream order) and
+   * hands it to graph_build, which makes an executable graph of it. All
+   * four are optional together: a backend without them (the emulated
+   * device) has its recipe replayed by the worker through the stream ops
+   * above, with the same results. */
+
+  /* Builds and instantiates a graph of the n >= 1 ops, in order, by
+   * stream capture (CUDA: cuStreamBeginCapture in thread-local mode on a
+   * stream of its own, the ops issued as the *_async ops issue them,
+   * cuStreamEndCapture, cuGraphInstantiateWithFlags). The graph's kernel
+   * nodes are numbered 0, 1, ... in the order of the GL_GRAPH_KERNEL ops
+   * (graph_set_args names them so). With while_flag != GL_GRAPH_NO_LOOP
+   * the ops are the body of a WHILE conditional node (CUDA 12.4+:
+   * cuGraphConditionalHandleCreate with default value 1, the body
+   * captured into the node's body graph) that runs the body, then reads
+   * the u32 at region offset while_flag and runs it again while that is
+   * not 0 (do-while). ops[i].launch.args are only borrowed. *graph
+   * receives an opaque handle. Errors: UNSUPPORTED (a WHILE loop on a
+   * driver without conditional nodes), INVALID_ARGUMENT, LAUNCH_FAILED or
+   * INTERNAL naming the CUDA error and the op's index. */
+  gpulease_status (*graph_build)(gl_backend *b, const struct gl_graph_op *ops, size_t n,
+                                 uint64_t while_flag, void **graph, char *err, size_t errlen);
+  /* Replays the graph on stream (cuGraphLaunch); returns once queued. */
+  gpulease_status (*graph_launch)(gl_backend *b, void *stream, void *graph, char *err,
+                                  size_t errlen);
+  /* Replaces kernel node `node`'s parameter values with l->args (same
+   * function, dimensions and parameter sizes as built; the worker has
+   * checked them) for later replays (cuGraphExecKernelNodeSetParams). */
+  gpulease_status (*graph_set_args)(gl_backend *b, void *graph, uint32_t node,
+                                    const gl_launch *l, char *err, size_t errlen);
+  /* Frees the graph (cuGraphExecDestroy, cuGraphDestroy); the caller has
+   * waited for its replays. */
+  void (*graph_destroy)(gl_backend *b, void *graph);
 
   /* Waits for all of the stream's work (cuStreamSynchronize). The first
    * asynchronous error (LAUNCH_FAILED naming the CUDA error). */

@@ -460,9 +460,11 @@ static gpulease_status emu_read(gl_backend *b, uint64_t offset, void *dst, size_
 static gpulease_status run_kernel(emu_backend *e, void *fn, const gl_launch *l, char *err,
                                   size_t errlen) {
   gl_emu_launch_cfg cfg = {.shared_bytes = l->shared_mem_bytes, .args = l->args,
-                           .threads = e->threads};
+                           .threads = e->threads, .sm_count = e->threads,
+                           .cooperative = (l->flags & GL_LAUNCH_F_COOPERATIVE) != 0};
   memcpy(cfg.grid, l->grid, sizeof cfg.grid);
   memcpy(cfg.block, l->block, sizeof cfg.block);
+  memcpy(cfg.cluster, l->cluster, sizeof cfg.cluster);
   char why[900];
   pthread_rwlock_rdlock(&e->mod_lock);
   gpulease_status st = gl_emu_launch(e->dev, fn, &cfg, NULL, why, sizeof why);
@@ -517,6 +519,37 @@ static gpulease_status emu_launch_async(gl_backend *b, void *stream, void *fn,
   (void)stream;
   if (is_lost(e)) return fault_status(e, err, errlen);
   return run_kernel(e, fn, l, err, errlen);
+}
+
+/* Events: the device runs each op when it is queued, so an event is the
+ * host's monotonic clock when it is recorded. */
+static gpulease_status emu_event_record(gl_backend *b, void *stream, void **event, char *err,
+                                        size_t errlen) {
+  emu_backend *e = as_emu(b);
+  (void)stream;
+  if (is_lost(e)) return fault_status(e, err, errlen);
+  uint64_t *t = *event;
+  if (!t && !(t = malloc(sizeof *t))) {
+    snprintf(err, errlen, "out of memory for an event");
+    return GPULEASE_INTERNAL;
+  }
+  *t = gl_mono_ns();
+  *event = t;
+  return GPULEASE_OK;
+}
+
+static gpulease_status emu_event_elapsed(gl_backend *b, void *start, void *end, uint64_t *ns,
+                                         char *err, size_t errlen) {
+  emu_backend *e = as_emu(b);
+  if (is_lost(e)) return fault_status(e, err, errlen);
+  uint64_t t0 = *(const uint64_t *)start, t1 = *(const uint64_t *)end;
+  *ns = t1 > t0 ? t1 - t0 : 0;
+  return GPULEASE_OK;
+}
+
+static void emu_event_destroy(gl_backend *b, void *event) {
+  (void)b;
+  free(event);
 }
 
 static gpulease_status emu_write_async(gl_backend *b, void *stream, uint64_t offset,
@@ -649,6 +682,9 @@ static const gl_backend_ops k_emu_ops = {
     .stream_destroy = emu_stream_destroy,
     .launch_runs_inline = true,
     .launch_async = emu_launch_async,
+    .event_record = emu_event_record,
+    .event_elapsed = emu_event_elapsed,
+    .event_destroy = emu_event_destroy,
     .write_async = emu_write_async,
     .read_sync = emu_read_sync,
     .copy_async = emu_copy_async,

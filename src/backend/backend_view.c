@@ -184,6 +184,30 @@ static gpulease_status view_launch_async(gl_backend *b, void *stream, void *fn,
   return r->ops->launch_async(r, stream, fn, launch, err, errlen);
 }
 
+static gpulease_status view_burst_async(gl_backend *b, void *stream, void *const *fns,
+                                        const gl_launch *launches, size_t n, char *err,
+                                        size_t errlen) {
+  gl_backend *r = as_view(b)->real;
+  return r->ops->burst_async(r, stream, fns, launches, n, err, errlen);
+}
+
+static gpulease_status view_event_record(gl_backend *b, void *stream, void **event, char *err,
+                                         size_t errlen) {
+  gl_backend *r = as_view(b)->real;
+  return r->ops->event_record(r, stream, event, err, errlen);
+}
+
+static gpulease_status view_event_elapsed(gl_backend *b, void *start, void *end, uint64_t *ns,
+                                          char *err, size_t errlen) {
+  gl_backend *r = as_view(b)->real;
+  return r->ops->event_elapsed(r, start, end, ns, err, errlen);
+}
+
+static void view_event_destroy(gl_backend *b, void *event) {
+  gl_backend *r = as_view(b)->real;
+  r->ops->event_destroy(r, event);
+}
+
 static gpulease_status view_write_async(gl_backend *b, void *stream, uint64_t offset,
                                         const void *src, size_t len, char *err, size_t errlen) {
   view_backend *v = as_view(b);
@@ -260,6 +284,10 @@ static const gl_backend_ops k_view_ops = {
     .stream_create = view_stream_create,
     .stream_destroy = view_stream_destroy,
     .launch_async = view_launch_async,
+    .burst_async = view_burst_async,
+    .event_record = view_event_record,
+    .event_elapsed = view_event_elapsed,
+    .event_destroy = view_event_destroy,
     .write_async = view_write_async,
     .read_sync = view_read_sync,
     .copy_async = view_copy_async,
@@ -295,6 +323,10 @@ gl_backend *gl_backend_view_new(gl_backend *real, uint64_t offset, uint64_t byte
   VIEW_LIKE_REAL(stream_create);
   VIEW_LIKE_REAL(stream_destroy);
   VIEW_LIKE_REAL(launch_async);
+  VIEW_LIKE_REAL(burst_async);
+  VIEW_LIKE_REAL(event_record);
+  VIEW_LIKE_REAL(event_elapsed);
+  VIEW_LIKE_REAL(event_destroy);
   VIEW_LIKE_REAL(write_async);
   VIEW_LIKE_REAL(read_sync);
   VIEW_LIKE_REAL(copy_async);

@@ -34,6 +34,7 @@ typedef struct gl_cli {
   const char *binary, *kernel, *input_file, *output_file, *format, *image_format;
   uint32_t grid[3], block[3];
   uint32_t shared_mem_bytes;
+  gpulease_launch_attrs attrs; /* --cooperative, --cluster (submit and launch) */
   uint64_t input_offset, output_offset, output_size;
   bool have_output_size;
   gpulease_param params[CLI_MAX_ARGS];
@@ -63,7 +64,8 @@ enum {
   OPT_OUTPUT_SIZE = 1 << 12, OPT_FORMAT = 1 << 13, OPT_ARG = 1 << 14, OPT_LEASE = 1 << 15,
   OPT_IMAGE_FORMAT = 1 << 16, OPT_OUTPUT = 1 << 17, OPT_SESSION = 1 << 18, OPT_SIZE = 1 << 19,
   OPT_OFFSET = 1 << 20, OPT_MODULE = 1 << 21, OPT_ACK = 1 << 22, OPT_CLASS = 1 << 23,
-  OPT_PRINTF_FIFO = 1 << 24, OPT_MALLOC_HEAP = 1 << 25,
+  OPT_PRINTF_FIFO = 1 << 24, OPT_MALLOC_HEAP = 1 << 25, OPT_COOP = 1 << 26,
+  OPT_CLUSTER = 1 << 27,
 };
 
 /* --format of submit and mem read. */

@@ -616,7 +616,8 @@ int cmd_func(gl_cli *cli) {
 int cmd_launch(gl_cli *cli) {
   int rc;
   if ((rc = cli_only(cli,
-                     BASE_OPTS | OPT_MODULE | OPT_KERNEL | OPT_GRID | OPT_BLOCK | OPT_SHMEM | OPT_ARG,
+                     BASE_OPTS | OPT_MODULE | OPT_KERNEL | OPT_GRID | OPT_BLOCK | OPT_SHMEM |
+                         OPT_ARG | OPT_COOP | OPT_CLUSTER,
                      "launch")))
     return rc;
   if (cli->have_ptr_arg)
@@ -631,8 +632,9 @@ int cmd_launch(gl_cli *cli) {
   memset(&f, 0, sizeof f);
   if (gpulease_function_get(x.s, module, cli->kernel, &fn, NULL, &err) != GPULEASE_OK) {
     rc = cli_fail(cli, "launch (func info)", &err);
-  } else if (gpulease_launch(x.s, fn, cli->grid, cli->block, cli->shared_mem_bytes,
-                             cli->launch_args, cli->param_count, &err) != GPULEASE_OK) {
+  } else if (gpulease_launch_ex(x.s, fn, cli->grid, cli->block, cli->shared_mem_bytes,
+                                &cli->attrs, cli->launch_args, cli->param_count,
+                                &err) != GPULEASE_OK) {
     rc = cli_fail(cli, "launch", &err);
   } else if (gpulease_session_sync(x.s, &f, &err) != GPULEASE_OK) {
     rc = fail_op(cli, "launch", &err, &f);

@@ -68,9 +68,9 @@ static int write_output(const gl_cli *cli, const gpulease_submit_result *r, enum
 int cmd_submit(gl_cli *cli) {
   int rc = cli_only(cli,
                     OPT_VRAM | OPT_TTL | OPT_GPU | OPT_SECRET | OPT_BINARY | OPT_KERNEL |
-                        OPT_GRID | OPT_BLOCK | OPT_SHMEM | OPT_INPUT | OPT_INPUT_OFF |
-                        OPT_OUTPUT_OFF | OPT_OUTPUT_SIZE | OPT_FORMAT | OPT_ARG | OPT_LEASE |
-                        OPT_IMAGE_FORMAT | OPT_OUTPUT,
+                        OPT_GRID | OPT_BLOCK | OPT_SHMEM | OPT_COOP | OPT_CLUSTER | OPT_INPUT |
+                        OPT_INPUT_OFF | OPT_OUTPUT_OFF | OPT_OUTPUT_SIZE | OPT_FORMAT | OPT_ARG |
+                        OPT_LEASE | OPT_IMAGE_FORMAT | OPT_OUTPUT,
                     "submit");
   if (rc) return rc;
   if (cli->nwords != 1) return cli_usage_error("submit takes options only");
@@ -114,6 +114,8 @@ int cmd_submit(gl_cli *cli) {
   memcpy(d.grid, cli->grid, sizeof d.grid);
   memcpy(d.block, cli->block, sizeof d.block);
   d.shared_mem_bytes = cli->shared_mem_bytes;
+  d.launch_flags = cli->attrs.flags;
+  memcpy(d.cluster, cli->attrs.cluster, sizeof d.cluster);
   d.input = input;
   d.input_size = input_size;
   d.input_offset = cli->input_offset;

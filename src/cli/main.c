@@ -49,7 +49,8 @@ static const char usage_text[] =
     "  lease show ID --secret HEX\n"
     "  lease free ID --secret HEX\n"
     "  submit --binary FILE --kernel NAME [--grid X,Y,Z] [--block X,Y,Z]\n"
-    "         [--shared-mem BYTES] [--input FILE] [--input-offset BYTES]\n"
+    "         [--shared-mem BYTES] [--cooperative] [--cluster X,Y,Z]\n"
+    "         [--input FILE] [--input-offset BYTES]\n"
     "         [--output-size BYTES] [--output-offset BYTES] [--output FILE]\n"
     "         [--format f32|i32|u32|hex|raw] [--arg TYPE:VALUE]...\n"
     "         [--image-format auto|ptx|cubin|fatbin]\n"
@@ -74,6 +75,13 @@ static const char usage_text[] =
     "  launch --session SID --module HANDLE --kernel NAME [--grid X,Y,Z]\n"
     "         [--block X,Y,Z] [--shared-mem BYTES] [--arg buf:HANDLE[+OFFSET]]\n"
     "         [--arg TYPE:VALUE]...      launches, waits, reports a failure\n"
+    "         [--cooperative] [--cluster X,Y,Z]\n"
+    "\n"
+    "--cooperative makes the grid co-resident so that grid-wide synchronisation\n"
+    "(cooperative groups' this_grid().sync()) works; a grid too large is refused\n"
+    "with the most blocks that fit. --cluster X,Y,Z groups blocks into\n"
+    "thread-block clusters (compute capability 9.0+; each grid dimension a\n"
+    "multiple of the cluster's), sharing distributed shared memory.\n"
     "\n"
     "BYTES take K/M/G suffixes (KiB...). --arg types: ptr:OFFSET (submit: a pointer\n"
     "into the lease's VRAM), buf:HANDLE[+OFFSET] (launch: a pointer into a buffer),\n"
@@ -88,7 +96,8 @@ enum {
   O_ADDR = 256, O_CA, O_PIN, O_INSECURE, O_JSON, O_TIMEOUT, O_VRAM, O_TTL, O_GPU, O_SECRET,
   O_BINARY, O_KERNEL, O_GRID, O_BLOCK, O_SHMEM, O_INPUT, O_INPUT_OFF, O_OUTPUT_OFF,
   O_OUTPUT_SIZE, O_FORMAT, O_ARG, O_LEASE, O_IMAGE_FORMAT, O_OUTPUT, O_SESSION, O_SIZE,
-  O_OFFSET, O_MODULE, O_ACK, O_QUIET, O_CLASS, O_PRINTF_FIFO, O_MALLOC_HEAP,
+  O_OFFSET, O_MODULE, O_ACK, O_QUIET, O_CLASS, O_PRINTF_FIFO, O_MALLOC_HEAP, O_COOP,
+  O_CLUSTER,
 };
 
 static int parse_size_opt(const char *name, const char *v, uint64_t max, uint64_t *out) {
@@ -122,6 +131,8 @@ static int parse_options(int argc, char **argv, gl_cli *cli) {
       {"grid", required_argument, 0, O_GRID},
       {"block", required_argument, 0, O_BLOCK},
       {"shared-mem", required_argument, 0, O_SHMEM},
+      {"cooperative", no_argument, 0, O_COOP},
+      {"cluster", required_argument, 0, O_CLUSTER},
       {"input", required_argument, 0, O_INPUT},
       {"input-offset", required_argument, 0, O_INPUT_OFF},
       {"output-offset", required_argument, 0, O_OUTPUT_OFF},
@@ -195,6 +206,16 @@ static int parse_options(int argc, char **argv, gl_cli *cli) {
       if ((rc = parse_size_opt("--shared-mem", optarg, UINT32_MAX, &v))) return rc;
       cli->shared_mem_bytes = (uint32_t)v;
       cli->given |= OPT_SHMEM;
+      break;
+    case O_COOP:
+      cli->attrs.flags |= GPULEASE_LAUNCH_COOPERATIVE;
+      cli->given |= OPT_COOP;
+      break;
+    case O_CLUSTER:
+      if (cli_parse_dim3(optarg, cli->attrs.cluster) != 0)
+        return cli_usage_error("--cluster: expected X[,Y[,Z]] of positive numbers, got '%s'",
+                               optarg);
+      cli->given |= OPT_CLUSTER;
       break;
     case O_INPUT: cli->input_file = optarg; cli->given |= OPT_INPUT; break;
     case O_INPUT_OFF:

@@ -16,6 +16,37 @@
  *   - Blocks run one after another in linear block order with threads = 1,
  *     so results are deterministic. threads > 1 runs blocks concurrently on
  *     that many host threads (global atomics stay atomic).
+ *   - Co-resident blocks: a cooperative launch runs all of the grid's
+ *     blocks interleaved, and a cluster launch the blocks of each cluster:
+ *     every block of the group has its state allocated, and the blocks take
+ *     turns in a fixed order (linear slot order: clusters in linear order,
+ *     ranks within), each running every warp of its own for a bounded slice
+ *     (1024 warp instructions; nanosleep ends a slice), so a block spinning
+ *     on a grid barrier yields to the others. One group runs on one host
+ *     thread, so such launches are deterministic too; a cooperative grid is
+ *     one group (threads is ignored), clusters are spread over `threads`
+ *     host threads like blocks. Blocks of a group that are all parked at
+ *     barriers fail the launch ("can never complete"); a group that issues
+ *     2^30 warp instructions without a store, atomic, barrier or exit
+ *     anywhere (blocks spinning on a barrier that cannot complete) fails
+ *     too, and the deadline holds as always.
+ *   - Cooperative launches (cfg->cooperative): at most gl_emu_occupancy *
+ *     sm_count blocks (CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE otherwise);
+ *     %envreg1/%envreg2 hold the high/low half of the device address of a
+ *     zeroed per-launch workspace of GL_EMU_GRID_WORKSPACE_BYTES at
+ *     GL_EMU_GRID_WORKSPACE_BASE (global memory outside the region, atomics
+ *     allowed), which cooperative_groups' grid.sync() uses. In other
+ *     launches they read 0, so grid.sync() traps (as on a GPU); the other
+ *     %envregN always read 0.
+ *   - Clusters (sm_90): cfg->cluster, else the kernel's .reqnctapercluster,
+ *     groups blocks (x fastest) into clusters of at most 8; the grid must be
+ *     a multiple of it (CUDA_ERROR_INVALID_CLUSTER_SIZE otherwise, also for
+ *     a cluster that differs from .reqnctapercluster, exceeds
+ *     .maxclusterrank, or is missing for an .explicitcluster kernel). The
+ *     %cluster_* registers, barrier.cluster.arrive/wait, mapa, getctarank
+ *     and .shared::cluster accesses (ptx_ir.h: rank r's shared memory at
+ *     (r+1) * 16 MiB in the shared window) work; a launch without clusters
+ *     is clusters of one block, run on the plain path.
  *   - Launch limits are a real GPU's: at most 1024 threads a block, block
  *     dims (1024, 1024, 64), grid dims (2^31-1, 65535, 65535), 48 KiB static
  *     shared memory, GL_EMU_MAX_SHARED_BYTES static plus dynamic (static:
@@ -42,6 +73,9 @@ typedef struct gl_emu_function gl_emu_function;
 #define GL_EMU_MAX_SHARED_BYTES (227u * 1024u) /* per block, as on sm_90 */
 #define GL_EMU_MAX_LOCAL_BYTES (512u * 1024u) /* per thread, as CUDA */
 #define GL_EMU_MAX_MODULE_SHARED_BYTES (4u << 20) /* static .shared, all kernels */
+#define GL_EMU_GRID_WORKSPACE_BASE 0x00000000f0000000ull /* %envreg1/2's workspace */
+#define GL_EMU_GRID_WORKSPACE_BYTES 16u
+#define GL_EMU_MAX_CLUSTER_BLOCKS 8u /* portable cluster size limit */
 #define GL_EMU_CC_MAJOR 9  /* the compute capability the device reports */
 #define GL_EMU_CC_MINOR 0
 #define GL_EMU_NAME "gpulease emulated device (PTX on CPU)"
@@ -89,6 +123,33 @@ void gl_emu_function_info(const gl_emu_function *fn, uint32_t *shared_bytes,
 void gl_emu_function_limits(const gl_emu_function *fn, uint32_t *max_threads,
                             uint32_t *target_sm, uint32_t *isa_version);
 
+/* Blocks of fn with block_threads threads and dyn_shared_bytes of dynamic
+ * shared memory that one emulated SM holds at once, as
+ * cuOccupancyMaxActiveBlocksPerMultiprocessor answers on an H100 (sm_90):
+ * the least of
+ *   - 2048 threads an SM, counted in whole warps (64 warps);
+ *   - 32 blocks an SM;
+ *   - 228 KiB of shared memory an SM, a block taking its static and
+ *     dynamic bytes plus 1 KiB reserved;
+ *   - 65536 registers an SM, a thread taking the kernel's nregs
+ *     (gl_emu_function_info: the PTX registers it uses, which ptxas would
+ *     usually pack into fewer) capped at 255 and at 65536 / the most
+ *     threads a block of it may have (1024, or its .maxntid/.reqntid) as
+ *     ptxas caps them, so any block the emulator accepts fits an SM once;
+ *     rounded up to 8 a thread (256 a warp).
+ * 0 when such a block cannot run at all (0 threads, over the kernel's
+ * thread limit or the shared memory limits). */
+uint32_t gl_emu_occupancy(const gl_emu_function *fn, uint32_t block_threads,
+                          uint32_t dyn_shared_bytes);
+
+/* The largest cluster fn can be launched with, as
+ * cuOccupancyMaxPotentialClusterSize answers: 0 when gl_emu_occupancy is 0,
+ * else the kernel's .reqnctapercluster size when it has one, else
+ * GL_EMU_MAX_CLUSTER_BLOCKS (8, the portable limit; non-portable sizes are
+ * not offered), at most its .maxclusterrank. */
+uint32_t gl_emu_max_cluster_size(const gl_emu_function *fn, uint32_t block_threads,
+                                 uint32_t dyn_shared_bytes);
+
 typedef struct gl_emu_launch_cfg {
   uint32_t grid[3];
   uint32_t block[3];
@@ -96,6 +157,11 @@ typedef struct gl_emu_launch_cfg {
   void **args;             /* cuLaunchKernel style: args[i] -> param i */
   uint64_t deadline_ns;    /* gl_mono_ns() time to stop at; 0 = none */
   unsigned threads;        /* host threads; 0 or 1 = one, deterministic */
+  int cooperative;         /* cuLaunchCooperativeKernel: all blocks co-resident */
+  uint32_t cluster[3];     /* cluster dimensions in blocks; 0,0,0 = none given
+                              (the kernel's .reqnctapercluster, if any) */
+  uint32_t sm_count;       /* SMs the device reports, for the cooperative
+                              co-residency limit; 0 = 1 */
 } gl_emu_launch_cfg;
 
 typedef struct gl_emu_stats {
@@ -107,12 +173,15 @@ typedef struct gl_emu_stats {
  * error it stands for, and the PTX line):
  *   GPULEASE_INVALID_ARGUMENT  launch dimensions or shared memory over the
  *                              limits (CUDA_ERROR_INVALID_VALUE), too many
- *                              threads for .reqntid/.maxntid
+ *                              threads for .reqntid/.maxntid,
+ *                              CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
+ *                              CUDA_ERROR_INVALID_CLUSTER_SIZE
  *   GPULEASE_LAUNCH_FAILED     CUDA_ERROR_ILLEGAL_ADDRESS,
  *                              CUDA_ERROR_MISALIGNED_ADDRESS,
  *                              CUDA_ERROR_ILLEGAL_INSTRUCTION (trap),
  *                              CUDA_ERROR_LAUNCH_TIMEOUT (deadline passed),
- *                              a barrier that can never complete
+ *                              a barrier that can never complete, a group
+ *                              of co-resident blocks without progress
  *   GPULEASE_NO_MEMORY         host memory for shared/local/registers */
 gpulease_status gl_emu_launch(gl_emu_device *dev, const gl_emu_function *fn,
                               const gl_emu_launch_cfg *cfg, gl_emu_stats *stats, char *err,

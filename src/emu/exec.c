@@ -22,6 +22,15 @@
  * its lanes can run (all parked or exited) or its time slice ends; a round
  * in which no warp can run while some thread is still alive is a barrier
  * that can never complete, and fails the launch.
+ *
+ * Co-resident blocks (cooperative grids, clusters) run as a group: the
+ * blocks take turns in slot order, each one round of its warps with a
+ * short slice (GL_EMU_GROUP_WARP_SLICE; nanosleep ends a warp's slice), so
+ * a block spinning on a grid barrier lets the others reach it. A pass in
+ * which no block issues anything is a barrier deadlock; a group that keeps
+ * issuing without any store, atomic, barrier completion or exit for
+ * gl_emu__no_progress_limit warp instructions is spinning forever, and
+ * fails too.
  */
 #include <string.h>
 
@@ -104,7 +113,39 @@ static uint64_t sreg_value(const gl_emu_block *b, const gl_emu_warp *w, unsigned
     return L->dyn_shared;
   case GL_PTX_SR_TOTAL_SMEM_SIZE:
     return L->total_smem;
-  default:
+  case GL_PTX_SR_ENVREG1: /* the driver's ABI: %envreg1 high, %envreg2 low */
+    return (uint32_t)(L->workspace_addr >> 32);
+  case GL_PTX_SR_ENVREG2:
+    return (uint32_t)L->workspace_addr;
+  case GL_PTX_SR_CLUSTER_CTARANK:
+    return b->cl_rank;
+  case GL_PTX_SR_CLUSTER_NCTARANK:
+    return L->cluster_size;
+  case GL_PTX_SR_CLUSTER_CTAID_X:
+  case GL_PTX_SR_CLUSTER_CTAID_Y:
+  case GL_PTX_SR_CLUSTER_CTAID_Z: {
+    unsigned i = sreg - GL_PTX_SR_CLUSTER_CTAID_X;
+    return b->ctaid[i] % L->cluster[i];
+  }
+  case GL_PTX_SR_CLUSTER_NCTAID_X:
+  case GL_PTX_SR_CLUSTER_NCTAID_Y:
+  case GL_PTX_SR_CLUSTER_NCTAID_Z:
+    return L->cluster[sreg - GL_PTX_SR_CLUSTER_NCTAID_X];
+  case GL_PTX_SR_CLUSTERID_X:
+  case GL_PTX_SR_CLUSTERID_Y:
+  case GL_PTX_SR_CLUSTERID_Z: {
+    unsigned i = sreg - GL_PTX_SR_CLUSTERID_X;
+    return b->ctaid[i] / L->cluster[i];
+  }
+  case GL_PTX_SR_NCLUSTERID_X:
+  case GL_PTX_SR_NCLUSTERID_Y:
+  case GL_PTX_SR_NCLUSTERID_Z: {
+    unsigned i = sreg - GL_PTX_SR_NCLUSTERID_X;
+    return L->grid[i] / L->cluster[i];
+  }
+  case GL_PTX_SR_IS_EXPLICIT_CLUSTER:
+    return L->explicit_cluster != 0;
+  default: /* GL_PTX_SR_ENVREG_ZERO */
     return 0;
   }
 }
@@ -359,6 +400,7 @@ static void lanes_exit(gl_emu_block *b, gl_emu_warp *w, uint32_t e) {
     return;
   w->live &= ~e;
   b->live_threads -= (uint32_t)__builtin_popcount(e);
+  b->events++;
   group_leave_rest_next(w, e);
   gl_emu__bar_recheck(b);
 }
@@ -401,6 +443,7 @@ static int exec_ret(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint
     if (exiting) {
       w->live &= ~exiting;
       b->live_threads -= (uint32_t)__builtin_popcount(exiting);
+      b->events++;
       gl_emu__bar_recheck(b);
     }
     return 0;
@@ -486,13 +529,25 @@ static int warp_run(gl_emu_block *b, gl_emu_warp *w, uint32_t budget, uint32_t *
       move_group(w, w->pc + 1);
       break;
     case GL_PTX_OP_ST:
-      if (m && (rc = gl_emu__exec_st(b, w, in, m)))
-        goto out;
+      if (m) {
+        if ((rc = gl_emu__exec_st(b, w, in, m)))
+          goto out;
+        b->events++;
+      }
       move_group(w, w->pc + 1);
       break;
     case GL_PTX_OP_ATOM:
     case GL_PTX_OP_RED:
-      if (m && (rc = gl_emu__exec_atom(b, w, in, m)))
+      if (m) {
+        if ((rc = gl_emu__exec_atom(b, w, in, m)))
+          goto out;
+        b->events++;
+      }
+      move_group(w, w->pc + 1);
+      break;
+    case GL_PTX_OP_MAPA:
+    case GL_PTX_OP_GETCTARANK:
+      if (m && (rc = gl_emu__exec_mapa(b, w, in, m)))
         goto out;
       move_group(w, w->pc + 1);
       break;
@@ -534,12 +589,14 @@ static int warp_run(gl_emu_block *b, gl_emu_warp *w, uint32_t budget, uint32_t *
       else
         lanes_exit(b, w, m);
       break;
-    case GL_PTX_OP_BAR: {
+    case GL_PTX_OP_BAR:
+    case GL_PTX_OP_BARCLUSTER: {
       uint32_t next = w->pc + 1;
       for (uint32_t gg = g; gg; gg &= gg - 1)
         w->lane_pc[__builtin_ctz(gg)] = next;
       w->group = 0;
-      if (m && (rc = gl_emu__exec_bar(b, w, in, m)))
+      if (m && (rc = op == GL_PTX_OP_BAR ? gl_emu__exec_bar(b, w, in, m)
+                                          : gl_emu__exec_barcluster(b, w, in, m)))
         goto out;
       break;
     }
@@ -572,8 +629,12 @@ static int warp_run(gl_emu_block *b, gl_emu_warp *w, uint32_t budget, uint32_t *
       }
       move_group(w, w->pc + 1);
       break;
-    case GL_PTX_OP_MEMBAR:
     case GL_PTX_OP_NANOSLEEP:
+      move_group(w, w->pc + 1);
+      if (b->L->grouped) /* a spin-wait's back-off: let the other blocks run */
+        budget = n;
+      break;
+    case GL_PTX_OP_MEMBAR:
     case GL_PTX_OP_PREFETCH:
       move_group(w, w->pc + 1);
       break;
@@ -610,6 +671,17 @@ static int fail_deadlock(gl_emu_block *b) {
     unsigned l = (unsigned)__builtin_ctz(w->parked);
     unsigned id = w->bar_id[l];
     uint32_t line = L->code[w->lane_pc[l] - 1].line;
+    if (id == GL_EMU_CLUSTER_BAR) {
+      const gl_emu_block *lead = b->peers ? b->peers[0] : b;
+      uint32_t want = 0;
+      for (uint32_t r = 0; r < (b->peers ? L->cluster_size : 1); r++)
+        want += (b->peers ? b->peers[r] : b)->live_threads;
+      return gl_emu__fail(b, GPULEASE_LAUNCH_FAILED,
+                          "CUDA_ERROR_LAUNCH_FAILED: line %u: barrier.cluster can never "
+                          "complete in the cluster of block (%u,%u,%u): %u of %u threads "
+                          "arrived, every other thread exited or waits elsewhere",
+                          line, b->ctaid[0], b->ctaid[1], b->ctaid[2], lead->cl_arrived, want);
+    }
     const gl_emu_barrier *bar = &b->bars[id];
     uint32_t want = bar->expected ? bar->expected : b->live_threads;
     return gl_emu__fail(b, GPULEASE_LAUNCH_FAILED,
@@ -623,7 +695,8 @@ static int fail_deadlock(gl_emu_block *b) {
                       b->ctaid[0], b->ctaid[1], b->ctaid[2]);
 }
 
-int gl_emu__block_run(gl_emu_block *b) {
+/* Sets up the warps of a block about to start. */
+static void block_init(gl_emu_block *b) {
   const gl_emu_launch_state *L = b->L;
   uint32_t entry = 0; /* the kernel's code starts with its own body */
   for (uint32_t i = 0; i < L->nwarps; i++) {
@@ -642,33 +715,104 @@ int gl_emu__block_run(gl_emu_block *b) {
     w->suspended = 0;
     w->starve = 0;
     w->forced_left = 0;
+    w->cl_pending = 0;
     memset(w->depth, 0, sizeof w->depth);
   }
   b->live_threads = L->nthreads;
+  b->cl_arrived = 0;
+  b->cl_phase = 0;
+  b->done = 0;
   memset(b->bars, 0, sizeof b->bars);
-  for (;;) {
-    int alive = 0, progress = 0;
-    for (uint32_t i = 0; i < L->nwarps; i++) {
-      gl_emu_warp *w = &b->warps[i];
-      if (!w->live)
-        continue;
-      alive = 1;
-      if (!(w->live & ~w->parked))
-        continue;
-      uint32_t issued = 0;
-      if (warp_run(b, w, WARP_SLICE, &issued))
+}
+
+/* One turn of a block: every warp that can run runs until none of its
+ * lanes can or for `slice` instructions. *alive: some thread has not
+ * exited; *progress: some instruction was issued. 0 or -1 on an error. */
+static inline int block_round(gl_emu_block *b, uint32_t slice, int *alive, int *progress) {
+  const gl_emu_launch_state *L = b->L;
+  int al = 0, pr = 0;
+  for (uint32_t i = 0; i < L->nwarps; i++) {
+    gl_emu_warp *w = &b->warps[i];
+    if (!w->live)
+      continue;
+    al = 1;
+    if (!(w->live & ~w->parked))
+      continue;
+    uint32_t issued = 0;
+    if (warp_run(b, w, slice, &issued))
+      return -1;
+    pr |= issued != 0;
+    b->since_check += issued;
+    if (b->since_check >= CHECK_EVERY) {
+      b->since_check = 0;
+      if (check_time(b))
         return -1;
-      progress |= issued != 0;
-      b->since_check += issued;
-      if (b->since_check >= CHECK_EVERY) {
-        b->since_check = 0;
-        if (check_time(b))
-          return -1;
-      }
     }
+  }
+  *alive = al;
+  *progress = pr;
+  return 0;
+}
+
+int gl_emu__block_run(gl_emu_block *b) {
+  block_init(b);
+  for (;;) {
+    int alive, progress;
+    if (block_round(b, WARP_SLICE, &alive, &progress))
+      return -1;
     if (!alive)
       return 0;
     if (!progress)
       return fail_deadlock(b);
+  }
+}
+
+uint64_t gl_emu__no_progress_limit = GL_EMU_NO_PROGRESS_DEFAULT;
+
+int gl_emu__group_run(gl_emu_block *const *blocks, uint32_t n) {
+  const gl_emu_launch_state *L = blocks[0]->L;
+  for (uint32_t i = 0; i < n; i++)
+    block_init(blocks[i]);
+  uint64_t quiet = 0, last_events = UINT64_MAX;
+  for (;;) {
+    int any_alive = 0, any_progress = 0;
+    uint64_t issued = 0, events = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      gl_emu_block *b = blocks[i];
+      if (b->done)
+        continue;
+      int alive, progress;
+      uint64_t before = b->warp_insns;
+      if (block_round(b, GL_EMU_GROUP_WARP_SLICE, &alive, &progress))
+        return -1;
+      issued += b->warp_insns - before;
+      if (!alive) {
+        b->done = 1;
+        continue;
+      }
+      any_alive = 1;
+      any_progress |= progress;
+    }
+    if (!any_alive)
+      return 0;
+    if (!any_progress) {
+      /* every block still alive waits at a barrier: report one */
+      for (uint32_t i = 0; i < n; i++)
+        if (!blocks[i]->done)
+          return fail_deadlock(blocks[i]);
+    }
+    for (uint32_t i = 0; i < n; i++)
+      events += blocks[i]->events;
+    if (events != last_events) {
+      last_events = events;
+      quiet = 0;
+    } else if ((quiet += issued) >= gl_emu__no_progress_limit) {
+      return gl_emu__fail(
+          blocks[0], GPULEASE_LAUNCH_FAILED,
+          "CUDA_ERROR_LAUNCH_FAILED: the %s of %u co-resident blocks issued %llu warp "
+          "instructions without a store, atomic, barrier or exit: its blocks spin on "
+          "something that never comes (a grid or cluster barrier some block never reaches?)",
+          L->cooperative ? "cooperative grid" : "cluster", n, (unsigned long long)quiet);
+    }
   }
 }

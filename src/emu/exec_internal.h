@@ -13,6 +13,10 @@
  *   local      local_bytes per thread, zeroed when the block starts; a
  *              .func's parameters (FPARAM) live there too
  *
+ * Cooperative and cluster launches run a group of blocks interleaved on one
+ * host thread (gl_emu__group_run): every block of the group has its state,
+ * and a block reaches its cluster peers' shared memory through peers[].
+ *
  * Lockstep: a warp keeps its "group", the runnable lanes at the lowest PC,
  * with that PC held once for all of them (w->pc). The other runnable lanes
  * ("others") keep their own PC in lane_pc[] and are all above w->pc;
@@ -34,6 +38,13 @@
 #include "emu/ptx_ir.h"
 
 #define GL_EMU_NBARRIERS 16
+#define GL_EMU_CLUSTER_BAR GL_EMU_NBARRIERS /* bar_id of lanes at barrier.cluster.wait */
+#define GL_EMU_GROUP_WARP_SLICE 1024u /* a warp's turn when blocks are interleaved */
+/* Warp instructions a group of co-resident blocks may issue without a
+ * store, atomic, barrier completion or exit before the launch fails as
+ * spinning forever. A variable so tests can lower it. */
+extern uint64_t gl_emu__no_progress_limit;
+#define GL_EMU_NO_PROGRESS_DEFAULT (1ull << 30)
 #define GL_EMU_SEG_ALIGN 0x10000ull /* modules' data segments: 64 KiB apart */
 
 /* ---- Device and modules (device.c) -------------------------------------- */
@@ -103,7 +114,16 @@ typedef struct gl_emu_launch_state {
   size_t nsegs;
   uint64_t deadline_ns;
   unsigned host_threads;
-  _Atomic uint64_t next_block;
+  /* clusters and co-resident groups */
+  uint32_t cluster[3];    /* cluster dimensions; 1,1,1 without clusters */
+  uint32_t cluster_size;  /* blocks a cluster */
+  int explicit_cluster;   /* %is_explicit_cluster */
+  int cooperative;        /* a cooperative launch */
+  int grouped;            /* blocks run interleaved in groups (gl_emu__group_run) */
+  uint32_t group_blocks;  /* blocks a group: the grid (cooperative) or a cluster */
+  uint64_t ngroups;
+  uint64_t workspace_addr; /* %envreg1/2: the grid-sync workspace, 0 = none */
+  _Atomic uint64_t next_block; /* the next block, or group when grouped */
   atomic_int failed;      /* set once by the first error */
   gpulease_status status; /* written by the thread that set failed */
   char err[512];
@@ -122,11 +142,13 @@ typedef struct gl_emu_warp {
   uint32_t starve;     /* instructions issued while diverged (see exec.c) */
   uint32_t forced_left; /* instructions left for the lanes run alone */
   uint32_t lane_pc[GL_EMU_WARP];
-  uint8_t bar_id[GL_EMU_WARP];
+  uint8_t bar_id[GL_EMU_WARP]; /* GL_EMU_CLUSTER_BAR: barrier.cluster.wait */
   uint8_t depth[GL_EMU_WARP];
   uint32_t *stack;     /* [lane * max_depth + d]: pc of the call insn */
   uint64_t *regs;      /* nregs rows of 32 */
   uint8_t *local;      /* 32 * local_bytes */
+  uint32_t cl_pending; /* lanes that did barrier.cluster.arrive, not yet .wait */
+  uint32_t cl_phase[GL_EMU_WARP]; /* the cluster barrier phase each arrived in */
 } gl_emu_warp;
 
 typedef struct gl_emu_barrier {
@@ -140,6 +162,14 @@ typedef struct gl_emu_block {
   gl_emu_launch_state *L;
   unsigned host_index;  /* %smid */
   uint32_t ctaid[3];
+  /* the cluster's blocks by rank (grouped launches); NULL: a cluster of
+   * this block alone */
+  struct gl_emu_block *const *peers;
+  uint32_t cl_rank;      /* %cluster_ctarank */
+  uint32_t cl_arrived;   /* rank 0 keeps the cluster barrier: threads arrived */
+  uint32_t cl_phase;     /* and completed phases */
+  uint64_t events;       /* stores, atomics, barrier completions, exits */
+  int done;              /* grouped: every thread exited */
   uint64_t *regs;
   uint8_t *shared;
   uint8_t *local;
@@ -176,6 +206,11 @@ int gl_emu__fail(gl_emu_block *b, gpulease_status st, const char *fmt, ...)
  * after gl_emu__fail (or when another host thread failed the launch). */
 int gl_emu__block_run(gl_emu_block *b);
 
+/* Runs n blocks (ctaid, peers, cl_rank set, memory zeroed) interleaved to
+ * completion: each takes turns of GL_EMU_GROUP_WARP_SLICE warp
+ * instructions a warp. 0, or -1 after gl_emu__fail. */
+int gl_emu__group_run(gl_emu_block *const *blocks, uint32_t n);
+
 /* The row of register r of warp w. */
 static inline uint64_t *gl_emu__row(const gl_emu_block *b, const gl_emu_warp *w, uint32_t r) {
   (void)b;
@@ -197,6 +232,7 @@ int gl_emu__exec_ld(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint
 int gl_emu__exec_st(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
 int gl_emu__exec_atom(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
 int gl_emu__exec_cvta(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
+int gl_emu__exec_mapa(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
 /* Host pointer for `size` bytes at local offset off of lane l, or NULL
  * after gl_emu__fail (line for the message). */
 uint8_t *gl_emu__local_ptr(gl_emu_block *b, gl_emu_warp *w, unsigned lane, uint64_t off,
@@ -213,6 +249,10 @@ int gl_emu__exec_match(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, u
 int gl_emu__exec_bar(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
 /* After threads exited: completes barriers waiting for "all threads". */
 void gl_emu__bar_recheck(gl_emu_block *b);
+/* barrier.cluster.arrive / .wait for lanes m (the caller has flushed the
+ * group to the next instruction, as for bar). */
+int gl_emu__exec_barcluster(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in,
+                            uint32_t m);
 
 /* Writes the group's PC back to lane_pc[] and clears the group. */
 static inline void gl_emu__warp_flush(gl_emu_warp *w) {

@@ -1,6 +1,7 @@
 /*
  * exec_mem.c - memory instructions: address translation with bounds and
- * alignment checks, ld, st, atom, red and cvta.
+ * alignment checks, ld, st, atom, red, cvta, and the cluster address
+ * instructions mapa and getctarank (ptx_ir.h has the encoding).
  *
  * Every access is resolved to a host pointer only after checking that all
  * of its bytes lie inside one segment of the space it names (the device
@@ -34,7 +35,7 @@ static const char *insn_name(const gl_ptx_insn *in) {
 
 static const char *space_suffix(unsigned space) {
   static const char *const names[] = {"", ".global", ".shared", ".local", ".const", ".param",
-                                      ".param"};
+                                      ".param", ".shared::cluster"};
   return space < sizeof names / sizeof names[0] ? names[space] : "";
 }
 
@@ -52,17 +53,34 @@ static int fail_addr(gl_emu_block *b, gl_emu_warp *w, unsigned lane, const gl_pt
                       b->ctaid[0], b->ctaid[1], b->ctaid[2]);
 }
 
+/* The shared memory of the cluster peer that a .shared::cluster offset at
+ * or above GL_EMU_CLUSTER_STRIDE names (rank r's at (r + 1) * stride), with
+ * *off made the offset in it; NULL for a rank outside the cluster. */
+static __attribute__((noinline, cold)) uint8_t *cluster_shared(const gl_emu_block *b,
+                                                              uint64_t *off) {
+  uint64_t r = (*off >> GL_EMU_CLUSTER_SHIFT) - 1;
+  if (r >= b->L->cluster_size)
+    return NULL;
+  *off &= GL_EMU_CLUSTER_STRIDE - 1;
+  return (b->peers ? b->peers[r] : b)->shared;
+}
+
 /* Host pointer for `size` bytes at `addr` in `space` for lane `lane`, or
  * NULL after failing the launch. write: the access stores. */
-static inline uint8_t *xlat(gl_emu_block *b, gl_emu_warp *w, unsigned lane,
+static inline __attribute__((always_inline)) uint8_t *xlat(gl_emu_block *b, gl_emu_warp *w, unsigned lane,
                             const gl_ptx_insn *in, unsigned space, uint64_t addr,
                             uint64_t size, int write) {
   const gl_emu_launch_state *L = b->L;
   int sp;
   uint64_t off = addr;
+  int cluster_form = 0; /* a shared address that may name a cluster peer's memory */
   switch (space) {
   case GL_PTX_SPACE_SHARED:
     sp = SP_SHARED;
+    break;
+  case GL_PTX_SPACE_SHARED_CLUSTER:
+    sp = SP_SHARED;
+    cluster_form = 1;
     break;
   case GL_PTX_SPACE_LOCAL:
   case GL_PTX_SPACE_FPARAM:
@@ -75,6 +93,7 @@ static inline uint8_t *xlat(gl_emu_block *b, gl_emu_warp *w, unsigned lane,
     if (addr - GL_EMU_SHARED_WINDOW < GL_EMU_WINDOW_SIZE) {
       sp = SP_SHARED;
       off = addr - GL_EMU_SHARED_WINDOW;
+      cluster_form = 1;
     } else if (addr - GL_EMU_LOCAL_WINDOW < GL_EMU_WINDOW_SIZE) {
       sp = SP_LOCAL;
       off = addr - GL_EMU_LOCAL_WINDOW;
@@ -107,6 +126,8 @@ static inline uint8_t *xlat(gl_emu_block *b, gl_emu_warp *w, unsigned lane,
   case SP_SHARED:
     host = b->shared;
     limit = L->shared_alloc;
+    if (__builtin_expect(cluster_form && off >= GL_EMU_CLUSTER_STRIDE, 0))
+      host = cluster_shared(b, &off);
     break;
   case SP_LOCAL:
     host = w->local + (size_t)lane * L->local_bytes;
@@ -496,6 +517,7 @@ int gl_emu__exec_cvta(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, ui
   uint64_t win = 0;
   switch (in->space) {
   case GL_PTX_SPACE_SHARED:
+  case GL_PTX_SPACE_SHARED_CLUSTER:
     win = GL_EMU_SHARED_WINDOW;
     break;
   case GL_PTX_SPACE_LOCAL:
@@ -516,6 +538,68 @@ int gl_emu__exec_cvta(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, ui
   for (uint32_t mm = m; mm; mm &= mm - 1) {
     unsigned l = (unsigned)__builtin_ctz(mm);
     uint64_t v = in->mode == GL_PTX_CVTA_TO_SPACE ? s[l] - win : s[l] + win;
+    d[l] = narrow ? (uint32_t)v : v;
+  }
+  return 0;
+}
+
+/* ---- mapa, getctarank --------------------------------------------------- */
+
+/* mapa: the address of the same shared variable in the block of cluster
+ * rank b (the form GL_EMU_CLUSTER_SHARED(b) + offset, generic when the
+ * instruction is); getctarank: the rank whose shared memory an address
+ * names (the own rank for a .shared::cta-form address). An address that is
+ * not in shared memory, or a rank outside the cluster, fails the launch
+ * (undefined on a GPU). */
+int gl_emu__exec_mapa(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m) {
+  const gl_emu_launch_state *L = b->L;
+  int is_mapa = in->op == GL_PTX_OP_MAPA;
+  int generic = in->space == GL_PTX_SPACE_GENERIC;
+  int narrow = gl_ptx_type_size((gl_ptx_type)in->type) == 4;
+  const uint64_t *a = gl_emu__src_row(b, w, &in->src[0], 0);
+  const uint64_t *rk = is_mapa ? gl_emu__src_row(b, w, &in->src[1], 1) : NULL;
+  uint64_t *d = b->sink[0];
+  if (in->dst[0].kind == GL_PTX_O_REG && in->dst[0].reg != GL_PTX_NOREG)
+    d = gl_emu__row(b, w, in->dst[0].reg);
+  const char *name = is_mapa ? "mapa" : "getctarank";
+  for (uint32_t mm = m; mm; mm &= mm - 1) {
+    unsigned l = (unsigned)__builtin_ctz(mm);
+    uint64_t x = narrow ? (uint32_t)a[l] : a[l];
+    uint64_t base = 0;
+    if (generic) {
+      if (x - GL_EMU_SHARED_WINDOW >= GL_EMU_WINDOW_SIZE)
+        x = UINT64_MAX; /* not shared */
+      else
+        x -= GL_EMU_SHARED_WINDOW;
+      base = GL_EMU_SHARED_WINDOW;
+    }
+    uint64_t rank_of = x < GL_EMU_CLUSTER_STRIDE ? b->cl_rank
+                                                 : (x >> GL_EMU_CLUSTER_SHIFT) - 1;
+    if (x >= GL_EMU_WINDOW_SIZE || rank_of >= L->cluster_size) {
+      uint32_t t[3];
+      gl_emu__thread_of(b, w, l, t);
+      return gl_emu__fail(b, GPULEASE_LAUNCH_FAILED,
+                          "CUDA_ERROR_ILLEGAL_ADDRESS: line %u: %s of 0x%llx, which is not an "
+                          "address in the cluster's shared memory (thread (%u,%u,%u), block "
+                          "(%u,%u,%u))",
+                          in->line, name, (unsigned long long)a[l], t[0], t[1], t[2],
+                          b->ctaid[0], b->ctaid[1], b->ctaid[2]);
+    }
+    if (!is_mapa) {
+      d[l] = rank_of;
+      continue;
+    }
+    uint64_t r = (uint32_t)rk[l];
+    if (r >= L->cluster_size) {
+      uint32_t t[3];
+      gl_emu__thread_of(b, w, l, t);
+      return gl_emu__fail(b, GPULEASE_LAUNCH_FAILED,
+                          "CUDA_ERROR_ILLEGAL_ADDRESS: line %u: mapa to block rank %llu of a "
+                          "cluster of %u blocks (thread (%u,%u,%u), block (%u,%u,%u))",
+                          in->line, (unsigned long long)r, L->cluster_size, t[0], t[1], t[2],
+                          b->ctaid[0], b->ctaid[1], b->ctaid[2]);
+    }
+    uint64_t v = base + GL_EMU_CLUSTER_SHARED(r) + (x & (GL_EMU_CLUSTER_STRIDE - 1));
     d[l] = narrow ? (uint32_t)v : v;
   }
   return 0;

@@ -1,7 +1,7 @@
 /*
  * exec_warp.c - instructions that look across lanes or warps: shfl.sync,
- * vote.sync, match.sync and the block barriers (bar/barrier .sync,
- * .arrive, .red).
+ * vote.sync, match.sync, the block barriers (bar/barrier .sync, .arrive,
+ * .red) and the cluster barrier (barrier.cluster.arrive/.wait).
  *
  * Under lockstep every lane that executes one of the warp-level
  * instructions is at the same PC, so the values read from other lanes are
@@ -182,6 +182,7 @@ static void bar_release(gl_emu_block *b, unsigned id) {
     }
   }
   memset(bar, 0, sizeof *bar);
+  b->events++;
 }
 
 static void bar_check(gl_emu_block *b, unsigned id) {
@@ -193,10 +194,13 @@ static void bar_check(gl_emu_block *b, unsigned id) {
     bar_release(b, id);
 }
 
+static void cluster_bar_check(gl_emu_block *b);
+
 void gl_emu__bar_recheck(gl_emu_block *b) {
   for (unsigned id = 0; id < GL_EMU_NBARRIERS; id++)
     if (b->bars[id].arrived && b->bars[id].expected == 0)
       bar_check(b, id);
+  cluster_bar_check(b);
 }
 
 int gl_emu__exec_bar(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m) {
@@ -241,5 +245,81 @@ int gl_emu__exec_bar(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uin
       w->bar_id[__builtin_ctz(mm)] = (uint8_t)id;
   }
   bar_check(b, (unsigned)id);
+  return 0;
+}
+
+/* ---- Cluster barrier ---------------------------------------------------- */
+
+/* barrier.cluster counts the threads of every block of the cluster. Rank
+ * 0's block keeps the count of threads arrived and the number of completed
+ * phases; each lane remembers the phase it arrived in (cl_phase) until its
+ * wait. When every non-exited thread of the cluster has arrived the phase
+ * advances and every lane parked at a wait in any block of the cluster is
+ * released. A launch without clusters is a cluster of one block. */
+
+static inline gl_emu_block *cluster_block(const gl_emu_block *b, uint32_t rank) {
+  return b->peers ? (gl_emu_block *)b->peers[rank] : (gl_emu_block *)b;
+}
+
+static inline uint32_t cluster_blocks(const gl_emu_block *b) {
+  return b->peers ? b->L->cluster_size : 1;
+}
+
+static void cluster_bar_check(gl_emu_block *b) {
+  gl_emu_block *lead = cluster_block(b, 0);
+  if (lead->cl_arrived == 0)
+    return;
+  uint32_t n = cluster_blocks(b), live = 0;
+  for (uint32_t r = 0; r < n; r++)
+    live += cluster_block(b, r)->live_threads;
+  if (lead->cl_arrived < live)
+    return;
+  lead->cl_arrived = 0;
+  lead->cl_phase++;
+  for (uint32_t r = 0; r < n; r++) {
+    gl_emu_block *pb = cluster_block(b, r);
+    const gl_emu_launch_state *L = pb->L;
+    for (uint32_t i = 0; i < L->nwarps; i++) {
+      gl_emu_warp *w = &pb->warps[i];
+      uint32_t wake = 0;
+      for (uint32_t pk = w->parked; pk; pk &= pk - 1) {
+        unsigned l = (unsigned)__builtin_ctz(pk);
+        if (w->bar_id[l] == GL_EMU_CLUSTER_BAR)
+          wake |= 1u << l;
+      }
+      if (wake) {
+        if (w->group)
+          gl_emu__warp_flush(w);
+        w->parked &= ~wake;
+      }
+    }
+    pb->events++;
+  }
+}
+
+int gl_emu__exec_barcluster(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in,
+                            uint32_t m) {
+  gl_emu_block *lead = cluster_block(b, 0);
+  if (in->mode == GL_PTX_BARCLUSTER_ARRIVE) {
+    for (uint32_t mm = m; mm; mm &= mm - 1)
+      w->cl_phase[__builtin_ctz(mm)] = lead->cl_phase;
+    w->cl_pending |= m;
+    lead->cl_arrived += (uint32_t)__builtin_popcount(m);
+    cluster_bar_check(b);
+    return 0;
+  }
+  /* wait: lanes whose phase has not completed park; the others go on */
+  uint32_t park = 0;
+  for (uint32_t mm = m & w->cl_pending; mm; mm &= mm - 1) {
+    unsigned l = (unsigned)__builtin_ctz(mm);
+    if (w->cl_phase[l] == lead->cl_phase)
+      park |= 1u << l;
+  }
+  w->cl_pending &= ~m;
+  if (park) {
+    w->parked |= park;
+    for (uint32_t mm = park; mm; mm &= mm - 1)
+      w->bar_id[__builtin_ctz(mm)] = (uint8_t)GL_EMU_CLUSTER_BAR;
+  }
   return 0;
 }

@@ -270,8 +270,7 @@ static void parse_operand(insn_ctx *c, raw_op *r) {
       int sr = gl_ptx_find_sreg(t.s, t.n);
       if (sr < 0 && gl_ptx_symtab_find(&p->syms, t.s, t.n) == NULL) {
         /* Special registers the device does not model. */
-        static const char *const other[] = {"%envreg", "%pm", "%cluster", "%nclusterid",
-                                            "%is_explicit_cluster", "%aggr_smem_size",
+        static const char *const other[] = {"%envreg", "%pm", "%aggr_smem_size",
                                             "%current_graph_exec", "%reserved_smem",
                                             "%ctaid", "%ntid", "%tid", "%nctaid"};
         for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
@@ -441,6 +440,8 @@ static void encode_addr(insn_ctx *c, unsigned opi, unsigned si) {
     if (ss == GL_PTX_SPACE_PARAM) base += (int64_t)GL_EMU_PARAM_WINDOW;
   } else if (space == GL_PTX_SPACE_PARAM && (ss == GL_PTX_SPACE_PARAM || ss == GL_PTX_SPACE_FPARAM)) {
     c->in.space = (uint8_t)ss;
+  } else if (space == GL_PTX_SPACE_SHARED_CLUSTER && ss == GL_PTX_SPACE_SHARED) {
+    /* a .shared::cta address is the own block's .shared::cluster address */
   } else if (space != ss) {
     gl_ptx_fail(p, GPULEASE_LOAD_FAILED, r->line, "'%.*s' is not in the state space of '%.*s'",
                 (int)(r->len > 80 ? 80 : r->len), r->name, (int)(c->mn.n > 80 ? 80 : c->mn.n),
@@ -583,6 +584,7 @@ static void decode_alu(insn_ctx *c) {
 static void decode_ld_st(insn_ctx *c) {
   gl_ptx_insn *in = &c->in;
   need_types(c, 1);
+  (void)take_word(c, W_CLUSTER); /* .cluster scope (ld.acquire.cluster) */
   check_words_used(c);
   in->type = (uint8_t)c->types[0];
   in->space = (uint8_t)(c->space < 0 ? GL_PTX_SPACE_GENERIC : c->space);
@@ -652,7 +654,8 @@ static void decode_atom(insn_ctx *c) {
   if (c->vec != 1) fail_unsupported(c);
   in->type = (uint8_t)c->types[0];
   int sp = c->space < 0 ? GL_PTX_SPACE_GENERIC : c->space;
-  if (sp != GL_PTX_SPACE_GENERIC && sp != GL_PTX_SPACE_GLOBAL && sp != GL_PTX_SPACE_SHARED)
+  if (sp != GL_PTX_SPACE_GENERIC && sp != GL_PTX_SPACE_GLOBAL && sp != GL_PTX_SPACE_SHARED &&
+      sp != GL_PTX_SPACE_SHARED_CLUSTER)
     fail_syntax(c, "atomics need .global, .shared or a generic address");
   in->space = (uint8_t)sp;
   if (in->flags || in->rnd) fail_syntax(c, "unexpected modifier");
@@ -708,7 +711,23 @@ static void decode_simple(insn_ctx *c) {
 
 static void decode_bar(insn_ctx *c) {
   gl_ptx_insn *in = &c->in;
-  if (take_word(c, W_CLUSTER)) fail_unsupported(c);
+  if (take_word(c, W_CLUSTER)) {
+    /* barrier.cluster.arrive{.release|.relaxed}{.aligned},
+     * barrier.cluster.wait{.acquire}{.aligned} */
+    if (c->mn.n < 7 || memcmp(c->mn.s, "barrier", 7) != 0) fail_syntax(c, "bar.cluster");
+    in->op = GL_PTX_OP_BARCLUSTER;
+    if (take_word(c, W_ARRIVE))
+      in->mode = GL_PTX_BARCLUSTER_ARRIVE;
+    else if (take_word(c, W_WAIT))
+      in->mode = GL_PTX_BARCLUSTER_WAIT;
+    else
+      fail_syntax(c, "missing .arrive/.wait");
+    check_words_used(c);
+    if (c->space >= 0 || c->vec != 1 || in->flags || in->rnd) fail_syntax(c, "unexpected modifier");
+    need_types(c, 0);
+    need_nops(c, 0, 0);
+    return;
+  }
   if (take_word(c, W_WARP)) {
     /* bar.warp.sync mask: lanes of a warp already run in lockstep. */
     if (!take_word(c, W_SYNC)) fail_syntax(c, "missing .sync");
@@ -881,6 +900,35 @@ static void decode_prefetch(insn_ctx *c) {
   in->nsrc = 1;
 }
 
+/* mapa{.shared::cluster}.u32/.u64 d, a, rank; getctarank{...}.u32/.u64 d, a */
+static void decode_cluster_addr(insn_ctx *c, int mapa) {
+  gl_ptx_insn *in = &c->in;
+  check_words_used(c);
+  need_types(c, 1);
+  in->type = (uint8_t)c->types[0];
+  if (in->type != GL_PTX_T_U32 && in->type != GL_PTX_T_U64 && in->type != GL_PTX_T_B32 &&
+      in->type != GL_PTX_T_B64)
+    fail_syntax(c, "needs .u32 or .u64");
+  int sp = c->space < 0 ? GL_PTX_SPACE_GENERIC : c->space;
+  if (sp != GL_PTX_SPACE_GENERIC && sp != GL_PTX_SPACE_SHARED_CLUSTER)
+    fail_syntax(c, "bad state space");
+  if (c->vec != 1 || in->flags || in->rnd) fail_syntax(c, "unexpected modifier");
+  in->space = (uint8_t)sp;
+  need_nops(c, mapa ? 3 : 2, mapa ? 3 : 2);
+  encode_dst(c, 0, 0, 0);
+  encode_src(c, 1, 0, in->type);
+  /* a shared variable named in a generic mapa stands for its generic address */
+  const raw_op *a = &c->ops[1];
+  if (sp == GL_PTX_SPACE_GENERIC && a->is_name && a->sym && a->sym->kind == GL_PTX_SYM_VAR &&
+      a->sym->space == GL_PTX_SPACE_SHARED)
+    in->src[0].imm += (int64_t)GL_EMU_SHARED_WINDOW;
+  in->nsrc = 1;
+  if (mapa) {
+    encode_src(c, 2, 1, GL_PTX_T_U32);
+    in->nsrc = 2;
+  }
+}
+
 /* ==== Calls =============================================================== */
 
 static const gl_ptx_sym *call_param(insn_ctx *c, const gl_ptx_token *t) {
@@ -1035,6 +1083,8 @@ void gl_ptx_parse_insn(gl_ptx_parser *p) {
     case K_ACTIVEMASK: decode_one_src(c, 1); break;
     case K_NANOSLEEP: decode_one_src(c, 0); break;
     case K_PREFETCH: decode_prefetch(c); break;
+    case K_MAPA: decode_cluster_addr(c, 1); break;
+    case K_GETCTARANK: decode_cluster_addr(c, 0); break;
     default: fail_unsupported(c);
     }
   }

@@ -24,6 +24,16 @@
  *                                    each loaded module's .global/.const data
  * A state-space address (ld.shared [r], mov r, shared_var) is the offset in
  * that space; cvta adds or subtracts the window base.
+ *
+ * Shared memory of a thread-block cluster (.shared::cluster, sm_90): an
+ * offset below GL_EMU_CLUSTER_STRIDE (16 MiB, more than any block's shared
+ * memory) is the running block's own shared memory, so every .shared::cta
+ * address is also a .shared::cluster address meaning the same bytes; the
+ * shared memory of the block of cluster rank r is at
+ * GL_EMU_CLUSTER_SHARED(r) + offset, (r + 1) * 16 MiB up. mapa produces
+ * that form (for the own rank too); the generic form adds
+ * GL_EMU_SHARED_WINDOW like any shared address, so cvta is unchanged. A
+ * launch without clusters is a cluster of one block (rank 0).
  */
 #ifndef GL_EMU_PTX_IR_H
 #define GL_EMU_PTX_IR_H
@@ -35,6 +45,9 @@
 #define GL_EMU_LOCAL_WINDOW 0x0000710000000000ull
 #define GL_EMU_PARAM_WINDOW 0x0000720000000000ull
 #define GL_EMU_WINDOW_SIZE 0x0000000100000000ull
+#define GL_EMU_CLUSTER_SHIFT 24
+#define GL_EMU_CLUSTER_STRIDE (1ull << GL_EMU_CLUSTER_SHIFT)
+#define GL_EMU_CLUSTER_SHARED(rank) (((uint64_t)(rank) + 1) << GL_EMU_CLUSTER_SHIFT)
 
 #define GL_PTX_NOREG UINT32_MAX /* "no register": '_' sink, or no base */
 #define GL_PTX_REG_CC 0u        /* register 0 is the carry flag (.cc) */
@@ -74,8 +87,10 @@ typedef enum gl_ptx_space {
   GL_PTX_SPACE_LOCAL,
   GL_PTX_SPACE_CONST,
   GL_PTX_SPACE_PARAM, /* kernel parameters: read-only, block-wide */
-  GL_PTX_SPACE_FPARAM /* a .func's parameters and call arguments: per thread,
+  GL_PTX_SPACE_FPARAM, /* a .func's parameters and call arguments: per thread,
                          stored in the thread's local memory (see below) */
+  GL_PTX_SPACE_SHARED_CLUSTER /* .shared::cluster: own or a cluster peer's
+                         shared memory (the encoding above) */
 } gl_ptx_space;
 
 /* ---- Special registers -------------------------------------------------- */
@@ -92,6 +107,16 @@ typedef enum gl_ptx_sreg {
   GL_PTX_SR_LANEMASK_EQ, GL_PTX_SR_LANEMASK_LE, GL_PTX_SR_LANEMASK_LT,
   GL_PTX_SR_LANEMASK_GE, GL_PTX_SR_LANEMASK_GT,
   GL_PTX_SR_DYNAMIC_SMEM_SIZE, GL_PTX_SR_TOTAL_SMEM_SIZE,
+  /* %envreg1/%envreg2: high and low half of the cooperative grid's sync
+   * workspace address (0 in other launches); %envreg0, 3-31: 0 */
+  GL_PTX_SR_ENVREG1, GL_PTX_SR_ENVREG2, GL_PTX_SR_ENVREG_ZERO,
+  /* thread-block clusters (a launch without clusters: clusters of 1) */
+  GL_PTX_SR_CLUSTER_CTARANK, GL_PTX_SR_CLUSTER_NCTARANK,
+  GL_PTX_SR_CLUSTER_CTAID_X, GL_PTX_SR_CLUSTER_CTAID_Y, GL_PTX_SR_CLUSTER_CTAID_Z,
+  GL_PTX_SR_CLUSTER_NCTAID_X, GL_PTX_SR_CLUSTER_NCTAID_Y, GL_PTX_SR_CLUSTER_NCTAID_Z,
+  GL_PTX_SR_CLUSTERID_X, GL_PTX_SR_CLUSTERID_Y, GL_PTX_SR_CLUSTERID_Z,
+  GL_PTX_SR_NCLUSTERID_X, GL_PTX_SR_NCLUSTERID_Y, GL_PTX_SR_NCLUSTERID_Z,
+  GL_PTX_SR_IS_EXPLICIT_CLUSTER,
   GL_PTX_SR_COUNT
 } gl_ptx_sreg;
 
@@ -136,6 +161,9 @@ typedef enum gl_ptx_op {
   GL_PTX_OP_TRAP,
   GL_PTX_OP_NANOSLEEP,
   GL_PTX_OP_PREFETCH, /* prefetch, prefetchu: no-op */
+  GL_PTX_OP_BARCLUSTER, /* barrier.cluster.arrive / .wait (mode) */
+  GL_PTX_OP_MAPA,     /* mapa{.shared::cluster}.u32/.u64 d, a, rank */
+  GL_PTX_OP_GETCTARANK, /* getctarank{.shared::cluster}.u32/.u64 d, a */
   GL_PTX_OP_COUNT
 } gl_ptx_op;
 
@@ -181,6 +209,8 @@ enum { GL_PTX_MATCH_ANY, GL_PTX_MATCH_ALL };
 /* mode for BAR */
 enum { GL_PTX_BAR_SYNC, GL_PTX_BAR_ARRIVE, GL_PTX_BAR_RED_POPC,
        GL_PTX_BAR_RED_AND, GL_PTX_BAR_RED_OR };
+/* mode for BARCLUSTER */
+enum { GL_PTX_BARCLUSTER_ARRIVE, GL_PTX_BARCLUSTER_WAIT };
 /* mode for CVTA: direction (space holds the non-generic space) */
 enum { GL_PTX_CVTA_TO_GENERIC = 0, GL_PTX_CVTA_TO_SPACE };
 
@@ -257,6 +287,10 @@ typedef struct gl_ptx_operand {
  *   MATCH         dst[0], dst[1] optional pred; src[0] value; src[1] mask.
  *   ACTIVEMASK    dst[0].
  *   NANOSLEEP     src[0].
+ *   BARCLUSTER    no operands; mode arrive or wait.
+ *   MAPA          dst[0], src[0] address (generic, or .shared::cluster when
+ *                 space says so), src[1] target CTA rank; type u32/u64.
+ *   GETCTARANK    dst[0], src[0] address (as MAPA); type is the address's.
  */
 typedef struct gl_ptx_insn {
   uint16_t op;     /* gl_ptx_op */
@@ -321,6 +355,9 @@ typedef struct gl_ptx_func {
   uint32_t local_bytes;     /* per-thread local memory: depots + param frames */
   uint32_t reqntid[3];      /* .reqntid, 0 if absent */
   uint32_t maxntid[3];      /* .maxntid, 0 if absent */
+  uint32_t reqnctapercluster[3]; /* .reqnctapercluster, 0 if absent */
+  uint32_t maxclusterrank;  /* .maxclusterrank, 0 if absent */
+  int explicit_cluster;     /* .explicitcluster: must launch as clusters */
 } gl_ptx_func;
 
 typedef struct gl_ptx_module {

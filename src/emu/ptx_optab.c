@@ -54,8 +54,8 @@ static const gl_ptx_mod_def mods[] = {
     {".infinite", MC_WORD, W_INFINITE}, {".number", MC_WORD, W_NUMBER},
     {".notanumber", MC_WORD, W_NOTANUMBER}, {".normal", MC_WORD, W_NORMAL},
     {".subnormal", MC_WORD, W_SUBNORMAL}, {".xorsign", MC_WORD, W_XORSIGN},
-    {".abs", MC_WORD, W_ABS}, {".cluster", MC_WORD, W_CLUSTER},
-    {".shared::cluster", MC_UNSUP, 0}, {".v8", MC_UNSUP, 0}, {".async", MC_UNSUP, 0},
+    {".abs", MC_WORD, W_ABS}, {".cluster", MC_WORD, W_CLUSTER}, {".wait", MC_WORD, W_WAIT},
+    {".shared::cluster", MC_SPACE, GL_PTX_SPACE_SHARED_CLUSTER}, {".v8", MC_UNSUP, 0}, {".async", MC_UNSUP, 0},
     {".bulk", MC_UNSUP, 0}, {".tensormap", MC_UNSUP, 0}, {".pack", MC_UNSUP, 0},
     {".rs", MC_UNSUP, 0}, {".satfinite", MC_UNSUP, 0}, {".proxy", MC_UNSUP, 0},
     {".mbarrier_init", MC_UNSUP, 0}, {".multicast::cluster", MC_UNSUP, 0},
@@ -101,6 +101,8 @@ static const gl_ptx_op_def ops[] = {
     {"nanosleep", K_NANOSLEEP, GL_PTX_OP_NANOSLEEP, 0, 0},
     {"prefetch", K_PREFETCH, GL_PTX_OP_PREFETCH, 0, 0},
     {"prefetchu", K_PREFETCH, GL_PTX_OP_PREFETCH, 0, 0},
+    {"mapa", K_MAPA, GL_PTX_OP_MAPA, 0, 0},
+    {"getctarank", K_GETCTARANK, GL_PTX_OP_GETCTARANK, 0, 0},
     /* Valid PTX outside the emulated device's instruction set. */
     {"tex", K_UNSUP, 0, 0, 0}, {"tld4", K_UNSUP, 0, 0, 0}, {"txq", K_UNSUP, 0, 0, 0},
     {"suld", K_UNSUP, 0, 0, 0}, {"sust", K_UNSUP, 0, 0, 0}, {"sured", K_UNSUP, 0, 0, 0},
@@ -122,7 +124,6 @@ static const gl_ptx_op_def ops[] = {
     {"vmax4", K_UNSUP, 0, 0, 0}, {"vset4", K_UNSUP, 0, 0, 0}, {"brx", K_UNSUP, 0, 0, 0},
     {"elect", K_UNSUP, 0, 0, 0}, {"applypriority", K_UNSUP, 0, 0, 0},
     {"discard", K_UNSUP, 0, 0, 0}, {"createpolicy", K_UNSUP, 0, 0, 0},
-    {"getctarank", K_UNSUP, 0, 0, 0}, {"mapa", K_UNSUP, 0, 0, 0},
     {"tensormap", K_UNSUP, 0, 0, 0}, {"stacksave", K_UNSUP, 0, 0, 0},
     {"stackrestore", K_UNSUP, 0, 0, 0}, {"alloca", K_UNSUP, 0, 0, 0},
     {"pmevent", K_UNSUP, 0, 0, 0}, {"szext", K_UNSUP, 0, 0, 0},
@@ -164,11 +165,34 @@ static const struct {
     {"%lanemask_ge", GL_PTX_SR_LANEMASK_GE}, {"%lanemask_gt", GL_PTX_SR_LANEMASK_GT},
     {"%dynamic_smem_size", GL_PTX_SR_DYNAMIC_SMEM_SIZE},
     {"%total_smem_size", GL_PTX_SR_TOTAL_SMEM_SIZE},
+    {"%cluster_ctarank", GL_PTX_SR_CLUSTER_CTARANK},
+    {"%cluster_nctarank", GL_PTX_SR_CLUSTER_NCTARANK},
+    {"%cluster_ctaid.x", GL_PTX_SR_CLUSTER_CTAID_X},
+    {"%cluster_ctaid.y", GL_PTX_SR_CLUSTER_CTAID_Y},
+    {"%cluster_ctaid.z", GL_PTX_SR_CLUSTER_CTAID_Z},
+    {"%cluster_nctaid.x", GL_PTX_SR_CLUSTER_NCTAID_X},
+    {"%cluster_nctaid.y", GL_PTX_SR_CLUSTER_NCTAID_Y},
+    {"%cluster_nctaid.z", GL_PTX_SR_CLUSTER_NCTAID_Z},
+    {"%clusterid.x", GL_PTX_SR_CLUSTERID_X}, {"%clusterid.y", GL_PTX_SR_CLUSTERID_Y},
+    {"%clusterid.z", GL_PTX_SR_CLUSTERID_Z}, {"%nclusterid.x", GL_PTX_SR_NCLUSTERID_X},
+    {"%nclusterid.y", GL_PTX_SR_NCLUSTERID_Y}, {"%nclusterid.z", GL_PTX_SR_NCLUSTERID_Z},
+    {"%is_explicit_cluster", GL_PTX_SR_IS_EXPLICIT_CLUSTER},
 };
 
 int gl_ptx_find_sreg(const char *s, uint32_t n) {
   for (size_t i = 0; i < sizeof sregs / sizeof sregs[0]; i++)
     if (strlen(sregs[i].s) == n && memcmp(sregs[i].s, s, n) == 0) return sregs[i].sreg;
+  /* %envreg0 .. %envreg31 */
+  if (n > 7 && n <= 9 && memcmp(s, "%envreg", 7) == 0) {
+    unsigned v = 0;
+    for (uint32_t i = 7; i < n; i++) {
+      if (s[i] < '0' || s[i] > '9') return -1;
+      v = v * 10 + (unsigned)(s[i] - '0');
+    }
+    if (n == 9 && s[7] == '0') return -1; /* %envreg01 */
+    if (v > 31) return -1;
+    return v == 1 ? GL_PTX_SR_ENVREG1 : v == 2 ? GL_PTX_SR_ENVREG2 : GL_PTX_SR_ENVREG_ZERO;
+  }
   return -1;
 }
 

@@ -27,7 +27,7 @@ enum gl_ptx_word_id {
   W_MIN, W_MAX, W_EXCH, W_CAS, W_UP, W_DOWN, W_BFLY, W_IDX, W_ALL, W_ANY, W_UNI,
   W_BALLOT, W_SYNC, W_ARRIVE, W_RED, W_POPC, W_WARP, W_TO, W_L, W_R, W_WRAP, W_F4E,
   W_B4E, W_RC8, W_ECL, W_ECR, W_RC16, W_FINITE, W_INFINITE, W_NUMBER, W_NOTANUMBER,
-  W_NORMAL, W_SUBNORMAL, W_XORSIGN, W_ABS, W_CLUSTER
+  W_NORMAL, W_SUBNORMAL, W_XORSIGN, W_ABS, W_CLUSTER, W_WAIT
 };
 
 typedef struct gl_ptx_mod_def {
@@ -41,7 +41,7 @@ typedef struct gl_ptx_mod_def {
 typedef enum gl_ptx_op_kind {
   K_ALU = 1, K_LD, K_ST, K_CVTA, K_ATOM, K_RED, K_BRA, K_CALL, K_RET, K_EXIT, K_BAR,
   K_MEMBAR, K_FENCE, K_SHFL, K_VOTE, K_MATCH, K_ACTIVEMASK, K_TRAP, K_NANOSLEEP,
-  K_PREFETCH, K_UNSUP
+  K_PREFETCH, K_MAPA, K_GETCTARANK, K_UNSUP
 } gl_ptx_op_kind;
 
 typedef struct gl_ptx_op_def {

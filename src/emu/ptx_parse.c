@@ -561,9 +561,26 @@ static void parse_perf_directives(gl_ptx_parser *p, uint32_t fi) {
       dims = f->maxntid;
     } else if (gl_ptx_tok_is(&w, ".reqntid")) {
       dims = f->reqntid;
+    } else if (gl_ptx_tok_is(&w, ".reqnctapercluster")) {
+      if (!f->is_entry)
+        gl_ptx_fail(p, GPULEASE_LOAD_FAILED, w.line, ".reqnctapercluster on a .func");
+      for (int i = 0; i < 3; i++) {
+        f->reqnctapercluster[i] = (uint32_t)gl_ptx_expect_uint(p, "cluster dimension", 1024);
+        if (f->reqnctapercluster[i] == 0)
+          gl_ptx_fail(p, GPULEASE_LOAD_FAILED, w.line, "cluster dimension 0");
+        if (!gl_ptx_accept(p, ',')) break;
+      }
+      for (int i = 0; i < 3; i++)
+        if (f->reqnctapercluster[i] == 0) f->reqnctapercluster[i] = 1;
+      continue;
+    } else if (gl_ptx_tok_is(&w, ".maxclusterrank")) {
+      f->maxclusterrank = (uint32_t)gl_ptx_expect_uint(p, "directive value", UINT32_MAX);
+      continue;
+    } else if (gl_ptx_tok_is(&w, ".explicitcluster")) {
+      f->explicit_cluster = 1;
+      continue;
     } else if (gl_ptx_tok_is(&w, ".minnctapersm") || gl_ptx_tok_is(&w, ".maxnreg") ||
-               gl_ptx_tok_is(&w, ".maxnctapersm") || gl_ptx_tok_is(&w, ".maxclusterrank") ||
-               gl_ptx_tok_is(&w, ".abi_preserve") ||
+               gl_ptx_tok_is(&w, ".maxnctapersm") || gl_ptx_tok_is(&w, ".abi_preserve") ||
                gl_ptx_tok_is(&w, ".abi_preserve_control")) {
       gl_ptx_expect_uint(p, "directive value", UINT32_MAX);
       continue;
@@ -572,8 +589,6 @@ static void parse_perf_directives(gl_ptx_parser *p, uint32_t fi) {
     } else if (gl_ptx_tok_is(&w, ".pragma")) {
       skip_statement(p);
       continue;
-    } else if (gl_ptx_tok_is(&w, ".reqnctapercluster") || gl_ptx_tok_is(&w, ".explicitcluster")) {
-      gl_ptx_unsupported_word(p, &w);
     } else {
       gl_ptx_fail(p, GPULEASE_LOAD_FAILED, w.line, "unexpected '%.*s' before a function body",
                   (int)(w.n > 60 ? 60 : w.n), w.s);

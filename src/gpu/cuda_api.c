@@ -64,9 +64,27 @@ static const sym k_syms[] = {
     SYM(cuModuleGetFunction, "cuModuleGetFunction"),
     SYM(cuFuncGetAttribute, "cuFuncGetAttribute"),
     SYM(cuLaunchKernel, "cuLaunchKernel"),
+    SYM(cuLaunchKernelEx, "cuLaunchKernelEx"),
+    SYM(cuFuncSetAttribute, "cuFuncSetAttribute"),
+    SYM(cuOccupancyMaxActiveBlocksPerMultiprocessor,
+        "cuOccupancyMaxActiveBlocksPerMultiprocessor"),
+    SYM(cuOccupancyMaxPotentialClusterSize, "cuOccupancyMaxPotentialClusterSize"),
+    SYM(cuStreamBeginCapture, "cuStreamBeginCapture_v2"),
+    SYM(cuStreamEndCapture, "cuStreamEndCapture"),
+    SYM(cuGraphCreate, "cuGraphCreate"),
+    SYM(cuGraphAddKernelNode, "cuGraphAddKernelNode_v2"),
+    SYM(cuGraphGetNodes, "cuGraphGetNodes"),
+    SYM(cuGraphNodeGetType, "cuGraphNodeGetType"),
+    SYM(cuGraphKernelNodeGetParams, "cuGraphKernelNodeGetParams_v2"),
+    SYM(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags"),
+    SYM(cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams_v2"),
+    SYM(cuGraphLaunch, "cuGraphLaunch"),
+    SYM(cuGraphExecDestroy, "cuGraphExecDestroy"),
+    SYM(cuGraphDestroy, "cuGraphDestroy"),
     SYM(cuEventCreate, "cuEventCreate"),
     SYM(cuEventRecord, "cuEventRecord"),
     SYM(cuEventSynchronize, "cuEventSynchronize"),
+    SYM(cuEventQuery, "cuEventQuery"),
     SYM(cuEventElapsedTime, "cuEventElapsedTime"),
     SYM(cuEventDestroy, "cuEventDestroy_v2"),
     SYM(cuLinkCreate, "cuLinkCreate_v2"),
@@ -74,6 +92,9 @@ static const sym k_syms[] = {
     SYM(cuLinkComplete, "cuLinkComplete"),
     SYM(cuLinkDestroy, "cuLinkDestroy"),
     OPT(cuFuncGetParamInfo, "cuFuncGetParamInfo", 12040),
+    OPT(cuGraphAddNode, "cuGraphAddNode_v2", 12030),
+    OPT(cuGraphConditionalHandleCreate, "cuGraphConditionalHandleCreate", 12030),
+    OPT(cuStreamBeginCaptureToGraph, "cuStreamBeginCaptureToGraph", 12030),
 };
 
 /* dlsym returns void *; converting that to a function pointer is what POSIX
@@ -127,6 +148,12 @@ int gl_cuda_load(gl_cuda *out, char *err, size_t errlen) {
   cu.dl = dl;
   int version = 0;
   if (cu.cuDriverGetVersion(&version) == CUDA_SUCCESS) cu.driver_version = version;
+  /* An optional entry point newer than the driver: what an older driver
+   * serves under its name (cuGetProcAddress's best match, or dlsym's) may
+   * have another signature. */
+  for (size_t i = 0; i < sizeof k_syms / sizeof k_syms[0]; i++)
+    if (k_syms[i].optional && k_syms[i].abi_version > cu.driver_version)
+      store_fn(&cu, k_syms[i].offset, NULL);
   *out = cu;
   return 0;
 }

@@ -18,7 +18,10 @@
  * newer drivers (CUDA 13 turned cuCtxCreate into _v4 and cuEventElapsedTime
  * into _v2; we ask for the 12.0 versions, which every 12+ driver serves).
  * Without cuGetProcAddress_v2 (drivers older than 12.0) the versioned
- * exported names (cuMemAlloc_v2, ...) are looked up with dlsym().
+ * exported names (cuMemAlloc_v2, ...) are looked up with dlsym(). Optional
+ * entry points newer than 12.0 (cuFuncGetParamInfo, the conditional node
+ * API) are asked for at the CUDA version that introduced the signature
+ * declared here, and left NULL on a driver older than that.
  *
  * We never create contexts with cuCtxCreate: each lease is its own worker
  * process, so the device's primary context (cuDevicePrimaryCtxRetain +
@@ -45,6 +48,10 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUevent_st *CUevent;
 typedef struct CUstream_st *CUstream;
 typedef struct CUlinkState_st *CUlinkState;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUgraphNode_st *CUgraphNode;
+typedef struct CUkern_st *CUkernel;
 typedef struct CUuuid_st {
   char bytes[16];
 } CUuuid;
@@ -71,6 +78,10 @@ enum {
   CUDA_ERROR_INVALID_ADDRESS_SPACE = 717,
   CUDA_ERROR_INVALID_PC = 718,
   CUDA_ERROR_LAUNCH_FAILED = 719,
+  CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE = 720,
+  CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+  CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
+  CUDA_ERROR_INVALID_CLUSTER_SIZE = 912,
   CUDA_ERROR_UNKNOWN = 999,
 };
 
@@ -79,6 +90,9 @@ typedef enum CUdevice_attribute_enum {
   CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+  CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH = 95,
+  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+  CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH = 120,
 } CUdevice_attribute;
 
 typedef enum CUjit_option_enum {
@@ -104,6 +118,12 @@ typedef enum CUfunction_attribute_enum {
   CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
   CU_FUNC_ATTRIBUTE_PTX_VERSION = 5,
   CU_FUNC_ATTRIBUTE_BINARY_VERSION = 6,
+  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+  CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET = 10,
+  CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH = 11,
+  CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT = 12,
+  CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH = 13,
+  CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14,
 } CUfunction_attribute;
 
 enum { CU_EVENT_DEFAULT = 0 };
@@ -118,6 +138,108 @@ typedef enum CUlimit_enum {
 
 enum { CU_GET_PROC_ADDRESS_LEGACY_STREAM = 1 };
 
+/* cuLaunchKernelEx's configuration (cuda.h's layout: each attribute is an
+ * 8-byte id slot and a 64-byte value union). Only the attributes we set. */
+typedef enum CUlaunchAttributeID_enum {
+  CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2,
+  CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
+} CUlaunchAttributeID;
+
+typedef union CUlaunchAttributeValue_union {
+  char pad[64];
+  int cooperative;
+  struct {
+    unsigned int x;
+    unsigned int y;
+    unsigned int z;
+  } clusterDim;
+} CUlaunchAttributeValue;
+
+typedef struct CUlaunchAttribute_st {
+  CUlaunchAttributeID id;
+  char pad[8 - sizeof(CUlaunchAttributeID)];
+  CUlaunchAttributeValue value;
+} CUlaunchAttribute;
+
+typedef struct CUlaunchConfig_st {
+  unsigned int gridDimX, gridDimY, gridDimZ;
+  unsigned int blockDimX, blockDimY, blockDimZ;
+  unsigned int sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute *attrs;
+  unsigned int numAttrs;
+} CUlaunchConfig;
+
+/* A graph's kernel node (CUDA_KERNEL_NODE_PARAMS_v2, CUDA 12.0+). */
+typedef struct CUDA_KERNEL_NODE_PARAMS_v2_st {
+  CUfunction func;
+  unsigned int gridDimX, gridDimY, gridDimZ;
+  unsigned int blockDimX, blockDimY, blockDimZ;
+  unsigned int sharedMemBytes;
+  void **kernelParams;
+  void **extra;
+  CUkernel kern;
+  CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS;
+
+typedef enum CUgraphNodeType_enum {
+  CU_GRAPH_NODE_TYPE_KERNEL = 0,
+  CU_GRAPH_NODE_TYPE_MEMCPY = 1,
+  CU_GRAPH_NODE_TYPE_MEMSET = 2,
+  CU_GRAPH_NODE_TYPE_EMPTY = 5,
+  CU_GRAPH_NODE_TYPE_CONDITIONAL = 13,
+} CUgraphNodeType;
+
+/* Conditional nodes (CUDA 12.3+): a WHILE node runs its body graph while
+ * its condition, set by cudaGraphSetConditional in device code (and to the
+ * handle's default value at each launch with CU_GRAPH_COND_ASSIGN_DEFAULT),
+ * is not 0. */
+typedef cuuint64_t CUgraphConditionalHandle;
+
+enum { CU_GRAPH_COND_ASSIGN_DEFAULT = 0x1 }; /* a #define in cuda.h */
+
+typedef enum CUgraphConditionalNodeType_enum {
+  CU_GRAPH_COND_TYPE_IF = 0,
+  CU_GRAPH_COND_TYPE_WHILE = 1,
+} CUgraphConditionalNodeType;
+
+typedef struct CUDA_CONDITIONAL_NODE_PARAMS {
+  CUgraphConditionalHandle handle;
+  CUgraphConditionalNodeType type;
+  unsigned int size;    /* bodies: 1 for WHILE */
+  CUgraph *phGraph_out; /* written by cuGraphAddNode: the body graphs, owned by the node */
+  CUcontext ctx;
+} CUDA_CONDITIONAL_NODE_PARAMS;
+
+/* An edge's annotation (cuGraphAddNode_v2, cuStreamBeginCaptureToGraph);
+ * all zero: an ordinary dependency. */
+typedef struct CUgraphEdgeData_st {
+  unsigned char from_port;
+  unsigned char to_port;
+  unsigned char type;
+  unsigned char reserved[5];
+} CUgraphEdgeData;
+
+/* cuGraphAddNode's parameters: 256 bytes, a union of every node type's
+ * parameters of which we declare only the conditional node's. Unused
+ * bytes must be zero. */
+typedef struct CUgraphNodeParams_st {
+  CUgraphNodeType type;
+  int reserved0[3];
+  union {
+    long long reserved1[29];
+    CUDA_CONDITIONAL_NODE_PARAMS conditional;
+  };
+  long long reserved2;
+} CUgraphNodeParams;
+_Static_assert(sizeof(CUgraphNodeParams) == 256, "CUgraphNodeParams is 256 bytes in cuda.h");
+
+typedef enum CUstreamCaptureMode_enum {
+  CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
+  CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+  CU_STREAM_CAPTURE_MODE_RELAXED = 2,
+} CUstreamCaptureMode;
+
 typedef enum CUdriverProcAddressQueryResult_enum {
   CU_GET_PROC_ADDRESS_SUCCESS = 0,
   CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1,
@@ -128,7 +250,10 @@ typedef enum CUdriverProcAddressQueryResult_enum {
 
 /* The table. Field names are the unversioned API names; the comment gives
  * the exported symbol that backs each one. All are non-NULL after a
- * successful gl_cuda_load() except those marked optional. */
+ * successful gl_cuda_load() except those marked optional, which are NULL
+ * where the driver lacks them or is older than the CUDA version whose
+ * signature we declare (cuGetProcAddress would give an older driver's
+ * older version of the function). */
 typedef struct gl_cuda {
   void *dl; /* dlopen handle (kept open for the life of the process) */
   int driver_version; /* cuDriverGetVersion, e.g. 13000 */
@@ -188,9 +313,54 @@ typedef struct gl_cuda {
                              unsigned int block_z, unsigned int shared_mem_bytes,
                              CUstream stream, void **kernel_params, void **extra);
 
+  /* Launches with attributes (cooperative, cluster dimensions), CUDA 12.0. */
+  CUresult (*cuLaunchKernelEx)(const CUlaunchConfig *config, CUfunction f, void **kernel_params,
+                               void **extra);
+  CUresult (*cuFuncSetAttribute)(CUfunction hfunc, CUfunction_attribute attrib, int value);
+  CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *num_blocks, CUfunction func,
+                                                          int block_size, size_t dyn_smem);
+  CUresult (*cuOccupancyMaxPotentialClusterSize)(int *cluster_size, CUfunction func,
+                                                 const CUlaunchConfig *config);
+
+  /* CUDA graphs: stream capture, explicit kernel nodes, instantiate,
+   * update a kernel node's parameters, replay. */
+  CUresult (*cuStreamBeginCapture)(CUstream hstream, CUstreamCaptureMode mode); /* _v2 */
+  CUresult (*cuStreamEndCapture)(CUstream hstream, CUgraph *graph);
+  CUresult (*cuGraphCreate)(CUgraph *graph, unsigned int flags);
+  CUresult (*cuGraphAddKernelNode)(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                   size_t num_deps,
+                                   const CUDA_KERNEL_NODE_PARAMS *params); /* _v2 */
+  CUresult (*cuGraphGetNodes)(CUgraph graph, CUgraphNode *nodes, size_t *num_nodes);
+  CUresult (*cuGraphNodeGetType)(CUgraphNode node, CUgraphNodeType *type);
+  CUresult (*cuGraphKernelNodeGetParams)(CUgraphNode node,
+                                         CUDA_KERNEL_NODE_PARAMS *params); /* _v2 */
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *exec, CUgraph graph,
+                                 unsigned long long flags);
+  CUresult (*cuGraphExecKernelNodeSetParams)(CUgraphExec exec, CUgraphNode node,
+                                             const CUDA_KERNEL_NODE_PARAMS *params); /* _v2 */
+  CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream hstream);
+  CUresult (*cuGraphExecDestroy)(CUgraphExec exec);
+  CUresult (*cuGraphDestroy)(CUgraph graph);
+
+  /* Optional (CUDA 12.3+; NULL on older drivers): conditional nodes, for
+   * graph WHILE loops. cuGraphAddNode is cuGraphAddNode_v2 (edge data,
+   * 12.3); cuStreamBeginCaptureToGraph captures into an existing graph (a
+   * conditional node's body). */
+  CUresult (*cuGraphAddNode)(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                             const CUgraphEdgeData *dep_data, size_t num_deps,
+                             CUgraphNodeParams *params); /* _v2 */
+  CUresult (*cuGraphConditionalHandleCreate)(CUgraphConditionalHandle *handle, CUgraph graph,
+                                             CUcontext ctx, unsigned int default_launch_value,
+                                             unsigned int flags);
+  CUresult (*cuStreamBeginCaptureToGraph)(CUstream hstream, CUgraph graph,
+                                          const CUgraphNode *deps,
+                                          const CUgraphEdgeData *dep_data, size_t num_deps,
+                                          CUstreamCaptureMode mode);
+
   CUresult (*cuEventCreate)(CUevent *phevent, unsigned int flags);
   CUresult (*cuEventRecord)(CUevent hevent, CUstream hstream);
   CUresult (*cuEventSynchronize)(CUevent hevent);
+  CUresult (*cuEventQuery)(CUevent hevent);
   CUresult (*cuEventElapsedTime)(float *ms, CUevent hstart, CUevent hend);
   CUresult (*cuEventDestroy)(CUevent hevent);                       /* _v2 */
 

@@ -458,6 +458,21 @@ gpulease_status gpulease_submit(gpulease_client *client, const gpulease_lease *l
     return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "param list missing or over %d entries",
                    GPULEASE_MAX_PARAMS);
 
+  /* Launch attributes exist from struct_version 2 (a version 1 struct
+   * ends before them). */
+  uint32_t launch_flags = 0, cluster[3] = {0, 0, 0};
+  if (d->struct_version >= 2) {
+    launch_flags = d->launch_flags;
+    memcpy(cluster, d->cluster, sizeof cluster);
+  }
+  if (launch_flags & ~GPULEASE_LAUNCH_COOPERATIVE)
+    return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "launch_flags 0x%x has unknown bits",
+                          launch_flags);
+  bool has_cluster = cluster[0] || cluster[1] || cluster[2];
+  if (has_cluster && (!cluster[0] || !cluster[1] || !cluster[2]))
+    return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT,
+                          "cluster (%u,%u,%u): each dimension must be at least 1 (all 0: none)",
+                          cluster[0], cluster[1], cluster[2]);
   gl_buf params;
   gl_buf_init(&params);
   if (d->use_params || d->param_count) {
@@ -474,6 +489,11 @@ gpulease_status gpulease_submit(gpulease_client *client, const gpulease_lease *l
   memcpy(s->auth.secret, lease->secret, sizeof s->auth.secret);
   s->image_format = (uint8_t)d->format;
   s->flags = (d->use_params || d->param_count) ? GL_SUBMIT_F_PARAMS : 0;
+  if (launch_flags & GPULEASE_LAUNCH_COOPERATIVE) s->flags |= GL_SUBMIT_F_COOPERATIVE;
+  if (has_cluster) {
+    s->flags |= GL_SUBMIT_F_CLUSTER;
+    memcpy(s->cluster, cluster, sizeof s->cluster);
+  }
   s->kernel_name = d->kernel;
   s->kernel_name_len = (uint16_t)strlen(d->kernel);
   memcpy(s->grid, d->grid, sizeof s->grid);

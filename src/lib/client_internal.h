@@ -225,6 +225,28 @@ gpulease_status gl_session_send(gpulease_session *s, gl_request *req, uint64_t *
 gpulease_status gl_session_wait(gpulease_session *s, uint64_t token, uint16_t op,
                                 gl_response *resp, uint8_t **raw, gpulease_error *err);
 
+/* Sends a pipelined op (batched where the session batches; see session.c
+ * "batching"), returning once sent. */
+gpulease_status gl_session_send_pipelined(gpulease_session *s, gl_request *req,
+                                          gpulease_error *err);
+
+/* Sends an op and waits for its own reply. *raw backs *resp; the caller
+ * frees it. *seq_out (may be NULL) receives the op's seq. */
+gpulease_status gl_session_send_wait(gpulease_session *s, gl_request *req, gl_response *resp,
+                                     uint8_t **raw, uint64_t *seq_out, gpulease_error *err);
+
+/* Checks a launch's arguments and builds its LAUNCH request in *req, the
+ * encoded param list in *params (which req points into; the caller frees
+ * params on success, on failure there is nothing to free). */
+gpulease_status gl_session_launch_req(gpulease_session *s, gpulease_function fn,
+                                      const uint32_t grid[3], const uint32_t block[3],
+                                      uint32_t shared_mem_bytes, const gpulease_arg *args,
+                                      size_t arg_count, gl_request *req, gl_buf *params,
+                                      gpulease_error *err);
+
+/* INVALID_HANDLE for handle 0 (`what` names it). */
+gpulease_status gl_session_check_handle(uint64_t h, const char *what, gpulease_error *err);
+
 /* Prepares a session for an op: drops tokens of a replaced connection.
  * Returns INVALID_ARGUMENT for a NULL session. */
 gpulease_status gl_session_begin(gpulease_session *s, gpulease_error *err);

@@ -41,7 +41,16 @@ static gl_session_ref *session_ref(gl_request *req) {
   case GL_OP_MEMSET: return &req->u.memset.s;
   case GL_OP_MODULE_LOAD: return &req->u.module_load.s;
   case GL_OP_FUNC_INFO: return &req->u.func_info.s;
-  case GL_OP_LAUNCH: return &req->u.launch.s;
+  case GL_OP_LAUNCH:
+  case GL_OP_LAUNCH_EX: return &req->u.launch.s;
+  case GL_OP_BURST: return &req->u.burst.s;
+  case GL_OP_EVENT_RECORD:
+  case GL_OP_EVENT_ELAPSED: return &req->u.event.s;
+  case GL_OP_GRAPH_BEGIN: return &req->u.graph_begin.s;
+  case GL_OP_GRAPH_END:
+  case GL_OP_GRAPH_LAUNCH:
+  case GL_OP_GRAPH_SET_ARGS:
+  case GL_OP_GRAPH_DESTROY: return &req->u.graph.s;
   default: return NULL;
   }
 }
@@ -278,8 +287,8 @@ gpulease_status gl_session_drain(gpulease_session *s, gpulease_error *err) {
 
 /* Sends a pipelined op: batched (see above), or alone for an unordered
  * session or with batching off. */
-static gpulease_status send_pipelined(gpulease_session *s, gl_request *req,
-                                      gpulease_error *err) {
+gpulease_status gl_session_send_pipelined(gpulease_session *s, gl_request *req,
+                                          gpulease_error *err) {
   gpulease_status st = gl_session_begin(s, err);
   if (st != GPULEASE_OK) return st;
   if (s->unordered || s->batch_max <= 1) {
@@ -360,8 +369,8 @@ static gpulease_status wait_end(gpulease_session *s, const waiting *w, gl_respon
 
 /* Sends an op and waits for its own reply. *raw backs *resp; the caller
  * frees it. */
-static gpulease_status send_wait(gpulease_session *s, gl_request *req, gl_response *resp,
-                                 uint8_t **raw, uint64_t *seq_out, gpulease_error *err) {
+gpulease_status gl_session_send_wait(gpulease_session *s, gl_request *req, gl_response *resp,
+                                     uint8_t **raw, uint64_t *seq_out, gpulease_error *err) {
   *raw = NULL;
   waiting w;
   gpulease_status st = wait_begin(s, req, &w, err);
@@ -458,7 +467,7 @@ gpulease_status gpulease_session_close(gpulease_session *s, gpulease_error *err)
     gl_request req = {.op = GL_OP_SESSION_CLOSE};
     gl_response resp;
     uint8_t *raw;
-    st = send_wait(s, &req, &resp, &raw, NULL, err);
+    st = gl_session_send_wait(s, &req, &resp, &raw, NULL, err);
     free(raw);
   }
   session_free(s);
@@ -569,7 +578,7 @@ gpulease_status gpulease_session_acknowledge(gpulease_session *s, uint64_t faile
  * Memory
  * ==================================================================== */
 
-static gpulease_status check_handle(uint64_t h, const char *what, gpulease_error *err) {
+gpulease_status gl_session_check_handle(uint64_t h, const char *what, gpulease_error *err) {
   if (h == 0)
     return set_err(err, GPULEASE_INVALID_HANDLE, "%s handle 0 is never valid", what);
   return GPULEASE_OK;
@@ -591,7 +600,7 @@ gpulease_status gpulease_mem_alloc_region(gpulease_session *s, uint64_t size_byt
   req.u.mem_alloc.size_bytes = size_bytes;
   gl_response resp;
   uint8_t *raw;
-  gpulease_status st = send_wait(s, &req, &resp, &raw, NULL, err);
+  gpulease_status st = gl_session_send_wait(s, &req, &resp, &raw, NULL, err);
   if (st != GPULEASE_OK) return st;
   *out = resp.u.mem_alloc.buffer;
   *region_offset = resp.u.mem_alloc.region_offset;
@@ -602,19 +611,19 @@ gpulease_status gpulease_mem_alloc_region(gpulease_session *s, uint64_t size_byt
 gpulease_status gpulease_mem_free(gpulease_session *s, gpulease_buffer buffer,
                                   gpulease_error *err) {
   if (!s) return set_err(err, GPULEASE_INVALID_ARGUMENT, "session is NULL");
-  gpulease_status st = check_handle(buffer, "buffer", err);
+  gpulease_status st = gl_session_check_handle(buffer, "buffer", err);
   if (st != GPULEASE_OK) return st;
   gl_request req = {.op = GL_OP_MEM_FREE};
   req.u.handle.handle = buffer;
-  return send_pipelined(s, &req, err);
+  return gl_session_send_pipelined(s, &req, err);
 }
 
 gpulease_status gpulease_mem_copy(gpulease_session *s, gpulease_buffer dst, uint64_t dst_offset,
                                   gpulease_buffer src, uint64_t src_offset, uint64_t size_bytes,
                                   gpulease_error *err) {
   if (!s) return set_err(err, GPULEASE_INVALID_ARGUMENT, "session is NULL");
-  gpulease_status st = check_handle(dst, "destination buffer", err);
-  if (st == GPULEASE_OK) st = check_handle(src, "source buffer", err);
+  gpulease_status st = gl_session_check_handle(dst, "destination buffer", err);
+  if (st == GPULEASE_OK) st = gl_session_check_handle(src, "source buffer", err);
   if (st != GPULEASE_OK) return st;
   if (size_bytes == 0) return set_err(err, GPULEASE_INVALID_ARGUMENT, "size_bytes must be >= 1");
   if (dst_offset > UINT64_MAX - size_bytes || src_offset > UINT64_MAX - size_bytes)
@@ -625,14 +634,14 @@ gpulease_status gpulease_mem_copy(gpulease_session *s, gpulease_buffer dst, uint
   req.u.mem_copy.src_buffer = src;
   req.u.mem_copy.src_offset = src_offset;
   req.u.mem_copy.size_bytes = size_bytes;
-  return send_pipelined(s, &req, err);
+  return gl_session_send_pipelined(s, &req, err);
 }
 
 gpulease_status gpulease_memset(gpulease_session *s, gpulease_buffer buffer, uint64_t offset,
                                 uint32_t element_size, uint32_t value, uint64_t count,
                                 gpulease_error *err) {
   if (!s) return set_err(err, GPULEASE_INVALID_ARGUMENT, "session is NULL");
-  gpulease_status st = check_handle(buffer, "buffer", err);
+  gpulease_status st = gl_session_check_handle(buffer, "buffer", err);
   if (st != GPULEASE_OK) return st;
   if (element_size != 1 && element_size != 2 && element_size != 4)
     return set_err(err, GPULEASE_INVALID_ARGUMENT, "element_size %" PRIu32 " is not 1, 2 or 4",
@@ -649,7 +658,7 @@ gpulease_status gpulease_memset(gpulease_session *s, gpulease_buffer buffer, uin
   req.u.memset.element_size = (uint8_t)element_size;
   req.u.memset.value = value;
   req.u.memset.count = count;
-  return send_pipelined(s, &req, err);
+  return gl_session_send_pipelined(s, &req, err);
 }
 
 /* ======================================================================
@@ -670,7 +679,7 @@ gpulease_status gpulease_module_load(gpulease_session *s, const void *image, siz
   req.u.module_load.image_len = (uint32_t)image_size;
   gl_response resp;
   uint8_t *raw;
-  gpulease_status st = send_wait(s, &req, &resp, &raw, NULL, err);
+  gpulease_status st = gl_session_send_wait(s, &req, &resp, &raw, NULL, err);
   if (st != GPULEASE_OK) return st;
   *out = resp.u.module_load.module;
   if (source) {
@@ -687,18 +696,18 @@ gpulease_status gpulease_module_load(gpulease_session *s, const void *image, siz
 gpulease_status gpulease_module_unload(gpulease_session *s, gpulease_module module,
                                        gpulease_error *err) {
   if (!s) return set_err(err, GPULEASE_INVALID_ARGUMENT, "session is NULL");
-  gpulease_status st = check_handle(module, "module", err);
+  gpulease_status st = gl_session_check_handle(module, "module", err);
   if (st != GPULEASE_OK) return st;
   gl_request req = {.op = GL_OP_MODULE_UNLOAD};
   req.u.handle.handle = module;
-  return send_pipelined(s, &req, err);
+  return gl_session_send_pipelined(s, &req, err);
 }
 
 gpulease_status gpulease_function_get(gpulease_session *s, gpulease_module module,
                                       const char *name, gpulease_function *out,
                                       gpulease_func_info *info, gpulease_error *err) {
   if (!s || !out) return set_err(err, GPULEASE_INVALID_ARGUMENT, "session and out are required");
-  gpulease_status st = check_handle(module, "module", err);
+  gpulease_status st = gl_session_check_handle(module, "module", err);
   if (st != GPULEASE_OK) return st;
   size_t len = name ? strlen(name) : 0;
   if (len == 0 || len > GL_WIRE_MAX_KERNEL_NAME)
@@ -710,7 +719,7 @@ gpulease_status gpulease_function_get(gpulease_session *s, gpulease_module modul
   req.u.func_info.kernel_name_len = (uint16_t)len;
   gl_response resp;
   uint8_t *raw;
-  st = send_wait(s, &req, &resp, &raw, NULL, err);
+  st = gl_session_send_wait(s, &req, &resp, &raw, NULL, err);
   if (st != GPULEASE_OK) return st;
   const gl_func_info_resp *r = &resp.u.func_info;
   *out = r->function;
@@ -759,14 +768,14 @@ gpulease_arg gpulease_arg_scalar(const void *value, uint32_t size) {
 /* Checks a launch's arguments and encodes it into *req, its params into
  * *params: the caller frees params on success; on failure there is
  * nothing to free. */
-static gpulease_status launch_req(gpulease_session *s, gpulease_function fn,
-                                  const uint32_t grid[3], const uint32_t block[3],
-                                  uint32_t shared_mem_bytes, const gpulease_arg *args,
-                                  size_t arg_count, gl_request *req, gl_buf *params,
-                                  gpulease_error *err) {
+gpulease_status gl_session_launch_req(gpulease_session *s, gpulease_function fn,
+                                      const uint32_t grid[3], const uint32_t block[3],
+                                      uint32_t shared_mem_bytes, const gpulease_arg *args,
+                                      size_t arg_count, gl_request *req, gl_buf *params,
+                                      gpulease_error *err) {
   if (!s || !grid || !block)
     return set_err(err, GPULEASE_INVALID_ARGUMENT, "session, grid and block are required");
-  gpulease_status st = check_handle(fn, "function", err);
+  gpulease_status st = gl_session_check_handle(fn, "function", err);
   if (st != GPULEASE_OK) return st;
   for (int i = 0; i < 3; i++)
     if (grid[i] == 0 || block[i] == 0)
@@ -843,9 +852,9 @@ gpulease_status gpulease_launch(gpulease_session *s, gpulease_function fn, const
   gl_request req;
   gl_buf params;
   gpulease_status st =
-      launch_req(s, fn, grid, block, shared_mem_bytes, args, arg_count, &req, &params, err);
+      gl_session_launch_req(s, fn, grid, block, shared_mem_bytes, args, arg_count, &req, &params, err);
   if (st != GPULEASE_OK) return st;
-  st = send_pipelined(s, &req, err);
+  st = gl_session_send_pipelined(s, &req, err);
   gl_buf_free(&params);
   return st;
 }
@@ -859,7 +868,7 @@ gpulease_status gpulease_launch_sync(gpulease_session *s, gpulease_function fn,
   gl_request req;
   gl_buf params;
   gpulease_status st =
-      launch_req(s, fn, grid, block, shared_mem_bytes, args, arg_count, &req, &params, err);
+      gl_session_launch_req(s, fn, grid, block, shared_mem_bytes, args, arg_count, &req, &params, err);
   if (st != GPULEASE_OK) { /* params was freed, or never filled */
     failure_set(failure, st, 0, 0);
     return st;
@@ -869,7 +878,7 @@ gpulease_status gpulease_launch_sync(gpulease_session *s, gpulease_function fn,
     /* Held in the pending batch, where the SYNC joins it: one BATCH. An
      * unordered session or one with batching off sends it alone. */
     if (!s->unordered && s->batch_max > 1) st = batch_add(s, &req, err);
-    else st = send_pipelined(s, &req, err);
+    else st = gl_session_send_pipelined(s, &req, err);
   }
   gl_buf_free(&params);
   if (st != GPULEASE_OK) {

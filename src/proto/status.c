@@ -65,6 +65,15 @@ const char *gl_op_name(uint16_t op) {
   case GL_OP_MODULE_UNLOAD: return "MODULE_UNLOAD";
   case GL_OP_FUNC_INFO: return "FUNC_INFO";
   case GL_OP_LAUNCH: return "LAUNCH";
+  case GL_OP_LAUNCH_EX: return "LAUNCH_EX";
+  case GL_OP_BURST: return "BURST";
+  case GL_OP_EVENT_RECORD: return "EVENT_RECORD";
+  case GL_OP_EVENT_ELAPSED: return "EVENT_ELAPSED";
+  case GL_OP_GRAPH_BEGIN: return "GRAPH_BEGIN";
+  case GL_OP_GRAPH_END: return "GRAPH_END";
+  case GL_OP_GRAPH_LAUNCH: return "GRAPH_LAUNCH";
+  case GL_OP_GRAPH_SET_ARGS: return "GRAPH_SET_ARGS";
+  case GL_OP_GRAPH_DESTROY: return "GRAPH_DESTROY";
   case GL_OP_BATCH: return "BATCH";
   case GL_OP_GPU_SUBMIT: return "GPU_SUBMIT";
   case GL_OP_WORKER_INIT: return "WORKER_INIT";

@@ -339,6 +339,15 @@ static const gl_wire__family *family_of(uint16_t op) {
   case GL_OP_MEM_READ_SHM:
   case GL_OP_MEM_WRITE_ARENA:
   case GL_OP_MEM_READ_ARENA: return &gl_wire__shm;
+  case GL_OP_LAUNCH_EX:
+  case GL_OP_BURST:
+  case GL_OP_EVENT_RECORD:
+  case GL_OP_EVENT_ELAPSED:
+  case GL_OP_GRAPH_BEGIN:
+  case GL_OP_GRAPH_END:
+  case GL_OP_GRAPH_LAUNCH:
+  case GL_OP_GRAPH_SET_ARGS:
+  case GL_OP_GRAPH_DESTROY: return &gl_wire__exec;
   default: return gl_op_is_session(op) ? &gl_wire__session : NULL;
   }
 }

@@ -67,10 +67,12 @@
  *   GPU_SUBMIT (0x0201)
  *     request: lease_auth,
  *              u8  image_format (gpulease_image_format, 0..3),
- *              u8  flags (bit 0: the param list below is used; other bits 0),
+ *              u8  flags (bit 0: the param list below is used; bit 1:
+ *                  cooperative launch; bit 2: cluster dims follow; others 0),
  *              str16 kernel_name (1..1024 bytes),
  *              u32 grid_x, grid_y, grid_z, u32 block_x, block_y, block_z,
  *              u32 shared_mem_bytes,
+ *              [flags bit 2: u32 cluster_x, cluster_y, cluster_z (each >= 1)]
  *              u64 input_offset, u64 output_offset, u64 output_size,
  *              u16 param_count (<= 256),
  *              param_count x { u8 kind (1 = pointer, 2 = scalar),
@@ -121,6 +123,28 @@
  *                                          buffer: u64 buffer, u64 offset
  *                                          scalar: u8 size (1..64), bytes },
  *                          (list <= GL_WIRE_MAX_LAUNCH_PARAM_BYTES) -> empty
+ *   LAUNCH_EX     (0x0332) req: session_ref, u64 function, u32 grid[3],
+ *                          u32 block[3], u32 shared_mem_bytes, u8 flags
+ *                          (bit 0: cooperative; others 0), u32 cluster[3]
+ *                          (all 0: no cluster; else each >= 1), u16
+ *                          param_count, params as LAUNCH's -> empty
+ *   BURST         (0x0333) req: session_ref, u16 count (1..GL_WIRE_MAX_BURST),
+ *                          count x { u64 function, u32 grid[3], u32 block[3],
+ *                          u32 shared_mem_bytes, u16 param_count, params as
+ *                          LAUNCH's } -> empty
+ *   EVENT_RECORD  (0x0351) req: session_ref, u16 event (< GL_WIRE_MAX_EVENTS)
+ *                          -> empty
+ *   EVENT_ELAPSED (0x0352) req: session_ref, u16 start_event, u16 end_event
+ *                          -> u64 elapsed_ns
+ *   GRAPH_BEGIN   (0x0361) req: session_ref, u8 flags (bit 0: WHILE loop),
+ *                          u64 flag_buffer, u64 flag_offset (bit 0 clear:
+ *                          both 0) -> empty
+ *   GRAPH_END     (0x0362) req: session_ref -> u64 graph, u32 kernel_nodes,
+ *                          u32 ops
+ *   GRAPH_LAUNCH  (0x0363) req: session_ref, u64 graph -> empty
+ *   GRAPH_SET_ARGS (0x0364) req: session_ref, u64 graph, u32 node,
+ *                          u16 param_count, params as LAUNCH's -> empty
+ *   GRAPH_DESTROY (0x0365) req: session_ref, u64 graph -> empty
  *   BATCH         (0x0340) req: session_ref (the first op's), u16 count
  *                          (1..1024), count x { u32 len, len bytes: a whole
  *                          request message of a session op but SESSION_OPEN
@@ -226,6 +250,15 @@ enum gl_op {
   GL_OP_MODULE_UNLOAD = 0x0322,
   GL_OP_FUNC_INFO = 0x0323,
   GL_OP_LAUNCH = 0x0331,
+  GL_OP_LAUNCH_EX = 0x0332,
+  GL_OP_BURST = 0x0333,
+  GL_OP_EVENT_RECORD = 0x0351,
+  GL_OP_EVENT_ELAPSED = 0x0352,
+  GL_OP_GRAPH_BEGIN = 0x0361,
+  GL_OP_GRAPH_END = 0x0362,
+  GL_OP_GRAPH_LAUNCH = 0x0363,
+  GL_OP_GRAPH_SET_ARGS = 0x0364,
+  GL_OP_GRAPH_DESTROY = 0x0365,
   GL_OP_BATCH = 0x0340,
   GL_OP_WORKER_INIT = 0x7F01,
   GL_OP_WORKER_PROBE = 0x7F02,
@@ -245,6 +278,16 @@ enum gl_op {
 /* Ops in one BATCH at most, and the bytes its MEM_READs may ask for. */
 #define GL_WIRE_MAX_BATCH 1024
 #define GL_WIRE_MAX_BATCH_READ_BYTES (16u << 20)
+
+/* Launches in one BURST at most; event slots of a session. */
+#define GL_WIRE_MAX_BURST 4096
+#define GL_WIRE_MAX_EVENTS 256
+
+/* GRAPH_BEGIN flags. */
+#define GL_GRAPH_F_WHILE 0x01
+
+/* LAUNCH_EX flags. */
+#define GL_LAUNCH_EX_COOPERATIVE 0x01
 
 /* Sessions a WORKER_LOST notice lists at most (a lease's open sessions). */
 #define GL_WIRE_MAX_LOST_SESSIONS 64
@@ -312,6 +355,7 @@ typedef struct gl_submit_req {
   uint32_t grid[3];
   uint32_t block[3];
   uint32_t shared_mem_bytes;
+  uint32_t cluster[3]; /* with GL_SUBMIT_F_CLUSTER: blocks a cluster, each >= 1 */
   uint64_t input_offset;
   uint64_t output_offset;
   uint64_t output_size;
@@ -323,7 +367,10 @@ typedef struct gl_submit_req {
   const uint8_t *input; /* borrowed */
   uint32_t input_len;
 } gl_submit_req;
-#define GL_SUBMIT_F_PARAMS 0x01
+#define GL_SUBMIT_F_PARAMS 0x01      /* the param list is used */
+#define GL_SUBMIT_F_COOPERATIVE 0x02 /* a cooperative launch (grid-wide sync) */
+#define GL_SUBMIT_F_CLUSTER 0x04     /* cluster dimensions follow shared_mem_bytes */
+#define GL_SUBMIT_F_ALL 0x07
 
 /* One decoded kernel parameter (see gl_param_next). */
 typedef struct gl_param {
@@ -416,16 +463,63 @@ typedef struct gl_func_info_req {
   uint16_t kernel_name_len;
 } gl_func_info_req;
 
+/* LAUNCH and LAUNCH_EX (flags and cluster: 0 for LAUNCH), and one launch
+ * of a BURST (gl_burst_next; its session_ref is the BURST's). */
 typedef struct gl_launch_req {
   gl_session_ref s;
   uint64_t function;
   uint32_t grid[3];
   uint32_t block[3];
   uint32_t shared_mem_bytes;
+  uint8_t flags;       /* LAUNCH_EX: GL_LAUNCH_EX_COOPERATIVE */
+  uint32_t cluster[3]; /* LAUNCH_EX: 0,0,0 = no cluster, else each >= 1 */
   uint16_t param_count;
   const uint8_t *params_raw; /* borrowed: the encoded, validated list */
   size_t params_raw_len;
 } gl_launch_req;
+
+/* BURST: count launches, each LAUNCH's body after the session_ref. */
+typedef struct gl_burst_req {
+  gl_session_ref s;
+  uint16_t count;
+  const uint8_t *launches; /* borrowed: the encoded, validated launches */
+  size_t launches_len;
+} gl_burst_req;
+
+/* Walks a decoded BURST's launches:
+ *   size_t pos = 0; gl_launch_req l; while (gl_burst_next(b, &pos, &l)) ...
+ * l.s is the BURST's session_ref, flags and cluster 0. False at the end. */
+bool gl_burst_next(const gl_burst_req *b, size_t *pos, gl_launch_req *out);
+
+/* Appends one launch (function, dims, shared memory, params; l->s, flags
+ * and cluster are not encoded) to a BURST's list, for encoders: the caller
+ * points launches/launches_len/count at the result. OK, INVALID_ARGUMENT
+ * (a bad param list: nothing appended) or NO_MEMORY. */
+gpulease_status gl_burst_add(gl_buf *list, const gl_launch_req *l);
+
+/* GRAPH_BEGIN. */
+typedef struct gl_graph_begin_req {
+  gl_session_ref s;
+  uint8_t flags;         /* GL_GRAPH_F_WHILE */
+  uint64_t flag_buffer;  /* WHILE: the buffer holding the loop's u32 flag */
+  uint64_t flag_offset;  /*   and its offset in it */
+} gl_graph_begin_req;
+
+/* GRAPH_LAUNCH, GRAPH_DESTROY (graph), GRAPH_SET_ARGS (all: the launch's
+ * param list, as gl_launch_req's, in `args`). */
+typedef struct gl_graph_req {
+  gl_session_ref s;
+  uint64_t graph;
+  uint32_t node;
+  gl_launch_req args; /* GRAPH_SET_ARGS: param_count, params_raw(_len) */
+} gl_graph_req;
+
+/* EVENT_RECORD (event) and EVENT_ELAPSED (event = start, end_event). */
+typedef struct gl_event_req {
+  gl_session_ref s;
+  uint16_t event;
+  uint16_t end_event;
+} gl_event_req;
 
 /* BATCH: the ops, each a whole request message behind a u32 length. */
 typedef struct gl_batch_req {
@@ -510,7 +604,12 @@ typedef struct gl_request {
     gl_memset_req memset;         /* MEMSET */
     gl_module_load_req module_load; /* MODULE_LOAD */
     gl_func_info_req func_info;   /* FUNC_INFO */
-    gl_launch_req launch;         /* LAUNCH */
+    gl_launch_req launch;         /* LAUNCH, LAUNCH_EX */
+    gl_burst_req burst;           /* BURST */
+    gl_event_req event;           /* EVENT_RECORD, EVENT_ELAPSED */
+    gl_graph_begin_req graph_begin; /* GRAPH_BEGIN */
+    gl_graph_req graph;           /* GRAPH_LAUNCH, GRAPH_SET_ARGS, GRAPH_DESTROY;
+                                     GRAPH_END: s only */
     gl_batch_req batch;           /* BATCH */
     gl_shm_attach_req shm_attach; /* SHM_ATTACH */
     gl_shm_detach_req shm_detach; /* SHM_DETACH */
@@ -667,6 +766,12 @@ typedef struct gl_mem_read_resp {
   uint32_t data_len;
 } gl_mem_read_resp;
 
+typedef struct gl_graph_end_resp {
+  uint64_t graph;        /* the handle */
+  uint32_t kernel_nodes; /* GRAPH_SET_ARGS's nodes: 0 .. kernel_nodes - 1 */
+  uint32_t ops;          /* ops recorded */
+} gl_graph_end_resp;
+
 typedef struct gl_response {
   uint16_t op;
   uint16_t status;
@@ -689,8 +794,11 @@ typedef struct gl_response {
     gl_mem_read_resp mem_read; /* MEM_READ */
     gl_module_load_resp module_load; /* MODULE_LOAD */
     gl_func_info_resp func_info; /* FUNC_INFO */
+    uint64_t elapsed_ns;      /* EVENT_ELAPSED */
+    gl_graph_end_resp graph_end; /* GRAPH_END */
     /* SESSION_CLOSE, MEM_FREE, MEM_WRITE, MEM_COPY, MEMSET, MODULE_UNLOAD,
-     * LAUNCH: no result fields. */
+     * LAUNCH, LAUNCH_EX, BURST, EVENT_RECORD, GRAPH_BEGIN, GRAPH_LAUNCH,
+     * GRAPH_SET_ARGS, GRAPH_DESTROY: no result fields. */
   } u;
 } gl_response;
 

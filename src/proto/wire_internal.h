@@ -152,6 +152,19 @@ void gl_wire__check_image_format(gl_wire__rd *r, uint8_t fmt);               /* 
 void gl_wire__check_image_len(gl_wire__rd *r, uint32_t n);                   /* >= 1 */
 void gl_wire__check_kernel_name_len(gl_wire__rd *r, uint16_t n);             /* 1..1024 */
 void gl_wire__check_kernel_name(gl_wire__rd *r, const char *name, size_t n); /* no NUL */
+void gl_wire__check_cluster(gl_wire__rd *r, const uint32_t cluster[3]);    /* each >= 1 */
+
+/* A session_ref (wire_session.c). */
+void gl_wire__session_ref_decode(gl_wire__rd *r, gl_session_ref *s);
+void gl_wire__session_ref_put(gl_buf *b, const gl_session_ref *s);
+
+/* A launch's fields after its session_ref (wire_exec.c): function, grid,
+ * block, shared_mem_bytes, [ex: flags, cluster], param_count, params. The
+ * body of LAUNCH (ex false), LAUNCH_EX (ex true) and one launch of a
+ * BURST (false). */
+void gl_wire__launch_body_decode(gl_wire__rd *r, gl_launch_req *l, bool ex);
+void gl_wire__launch_body_validate(gl_wire__rd *r, const gl_launch_req *l, bool ex);
+void gl_wire__launch_body_put(gl_buf *b, const gl_launch_req *l, bool ex);
 
 /* ---- The param lists (wire_params.c) ------------------------------------- */
 
@@ -193,5 +206,6 @@ extern const gl_wire__family gl_wire__batch;   /* BATCH */
 extern const gl_wire__family gl_wire__net;     /* NET_INFO */
 extern const gl_wire__family gl_wire__pool;    /* POOL_INFO */
 extern const gl_wire__family gl_wire__shm;     /* NODE_INFO, SHM_*, MEM_*_SHM */
+extern const gl_wire__family gl_wire__exec;    /* LAUNCH_EX, BURST, EVENT_* */
 
 #endif

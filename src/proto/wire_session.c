@@ -33,6 +33,15 @@ bool gl_op_is_session(uint16_t op) {
   case GL_OP_MODULE_UNLOAD:
   case GL_OP_FUNC_INFO:
   case GL_OP_LAUNCH:
+  case GL_OP_LAUNCH_EX:
+  case GL_OP_BURST:
+  case GL_OP_EVENT_RECORD:
+  case GL_OP_EVENT_ELAPSED:
+  case GL_OP_GRAPH_BEGIN:
+  case GL_OP_GRAPH_END:
+  case GL_OP_GRAPH_LAUNCH:
+  case GL_OP_GRAPH_SET_ARGS:
+  case GL_OP_GRAPH_DESTROY:
   case GL_OP_MEM_WRITE_SHM:
   case GL_OP_MEM_READ_SHM:
   case GL_OP_MEM_WRITE_ARENA:
@@ -68,7 +77,16 @@ const gl_session_ref *gl_request_session(const gl_request *r) {
   case GL_OP_MEMSET: return &r->u.memset.s;
   case GL_OP_MODULE_LOAD: return &r->u.module_load.s;
   case GL_OP_FUNC_INFO: return &r->u.func_info.s;
-  case GL_OP_LAUNCH: return &r->u.launch.s;
+  case GL_OP_LAUNCH:
+  case GL_OP_LAUNCH_EX: return &r->u.launch.s;
+  case GL_OP_BURST: return &r->u.burst.s;
+  case GL_OP_EVENT_RECORD:
+  case GL_OP_EVENT_ELAPSED: return &r->u.event.s;
+  case GL_OP_GRAPH_BEGIN: return &r->u.graph_begin.s;
+  case GL_OP_GRAPH_END:
+  case GL_OP_GRAPH_LAUNCH:
+  case GL_OP_GRAPH_SET_ARGS:
+  case GL_OP_GRAPH_DESTROY: return &r->u.graph.s;
   case GL_OP_BATCH: return &r->u.batch.s;
   case GL_OP_MEM_WRITE_SHM:
   case GL_OP_MEM_READ_SHM:
@@ -119,51 +137,27 @@ static void check_memset_value(gl_wire__rd *r, uint8_t size, uint32_t value) {
                      (1u << (8 * size)) - 1);
 }
 
-static void check_launch_param_count(gl_wire__rd *r, uint16_t count) {
-  if (gl_wire__rd_ok(r) && count > GPULEASE_MAX_PARAMS)
-    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "param_count %u exceeds %d", count,
-                     GPULEASE_MAX_PARAMS);
-}
 
 /* ========================================================================
  * Requests
  * ====================================================================== */
 
-static void session_ref_decode(gl_wire__rd *r, gl_session_ref *s) {
+void gl_wire__session_ref_decode(gl_wire__rd *r, gl_session_ref *s) {
   gl_wire__auth_decode(r, &s->auth);
   s->session_id = gl_wire__rd_u64(r, "session_id");
   check_id(r, "session_id", s->session_id);
   s->seq = gl_wire__rd_u64(r, "seq");
 }
 
-static void session_ref_put(gl_buf *b, const gl_session_ref *s) {
+void gl_wire__session_ref_put(gl_buf *b, const gl_session_ref *s) {
   gl_wire__auth_put(b, &s->auth);
   gl_wire__put_u64(b, s->session_id);
   gl_wire__put_u64(b, s->seq);
 }
 
-static void launch_params_scan(gl_wire__rd *r, unsigned count) {
-  gl_wire__param_list_scan(r, count, true);
-}
-
 static void launch_decode(gl_wire__rd *r, gl_launch_req *l) {
-  session_ref_decode(r, &l->s);
-  l->function = gl_wire__rd_u64(r, "function");
-  l->grid[0] = gl_wire__rd_u32(r, "grid_x");
-  l->grid[1] = gl_wire__rd_u32(r, "grid_y");
-  l->grid[2] = gl_wire__rd_u32(r, "grid_z");
-  l->block[0] = gl_wire__rd_u32(r, "block_x");
-  l->block[1] = gl_wire__rd_u32(r, "block_y");
-  l->block[2] = gl_wire__rd_u32(r, "block_z");
-  l->shared_mem_bytes = gl_wire__rd_u32(r, "shared_mem_bytes");
-  l->param_count = gl_wire__rd_u16(r, "param_count");
-  check_launch_param_count(r, l->param_count);
-  if (gl_wire__rd_ok(r)) {
-    size_t start = r->pos;
-    launch_params_scan(r, l->param_count);
-    l->params_raw = r->p + start;
-    l->params_raw_len = r->pos - start;
-  }
+  gl_wire__session_ref_decode(r, &l->s);
+  gl_wire__launch_body_decode(r, l, false);
 }
 
 /* The request body of a session op, field by field, each checked as soon
@@ -174,25 +168,25 @@ static void session_decode(gl_wire__rd *r, gl_request *q) {
     gl_wire__auth_decode(r, &q->u.auth);
     break;
   case GL_OP_SESSION_CLOSE:
-    session_ref_decode(r, &q->u.session);
+    gl_wire__session_ref_decode(r, &q->u.session);
     break;
   case GL_OP_SYNC:
-    session_ref_decode(r, &q->u.sync.s);
+    gl_wire__session_ref_decode(r, &q->u.sync.s);
     q->u.sync.ack_seq = gl_wire__rd_u64(r, "ack_seq");
     break;
   case GL_OP_MEM_ALLOC:
-    session_ref_decode(r, &q->u.mem_alloc.s);
+    gl_wire__session_ref_decode(r, &q->u.mem_alloc.s);
     q->u.mem_alloc.size_bytes = gl_wire__rd_u64(r, "size_bytes");
     check_at_least_1(r, "size_bytes", q->u.mem_alloc.size_bytes, "byte");
     break;
   case GL_OP_MEM_FREE:
   case GL_OP_MODULE_UNLOAD:
-    session_ref_decode(r, &q->u.handle.s);
+    gl_wire__session_ref_decode(r, &q->u.handle.s);
     q->u.handle.handle = gl_wire__rd_u64(r, q->op == GL_OP_MEM_FREE ? "buffer" : "module");
     break;
   case GL_OP_MEM_WRITE: {
     gl_mem_write_req *w = &q->u.mem_write;
-    session_ref_decode(r, &w->s);
+    gl_wire__session_ref_decode(r, &w->s);
     w->buffer = gl_wire__rd_u64(r, "buffer");
     w->offset = gl_wire__rd_u64(r, "offset");
     w->data_len = gl_wire__rd_u32(r, "data_len");
@@ -202,7 +196,7 @@ static void session_decode(gl_wire__rd *r, gl_request *q) {
   }
   case GL_OP_MEM_READ: {
     gl_mem_read_req *m = &q->u.mem_read;
-    session_ref_decode(r, &m->s);
+    gl_wire__session_ref_decode(r, &m->s);
     m->buffer = gl_wire__rd_u64(r, "buffer");
     m->offset = gl_wire__rd_u64(r, "offset");
     m->size_bytes = gl_wire__rd_u32(r, "size_bytes");
@@ -211,7 +205,7 @@ static void session_decode(gl_wire__rd *r, gl_request *q) {
   }
   case GL_OP_MEM_COPY: {
     gl_mem_copy_req *c = &q->u.mem_copy;
-    session_ref_decode(r, &c->s);
+    gl_wire__session_ref_decode(r, &c->s);
     c->dst_buffer = gl_wire__rd_u64(r, "dst_buffer");
     c->dst_offset = gl_wire__rd_u64(r, "dst_offset");
     c->src_buffer = gl_wire__rd_u64(r, "src_buffer");
@@ -222,7 +216,7 @@ static void session_decode(gl_wire__rd *r, gl_request *q) {
   }
   case GL_OP_MEMSET: {
     gl_memset_req *m = &q->u.memset;
-    session_ref_decode(r, &m->s);
+    gl_wire__session_ref_decode(r, &m->s);
     m->buffer = gl_wire__rd_u64(r, "buffer");
     m->offset = gl_wire__rd_u64(r, "offset");
     m->element_size = gl_wire__rd_u8(r, "element_size");
@@ -235,7 +229,7 @@ static void session_decode(gl_wire__rd *r, gl_request *q) {
   }
   case GL_OP_MODULE_LOAD: {
     gl_module_load_req *m = &q->u.module_load;
-    session_ref_decode(r, &m->s);
+    gl_wire__session_ref_decode(r, &m->s);
     m->image_format = gl_wire__rd_u8(r, "image_format");
     gl_wire__check_image_format(r, m->image_format);
     m->image_len = gl_wire__rd_u32(r, "image_len");
@@ -245,7 +239,7 @@ static void session_decode(gl_wire__rd *r, gl_request *q) {
   }
   case GL_OP_FUNC_INFO: {
     gl_func_info_req *f = &q->u.func_info;
-    session_ref_decode(r, &f->s);
+    gl_wire__session_ref_decode(r, &f->s);
     f->module = gl_wire__rd_u64(r, "module");
     f->kernel_name_len = gl_wire__rd_u16(r, "kernel_name_len");
     gl_wire__check_kernel_name_len(r, f->kernel_name_len);
@@ -303,24 +297,9 @@ static void session_validate(gl_wire__rd *r, const gl_request *q) {
     if (gl_wire__rd_ok(r)) gl_wire__check_kernel_name(r, f->kernel_name, f->kernel_name_len);
     break;
   }
-  case GL_OP_LAUNCH: {
-    const gl_launch_req *l = &q->u.launch;
-    check_launch_param_count(r, l->param_count);
-    if (gl_wire__rd_ok(r) && l->params_raw_len > 0 && !l->params_raw)
-      gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "params_raw is NULL");
-    if (gl_wire__rd_ok(r)) {
-      gl_wire__rd pr;
-      gl_wire__rd_init(&pr, l->params_raw, l->params_raw_len, r->op, r->err, r->errlen);
-      launch_params_scan(&pr, l->param_count);
-      if (pr.st != GPULEASE_OK)
-        r->st = GPULEASE_INVALID_ARGUMENT; /* message already written */
-      else if (pr.pos != l->params_raw_len)
-        gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
-                         "params_raw_len %zu but the %u params take %zu bytes",
-                         l->params_raw_len, l->param_count, pr.pos);
-    }
+  case GL_OP_LAUNCH:
+    gl_wire__launch_body_validate(r, &q->u.launch, false);
     break;
-  }
   default: /* SESSION_OPEN, SESSION_CLOSE, SYNC, MEM_FREE, MODULE_UNLOAD */
     break;
   }
@@ -328,7 +307,7 @@ static void session_validate(gl_wire__rd *r, const gl_request *q) {
 
 static void session_put(gl_buf *b, const gl_request *q) {
   const gl_session_ref *s = gl_request_session(q);
-  if (s) session_ref_put(b, s);
+  if (s) gl_wire__session_ref_put(b, s);
   switch (q->op) {
   case GL_OP_SESSION_OPEN:
     gl_wire__auth_put(b, &q->u.auth);
@@ -378,16 +357,9 @@ static void session_put(gl_buf *b, const gl_request *q) {
     gl_wire__put_u16(b, q->u.func_info.kernel_name_len);
     gl_wire__put_bytes(b, q->u.func_info.kernel_name, q->u.func_info.kernel_name_len);
     break;
-  case GL_OP_LAUNCH: {
-    const gl_launch_req *l = &q->u.launch;
-    gl_wire__put_u64(b, l->function);
-    for (int i = 0; i < 3; i++) gl_wire__put_u32(b, l->grid[i]);
-    for (int i = 0; i < 3; i++) gl_wire__put_u32(b, l->block[i]);
-    gl_wire__put_u32(b, l->shared_mem_bytes);
-    gl_wire__put_u16(b, l->param_count);
-    gl_wire__put_bytes(b, l->params_raw, l->params_raw_len);
+  case GL_OP_LAUNCH:
+    gl_wire__launch_body_put(b, &q->u.launch, false);
     break;
-  }
   default: /* SESSION_CLOSE: the session_ref only */
     break;
   }

@@ -20,10 +20,10 @@ static void params_scan(gl_wire__rd *r, unsigned count) {
 }
 
 static void check_flags(gl_wire__rd *r, uint8_t flags) {
-  if (gl_wire__rd_ok(r) && (flags & ~GL_SUBMIT_F_PARAMS))
+  if (gl_wire__rd_ok(r) && (flags & ~GL_SUBMIT_F_ALL))
     gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
-                     "flags 0x%02x has unknown bits 0x%02x (only bit 0 is defined)", flags,
-                     flags & ~GL_SUBMIT_F_PARAMS & 0xFF);
+                     "flags 0x%02x has unknown bits 0x%02x (only bits 0-2 are defined)", flags,
+                     flags & ~GL_SUBMIT_F_ALL & 0xFF);
 }
 
 static void check_param_count(gl_wire__rd *r, uint8_t flags, uint16_t count) {
@@ -54,6 +54,12 @@ static void submit_decode(gl_wire__rd *r, gl_request *q) {
   s->block[1] = gl_wire__rd_u32(r, "block_y");
   s->block[2] = gl_wire__rd_u32(r, "block_z");
   s->shared_mem_bytes = gl_wire__rd_u32(r, "shared_mem_bytes");
+  if (s->flags & GL_SUBMIT_F_CLUSTER) {
+    s->cluster[0] = gl_wire__rd_u32(r, "cluster_x");
+    s->cluster[1] = gl_wire__rd_u32(r, "cluster_y");
+    s->cluster[2] = gl_wire__rd_u32(r, "cluster_z");
+    gl_wire__check_cluster(r, s->cluster);
+  }
   s->input_offset = gl_wire__rd_u64(r, "input_offset");
   s->output_offset = gl_wire__rd_u64(r, "output_offset");
   s->output_size = gl_wire__rd_u64(r, "output_size");
@@ -77,6 +83,7 @@ static void submit_validate(gl_wire__rd *r, const gl_request *q) {
   const gl_submit_req *s = &q->u.submit;
   gl_wire__check_image_format(r, s->image_format);
   check_flags(r, s->flags);
+  if (s->flags & GL_SUBMIT_F_CLUSTER) gl_wire__check_cluster(r, s->cluster);
   gl_wire__check_kernel_name_len(r, s->kernel_name_len);
   if (gl_wire__rd_ok(r) && !s->kernel_name)
     gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "kernel_name is NULL");
@@ -102,7 +109,8 @@ static void submit_validate(gl_wire__rd *r, const gl_request *q) {
     gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "input is NULL but input_len is %u",
                      s->input_len);
   if (gl_wire__rd_ok(r)) {
-    uint64_t body = (uint64_t)SUBMIT_FIXED_BYTES + s->kernel_name_len + s->params_raw_len +
+    uint64_t body = (uint64_t)SUBMIT_FIXED_BYTES + (s->flags & GL_SUBMIT_F_CLUSTER ? 12 : 0) +
+                    s->kernel_name_len + s->params_raw_len +
                     s->image_len + s->input_len;
     if (body > UINT32_MAX)
       gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "body of %llu bytes does not fit body_len",
@@ -120,6 +128,8 @@ static void submit_put(gl_buf *b, const gl_request *q) {
   for (int i = 0; i < 3; i++) gl_wire__put_u32(b, s->grid[i]);
   for (int i = 0; i < 3; i++) gl_wire__put_u32(b, s->block[i]);
   gl_wire__put_u32(b, s->shared_mem_bytes);
+  if (s->flags & GL_SUBMIT_F_CLUSTER)
+    for (int i = 0; i < 3; i++) gl_wire__put_u32(b, s->cluster[i]);
   gl_wire__put_u64(b, s->input_offset);
   gl_wire__put_u64(b, s->output_offset);
   gl_wire__put_u64(b, s->output_size);

@@ -60,6 +60,7 @@ static void session_free(gl_wsession *s) {
   gl_hmap_free(&s->buffers);
   gl_hmap_free(&s->modules);
   gl_hmap_free(&s->functions);
+  gl_hmap_free(&s->graphs);
   if (s->args_ready) gl_argbuf_free(&s->args);
   free(s->err);
   free(s);
@@ -134,6 +135,7 @@ static void open_session(gl_wk *w, gl_job *job) {
   gl_hmap_init(&s->buffers);
   gl_hmap_init(&s->modules);
   gl_hmap_init(&s->functions);
+  gl_hmap_init(&s->graphs);
   atomic_init(&s->closed, false);
   err[0] = 0;
   gpulease_status st = w->be->ops->stream_create(w->be, &s->stream, err, GL_WK_ERR_MAX);

@@ -20,10 +20,12 @@
 #define GL_HANDLE_MODULE 0xD1u
 #define GL_HANDLE_FUNCTION 0xF1u
 #define GL_HANDLE_SEGMENT 0x5Eu
+#define GL_HANDLE_GRAPH 0x6Au
 
 /* Per-session limits (CAPACITY_EXCEEDED). */
 #define GL_WS_MAX_BUFFERS 65536
 #define GL_WS_MAX_MODULES 1024
+#define GL_WS_MAX_GRAPHS 1024 /* graphs a session keeps at most */
 #define GL_WS_MAX_FUNCTIONS 4096
 /* Out-of-order ops a session holds while waiting for a lower seq, the
  * bytes of request they may hold together, and how far ahead of the next
@@ -45,6 +47,7 @@ typedef struct gl_wfunction gl_wfunction;
 typedef struct gl_wmodule {
   void *module;          /* the backend's, from the modtab (one reference) */
   gl_wfunction *funcs;   /* functions found in it */
+  unsigned graph_refs;   /* launches of its functions in graphs (no unload meanwhile) */
 } gl_wmodule;
 
 struct gl_wfunction {
@@ -86,6 +89,19 @@ struct gl_wsession {
   /* First LAUNCH queued since the stream was last known idle: where a
    * fault found later is attributed (0: none). */
   uint64_t unsynced_launch_seq;
+  /* Event slots (EVENT_RECORD): the backend's event, NULL until recorded. */
+  void *events[GL_WIRE_MAX_EVENTS];
+  /* BURST's arguments: every launch's parameters, packed (burst_cap bytes),
+   * and the launches (burst_launch_cap). */
+  uint8_t *burst_args;
+  size_t burst_cap;
+  void **burst_ptrs;
+  size_t *burst_sizes;
+  size_t burst_ptr_cap;
+  /* Graphs (session_exec.c): the one being recorded (GRAPH_BEGIN ..
+   * GRAPH_END; NULL: none) and the session's graphs by handle. */
+  struct gl_wgraph *capture;
+  gl_hmap graphs;
 
   atomic_bool closed; /* SESSION_CLOSE done: the main thread reaps it */
 };

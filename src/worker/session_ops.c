@@ -20,6 +20,7 @@
 #include "common/lat.h"
 #include "common/log.h"
 #include "worker/session.h"
+#include "worker/session_ops.h"
 #include "worker/segments.h"
 #include "worker/submit_check.h"
 #include "worker/worker.h"
@@ -28,7 +29,7 @@
  * The failure
  * ==================================================================== */
 
-static void set_failure(gl_wsession *s, uint16_t op, uint64_t seq, gpulease_status st,
+void gl_sop_set_failure(gl_wsession *s, uint16_t op, uint64_t seq, gpulease_status st,
                         const char *msg) {
   if (s->f_status != GPULEASE_OK) return;
   s->f_status = (uint16_t)st;
@@ -49,7 +50,7 @@ void gl_session_failure_for_lost(gl_wsession *s, uint16_t *status, uint16_t *op,
   if (s->f_status == GPULEASE_OK) {
     char m[1200];
     lost_failure_msg(s->w, m, sizeof m);
-    set_failure(s, 0, 0, GPULEASE_LAUNCH_FAILED, m);
+    gl_sop_set_failure(s, 0, 0, GPULEASE_LAUNCH_FAILED, m);
   }
   *status = s->f_status;
   *op = s->f_op;
@@ -57,32 +58,34 @@ void gl_session_failure_for_lost(gl_wsession *s, uint16_t *status, uint16_t *op,
   *msg = s->f_msg;
 }
 
-static void after_backend(gl_wsession *s) {
+/* The ops that queue kernels: a fault found later is put down to them. */
+static bool is_launch_op(uint16_t op) {
+  return op == GL_OP_LAUNCH || op == GL_OP_LAUNCH_EX || op == GL_OP_BURST;
+}
+
+void gl_sop_after_backend(gl_wsession *s) {
   gl_wk *w = s->w;
   if (w->be->ops->context_lost(w->be)) gl_wk_check_lost(w, s->err);
 }
 
 /* A backend call of op `op` failed with st (message in s->err). A fault
  * found while waiting is the failure of the launch that caused it. */
-static void fail_from_backend(gl_wsession *s, uint16_t op, uint64_t seq, gpulease_status st) {
-  after_backend(s);
-  if (st == GPULEASE_LAUNCH_FAILED && op != GL_OP_LAUNCH && s->unsynced_launch_seq) {
+void gl_sop_fail_from_backend(gl_wsession *s, uint16_t op, uint64_t seq, gpulease_status st) {
+  gl_sop_after_backend(s);
+  if (st == GPULEASE_LAUNCH_FAILED && !is_launch_op(op) && s->unsynced_launch_seq) {
     char msg[2048];
     snprintf(msg, sizeof msg,
              "%s (found by %s seq %" PRIu64 "; a kernel fault shows when the stream next waits and "
-             "is put down to the first LAUNCH since the stream was last idle)",
+             "is put down to the first launch since the stream was last idle)",
              s->err, gl_op_name(op), seq);
-    set_failure(s, GL_OP_LAUNCH, s->unsynced_launch_seq, st, msg);
+    gl_sop_set_failure(s, GL_OP_LAUNCH, s->unsynced_launch_seq, st, msg);
     s->unsynced_launch_seq = 0;
     return;
   }
-  set_failure(s, op, seq, st, s->err);
+  gl_sop_set_failure(s, op, seq, st, s->err);
 }
 
-static gpulease_status errf(gl_wsession *s, gpulease_status st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static gpulease_status errf(gl_wsession *s, gpulease_status st, const char *fmt, ...) {
+gpulease_status gl_sop_errf(gl_wsession *s, gpulease_status st, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(s->err, GL_WK_ERR_MAX, fmt, ap);
@@ -94,26 +97,26 @@ static gpulease_status errf(gl_wsession *s, gpulease_status st, const char *fmt,
  * Handles and ranges
  * ==================================================================== */
 
-static gpulease_status get_buffer(gl_wsession *s, uint64_t h, gl_wbuffer **out) {
+gpulease_status gl_sop_get_buffer(gl_wsession *s, uint64_t h, gl_wbuffer **out) {
   *out = gl_hmap_get(&s->buffers, h);
   if (*out) return GPULEASE_OK;
-  return errf(s, GPULEASE_INVALID_HANDLE,
+  return gl_sop_errf(s, GPULEASE_INVALID_HANDLE,
               "0x%016" PRIx64 " is not a buffer of session %" PRIu64
               " (never allocated here, freed, or another session's)",
               h, s->id);
 }
 
 /* offset + len within the buffer, computed without overflow. */
-static gpulease_status in_buffer(gl_wsession *s, const gl_wbuffer *b, uint64_t h, uint64_t offset,
+gpulease_status gl_sop_in_buffer(gl_wsession *s, const gl_wbuffer *b, uint64_t h, uint64_t offset,
                                  uint64_t len) {
   if (offset <= b->size && len <= b->size - offset) return GPULEASE_OK;
-  return errf(s, GPULEASE_INVALID_ARGUMENT,
+  return gl_sop_errf(s, GPULEASE_INVALID_ARGUMENT,
               "bytes %" PRIu64 "..+%" PRIu64 " are outside buffer 0x%016" PRIx64 " of %" PRIu64
               " bytes",
               offset, len, h, b->size);
 }
 
-static uint64_t put_handle(gl_wsession *s, gl_hmap *m, unsigned kind, void *obj) {
+uint64_t gl_sop_put_handle(gl_wsession *s, gl_hmap *m, unsigned kind, void *obj) {
   for (;;) {
     uint64_t h = gl_session_new_handle(kind);
     if (gl_hmap_get(m, h)) continue;
@@ -130,10 +133,10 @@ static uint64_t put_handle(gl_wsession *s, gl_hmap *m, unsigned kind, void *obj)
 static gpulease_status op_alloc(gl_wsession *s, const gl_mem_alloc_req *r, gl_response *resp) {
   gl_wk *w = s->w;
   if (s->buffers.count >= GL_WS_MAX_BUFFERS)
-    return errf(s, GPULEASE_CAPACITY_EXCEEDED, "session %" PRIu64 " already has %d buffers",
+    return gl_sop_errf(s, GPULEASE_CAPACITY_EXCEEDED, "session %" PRIu64 " already has %d buffers",
                 s->id, GL_WS_MAX_BUFFERS);
   gl_wbuffer *b = malloc(sizeof *b);
-  if (!b) return errf(s, GPULEASE_INTERNAL, "worker out of memory");
+  if (!b) return gl_sop_errf(s, GPULEASE_INTERNAL, "worker out of memory");
   gpulease_status st = gl_suballoc_alloc(w->alloc, r->size_bytes, &b->offset, s->err,
                                          GL_WK_ERR_MAX);
   if (st != GPULEASE_OK) {
@@ -141,22 +144,22 @@ static gpulease_status op_alloc(gl_wsession *s, const gl_mem_alloc_req *r, gl_re
     return st;
   }
   b->size = r->size_bytes;
-  uint64_t h = put_handle(s, &s->buffers, GL_HANDLE_BUFFER, b);
+  uint64_t h = gl_sop_put_handle(s, &s->buffers, GL_HANDLE_BUFFER, b);
   if (!h) {
     gl_suballoc_release(w->alloc, b->offset);
     free(b);
-    return errf(s, GPULEASE_INTERNAL, "worker out of memory");
+    return gl_sop_errf(s, GPULEASE_INTERNAL, "worker out of memory");
   }
   resp->u.mem_alloc.buffer = h;
   resp->u.mem_alloc.region_offset = b->offset;
   return GPULEASE_OK;
 }
 
-static gpulease_status wait_stream(gl_wsession *s, uint16_t op, uint64_t seq, bool *failed) {
+gpulease_status gl_sop_wait_stream(gl_wsession *s, uint16_t op, uint64_t seq, bool *failed) {
   gl_wk *w = s->w;
   gpulease_status st = w->be->ops->stream_sync(w->be, s->stream, s->err, GL_WK_ERR_MAX);
   if (st != GPULEASE_OK) {
-    fail_from_backend(s, op, seq, st);
+    gl_sop_fail_from_backend(s, op, seq, st);
     *failed = true;
     return st;
   }
@@ -166,10 +169,10 @@ static gpulease_status wait_stream(gl_wsession *s, uint16_t op, uint64_t seq, bo
 
 static gpulease_status op_free(gl_wsession *s, const gl_handle_req *r, bool *failed) {
   gl_wbuffer *b;
-  gpulease_status st = get_buffer(s, r->handle, &b);
+  gpulease_status st = gl_sop_get_buffer(s, r->handle, &b);
   if (st != GPULEASE_OK) return st;
   /* As cuMemFree: the stream's earlier work may still use it. */
-  st = wait_stream(s, GL_OP_MEM_FREE, r->s.seq, failed);
+  st = gl_sop_wait_stream(s, GL_OP_MEM_FREE, r->s.seq, failed);
   if (st != GPULEASE_OK) return st;
   gl_hmap_del(&s->buffers, r->handle);
   gl_suballoc_release(s->w->alloc, b->offset);
@@ -179,8 +182,8 @@ static gpulease_status op_free(gl_wsession *s, const gl_handle_req *r, bool *fai
 
 static gpulease_status op_write(gl_wsession *s, const gl_mem_write_req *r) {
   gl_wbuffer *b;
-  gpulease_status st = get_buffer(s, r->buffer, &b);
-  if (st == GPULEASE_OK) st = in_buffer(s, b, r->buffer, r->offset, r->data_len);
+  gpulease_status st = gl_sop_get_buffer(s, r->buffer, &b);
+  if (st == GPULEASE_OK) st = gl_sop_in_buffer(s, b, r->buffer, r->offset, r->data_len);
   if (st != GPULEASE_OK) return st;
   gl_wk *w = s->w;
   return w->be->ops->write_async(w->be, s->stream, b->offset + r->offset, r->data, r->data_len,
@@ -189,11 +192,11 @@ static gpulease_status op_write(gl_wsession *s, const gl_mem_write_req *r) {
 
 static gpulease_status op_read(gl_wsession *s, const gl_mem_read_req *r, uint8_t **data) {
   gl_wbuffer *b;
-  gpulease_status st = get_buffer(s, r->buffer, &b);
-  if (st == GPULEASE_OK) st = in_buffer(s, b, r->buffer, r->offset, r->size_bytes);
+  gpulease_status st = gl_sop_get_buffer(s, r->buffer, &b);
+  if (st == GPULEASE_OK) st = gl_sop_in_buffer(s, b, r->buffer, r->offset, r->size_bytes);
   if (st != GPULEASE_OK) return st;
   *data = malloc(r->size_bytes);
-  if (!*data) return errf(s, GPULEASE_INTERNAL, "worker out of memory for %u bytes", r->size_bytes);
+  if (!*data) return gl_sop_errf(s, GPULEASE_INTERNAL, "worker out of memory for %u bytes", r->size_bytes);
   gl_wk *w = s->w;
   st = w->be->ops->read_sync(w->be, s->stream, b->offset + r->offset, *data, r->size_bytes, s->err,
                              GL_WK_ERR_MAX);
@@ -208,18 +211,18 @@ static gpulease_status op_read(gl_wsession *s, const gl_mem_read_req *r, uint8_t
 static gpulease_status op_shm(gl_wsession *s, uint16_t op, const gl_mem_shm_req *r,
                               bool *failed) {
   gl_wbuffer *b;
-  gpulease_status st = get_buffer(s, r->buffer, &b);
-  if (st == GPULEASE_OK) st = in_buffer(s, b, r->buffer, r->offset, r->size_bytes);
+  gpulease_status st = gl_sop_get_buffer(s, r->buffer, &b);
+  if (st == GPULEASE_OK) st = gl_sop_in_buffer(s, b, r->buffer, r->offset, r->size_bytes);
   if (st != GPULEASE_OK) return st;
   gl_wk *w = s->w;
   gl_wseg *g = gl_segments_get(w, r->segment);
   if (!g)
-    return errf(s, GPULEASE_INVALID_HANDLE,
+    return gl_sop_errf(s, GPULEASE_INVALID_HANDLE,
                 "0x%016" PRIx64 " is not a segment of this lease (never attached, detached, or "
                 "another lease's)",
                 r->segment);
   if (r->segment_offset > g->size || r->size_bytes > g->size - r->segment_offset) {
-    st = errf(s, GPULEASE_INVALID_ARGUMENT,
+    st = gl_sop_errf(s, GPULEASE_INVALID_ARGUMENT,
               "bytes %" PRIu64 "..+%" PRIu64 " are outside segment 0x%016" PRIx64 " of %" PRIu64
               " bytes",
               r->segment_offset, r->size_bytes, r->segment, g->size);
@@ -227,7 +230,7 @@ static gpulease_status op_shm(gl_wsession *s, uint16_t op, const gl_mem_shm_req 
     st = w->be->ops->write_async(w->be, s->stream, b->offset + r->offset,
                                  g->ptr + r->segment_offset, (size_t)r->size_bytes, s->err,
                                  GL_WK_ERR_MAX);
-    if (st == GPULEASE_OK) st = wait_stream(s, op, r->s.seq, failed);
+    if (st == GPULEASE_OK) st = gl_sop_wait_stream(s, op, r->s.seq, failed);
   } else {
     st = w->be->ops->read_sync(w->be, s->stream, b->offset + r->offset,
                                g->ptr + r->segment_offset, (size_t)r->size_bytes, s->err,
@@ -238,35 +241,54 @@ static gpulease_status op_shm(gl_wsession *s, uint16_t op, const gl_mem_shm_req 
   return st;
 }
 
-static gpulease_status op_copy(gl_wsession *s, const gl_mem_copy_req *r) {
-  gl_wbuffer *d, *src;
-  gpulease_status st = get_buffer(s, r->dst_buffer, &d);
-  if (st == GPULEASE_OK) st = get_buffer(s, r->src_buffer, &src);
-  if (st == GPULEASE_OK) st = in_buffer(s, d, r->dst_buffer, r->dst_offset, r->size_bytes);
-  if (st == GPULEASE_OK) st = in_buffer(s, src, r->src_buffer, r->src_offset, r->size_bytes);
+gpulease_status gl_sop_copy_check(gl_wsession *s, const gl_mem_copy_req *r, uint64_t *dst,
+                                  uint64_t *src) {
+  gl_wbuffer *d, *sb;
+  gpulease_status st = gl_sop_get_buffer(s, r->dst_buffer, &d);
+  if (st == GPULEASE_OK) st = gl_sop_get_buffer(s, r->src_buffer, &sb);
+  if (st == GPULEASE_OK) st = gl_sop_in_buffer(s, d, r->dst_buffer, r->dst_offset, r->size_bytes);
+  if (st == GPULEASE_OK) st = gl_sop_in_buffer(s, sb, r->src_buffer, r->src_offset, r->size_bytes);
   if (st != GPULEASE_OK) return st;
-  uint64_t a = d->offset + r->dst_offset, bb = src->offset + r->src_offset;
+  uint64_t a = d->offset + r->dst_offset, bb = sb->offset + r->src_offset;
   if (a != bb && a < bb + r->size_bytes && bb < a + r->size_bytes)
-    return errf(s, GPULEASE_INVALID_ARGUMENT,
-                "MEM_COPY ranges overlap (cuMemcpyDtoD leaves the result undefined)");
+    return gl_sop_errf(s, GPULEASE_INVALID_ARGUMENT,
+                       "MEM_COPY ranges overlap (cuMemcpyDtoD leaves the result undefined)");
+  *dst = a;
+  *src = bb;
+  return GPULEASE_OK;
+}
+
+static gpulease_status op_copy(gl_wsession *s, const gl_mem_copy_req *r) {
+  uint64_t a, bb;
+  gpulease_status st = gl_sop_copy_check(s, r, &a, &bb);
+  if (st != GPULEASE_OK) return st;
   gl_wk *w = s->w;
   return w->be->ops->copy_async(w->be, s->stream, a, bb, r->size_bytes, s->err, GL_WK_ERR_MAX);
 }
 
-static gpulease_status op_memset(gl_wsession *s, const gl_memset_req *r) {
+gpulease_status gl_sop_memset_check(gl_wsession *s, const gl_memset_req *r, uint64_t *offset) {
   gl_wbuffer *b;
-  gpulease_status st = get_buffer(s, r->buffer, &b);
+  gpulease_status st = gl_sop_get_buffer(s, r->buffer, &b);
   if (st != GPULEASE_OK) return st;
   if (r->offset % r->element_size)
-    return errf(s, GPULEASE_INVALID_ARGUMENT, "MEMSET offset %" PRIu64
-                " is not a multiple of the element size %u", r->offset, r->element_size);
+    return gl_sop_errf(s, GPULEASE_INVALID_ARGUMENT, "MEMSET offset %" PRIu64
+                       " is not a multiple of the element size %u", r->offset, r->element_size);
   if (r->count > UINT64_MAX / r->element_size)
-    return errf(s, GPULEASE_INVALID_ARGUMENT, "MEMSET count %" PRIu64 " is too large", r->count);
-  st = in_buffer(s, b, r->buffer, r->offset, r->count * r->element_size);
+    return gl_sop_errf(s, GPULEASE_INVALID_ARGUMENT, "MEMSET count %" PRIu64 " is too large",
+                       r->count);
+  st = gl_sop_in_buffer(s, b, r->buffer, r->offset, r->count * r->element_size);
+  if (st != GPULEASE_OK) return st;
+  *offset = b->offset + r->offset;
+  return GPULEASE_OK;
+}
+
+static gpulease_status op_memset(gl_wsession *s, const gl_memset_req *r) {
+  uint64_t off;
+  gpulease_status st = gl_sop_memset_check(s, r, &off);
   if (st != GPULEASE_OK) return st;
   gl_wk *w = s->w;
-  return w->be->ops->memset_async(w->be, s->stream, b->offset + r->offset, r->element_size,
-                                  r->value, (size_t)r->count, s->err, GL_WK_ERR_MAX);
+  return w->be->ops->memset_async(w->be, s->stream, off, r->element_size, r->value,
+                                  (size_t)r->count, s->err, GL_WK_ERR_MAX);
 }
 
 /* ======================================================================
@@ -276,7 +298,7 @@ static gpulease_status op_memset(gl_wsession *s, const gl_memset_req *r) {
 static gpulease_status get_module(gl_wsession *s, uint64_t h, gl_wmodule **out) {
   *out = gl_hmap_get(&s->modules, h);
   if (*out) return GPULEASE_OK;
-  return errf(s, GPULEASE_INVALID_HANDLE,
+  return gl_sop_errf(s, GPULEASE_INVALID_HANDLE,
               "0x%016" PRIx64 " is not a module of session %" PRIu64
               " (never loaded here, unloaded, or another session's)",
               h, s->id);
@@ -296,7 +318,7 @@ static gpulease_status op_module_load(gl_wsession *s, const gl_module_load_req *
                                       gl_response *resp) {
   gl_wk *w = s->w;
   if (s->modules.count >= GL_WS_MAX_MODULES)
-    return errf(s, GPULEASE_CAPACITY_EXCEEDED, "session %" PRIu64 " already has %d modules",
+    return gl_sop_errf(s, GPULEASE_CAPACITY_EXCEEDED, "session %" PRIu64 " already has %d modules",
                 s->id, GL_WS_MAX_MODULES);
   gpulease_image_format fmt;
   size_t text_len;
@@ -304,7 +326,7 @@ static gpulease_status op_module_load(gl_wsession *s, const gl_module_load_req *
                                         s->err, GL_WK_ERR_MAX);
   if (st != GPULEASE_OK) return st;
   gl_wmodule *m = calloc(1, sizeof *m);
-  if (!m) return errf(s, GPULEASE_INTERNAL, "worker out of memory");
+  if (!m) return gl_sop_errf(s, GPULEASE_INTERNAL, "worker out of memory");
   uint8_t source = GL_MODULE_CACHE_LOADED;
   st = gl_modtab_acquire(w->modtab, r->image, text_len, fmt, &m->module, &source, s->err,
                          GL_WK_ERR_MAX);
@@ -312,11 +334,11 @@ static gpulease_status op_module_load(gl_wsession *s, const gl_module_load_req *
     free(m);
     return st;
   }
-  uint64_t h = put_handle(s, &s->modules, GL_HANDLE_MODULE, m);
+  uint64_t h = gl_sop_put_handle(s, &s->modules, GL_HANDLE_MODULE, m);
   if (!h) {
     gl_modtab_release(w->modtab, m->module);
     free(m);
-    return errf(s, GPULEASE_INTERNAL, "worker out of memory");
+    return gl_sop_errf(s, GPULEASE_INTERNAL, "worker out of memory");
   }
   resp->u.module_load.module = h;
   resp->u.module_load.cache = source;
@@ -327,7 +349,12 @@ static gpulease_status op_module_unload(gl_wsession *s, const gl_handle_req *r, 
   gl_wmodule *m;
   gpulease_status st = get_module(s, r->handle, &m);
   if (st != GPULEASE_OK) return st;
-  st = wait_stream(s, GL_OP_MODULE_UNLOAD, r->s.seq, failed);
+  if (m->graph_refs)
+    return gl_sop_errf(s, GPULEASE_INVALID_ARGUMENT,
+                       "module 0x%016" PRIx64 " has kernels in %u graph launch%s of this session "
+                       "(recorded or being recorded); GRAPH_DESTROY them first",
+                       r->handle, m->graph_refs, m->graph_refs == 1 ? "" : "es");
+  st = gl_sop_wait_stream(s, GL_OP_MODULE_UNLOAD, r->s.seq, failed);
   if (st != GPULEASE_OK) return st;
   drop_functions(s, m);
   gl_hmap_del(&s->modules, r->handle);
@@ -342,10 +369,10 @@ static gpulease_status op_func_info(gl_wsession *s, const gl_func_info_req *r, g
   gpulease_status st = get_module(s, r->module, &m);
   if (st != GPULEASE_OK) return st;
   if (s->functions.count >= GL_WS_MAX_FUNCTIONS)
-    return errf(s, GPULEASE_CAPACITY_EXCEEDED, "session %" PRIu64 " already has %d functions",
+    return gl_sop_errf(s, GPULEASE_CAPACITY_EXCEEDED, "session %" PRIu64 " already has %d functions",
                 s->id, GL_WS_MAX_FUNCTIONS);
   gl_wfunction *f = calloc(1, sizeof *f);
-  if (!f) return errf(s, GPULEASE_INTERNAL, "worker out of memory");
+  if (!f) return gl_sop_errf(s, GPULEASE_INTERNAL, "worker out of memory");
   memcpy(f->name, r->kernel_name, r->kernel_name_len);
   f->name[r->kernel_name_len] = 0;
   st = w->be->ops->get_function(w->be, m->module, f->name, &f->fn, s->err,
@@ -370,10 +397,10 @@ static gpulease_status op_func_info(gl_wsession *s, const gl_func_info_req *r, g
   }
   s->err[0] = 0;
   f->mod = m;
-  f->handle = put_handle(s, &s->functions, GL_HANDLE_FUNCTION, f);
+  f->handle = gl_sop_put_handle(s, &s->functions, GL_HANDLE_FUNCTION, f);
   if (!f->handle) {
     free(f);
-    return errf(s, GPULEASE_INTERNAL, "worker out of memory");
+    return gl_sop_errf(s, GPULEASE_INTERNAL, "worker out of memory");
   }
   f->next = m->funcs;
   m->funcs = f;
@@ -385,25 +412,67 @@ static gpulease_status op_func_info(gl_wsession *s, const gl_func_info_req *r, g
  * LAUNCH
  * ==================================================================== */
 
-/* Checks the launch and builds its arguments in s->args; the argument
- * count goes to *n. */
-static gpulease_status prepare_launch(gl_wsession *s, const gl_launch_req *r, gl_wfunction **fo,
-                                      size_t *n) {
+/* The launch's function, its dimensions checked. */
+gpulease_status gl_sop_launch_function(gl_wsession *s, const gl_launch_req *r,
+                                       gl_wfunction **fo) {
   gl_wfunction *f = gl_hmap_get(&s->functions, r->function);
   if (!f)
-    return errf(s, GPULEASE_INVALID_HANDLE,
+    return gl_sop_errf(s, GPULEASE_INVALID_HANDLE,
                 "0x%016" PRIx64 " is not a function of session %" PRIu64
                 " (never returned by FUNC_INFO here, its module unloaded, or another session's)",
                 r->function, s->id);
   for (int i = 0; i < 3; i++)
     if (r->grid[i] == 0 || r->block[i] == 0)
-      return errf(s, GPULEASE_INVALID_ARGUMENT, "grid and block dimensions must be at least 1");
+      return gl_sop_errf(s, GPULEASE_INVALID_ARGUMENT, "grid and block dimensions must be at least 1");
   uint64_t threads = (uint64_t)r->block[0] * r->block[1] * r->block[2];
   if (threads > 1024)
-    return errf(s, GPULEASE_INVALID_ARGUMENT,
+    return gl_sop_errf(s, GPULEASE_INVALID_ARGUMENT,
                 "a block of %" PRIu64 " threads exceeds the limit of 1024", threads);
+  *fo = f;
+  return GPULEASE_OK;
+}
+
+/* A buffer parameter's device address, checked against the buffer. */
+gpulease_status gl_sop_param_pointer(gl_wsession *s, size_t k, const gl_launch_param *p,
+                                     uint64_t *ptr) {
+  gl_wbuffer *b;
+  gpulease_status st = gl_sop_get_buffer(s, p->buffer, &b);
+  if (st != GPULEASE_OK) return st;
+  if (p->offset > b->size)
+    return gl_sop_errf(s, GPULEASE_INVALID_ARGUMENT,
+                "parameter %zu: offset %" PRIu64 " is past the end of buffer 0x%016" PRIx64
+                " (%" PRIu64 " bytes)",
+                k, p->offset, p->buffer, b->size);
+  *ptr = s->w->region_base + b->offset + p->offset;
+  return GPULEASE_OK;
+}
+
+/* The parameter sizes a launch passes against the kernel's, when known. */
+gpulease_status gl_sop_check_param_sizes(gl_wsession *s, const gl_wfunction *f,
+                                         const size_t *sizes, size_t k) {
+  if (!f->sizes_known) return GPULEASE_OK;
+  if (f->param_count != k)
+    return gl_sop_errf(s, GPULEASE_INVALID_ARGUMENT,
+                "kernel '%s' takes %zu parameter%s but the launch passes %zu", f->name,
+                f->param_count, f->param_count == 1 ? "" : "s", k);
+  for (size_t i = 0; i < k; i++)
+    if (f->param_sizes[i] != sizes[i])
+      return gl_sop_errf(s, GPULEASE_INVALID_ARGUMENT,
+                  "parameter %zu of kernel '%s' is %zu bytes but the launch passes %zu bytes "
+                  "(buffers are 8-byte pointers)",
+                  i, f->name, f->param_sizes[i], sizes[i]);
+  return GPULEASE_OK;
+}
+
+/* Checks the launch and builds its arguments in s->args; the argument
+ * count goes to *n. */
+gpulease_status gl_sop_prepare_launch(gl_wsession *s, const gl_launch_req *r, gl_wfunction **fo,
+                                      size_t *n) {
+  gl_wfunction *f;
+  gpulease_status st = gl_sop_launch_function(s, r, &f);
+  if (st != GPULEASE_OK) return st;
   if (!s->args_ready) {
-    if (gl_argbuf_init(&s->args) != 0) return errf(s, GPULEASE_INTERNAL, "worker out of memory");
+    if (gl_argbuf_init(&s->args) != 0) return gl_sop_errf(s, GPULEASE_INTERNAL, "worker out of memory");
     s->args_ready = true;
   }
   gl_argbuf *a = &s->args;
@@ -416,15 +485,9 @@ static gpulease_status prepare_launch(gl_wsession *s, const gl_launch_req *r, gl
   while (k < GPULEASE_MAX_PARAMS && gl_launch_param_next(r, &pos, &p)) {
     uint8_t *slot = a->area + k * GL_WK_SLOT_BYTES;
     if (p.kind == GL_LAUNCH_PARAM_BUFFER) {
-      gl_wbuffer *b;
-      gpulease_status st = get_buffer(s, p.buffer, &b);
+      uint64_t ptr;
+      st = gl_sop_param_pointer(s, k, &p, &ptr);
       if (st != GPULEASE_OK) return st;
-      if (p.offset > b->size)
-        return errf(s, GPULEASE_INVALID_ARGUMENT,
-                    "parameter %zu: offset %" PRIu64 " is past the end of buffer 0x%016" PRIx64
-                    " (%" PRIu64 " bytes)",
-                    k, p.offset, p.buffer, b->size);
-      uint64_t ptr = s->w->region_base + b->offset + p.offset;
       memcpy(slot, &ptr, sizeof ptr);
       a->sizes[k] = sizeof ptr;
     } else {
@@ -434,33 +497,24 @@ static gpulease_status prepare_launch(gl_wsession *s, const gl_launch_req *r, gl
     k++;
     s->args_dirty = k;
   }
-  if (f->sizes_known) {
-    if (f->param_count != k)
-      return errf(s, GPULEASE_INVALID_ARGUMENT,
-                  "kernel '%s' takes %zu parameter%s but the launch passes %zu", f->name,
-                  f->param_count, f->param_count == 1 ? "" : "s", k);
-    for (size_t i = 0; i < k; i++)
-      if (f->param_sizes[i] != a->sizes[i])
-        return errf(s, GPULEASE_INVALID_ARGUMENT,
-                    "parameter %zu of kernel '%s' is %zu bytes but the launch passes %zu bytes "
-                    "(buffers are 8-byte pointers)",
-                    i, f->name, f->param_sizes[i], a->sizes[i]);
-  }
+  st = gl_sop_check_param_sizes(s, f, a->sizes, k);
+  if (st != GPULEASE_OK) return st;
   *fo = f;
   *n = k;
   return GPULEASE_OK;
 }
 
-/* Runs LAUNCH and answers it. */
+/* Runs LAUNCH or LAUNCH_EX and answers it. */
 static void op_launch(gl_wsession *s, gl_job *job) {
   gl_wk *w = s->w;
+  const uint16_t op = job->req.op;
   const gl_launch_req *r = &job->req.u.launch;
   gl_wfunction *f = NULL;
   size_t n = 0;
-  gpulease_status st = prepare_launch(s, r, &f, &n);
+  gpulease_status st = gl_sop_prepare_launch(s, r, &f, &n);
   if (st != GPULEASE_OK) {
-    set_failure(s, GL_OP_LAUNCH, r->s.seq, st, s->err);
-    gl_wk_job_error(w, job, GL_OP_LAUNCH, st, s->err);
+    gl_sop_set_failure(s, op, r->s.seq, st, s->err);
+    gl_wk_job_error(w, job, op, st, s->err);
     return;
   }
   gl_launch l;
@@ -472,25 +526,27 @@ static void op_launch(gl_wsession *s, gl_job *job) {
   l.args = s->args.args;
   l.arg_sizes = s->args.sizes;
   l.arg_count = n;
+  if (r->flags & GL_LAUNCH_EX_COOPERATIVE) l.flags |= GL_LAUNCH_F_COOPERATIVE;
+  memcpy(l.cluster, r->cluster, sizeof l.cluster);
   if (w->be->ops->launch_runs_inline) {
     /* The device runs it now: "queued" is the truthful answer first. */
-    gl_wk_job_ok(w, job, GL_OP_LAUNCH);
+    gl_wk_job_ok(w, job, op);
     st = w->be->ops->launch_async(w->be, s->stream, f->fn, &l, s->err, GL_WK_ERR_MAX);
     if (st != GPULEASE_OK) {
-      after_backend(s);
-      set_failure(s, GL_OP_LAUNCH, r->s.seq, st, s->err);
+      gl_sop_after_backend(s);
+      gl_sop_set_failure(s, op, r->s.seq, st, s->err);
     }
     return;
   }
   st = w->be->ops->launch_async(w->be, s->stream, f->fn, &l, s->err, GL_WK_ERR_MAX);
   GL_LAT(GL_LAT_W_DONE);
   if (st != GPULEASE_OK) {
-    fail_from_backend(s, GL_OP_LAUNCH, r->s.seq, st);
-    gl_wk_job_error(w, job, GL_OP_LAUNCH, st, s->err);
+    gl_sop_fail_from_backend(s, op, r->s.seq, st);
+    gl_wk_job_error(w, job, op, st, s->err);
     return;
   }
   if (!s->unsynced_launch_seq) s->unsynced_launch_seq = r->s.seq ? r->s.seq : 1;
-  gl_wk_job_ok(w, job, GL_OP_LAUNCH);
+  gl_wk_job_ok(w, job, op);
 }
 
 /* ======================================================================
@@ -501,7 +557,7 @@ static void op_sync(gl_wsession *s, gl_job *job) {
   gl_wk *w = s->w;
   const gl_sync_req *r = &job->req.u.sync;
   bool failed = false;
-  (void)wait_stream(s, GL_OP_SYNC, r->s.seq, &failed);
+  (void)gl_sop_wait_stream(s, GL_OP_SYNC, r->s.seq, &failed);
   GL_LAT(GL_LAT_W_DONE);
   if (atomic_load(&w->p->lost)) {
     /* The session ends with the context: report, never clear. */
@@ -545,6 +601,7 @@ static void op_sync(gl_wsession *s, gl_job *job) {
 void gl_session_release_all(gl_wsession *s) {
   gl_wk *w = s->w;
   bool lost = atomic_load(&w->p->lost);
+  gl_sop_graphs_free(s); /* before the functions and modules they use */
   size_t pos = 0;
   uint64_t k;
   void *v;
@@ -564,6 +621,17 @@ void gl_session_release_all(gl_wsession *s) {
     free(b);
   }
   gl_hmap_free(&s->buffers);
+  for (size_t i = 0; i < GL_WIRE_MAX_EVENTS; i++) {
+    if (s->events[i] && !lost) w->be->ops->event_destroy(w->be, s->events[i]);
+    s->events[i] = NULL;
+  }
+  free(s->burst_args);
+  free(s->burst_ptrs);
+  free(s->burst_sizes);
+  s->burst_args = NULL;
+  s->burst_ptrs = NULL;
+  s->burst_sizes = NULL;
+  s->burst_cap = s->burst_ptr_cap = 0;
   if (s->stream && !lost) w->be->ops->stream_destroy(w->be, s->stream);
   s->stream = NULL;
 }
@@ -571,7 +639,7 @@ void gl_session_release_all(gl_wsession *s) {
 static void op_close(gl_wsession *s, gl_job *job) {
   gl_wk *w = s->w;
   if (!atomic_load(&w->p->lost)) w->be->ops->stream_sync(w->be, s->stream, s->err, GL_WK_ERR_MAX);
-  after_backend(s);
+  gl_sop_after_backend(s);
   gl_session_release_all(s);
   GL_DEBUG("worker: session %" PRIu64 " closed", s->id);
   pthread_mutex_lock(&w->sess_mu);
@@ -615,7 +683,7 @@ static void run_gap(gl_wsession *s, const gl_job *job) {
     snprintf(msg, sizeof msg, "no ops with seqs %" PRIu64 "..%" PRIu64 " arrived within %u ms "
              "while later ops waited for them; those seqs count as used",
              job->gap_first, job->gap_last, s->w->seq_timeout_ms);
-  set_failure(s, 0, job->gap_first, GPULEASE_MISSING_SEQ, msg);
+  gl_sop_set_failure(s, 0, job->gap_first, GPULEASE_MISSING_SEQ, msg);
 }
 
 void gl_session_run(void *ctx, gl_job *job) {
@@ -657,8 +725,18 @@ void gl_session_run(void *ctx, gl_job *job) {
     gl_job_free(job);
     return;
   }
-  if (op == GL_OP_LAUNCH) {
+  if (s->capture && gl_sop_graph_capture(s, job)) return;
+  if (op >= GL_OP_GRAPH_BEGIN && op <= GL_OP_GRAPH_DESTROY) {
+    gl_sop_graph(s, job);
+    return;
+  }
+  if (op == GL_OP_LAUNCH || op == GL_OP_LAUNCH_EX) {
     op_launch(s, job);
+    gl_job_free(job);
+    return;
+  }
+  if (op == GL_OP_BURST) {
+    gl_sop_burst(s, job);
     gl_job_free(job);
     return;
   }
@@ -690,12 +768,16 @@ void gl_session_run(void *ctx, gl_job *job) {
   case GL_OP_MODULE_LOAD: st = op_module_load(s, &job->req.u.module_load, &resp); break;
   case GL_OP_MODULE_UNLOAD: st = op_module_unload(s, &job->req.u.handle, &failed); break;
   case GL_OP_FUNC_INFO: st = op_func_info(s, &job->req.u.func_info, &resp); break;
+  case GL_OP_EVENT_RECORD: st = gl_sop_event_record(s, &job->req.u.event); break;
+  case GL_OP_EVENT_ELAPSED:
+    st = gl_sop_event_elapsed(s, &job->req.u.event, &resp, &failed);
+    break;
   default:
-    st = errf(s, GPULEASE_UNSUPPORTED, "op 0x%04x is not a session op", op);
+    st = gl_sop_errf(s, GPULEASE_UNSUPPORTED, "op 0x%04x is not a session op", op);
     break;
   }
   if (st != GPULEASE_OK) {
-    if (!failed) fail_from_backend(s, op, seq, st);
+    if (!failed) gl_sop_fail_from_backend(s, op, seq, st);
     gl_wk_job_error(w, job, op, st, s->err);
   } else {
     gl_wk_job_reply(w, job, &resp);

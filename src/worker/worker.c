@@ -557,6 +557,8 @@ static gpulease_status run_submit(gl_wk *w, const gl_submit_req *req, uint8_t **
   memcpy(l.grid, req->grid, sizeof l.grid);
   memcpy(l.block, req->block, sizeof l.block);
   l.shared_mem_bytes = req->shared_mem_bytes;
+  if (req->flags & GL_SUBMIT_F_COOPERATIVE) l.flags |= GL_LAUNCH_F_COOPERATIVE;
+  if (req->flags & GL_SUBMIT_F_CLUSTER) memcpy(l.cluster, req->cluster, sizeof l.cluster);
   l.args = w->submit_args.args;
   l.arg_sizes = w->submit_args.sizes;
   l.arg_count = n;

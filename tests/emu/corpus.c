@@ -42,6 +42,12 @@ void gl_corpus_inst_free(gl_corpus_inst *inst) {
   memset(inst, 0, sizeof *inst);
 }
 
+bool gl_corpus_runs_on(const gl_corpus_inst *inst, const char *arch) {
+  unsigned sm = 0;
+  if (strncmp(arch, "sm_", 3) == 0) sm = (unsigned)strtoul(arch + 3, NULL, 10);
+  return sm >= inst->min_sm;
+}
+
 int gl_corpus_read_ptx(const char *dir, const char *arch, const char *name, char **text,
                        size_t *len) {
   char path[4096];
@@ -93,7 +99,8 @@ int gl_corpus_exec(const gl_corpus_inst *inst, const gl_corpus_dev *dev, const c
     sizes[i] = p->size;
   }
   if (dev->launch(dev->self, mod, inst->c->kernel, inst->grid, inst->block, inst->shared_bytes,
-                  args, sizes, inst->nparams, err, errlen) != 0)
+                  inst->cooperative, inst->cluster, args, sizes, inst->nparams, err,
+                  errlen) != 0)
     goto out;
   for (unsigned k = 0; k < inst->nouts; k++) {
     unsigned b = inst->outs[k].buf;

@@ -4,7 +4,8 @@
  * (tests/emu/test_corpus_emu.c) and the GPU runner (tests/gpu/corpus_gpu.c).
  *
  * A case is a PTX file, a kernel in it and a setup function. Setup builds
- * one instance (gl_corpus_inst): the launch shape, the device buffers with
+ * one instance (gl_corpus_inst): the launch shape (cooperative or with a
+ * cluster shape where the case says so), the device buffers with
  * their initial contents (deterministic pseudo-random data from a fixed
  * seed, edge values included), the parameter list, and for each output
  * buffer the expected contents computed on the host by a plain C17
@@ -76,6 +77,10 @@ typedef struct gl_corpus_inst {
   const gl_corpus_case *c;
   uint32_t grid[3], block[3];
   uint32_t shared_bytes;                   /* dynamic shared memory */
+  bool cooperative;                        /* a cooperative launch (grid.sync) */
+  uint32_t cluster[3];                     /* cluster shape given at launch; 0,0,0 none */
+  unsigned min_sm;                         /* run only PTX for this target and up
+                                              (90: clusters); 0 = every target */
   unsigned nbufs;
   size_t buf_bytes[GL_CORPUS_MAX_BUFS];
   uint8_t *init[GL_CORPUS_MAX_BUFS];       /* initial contents (owned) */
@@ -109,16 +114,21 @@ typedef struct gl_corpus_dev {
   int (*read)(void *self, void *dst, uint64_t addr, size_t bytes, char *err, size_t errlen);
   int (*load)(void *self, const char *ptx, size_t len, void **mod, char *err, size_t errlen);
   /* args[i] points at parameter i's bytes (cuLaunchKernel style);
-   * sizes[i] is its size, for the runner to check against the kernel. */
+   * sizes[i] is its size, for the runner to check against the kernel.
+   * cooperative and cluster (0,0,0: none) as in gl_corpus_inst. */
   int (*launch)(void *self, void *mod, const char *kernel, const uint32_t grid[3],
-                const uint32_t block[3], uint32_t shared_bytes, void **args,
-                const size_t *sizes, size_t nparams, char *err, size_t errlen);
+                const uint32_t block[3], uint32_t shared_bytes, bool cooperative,
+                const uint32_t cluster[3], void **args, const size_t *sizes, size_t nparams,
+                char *err, size_t errlen);
   void (*reset)(void *self); /* frees every buffer and module */
 } gl_corpus_dev;
 
 /* Builds the instance of case c (deterministic: same bytes every time). */
 void gl_corpus_inst_build(const gl_corpus_case *c, gl_corpus_inst *inst);
 void gl_corpus_inst_free(gl_corpus_inst *inst);
+
+/* Whether inst runs on PTX for arch ("sm_75", "sm_90"): its min_sm. */
+bool gl_corpus_runs_on(const gl_corpus_inst *inst, const char *arch);
 
 /* Reads DIR/ARCH/NAME.ptx into a malloc'd NUL-terminated buffer. 0 or -1. */
 int gl_corpus_read_ptx(const char *dir, const char *arch, const char *name, char **text,

@@ -431,6 +431,82 @@ static void setup_reduce_tree(gl_corpus_inst *in) {
   in->shared_bytes = nb * 4;
 }
 
+/* A cooperative launch: phases separated by grid.sync(), see the kernel. */
+static void setup_coop_grid_sync(gl_corpus_inst *in) {
+  rng r = rng_seed("coop_grid_sync");
+  const unsigned nb = 12, bs = 128, n = nb * bs;
+  const int rounds = 5;
+  unsigned bx, bp, by, ba, bb;
+  float *x = buf_new(in, n * 4, &bx);
+  buf_new(in, nb * 4, &bp);
+  buf_new(in, n * 4, &by);
+  uint32_t *a = buf_new(in, n * 4, &ba);
+  buf_new(in, n * 4, &bb);
+  for (unsigned i = 0; i < n; i++) x[i] = rng_f32(&r, 0.5f, 2.0f);
+  for (unsigned i = 0; i < n; i++) a[i] = rng_u32(&r);
+  param_buf(in, bx);
+  param_buf(in, bp);
+  param_buf(in, by);
+  param_buf(in, ba);
+  param_buf(in, bb);
+  param_i32(in, rounds);
+  float *ep = out_new(in, bp, GL_CORPUS_F32, GL_CORPUS_EXACT, "partial sums");
+  float *ey = out_new(in, by, GL_CORPUS_F32, GL_CORPUS_EXACT, "y");
+  uint32_t *ea = out_new(in, ba, GL_CORPUS_U32, GL_CORPUS_EXACT, "a");
+  uint32_t *eb = out_new(in, bb, GL_CORPUS_U32, GL_CORPUS_EXACT, "b");
+  float s[128], total = 0.0f;
+  for (unsigned b = 0; b < nb; b++) {
+    memcpy(s, x + b * bs, sizeof s);
+    ep[b] = tree_sum(s, bs);
+  }
+  for (unsigned b = 0; b < nb; b++) total += ep[b];
+  for (unsigned i = 0; i < n; i++) ey[i] = x[i] / total;
+  for (int k = 0; k < rounds; k++) {
+    const uint32_t *src = (k & 1) ? eb : ea;
+    uint32_t *dst = (k & 1) ? ea : eb;
+    for (unsigned i = 0; i < n; i++) dst[i] = src[i] + 3u * src[(i + 1) % n];
+  }
+  launch1(in, nb, bs);
+  in->cooperative = true;
+}
+
+/* Thread-block clusters of 2 x 2 blocks reading each other's shared
+ * memory (sm_90 PTX only). */
+static void setup_cluster_dsmem(gl_corpus_inst *in) {
+  rng r = rng_seed("cluster_dsmem");
+  const unsigned gx = 4, gy = 4, cx = 2, cy = 2, bs = 128, nb = gx * gy, n = nb * bs;
+  unsigned bx, by, bi;
+  float *x = buf_new(in, n * 4, &bx);
+  buf_new(in, n * 4, &by);
+  buf_new(in, nb * 4, &bi);
+  for (unsigned i = 0; i < n; i++) x[i] = rng_f32(&r, -4.0f, 4.0f);
+  param_buf(in, bx);
+  param_buf(in, by);
+  param_buf(in, bi);
+  float *ey = out_new(in, by, GL_CORPUS_F32, GL_CORPUS_EXACT, "y");
+  uint32_t *ei = out_new(in, bi, GL_CORPUS_U32, GL_CORPUS_EXACT, "info");
+  for (unsigned yb = 0; yb < gy; yb++)
+    for (unsigned xb = 0; xb < gx; xb++) {
+      unsigned blk = xb + gx * yb, rx = xb % cx, ry = yb % cy, rank = rx + cx * ry;
+      for (unsigned t = 0; t < bs; t++) {
+        float acc = 0.0f;
+        for (unsigned k = 0; k < cx * cy; k++) {
+          unsigned peer = (xb - rx + k % cx) + gx * (yb - ry + k / cx);
+          acc = fmaf(acc, 0.5f, x[peer * bs + (t + k) % bs]);
+        }
+        ey[blk * bs + t] = acc;
+      }
+      ei[blk] = bs * (bs + 1) / 2 + 100000u * rank + 1000000u * rx + 10000000u * ry;
+    }
+  in->grid[0] = gx;
+  in->grid[1] = gy;
+  in->block[0] = bs;
+  in->cluster[0] = cx;
+  in->cluster[1] = cy;
+  in->cluster[2] = 1;
+  in->min_sm = 90;
+}
+
 /* v[l] += shfl_down(v, off) for off = 16..1, over one warp. */
 static void warp_down_sum(float *v) {
   for (int off = 16; off > 0; off >>= 1) {
@@ -1545,5 +1621,7 @@ const gl_corpus_case gl_corpus_cases[] = {
     {"noinline_calls", "noinline_calls", true, setup_noinline_calls},
     {"local_array", "local_array", true, setup_local_array},
     {"byval_params", "byval_params", true, setup_byval_params},
+    {"coop_grid_sync", "coop_grid_sync", true, setup_coop_grid_sync},
+    {"cluster_dsmem", "cluster_dsmem", true, setup_cluster_dsmem},
 };
 const size_t gl_corpus_ncases = sizeof gl_corpus_cases / sizeof gl_corpus_cases[0];

@@ -62,8 +62,9 @@ static int emu_load(void *self, const char *ptx, size_t len, void **mod, char *e
 }
 
 static int emu_launch(void *self, void *mod, const char *kernel, const uint32_t grid[3],
-                      const uint32_t block[3], uint32_t shared_bytes, void **args,
-                      const size_t *sizes, size_t nparams, char *err, size_t errlen) {
+                      const uint32_t block[3], uint32_t shared_bytes, bool cooperative,
+                      const uint32_t cluster[3], void **args, const size_t *sizes,
+                      size_t nparams, char *err, size_t errlen) {
   gl_corpus_emu *e = self;
   const gl_emu_function *fn = gl_emu_module_function(mod, kernel);
   if (!fn) {
@@ -90,6 +91,9 @@ static int emu_launch(void *self, void *mod, const char *kernel, const uint32_t 
   cfg.shared_bytes = shared_bytes;
   cfg.args = args;
   cfg.threads = e->threads;
+  cfg.cooperative = cooperative;
+  memcpy(cfg.cluster, cluster, sizeof cfg.cluster);
+  cfg.sm_count = e->sm_count;
   gl_emu_stats st = {0, 0};
   char msg[512] = "";
   gpulease_status rc = gl_emu_launch(e->dev, fn, &cfg, &st, msg, sizeof msg);
@@ -116,6 +120,7 @@ int gl_corpus_emu_init(gl_corpus_emu *e, gl_corpus_dev *dev, uint64_t region_byt
   if (!e->dev) return -1;
   e->region_bytes = region_bytes;
   e->threads = threads;
+  e->sm_count = GL_CORPUS_EMU_SM_COUNT;
   dev->self = e;
   dev->name = "emulator";
   dev->alloc = emu_alloc;

@@ -8,6 +8,7 @@
 # a bad PTX give clear errors; the emulator's kernel corpus run on the GPU
 # and on the emulator with the bits compared (tests/gpu/corpus_gpu.c); then
 # sessions (tests/e2e/test_e2e_session.c on the GPU, a 4 GiB round trip,
+# bursts, events, cooperative and cluster launches (test_e2e_exec.c),
 # the CUDA backend's stream ops); then the session and GPU_SUBMIT
 # benchmarks against the local CUDA driver, the lease benchmark with and
 # without warm workers (with them: 32 clients cycling leases of each class,
@@ -185,6 +186,9 @@ result "4 GiB MEM_WRITE/MEM_READ round trip with checksum" ${PIPESTATUS[0]}
 echo "== lease classes on the GPU (tests/e2e/test_e2e_classes.c, GL_TEST_DEVICE=cuda)"
 "$B/tests/test_e2e_classes" 2>&1 | grep -v "^\[ *RUN \|^\[ *OK " | tail -12
 result "lease classes: shared contexts, a fault in one, device exclusivity, 1,000 cycles leave nothing" ${PIPESTATUS[0]}
+echo "== launch features on the GPU (tests/e2e/test_e2e_exec.c): bursts, events, cooperative, clusters"
+"$B/tests/test_e2e_exec" 2>&1 | grep -v "^\[ *RUN " | tail -20
+result "bursts (graphs built, replayed, updated), events, cooperative grid sync, clusters" ${PIPESTATUS[0]}
 unset GL_TEST_DEVICE GL_TEST_PTX_DIR
 if [ -x "$B/tests/gl_backend_stream_smoke" ]; then
   "$B/tests/gl_backend_stream_smoke" "$K/vector_add.ptx" 2>&1 | tail -30
@@ -192,6 +196,7 @@ if [ -x "$B/tests/gl_backend_stream_smoke" ]; then
 fi
 
 echo "== benchmark"
+"$B/bench/gl_bench_burst" --addr "$ADDR" --pin-sha256 "$FP" --n 1000 --rounds 30
 "$B/bench/gl_bench_session" --addr "$ADDR" --pin-sha256 "$FP" --mib 256 --launches 10000 --local-mib 1024
 "$B/bench/gl_bench_quic" --runs 5 --mib 64,256
 "$B/bench/gl_bench_submit" --addr "$ADDR" --pin-sha256 "$FP" --ptx "$K/iota.ptx" --iters 100

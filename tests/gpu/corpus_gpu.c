@@ -9,7 +9,9 @@
  *
  * The CUDA driver is reached through gl_cuda (src/gpu/cuda_api.h, dlopen'd
  * at run time): the device's primary context, cuMemAlloc/cuMemcpy, PTX
- * JIT-loaded with cuModuleLoadDataEx, cuLaunchKernel, cuCtxSynchronize.
+ * JIT-loaded with cuModuleLoadDataEx, cuLaunchKernel (cuLaunchKernelEx with
+ * the cooperative / cluster-dimension attributes for the cases that ask for
+ * them; cases needing sm_90 are skipped on sm_75 PTX), cuCtxSynchronize.
  * Without a driver it prints "corpus_gpu: no CUDA driver (...)" and exits 2.
  *
  * Output: one line per case and target, then
@@ -103,8 +105,9 @@ static int gpu_load(void *self, const char *ptx, size_t len, void **mod, char *e
 }
 
 static int gpu_launch(void *self, void *mod, const char *kernel, const uint32_t grid[3],
-                      const uint32_t block[3], uint32_t shared_bytes, void **args,
-                      const size_t *sizes, size_t nparams, char *err, size_t errlen) {
+                      const uint32_t block[3], uint32_t shared_bytes, bool cooperative,
+                      const uint32_t cluster[3], void **args, const size_t *sizes,
+                      size_t nparams, char *err, size_t errlen) {
   gpu *g = self;
   CUfunction f = NULL;
   CUresult r = g->cu.cuModuleGetFunction(&f, (CUmodule)mod, kernel);
@@ -125,9 +128,44 @@ static int gpu_launch(void *self, void *mod, const char *kernel, const uint32_t 
       }
     }
   }
-  r = g->cu.cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                           shared_bytes, NULL, args, NULL);
-  if (r != CUDA_SUCCESS) return cu_fail(g, r, "cuLaunchKernel", err, errlen);
+  bool has_cluster = cluster[0] || cluster[1] || cluster[2];
+  if (cooperative || has_cluster) {
+    /* cuLaunchKernelEx with the cooperative and cluster-shape attributes */
+    if (!g->cu.cuLaunchKernelEx) {
+      snprintf(err, errlen, "the CUDA driver has no cuLaunchKernelEx (CUDA 12.0+), needed "
+               "for %s launches", cooperative ? "cooperative" : "cluster");
+      return -1;
+    }
+    CUlaunchAttribute attrs[2];
+    memset(attrs, 0, sizeof attrs);
+    unsigned nattrs = 0;
+    if (cooperative) {
+      attrs[nattrs].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+      attrs[nattrs].value.cooperative = 1;
+      nattrs++;
+    }
+    if (has_cluster) {
+      attrs[nattrs].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      attrs[nattrs].value.clusterDim.x = cluster[0];
+      attrs[nattrs].value.clusterDim.y = cluster[1];
+      attrs[nattrs].value.clusterDim.z = cluster[2];
+      nattrs++;
+    }
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = grid[0], cfg.gridDimY = grid[1], cfg.gridDimZ = grid[2];
+    cfg.blockDimX = block[0], cfg.blockDimY = block[1], cfg.blockDimZ = block[2];
+    cfg.sharedMemBytes = shared_bytes;
+    cfg.hStream = NULL;
+    cfg.attrs = attrs;
+    cfg.numAttrs = nattrs;
+    r = g->cu.cuLaunchKernelEx(&cfg, f, args, NULL);
+    if (r != CUDA_SUCCESS) return cu_fail(g, r, "cuLaunchKernelEx", err, errlen);
+  } else {
+    r = g->cu.cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                             shared_bytes, NULL, args, NULL);
+    if (r != CUDA_SUCCESS) return cu_fail(g, r, "cuLaunchKernel", err, errlen);
+  }
   r = g->cu.cuCtxSynchronize();
   if (r != CUDA_SUCCESS) return cu_fail(g, r, "cuCtxSynchronize", err, errlen);
   return 0;
@@ -186,8 +224,13 @@ static void run_case(const gl_corpus_case *c, const char *dir, const char *arch,
   char *ptx = NULL, err[1024], gmsg[1100], emsg[1100], dmsg[1024];
   size_t len = 0;
   bool gok = false, eok = false;
-  t->cases++;
   gl_corpus_inst_build(c, &inst);
+  if (!gl_corpus_runs_on(&inst, arch)) {
+    printf("corpus_gpu: %s %s skipped (needs sm_%u)\n", c->name, arch, inst.min_sm);
+    gl_corpus_inst_free(&inst);
+    return;
+  }
+  t->cases++;
   if (gl_corpus_read_ptx(dir, arch, c->name, &ptx, &len) != 0) {
     printf("corpus_gpu: %s %s FAIL (cannot read %s/%s/%s.ptx)\n", c->name, arch, dir, arch,
            c->name);

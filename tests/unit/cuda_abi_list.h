@@ -63,4 +63,58 @@
   X(sizeof(CUdevice_attribute))                                                                \
   X(sizeof(CUjitInputType))                                                                    \
   X(sizeof(CUfunction_attribute))                                                              \
-  X(sizeof(CUlimit))
+  X(sizeof(CUlimit))                                                                         \
+  X(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)                                                 \
+  X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)                                                   \
+  X(CUDA_ERROR_INVALID_CLUSTER_SIZE)                                                         \
+  X(CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)                                                  \
+  X(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)                                   \
+  X(CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH)                                                      \
+  X(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)                                         \
+  X(CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET)                                              \
+  X(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH)                                                \
+  X(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT)                                               \
+  X(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH)                                                \
+  X(CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED)                                     \
+  X(CU_LAUNCH_ATTRIBUTE_COOPERATIVE)                                                         \
+  X(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)                                                   \
+  X(CU_GRAPH_NODE_TYPE_KERNEL)                                                               \
+  X(CU_GRAPH_NODE_TYPE_MEMCPY)                                                               \
+  X(CU_GRAPH_NODE_TYPE_MEMSET)                                                               \
+  X(CU_GRAPH_NODE_TYPE_EMPTY)                                                                \
+  X(CU_STREAM_CAPTURE_MODE_GLOBAL)                                                           \
+  X(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)                                                     \
+  X(CU_STREAM_CAPTURE_MODE_RELAXED)                                                          \
+  X(sizeof(CUlaunchAttribute))                                                               \
+  X(sizeof(CUlaunchAttributeValue))                                                          \
+  X(sizeof(CUlaunchConfig))                                                                  \
+  X(offsetof(CUlaunchAttribute, value))                                                      \
+  X(offsetof(CUlaunchConfig, hStream))                                                       \
+  X(offsetof(CUlaunchConfig, attrs))                                                         \
+  X(offsetof(CUlaunchConfig, numAttrs))                                                      \
+  X(sizeof(CUDA_KERNEL_NODE_PARAMS))                                                         \
+  X(offsetof(CUDA_KERNEL_NODE_PARAMS, kernelParams))                                         \
+  X(offsetof(CUDA_KERNEL_NODE_PARAMS, kern))                                                 \
+  X(offsetof(CUDA_KERNEL_NODE_PARAMS, ctx))                                                  \
+  X(sizeof(CUgraphNodeType))                                                                 \
+  X(sizeof(CUstreamCaptureMode))                                                             \
+  X(CU_GRAPH_NODE_TYPE_CONDITIONAL)                                                          \
+  X(CU_GRAPH_COND_ASSIGN_DEFAULT)                                                            \
+  X(CU_GRAPH_COND_TYPE_IF)                                                                   \
+  X(CU_GRAPH_COND_TYPE_WHILE)                                                                \
+  X(sizeof(CUgraphConditionalHandle))                                                        \
+  X(sizeof(CUgraphConditionalNodeType))                                                      \
+  X(sizeof(CUDA_CONDITIONAL_NODE_PARAMS))                                                    \
+  X(offsetof(CUDA_CONDITIONAL_NODE_PARAMS, type))                                            \
+  X(offsetof(CUDA_CONDITIONAL_NODE_PARAMS, size))                                            \
+  X(offsetof(CUDA_CONDITIONAL_NODE_PARAMS, phGraph_out))                                     \
+  X(offsetof(CUDA_CONDITIONAL_NODE_PARAMS, ctx))                                             \
+  X(sizeof(CUgraphEdgeData))                                                                 \
+  X(offsetof(CUgraphEdgeData, to_port))                                                      \
+  X(offsetof(CUgraphEdgeData, type))                                                         \
+  X(offsetof(CUgraphEdgeData, reserved))                                                     \
+  X(sizeof(CUgraphNodeParams))                                                               \
+  X(offsetof(CUgraphNodeParams, reserved0))                                                  \
+  X(offsetof(CUgraphNodeParams, conditional))                                                \
+  X(offsetof(CUgraphNodeParams, reserved2))                                                  \
+  X(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)

@@ -80,6 +80,26 @@ SAME(cuLinkAddData, cuLinkAddData_v2);
 SAME(cuLinkComplete, cuLinkComplete);
 SAME(cuLinkDestroy, cuLinkDestroy);
 SAME(cuFuncGetParamInfo, cuFuncGetParamInfo);
+SAME(cuEventQuery, cuEventQuery);
+SAME(cuLaunchKernelEx, cuLaunchKernelEx);
+SAME(cuFuncSetAttribute, cuFuncSetAttribute);
+SAME(cuOccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor);
+SAME(cuOccupancyMaxPotentialClusterSize, cuOccupancyMaxPotentialClusterSize);
+SAME(cuStreamBeginCapture, cuStreamBeginCapture_v2);
+SAME(cuStreamEndCapture, cuStreamEndCapture);
+SAME(cuGraphCreate, cuGraphCreate);
+SAME(cuGraphAddKernelNode, cuGraphAddKernelNode_v2);
+SAME(cuGraphGetNodes, cuGraphGetNodes);
+SAME(cuGraphNodeGetType, cuGraphNodeGetType);
+SAME(cuGraphKernelNodeGetParams, cuGraphKernelNodeGetParams_v2);
+SAME(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags);
+SAME(cuGraphExecKernelNodeSetParams, cuGraphExecKernelNodeSetParams_v2);
+SAME(cuGraphLaunch, cuGraphLaunch);
+SAME(cuGraphExecDestroy, cuGraphExecDestroy);
+SAME(cuGraphDestroy, cuGraphDestroy);
+SAME(cuGraphAddNode, cuGraphAddNode_v2); /* the field's name is mapped to _v2 too */
+SAME(cuGraphConditionalHandleCreate, cuGraphConditionalHandleCreate);
+SAME(cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph);
 
 extern const long long gl_abi_ours[];
 extern const size_t gl_abi_ours_count;

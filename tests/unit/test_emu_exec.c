@@ -6,7 +6,10 @@
  * indexing, divergence, barriers, warp primitives, atomics (also with four
  * host threads), calls, local memory, every kind of fault, deadlines,
  * launch limits (static shared memory per kernel) and determinism. A tiled matmul reports the interpreter's
- * speed.
+ * speed. Cooperative launches (grid.sync(), co-residency limits, the
+ * %envreg workspace, a grid that spins forever) and thread-block clusters
+ * (distributed shared memory, cluster registers and barriers, bad cluster
+ * shapes; sm_90 only) run on coop.cu and cluster.cu.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -98,6 +101,9 @@ typedef struct lcfg {
   uint32_t shared;
   unsigned threads;
   uint64_t deadline_ns;
+  int cooperative;
+  uint32_t cluster[3];
+  uint32_t sm_count;
 } lcfg;
 
 static gpulease_status run_k(env *e, const char *kernel, lcfg c, void **args,
@@ -106,7 +112,9 @@ static gpulease_status run_k(env *e, const char *kernel, lcfg c, void **args,
   if (!fn)
     fail_msg("no kernel %s", kernel);
   gl_emu_launch_cfg cfg = {.shared_bytes = c.shared, .args = args,
-                           .deadline_ns = c.deadline_ns, .threads = c.threads};
+                           .deadline_ns = c.deadline_ns, .threads = c.threads,
+                           .cooperative = c.cooperative, .sm_count = c.sm_count};
+  memcpy(cfg.cluster, c.cluster, sizeof cfg.cluster);
   for (int i = 0; i < 3; i++) {
     cfg.grid[i] = c.grid[i] ? c.grid[i] : 1;
     cfg.block[i] = c.block[i] ? c.block[i] : 1;
@@ -957,6 +965,506 @@ static void test_determinism(void **state) {
   env_close(&e);
 }
 
+/* ---- Cooperative launches ----------------------------------------------- */
+
+/* Spin limit for co-resident groups (exec_internal.h), lowered by a test. */
+extern uint64_t gl_emu__no_progress_limit;
+
+static const gl_emu_function *kfn(env *e, const char *kernel) {
+  const gl_emu_function *fn = gl_emu_module_function(e->mod, kernel);
+  if (!fn)
+    fail_msg("no kernel %s", kernel);
+  return fn;
+}
+
+/* SMs enough for nblocks co-resident blocks of `kernel`. */
+static uint32_t sms_for(env *e, const char *kernel, uint32_t threads, uint32_t nblocks) {
+  uint32_t occ = gl_emu_occupancy(kfn(e, kernel), threads, 0);
+  assert_true(occ >= 1);
+  return (nblocks + occ - 1) / occ;
+}
+
+static void test_coop_two_phase(void **state) {
+  env e;
+  env_open(&e, "coop", state);
+  enum { NB = 48, T = 256 };
+  uint32_t *in = malloc(NB * T * 4), *out = malloc(NB * T * 4), *out4 = malloc(NB * T * 4);
+  uint32_t partial[NB], want_acc = 0;
+  for (uint32_t i = 0; i < NB * T; i++)
+    in[i] = (i * 2654435761u) >> 7;
+  for (uint32_t b = 0; b < NB; b++) {
+    partial[b] = 0;
+    for (uint32_t t = 0; t < T; t++)
+      partial[b] += in[b * T + t];
+    want_acc += partial[b] * (b + 1);
+  }
+  uint64_t din = dput(&e, in, NB * T * 4), dp = dput(&e, NULL, NB * 4);
+  uint64_t dout = dput(&e, NULL, NB * T * 4);
+  void *args[] = {&din, &dp, &dout};
+  lcfg c = {.grid = {NB}, .block = {T}, .cooperative = 1,
+            .sm_count = sms_for(&e, "coop_two_phase", T, NB)};
+  gl_emu_stats s1, s4;
+  assert_int_equal(run_k(&e, "coop_two_phase", c, args, &s1), GPULEASE_OK);
+  dget(&e, dout, out, NB * T * 4);
+  for (uint32_t b = 0; b < NB; b++)
+    for (uint32_t t = 0; t < T; t++)
+      if (out[b * T + t] != want_acc + partial[(b + 1) % NB] * t)
+        fail_msg("out[%u][%u] = %u, want %u", b, t, out[b * T + t],
+                 want_acc + partial[(b + 1) % NB] * t);
+  /* threads = 4: a cooperative grid runs on one host thread, the same way */
+  memset(gl_emu_device_ptr(e.dev, dout, NB * T * 4), 0, NB * T * 4);
+  c.threads = 4;
+  if (run_k(&e, "coop_two_phase", c, args, &s4) != GPULEASE_OK)
+    fail_msg("threads=4: %s", e.err);
+  dget(&e, dout, out4, NB * T * 4);
+  assert_memory_equal(out, out4, NB * T * 4);
+  assert_true(s1.thread_insns == s4.thread_insns && s1.warp_insns == s4.warp_insns);
+  free(in);
+  free(out);
+  free(out4);
+  env_close(&e);
+}
+
+static void test_coop_rounds(void **state) {
+  env e;
+  env_open(&e, "coop", state);
+  enum { NB = 16, T = 64, N = NB * T };
+  int iters = 7;
+  uint32_t a[N], b[N], ra[N], rb[N];
+  for (uint32_t i = 0; i < N; i++)
+    ra[i] = a[i] = i * 7 + 1;
+  memset(rb, 0, sizeof rb);
+  for (int it = 0; it < iters; it++) {
+    uint32_t *src = (it & 1) ? rb : ra, *dst = (it & 1) ? ra : rb;
+    for (uint32_t i = 0; i < N; i++)
+      dst[i] = src[i] + 3u * src[(i + 1) % N];
+  }
+  uint64_t da = dput(&e, a, sizeof a), db = dput(&e, NULL, sizeof b);
+  void *args[] = {&da, &db, &iters};
+  lcfg c = {.grid = {NB}, .block = {T}, .cooperative = 1,
+            .sm_count = sms_for(&e, "coop_rounds", T, NB)};
+  RUN_OK(&e, "coop_rounds", c, args);
+  dget(&e, da, a, sizeof a);
+  dget(&e, db, b, sizeof b);
+  assert_memory_equal(a, ra, sizeof a);
+  assert_memory_equal(b, rb, sizeof b);
+  env_close(&e);
+}
+
+static void test_coop_too_large(void **state) {
+  env e;
+  env_open(&e, "coop", state);
+  const gl_emu_function *fn = kfn(&e, "coop_rounds");
+  uint32_t occ = gl_emu_occupancy(fn, 128, 0);
+  assert_true(occ >= 1);
+  uint64_t da = dput(&e, NULL, 65536), db = dput(&e, NULL, 65536);
+  int iters = 1;
+  void *args[] = {&da, &db, &iters};
+  for (uint32_t sms = 1; sms <= 4; sms += 3) {
+    lcfg c = {.grid = {occ * sms + 1}, .block = {128}, .cooperative = 1, .sm_count = sms};
+    char want[160];
+    snprintf(want, sizeof want, "a cooperative grid of %u blocks", occ * sms + 1);
+    expect_fail(&e, "coop_rounds", c, args, GPULEASE_INVALID_ARGUMENT, want);
+    assert_int_equal(strncmp(e.err, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE: ", 41), 0);
+    snprintf(want, sizeof want, "at most %u blocks (%u per SM x %u SMs)", occ * sms, occ, sms);
+    if (!strstr(e.err, want))
+      fail_msg("'%s' lacks '%s'", e.err, want);
+    /* one block fewer fits */
+    c.grid[0] = occ * sms;
+    RUN_OK(&e, "coop_rounds", c, args);
+  }
+  /* sm_count 0 counts as 1 */
+  lcfg c = {.grid = {occ + 1}, .block = {128}, .cooperative = 1};
+  expect_fail(&e, "coop_rounds", c, args, GPULEASE_INVALID_ARGUMENT, "x 1 SMs)");
+  /* not cooperative: no limit */
+  c.cooperative = 0;
+  iters = 0;
+  RUN_OK(&e, "coop_rounds", c, args);
+  env_close(&e);
+}
+
+/* grid.sync() in a launch that is not cooperative traps, as on a GPU. */
+static void test_coop_not_cooperative(void **state) {
+  env e;
+  env_open(&e, "coop", state);
+  uint64_t din = dput(&e, NULL, 4 * 256 * 4), dp = dput(&e, NULL, 16);
+  uint64_t dout = dput(&e, NULL, 4 * 256 * 4);
+  void *args[] = {&din, &dp, &dout};
+  lcfg c = {.grid = {4}, .block = {256}};
+  expect_fail(&e, "coop_two_phase", c, args, GPULEASE_LAUNCH_FAILED,
+              "CUDA_ERROR_ILLEGAL_INSTRUCTION");
+  assert_non_null(strstr(e.err, "trap"));
+  env_close(&e);
+}
+
+static void test_coop_envregs(void **state) {
+  env e;
+  env_open(&e, "coop", state);
+  uint32_t out[8];
+  uint64_t dout = dput(&e, NULL, sizeof out);
+  void *args[] = {&dout};
+  RUN_OK(&e, "coop_envregs", ((lcfg){.grid = {2}, .block = {32}, .cooperative = 1, .sm_count = 1}),
+         args);
+  dget(&e, dout, out, sizeof out);
+  assert_int_equal(out[0], 0);
+  /* the driver's ABI (cooperative_groups/details/driver_abi.h): %envreg1
+   * is the high half, %envreg2 the low half */
+  assert_int_equal(((uint64_t)out[1] << 32 | out[2]), GL_EMU_GRID_WORKSPACE_BASE);
+  assert_int_equal(out[3], 0);
+  assert_int_equal(out[4], 0);
+  assert_int_equal(out[5], 1); /* grid_group::is_valid() */
+  RUN_OK(&e, "coop_envregs", ((lcfg){.grid = {2}, .block = {32}}), args);
+  dget(&e, dout, out, sizeof out);
+  for (int i = 0; i < 6; i++)
+    assert_int_equal(out[i], 0);
+  env_close(&e);
+}
+
+/* A block that never reaches grid.sync(): the others spin on the grid
+ * barrier. The deadline ends it; so does the no-progress limit. */
+static void test_coop_deadlock(void **state) {
+  env e;
+  env_open(&e, "coop", state);
+  uint64_t dout = dput(&e, NULL, 64);
+  void *args[] = {&dout};
+  uint64_t t0 = gl_mono_ns();
+  lcfg c = {.grid = {4}, .block = {64}, .cooperative = 1, .sm_count = 4,
+            .deadline_ns = t0 + 200000000ull};
+  expect_fail(&e, "coop_deadlock", c, args, GPULEASE_LAUNCH_FAILED,
+              "CUDA_ERROR_LAUNCH_TIMEOUT");
+  assert_true(gl_mono_ns() - t0 < 5000000000ull);
+  uint64_t keep = gl_emu__no_progress_limit;
+  gl_emu__no_progress_limit = 1u << 20;
+  c.deadline_ns = 0;
+  expect_fail(&e, "coop_deadlock", c, args, GPULEASE_LAUNCH_FAILED,
+              "without a store, atomic, barrier or exit");
+  assert_non_null(strstr(e.err, "cooperative grid of 4 co-resident blocks"));
+  gl_emu__no_progress_limit = keep;
+  env_close(&e);
+}
+
+/* The occupancy figures follow the documented H100 rules. */
+static void test_occupancy(void **state) {
+  env e;
+  env_open(&e, "coop", state);
+  const gl_emu_function *fn = kfn(&e, "coop_rounds");
+  uint32_t shared, local, nregs;
+  gl_emu_function_info(fn, &shared, &local, &nregs);
+  assert_int_equal(gl_emu_occupancy(fn, 0, 0), 0);
+  assert_int_equal(gl_emu_occupancy(fn, 1025, 0), 0);
+  assert_int_equal(gl_emu_occupancy(NULL, 32, 0), 0);
+  uint32_t max_threads;
+  gl_emu_function_limits(fn, &max_threads, NULL, NULL);
+  assert_int_equal(max_threads, 1024); /* no .maxntid: registers capped at 64 */
+  for (uint32_t t = 1; t <= 1024; t = t * 2 + 1) {
+    uint32_t warps = (t + 31) / 32, regs = nregs > 64 ? 64 : nregs;
+    regs = (regs + 7) / 8 * 8;
+    uint32_t want = 64 / warps;
+    if (want > 32)
+      want = 32;
+    if (228 * 1024 / (shared + 1024) < want)
+      want = 228 * 1024 / (shared + 1024);
+    if (65536 / (regs * 32) / warps < want)
+      want = 65536 / (regs * 32) / warps;
+    assert_int_equal(gl_emu_occupancy(fn, t, 0), want);
+  }
+  /* shared memory: 100 KiB a block leaves room for two */
+  uint32_t two = gl_emu_occupancy(fn, 32, 100 * 1024);
+  assert_true(two <= 2 && two >= 1);
+  assert_int_equal(gl_emu_occupancy(fn, 32, GL_EMU_MAX_SHARED_BYTES - shared + 1), 0);
+  assert_int_equal(gl_emu_max_cluster_size(fn, 32, 0), 8);
+  assert_int_equal(gl_emu_max_cluster_size(fn, 0, 0), 0);
+  /* any block the emulator launches fits an SM at least once */
+  assert_true(gl_emu_occupancy(kfn(&e, "coop_two_phase"), 1024, 0) >= 1);
+  env_close(&e);
+
+  /* .maxntid 128: ptxas may give a thread up to 255 registers; 300 PTX
+   * registers count as 256 (255 rounded up to 8): 8 warps an SM, so two
+   * blocks of 128 threads */
+  gl_emu_device *dev = gl_emu_device_new(4096);
+  assert_non_null(dev);
+  char ptx[16384], err[256];
+  int n = snprintf(ptx, sizeof ptx, ".version 8.0\n.target sm_90\n.address_size 64\n"
+                                    ".visible .entry k()\n.maxntid 128, 1, 1\n{\n"
+                                    ".reg .b32 %%r<301>;\n");
+  for (int i = 1; i <= 300; i++)
+    n += snprintf(ptx + n, sizeof ptx - (size_t)n, "mov.u32 %%r%d, %d;\n", i, i);
+  snprintf(ptx + n, sizeof ptx - (size_t)n, "ret;\n}\n");
+  gl_emu_module *m = NULL;
+  assert_int_equal(gl_emu_module_load(dev, ptx, strlen(ptx), &m, err, sizeof err), GPULEASE_OK);
+  const gl_emu_function *k = gl_emu_module_function(m, "k");
+  gl_emu_function_info(k, NULL, NULL, &nregs);
+  assert_true(nregs >= 300);
+  assert_int_equal(gl_emu_occupancy(k, 128, 0), 2);
+  assert_int_equal(gl_emu_occupancy(k, 64, 0), 4);
+  assert_int_equal(gl_emu_occupancy(k, 256, 0), 0); /* over .maxntid */
+  assert_int_equal(gl_emu_max_cluster_size(k, 256, 0), 0);
+  gl_emu_device_free(dev);
+}
+
+/* ---- Thread-block clusters (sm_90) ---------------------------------------- */
+
+/* cluster_sum's 8 words a thread, worked out on the host. */
+static void cluster_sum_ref(const int32_t *in, int32_t *out, const uint32_t g[3],
+                            const uint32_t cd[3], uint32_t n) {
+  uint32_t nr = cd[0] * cd[1] * cd[2];
+  for (uint32_t bz = 0; bz < g[2]; bz++)
+    for (uint32_t by = 0; by < g[1]; by++)
+      for (uint32_t bx = 0; bx < g[0]; bx++) {
+        uint32_t b = bx + g[0] * (by + g[1] * bz);
+        uint32_t rc[3] = {bx % cd[0], by % cd[1], bz % cd[2]};
+        uint32_t rank = rc[0] + cd[0] * (rc[1] + cd[1] * rc[2]);
+        for (uint32_t t = 0; t < n; t++) {
+          int32_t acc = 0;
+          for (uint32_t k = 0; k < nr; k++) {
+            uint32_t px = bx - rc[0] + k % cd[0], py = by - rc[1] + (k / cd[0]) % cd[1];
+            uint32_t pz = bz - rc[2] + k / (cd[0] * cd[1]);
+            acc += in[(px + g[0] * (py + g[1] * pz)) * n + t] * (int32_t)(k + 1);
+          }
+          int32_t *o = out + 8 * (b * n + t);
+          o[0] = acc;
+          o[1] = (int32_t)(n * (n + 1) / 2);
+          o[2] = (int32_t)rank;
+          o[3] = (int32_t)nr;
+          o[4] = (int32_t)(rc[0] + 10 * rc[1] + 100 * rc[2]);
+          o[5] = (int32_t)(cd[0] + 10 * cd[1] + 100 * cd[2]);
+          o[6] = (int32_t)(bx / cd[0] + 10 * (g[1] / cd[1]));
+          o[7] = (int32_t)((rank + 1) % nr);
+        }
+      }
+}
+
+static void test_cluster_sum(void **state) {
+  env e;
+  env_open(&e, "cluster", state);
+  static const struct {
+    uint32_t grid[3], cluster[3];
+  } shapes[] = {
+      {{8, 2, 1}, {2, 1, 1}}, {{8, 2, 1}, {4, 1, 1}}, {{4, 4, 1}, {2, 2, 1}},
+      {{2, 2, 4}, {1, 2, 4}}, {{6, 1, 1}, {1, 1, 1}}, {{3, 1, 1}, {0, 0, 0}},
+  };
+  enum { T = 128 };
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+    const uint32_t *g = shapes[si].grid, *cd0 = shapes[si].cluster;
+    uint32_t cd[3] = {cd0[0] ? cd0[0] : 1, cd0[1] ? cd0[1] : 1, cd0[2] ? cd0[2] : 1};
+    uint32_t nb = g[0] * g[1] * g[2];
+    size_t nin = (size_t)nb * T, nout = nin * 8;
+    int32_t *in = malloc(nin * 4), *out = malloc(nout * 4), *ref = malloc(nout * 4);
+    int32_t *out2 = malloc(nout * 4);
+    for (size_t i = 0; i < nin; i++)
+      in[i] = (int32_t)((i * 2654435761u) >> 20) - 2048;
+    cluster_sum_ref(in, ref, g, cd, T);
+    uint64_t din = dput(&e, in, nin * 4), dout = dput(&e, NULL, nout * 4);
+    void *args[] = {&din, &dout};
+    lcfg c = {.block = {T}};
+    memcpy(c.grid, g, sizeof c.grid);
+    memcpy(c.cluster, cd0, sizeof c.cluster);
+    RUN_OK(&e, "cluster_sum", c, args);
+    dget(&e, dout, out, nout * 4);
+    for (size_t i = 0; i < nout; i++)
+      if (out[i] != ref[i])
+        fail_msg("cluster (%u,%u,%u): word %zu of thread %zu: %d, want %d", cd[0], cd[1], cd[2],
+                 i % 8, i / 8, out[i], ref[i]);
+    /* clusters spread over host threads, and the grid as one cooperative
+     * group with clusters inside: the same words */
+    for (int k = 0; k < 2; k++) {
+      memset(gl_emu_device_ptr(e.dev, dout, nout * 4), 0, nout * 4);
+      lcfg c2 = c;
+      if (k == 0)
+        c2.threads = 4;
+      else
+        c2.cooperative = 1, c2.sm_count = sms_for(&e, "cluster_sum", T, nb);
+      RUN_OK(&e, "cluster_sum", c2, args);
+      dget(&e, dout, out2, nout * 4);
+      assert_memory_equal(out2, ref, nout * 4);
+    }
+    free(in);
+    free(out);
+    free(out2);
+    free(ref);
+  }
+  env_close(&e);
+}
+
+static void test_cluster_fixed(void **state) {
+  env e;
+  env_open(&e, "cluster", state);
+  enum { NB = 6, T = 64 };
+  int32_t out[NB * T];
+  uint64_t dout = dput(&e, NULL, sizeof out);
+  void *args[] = {&dout};
+  /* no cluster given: the kernel's .reqnctapercluster 2,1,1; the same
+   * given explicitly */
+  for (int k = 0; k < 2; k++) {
+    lcfg c = {.grid = {NB}, .block = {T}};
+    if (k)
+      c.cluster[0] = 2, c.cluster[1] = 1, c.cluster[2] = 1;
+    RUN_OK(&e, "cluster_fixed", c, args);
+    dget(&e, dout, out, sizeof out);
+    for (uint32_t b = 0; b < NB; b++)
+      for (uint32_t t = 0; t < T; t++)
+        assert_int_equal(out[b * T + t], (int32_t)(t + 1000 * ((b % 2) ^ 1)));
+  }
+  /* another cluster than the kernel's */
+  expect_fail(&e, "cluster_fixed", ((lcfg){.grid = {8}, .block = {T}, .cluster = {4, 1, 1}}),
+              args, GPULEASE_INVALID_ARGUMENT, "CUDA_ERROR_INVALID_CLUSTER_SIZE: ");
+  assert_non_null(strstr(e.err, ".reqnctapercluster"));
+  /* the grid must be a multiple of the kernel's cluster too */
+  expect_fail(&e, "cluster_fixed", ((lcfg){.grid = {5}, .block = {T}}), args,
+              GPULEASE_INVALID_ARGUMENT, "CUDA_ERROR_INVALID_CLUSTER_SIZE: ");
+  const gl_emu_function *fn = kfn(&e, "cluster_fixed");
+  assert_int_equal(gl_emu_max_cluster_size(fn, T, 0), 2);
+  assert_int_equal(gl_emu_max_cluster_size(fn, 2048, 0), 0);
+  env_close(&e);
+}
+
+static void test_cluster_bad_dims(void **state) {
+  env e;
+  env_open(&e, "cluster", state);
+  uint64_t din = dput(&e, NULL, 64 * 128 * 4), dout = dput(&e, NULL, 64 * 128 * 32);
+  void *args[] = {&din, &dout};
+  static const struct {
+    uint32_t grid[3], cluster[3];
+    const char *why;
+  } bad[] = {
+      {{5, 1, 1}, {2, 1, 1}, "grid dimension x = 5 is not a multiple of the cluster dimension 2"},
+      {{4, 3, 1}, {2, 2, 1}, "grid dimension y = 3"},
+      {{16, 1, 1}, {16, 1, 1}, "a cluster of 16 blocks (16,1,1) exceeds 8"},
+      {{9, 3, 1}, {3, 3, 1}, "a cluster of 9 blocks"},
+      {{4, 1, 1}, {2, 0, 1}, "cluster dimension y is 0"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    lcfg c = {.block = {128}};
+    memcpy(c.grid, bad[i].grid, sizeof c.grid);
+    memcpy(c.cluster, bad[i].cluster, sizeof c.cluster);
+    expect_fail(&e, "cluster_sum", c, args, GPULEASE_INVALID_ARGUMENT, bad[i].why);
+    assert_int_equal(strncmp(e.err, "CUDA_ERROR_INVALID_CLUSTER_SIZE: ", 33), 0);
+  }
+  /* 8 blocks is the largest portable cluster */
+  RUN_OK(&e, "cluster_sum", ((lcfg){.grid = {4, 2, 2}, .block = {128}, .cluster = {2, 2, 2}}),
+         args);
+  RUN_OK(&e, "cluster_sum", ((lcfg){.grid = {16}, .block = {128}, .cluster = {8, 1, 1}}), args);
+  env_close(&e);
+}
+
+static void test_cluster_ptx(void **state) {
+  env e;
+  env_open(&e, "cluster", state);
+  enum { NB = 8, T = 64 };
+  uint32_t out[NB * T * 8];
+  uint64_t dout = dput(&e, NULL, sizeof out);
+  void *args[] = {&dout};
+  static const uint32_t sizes[] = {2, 4, 8, 0};
+  for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+    uint32_t cs = sizes[si], nr = cs ? cs : 1;
+    lcfg c = {.grid = {NB}, .block = {T}, .cluster = {cs, cs ? 1 : 0, cs ? 1 : 0}};
+    RUN_OK(&e, "cluster_ptx", c, args);
+    dget(&e, dout, out, sizeof out);
+    for (uint32_t b = 0; b < NB; b++)
+      for (uint32_t t = 0; t < T; t++) {
+        const uint32_t *o = out + 8 * (b * T + t);
+        uint32_t rank = b % nr;
+        uint32_t want[8] = {t, t, t + 1100, t + 7, (rank + 1) % nr, cs ? 1 : 0, rank, nr};
+        for (int k = 0; k < 8; k++)
+          if (o[k] != want[k])
+            fail_msg("cluster of %u: block %u thread %u word %d: %u, want %u", nr, b, t, k,
+                     o[k], want[k]);
+      }
+  }
+  env_close(&e);
+}
+
+static void test_cluster_stuck(void **state) {
+  env e;
+  env_open(&e, "cluster", state);
+  uint64_t dout = dput(&e, NULL, 64);
+  void *args[] = {&dout};
+  lcfg c = {.grid = {4}, .block = {64}, .cluster = {2, 1, 1},
+            .deadline_ns = gl_mono_ns() + 30000000000ull};
+  expect_fail(&e, "cluster_stuck", c, args, GPULEASE_LAUNCH_FAILED, "can never complete");
+  /* one block alone (no cluster): its cluster barrier is a block barrier,
+   * and the block's first warp waits at bar.sync for the rest */
+  c.cluster[0] = c.cluster[1] = c.cluster[2] = 0;
+  expect_fail(&e, "cluster_stuck", c, args, GPULEASE_LAUNCH_FAILED, "can never complete");
+  env_close(&e);
+}
+
+/* Hand-written cluster PTX: .shared::cluster loads with a scope, addresses
+ * past a peer's shared memory and ranks outside the cluster fault,
+ * .maxclusterrank and .explicitcluster are enforced. */
+static const char cluster_probe_ptx[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry probe(.param .u64 out, .param .u32 rank, .param .u32 off)\n"
+    ".maxclusterrank 4\n"
+    "{\n"
+    "  .reg .b32 %r<9>;\n  .reg .b64 %rd<4>;\n"
+    "  .shared .align 4 .b8 s[64];\n"
+    "  ld.param.u64 %rd1, [out];\n  ld.param.u32 %r1, [rank];\n  ld.param.u32 %r2, [off];\n"
+    "  mov.u32 %r5, %cluster_ctarank;\n"
+    "  add.u32 %r5, %r5, 100;\n"
+    "  st.shared::cluster.u32 [s], %r5;\n"
+    "  barrier.cluster.arrive.release;\n  barrier.cluster.wait.acquire;\n"
+    "  mov.u32 %r6, s;\n"
+    "  mapa.shared::cluster.u32 %r6, %r6, %r1;\n"
+    "  add.u32 %r6, %r6, %r2;\n"
+    "  ld.acquire.cluster.shared::cluster.u32 %r7, [%r6];\n"
+    "  mov.u32 %r3, %ctaid.x;\n  mov.u32 %r4, %ntid.x;\n  mov.u32 %r8, %tid.x;\n"
+    "  mad.lo.u32 %r3, %r3, %r4, %r8;\n"
+    "  mul.wide.u32 %rd2, %r3, 4;\n  add.u64 %rd3, %rd1, %rd2;\n"
+    "  st.global.u32 [%rd3], %r7;\n"
+    "  barrier.cluster.arrive;\n  barrier.cluster.wait;\n"
+    "  ret;\n"
+    "}\n"
+    ".visible .entry must_cluster()\n.explicitcluster\n{\n  ret;\n}\n";
+
+static void test_cluster_probe(void **state) {
+  (void)state;
+  env e;
+  memset(&e, 0, sizeof e);
+  e.dev = gl_emu_device_new(REGION);
+  assert_non_null(e.dev);
+  e.next = GL_EMU_REGION_BASE;
+  if (gl_emu_module_load(e.dev, cluster_probe_ptx, sizeof cluster_probe_ptx - 1, &e.mod, e.err,
+                         sizeof e.err) != GPULEASE_OK)
+    fail_msg("load: %s", e.err);
+  uint32_t out[4 * 32];
+  uint64_t dout = dput(&e, NULL, sizeof out);
+  uint32_t rank = 1, off = 0;
+  void *args[] = {&dout, &rank, &off};
+  lcfg c = {.grid = {4}, .block = {32}, .cluster = {2, 1, 1}};
+  RUN_OK(&e, "probe", c, args);
+  dget(&e, dout, out, sizeof out);
+  for (int i = 0; i < 4 * 32; i++)
+    assert_int_equal(out[i], 101);
+  /* a rank outside the cluster */
+  rank = 2;
+  expect_fail(&e, "probe", c, args, GPULEASE_LAUNCH_FAILED, "CUDA_ERROR_ILLEGAL_ADDRESS");
+  assert_non_null(strstr(e.err, "mapa to block rank 2 of a cluster of 2 blocks"));
+  /* past the peer's shared memory */
+  rank = 1, off = 64;
+  expect_fail(&e, "probe", c, args, GPULEASE_LAUNCH_FAILED, "CUDA_ERROR_ILLEGAL_ADDRESS");
+  assert_non_null(strstr(e.err, "outside shared memory"));
+  /* .maxclusterrank 4 */
+  off = 0;
+  c.grid[0] = 8, c.cluster[0] = 8;
+  expect_fail(&e, "probe", c, args, GPULEASE_INVALID_ARGUMENT, "CUDA_ERROR_INVALID_CLUSTER_SIZE");
+  assert_non_null(strstr(e.err, ".maxclusterrank 4"));
+  assert_int_equal(gl_emu_max_cluster_size(kfn(&e, "probe"), 32, 0), 4);
+  /* without clusters: a cluster of one, rank 0 */
+  rank = 0;
+  c.grid[0] = 4, c.cluster[0] = 0, c.cluster[1] = 0, c.cluster[2] = 0;
+  RUN_OK(&e, "probe", c, args);
+  dget(&e, dout, out, sizeof out);
+  for (int i = 0; i < 4 * 32; i++)
+    assert_int_equal(out[i], 100);
+  /* .explicitcluster: a cluster is required */
+  expect_fail(&e, "must_cluster", ((lcfg){.grid = {2}, .block = {32}}), NULL,
+              GPULEASE_INVALID_ARGUMENT, "CUDA_ERROR_INVALID_CLUSTER_SIZE");
+  assert_non_null(strstr(e.err, ".explicitcluster"));
+  RUN_OK(&e, "must_cluster", ((lcfg){.grid = {2}, .block = {32}, .cluster = {2, 1, 1}}), NULL);
+  env_close(&e);
+}
+
 /* ---- Device API --------------------------------------------------------- */
 
 static void test_device_api(void **state) {
@@ -1016,6 +1524,7 @@ static void test_load_limits(void **state) {
 
 #define BOTH(f)                                                                                \
   cmocka_unit_test_prestate(f, NULL), cmocka_unit_test_prestate(f, (void *)"_sm90")
+#define SM90(f) cmocka_unit_test_prestate(f, (void *)"_sm90") /* clusters need sm_90 */
 
 int main(void) {
   const struct CMUnitTest tests[] = {
@@ -1049,7 +1558,22 @@ int main(void) {
       BOTH(test_atom16_64),
       BOTH(test_spinlock),
       BOTH(test_determinism),
+      BOTH(test_coop_two_phase),
+      BOTH(test_coop_rounds),
+      BOTH(test_coop_too_large),
+      BOTH(test_coop_not_cooperative),
+      BOTH(test_coop_envregs),
+      BOTH(test_coop_deadlock),
+      BOTH(test_occupancy),
+      SM90(test_cluster_sum),
+      SM90(test_cluster_fixed),
+      SM90(test_cluster_bad_dims),
+      SM90(test_cluster_ptx),
+      SM90(test_cluster_stuck),
+      cmocka_unit_test(test_cluster_probe),
       BOTH(test_matmul),
   };
+  if (getenv("GL_TEST_FILTER"))
+    cmocka_set_test_filter(getenv("GL_TEST_FILTER"));
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

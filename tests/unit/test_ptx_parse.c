@@ -951,15 +951,15 @@ static void test_unsupported(void **state) {
       "vmad.s32.s32.s32 %r1, %r2, %r3, %r4;",
       "vabsdiff4.u32.u32.u32 %r1, %r2, %r3, %r4;",
       "lop3.b32 %r1, %r2, %r3, %r4, 0x96;",
-      "ld.shared::cluster.u32 %r1, [%r2];",
+      "isspacep.shared::cluster %p1, %rd1;",
       "atom.global.v2.f32.add {%f1, %f2}, [%rd1], {%f3, %f4};",
       "ld.global.v8.f32 {%f1, %f2, %f3, %f4, %f5, %f6, %f7, %f1}, [%rd1];",
       "ld.global.b128 %rd1, [%rd2];",
       "cvt.rn.satfinite.e4m3x2.f32 %rs1, %f1, %f2;",
       "fence.proxy.async.shared::cta;",
-      "barrier.cluster.arrive;",
-      "mov.u32 %r1, %cluster_ctarank;",
-      "mov.u32 %r1, %envreg3;",
+      "mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], %r2;",
+      "mov.u32 %r1, %aggr_smem_size;",
+      "mov.u32 %r1, %envreg32;",
   };
   for (size_t i = 0; i < sizeof ins / sizeof ins[0]; i++) {
     gl_ptx_module *m = NULL;

@@ -940,8 +940,8 @@ static const bad_case bad_cases[] = {
      "image_format 4 out of range 0..3"},
     {"image_format 255", DEC_REQ, b_sub_format, 255, 0, GPULEASE_INVALID_ARGUMENT,
      "image_format 255"},
-    {"flags 0x02", DEC_REQ, b_sub_flags, 0x02, 0, GPULEASE_INVALID_ARGUMENT,
-     "flags 0x02 has unknown bits 0x02"},
+    {"flags 0x08", DEC_REQ, b_sub_flags, 0x08, 0, GPULEASE_INVALID_ARGUMENT,
+     "flags 0x08 has unknown bits 0x08"},
     {"flags 0x81", DEC_REQ, b_sub_flags, 0x81, 0, GPULEASE_INVALID_ARGUMENT,
      "flags 0x81 has unknown bits 0x80"},
     {"body == max_body", DEC_REQ, b_sub_default, 0, MB_BODY, GPULEASE_OK, NULL},
@@ -2011,7 +2011,9 @@ static void test_status_names(void **state) {
       {GL_OP_MEM_READ, "MEM_READ"},           {GL_OP_MEM_COPY, "MEM_COPY"},
       {GL_OP_MEMSET, "MEMSET"},               {GL_OP_MODULE_LOAD, "MODULE_LOAD"},
       {GL_OP_MODULE_UNLOAD, "MODULE_UNLOAD"}, {GL_OP_FUNC_INFO, "FUNC_INFO"},
-      {GL_OP_LAUNCH, "LAUNCH"},
+      {GL_OP_LAUNCH, "LAUNCH"},               {GL_OP_LAUNCH_EX, "LAUNCH_EX"},
+      {GL_OP_BURST, "BURST"},                 {GL_OP_EVENT_RECORD, "EVENT_RECORD"},
+      {GL_OP_EVENT_ELAPSED, "EVENT_ELAPSED"},
   };
   for (size_t i = 0; i < sizeof ses / sizeof ses[0]; i++) {
     assert_string_equal(gl_op_name(ses[i].op), ses[i].name);
@@ -2023,7 +2025,7 @@ static void test_status_names(void **state) {
   assert_int_equal(ses[12].op, 0x0331);
   const uint16_t not_ses[] = {0,      GL_OP_GET_INVENTORY, GL_OP_LEASE_FREE, GL_OP_GPU_SUBMIT,
                               0x0300, 0x0304,              0x0319,           0x0330,
-                              0x0332, GL_OP_WORKER_INIT,   GL_OP_WORKER_PROBE};
+                              0x0334, GL_OP_WORKER_INIT,   GL_OP_WORKER_PROBE};
   for (size_t i = 0; i < sizeof not_ses / sizeof not_ses[0]; i++) {
     assert_false(gl_op_is_session(not_ses[i]));
     if (not_ses[i] >= 0x0300 && not_ses[i] < 0x0400)
@@ -2923,6 +2925,237 @@ static void test_session_response_encode_refuses(void **state) {
 
 /* gl_launch_param_put writes the documented bytes and refuses bad params;
  * gl_launch_param_next walks a list and never runs past it. */
+
+/* LAUNCH_EX, BURST, EVENT_RECORD, EVENT_ELAPSED (wire_exec.c) and GPU_SUBMIT's
+ * launch attributes. */
+static void decode_fails(const gl_request *req, gpulease_status want, const char *needle) {
+  gl_buf b;
+  gl_buf_init(&b);
+  assert_status(gl_request_encode(req, &b), want);
+  assert_int_equal(b.len, 0);
+  char err[256] = "";
+  assert_status(gl_request_validate(req, err, sizeof err), want);
+  assert_contains(err, needle);
+  gl_buf_free(&b);
+}
+
+static void test_exec_ops(void **state) {
+  (void)state;
+  static gl_request req, out;
+  gl_buf params;
+  /* LAUNCH_EX: LAUNCH's fields, then flags and the cluster, at 76..88. */
+  ses_request(GL_OP_LAUNCH, &req, &params);
+  req.op = GL_OP_LAUNCH_EX;
+  req.u.launch.flags = GL_LAUNCH_EX_COOPERATIVE;
+  req.u.launch.cluster[0] = 2, req.u.launch.cluster[1] = 1, req.u.launch.cluster[2] = 3;
+  size_t plen = req.u.launch.params_raw_len;
+  req_roundtrip(&req, &out, 12 + 91 + plen);
+  assert_int_equal(out.u.launch.flags, GL_LAUNCH_EX_COOPERATIVE);
+  assert_int_equal(out.u.launch.cluster[0], 2);
+  assert_int_equal(out.u.launch.cluster[2], 3);
+  assert_int_equal(out.u.launch.grid[0], 8);
+  assert_int_equal(out.u.launch.shared_mem_bytes, 1024);
+  assert_int_equal(out.u.launch.param_count, 3);
+  assert_int_equal(out.u.launch.s.seq, 5);
+  assert_ptr_equal(gl_request_session(&out), &out.u.launch.s);
+  {
+    gl_buf b;
+    gl_buf_init(&b);
+    assert_status(gl_request_encode(&req, &b), GPULEASE_OK);
+    static const uint8_t attrs[] = {0x01, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 3, 0, 3};
+    assert_memory_equal(b.data + 12 + 76, attrs, sizeof attrs);
+    gl_buf_free(&b);
+  }
+  memset(req.u.launch.cluster, 0, sizeof req.u.launch.cluster); /* none */
+  req_roundtrip(&req, &out, 12 + 91 + plen);
+  req.u.launch.flags = 0x02;
+  decode_fails(&req, GPULEASE_INVALID_ARGUMENT, "unknown bits");
+  req.u.launch.flags = 0;
+  req.u.launch.cluster[0] = 2; /* 2,0,0 */
+  decode_fails(&req, GPULEASE_INVALID_ARGUMENT, "at least 1");
+  gl_buf_free(&params);
+
+  /* BURST: three launches, walked back. */
+  gl_buf list;
+  gl_buf_init(&list);
+  for (unsigned i = 0; i < 3; i++) {
+    gl_request one;
+    ses_request(GL_OP_LAUNCH, &one, &params);
+    one.u.launch.function = 100 + i;
+    one.u.launch.grid[0] = 1 + i;
+    if (i == 1) one.u.launch.param_count = 0, one.u.launch.params_raw_len = 0;
+    assert_status(gl_burst_add(&list, &one.u.launch), GPULEASE_OK);
+    gl_buf_free(&params);
+  }
+  assert_int_equal(list.len, 3 * 38 + 2 * plen);
+  memset(&req, 0, sizeof req);
+  req.op = GL_OP_BURST;
+  req.u.burst.s.auth.lease_id = 42;
+  req.u.burst.s.session_id = 3;
+  req.u.burst.s.seq = 9;
+  req.u.burst.count = 3;
+  req.u.burst.launches = list.data;
+  req.u.burst.launches_len = list.len;
+  req_roundtrip(&req, &out, 12 + 42 + list.len);
+  assert_int_equal(out.u.burst.count, 3);
+  size_t pos = 0;
+  gl_launch_req l;
+  for (unsigned i = 0; i < 3; i++) {
+    assert_true(gl_burst_next(&out.u.burst, &pos, &l));
+    assert_int_equal(l.function, 100 + i);
+    assert_int_equal(l.grid[0], 1 + i);
+    assert_int_equal(l.param_count, i == 1 ? 0 : 3);
+    assert_int_equal(l.s.session_id, 3);
+    assert_int_equal(l.s.seq, 9);
+    assert_int_equal(l.flags, 0);
+  }
+  assert_false(gl_burst_next(&out.u.burst, &pos, &l));
+  assert_int_equal(pos, out.u.burst.launches_len);
+  req.u.burst.count = 2; /* the list holds three */
+  decode_fails(&req, GPULEASE_INVALID_ARGUMENT, "launches take");
+  req.u.burst.count = 4; /* runs past the list */
+  decode_fails(&req, GPULEASE_INVALID_ARGUMENT, "");
+  req.u.burst.count = 0;
+  decode_fails(&req, GPULEASE_INVALID_ARGUMENT, "out of range 1..4096");
+  req.u.burst.count = GL_WIRE_MAX_BURST + 1;
+  decode_fails(&req, GPULEASE_INVALID_ARGUMENT, "out of range 1..4096");
+  req.u.burst.count = 3;
+  req.u.burst.launches = NULL;
+  decode_fails(&req, GPULEASE_INVALID_ARGUMENT, "launches is NULL");
+  /* A BURST whose count claims more launches than the body holds. */
+  req.u.burst.launches = list.data;
+  {
+    gl_buf b;
+    gl_buf_init(&b);
+    assert_status(gl_request_encode(&req, &b), GPULEASE_OK);
+    b.data[12 + 41] = 4; /* count 3 -> 4 */
+    char err[256];
+    assert_status(gl_request_decode(b.data, b.len, MAX_BODY, &out, NULL, err, sizeof err),
+                  GPULEASE_MALFORMED);
+    gl_buf_free(&b);
+  }
+  gl_buf_free(&list);
+  gl_launch_req bad;
+  memset(&bad, 0, sizeof bad);
+  bad.param_count = 1; /* and no list */
+  gl_buf_init(&list);
+  assert_status(gl_burst_add(&list, &bad), GPULEASE_INVALID_ARGUMENT);
+  assert_int_equal(list.len, 0);
+  gl_buf_free(&list);
+
+  /* EVENT_RECORD and EVENT_ELAPSED. */
+  memset(&req, 0, sizeof req);
+  req.op = GL_OP_EVENT_RECORD;
+  req.u.event.s.session_id = 3;
+  req.u.event.event = 255;
+  req_roundtrip(&req, &out, 12 + 42);
+  assert_int_equal(out.u.event.event, 255);
+  req.u.event.event = 256;
+  decode_fails(&req, GPULEASE_INVALID_ARGUMENT, "event 256 out of range 0..255");
+  req.op = GL_OP_EVENT_ELAPSED;
+  req.u.event.event = 1;
+  req.u.event.end_event = 7;
+  req_roundtrip(&req, &out, 12 + 44);
+  assert_int_equal(out.u.event.event, 1);
+  assert_int_equal(out.u.event.end_event, 7);
+  req.u.event.end_event = 300;
+  decode_fails(&req, GPULEASE_INVALID_ARGUMENT, "end_event 300");
+  static gl_response resp, rout;
+  static gl_request one_l;
+  memset(&resp, 0, sizeof resp);
+  resp.op = GL_OP_EVENT_ELAPSED;
+  resp.msg = "";
+  resp.u.elapsed_ns = 0x0102030405060708ull;
+  resp_roundtrip(&resp, &rout, 12 + 2 + 8);
+  assert_true(rout.u.elapsed_ns == 0x0102030405060708ull);
+  resp.op = GL_OP_BURST;
+  resp_roundtrip(&resp, &rout, 12 + 2);
+  assert_string_equal(gl_op_name(GL_OP_BURST), "BURST");
+  assert_string_equal(gl_op_name(GL_OP_LAUNCH_EX), "LAUNCH_EX");
+  assert_true(gl_op_is_session(GL_OP_EVENT_ELAPSED));
+
+  /* Graphs. */
+  memset(&req, 0, sizeof req);
+  req.op = GL_OP_GRAPH_BEGIN;
+  req.u.graph_begin.s.session_id = 3;
+  req_roundtrip(&req, &out, 12 + 57);
+  req.u.graph_begin.flags = GL_GRAPH_F_WHILE;
+  req.u.graph_begin.flag_buffer = 0x0100000000000009ull;
+  req.u.graph_begin.flag_offset = 12;
+  req_roundtrip(&req, &out, 12 + 57);
+  assert_true(out.u.graph_begin.flag_buffer == 0x0100000000000009ull);
+  assert_int_equal(out.u.graph_begin.flag_offset, 12);
+  req.u.graph_begin.flag_buffer = 0;
+  decode_fails(&req, GPULEASE_INVALID_ARGUMENT, "needs flag_buffer");
+  req.u.graph_begin.flags = 0;
+  req.u.graph_begin.flag_offset = 4;
+  decode_fails(&req, GPULEASE_INVALID_ARGUMENT, "must be 0 without the WHILE flag");
+  req.u.graph_begin.flags = 2;
+  decode_fails(&req, GPULEASE_INVALID_ARGUMENT, "unknown bits");
+  memset(&req, 0, sizeof req);
+  req.op = GL_OP_GRAPH_END;
+  req.u.graph.s.session_id = 3;
+  req_roundtrip(&req, &out, 12 + 40);
+  req.op = GL_OP_GRAPH_LAUNCH;
+  req.u.graph.graph = 0x6A00000000000001ull;
+  req_roundtrip(&req, &out, 12 + 48);
+  assert_true(out.u.graph.graph == 0x6A00000000000001ull);
+  req.op = GL_OP_GRAPH_DESTROY;
+  req_roundtrip(&req, &out, 12 + 48);
+  ses_request(GL_OP_LAUNCH, &one_l, &params);
+  req.op = GL_OP_GRAPH_SET_ARGS;
+  req.u.graph.node = 37;
+  req.u.graph.args.param_count = one_l.u.launch.param_count;
+  req.u.graph.args.params_raw = one_l.u.launch.params_raw;
+  req.u.graph.args.params_raw_len = one_l.u.launch.params_raw_len;
+  req_roundtrip(&req, &out, 12 + 54 + plen);
+  assert_int_equal(out.u.graph.node, 37);
+  assert_int_equal(out.u.graph.args.param_count, 3);
+  req.u.graph.args.param_count = 4;
+  decode_fails(&req, GPULEASE_INVALID_ARGUMENT, "");
+  gl_buf_free(&params);
+  memset(&resp, 0, sizeof resp);
+  resp.op = GL_OP_GRAPH_END;
+  resp.msg = "";
+  resp.u.graph_end.graph = 5;
+  resp.u.graph_end.kernel_nodes = 110;
+  resp.u.graph_end.ops = 112;
+  resp_roundtrip(&resp, &rout, 12 + 2 + 16);
+  assert_int_equal(rout.u.graph_end.kernel_nodes, 110);
+  assert_int_equal(rout.u.graph_end.ops, 112);
+  resp.u.graph_end.graph = 0;
+  {
+    gl_buf b;
+    gl_buf_init(&b);
+    assert_status(gl_response_encode(&resp, &b), GPULEASE_INVALID_ARGUMENT);
+    gl_buf_free(&b);
+  }
+
+  /* GPU_SUBMIT: flags bit 2 puts the cluster after shared_mem_bytes. */
+  static const uint8_t image[] = ".version 8.0";
+  memset(&req, 0, sizeof req);
+  req.op = GL_OP_GPU_SUBMIT;
+  gl_submit_req *sr = &req.u.submit;
+  sr->kernel_name = "k";
+  sr->kernel_name_len = 1;
+  sr->grid[0] = sr->grid[1] = sr->grid[2] = 4;
+  sr->block[0] = sr->block[1] = sr->block[2] = 1;
+  sr->image = image;
+  sr->image_len = sizeof image - 1;
+  req_roundtrip(&req, &out, 12 + 90 + 1 + sr->image_len);
+  sr->flags = GL_SUBMIT_F_COOPERATIVE | GL_SUBMIT_F_CLUSTER;
+  sr->cluster[0] = 2, sr->cluster[1] = 2, sr->cluster[2] = 1;
+  sr->output_size = 77;
+  req_roundtrip(&req, &out, 12 + 102 + 1 + sr->image_len);
+  assert_int_equal(out.u.submit.flags, GL_SUBMIT_F_COOPERATIVE | GL_SUBMIT_F_CLUSTER);
+  assert_int_equal(out.u.submit.cluster[1], 2);
+  assert_int_equal(out.u.submit.output_size, 77);
+  sr->cluster[1] = 0;
+  decode_fails(&req, GPULEASE_INVALID_ARGUMENT, "at least 1");
+  sr->flags = 0x08;
+  decode_fails(&req, GPULEASE_INVALID_ARGUMENT, "unknown bits");
+}
+
 static void test_launch_params(void **state) {
   (void)state;
   static gl_request req, out;
@@ -3937,6 +4170,7 @@ int main(void) {
       cmocka_unit_test(test_session_encode_refuses),
       cmocka_unit_test(test_session_response_encode_refuses),
       cmocka_unit_test(test_launch_params),
+      cmocka_unit_test(test_exec_ops),
       cmocka_unit_test(test_session_max_chunk),
       cmocka_unit_test(test_doc_session_example),
       cmocka_unit_test(test_worker_lost),

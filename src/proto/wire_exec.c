@@ -1,0 +1,376 @@
+/*
+ * wire_exec.c - the codec of the launch ops beyond LAUNCH: LAUNCH_EX (a
+ * launch with attributes: cooperative, thread-block cluster), BURST (many
+ * launches in one op), the events (EVENT_RECORD, EVENT_ELAPSED) and the
+ * graphs (GRAPH_BEGIN .. GRAPH_DESTROY), as the family gl_wire__exec; and the body every launch shares after its
+ * session_ref, which LAUNCH (wire_session.c) uses too. Layouts in wire.h
+ * and docs/protocol.md, "Launch attributes, bursts and events".
+ */
+#include "proto/wire_internal.h"
+
+/* ========================================================================
+ * Checks
+ * ====================================================================== */
+
+void gl_wire__check_cluster(gl_wire__rd *r, const uint32_t cluster[3]) {
+  if (!gl_wire__rd_ok(r)) return;
+  if (cluster[0] == 0 || cluster[1] == 0 || cluster[2] == 0)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+                     "cluster (%u,%u,%u): each dimension must be at least 1", cluster[0],
+                     cluster[1], cluster[2]);
+}
+
+/* LAUNCH_EX's cluster: all 0 (none) or each >= 1. */
+static void check_ex_cluster(gl_wire__rd *r, const uint32_t cluster[3]) {
+  if (cluster[0] == 0 && cluster[1] == 0 && cluster[2] == 0) return;
+  gl_wire__check_cluster(r, cluster);
+}
+
+static void check_ex_flags(gl_wire__rd *r, uint8_t flags) {
+  if (gl_wire__rd_ok(r) && (flags & ~GL_LAUNCH_EX_COOPERATIVE))
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+                     "flags 0x%02x has unknown bits 0x%02x (only bit 0, cooperative, is defined)",
+                     flags, flags & ~GL_LAUNCH_EX_COOPERATIVE & 0xFF);
+}
+
+static void check_param_count(gl_wire__rd *r, uint16_t count) {
+  if (gl_wire__rd_ok(r) && count > GPULEASE_MAX_PARAMS)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "param_count %u exceeds %d", count,
+                     GPULEASE_MAX_PARAMS);
+}
+
+static void check_burst_count(gl_wire__rd *r, uint16_t count) {
+  if (gl_wire__rd_ok(r) && (count < 1 || count > GL_WIRE_MAX_BURST))
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "count %u out of range 1..%d", count,
+                     GL_WIRE_MAX_BURST);
+}
+
+static void check_graph_begin(gl_wire__rd *r, const gl_graph_begin_req *g) {
+  if (!gl_wire__rd_ok(r)) return;
+  if (g->flags & ~GL_GRAPH_F_WHILE)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+                     "flags 0x%02x has unknown bits (only bit 0, WHILE loop, is defined)",
+                     g->flags);
+  else if (!(g->flags & GL_GRAPH_F_WHILE) && (g->flag_buffer || g->flag_offset))
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+                     "flag_buffer and flag_offset must be 0 without the WHILE flag");
+  else if ((g->flags & GL_GRAPH_F_WHILE) && g->flag_buffer == 0)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+                     "a WHILE loop needs flag_buffer (buffer handles start at 1)");
+}
+
+static void check_event(gl_wire__rd *r, const char *field, uint16_t ev) {
+  if (gl_wire__rd_ok(r) && ev >= GL_WIRE_MAX_EVENTS)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "%s %u out of range 0..%d", field, ev,
+                     GL_WIRE_MAX_EVENTS - 1);
+}
+
+/* ========================================================================
+ * A launch's body
+ * ====================================================================== */
+
+void gl_wire__launch_body_decode(gl_wire__rd *r, gl_launch_req *l, bool ex) {
+  l->function = gl_wire__rd_u64(r, "function");
+  l->grid[0] = gl_wire__rd_u32(r, "grid_x");
+  l->grid[1] = gl_wire__rd_u32(r, "grid_y");
+  l->grid[2] = gl_wire__rd_u32(r, "grid_z");
+  l->block[0] = gl_wire__rd_u32(r, "block_x");
+  l->block[1] = gl_wire__rd_u32(r, "block_y");
+  l->block[2] = gl_wire__rd_u32(r, "block_z");
+  l->shared_mem_bytes = gl_wire__rd_u32(r, "shared_mem_bytes");
+  if (ex) {
+    l->flags = gl_wire__rd_u8(r, "flags");
+    check_ex_flags(r, l->flags);
+    l->cluster[0] = gl_wire__rd_u32(r, "cluster_x");
+    l->cluster[1] = gl_wire__rd_u32(r, "cluster_y");
+    l->cluster[2] = gl_wire__rd_u32(r, "cluster_z");
+    check_ex_cluster(r, l->cluster);
+  }
+  l->param_count = gl_wire__rd_u16(r, "param_count");
+  check_param_count(r, l->param_count);
+  if (gl_wire__rd_ok(r)) {
+    size_t start = r->pos;
+    gl_wire__param_list_scan(r, l->param_count, true);
+    l->params_raw = r->p + start;
+    l->params_raw_len = r->pos - start;
+  }
+}
+
+void gl_wire__launch_body_validate(gl_wire__rd *r, const gl_launch_req *l, bool ex) {
+  if (ex) {
+    check_ex_flags(r, l->flags);
+    check_ex_cluster(r, l->cluster);
+  }
+  check_param_count(r, l->param_count);
+  if (gl_wire__rd_ok(r) && l->params_raw_len > 0 && !l->params_raw)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "params_raw is NULL");
+  if (!gl_wire__rd_ok(r)) return;
+  gl_wire__rd pr;
+  gl_wire__rd_init(&pr, l->params_raw, l->params_raw_len, r->op, r->err, r->errlen);
+  gl_wire__param_list_scan(&pr, l->param_count, true);
+  if (pr.st != GPULEASE_OK)
+    r->st = GPULEASE_INVALID_ARGUMENT; /* message already written */
+  else if (pr.pos != l->params_raw_len)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+                     "params_raw_len %zu but the %u params take %zu bytes", l->params_raw_len,
+                     l->param_count, pr.pos);
+}
+
+void gl_wire__launch_body_put(gl_buf *b, const gl_launch_req *l, bool ex) {
+  gl_wire__put_u64(b, l->function);
+  for (int i = 0; i < 3; i++) gl_wire__put_u32(b, l->grid[i]);
+  for (int i = 0; i < 3; i++) gl_wire__put_u32(b, l->block[i]);
+  gl_wire__put_u32(b, l->shared_mem_bytes);
+  if (ex) {
+    gl_wire__put_u8(b, l->flags);
+    for (int i = 0; i < 3; i++) gl_wire__put_u32(b, l->cluster[i]);
+  }
+  gl_wire__put_u16(b, l->param_count);
+  gl_wire__put_bytes(b, l->params_raw, l->params_raw_len);
+}
+
+/* ========================================================================
+ * BURST's list
+ * ====================================================================== */
+
+/* Reads count launches from r (the decoder: r is the body; the walker: r
+ * is the list). */
+static void burst_scan(gl_wire__rd *r, unsigned count) {
+  r->elem = "launch";
+  for (unsigned i = 0; i < count && gl_wire__rd_ok(r); i++) {
+    r->idx = i;
+    gl_launch_req l;
+    memset(&l, 0, sizeof l);
+    gl_wire__launch_body_decode(r, &l, false);
+  }
+  r->elem = NULL;
+}
+
+bool gl_burst_next(const gl_burst_req *b, size_t *pos, gl_launch_req *out) {
+  if (!b || *pos >= b->launches_len) return false;
+  gl_wire__rd r;
+  gl_wire__rd_init(&r, b->launches, b->launches_len, GL_OP_BURST, NULL, 0);
+  r.pos = *pos;
+  memset(out, 0, sizeof *out);
+  out->s = b->s;
+  gl_wire__launch_body_decode(&r, out, false);
+  if (!gl_wire__rd_ok(&r)) return false;
+  *pos = r.pos;
+  return true;
+}
+
+gpulease_status gl_burst_add(gl_buf *list, const gl_launch_req *l) {
+  gl_wire__rd r;
+  gl_wire__rd_init(&r, NULL, 0, GL_OP_BURST, NULL, 0);
+  gl_wire__launch_body_validate(&r, l, false);
+  if (!gl_wire__rd_ok(&r)) return GPULEASE_INVALID_ARGUMENT;
+  gl_wire__launch_body_put(list, l, false);
+  return list->oom ? GPULEASE_NO_MEMORY : GPULEASE_OK;
+}
+
+/* ========================================================================
+ * Requests
+ * ====================================================================== */
+
+static void exec_decode(gl_wire__rd *r, gl_request *q) {
+  switch (q->op) {
+  case GL_OP_LAUNCH_EX:
+    gl_wire__session_ref_decode(r, &q->u.launch.s);
+    gl_wire__launch_body_decode(r, &q->u.launch, true);
+    break;
+  case GL_OP_BURST: {
+    gl_burst_req *b = &q->u.burst;
+    gl_wire__session_ref_decode(r, &b->s);
+    b->count = gl_wire__rd_u16(r, "count");
+    check_burst_count(r, b->count);
+    if (gl_wire__rd_ok(r)) {
+      size_t start = r->pos;
+      burst_scan(r, b->count);
+      b->launches = r->p + start;
+      b->launches_len = r->pos - start;
+    }
+    break;
+  }
+  case GL_OP_EVENT_RECORD:
+    gl_wire__session_ref_decode(r, &q->u.event.s);
+    q->u.event.event = gl_wire__rd_u16(r, "event");
+    check_event(r, "event", q->u.event.event);
+    break;
+  case GL_OP_EVENT_ELAPSED:
+    gl_wire__session_ref_decode(r, &q->u.event.s);
+    q->u.event.event = gl_wire__rd_u16(r, "start_event");
+    check_event(r, "start_event", q->u.event.event);
+    q->u.event.end_event = gl_wire__rd_u16(r, "end_event");
+    check_event(r, "end_event", q->u.event.end_event);
+    break;
+  case GL_OP_GRAPH_BEGIN: {
+    gl_graph_begin_req *g = &q->u.graph_begin;
+    gl_wire__session_ref_decode(r, &g->s);
+    g->flags = gl_wire__rd_u8(r, "flags");
+    g->flag_buffer = gl_wire__rd_u64(r, "flag_buffer");
+    g->flag_offset = gl_wire__rd_u64(r, "flag_offset");
+    check_graph_begin(r, g);
+    break;
+  }
+  case GL_OP_GRAPH_END:
+    gl_wire__session_ref_decode(r, &q->u.graph.s);
+    break;
+  case GL_OP_GRAPH_LAUNCH:
+  case GL_OP_GRAPH_DESTROY:
+    gl_wire__session_ref_decode(r, &q->u.graph.s);
+    q->u.graph.graph = gl_wire__rd_u64(r, "graph");
+    break;
+  case GL_OP_GRAPH_SET_ARGS: {
+    gl_graph_req *g = &q->u.graph;
+    gl_wire__session_ref_decode(r, &g->s);
+    g->graph = gl_wire__rd_u64(r, "graph");
+    g->node = gl_wire__rd_u32(r, "node");
+    g->args.s = g->s;
+    g->args.param_count = gl_wire__rd_u16(r, "param_count");
+    check_param_count(r, g->args.param_count);
+    if (gl_wire__rd_ok(r)) {
+      size_t start = r->pos;
+      gl_wire__param_list_scan(r, g->args.param_count, true);
+      g->args.params_raw = r->p + start;
+      g->args.params_raw_len = r->pos - start;
+    }
+    break;
+  }
+  }
+}
+
+/* GRAPH_SET_ARGS's list, as the encoder sees it. */
+static void check_args_list(gl_wire__rd *r, const gl_launch_req *l) {
+  check_param_count(r, l->param_count);
+  if (gl_wire__rd_ok(r) && l->params_raw_len > 0 && !l->params_raw)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "params_raw is NULL");
+  if (!gl_wire__rd_ok(r)) return;
+  gl_wire__rd pr;
+  gl_wire__rd_init(&pr, l->params_raw, l->params_raw_len, r->op, r->err, r->errlen);
+  gl_wire__param_list_scan(&pr, l->param_count, true);
+  if (pr.st != GPULEASE_OK)
+    r->st = GPULEASE_INVALID_ARGUMENT; /* message already written */
+  else if (pr.pos != l->params_raw_len)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+                     "params_raw_len %zu but the %u params take %zu bytes", l->params_raw_len,
+                     l->param_count, pr.pos);
+}
+
+static void exec_validate(gl_wire__rd *r, const gl_request *q) {
+  const gl_session_ref *s = gl_request_session(q);
+  if (s && gl_wire__rd_ok(r) && s->session_id == 0)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+                     "session_id 0 is not valid (ids and handles start at 1)");
+  switch (q->op) {
+  case GL_OP_LAUNCH_EX:
+    gl_wire__launch_body_validate(r, &q->u.launch, true);
+    break;
+  case GL_OP_BURST: {
+    const gl_burst_req *b = &q->u.burst;
+    check_burst_count(r, b->count);
+    if (gl_wire__rd_ok(r) && !b->launches)
+      gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "launches is NULL");
+    if (!gl_wire__rd_ok(r)) break;
+    gl_wire__rd lr;
+    gl_wire__rd_init(&lr, b->launches, b->launches_len, r->op, r->err, r->errlen);
+    burst_scan(&lr, b->count);
+    if (lr.st != GPULEASE_OK)
+      r->st = GPULEASE_INVALID_ARGUMENT; /* message already written */
+    else if (lr.pos != b->launches_len)
+      gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+                       "launches_len %zu but the %u launches take %zu bytes", b->launches_len,
+                       b->count, lr.pos);
+    break;
+  }
+  case GL_OP_EVENT_RECORD:
+    check_event(r, "event", q->u.event.event);
+    break;
+  case GL_OP_EVENT_ELAPSED:
+    check_event(r, "start_event", q->u.event.event);
+    check_event(r, "end_event", q->u.event.end_event);
+    break;
+  case GL_OP_GRAPH_BEGIN:
+    check_graph_begin(r, &q->u.graph_begin);
+    break;
+  case GL_OP_GRAPH_SET_ARGS:
+    check_args_list(r, &q->u.graph.args);
+    break;
+  }
+}
+
+static void exec_put(gl_buf *b, const gl_request *q) {
+  gl_wire__session_ref_put(b, gl_request_session(q));
+  switch (q->op) {
+  case GL_OP_LAUNCH_EX:
+    gl_wire__launch_body_put(b, &q->u.launch, true);
+    break;
+  case GL_OP_BURST:
+    gl_wire__put_u16(b, q->u.burst.count);
+    gl_wire__put_bytes(b, q->u.burst.launches, q->u.burst.launches_len);
+    break;
+  case GL_OP_EVENT_RECORD:
+    gl_wire__put_u16(b, q->u.event.event);
+    break;
+  case GL_OP_EVENT_ELAPSED:
+    gl_wire__put_u16(b, q->u.event.event);
+    gl_wire__put_u16(b, q->u.event.end_event);
+    break;
+  case GL_OP_GRAPH_BEGIN:
+    gl_wire__put_u8(b, q->u.graph_begin.flags);
+    gl_wire__put_u64(b, q->u.graph_begin.flag_buffer);
+    gl_wire__put_u64(b, q->u.graph_begin.flag_offset);
+    break;
+  case GL_OP_GRAPH_LAUNCH:
+  case GL_OP_GRAPH_DESTROY:
+    gl_wire__put_u64(b, q->u.graph.graph);
+    break;
+  case GL_OP_GRAPH_SET_ARGS:
+    gl_wire__put_u64(b, q->u.graph.graph);
+    gl_wire__put_u32(b, q->u.graph.node);
+    gl_wire__put_u16(b, q->u.graph.args.param_count);
+    gl_wire__put_bytes(b, q->u.graph.args.params_raw, q->u.graph.args.params_raw_len);
+    break;
+  default: /* GRAPH_END: the session_ref only */
+    break;
+  }
+}
+
+/* ========================================================================
+ * Results: EVENT_ELAPSED's u64 elapsed_ns; the others are empty
+ * ====================================================================== */
+
+static void exec_result_decode(gl_wire__rd *r, gl_response *out) {
+  if (out->op == GL_OP_EVENT_ELAPSED) {
+    out->u.elapsed_ns = gl_wire__rd_u64(r, "elapsed_ns");
+  } else if (out->op == GL_OP_GRAPH_END) {
+    out->u.graph_end.graph = gl_wire__rd_u64(r, "graph");
+    if (gl_wire__rd_ok(r) && out->u.graph_end.graph == 0)
+      gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+                       "graph 0 is not valid (ids and handles start at 1)");
+    out->u.graph_end.kernel_nodes = gl_wire__rd_u32(r, "kernel_nodes");
+    out->u.graph_end.ops = gl_wire__rd_u32(r, "ops");
+  }
+}
+
+static bool exec_result_valid(const gl_response *resp) {
+  return resp->op != GL_OP_GRAPH_END || resp->u.graph_end.graph != 0;
+}
+
+static void exec_result_put(gl_buf *b, const gl_response *resp) {
+  if (resp->op == GL_OP_EVENT_ELAPSED) {
+    gl_wire__put_u64(b, resp->u.elapsed_ns);
+  } else if (resp->op == GL_OP_GRAPH_END) {
+    gl_wire__put_u64(b, resp->u.graph_end.graph);
+    gl_wire__put_u32(b, resp->u.graph_end.kernel_nodes);
+    gl_wire__put_u32(b, resp->u.graph_end.ops);
+  }
+}
+
+const gl_wire__family gl_wire__exec = {
+    .decode = exec_decode,
+    .validate = exec_validate,
+    .put = exec_put,
+    .result_decode = exec_result_decode,
+    .result_valid = exec_result_valid,
+    .result_put = exec_result_put,
+};
