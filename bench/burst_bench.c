@@ -4,7 +4,7 @@
  * CUDA driver's graph launch and plain launches, in the same run on the
  * same node.
  *
- *   gl_bench_burst --addr HOST:PORT --pin-sha256 HEX [--n N] [--rounds R]
+ *   gl_bench_burst --addr HOST:PORT --pin-sha256 HEX [--n N] [--rounds R] [--only burst]
  *
  * Rows (medians over R rounds, us per kernel):
  *   - gpulease BURST of N, the same arguments each round (the daemon
@@ -44,8 +44,10 @@ static const char k_ptx[] =
 static double now_us(void) { return (double)gl_mono_ns() / 1e3; }
 
 typedef struct figures {
+  double send_us; /* gpulease_burst() alone: checks, encoding, sending */
   double burst_same, burst_changed, burst_cold, launches, graph_local, launch_local;
   bool have_local;
+  bool only_burst; /* --only burst: the same-arguments row alone (for GL_LAT_TRACE) */
 } figures;
 
 /* ---- the local driver ---------------------------------------------------- */
@@ -164,13 +166,19 @@ static int remote_figures(gpulease_client *c, int n, int rounds, figures *f) {
   if (gpulease_burst(s, bl, (size_t)n, &e) || gpulease_session_sync(s, &fl, &e))
     return fail("first burst", &e);
   f->burst_cold = (now_us() - t0) / n;
+  double *ts = malloc((size_t)rounds * sizeof *ts);
+  if (!ts) return 1;
   for (int r = 0; r < rounds + 2; r++) {
     t0 = now_us();
-    if (gpulease_burst(s, bl, (size_t)n, &e) || gpulease_session_sync(s, &fl, &e))
-      return fail("burst", &e);
-    if (r >= 2) t[r - 2] = (now_us() - t0) / n;
+    if (gpulease_burst(s, bl, (size_t)n, &e)) return fail("burst", &e);
+    double t1 = now_us();
+    if (gpulease_session_sync(s, &fl, &e)) return fail("burst", &e);
+    if (r >= 2) t[r - 2] = (now_us() - t0) / n, ts[r - 2] = t1 - t0;
   }
   f->burst_same = median(t, (size_t)rounds);
+  f->send_us = median(ts, (size_t)rounds);
+  free(ts);
+  if (f->only_burst) goto done;
   for (int r = 0; r < rounds + 2; r++) {
     uint32_t v = (uint32_t)r + 2;
     for (int k = 0; k < n; k++) args[3 * k + 2] = gpulease_arg_scalar(&v, 4);
@@ -189,6 +197,7 @@ static int remote_figures(gpulease_client *c, int n, int rounds, figures *f) {
     if (r >= 2) t[r - 2] = (now_us() - t0) / n;
   }
   f->launches = median(t, (size_t)rounds);
+done:
   gpulease_session_close(s, &e);
   gpulease_lease_free(c, &l, &e);
   free(bl);
@@ -200,11 +209,13 @@ static int remote_figures(gpulease_client *c, int n, int rounds, figures *f) {
 int main(int argc, char **argv) {
   const char *addr = "127.0.0.1:5701", *pin = NULL;
   int n = 1000, rounds = 30;
+  const char *only = NULL;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--addr")) addr = argv[i + 1];
     else if (!strcmp(argv[i], "--pin-sha256")) pin = argv[i + 1];
     else if (!strcmp(argv[i], "--n")) n = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--rounds")) rounds = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
   }
   if (n < 1 || n > GPULEASE_MAX_BURST || rounds < 1) {
     fprintf(stderr, "usage: %s --addr HOST:PORT --pin-sha256 HEX [--n 1..%d] [--rounds R]\n",
@@ -223,12 +234,20 @@ int main(int argc, char **argv) {
   if (gpulease_client_connect(&o, &c, &e) != GPULEASE_OK) return fail("connect", &e);
   figures f;
   memset(&f, 0, sizeof f);
+  f.only_burst = only && !strcmp(only, "burst");
   if (remote_figures(c, n, rounds, &f) != 0) return 1;
   gpulease_client_close(c);
+  if (f.only_burst) {
+    printf("BURST of %d + SYNC: %.3f us a kernel; gpulease_burst() itself %.1f us (median of %d)\n",
+           n, f.burst_same, f.send_us, rounds);
+    return 0;
+  }
   local_figures(n, rounds, &f);
   printf("\nburst of %d small kernels, us per kernel (median of %d rounds)\n", n, rounds);
   printf("%-52s %10s %10s\n", "", "gpulease", "local");
   printf("%-52s %10.3f %10s\n", "BURST + SYNC, same arguments (graph relaunched)", f.burst_same,
+         "");
+  printf("%-52s %10.3f %10s\n", "  of which gpulease_burst() (check, encode, send)", f.send_us / n,
          "");
   printf("%-52s %10.3f %10s\n", "BURST + SYNC, other arguments (nodes updated)",
          f.burst_changed, "");

@@ -208,6 +208,60 @@ static void view_event_destroy(gl_backend *b, void *event) {
   r->ops->event_destroy(r, event);
 }
 
+/* A graph's recipe in the real device's offsets: each memset's and copy's
+ * range checked against the view and moved by its start, as the stream
+ * ops are; the loop's flag likewise. */
+static gpulease_status view_graph_build(gl_backend *b, const gl_graph_op *ops, size_t n,
+                                        uint64_t while_flag, void **graph, char *err,
+                                        size_t errlen) {
+  view_backend *v = as_view(b);
+  if (while_flag != GL_GRAPH_NO_LOOP) {
+    if (!inside(v, while_flag, 4))
+      return outside(v, "graph loop flag", while_flag, 4, GPULEASE_INVALID_ARGUMENT, err, errlen);
+    while_flag += v->offset;
+  }
+  gl_graph_op *real = malloc((n ? n : 1) * sizeof *real);
+  if (!real) {
+    snprintf(err, errlen, "out of memory for a graph of %zu ops", n);
+    return GPULEASE_INTERNAL;
+  }
+  for (size_t i = 0; i < n; i++) {
+    real[i] = ops[i];
+    if (ops[i].kind == GL_GRAPH_MEMSET || ops[i].kind == GL_GRAPH_COPY) {
+      uint64_t len = ops[i].kind == GL_GRAPH_MEMSET ? ops[i].count * ops[i].element_size
+                                                    : ops[i].count;
+      if (!inside(v, ops[i].offset, len) ||
+          (ops[i].kind == GL_GRAPH_COPY && !inside(v, ops[i].src_offset, len))) {
+        free(real);
+        return outside(v, "graph op", ops[i].offset, len, GPULEASE_INVALID_ARGUMENT, err, errlen);
+      }
+      real[i].offset += v->offset;
+      if (ops[i].kind == GL_GRAPH_COPY) real[i].src_offset += v->offset;
+    }
+  }
+  gpulease_status st =
+      v->real->ops->graph_build(v->real, real, n, while_flag, graph, err, errlen);
+  free(real);
+  return st;
+}
+
+static gpulease_status view_graph_launch(gl_backend *b, void *stream, void *graph, char *err,
+                                         size_t errlen) {
+  gl_backend *r = as_view(b)->real;
+  return r->ops->graph_launch(r, stream, graph, err, errlen);
+}
+
+static gpulease_status view_graph_set_args(gl_backend *b, void *graph, uint32_t node,
+                                           const gl_launch *l, char *err, size_t errlen) {
+  gl_backend *r = as_view(b)->real;
+  return r->ops->graph_set_args(r, graph, node, l, err, errlen);
+}
+
+static void view_graph_destroy(gl_backend *b, void *graph) {
+  gl_backend *r = as_view(b)->real;
+  r->ops->graph_destroy(r, graph);
+}
+
 static gpulease_status view_write_async(gl_backend *b, void *stream, uint64_t offset,
                                         const void *src, size_t len, char *err, size_t errlen) {
   view_backend *v = as_view(b);
@@ -288,6 +342,10 @@ static const gl_backend_ops k_view_ops = {
     .event_record = view_event_record,
     .event_elapsed = view_event_elapsed,
     .event_destroy = view_event_destroy,
+    .graph_build = view_graph_build,
+    .graph_launch = view_graph_launch,
+    .graph_set_args = view_graph_set_args,
+    .graph_destroy = view_graph_destroy,
     .write_async = view_write_async,
     .read_sync = view_read_sync,
     .copy_async = view_copy_async,
@@ -327,6 +385,10 @@ gl_backend *gl_backend_view_new(gl_backend *real, uint64_t offset, uint64_t byte
   VIEW_LIKE_REAL(event_record);
   VIEW_LIKE_REAL(event_elapsed);
   VIEW_LIKE_REAL(event_destroy);
+  VIEW_LIKE_REAL(graph_build);
+  VIEW_LIKE_REAL(graph_launch);
+  VIEW_LIKE_REAL(graph_set_args);
+  VIEW_LIKE_REAL(graph_destroy);
   VIEW_LIKE_REAL(write_async);
   VIEW_LIKE_REAL(read_sync);
   VIEW_LIKE_REAL(copy_async);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/lat.h"
 #include "worker/session.h"
 #include "worker/session_ops.h"
 #include "worker/worker.h"
@@ -150,6 +151,7 @@ void gl_sop_burst(gl_wsession *s, gl_job *job) {
     }
   } else {
     st = queue_burst(s, fns, ls, n);
+    GL_LAT(GL_LAT_W_DONE);
     if (st != GPULEASE_OK) {
       gl_sop_fail_from_backend(s, GL_OP_BURST, b->s.seq, st);
       gl_wk_job_error(w, job, GL_OP_BURST, st, s->err);
