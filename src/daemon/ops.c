@@ -965,7 +965,12 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
   }
   uint16_t op = 0;
   char why[512];
-  gpulease_status st = gl_request_decode(msg, len, d->cfg.max_message_bytes, r, &op, why, sizeof why);
+  /* A BURST (thousands of launches) is checked in full by the worker it
+   * goes to; the daemon reads its frame and session_ref. */
+  gpulease_status st =
+      gl_header_decode(msg, len, &h) == GPULEASE_OK && h.op == GL_OP_BURST
+          ? gl_request_decode_ref(msg, len, d->cfg.max_message_bytes, r, &op, why, sizeof why)
+          : gl_request_decode(msg, len, d->cfg.max_message_bytes, r, &op, why, sizeof why);
   if (st != GPULEASE_OK) {
     reply_error(req, op, st, "%s", why);
     free(r);

@@ -159,6 +159,7 @@ struct gpulease_session {
   /* Pipelined ops not sent yet: a BATCH's list (session.c, "batching"). */
   gl_buf batch;
   gl_buf sendbuf; /* where ops sent alone are encoded (kept warm) */
+  gl_buf burstbuf; /* a BURST's launches (session_exec.c), kept warm likewise */
   uint16_t batch_count, batch_max, batch_op0;
   uint64_t batch_seq; /* the first op's */
   struct gl_stage *stage; /* the staging segment of local transfers (local.c) */

@@ -398,6 +398,7 @@ static gpulease_session *session_new(gpulease_client *client, const gpulease_lea
   s->fifo_cap = GL_SESSION_WINDOW + 1;
   gl_buf_init(&s->batch);
   gl_buf_init(&s->sendbuf);
+  gl_buf_init(&s->burstbuf);
   s->batch_max = GL_SESSION_BATCH_OPS;
   return s;
 }
@@ -406,6 +407,7 @@ static void session_free(gpulease_session *s) {
   gl_lib_stage_free(s);
   gl_buf_free(&s->batch);
   gl_buf_free(&s->sendbuf);
+  gl_buf_free(&s->burstbuf);
   free(s->fifo);
   free(s);
 }

@@ -54,6 +54,80 @@ gpulease_status gpulease_launch_ex(gpulease_session *s, gpulease_function fn,
   return st;
 }
 
+/* Big-endian stores into a buffer with room (burst_put). */
+static uint8_t *be16(uint8_t *p, uint16_t v) {
+  p[0] = (uint8_t)(v >> 8), p[1] = (uint8_t)v;
+  return p + 2;
+}
+static uint8_t *be32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (24 - 8 * i));
+  return p + 4;
+}
+static uint8_t *be64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (56 - 8 * i));
+  return p + 8;
+}
+
+/* Checks launch i of a burst and appends its encoding (LAUNCH's body from
+ * the function on, docs/protocol.md BURST) to list, which has room for
+ * 38 + 17 * arg_count bytes. The same checks as gpulease_launch()'s. */
+static gpulease_status burst_put(gl_buf *list, const gpulease_burst_launch *b, size_t i,
+                                 gpulease_error *err) {
+  if (b->function == 0)
+    return set_err(err, GPULEASE_INVALID_HANDLE,
+                   "launch %zu of the burst: function handle 0 is never valid", i);
+  for (int k = 0; k < 3; k++)
+    if (b->grid[k] == 0 || b->block[k] == 0)
+      return set_err(err, GPULEASE_INVALID_ARGUMENT,
+                     "launch %zu of the burst: grid and block dimensions must be >= 1 (grid "
+                     "%" PRIu32 ",%" PRIu32 ",%" PRIu32 ", block %" PRIu32 ",%" PRIu32
+                     ",%" PRIu32 ")",
+                     i, b->grid[0], b->grid[1], b->grid[2], b->block[0], b->block[1],
+                     b->block[2]);
+  if (b->arg_count > GPULEASE_MAX_PARAMS)
+    return set_err(err, GPULEASE_INVALID_ARGUMENT, "launch %zu of the burst: %zu args: at most %d",
+                   i, b->arg_count, GPULEASE_MAX_PARAMS);
+  if (b->arg_count && !b->args)
+    return set_err(err, GPULEASE_INVALID_ARGUMENT, "launch %zu of the burst: args is NULL", i);
+  uint8_t *start = list->data + list->len, *p = start;
+  p = be64(p, b->function);
+  for (int k = 0; k < 3; k++) p = be32(p, b->grid[k]);
+  for (int k = 0; k < 3; k++) p = be32(p, b->block[k]);
+  p = be32(p, b->shared_mem_bytes);
+  p = be16(p, (uint16_t)b->arg_count);
+  uint8_t *params = p;
+  for (size_t k = 0; k < b->arg_count; k++) {
+    const gpulease_arg *a = &b->args[k];
+    if (a->kind == GPULEASE_ARG_BUFFER) {
+      if (a->buffer == 0)
+        return set_err(err, GPULEASE_INVALID_HANDLE,
+                       "launch %zu of the burst: arg %zu: buffer handle 0 is never valid", i, k);
+      *p++ = GL_LAUNCH_PARAM_BUFFER;
+      p = be64(p, a->buffer);
+      p = be64(p, a->offset);
+    } else if (a->kind == GPULEASE_ARG_SCALAR) {
+      if (a->size == 0 || a->size > GPULEASE_MAX_SCALAR_BYTES)
+        return set_err(err, GPULEASE_INVALID_ARGUMENT,
+                       "launch %zu of the burst: arg %zu: scalar size %" PRIu32
+                       " is not 1..%d bytes",
+                       i, k, a->size, GPULEASE_MAX_SCALAR_BYTES);
+      *p++ = GL_LAUNCH_PARAM_SCALAR;
+      *p++ = (uint8_t)a->size;
+      memcpy(p, a->value, a->size);
+      p += a->size;
+    } else {
+      return set_err(err, GPULEASE_INVALID_ARGUMENT,
+                     "launch %zu of the burst: arg %zu: unknown kind %d", i, k, (int)a->kind);
+    }
+  }
+  if ((size_t)(p - params) > GL_WIRE_MAX_LAUNCH_PARAM_BYTES)
+    return set_err(err, GPULEASE_INVALID_ARGUMENT,
+                   "launch %zu of the burst: the args take %zu bytes encoded: at most %d", i,
+                   (size_t)(p - params), GL_WIRE_MAX_LAUNCH_PARAM_BYTES);
+  list->len += (size_t)(p - start);
+  return GPULEASE_OK;
+}
+
 gpulease_status gpulease_burst(gpulease_session *s, const gpulease_burst_launch *launches,
                                size_t count, gpulease_error *err) {
   if (!s || !launches)
@@ -61,38 +135,35 @@ gpulease_status gpulease_burst(gpulease_session *s, const gpulease_burst_launch 
   if (count < 1 || count > GPULEASE_MAX_BURST)
     return set_err(err, GPULEASE_INVALID_ARGUMENT, "a burst of %zu launches: 1..%d", count,
                    GPULEASE_MAX_BURST);
-  gl_buf list;
-  gl_buf_init(&list);
-  gpulease_status st = GPULEASE_OK;
-  for (size_t i = 0; i < count && st == GPULEASE_OK; i++) {
-    const gpulease_burst_launch *b = &launches[i];
-    gl_request one;
-    gl_buf params;
-    st = gl_session_launch_req(s, b->function, b->grid, b->block, b->shared_mem_bytes, b->args,
-                               b->arg_count, &one, &params, err);
-    if (st != GPULEASE_OK) {
-      char why[sizeof err->message];
-      snprintf(why, sizeof why, "%s", err ? err->message : "");
-      st = set_err(err, st, "launch %zu of the burst: %s", i, why);
-      break;
-    }
-    st = gl_burst_add(&list, &one.u.launch);
-    gl_buf_free(&params);
-    if (st != GPULEASE_OK)
-      st = set_err(err, st, "launch %zu of the burst: %s", i,
-                   st == GPULEASE_NO_MEMORY ? "out of memory" : "refused by the encoder");
+  /* The launches are encoded straight into one list, checked as they go,
+   * and marked checked so that the encoder does not walk them again. */
+  size_t room = 0;
+  for (size_t i = 0; i < count; i++)
+    room += 38 + 17 * (launches[i].arg_count <= GPULEASE_MAX_PARAMS ? launches[i].arg_count
+                                                                    : 0);
+  gl_buf *list = &s->burstbuf;
+  if (list->cap < room) {
+    uint8_t *d = realloc(list->data, room);
+    if (!d) return set_err(err, GPULEASE_NO_MEMORY, "out of memory for a burst");
+    list->data = d;
+    list->cap = room;
   }
-  if (st == GPULEASE_OK && list.oom) st = set_err(err, GPULEASE_NO_MEMORY, "out of memory");
+  list->len = 0;
+  list->oom = false;
+  gpulease_status st = GPULEASE_OK;
+  for (size_t i = 0; i < count && st == GPULEASE_OK; i++)
+    st = burst_put(list, &launches[i], i, err);
   if (st == GPULEASE_OK) {
     gl_request req;
     memset(&req, 0, sizeof req);
     req.op = GL_OP_BURST;
     req.u.burst.count = (uint16_t)count;
-    req.u.burst.launches = list.data;
-    req.u.burst.launches_len = list.len;
+    req.u.burst.launches = list->data;
+    req.u.burst.launches_len = list->len;
+    req.u.burst.checked = true;
     st = gl_session_send_pipelined(s, &req, err);
   }
-  gl_buf_free(&list);
+  if (list->cap > GL_SESSION_SENDBUF_KEEP) gl_buf_free(list); /* an unusually large burst */
   return st;
 }
 

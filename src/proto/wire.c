@@ -380,6 +380,28 @@ gpulease_status gl_request_decode(const uint8_t *msg, size_t len, size_t max_bod
   return r.st;
 }
 
+gpulease_status gl_request_decode_ref(const uint8_t *msg, size_t len, size_t max_body,
+                                      gl_request *out, uint16_t *out_op, char *err,
+                                      size_t errlen) {
+  gl_header h;
+  if (gl_header_decode(msg, len, &h) != GPULEASE_OK || !gl_op_is_session(h.op) ||
+      h.op == GL_OP_SESSION_OPEN || h.op == GL_OP_BATCH)
+    return gl_request_decode(msg, len, max_body, out, out_op, err, errlen);
+  uint16_t op = 0;
+  err_clear(err, errlen);
+  memset(out, 0, sizeof *out);
+  gpulease_status st =
+      frame_check(msg, len, max_body, GL_WIRE_KIND_REQUEST, &h, &op, err, errlen);
+  if (out_op) *out_op = op;
+  if (st != GPULEASE_OK) return st;
+  out->op = op;
+  gl_wire__rd r;
+  gl_wire__rd_init(&r, msg + GL_WIRE_HEADER_SIZE, h.body_len, op, err, errlen);
+  gl_wire__session_ref_decode(&r, (gl_session_ref *)gl_request_session(out));
+  if (r.st != GPULEASE_OK) memset(out, 0, sizeof *out);
+  return r.st;
+}
+
 gpulease_status gl_request_validate(const gl_request *req, char *err, size_t errlen) {
   err_clear(err, errlen);
   if (!req) {

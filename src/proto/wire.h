@@ -484,6 +484,11 @@ typedef struct gl_burst_req {
   uint16_t count;
   const uint8_t *launches; /* borrowed: the encoded, validated launches */
   size_t launches_len;
+  /* Encoders only: the caller built launches itself, checking each launch
+   * as gl_burst_add would, so the encoder does not walk the list again
+   * (it still checks count and the pointer). The decoder always walks it
+   * and leaves this false. */
+  bool checked;
 } gl_burst_req;
 
 /* Walks a decoded BURST's launches:
@@ -813,6 +818,17 @@ typedef struct gl_response {
  * op when the header could be read, else 0, so the caller can echo it. */
 gpulease_status gl_request_decode(const uint8_t *msg, size_t len, size_t max_body,
                                   gl_request *out, uint16_t *out_op, char *err, size_t errlen);
+
+/* Decodes a session request's frame and its session_ref only, leaving
+ * the rest of the body unread (out holds op and the session_ref): for the
+ * daemon, which forwards a session op whole to the lease's worker, where
+ * gl_request_decode checks all of it. Any other op (SESSION_OPEN, BATCH,
+ * not a session op) is decoded in full by gl_request_decode. Statuses as
+ * gl_request_decode's for the frame; MALFORMED when the body is shorter
+ * than a session_ref. */
+gpulease_status gl_request_decode_ref(const uint8_t *msg, size_t len, size_t max_body,
+                                      gl_request *out, uint16_t *out_op, char *err,
+                                      size_t errlen);
 
 /* Decodes one whole response message. For a non-OK status only op, status
  * and msg are filled. Returns GPULEASE_OK when the message is well formed

@@ -136,8 +136,8 @@ void gl_wire__launch_body_put(gl_buf *b, const gl_launch_req *l, bool ex) {
 /* Reads count launches from r (the decoder: r is the body; the walker: r
  * is the list). */
 static void burst_scan(gl_wire__rd *r, unsigned count) {
-  r->elem = "launch";
   for (unsigned i = 0; i < count && gl_wire__rd_ok(r); i++) {
+    r->elem = "launch"; /* the params' scan names its own elements */
     r->idx = i;
     gl_launch_req l;
     memset(&l, 0, sizeof l);
@@ -270,7 +270,7 @@ static void exec_validate(gl_wire__rd *r, const gl_request *q) {
     check_burst_count(r, b->count);
     if (gl_wire__rd_ok(r) && !b->launches)
       gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "launches is NULL");
-    if (!gl_wire__rd_ok(r)) break;
+    if (!gl_wire__rd_ok(r) || b->checked) break;
     gl_wire__rd lr;
     gl_wire__rd_init(&lr, b->launches, b->launches_len, r->op, r->err, r->errlen);
     burst_scan(&lr, b->count);

@@ -98,6 +98,17 @@ struct gl_wsession {
   void **burst_ptrs;
   size_t *burst_sizes;
   size_t burst_ptr_cap;
+  /* The last BURST prepared (session_exec.c): its encoded launches, and
+   * what they became (functions, launches into burst_args), reused while
+   * the same bytes come again and no buffer or module went meanwhile
+   * (handles_gen unchanged). */
+  uint8_t *burst_raw;
+  size_t burst_raw_len, burst_raw_cap;
+  uint64_t burst_raw_gen;
+  void **burst_fns;
+  gl_launch *burst_ls;
+  size_t burst_n_cap;
+  uint64_t handles_gen; /* bumped by MEM_FREE and MODULE_UNLOAD */
   /* Graphs (session_exec.c): the one being recorded (GRAPH_BEGIN ..
    * GRAPH_END; NULL: none) and the session's graphs by handle. */
   struct gl_wgraph *capture;

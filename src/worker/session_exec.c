@@ -45,34 +45,56 @@ static gpulease_status burst_room(gl_wsession *s, size_t params, size_t bytes) {
  * driver may read). *bad receives the failing launch's index. */
 gpulease_status gl_sop_prepare_burst(gl_wsession *s, const gl_burst_req *b, void **fns,
                                      gl_launch *ls, size_t *bad) {
-  size_t pos = 0, params = 0, bytes = 0;
-  gl_launch_req r;
-  while (gl_burst_next(b, &pos, &r)) {
-    params += r.param_count;
-    bytes += r.params_raw_len + 8u * r.param_count;
-  }
-  gpulease_status st = burst_room(s, params ? params : 1, bytes ? bytes : 1);
+  s->burst_raw_len = 0; /* burst_args is rewritten: the last BURST is not kept */
+  /* One pass: room for the most parameters the list can hold (each takes
+   * at least 3 bytes encoded, and its value no more than its encoding plus
+   * the slot's padding). */
+  size_t max_params = b->launches_len / 3 + 1;
+  gpulease_status st = burst_room(s, max_params, b->launches_len + 8 * max_params);
   if (st != GPULEASE_OK) return st;
-  size_t used = 0, k0 = 0, i = 0;
-  pos = 0;
+  size_t used = 0, k0 = 0, i = 0, pos = 0;
+  gl_launch_req r;
+  /* Consecutive launches mostly repeat a function and buffers. */
+  uint64_t last_fn = 0, last_buf = 0;
+  gl_wfunction *f = NULL;
+  gl_wbuffer *buf = NULL;
   while (gl_burst_next(b, &pos, &r)) {
     *bad = i;
-    gl_wfunction *f;
-    st = gl_sop_launch_function(s, &r, &f);
-    if (st != GPULEASE_OK) return st;
-    if (!f->sizes_known)
-      return gl_sop_errf(s, GPULEASE_UNSUPPORTED,
-                  "kernel '%s': a BURST needs the kernel's parameter sizes, which this driver "
-                  "does not report (CUDA 12.4+); use LAUNCH",
-                  f->name);
+    if (r.function != last_fn || !f) {
+      st = gl_sop_launch_function(s, &r, &f);
+      if (st != GPULEASE_OK) return st;
+      if (!f->sizes_known)
+        return gl_sop_errf(s, GPULEASE_UNSUPPORTED,
+                           "kernel '%s': a BURST needs the kernel's parameter sizes, which this "
+                           "driver does not report (CUDA 12.4+); use LAUNCH",
+                           f->name);
+      last_fn = r.function;
+    } else {
+      for (int d = 0; d < 3; d++)
+        if (r.grid[d] == 0 || r.block[d] == 0)
+          return gl_sop_errf(s, GPULEASE_INVALID_ARGUMENT,
+                             "grid and block dimensions must be at least 1");
+      if ((uint64_t)r.block[0] * r.block[1] * r.block[2] > 1024)
+        return gl_sop_errf(s, GPULEASE_INVALID_ARGUMENT,
+                           "a block of %llu threads exceeds the limit of 1024",
+                           (unsigned long long)r.block[0] * r.block[1] * r.block[2]);
+    }
     size_t ppos = 0, k = 0;
     gl_launch_param p;
     while (gl_launch_param_next(&r, &ppos, &p)) {
       uint8_t *slot = s->burst_args + used;
       if (p.kind == GL_LAUNCH_PARAM_BUFFER) {
-        uint64_t ptr;
-        st = gl_sop_param_pointer(s, k, &p, &ptr);
-        if (st != GPULEASE_OK) return st;
+        if (p.buffer != last_buf || !buf) {
+          st = gl_sop_get_buffer(s, p.buffer, &buf);
+          if (st != GPULEASE_OK) return st;
+          last_buf = p.buffer;
+        }
+        if (p.offset > buf->size)
+          return gl_sop_errf(s, GPULEASE_INVALID_ARGUMENT,
+                             "parameter %zu: offset %" PRIu64
+                             " is past the end of buffer 0x%016" PRIx64 " (%" PRIu64 " bytes)",
+                             k, p.offset, p.buffer, buf->size);
+        uint64_t ptr = s->w->region_base + buf->offset + p.offset;
         memcpy(slot, &ptr, sizeof ptr);
         s->burst_sizes[k0 + k] = sizeof ptr;
       } else {
@@ -122,46 +144,76 @@ static gpulease_status queue_burst(gl_wsession *s, void **fns, const gl_launch *
 
 /* Runs BURST and answers it: n launches back to back, answered once
  * queued (on the emulated device, which runs them inline, first). */
+/* The arrays a BURST of n launches is prepared into (kept, grown). */
+static gpulease_status burst_arrays(gl_wsession *s, size_t n) {
+  if (n <= s->burst_n_cap) return GPULEASE_OK;
+  void **f = realloc(s->burst_fns, n * sizeof *f);
+  if (f) s->burst_fns = f;
+  gl_launch *l = f ? realloc(s->burst_ls, n * sizeof *l) : NULL;
+  if (l) s->burst_ls = l;
+  if (!f || !l) return gl_sop_errf(s, GPULEASE_INTERNAL, "worker out of memory for a BURST");
+  s->burst_n_cap = n;
+  return GPULEASE_OK;
+}
+
+/* Checks and prepares b into s->burst_fns and s->burst_ls, or finds it
+ * prepared already: the same bytes as the last BURST, with no buffer or
+ * module gone since (a loop that bursts the same launches each step). */
+static gpulease_status burst_prepared(gl_wsession *s, const gl_burst_req *b, size_t *bad) {
+  if (s->burst_raw_len && s->burst_raw_len == b->launches_len &&
+      s->burst_raw_gen == s->handles_gen && s->burst_n_cap >= b->count &&
+      memcmp(s->burst_raw, b->launches, b->launches_len) == 0)
+    return GPULEASE_OK;
+  gpulease_status st = burst_arrays(s, b->count);
+  if (st == GPULEASE_OK) st = gl_sop_prepare_burst(s, b, s->burst_fns, s->burst_ls, bad);
+  if (st != GPULEASE_OK) return st;
+  if (b->launches_len > s->burst_raw_cap) {
+    uint8_t *p = realloc(s->burst_raw, b->launches_len);
+    if (!p) return GPULEASE_OK; /* prepared, just not kept */
+    s->burst_raw = p;
+    s->burst_raw_cap = b->launches_len;
+  }
+  memcpy(s->burst_raw, b->launches, b->launches_len);
+  s->burst_raw_len = b->launches_len;
+  s->burst_raw_gen = s->handles_gen;
+  return GPULEASE_OK;
+}
+
+/* Runs BURST and answers it: n launches back to back, answered once
+ * queued (on the emulated device, which runs them inline, first). */
 void gl_sop_burst(gl_wsession *s, gl_job *job) {
   gl_wk *w = s->w;
   const gl_burst_req *b = &job->req.u.burst;
   size_t n = b->count, bad = 0;
-  void **fns = malloc(n * sizeof *fns);
-  gl_launch *ls = malloc(n * sizeof *ls);
-  gpulease_status st;
-  if (!fns || !ls) {
-    st = gl_sop_errf(s, GPULEASE_INTERNAL, "worker out of memory for a BURST of %zu", n);
-  } else {
-    st = gl_sop_prepare_burst(s, b, fns, ls, &bad);
-    if (st != GPULEASE_OK) {
-      char msg[GL_WK_ERR_MAX];
-      snprintf(msg, sizeof msg, "launch %zu of the BURST: %s", bad, s->err);
-      snprintf(s->err, GL_WK_ERR_MAX, "%s", msg);
-    }
-  }
+  gpulease_status st = burst_prepared(s, b, &bad);
   if (st != GPULEASE_OK) {
+    char msg[GL_WK_ERR_MAX];
+    snprintf(msg, sizeof msg, "launch %zu of the BURST: %s", bad, s->err);
+    snprintf(s->err, GL_WK_ERR_MAX, "%s", msg);
     gl_sop_set_failure(s, GL_OP_BURST, b->s.seq, st, s->err);
     gl_wk_job_error(w, job, GL_OP_BURST, st, s->err);
-  } else if (w->be->ops->launch_runs_inline) {
+    return;
+  }
+  void **fns = s->burst_fns;
+  const gl_launch *ls = s->burst_ls;
+  if (w->be->ops->launch_runs_inline) {
     gl_wk_job_ok(w, job, GL_OP_BURST);
     st = queue_burst(s, fns, ls, n);
     if (st != GPULEASE_OK) {
       gl_sop_after_backend(s);
       gl_sop_set_failure(s, GL_OP_BURST, b->s.seq, st, s->err);
     }
-  } else {
-    st = queue_burst(s, fns, ls, n);
-    GL_LAT(GL_LAT_W_DONE);
-    if (st != GPULEASE_OK) {
-      gl_sop_fail_from_backend(s, GL_OP_BURST, b->s.seq, st);
-      gl_wk_job_error(w, job, GL_OP_BURST, st, s->err);
-    } else {
-      if (!s->unsynced_launch_seq) s->unsynced_launch_seq = b->s.seq ? b->s.seq : 1;
-      gl_wk_job_ok(w, job, GL_OP_BURST);
-    }
+    return;
   }
-  free(fns);
-  free(ls);
+  st = queue_burst(s, fns, ls, n);
+  GL_LAT(GL_LAT_W_DONE);
+  if (st != GPULEASE_OK) {
+    gl_sop_fail_from_backend(s, GL_OP_BURST, b->s.seq, st);
+    gl_wk_job_error(w, job, GL_OP_BURST, st, s->err);
+    return;
+  }
+  if (!s->unsynced_launch_seq) s->unsynced_launch_seq = b->s.seq ? b->s.seq : 1;
+  gl_wk_job_ok(w, job, GL_OP_BURST);
 }
 
 /* ======================================================================

@@ -175,6 +175,7 @@ static gpulease_status op_free(gl_wsession *s, const gl_handle_req *r, bool *fai
   st = gl_sop_wait_stream(s, GL_OP_MEM_FREE, r->s.seq, failed);
   if (st != GPULEASE_OK) return st;
   gl_hmap_del(&s->buffers, r->handle);
+  s->handles_gen++;
   gl_suballoc_release(s->w->alloc, b->offset);
   free(b);
   return GPULEASE_OK;
@@ -357,6 +358,7 @@ static gpulease_status op_module_unload(gl_wsession *s, const gl_handle_req *r, 
   st = gl_sop_wait_stream(s, GL_OP_MODULE_UNLOAD, r->s.seq, failed);
   if (st != GPULEASE_OK) return st;
   drop_functions(s, m);
+  s->handles_gen++;
   gl_hmap_del(&s->modules, r->handle);
   gl_modtab_release(s->w->modtab, m->module);
   free(m);
@@ -628,6 +630,13 @@ void gl_session_release_all(gl_wsession *s) {
   free(s->burst_args);
   free(s->burst_ptrs);
   free(s->burst_sizes);
+  free(s->burst_raw);
+  free(s->burst_fns);
+  free(s->burst_ls);
+  s->burst_raw = NULL;
+  s->burst_fns = NULL;
+  s->burst_ls = NULL;
+  s->burst_raw_len = s->burst_raw_cap = s->burst_n_cap = 0;
   s->burst_args = NULL;
   s->burst_ptrs = NULL;
   s->burst_sizes = NULL;

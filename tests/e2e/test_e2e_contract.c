@@ -379,6 +379,25 @@ static void test_refused_request_leaves_seq_unused(void **state) {
   x = wait_reply(p.q, tok);
   expect(&x, GPULEASE_INVALID_ARGUMENT, "element_size");
   reply_free(&x);
+  /* A BURST whose count claims two launches and whose body holds one: the
+   * daemon reads only its session_ref, the worker refuses the rest. */
+  gl_buf one;
+  gl_buf_init(&one);
+  gl_launch_req l1;
+  memset(&l1, 0, sizeof l1);
+  l1.function = 0x0100000000000001ull;
+  l1.grid[0] = l1.grid[1] = l1.grid[2] = l1.block[0] = l1.block[1] = l1.block[2] = 1;
+  assert_int_equal(gl_burst_add(&one, &l1), GPULEASE_OK);
+  gl_request burst = {.op = GL_OP_BURST};
+  burst.u.burst.s = ref(&p, 2);
+  burst.u.burst.count = 2;
+  burst.u.burst.launches = one.data;
+  burst.u.burst.launches_len = one.len;
+  burst.u.burst.checked = true; /* the encoder takes the list as it is */
+  x = call(p.q, &burst);
+  expect(&x, GPULEASE_MALFORMED, "launch[1]");
+  reply_free(&x);
+  gl_buf_free(&one);
 
   /* Seq 2 is still missing: a SYNC fills the gap, and seq 3 runs. */
   double t0 = now_s();

@@ -235,6 +235,20 @@ static void test_burst_refusals(void **state) {
   assert_non_null(strstr(e.message, "launch 9 of the BURST"));
   assert_non_null(strstr(e.message, "parameter 2"));
   CHECK(gpulease_session_acknowledge(f.s, fl.seq, E));
+  /* The same bytes twice reuse what the daemon prepared, but not once a
+   * buffer they name is gone. */
+  gpulease_buffer tmp;
+  CHECK(gpulease_mem_alloc(f.s, SLOTS * 4, &tmp, E));
+  make_burst(&f, b, args, 16, 0, NULL);
+  for (int k = 0; k < 16; k++) args[3 * k] = gpulease_arg_buffer(tmp, 0);
+  CHECK(gpulease_burst(f.s, b, 16, E));
+  CHECK(gpulease_burst(f.s, b, 16, E));
+  sync_ok(f.s);
+  CHECK(gpulease_mem_free(f.s, tmp, E));
+  CHECK(gpulease_burst(f.s, b, 16, E));
+  assert_int_equal(gpulease_session_sync(f.s, &fl, &e), GPULEASE_INVALID_HANDLE);
+  assert_non_null(strstr(e.message, "launch 0 of the BURST"));
+  CHECK(gpulease_session_acknowledge(f.s, fl.seq, E));
   teardown(&f);
 }
 
