@@ -263,9 +263,14 @@ typedef struct gl_backend_ops {
    * memory, parameter sizes) and kept with the stream; a burst of a known
    * shape with other argument values updates only the nodes whose values
    * changed (cuGraphExecKernelNodeSetParams) and relaunches
-   * (cuGraphLaunch). Errors as launch_async, naming the launch's index. */
+   * (cuGraphLaunch). same_as_last: the worker knows these are exactly
+   * the launches (functions, dimensions, argument values) of the last
+   * burst_async on this stream, which succeeded; the backend may relaunch
+   * what it ran then without comparing. Errors as launch_async, naming the
+   * launch's index. */
   gpulease_status (*burst_async)(gl_backend *b, void *stream, void *const *fns,
-                                 const gl_launch *launches, size_t n, char *err, size_t errlen);
+                                 const gl_launch *launches, size_t n, bool same_as_last,
+                                 char *err, size_t errlen);
 
   /* Events (docs/protocol.md EVENT_RECORD): record_event marks the point
    * the stream's work has reached (cuEventRecord), creating the event

@@ -185,10 +185,10 @@ static gpulease_status view_launch_async(gl_backend *b, void *stream, void *fn,
 }
 
 static gpulease_status view_burst_async(gl_backend *b, void *stream, void *const *fns,
-                                        const gl_launch *launches, size_t n, char *err,
-                                        size_t errlen) {
+                                        const gl_launch *launches, size_t n, bool same_as_last,
+                                        char *err, size_t errlen) {
   gl_backend *r = as_view(b)->real;
-  return r->ops->burst_async(r, stream, fns, launches, n, err, errlen);
+  return r->ops->burst_async(r, stream, fns, launches, n, same_as_last, err, errlen);
 }
 
 static gpulease_status view_event_record(gl_backend *b, void *stream, void **event, char *err,

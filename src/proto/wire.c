@@ -398,6 +398,14 @@ gpulease_status gl_request_decode_ref(const uint8_t *msg, size_t len, size_t max
   gl_wire__rd r;
   gl_wire__rd_init(&r, msg + GL_WIRE_HEADER_SIZE, h.body_len, op, err, errlen);
   gl_wire__session_ref_decode(&r, (gl_session_ref *)gl_request_session(out));
+  if (op == GL_OP_BURST && r.st == GPULEASE_OK) {
+    /* The count and the list, unchecked (gl_burst_check). */
+    out->u.burst.count = gl_wire__rd_u16(&r, "count");
+    if (r.st == GPULEASE_OK) {
+      out->u.burst.launches = r.p + r.pos;
+      out->u.burst.launches_len = r.len - r.pos;
+    }
+  }
   if (r.st != GPULEASE_OK) memset(out, 0, sizeof *out);
   return r.st;
 }

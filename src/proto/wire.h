@@ -484,12 +484,18 @@ typedef struct gl_burst_req {
   uint16_t count;
   const uint8_t *launches; /* borrowed: the encoded, validated launches */
   size_t launches_len;
-  /* Encoders only: the caller built launches itself, checking each launch
-   * as gl_burst_add would, so the encoder does not walk the list again
-   * (it still checks count and the pointer). The decoder always walks it
-   * and leaves this false. */
+  /* The list is known to be well formed: gl_request_decode walked it
+   * (and sets this), or an encoder's caller built it checking each launch
+   * as gl_burst_add would (the encoder then does not walk it again, but
+   * still checks count and the pointer). gl_request_decode_ref leaves it
+   * false: see gl_burst_check. */
   bool checked;
 } gl_burst_req;
+
+/* Walks a BURST's list that gl_request_decode_ref left unchecked, with
+ * gl_request_decode's checks and statuses (MALFORMED, INVALID_ARGUMENT,
+ * the reason in err); sets b->checked on success. OK at once when checked. */
+gpulease_status gl_burst_check(gl_burst_req *b, char *err, size_t errlen);
 
 /* Walks a decoded BURST's launches:
  *   size_t pos = 0; gl_launch_req l; while (gl_burst_next(b, &pos, &l)) ...
@@ -820,9 +826,11 @@ gpulease_status gl_request_decode(const uint8_t *msg, size_t len, size_t max_bod
                                   gl_request *out, uint16_t *out_op, char *err, size_t errlen);
 
 /* Decodes a session request's frame and its session_ref only, leaving
- * the rest of the body unread (out holds op and the session_ref): for the
+ * the rest of the body unread (out holds op and the session_ref; for a
+ * BURST also count and the list, unchecked: gl_burst_check): for the
  * daemon, which forwards a session op whole to the lease's worker, where
- * gl_request_decode checks all of it. Any other op (SESSION_OPEN, BATCH,
+ * it is checked in full, and for the worker's BURSTs, whose lane checks the
+ * list unless it is the last one's again. Any other op (SESSION_OPEN, BATCH,
  * not a session op) is decoded in full by gl_request_decode. Statuses as
  * gl_request_decode's for the frame; MALFORMED when the body is shorter
  * than a session_ref. */

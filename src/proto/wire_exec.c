@@ -159,6 +159,20 @@ bool gl_burst_next(const gl_burst_req *b, size_t *pos, gl_launch_req *out) {
   return true;
 }
 
+gpulease_status gl_burst_check(gl_burst_req *b, char *err, size_t errlen) {
+  if (err && errlen) err[0] = 0;
+  if (b->checked) return GPULEASE_OK;
+  gl_wire__rd r;
+  gl_wire__rd_init(&r, b->launches, b->launches_len, GL_OP_BURST, err, errlen);
+  check_burst_count(&r, b->count);
+  if (gl_wire__rd_ok(&r)) burst_scan(&r, b->count);
+  if (gl_wire__rd_ok(&r) && r.pos != b->launches_len)
+    gl_wire__rd_fail(&r, GPULEASE_MALFORMED, "%zu bytes after the %u launches",
+                     b->launches_len - r.pos, b->count);
+  if (r.st == GPULEASE_OK) b->checked = true;
+  return r.st;
+}
+
 gpulease_status gl_burst_add(gl_buf *list, const gl_launch_req *l) {
   gl_wire__rd r;
   gl_wire__rd_init(&r, NULL, 0, GL_OP_BURST, NULL, 0);
@@ -188,6 +202,7 @@ static void exec_decode(gl_wire__rd *r, gl_request *q) {
       burst_scan(r, b->count);
       b->launches = r->p + start;
       b->launches_len = r->pos - start;
+      b->checked = true;
     }
     break;
   }

@@ -104,6 +104,8 @@ struct gl_wsession {
    * (handles_gen unchanged). */
   uint8_t *burst_raw;
   size_t burst_raw_len, burst_raw_cap;
+  uint16_t burst_raw_count;
+  bool burst_last_ran; /* the backend ran the burst prepared there, last */
   uint64_t burst_raw_gen;
   void **burst_fns;
   gl_launch *burst_ls;

@@ -125,10 +125,12 @@ gpulease_status gl_sop_prepare_burst(gl_wsession *s, const gl_burst_req *b, void
 
 /* Queues the prepared launches: through the backend's burst (a CUDA
  * graph), or one by one. */
-static gpulease_status queue_burst(gl_wsession *s, void **fns, const gl_launch *ls, size_t n) {
+static gpulease_status queue_burst(gl_wsession *s, void **fns, const gl_launch *ls, size_t n,
+                                   bool same_as_last) {
   gl_wk *w = s->w;
   if (w->be->ops->burst_async)
-    return w->be->ops->burst_async(w->be, s->stream, fns, ls, n, s->err, GL_WK_ERR_MAX);
+    return w->be->ops->burst_async(w->be, s->stream, fns, ls, n, same_as_last, s->err,
+                                   GL_WK_ERR_MAX);
   for (size_t i = 0; i < n; i++) {
     gpulease_status st =
         w->be->ops->launch_async(w->be, s->stream, fns[i], &ls[i], s->err, GL_WK_ERR_MAX);
@@ -157,14 +159,26 @@ static gpulease_status burst_arrays(gl_wsession *s, size_t n) {
 }
 
 /* Checks and prepares b into s->burst_fns and s->burst_ls, or finds it
- * prepared already: the same bytes as the last BURST, with no buffer or
- * module gone since (a loop that bursts the same launches each step). */
-static gpulease_status burst_prepared(gl_wsession *s, const gl_burst_req *b, size_t *bad) {
+ * prepared already: the same bytes as the last BURST (so checked then),
+ * with no buffer or module gone since (a loop that bursts the same
+ * launches each step): *again is then true. */
+static gpulease_status burst_prepared(gl_wsession *s, gl_burst_req *b, size_t *bad,
+                                      bool *again) {
+  *again = false;
   if (s->burst_raw_len && s->burst_raw_len == b->launches_len &&
       s->burst_raw_gen == s->handles_gen && s->burst_n_cap >= b->count &&
-      memcmp(s->burst_raw, b->launches, b->launches_len) == 0)
+      s->burst_raw_count == b->count && memcmp(s->burst_raw, b->launches, b->launches_len) == 0) {
+    *again = true;
     return GPULEASE_OK;
-  gpulease_status st = burst_arrays(s, b->count);
+  }
+  char why[GL_WK_ERR_MAX];
+  gpulease_status st = gl_burst_check(b, why, sizeof why);
+  if (st != GPULEASE_OK) {
+    *bad = SIZE_MAX; /* the message names the launch */
+    snprintf(s->err, GL_WK_ERR_MAX, "%s", why);
+    return st;
+  }
+  st = burst_arrays(s, b->count);
   if (st == GPULEASE_OK) st = gl_sop_prepare_burst(s, b, s->burst_fns, s->burst_ls, bad);
   if (st != GPULEASE_OK) return st;
   if (b->launches_len > s->burst_raw_cap) {
@@ -175,6 +189,7 @@ static gpulease_status burst_prepared(gl_wsession *s, const gl_burst_req *b, siz
   }
   memcpy(s->burst_raw, b->launches, b->launches_len);
   s->burst_raw_len = b->launches_len;
+  s->burst_raw_count = b->count;
   s->burst_raw_gen = s->handles_gen;
   return GPULEASE_OK;
 }
@@ -183,12 +198,18 @@ static gpulease_status burst_prepared(gl_wsession *s, const gl_burst_req *b, siz
  * queued (on the emulated device, which runs them inline, first). */
 void gl_sop_burst(gl_wsession *s, gl_job *job) {
   gl_wk *w = s->w;
-  const gl_burst_req *b = &job->req.u.burst;
+  gl_burst_req *b = &job->req.u.burst;
   size_t n = b->count, bad = 0;
-  gpulease_status st = burst_prepared(s, b, &bad);
+  bool again = false;
+  gpulease_status st = burst_prepared(s, b, &bad, &again);
+  /* The backend ran this very burst last, unless something else was
+   * prepared or a burst failed since. */
+  bool same_as_last = again && s->burst_last_ran;
+  s->burst_last_ran = false;
   if (st != GPULEASE_OK) {
     char msg[GL_WK_ERR_MAX];
-    snprintf(msg, sizeof msg, "launch %zu of the BURST: %s", bad, s->err);
+    if (bad == SIZE_MAX) snprintf(msg, sizeof msg, "%s", s->err);
+    else snprintf(msg, sizeof msg, "launch %zu of the BURST: %s", bad, s->err);
     snprintf(s->err, GL_WK_ERR_MAX, "%s", msg);
     gl_sop_set_failure(s, GL_OP_BURST, b->s.seq, st, s->err);
     gl_wk_job_error(w, job, GL_OP_BURST, st, s->err);
@@ -198,20 +219,21 @@ void gl_sop_burst(gl_wsession *s, gl_job *job) {
   const gl_launch *ls = s->burst_ls;
   if (w->be->ops->launch_runs_inline) {
     gl_wk_job_ok(w, job, GL_OP_BURST);
-    st = queue_burst(s, fns, ls, n);
+    st = queue_burst(s, fns, ls, n, false);
     if (st != GPULEASE_OK) {
       gl_sop_after_backend(s);
       gl_sop_set_failure(s, GL_OP_BURST, b->s.seq, st, s->err);
     }
     return;
   }
-  st = queue_burst(s, fns, ls, n);
+  st = queue_burst(s, fns, ls, n, same_as_last);
   GL_LAT(GL_LAT_W_DONE);
   if (st != GPULEASE_OK) {
     gl_sop_fail_from_backend(s, GL_OP_BURST, b->s.seq, st);
     gl_wk_job_error(w, job, GL_OP_BURST, st, s->err);
     return;
   }
+  s->burst_last_ran = true;
   if (!s->unsynced_launch_seq) s->unsynced_launch_seq = b->s.seq ? b->s.seq : 1;
   gl_wk_job_ok(w, job, GL_OP_BURST);
 }
@@ -392,7 +414,10 @@ static gpulease_status record_op(gl_wsession *s, gl_job *job) {
     return record_kernel(s, g, f, &l);
   }
   case GL_OP_BURST: {
-    const gl_burst_req *b = &job->req.u.burst;
+    gl_burst_req *b = &job->req.u.burst;
+    char why[GL_WK_ERR_MAX];
+    st = gl_burst_check(b, why, sizeof why);
+    if (st != GPULEASE_OK) return gl_sop_errf(s, st, "%s", why);
     size_t n = b->count, bad = 0;
     void **fns = malloc(n * sizeof *fns);
     gl_launch *ls = malloc(n * sizeof *ls);

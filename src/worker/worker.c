@@ -693,8 +693,13 @@ static int serve(gl_wkproc *p, uint64_t tag, uint8_t *msg, size_t len) {
   job->len = len;
   uint16_t op = 0;
   char err[512] = "";
+  /* A BURST's launches are checked on its lane (session_exec.c), where a
+   * loop's repeated burst is recognised without walking them again. */
+  gl_header h;
   gpulease_status st =
-      gl_request_decode(msg, len, GL_IPC_MAX_BODY, &job->req, &op, err, sizeof err);
+      gl_header_decode(msg, len, &h) == GPULEASE_OK && h.op == GL_OP_BURST
+          ? gl_request_decode_ref(msg, len, GL_IPC_MAX_BODY, &job->req, &op, err, sizeof err)
+          : gl_request_decode(msg, len, GL_IPC_MAX_BODY, &job->req, &op, err, sizeof err);
   if (st != GPULEASE_OK) {
     gl_job_free(job);
     return proc_reply_error(p, tag, op, st, err[0] ? err : "malformed request");

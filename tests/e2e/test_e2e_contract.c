@@ -379,25 +379,6 @@ static void test_refused_request_leaves_seq_unused(void **state) {
   x = wait_reply(p.q, tok);
   expect(&x, GPULEASE_INVALID_ARGUMENT, "element_size");
   reply_free(&x);
-  /* A BURST whose count claims two launches and whose body holds one: the
-   * daemon reads only its session_ref, the worker refuses the rest. */
-  gl_buf one;
-  gl_buf_init(&one);
-  gl_launch_req l1;
-  memset(&l1, 0, sizeof l1);
-  l1.function = 0x0100000000000001ull;
-  l1.grid[0] = l1.grid[1] = l1.grid[2] = l1.block[0] = l1.block[1] = l1.block[2] = 1;
-  assert_int_equal(gl_burst_add(&one, &l1), GPULEASE_OK);
-  gl_request burst = {.op = GL_OP_BURST};
-  burst.u.burst.s = ref(&p, 2);
-  burst.u.burst.count = 2;
-  burst.u.burst.launches = one.data;
-  burst.u.burst.launches_len = one.len;
-  burst.u.burst.checked = true; /* the encoder takes the list as it is */
-  x = call(p.q, &burst);
-  expect(&x, GPULEASE_MALFORMED, "launch[1]");
-  reply_free(&x);
-  gl_buf_free(&one);
 
   /* Seq 2 is still missing: a SYNC fills the gap, and seq 3 runs. */
   double t0 = now_s();
@@ -409,7 +390,33 @@ static void test_refused_request_leaves_seq_unused(void **state) {
   wait_ok(p.q, t3);
   assert_true(now_s() - t0 < 5.0); /* not the 10 s seq timeout */
   assert_int_equal(read_u32(&p, 4, b), 0x58585858);
-  close_peer(&p, 5);
+  /* A BURST whose count claims two launches and whose body holds one: the
+   * daemon reads only its session_ref and forwards it; the session refuses
+   * the list (MALFORMED), its seq used, as the session's failure. */
+  gl_buf one;
+  gl_buf_init(&one);
+  gl_launch_req l1;
+  memset(&l1, 0, sizeof l1);
+  l1.function = 0x0100000000000001ull;
+  l1.grid[0] = l1.grid[1] = l1.grid[2] = l1.block[0] = l1.block[1] = l1.block[2] = 1;
+  assert_int_equal(gl_burst_add(&one, &l1), GPULEASE_OK);
+  gl_request burst = {.op = GL_OP_BURST};
+  burst.u.burst.s = ref(&p, 5);
+  burst.u.burst.count = 2;
+  burst.u.burst.launches = one.data;
+  burst.u.burst.launches_len = one.len;
+  burst.u.burst.checked = true; /* the encoder takes the list as it is */
+  x = call(p.q, &burst);
+  expect(&x, GPULEASE_MALFORMED, "launch[1]");
+  reply_free(&x);
+  gl_buf_free(&one);
+  gl_request s6 = r_sync(&p, 6, 5);
+  y = call(p.q, &s6);
+  expect(&y, GPULEASE_OK, NULL);
+  assert_int_equal(y.r.u.sync.error_status, GPULEASE_MALFORMED);
+  assert_int_equal(y.r.u.sync.error_seq, 5);
+  reply_free(&y);
+  close_peer(&p, 7);
   assert_int_equal(gl_test_daemon_stop(&d), 0);
 }
 

@@ -628,7 +628,7 @@ static int chain_run(void *s, chain_burst *cb, int plain, double *us, char *err,
     for (int i = 0; i < BURST_N; i++)
       if (o->launch_async(g_b, s, cb->fns[i], &cb->l[i], err, errlen) != GPULEASE_OK) return 0;
   } else {
-    gpulease_status st = o->burst_async(g_b, s, cb->fns, cb->l, BURST_N, err, errlen);
+    gpulease_status st = o->burst_async(g_b, s, cb->fns, cb->l, BURST_N, false, err, errlen);
     if (st != GPULEASE_OK) return 0;
   }
   if (o->stream_sync(g_b, s, err, errlen) != GPULEASE_OK) return 0;
@@ -711,7 +711,7 @@ static void burst_checks(void *s, void *chain_fn) {
   chain_setup(cb, chain_fn, 32);
   for (int i = 0; i < BURST_N; i++) cb->val[i] = 3;
   cb->l[17].block[0] = 2048;
-  gpulease_status bst = o->burst_async(g_b, s, cb->fns, cb->l, BURST_N, err, sizeof err);
+  gpulease_status bst = o->burst_async(g_b, s, cb->fns, cb->l, BURST_N, false, err, sizeof err);
   check(bst == GPULEASE_INVALID_ARGUMENT && strstr(err, "CUDA_ERROR_INVALID_VALUE"),
         "burst with a 2048-thread block at launch 17: %s: %s", gpulease_status_name(bst), err);
   cb->l[17].block[0] = 32;
@@ -721,7 +721,7 @@ static void burst_checks(void *s, void *chain_fn) {
   /* a cooperative launch in a burst is refused */
   chain_setup(cb, chain_fn, 32);
   cb->l[5].flags = GL_LAUNCH_F_COOPERATIVE;
-  gpulease_status st = o->burst_async(g_b, s, cb->fns, cb->l, BURST_N, err, sizeof err);
+  gpulease_status st = o->burst_async(g_b, s, cb->fns, cb->l, BURST_N, false, err, sizeof err);
   check(st == GPULEASE_UNSUPPORTED && strstr(err, "a BURST's launches are plain launches"),
         "burst with a cooperative launch: %s: %s", gpulease_status_name(st), err);
   cb->l[5].flags = 0;
@@ -755,7 +755,7 @@ static void event_checks(void *s, void *va_fn, void *chain_fn) {
     chain_setup(&g_cb, chain_fn, 32);
     for (int i = 0; i < BURST_N; i++) g_cb.val[i] = 1;
     ok = o->event_record(g_b, s, &e0, err, sizeof err) == GPULEASE_OK &&
-         o->burst_async(g_b, s, g_cb.fns, g_cb.l, BURST_N, err, sizeof err) == GPULEASE_OK &&
+         o->burst_async(g_b, s, g_cb.fns, g_cb.l, BURST_N, false, err, sizeof err) == GPULEASE_OK &&
          o->event_record(g_b, s, &e1, err, sizeof err) == GPULEASE_OK &&
          o->event_elapsed(g_b, e0, e1, &ns_burst, err, sizeof err) == GPULEASE_OK;
     if (ok && (e0 != keep0 || e1 != keep1)) {
