@@ -9,6 +9,7 @@
  * CI; with GL_TEST_DEVICE=cuda on a GPU (tests/gpu/check.sh).
  */
 #include <setjmp.h>
+#include <sys/wait.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -712,6 +713,103 @@ static void test_submit_cooperative(void **state) {
   teardown(&f);
 }
 
+/* The CLI: --cooperative and --cluster on submit, their refusals. */
+static int cli(const gl_test_daemon *d, char *out, size_t outlen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int cli(const gl_test_daemon *d, char *out, size_t outlen, const char *fmt, ...) {
+  char args[2048], cmd[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(args, sizeof args, fmt, ap);
+  va_end(ap);
+  const char *bin = getenv("GL_TEST_BIN_DIR");
+  snprintf(cmd, sizeof cmd, "%s/src/cli/gpulease --addr %s --pin-sha256 %s %s 2>&1",
+           bin ? bin : ".", d->addr, d->fingerprint, args);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t n = fread(out, 1, outlen - 1, p);
+  out[n] = 0;
+  char sink[4096];
+  while (fread(sink, 1, sizeof sink, p) > 0) {
+  }
+  int st = pclose(p);
+  int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  fprintf(stderr, "$ gpulease %s -> %d\n%.400s\n", args, rc, out);
+  return rc;
+}
+
+static const char *ptx_path(const char *name, char *buf, size_t len) {
+  const char *dir = getenv("GL_TEST_PTX_DIR");
+  const char *src = getenv("GL_TEST_SRC_DIR");
+  if (dir && *dir) snprintf(buf, len, "%s/%s.ptx", dir, name);
+  else snprintf(buf, len, "%s/tests/emu/kernels/ptx/sm_90/%s.ptx", src ? src : ".", name);
+  return buf;
+}
+
+static void test_cli_attributes(void **state) {
+  (void)state;
+  static fixture f;
+  setup(&f);
+  char secret[2 * GPULEASE_SECRET_BYTES + 1];
+  for (int i = 0; i < GPULEASE_SECRET_BYTES; i++)
+    snprintf(secret + 2 * i, 3, "%02x", f.l.secret[i]);
+  char coop[1200], clus[1200], in[512], out[8192];
+  ptx_path("coop_grid_sync", coop, sizeof coop);
+  ptx_path("cluster_dsmem", clus, sizeof clus);
+  /* coop_grid_sync on 4 blocks: x = 1.0 at 0, a at 16384 (a[i] = i), b
+   * after it; two rounds of the stencil leave a as computed on the CPU. */
+  enum { N = 512 };
+  static uint8_t input[16384 + 8 * N];
+  static uint32_t a[N], b[N];
+  for (unsigned i = 0; i < N; i++) {
+    float one = 1.0f;
+    memcpy(input + 4 * i, &one, 4);
+    a[i] = i;
+  }
+  memcpy(input + 16384, a, sizeof a);
+  snprintf(in, sizeof in, "%s/coop-input.bin", f.d.dir);
+  FILE *fp = fopen(in, "wb");
+  assert_non_null(fp);
+  assert_int_equal(fwrite(input, 1, sizeof input, fp), sizeof input);
+  fclose(fp);
+  const char *args = "--arg ptr:0 --arg ptr:8192 --arg ptr:12288 --arg ptr:16384 --arg ptr:18432 "
+                     "--arg i32:2";
+  int rc = cli(&f.d, out, sizeof out,
+               "submit --lease %llu --secret %s --binary %s --kernel coop_grid_sync --grid 4 "
+               "--block 128 --cooperative %s --input %s --output-offset 16384 --output-size %zu "
+               "--format u32",
+               (unsigned long long)f.l.id, secret, coop, args, in, sizeof a);
+  assert_int_equal(rc, 0);
+  stencil_ref(a, b, N, 2);
+  char want[64];
+  snprintf(want, sizeof want, "[    0] %10u %10u %10u", a[0], a[1], a[2]);
+  assert_non_null(strstr(out, want));
+  rc = cli(&f.d, out, sizeof out,
+           "submit --lease %llu --secret %s --binary %s --kernel coop_grid_sync --grid 1000000 "
+           "--block 128 --cooperative %s --output-size 4",
+           (unsigned long long)f.l.id, secret, coop, args);
+  assert_int_equal(rc, 1);
+  assert_non_null(strstr(out, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"));
+  /* cluster_dsmem: info of 8 blocks in clusters of 4 through --cluster. */
+  rc = cli(&f.d, out, sizeof out,
+           "submit --lease %llu --secret %s --binary %s --kernel cluster_dsmem --grid 8 "
+           "--block 128 --cluster 4,1,1 --arg ptr:0 --arg ptr:8192 --arg ptr:16384 "
+           "--output-offset 16384 --output-size 32 --format u32",
+           (unsigned long long)f.l.id, secret, clus);
+  assert_int_equal(rc, 0);
+  assert_non_null(strstr(out, "3308256")); /* block 3: 8256 + 100000*3 + 1000000*3 */
+  rc = cli(&f.d, out, sizeof out,
+           "submit --lease %llu --secret %s --binary %s --kernel cluster_dsmem --grid 8 "
+           "--block 128 --cluster 3 --arg ptr:0 --arg ptr:8192 --arg ptr:16384",
+           (unsigned long long)f.l.id, secret, clus);
+  assert_int_equal(rc, 1);
+  assert_non_null(strstr(out, "CUDA_ERROR_INVALID_CLUSTER_SIZE"));
+  rc = cli(&f.d, out, sizeof out, "submit --binary %s --kernel k --cluster 2,0", clus);
+  assert_int_equal(rc, 2); /* usage */
+  teardown(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_burst_results),
@@ -723,6 +821,7 @@ int main(void) {
       cmocka_unit_test(test_cooperative),
       cmocka_unit_test(test_cluster),
       cmocka_unit_test(test_submit_cooperative),
+      cmocka_unit_test(test_cli_attributes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

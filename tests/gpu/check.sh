@@ -191,8 +191,8 @@ echo "== launch features on the GPU (tests/e2e/test_e2e_exec.c): bursts, events,
 result "bursts (graphs built, replayed, updated), events, cooperative grid sync, clusters" ${PIPESTATUS[0]}
 unset GL_TEST_DEVICE GL_TEST_PTX_DIR
 if [ -x "$B/tests/gl_backend_stream_smoke" ]; then
-  "$B/tests/gl_backend_stream_smoke" "$K/vector_add.ptx" 2>&1 | tail -30
-  result "CUDA backend stream ops (two streams on two threads, JIT to cubin, fault)" ${PIPESTATUS[0]}
+  "$B/tests/gl_backend_stream_smoke" "$K/vector_add.ptx" 2>&1 | tail -60
+  result "CUDA backend stream ops (two streams on two threads, JIT to cubin, bursts, events, cooperative, clusters, graphs and WHILE loops, fault)" ${PIPESTATUS[0]}
 fi
 
 echo "== benchmark"
