@@ -96,11 +96,9 @@ void gl_wire__launch_body_decode(gl_wire__rd *r, gl_launch_req *l, bool ex) {
   }
 }
 
-void gl_wire__launch_body_validate(gl_wire__rd *r, const gl_launch_req *l, bool ex) {
-  if (ex) {
-    check_ex_flags(r, l->flags);
-    check_ex_cluster(r, l->cluster);
-  }
+/* A launch's param list as an encoder's caller gave it (LAUNCH's, a
+ * BURST launch's, GRAPH_SET_ARGS's). */
+static void check_args_list(gl_wire__rd *r, const gl_launch_req *l) {
   check_param_count(r, l->param_count);
   if (gl_wire__rd_ok(r) && l->params_raw_len > 0 && !l->params_raw)
     gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "params_raw is NULL");
@@ -114,6 +112,14 @@ void gl_wire__launch_body_validate(gl_wire__rd *r, const gl_launch_req *l, bool 
     gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
                      "params_raw_len %zu but the %u params take %zu bytes", l->params_raw_len,
                      l->param_count, pr.pos);
+}
+
+void gl_wire__launch_body_validate(gl_wire__rd *r, const gl_launch_req *l, bool ex) {
+  if (ex) {
+    check_ex_flags(r, l->flags);
+    check_ex_cluster(r, l->cluster);
+  }
+  check_args_list(r, l);
 }
 
 void gl_wire__launch_body_put(gl_buf *b, const gl_launch_req *l, bool ex) {
@@ -255,22 +261,6 @@ static void exec_decode(gl_wire__rd *r, gl_request *q) {
 }
 
 /* GRAPH_SET_ARGS's list, as the encoder sees it. */
-static void check_args_list(gl_wire__rd *r, const gl_launch_req *l) {
-  check_param_count(r, l->param_count);
-  if (gl_wire__rd_ok(r) && l->params_raw_len > 0 && !l->params_raw)
-    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "params_raw is NULL");
-  if (!gl_wire__rd_ok(r)) return;
-  gl_wire__rd pr;
-  gl_wire__rd_init(&pr, l->params_raw, l->params_raw_len, r->op, r->err, r->errlen);
-  gl_wire__param_list_scan(&pr, l->param_count, true);
-  if (pr.st != GPULEASE_OK)
-    r->st = GPULEASE_INVALID_ARGUMENT; /* message already written */
-  else if (pr.pos != l->params_raw_len)
-    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
-                     "params_raw_len %zu but the %u params take %zu bytes", l->params_raw_len,
-                     l->param_count, pr.pos);
-}
-
 static void exec_validate(gl_wire__rd *r, const gl_request *q) {
   const gl_session_ref *s = gl_request_session(q);
   if (s && gl_wire__rd_ok(r) && s->session_id == 0)

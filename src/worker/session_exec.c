@@ -402,15 +402,7 @@ static gpulease_status record_op(gl_wsession *s, gl_job *job) {
     st = gl_sop_prepare_launch(s, r, &f, &n);
     if (st != GPULEASE_OK) return st;
     gl_launch l;
-    memset(&l, 0, sizeof l);
-    memcpy(l.grid, r->grid, sizeof l.grid);
-    memcpy(l.block, r->block, sizeof l.block);
-    l.shared_mem_bytes = r->shared_mem_bytes;
-    l.args = s->args.args;
-    l.arg_sizes = s->args.sizes;
-    l.arg_count = n;
-    if (r->flags & GL_LAUNCH_EX_COOPERATIVE) l.flags |= GL_LAUNCH_F_COOPERATIVE;
-    memcpy(l.cluster, r->cluster, sizeof l.cluster);
+    gl_sop_launch_of(s, r, f, n, &l);
     return record_kernel(s, g, f, &l);
   }
   case GL_OP_BURST: {

@@ -506,6 +506,20 @@ gpulease_status gl_sop_prepare_launch(gl_wsession *s, const gl_launch_req *r, gl
   return GPULEASE_OK;
 }
 
+void gl_sop_launch_of(gl_wsession *s, const gl_launch_req *r, const gl_wfunction *f, size_t n,
+                      gl_launch *l) {
+  memset(l, 0, sizeof *l);
+  l->kernel_name = f->name;
+  memcpy(l->grid, r->grid, sizeof l->grid);
+  memcpy(l->block, r->block, sizeof l->block);
+  l->shared_mem_bytes = r->shared_mem_bytes;
+  l->args = s->args.args;
+  l->arg_sizes = s->args.sizes;
+  l->arg_count = n;
+  if (r->flags & GL_LAUNCH_EX_COOPERATIVE) l->flags |= GL_LAUNCH_F_COOPERATIVE;
+  memcpy(l->cluster, r->cluster, sizeof l->cluster);
+}
+
 /* Runs LAUNCH or LAUNCH_EX and answers it. */
 static void op_launch(gl_wsession *s, gl_job *job) {
   gl_wk *w = s->w;
@@ -520,16 +534,7 @@ static void op_launch(gl_wsession *s, gl_job *job) {
     return;
   }
   gl_launch l;
-  memset(&l, 0, sizeof l);
-  l.kernel_name = f->name;
-  memcpy(l.grid, r->grid, sizeof l.grid);
-  memcpy(l.block, r->block, sizeof l.block);
-  l.shared_mem_bytes = r->shared_mem_bytes;
-  l.args = s->args.args;
-  l.arg_sizes = s->args.sizes;
-  l.arg_count = n;
-  if (r->flags & GL_LAUNCH_EX_COOPERATIVE) l.flags |= GL_LAUNCH_F_COOPERATIVE;
-  memcpy(l.cluster, r->cluster, sizeof l.cluster);
+  gl_sop_launch_of(s, r, f, n, &l);
   if (w->be->ops->launch_runs_inline) {
     /* The device runs it now: "queued" is the truthful answer first. */
     gl_wk_job_ok(w, job, op);

@@ -50,6 +50,10 @@ gpulease_status gl_sop_check_param_sizes(gl_wsession *s, const gl_wfunction *f,
 /* Checks a launch and builds its arguments in s->args (count in *n). */
 gpulease_status gl_sop_prepare_launch(gl_wsession *s, const gl_launch_req *r, gl_wfunction **fo,
                                       size_t *n);
+/* The backend's launch of r after gl_sop_prepare_launch (f, n args in
+ * s->args). */
+void gl_sop_launch_of(gl_wsession *s, const gl_launch_req *r, const gl_wfunction *f, size_t n,
+                      gl_launch *l);
 /* Checks every launch of a BURST and packs its parameters into the
  * session's burst area: fns[i], ls[i] are launch i; *bad the failing one. */
 gpulease_status gl_sop_prepare_burst(gl_wsession *s, const gl_burst_req *b, void **fns,

@@ -1,6 +1,8 @@
 /* daemon_harness.c - see daemon_harness.h. */
 #include "daemon_harness.h"
 
+#include "common/util.h"
+
 #include <dirent.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -214,4 +216,45 @@ int gl_test_daemon_wait_children(const gl_test_daemon *d, int n, int timeout_ms)
     have = gl_test_daemon_children(d);
   }
   return have;
+}
+
+int gl_test_cli(const gl_test_daemon *d, char *out, size_t outlen, const char *fmt, ...) {
+  char args[2048], cmd[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(args, sizeof args, fmt, ap);
+  va_end(ap);
+  const char *bin = getenv("GL_TEST_BIN_DIR");
+  snprintf(cmd, sizeof cmd, "%s/src/cli/gpulease --addr %s --pin-sha256 %s %s 2>&1",
+           bin ? bin : ".", d->addr, d->fingerprint, args);
+  out[0] = 0;
+  FILE *p = popen(cmd, "r");
+  if (!p) return -1;
+  size_t n = fread(out, 1, outlen - 1, p);
+  out[n] = 0;
+  char sink[4096];
+  while (fread(sink, 1, sizeof sink, p) > 0) {
+  }
+  int st = pclose(p);
+  int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  fprintf(stderr, "$ gpulease %s -> %d\n%s", args, rc, out);
+  return rc;
+}
+
+char *gl_test_read_ptx(const char *name, size_t *len) {
+  const char *dir = getenv("GL_TEST_PTX_DIR");
+  const char *src = getenv("GL_TEST_SRC_DIR");
+  const char *bin = getenv("GL_TEST_BIN_DIR");
+  char cands[3][1024], path[4200];
+  snprintf(cands[0], sizeof cands[0], "%s", dir ? dir : "");
+  snprintf(cands[1], sizeof cands[1], "%s/tests/emu/kernels/ptx/sm_90", src ? src : ".");
+  snprintf(cands[2], sizeof cands[2], "%s/kernels", bin ? bin : ".");
+  for (int i = 0; i < 3; i++) {
+    if (!cands[i][0]) continue;
+    snprintf(path, sizeof path, "%s/%s.ptx", cands[i], name);
+    uint8_t *data = NULL;
+    if (gl_read_file(path, 1 << 24, &data, len) == 0) return (char *)data;
+  }
+  fprintf(stderr, "cannot find %s.ptx\n", name);
+  return NULL;
 }

@@ -37,6 +37,18 @@ int gl_test_daemon_stop(gl_test_daemon *d);
  * cmocka test on error. */
 struct gpulease_client *gl_test_connect(const gl_test_daemon *d, int timeout_ms);
 
+/* Runs the CLI ($GL_TEST_BIN_DIR/src/cli/gpulease) against d with the
+ * printf-formatted arguments; its stdout and stderr go to out (outlen
+ * bytes, NUL-terminated, the rest dropped) and to stderr for the test's
+ * log. Returns its exit status (-1 when it could not run). */
+int gl_test_cli(const gl_test_daemon *d, char *out, size_t outlen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* The PTX of kernel file `name` (name.ptx): from $GL_TEST_PTX_DIR, the
+ * source tree's emulator corpus (sm_90), or the build's kernels/. malloc'd
+ * (caller frees), NUL-terminated, *len bytes; NULL when none is found. */
+char *gl_test_read_ptx(const char *name, size_t *len);
+
 /* Lines of the daemon's log (it logs at debug level) that hold needle. */
 int gl_test_daemon_log_count(const gl_test_daemon *d, const char *needle);
 

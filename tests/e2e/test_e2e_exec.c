@@ -9,7 +9,6 @@
  * CI; with GL_TEST_DEVICE=cuda on a GPU (tests/gpu/check.sh).
  */
 #include <setjmp.h>
-#include <sys/wait.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -514,23 +513,11 @@ static void test_graph_while(void **state) {
  * Cooperative and cluster launches (the corpus's kernels, sm_90 PTX)
  * ==================================================================== */
 
+
 static char *read_ptx(const char *name, size_t *len) {
-  char path[1200];
-  const char *dir = getenv("GL_TEST_PTX_DIR");
-  const char *src = getenv("GL_TEST_SRC_DIR");
-  char a[1024], b[1024];
-  snprintf(a, sizeof a, "%s", dir ? dir : "");
-  snprintf(b, sizeof b, "%s/tests/emu/kernels/ptx/sm_90", src ? src : ".");
-  const char *cands[2] = {a, b};
-  for (int i = 0; i < 2; i++) {
-    if (!cands[i][0]) continue;
-    snprintf(path, sizeof path, "%s/%s.ptx", cands[i], name);
-    uint8_t *data = NULL;
-    if (gl_read_file(path, 1 << 24, &data, len) == 0) return (char *)data;
-  }
-  fprintf(stderr, "cannot find %s.ptx\n", name);
-  fail();
-  return NULL;
+  char *p = gl_test_read_ptx(name, len);
+  if (!p) fail();
+  return p;
 }
 
 static gpulease_function corpus_kernel(fixture *f, const char *name) {
@@ -714,30 +701,6 @@ static void test_submit_cooperative(void **state) {
 }
 
 /* The CLI: --cooperative and --cluster on submit, their refusals. */
-static int cli(const gl_test_daemon *d, char *out, size_t outlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int cli(const gl_test_daemon *d, char *out, size_t outlen, const char *fmt, ...) {
-  char args[2048], cmd[4096];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(args, sizeof args, fmt, ap);
-  va_end(ap);
-  const char *bin = getenv("GL_TEST_BIN_DIR");
-  snprintf(cmd, sizeof cmd, "%s/src/cli/gpulease --addr %s --pin-sha256 %s %s 2>&1",
-           bin ? bin : ".", d->addr, d->fingerprint, args);
-  FILE *p = popen(cmd, "r");
-  assert_non_null(p);
-  size_t n = fread(out, 1, outlen - 1, p);
-  out[n] = 0;
-  char sink[4096];
-  while (fread(sink, 1, sizeof sink, p) > 0) {
-  }
-  int st = pclose(p);
-  int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  fprintf(stderr, "$ gpulease %s -> %d\n%.400s\n", args, rc, out);
-  return rc;
-}
 
 static const char *ptx_path(const char *name, char *buf, size_t len) {
   const char *dir = getenv("GL_TEST_PTX_DIR");
@@ -775,7 +738,7 @@ static void test_cli_attributes(void **state) {
   fclose(fp);
   const char *args = "--arg ptr:0 --arg ptr:8192 --arg ptr:12288 --arg ptr:16384 --arg ptr:18432 "
                      "--arg i32:2";
-  int rc = cli(&f.d, out, sizeof out,
+  int rc = gl_test_cli(&f.d, out, sizeof out,
                "submit --lease %llu --secret %s --binary %s --kernel coop_grid_sync --grid 4 "
                "--block 128 --cooperative %s --input %s --output-offset 16384 --output-size %zu "
                "--format u32",
@@ -785,27 +748,27 @@ static void test_cli_attributes(void **state) {
   char want[64];
   snprintf(want, sizeof want, "[    0] %10u %10u %10u", a[0], a[1], a[2]);
   assert_non_null(strstr(out, want));
-  rc = cli(&f.d, out, sizeof out,
+  rc = gl_test_cli(&f.d, out, sizeof out,
            "submit --lease %llu --secret %s --binary %s --kernel coop_grid_sync --grid 1000000 "
            "--block 128 --cooperative %s --output-size 4",
            (unsigned long long)f.l.id, secret, coop, args);
   assert_int_equal(rc, 1);
   assert_non_null(strstr(out, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"));
   /* cluster_dsmem: info of 8 blocks in clusters of 4 through --cluster. */
-  rc = cli(&f.d, out, sizeof out,
+  rc = gl_test_cli(&f.d, out, sizeof out,
            "submit --lease %llu --secret %s --binary %s --kernel cluster_dsmem --grid 8 "
            "--block 128 --cluster 4,1,1 --arg ptr:0 --arg ptr:8192 --arg ptr:16384 "
            "--output-offset 16384 --output-size 32 --format u32",
            (unsigned long long)f.l.id, secret, clus);
   assert_int_equal(rc, 0);
   assert_non_null(strstr(out, "3308256")); /* block 3: 8256 + 100000*3 + 1000000*3 */
-  rc = cli(&f.d, out, sizeof out,
+  rc = gl_test_cli(&f.d, out, sizeof out,
            "submit --lease %llu --secret %s --binary %s --kernel cluster_dsmem --grid 8 "
            "--block 128 --cluster 3 --arg ptr:0 --arg ptr:8192 --arg ptr:16384",
            (unsigned long long)f.l.id, secret, clus);
   assert_int_equal(rc, 1);
   assert_non_null(strstr(out, "CUDA_ERROR_INVALID_CLUSTER_SIZE"));
-  rc = cli(&f.d, out, sizeof out, "submit --binary %s --kernel k --cluster 2,0", clus);
+  rc = gl_test_cli(&f.d, out, sizeof out, "submit --binary %s --kernel k --cluster 2,0", clus);
   assert_int_equal(rc, 2); /* usage */
   teardown(&f);
 }

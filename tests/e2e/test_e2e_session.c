@@ -48,27 +48,6 @@ static void start(gl_test_daemon *d, const char *emu_vram) {
   assert_int_equal(gl_test_daemon_start(d, on_gpu() ? NULL : emu_vram, NULL), 0);
 }
 
-static char *read_ptx(const char *name, size_t *len) {
-  char path[1200];
-  const char *dir = getenv("GL_TEST_PTX_DIR");
-  const char *src = getenv("GL_TEST_SRC_DIR");
-  const char *bin = getenv("GL_TEST_BIN_DIR");
-  const char *cands[3];
-  char a[1024], b[1024], c[1024];
-  snprintf(a, sizeof a, "%s", dir ? dir : "");
-  snprintf(b, sizeof b, "%s/tests/emu/kernels/ptx/sm_90", src ? src : ".");
-  snprintf(c, sizeof c, "%s/kernels", bin ? bin : ".");
-  cands[0] = a, cands[1] = b, cands[2] = c;
-  for (int i = 0; i < 3; i++) {
-    if (!cands[i][0]) continue;
-    snprintf(path, sizeof path, "%s/%s.ptx", cands[i], name);
-    uint8_t *data = NULL;
-    if (gl_read_file(path, 1 << 24, &data, len) == 0) return (char *)data;
-  }
-  fprintf(stderr, "cannot find %s.ptx\n", name);
-  fail();
-  return NULL;
-}
 
 
 static gpulease_lease lease(gpulease_client *c, uint64_t bytes, uint32_t ttl) {
@@ -81,6 +60,12 @@ static gpulease_session *open_session(gpulease_client *c, const gpulease_lease *
   gpulease_session *s = NULL;
   CHECK(gpulease_session_open(c, l, &s, E));
   return s;
+}
+
+static char *read_ptx(const char *name, size_t *len) {
+  char *p = gl_test_read_ptx(name, len);
+  if (!p) fail();
+  return p;
 }
 
 static gpulease_function kernel(gpulease_session *s, const char *file, const char *name,

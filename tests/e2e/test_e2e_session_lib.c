@@ -430,30 +430,6 @@ static void test_renewer_unreachable(void **state) {
  * ==================================================================== */
 
 /* Runs the CLI with args; its stdout (first 4 KiB) into out. Exit code. */
-static int cli(const gl_test_daemon *d, char *out, size_t outlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int cli(const gl_test_daemon *d, char *out, size_t outlen, const char *fmt, ...) {
-  char args[2048], cmd[4096];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(args, sizeof args, fmt, ap);
-  va_end(ap);
-  const char *bin = getenv("GL_TEST_BIN_DIR");
-  snprintf(cmd, sizeof cmd, "%s/src/cli/gpulease --addr %s --pin-sha256 %s %s 2>&1",
-           bin ? bin : ".", d->addr, d->fingerprint, args);
-  FILE *p = popen(cmd, "r");
-  assert_non_null(p);
-  size_t n = fread(out, 1, outlen - 1, p);
-  out[n] = 0;
-  char sink[4096];
-  while (fread(sink, 1, sizeof sink, p) > 0) {
-  }
-  int st = pclose(p);
-  int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  fprintf(stderr, "$ gpulease %s -> %d\n%s", args, rc, out);
-  return rc;
-}
 
 static void test_cli_session(void **state) {
   (void)state;
@@ -473,41 +449,41 @@ static void test_cli_session(void **state) {
   assert_int_equal(write(fd, v, sizeof v), (ssize_t)sizeof v);
   close(fd);
 
-  assert_int_equal(cli(&d, out, sizeof out, "session open %s", L), 0);
+  assert_int_equal(gl_test_cli(&d, out, sizeof out, "session open %s", L), 0);
   assert_int_equal(sscanf(out, "%31s", sid), 1);
-  assert_int_equal(cli(&d, out, sizeof out, "mem alloc --session %s --size 1K %s", sid, L), 0);
+  assert_int_equal(gl_test_cli(&d, out, sizeof out, "mem alloc --session %s --size 1K %s", sid, L), 0);
   assert_int_equal(sscanf(out, "%31s", buf), 1);
   assert_int_equal(strncmp(buf, "0x", 2), 0);
-  assert_int_equal(cli(&d, out, sizeof out, "mem write %s --session %s --input %s %s", buf, sid,
+  assert_int_equal(gl_test_cli(&d, out, sizeof out, "mem write %s --session %s --input %s %s", buf, sid,
                        tmp, L), 0);
   assert_non_null(strstr(out, "wrote 1024 bytes"));
-  assert_int_equal(cli(&d, out, sizeof out, "module load --session %s --binary %s/kernels/scale.ptx %s",
+  assert_int_equal(gl_test_cli(&d, out, sizeof out, "module load --session %s --binary %s/kernels/scale.ptx %s",
                        sid, bin ? bin : ".", L), 0);
   assert_int_equal(sscanf(out, "%31s", mod), 1);
   assert_non_null(strstr(out, "cache: "));
-  assert_int_equal(cli(&d, out, sizeof out, "--json func info --session %s --module %s --kernel scale %s",
+  assert_int_equal(gl_test_cli(&d, out, sizeof out, "--json func info --session %s --module %s --kernel scale %s",
                        sid, mod, L), 0);
   assert_non_null(strstr(out, "\"param_count\": 3"));
-  assert_int_equal(cli(&d, out, sizeof out,
+  assert_int_equal(gl_test_cli(&d, out, sizeof out,
                        "launch --session %s --module %s --kernel scale --grid 1 --block 256 "
                        "--arg buf:%s --arg f32:2 --arg i32:256 %s",
                        sid, mod, buf, L), 0);
   assert_non_null(strstr(out, "completed"));
-  assert_int_equal(cli(&d, out, sizeof out,
+  assert_int_equal(gl_test_cli(&d, out, sizeof out,
                        "mem read %s --session %s --size 16 --offset 16 --format f32 %s", buf, sid, L), 0);
   assert_non_null(strstr(out, "[    0]            8           10           12           14"));
-  assert_int_equal(cli(&d, out, sizeof out, "launch --session %s --module %s --kernel scale "
+  assert_int_equal(gl_test_cli(&d, out, sizeof out, "launch --session %s --module %s --kernel scale "
                        "--arg ptr:0 %s", sid, mod, L), 2);
-  assert_int_equal(cli(&d, out, sizeof out, "session sync %s %s", sid, L), 0);
+  assert_int_equal(gl_test_cli(&d, out, sizeof out, "session sync %s %s", sid, L), 0);
   assert_non_null(strstr(out, "no failure"));
   /* A failure: sync names the op. */
-  assert_int_equal(cli(&d, out, sizeof out, "mem free 0x1234 --session %s %s", sid, L), 1);
+  assert_int_equal(gl_test_cli(&d, out, sizeof out, "mem free 0x1234 --session %s %s", sid, L), 1);
   assert_non_null(strstr(out, "INVALID_HANDLE"));
-  assert_int_equal(cli(&d, out, sizeof out, "--json session sync %s %s", sid, L), 1);
+  assert_int_equal(gl_test_cli(&d, out, sizeof out, "--json session sync %s %s", sid, L), 1);
   assert_non_null(strstr(out, "\"failed_op\": \"MEM_FREE\""));
-  assert_int_equal(cli(&d, out, sizeof out, "session close %s %s", sid, L), 0);
+  assert_int_equal(gl_test_cli(&d, out, sizeof out, "session close %s %s", sid, L), 0);
   assert_non_null(strstr(out, "closed"));
-  assert_int_equal(cli(&d, out, sizeof out, "mem alloc --session %s --size 1K %s", sid, L), 1);
+  assert_int_equal(gl_test_cli(&d, out, sizeof out, "mem alloc --session %s --size 1K %s", sid, L), 1);
   unlink(tmp);
   CHECK(gpulease_lease_free(c, &l, E));
   gpulease_client_close(c);
