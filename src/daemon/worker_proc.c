@@ -83,8 +83,10 @@ static size_t g_live;
  * reply comes back, an idle watcher keeps the loop polling without
  * sleeping, so the worker's reply (or the client's next request) is read
  * at once instead of after a wake-up. The loop sleeps as usual otherwise,
- * also while a long kernel runs. */
-#define GL_WPROC_SPIN_NS 200000ull
+ * also while a long kernel runs. A millisecond covers a burst of a
+ * thousand small kernels (the SYNC behind it answered without a wake-up),
+ * as cuStreamSynchronize spins by default. */
+#define GL_WPROC_SPIN_NS 1000000ull
 static ev_idle g_spin;
 static uint64_t g_spin_until;
 

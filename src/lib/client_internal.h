@@ -116,6 +116,9 @@ gpulease_status gl_lib_exchange(gpulease_client *c, const gl_request *req, gl_re
 /* MEM_WRITE / MEM_READ chunking. */
 #define GL_SESSION_CHUNK (8u << 20)
 #define GL_SESSION_CHUNKS_IN_FLIGHT 16
+/* How long a SYNC's wait watches the connection before it sleeps (ns). */
+#define GL_SESSION_SYNC_SPIN_NS 1000000ull
+
 /* The session's send buffer is kept between ops up to this capacity. */
 #define GL_SESSION_SENDBUF_KEEP (GL_SESSION_CHUNK + (1u << 20))
 /* MEM_WRITEs from this size are encoded into a buffer the connection takes

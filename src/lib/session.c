@@ -537,7 +537,11 @@ static gpulease_status sync_op(gpulease_session *s, uint64_t ack_seq,
   gl_response resp;
   uint8_t *raw;
   uint64_t seq = w.seq;
+  /* A SYNC waits for the GPU: the answer comes as soon as the stream is
+   * done, which a client asleep in poll() would learn a wake-up later. */
+  gl_qclient_set_spin(s->client->q, GL_SESSION_SYNC_SPIN_NS);
   st = wait_end(s, &w, &resp, &raw, err);
+  gl_qclient_set_spin(s->client->q, 0);
   if (st != GPULEASE_OK) {
     /* The SYNC itself failed (lease gone, unknown session, connection). */
     failure_set(failure, st, gl_lib_conn_error(st) ? 0 : GL_OP_SYNC, seq);

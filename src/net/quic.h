@@ -195,6 +195,11 @@ uint8_t *gl_qclient_buf(gl_qclient *c, size_t len, size_t *cap);
  * GL_QC_TIMEOUT) and hands it over: *resp is malloc'd (caller frees).
  * Responses of other outstanding requests that arrive meanwhile are kept
  * for their own wait. */
+/* How long a wait for a response watches the socket before it sleeps
+ * (nanoseconds; 0: the default, 60 us). A caller that waits for the GPU
+ * (SYNC) watches longer, as cuStreamSynchronize spins by default. */
+void gl_qclient_set_spin(gl_qclient *c, uint64_t ns);
+
 int gl_qclient_wait(gl_qclient *c, uint64_t token, uint8_t **resp, size_t *resp_len, char *err,
                     size_t errlen);
 

@@ -118,6 +118,7 @@ struct gl_qclient {
   bool dead;
   int dead_code;
   char dead_msg[1600];
+  uint64_t spin_ns; /* a response's wait watches the socket this long (0: default) */
 
   cstream *streams;          /* open streams */
   cstream *sq_head, *sq_tail; /* streams with request bytes to write */
@@ -654,11 +655,16 @@ static void cl_expiry(gl_qclient *c) {
  * GL_QC_OK, GL_QC_TIMEOUT, or the connection's error. */
 /* How long a wait for a response watches the socket before it sleeps in
  * poll(): an answer usually comes within tens of microseconds, and a
- * wake-up from sleep costs about as much again. */
+ * wake-up from sleep costs about as much again (gl_qclient_set_spin). */
 #define GL_Q_SPIN_NS 60000ull
 
+void gl_qclient_set_spin(gl_qclient *c, uint64_t ns) {
+  if (c) c->spin_ns = ns ? ns : GL_Q_SPIN_NS;
+}
+
 static int cl_wait(gl_qclient *c, enum wait_for what, const cstream *st, uint64_t deadline_ns) {
-  uint64_t spin_until = what == WAIT_RESPONSE ? gl_q_now_ns() + GL_Q_SPIN_NS : 0;
+  uint64_t spin = c->spin_ns ? c->spin_ns : GL_Q_SPIN_NS;
+  uint64_t spin_until = what == WAIT_RESPONSE ? gl_q_now_ns() + spin : 0;
   for (;;) {
     cl_expiry(c);
     cl_write(c);
