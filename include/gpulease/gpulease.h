@@ -731,7 +731,8 @@ GPULEASE_API gpulease_status gpulease_launch_sync(gpulease_session *session,
                                                   gpulease_error *err);
 
 /* ------------------------------------------------------------------------
- * Launch attributes, bursts and events (docs/protocol.md section 4.6)
+ * Launch attributes, bursts, events and graphs (docs/protocol.md, "LAUNCH_EX" to
+ * "Graphs")
  * ---------------------------------------------------------------------- */
 
 /* gpulease_launch_attrs.flags. */

@@ -1,8 +1,9 @@
 /*
  * session_exec.c - launches beyond LAUNCH: with attributes (LAUNCH_EX:
  * cooperative, thread-block clusters), many at once (BURST), and the
- * session's events (EVENT_RECORD, EVENT_ELAPSED). docs/protocol.md
- * section 4.6; the public calls are in gpulease.h.
+ * session's events (EVENT_RECORD, EVENT_ELAPSED) and graphs (GRAPH_BEGIN ..
+ * GRAPH_DESTROY). docs/protocol.md,
+ * "LAUNCH_EX" to "Graphs"; the public calls are in gpulease.h.
  */
 #include <inttypes.h>
 #include <stdio.h>

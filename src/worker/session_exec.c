@@ -3,7 +3,7 @@
  * one op, through the backend's burst_async, a CUDA graph), the events
  * (EVENT_RECORD, EVENT_ELAPSED) and the graphs (GRAPH_BEGIN .. GRAPH_DESTROY:
  * ops recorded between GRAPH_BEGIN and GRAPH_END, built by the backend's
- * graph_build or replayed op by op). docs/protocol.md section 4.6.
+ * graph_build or replayed op by op). docs/protocol.md, "LAUNCH_EX" to "Graphs".
  */
 #include <inttypes.h>
 #include <stdarg.h>
