@@ -14,6 +14,8 @@
  *     nodes updated: cuGraphExecKernelNodeSetParams);
  *   - the first BURST of the shape (the graph built and instantiated);
  *   - N pipelined gpulease_launch then one SYNC;
+ *   - the N launches recorded once as a graph (GRAPH_BEGIN .. GRAPH_END),
+ *     then GRAPH_LAUNCH and SYNC;
  *   - local: a CUDA graph of N kernel nodes (cuGraphLaunch +
  *     cuStreamSynchronize), N cuLaunchKernel + cuStreamSynchronize.
  * The kernel adds its argument to one word (one thread), as small as a
@@ -47,6 +49,7 @@ static double now_us(void) { return (double)gl_mono_ns() / 1e3; }
 typedef struct figures {
   double send_us; /* gpulease_burst() alone: checks, encoding, sending */
   double burst_same, burst_changed, burst_cold, launches, graph_local, launch_local;
+  double graph_replay; /* the N launches recorded once (GRAPH_BEGIN..END), GRAPH_LAUNCH + SYNC */
   bool have_local;
   bool only_burst; /* --only burst: the same-arguments row alone (for GL_LAT_TRACE) */
 } figures;
@@ -200,6 +203,18 @@ static int remote_figures(gpulease_client *c, int n, int rounds, bool empty, fig
     if (r >= 2) t[r - 2] = (now_us() - t0) / n;
   }
   f->launches = median(t, (size_t)rounds);
+  /* The same launches recorded as a graph once, then replayed. */
+  gpulease_graph g;
+  if (gpulease_graph_begin(s, &e) || gpulease_burst(s, bl, (size_t)n, &e) ||
+      gpulease_graph_end(s, &g, NULL, &e))
+    return fail("graph", &e);
+  for (int r = 0; r < rounds + 2; r++) {
+    t0 = now_us();
+    if (gpulease_graph_launch(s, g, &e) || gpulease_session_sync(s, &fl, &e))
+      return fail("graph replay", &e);
+    if (r >= 2) t[r - 2] = (now_us() - t0) / n;
+  }
+  f->graph_replay = median(t, (size_t)rounds);
 done:
   gpulease_session_close(s, &e);
   gpulease_lease_free(c, &l, &e);
@@ -264,6 +279,8 @@ int main(int argc, char **argv) {
       snprintf(g, sizeof g, "%.3f", f.graph_local);
       snprintf(l, sizeof l, "%.3f", f.launch_local);
     }
+    printf("%-52s %10.3f %10s\n", "recorded graph (once), GRAPH_LAUNCH + SYNC",
+           f.graph_replay, "");
     printf("%-52s %10s %10s\n", "CUDA graph of the N kernels, launch + sync", "", g);
     printf("%-52s %10.3f %10s\n", "N pipelined launches + sync", f.launches, l);
     if (f.have_local)
