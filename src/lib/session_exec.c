@@ -55,17 +55,30 @@ gpulease_status gpulease_launch_ex(gpulease_session *s, gpulease_function fn,
   return st;
 }
 
-/* Big-endian stores into a buffer with room (burst_put). */
+/* Big-endian stores into a buffer with room (burst_put): one byte swap
+ * (none on a big-endian host) and one unaligned store each. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define GL_BE16(v) (v)
+#define GL_BE32(v) (v)
+#define GL_BE64(v) (v)
+#else
+#define GL_BE16(v) __builtin_bswap16(v)
+#define GL_BE32(v) __builtin_bswap32(v)
+#define GL_BE64(v) __builtin_bswap64(v)
+#endif
 static uint8_t *be16(uint8_t *p, uint16_t v) {
-  p[0] = (uint8_t)(v >> 8), p[1] = (uint8_t)v;
+  v = GL_BE16(v);
+  memcpy(p, &v, 2);
   return p + 2;
 }
 static uint8_t *be32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (24 - 8 * i));
+  v = GL_BE32(v);
+  memcpy(p, &v, 4);
   return p + 4;
 }
 static uint8_t *be64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (56 - 8 * i));
+  v = GL_BE64(v);
+  memcpy(p, &v, 8);
   return p + 8;
 }
 
