@@ -1012,6 +1012,19 @@ static void test_bulk_arena(void **state) {
   x = call(p.q, &rel);
   expect(&x, GPULEASE_UNSUPPORTED, "not served over the network");
   reply_free(&x);
+  /* Refused on the header alone: a WORKER_INIT whose body is cut short
+   * (8 of its 29 bytes) is UNSUPPORTED, not a decoding error. */
+  {
+    uint8_t m[GL_WIRE_HEADER_SIZE + 8] = {GL_WIRE_MAGIC0, GL_WIRE_MAGIC1, GL_WIRE_VERSION,
+                                          GL_WIRE_KIND_REQUEST, 0x7F, 0x01, 0, 0, 0, 0, 0, 8};
+    uint64_t itok;
+    char err[256];
+    assert_int_equal(gl_qclient_send(p.q, m, sizeof m, &itok, err, sizeof err), GL_QC_OK);
+    x = wait_reply(p.q, itok);
+    expect(&x, GPULEASE_UNSUPPORTED, "internal to the daemon");
+    assert_int_equal(x.r.op, GL_OP_WORKER_INIT);
+    reply_free(&x);
+  }
   gl_request det = {.op = GL_OP_SHM_DETACH};
   det.u.shm_detach.auth = p.auth;
   det.u.shm_detach.segment = arena;
