@@ -25,6 +25,8 @@ gl_find_lib(GL_NGTCP2_LIB ngtcp2)
 gl_find_lib(GL_NGTCP2_CRYPTO_LIB ngtcp2_crypto_gnutls)
 gl_find_lib(GL_LIBEV_LIB ev)
 gl_find_lib(GL_JSONC_LIB json-c)
+gl_find_lib(GL_SECCOMP_LIB seccomp)
+find_path(SECCOMP_INCLUDE_DIR seccomp.h REQUIRED)
 
 add_library(gl_dep_ngtcp2 INTERFACE)
 target_include_directories(gl_dep_ngtcp2 INTERFACE ${NGTCP2_INCLUDE_DIRS} ${NGTCP2_CRYPTO_INCLUDE_DIRS})
@@ -33,6 +35,10 @@ target_link_libraries(gl_dep_ngtcp2 INTERFACE ${GL_NGTCP2_CRYPTO_LIB} ${GL_NGTCP
 add_library(gl_dep_libev INTERFACE)
 target_include_directories(gl_dep_libev INTERFACE ${LIBEV_INCLUDE_DIR})
 target_link_libraries(gl_dep_libev INTERFACE ${GL_LIBEV_LIB} m)
+
+add_library(gl_dep_seccomp INTERFACE)
+target_include_directories(gl_dep_seccomp INTERFACE ${SECCOMP_INCLUDE_DIR})
+target_link_libraries(gl_dep_seccomp INTERFACE ${GL_SECCOMP_LIB})
 
 add_library(gl_dep_jsonc INTERFACE)
 target_include_directories(gl_dep_jsonc INTERFACE ${JSONC_INCLUDE_DIRS})

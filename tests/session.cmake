@@ -41,3 +41,8 @@ add_dependencies(test_e2e_classes gpuleased gl_kernels)
 gl_add_test(test_e2e_exec SOURCES e2e/test_e2e_exec.c e2e/daemon_harness.c
   LIBS gpulease_static gl_common Threads::Threads TIMEOUT 300 LABELS emu)
 add_dependencies(test_e2e_exec gpuleased)
+# Workers confine themselves (no_new_privs, no core dumps, seccomp) while
+# they run kernels; --no-worker-sandbox leaves them be.
+gl_add_test(test_e2e_sandbox SOURCES e2e/test_e2e_sandbox.c e2e/daemon_harness.c
+  LIBS gpulease_static gl_common Threads::Threads TIMEOUT 120 LABELS emu)
+add_dependencies(test_e2e_sandbox gpuleased gl_kernels)

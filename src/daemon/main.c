@@ -28,6 +28,7 @@
 #include "daemon/daemon.h"
 #include "proto/wire.h"
 #include "backend/backend_emu.h"
+#include "worker/sandbox.h"
 #include "worker/worker.h"
 
 static void usage(FILE *f) {
@@ -72,6 +73,9 @@ static void usage(FILE *f) {
         "  --context-overhead BYTES  the VRAM a CUDA context takes, counted once per\n"
         "                        isolated lease in the capacity check (default: measured\n"
         "                        over the warm workers at start, else 330M)\n"
+        "  --no-worker-sandbox   workers keep every privilege (debugging only; by default\n"
+        "                        each sets no_new_privs, no core dumps and a seccomp\n"
+        "                        filter before it opens the device: docs/security.md)\n"
         "  --help\n",
         f);
 }
@@ -117,7 +121,7 @@ int main(int argc, char **argv) {
   enum { O_LISTEN = 256, O_CERT, O_KEY, O_STATE, O_TTL, O_LEASES, O_MSG, O_LOG, O_READY, O_WORKER,
          O_DEVICE, O_EMU_VRAM, O_EMU_THREADS, O_JIT_CACHE, O_SEQ_TIMEOUT, O_MAX_STREAMS,
          O_LOCAL_SOCKET, O_LOCAL_MODE, O_MAX_PINNED, O_NET_THREADS, O_STRIPE_PORT, O_WARM,
-         O_CTX_OVERHEAD, O_CUDA_VISIBLE };
+         O_CTX_OVERHEAD, O_CUDA_VISIBLE, O_NO_SANDBOX };
   static const struct option opts[] = {
       {"listen", required_argument, 0, O_LISTEN},  {"cert", required_argument, 0, O_CERT},
       {"key", required_argument, 0, O_KEY},        {"state-dir", required_argument, 0, O_STATE},
@@ -137,6 +141,7 @@ int main(int argc, char **argv) {
       {"warm-workers", required_argument, 0, O_WARM},
       {"context-overhead", required_argument, 0, O_CTX_OVERHEAD},
       {"cuda-visible-devices", required_argument, 0, O_CUDA_VISIBLE},
+      {"no-worker-sandbox", no_argument, 0, O_NO_SANDBOX},
       {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
   int c;
   uint64_t v;
@@ -293,6 +298,10 @@ int main(int argc, char **argv) {
     case O_JIT_CACHE:
       jit_cache_dir = optarg;
       break;
+    case O_NO_SANDBOX:
+      /* The workers, this daemon's children, inherit it. */
+      setenv("GL_WORKER_NO_SANDBOX", "1", 1);
+      break;
     case 'h':
       usage(stdout);
       return 0;
@@ -308,6 +317,21 @@ int main(int argc, char **argv) {
   }
   if (worker_fd >= 0) {
     gl_log_init("gpulease-worker", (enum gl_log_level)gl_log_level_parse(cfg.log_level));
+    /* Before any thread or the device: see src/worker/sandbox.h. */
+    const char *nosb = getenv("GL_WORKER_NO_SANDBOX");
+    if (nosb && *nosb && strcmp(nosb, "0") != 0) {
+      GL_WARN("worker: no sandbox (gpuleased --no-worker-sandbox)");
+    } else {
+      char why[256];
+      int refused = gl_worker_sandbox(why, sizeof why);
+      if (refused < 0) {
+        GL_ERROR("worker: cannot confine itself: %s", why);
+        return 1;
+      }
+      GL_DEBUG("worker: sandbox in force: no new privileges, no core dumps, %d system calls "
+               "refused by seccomp (perf_event_open %s)",
+               refused, gl_worker_sandbox_active() ? "refused" : "ALLOWED");
+    }
     if (visible) GL_INFO("worker: bound to %s (CUDA_VISIBLE_DEVICES)", visible);
     gl_worker_set_jit_cache_dir(jit_cache_dir);
     gl_worker_set_seq_timeout_ms(cfg.seq_timeout_ms);

@@ -189,6 +189,9 @@ result "lease classes: shared contexts, a fault in one, device exclusivity, 1,00
 echo "== launch features on the GPU (tests/e2e/test_e2e_exec.c): bursts, events, cooperative, clusters"
 "$B/tests/test_e2e_exec" 2>&1 | grep -v "^\[ *RUN " | tail -20
 result "bursts (graphs built, replayed, updated), events, cooperative grid sync, clusters" ${PIPESTATUS[0]}
+echo "== workers confined on the GPU (tests/e2e/test_e2e_sandbox.c)"
+"$B/tests/test_e2e_sandbox" 2>&1 | grep -v "^\[ *RUN " | tail -8
+result "workers run CUDA under no_new_privs, no core dumps and the seccomp filter" ${PIPESTATUS[0]}
 unset GL_TEST_DEVICE GL_TEST_PTX_DIR
 if [ -x "$B/tests/gl_backend_stream_smoke" ]; then
   "$B/tests/gl_backend_stream_smoke" "$K/vector_add.ptx" 2>&1 | tail -60
