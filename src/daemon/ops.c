@@ -968,8 +968,8 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
   /* Internal ops (0x7Fxx, the daemon's own channel to its workers) are
    * refused on their header: an untrusted peer's body is never decoded
    * as one. */
-  if (gl_header_decode(msg, len, &h) == GPULEASE_OK && h.kind == GL_WIRE_KIND_REQUEST &&
-      (h.op & 0xFF00) == 0x7F00) {
+  bool framed = gl_header_decode(msg, len, &h) == GPULEASE_OK;
+  if (framed && h.kind == GL_WIRE_KIND_REQUEST && (h.op & 0xFF00) == 0x7F00) {
     reply_error(req, h.op, GPULEASE_UNSUPPORTED,
                 "op 0x%04x (%s) is internal to the daemon and its workers, not served over the "
                 "network",
@@ -980,7 +980,7 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
   /* A BURST (thousands of launches) is checked in full by the worker it
    * goes to; the daemon reads its frame and session_ref. */
   gpulease_status st =
-      gl_header_decode(msg, len, &h) == GPULEASE_OK && h.op == GL_OP_BURST
+      framed && h.op == GL_OP_BURST
           ? gl_request_decode_ref(msg, len, d->cfg.max_message_bytes, r, &op, why, sizeof why)
           : gl_request_decode(msg, len, d->cfg.max_message_bytes, r, &op, why, sizeof why);
   if (st != GPULEASE_OK) {

@@ -20,6 +20,15 @@ void gl_wire__check_cluster(gl_wire__rd *r, const uint32_t cluster[3]) {
                      cluster[1], cluster[2]);
 }
 
+void gl_wire__rd_dims(gl_wire__rd *r, uint32_t grid[3], uint32_t block[3]) {
+  grid[0] = gl_wire__rd_u32(r, "grid_x");
+  grid[1] = gl_wire__rd_u32(r, "grid_y");
+  grid[2] = gl_wire__rd_u32(r, "grid_z");
+  block[0] = gl_wire__rd_u32(r, "block_x");
+  block[1] = gl_wire__rd_u32(r, "block_y");
+  block[2] = gl_wire__rd_u32(r, "block_z");
+}
+
 /* LAUNCH_EX's cluster: all 0 (none) or each >= 1. */
 static void check_ex_cluster(gl_wire__rd *r, const uint32_t cluster[3]) {
   if (cluster[0] == 0 && cluster[1] == 0 && cluster[2] == 0) return;
@@ -71,12 +80,7 @@ static void check_event(gl_wire__rd *r, const char *field, uint16_t ev) {
 
 void gl_wire__launch_body_decode(gl_wire__rd *r, gl_launch_req *l, bool ex) {
   l->function = gl_wire__rd_u64(r, "function");
-  l->grid[0] = gl_wire__rd_u32(r, "grid_x");
-  l->grid[1] = gl_wire__rd_u32(r, "grid_y");
-  l->grid[2] = gl_wire__rd_u32(r, "grid_z");
-  l->block[0] = gl_wire__rd_u32(r, "block_x");
-  l->block[1] = gl_wire__rd_u32(r, "block_y");
-  l->block[2] = gl_wire__rd_u32(r, "block_z");
+  gl_wire__rd_dims(r, l->grid, l->block);
   l->shared_mem_bytes = gl_wire__rd_u32(r, "shared_mem_bytes");
   if (ex) {
     l->flags = gl_wire__rd_u8(r, "flags");

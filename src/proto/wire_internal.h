@@ -153,6 +153,8 @@ void gl_wire__check_image_len(gl_wire__rd *r, uint32_t n);                   /* 
 void gl_wire__check_kernel_name_len(gl_wire__rd *r, uint16_t n);             /* 1..1024 */
 void gl_wire__check_kernel_name(gl_wire__rd *r, const char *name, size_t n); /* no NUL */
 void gl_wire__check_cluster(gl_wire__rd *r, const uint32_t cluster[3]);    /* each >= 1 */
+/* u32 grid_x, grid_y, grid_z, block_x, block_y, block_z. */
+void gl_wire__rd_dims(gl_wire__rd *r, uint32_t grid[3], uint32_t block[3]);
 
 /* A session_ref (wire_session.c). */
 void gl_wire__session_ref_decode(gl_wire__rd *r, gl_session_ref *s);

@@ -47,12 +47,7 @@ static void submit_decode(gl_wire__rd *r, gl_request *q) {
   gl_wire__check_kernel_name_len(r, s->kernel_name_len);
   s->kernel_name = (const char *)gl_wire__rd_take(r, s->kernel_name_len, "kernel_name");
   if (s->kernel_name) gl_wire__check_kernel_name(r, s->kernel_name, s->kernel_name_len);
-  s->grid[0] = gl_wire__rd_u32(r, "grid_x");
-  s->grid[1] = gl_wire__rd_u32(r, "grid_y");
-  s->grid[2] = gl_wire__rd_u32(r, "grid_z");
-  s->block[0] = gl_wire__rd_u32(r, "block_x");
-  s->block[1] = gl_wire__rd_u32(r, "block_y");
-  s->block[2] = gl_wire__rd_u32(r, "block_z");
+  gl_wire__rd_dims(r, s->grid, s->block);
   s->shared_mem_bytes = gl_wire__rd_u32(r, "shared_mem_bytes");
   if (s->flags & GL_SUBMIT_F_CLUSTER) {
     s->cluster[0] = gl_wire__rd_u32(r, "cluster_x");

@@ -69,15 +69,8 @@ gpulease_status gl_sop_prepare_burst(gl_wsession *s, const gl_burst_req *b, void
                            "driver does not report (CUDA 12.4+); use LAUNCH",
                            f->name);
       last_fn = r.function;
-    } else {
-      for (int d = 0; d < 3; d++)
-        if (r.grid[d] == 0 || r.block[d] == 0)
-          return gl_sop_errf(s, GPULEASE_INVALID_ARGUMENT,
-                             "grid and block dimensions must be at least 1");
-      if ((uint64_t)r.block[0] * r.block[1] * r.block[2] > 1024)
-        return gl_sop_errf(s, GPULEASE_INVALID_ARGUMENT,
-                           "a block of %llu threads exceeds the limit of 1024",
-                           (unsigned long long)r.block[0] * r.block[1] * r.block[2]);
+    } else if ((st = gl_sop_check_dims(s, &r)) != GPULEASE_OK) {
+      return st;
     }
     size_t ppos = 0, k = 0;
     gl_launch_param p;

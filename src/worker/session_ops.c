@@ -423,6 +423,13 @@ gpulease_status gl_sop_launch_function(gl_wsession *s, const gl_launch_req *r,
                 "0x%016" PRIx64 " is not a function of session %" PRIu64
                 " (never returned by FUNC_INFO here, its module unloaded, or another session's)",
                 r->function, s->id);
+  gpulease_status st = gl_sop_check_dims(s, r);
+  if (st != GPULEASE_OK) return st;
+  *fo = f;
+  return GPULEASE_OK;
+}
+
+gpulease_status gl_sop_check_dims(gl_wsession *s, const gl_launch_req *r) {
   for (int i = 0; i < 3; i++)
     if (r->grid[i] == 0 || r->block[i] == 0)
       return gl_sop_errf(s, GPULEASE_INVALID_ARGUMENT, "grid and block dimensions must be at least 1");
@@ -430,7 +437,6 @@ gpulease_status gl_sop_launch_function(gl_wsession *s, const gl_launch_req *r,
   if (threads > 1024)
     return gl_sop_errf(s, GPULEASE_INVALID_ARGUMENT,
                 "a block of %" PRIu64 " threads exceeds the limit of 1024", threads);
-  *fo = f;
   return GPULEASE_OK;
 }
 

@@ -39,6 +39,8 @@ uint64_t gl_sop_put_handle(gl_wsession *s, gl_hmap *m, unsigned kind, void *obj)
 
 /* ---- launches ---- */
 
+/* A launch's grid and block dimensions: each >= 1, at most 1024 threads. */
+gpulease_status gl_sop_check_dims(gl_wsession *s, const gl_launch_req *r);
 /* The launch's function, its dimensions checked. */
 gpulease_status gl_sop_launch_function(gl_wsession *s, const gl_launch_req *r, gl_wfunction **fo);
 /* A buffer parameter's device address, checked against its buffer. */
