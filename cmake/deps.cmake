@@ -27,6 +27,10 @@ gl_find_lib(GL_LIBEV_LIB ev)
 gl_find_lib(GL_JSONC_LIB json-c)
 gl_find_lib(GL_SECCOMP_LIB seccomp)
 find_path(SECCOMP_INCLUDE_DIR seccomp.h REQUIRED)
+gl_find_lib(GL_SODIUM_LIB sodium)
+find_path(SODIUM_INCLUDE_DIR sodium.h REQUIRED)
+gl_find_lib(GL_INIH_LIB inih)
+find_path(INIH_INCLUDE_DIR ini.h REQUIRED)
 
 add_library(gl_dep_ngtcp2 INTERFACE)
 target_include_directories(gl_dep_ngtcp2 INTERFACE ${NGTCP2_INCLUDE_DIRS} ${NGTCP2_CRYPTO_INCLUDE_DIRS})
@@ -39,6 +43,16 @@ target_link_libraries(gl_dep_libev INTERFACE ${GL_LIBEV_LIB} m)
 add_library(gl_dep_seccomp INTERFACE)
 target_include_directories(gl_dep_seccomp INTERFACE ${SECCOMP_INCLUDE_DIR})
 target_link_libraries(gl_dep_seccomp INTERFACE ${GL_SECCOMP_LIB})
+
+# libsodium: capability tokens' HMACs, constant-time compares, random keys.
+add_library(gl_dep_sodium INTERFACE)
+target_include_directories(gl_dep_sodium INTERFACE ${SODIUM_INCLUDE_DIR})
+target_link_libraries(gl_dep_sodium INTERFACE ${GL_SODIUM_LIB})
+
+# libinih: the daemon's config and tenants files.
+add_library(gl_dep_inih INTERFACE)
+target_include_directories(gl_dep_inih INTERFACE ${INIH_INCLUDE_DIR})
+target_link_libraries(gl_dep_inih INTERFACE ${GL_INIH_LIB})
 
 add_library(gl_dep_jsonc INTERFACE)
 target_include_directories(gl_dep_jsonc INTERFACE ${JSONC_INCLUDE_DIRS})

@@ -10,7 +10,8 @@
 # APT source names it yet, and installs from, upgrading 0.12 if present.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
-      libgnutls28-dev libev-dev libjson-c-dev libcmocka-dev libseccomp-dev)
+      libgnutls28-dev libev-dev libjson-c-dev libcmocka-dev libseccomp-dev
+      libsodium-dev libinih-dev)
 ngtcp2_pkgs=(libngtcp2-dev libngtcp2-crypto-gnutls-dev)
 backports_list=/etc/apt/sources.list.d/bookworm-backports.sources
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg

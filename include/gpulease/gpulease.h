@@ -56,7 +56,9 @@ typedef enum gpulease_status {
   GPULEASE_OK = 0,
   /* A field of the request is out of range or inconsistent. */
   GPULEASE_INVALID_ARGUMENT = 1,
-  /* The lease secret is missing or wrong. */
+  /* No identity where the daemon needs one, or the lease's secret (its
+   * capability token) is wrong, expired, rotated out, revoked, another
+   * tenant's, or lacks the right the op needs; the message says which. */
   GPULEASE_UNAUTHORIZED = 2,
   /* The module image could not be loaded (the message carries the JIT log). */
   GPULEASE_LOAD_FAILED = 3,
@@ -94,6 +96,10 @@ typedef enum gpulease_status {
    * seq was given up and became the session's failure (the message names
    * it). Acknowledge it like any failure. */
   GPULEASE_MISSING_SEQ = 17,
+  /* The tenant's quota (VRAM, live leases or sessions, longest TTL,
+   * GPU-seconds per hour) would be exceeded; the message gives the limit,
+   * the use and what was asked. */
+  GPULEASE_QUOTA_EXCEEDED = 18,
 
   /* Client-side only. */
   /* Could not connect, or the connection was lost or closed. */
@@ -124,7 +130,7 @@ typedef struct gpulease_error {
 
 typedef struct gpulease_client gpulease_client;
 
-#define GPULEASE_CONNECT_OPTIONS_VERSION 3
+#define GPULEASE_CONNECT_OPTIONS_VERSION 4
 
 /* How to reach and verify a daemon. Fill with
  * gpulease_connect_options_default() and then set fields; new fields are only
@@ -164,17 +170,34 @@ typedef struct gpulease_connect_options {
    * without stripe ports gets the transfer over the one connection. */
   unsigned stripes;
   uint64_t stripe_min_bytes;
+  /* Version 4. Who the client is, for a daemon that runs with tenants
+   * (gpuleased --auth, docs/security.md):
+   * - cert_file and key_file (PEM, both or neither): a client certificate
+   *   for mutual TLS (--auth mtls); the tenant is its URI SAN or subject
+   *   CN. A client with a certificate and no bearer token does not use
+   *   the daemon's local socket, which carries no certificates.
+   * - bearer_token: a token from the daemon's tenants file (--auth
+   *   token), sent in AUTHENTICATE on every connection the client opens
+   *   (docs/protocol.md). UNAUTHORIZED from connect when the daemon does
+   *   not know it. */
+  const char *cert_file;
+  const char *key_file;
+  const char *bearer_token;
 } gpulease_connect_options;
 
 GPULEASE_API void gpulease_connect_options_default(gpulease_connect_options *opts);
 
 /* Opens a QUIC connection (ALPN "gpulease/1") to the daemon and completes the
- * TLS 1.3 handshake with the verification that opts asks for.
+ * TLS 1.3 handshake with the verification that opts asks for, presenting
+ * the client certificate or bearer token of opts, if any.
  *   opts: borrowed; *out receives a client to close with
  *   gpulease_client_close().
- * Errors: INVALID_ARGUMENT (bad address or options), DISCONNECTED (cannot
- * resolve or reach, handshake timeout), TLS_FAILED (verification failed),
- * NO_MEMORY. */
+ * Errors: INVALID_ARGUMENT (bad address or options, an unreadable
+ * certificate or key), DISCONNECTED (cannot resolve or reach, handshake
+ * timeout), TLS_FAILED (verification failed, or a daemon that requires a
+ * client certificate refused ours), UNAUTHORIZED (the daemon does not know
+ * the bearer token), UNSUPPORTED (a bearer token for a daemon that takes
+ * none), NO_MEMORY. */
 GPULEASE_API gpulease_status gpulease_client_connect(const gpulease_connect_options *opts,
                                                      gpulease_client **out,
                                                      gpulease_error *err);
@@ -213,11 +236,33 @@ typedef struct gpulease_gpu_info {
   uint64_t context_overhead_bytes;
 } gpulease_gpu_info;
 
+/* gpulease_tenant_info.flags */
+#define GPULEASE_TENANT_ADMIN 0x1u  /* may revoke any lease (and clear fenced GPUs) */
+#define GPULEASE_TENANT_LISTED 0x2u /* named in the daemon's tenants file (else its defaults) */
+
+/* The caller's tenant, as the daemon sees it (GET_INVENTORY): its quota
+ * and its use now. A limit of all ones (UINT32_MAX, UINT64_MAX) is no
+ * limit. */
+typedef struct gpulease_tenant_info {
+  char name[256];           /* "" for an anonymous caller (gpuleased --auth none) */
+  uint32_t flags;           /* GPULEASE_TENANT_* */
+  uint64_t quota_vram_bytes;            /* VRAM of all its live leases together */
+  uint32_t quota_leases;                /* live leases */
+  uint32_t quota_sessions;              /* live sessions */
+  uint32_t quota_max_ttl_s;             /* longest TTL of one lease, seconds */
+  uint64_t quota_gpu_seconds_per_hour;  /* lease-seconds in any hour */
+  uint64_t used_vram_bytes;
+  uint32_t used_leases;
+  uint32_t used_sessions;
+  uint64_t used_gpu_seconds;            /* in the last hour */
+} gpulease_tenant_info;
+
 typedef struct gpulease_inventory {
   char driver_version[64]; /* NVIDIA driver version, or "" with no driver */
   uint32_t max_ttl_s;      /* longest TTL the daemon grants */
   uint32_t gpu_count;
   gpulease_gpu_info gpus[GPULEASE_MAX_GPUS];
+  gpulease_tenant_info tenant; /* the caller's */
 } gpulease_inventory;
 
 /* The daemon's warm workers (gpuleased --warm-workers): for each GPU, the
@@ -250,7 +295,36 @@ GPULEASE_API gpulease_status gpulease_inventory_get(gpulease_client *client,
  * Leases (LEASE_ALLOC, LEASE_RENEW, LEASE_QUERY, LEASE_FREE)
  * ---------------------------------------------------------------------- */
 
-#define GPULEASE_SECRET_BYTES 16
+/* A lease's secret is a capability token of 40 bytes that the daemon
+ * mints (docs/protocol.md, "lease_auth"): the rights it gives, the lease's
+ * generation it belongs to, when it expires and which tenant may use it,
+ * sealed by the daemon's MAC. LEASE_ALLOC returns one with every right;
+ * gpulease_lease_delegate() derives weaker ones. Keep it as secret as a
+ * password: whoever holds it has its rights (within its tenant). */
+#define GPULEASE_SECRET_BYTES 40
+
+/* Rights a lease's secret carries, one bit each. */
+enum {
+  GPULEASE_RIGHT_QUERY = 0x01,   /* LEASE_QUERY: read the lease's state */
+  GPULEASE_RIGHT_RENEW = 0x02,   /* LEASE_RENEW: extend the TTL */
+  GPULEASE_RIGHT_FREE = 0x04,    /* LEASE_FREE: end the lease */
+  GPULEASE_RIGHT_SUBMIT = 0x08,  /* GPU_SUBMIT: one-shot kernels */
+  GPULEASE_RIGHT_SESSION = 0x10, /* sessions: open, allocate, load modules, launch, sync */
+  GPULEASE_RIGHT_READ = 0x20,    /* MEM_READ, MEM_READ_SHM: device memory back to the client */
+  GPULEASE_RIGHT_WRITE = 0x40,   /* MEM_WRITE, MEM_WRITE_SHM: client bytes into device memory */
+  GPULEASE_RIGHT_DELEGATE = 0x80, /* derive weaker secrets; with RENEW, rotate */
+  GPULEASE_RIGHTS_ALL = 0xFF,
+};
+
+/* Writes rights as comma-separated lower-case names ("submit,read"; "all"
+ * for every right, "none" for 0) into buf (len bytes, truncated, always
+ * NUL-terminated). */
+GPULEASE_API void gpulease_rights_format(uint32_t rights, char *buf, size_t len);
+
+/* Parses comma-separated right names (as gpulease_rights_format writes
+ * them; "all" for every right) into *rights. OK, or INVALID_ARGUMENT for
+ * an unknown or empty name. */
+GPULEASE_API gpulease_status gpulease_rights_parse(const char *text, uint32_t *rights);
 
 /* A lease's exclusivity class (LEASE_ALLOC's lease_class, docs/protocol.md).
  * ISOLATED: a worker process and CUDA context of the lease's own (about
@@ -331,8 +405,9 @@ GPULEASE_API gpulease_status gpulease_lease_alloc_opts(gpulease_client *client,
                                                        gpulease_lease *out, gpulease_error *err);
 
 /* Extends the lease to expire ttl_s seconds from now; updates lease->ttl_s
- * and lease->remaining_ms. Errors: UNAUTHORIZED, NOT_FOUND, LEASE_EXPIRED,
- * INVALID_ARGUMENT (TTL), and the connection errors. */
+ * and lease->remaining_ms. Needs the right RENEW. Errors: UNAUTHORIZED,
+ * NOT_FOUND, LEASE_EXPIRED, INVALID_ARGUMENT (TTL), QUOTA_EXCEEDED (the
+ * tenant's longest TTL or GPU-seconds), and the connection errors. */
 GPULEASE_API gpulease_status gpulease_lease_renew(gpulease_client *client, gpulease_lease *lease,
                                                   uint32_t ttl_s, gpulease_error *err);
 
@@ -342,17 +417,59 @@ GPULEASE_API gpulease_status gpulease_lease_query(gpulease_client *client, gpule
                                                   gpulease_error *err);
 
 /* Frees the lease now: the daemon ends its worker process and with it the
- * CUDA context and all its VRAM. Errors: UNAUTHORIZED, NOT_FOUND,
- * LEASE_EXPIRED, and the connection errors. */
+ * CUDA context and all its VRAM. Needs the right FREE. Errors: UNAUTHORIZED,
+ * NOT_FOUND, LEASE_EXPIRED, and the connection errors. */
 GPULEASE_API gpulease_status gpulease_lease_free(gpulease_client *client,
                                                  const gpulease_lease *lease,
                                                  gpulease_error *err);
 
-/* Writes the secret as 32 lower-case hex digits and a NUL into hex[33]. */
+/* As gpulease_lease_renew, and rotates the lease's secret (LEASE_RENEW with
+ * rotate): the daemon bumps the lease's generation, so every secret minted
+ * before (the old one, and all delegated from it) is refused from now on,
+ * and lease->secret receives the new one. Needs the rights RENEW and
+ * DELEGATE. Errors as gpulease_lease_renew. */
+GPULEASE_API gpulease_status gpulease_lease_rotate(gpulease_client *client, gpulease_lease *lease,
+                                                   uint32_t ttl_s, gpulease_error *err);
+
+/* Derives a weaker secret for the lease (LEASE_DELEGATE), to hand to
+ * someone else: it carries only `rights` (GPULEASE_RIGHT_* bits, a subset
+ * of the presented secret's), expires ttl_s seconds from now (0: when the
+ * presented secret does; never later than it), and may be used by the
+ * tenant named `audience` (NULL or "": only the lease's own tenant). The
+ * daemon keeps no state for it; rotation, revocation or the lease's end
+ * void it. out_secret (GPULEASE_SECRET_BYTES) is caller-owned. Needs the
+ * right DELEGATE. Errors: UNAUTHORIZED (the presented secret lacks a right
+ * asked for, or DELEGATE), INVALID_ARGUMENT (no rights, an audience over
+ * 255 bytes), NOT_FOUND, LEASE_EXPIRED, and the connection errors. */
+GPULEASE_API gpulease_status gpulease_lease_delegate(gpulease_client *client,
+                                                     const gpulease_lease *lease,
+                                                     uint32_t rights, uint32_t ttl_s,
+                                                     const char *audience,
+                                                     uint8_t out_secret[GPULEASE_SECRET_BYTES],
+                                                     gpulease_error *err);
+
+/* Revokes lease lease_id by identity, without its secret (LEASE_REVOKE):
+ * the caller's tenant must own the lease, or be an admin of the daemon.
+ * The lease ends as if freed, and every secret of it is refused from then
+ * on with UNAUTHORIZED naming the revocation and `reason` (NULL or up to
+ * 255 bytes). Errors: UNAUTHORIZED (anonymous caller, another tenant's
+ * lease), NOT_FOUND, INVALID_ARGUMENT, and the connection errors. */
+GPULEASE_API gpulease_status gpulease_lease_revoke(gpulease_client *client, uint64_t lease_id,
+                                                   const char *reason, gpulease_error *err);
+
+/* What a secret says of itself (read, not verified: only the daemon can
+ * tell whether it is genuine): the lease generation it belongs to, its
+ * rights, its expiry (Unix seconds; 0: none of its own) and whether it was
+ * handed to another tenant. Any out pointer may be NULL. */
+GPULEASE_API void gpulease_secret_describe(const uint8_t secret[GPULEASE_SECRET_BYTES],
+                                           uint32_t *generation, uint32_t *rights,
+                                           uint64_t *not_after_s, int *delegated_to_other);
+
+/* Writes the secret as 80 lower-case hex digits and a NUL into hex[81]. */
 GPULEASE_API void gpulease_secret_to_hex(const uint8_t secret[GPULEASE_SECRET_BYTES],
                                          char hex[2 * GPULEASE_SECRET_BYTES + 1]);
 
-/* Parses 32 hex digits into secret. Returns GPULEASE_OK or
+/* Parses 80 hex digits into secret. Returns GPULEASE_OK or
  * GPULEASE_INVALID_ARGUMENT. */
 GPULEASE_API gpulease_status gpulease_secret_from_hex(const char *hex,
                                                       uint8_t secret[GPULEASE_SECRET_BYTES]);

@@ -21,6 +21,7 @@ enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
 typedef struct gl_cli {
   /* global */
   const char *addr, *ca_file, *pin_sha256;
+  const char *cert_file, *key_file, *bearer_token; /* --cert, --key, --token / $GPULEASE_TOKEN */
   bool insecure, json;
   uint32_t timeout_ms;
   /* lease */
@@ -29,6 +30,10 @@ typedef struct gl_cli {
   uint32_t ttl_s, gpu_index;
   gpulease_lease_opts lease_opts; /* --class, --printf-fifo, --malloc-heap */
   const char *secret_hex; /* --secret or $GPULEASE_SECRET */
+  bool rotate;            /* lease renew --rotate */
+  const char *rights;     /* lease delegate --rights */
+  const char *to_tenant;  /* lease delegate --to */
+  const char *reason;     /* lease revoke --reason */
   const char *lease_id_str;
   /* submit */
   const char *binary, *kernel, *input_file, *output_file, *format, *image_format;
@@ -65,8 +70,9 @@ enum {
   OPT_IMAGE_FORMAT = 1 << 16, OPT_OUTPUT = 1 << 17, OPT_SESSION = 1 << 18, OPT_SIZE = 1 << 19,
   OPT_OFFSET = 1 << 20, OPT_MODULE = 1 << 21, OPT_ACK = 1 << 22, OPT_CLASS = 1 << 23,
   OPT_PRINTF_FIFO = 1 << 24, OPT_MALLOC_HEAP = 1 << 25, OPT_COOP = 1 << 26,
-  OPT_CLUSTER = 1 << 27,
+  OPT_CLUSTER = 1 << 27, OPT_ROTATE = 1 << 28, OPT_RIGHTS = 1 << 29, OPT_TO = 1 << 30,
 };
+#define OPT_REASON (1ull << 31)
 
 /* --format of submit and mem read. */
 enum cli_out_format { CLI_F_F32, CLI_F_I32, CLI_F_U32, CLI_F_HEX, CLI_F_RAW };

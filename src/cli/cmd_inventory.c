@@ -23,6 +23,54 @@ static bool pool_of(const gpulease_pool_info *pool, uint32_t index, uint32_t *ta
   return false;
 }
 
+/* A quota value for people: "unlimited" for all ones. */
+static const char *limit_str(uint64_t v, uint64_t all_ones, const char *unit, char *buf,
+                             size_t len) {
+  if (v == all_ones) return "unlimited";
+  snprintf(buf, len, "%" PRIu64 "%s", v, unit);
+  return buf;
+}
+
+static json_object *json_limit(uint64_t v, uint64_t all_ones) {
+  return v == all_ones ? NULL : json_object_new_uint64(v);
+}
+
+static json_object *tenant_json(const gpulease_tenant_info *t) {
+  json_object *o = json_object_new_object();
+  json_object_object_add(o, "name", json_object_new_string(t->name));
+  json_object_object_add(o, "admin", json_object_new_boolean((t->flags & GPULEASE_TENANT_ADMIN) != 0));
+  json_object *q = json_object_new_object(); /* null: unlimited */
+  json_object_object_add(q, "vram_bytes", json_limit(t->quota_vram_bytes, UINT64_MAX));
+  json_object_object_add(q, "leases", json_limit(t->quota_leases, UINT32_MAX));
+  json_object_object_add(q, "sessions", json_limit(t->quota_sessions, UINT32_MAX));
+  json_object_object_add(q, "max_ttl_s", json_limit(t->quota_max_ttl_s, UINT32_MAX));
+  json_object_object_add(q, "gpu_seconds_per_hour",
+                         json_limit(t->quota_gpu_seconds_per_hour, UINT64_MAX));
+  json_object_object_add(o, "quota", q);
+  json_object *u = json_object_new_object();
+  json_object_object_add(u, "vram_bytes", json_object_new_uint64(t->used_vram_bytes));
+  json_object_object_add(u, "leases", json_object_new_uint64(t->used_leases));
+  json_object_object_add(u, "sessions", json_object_new_uint64(t->used_sessions));
+  json_object_object_add(u, "gpu_seconds_last_hour", json_object_new_uint64(t->used_gpu_seconds));
+  json_object_object_add(o, "used", u);
+  return o;
+}
+
+static void print_tenant_text(const gpulease_tenant_info *t) {
+  char a[32], b[32], c[32], d[32], e[32];
+  printf("tenant %s%s: VRAM %" PRIu64 " MiB of %s, leases %" PRIu32 " of %s, sessions %" PRIu32
+         " of %s, max TTL %s, GPU-seconds %" PRIu64 " of %s in the last hour\n",
+         t->name[0] ? t->name : "(anonymous)", (t->flags & GPULEASE_TENANT_ADMIN) ? " (admin)" : "",
+         t->used_vram_bytes >> 20,
+         t->quota_vram_bytes == UINT64_MAX ? "unlimited"
+                                           : (snprintf(a, sizeof a, "%" PRIu64 " MiB",
+                                                       t->quota_vram_bytes >> 20), a),
+         t->used_leases, limit_str(t->quota_leases, UINT32_MAX, "", b, sizeof b),
+         t->used_sessions, limit_str(t->quota_sessions, UINT32_MAX, "", c, sizeof c),
+         limit_str(t->quota_max_ttl_s, UINT32_MAX, " s", d, sizeof d), t->used_gpu_seconds,
+         limit_str(t->quota_gpu_seconds_per_hour, UINT64_MAX, "", e, sizeof e));
+}
+
 static void print_json(const gpulease_inventory *inv, const gpulease_pool_info *pool) {
   json_object *o = json_object_new_object();
   json_object_object_add(o, "driver_version", json_object_new_string(inv->driver_version));
@@ -58,6 +106,7 @@ static void print_json(const gpulease_inventory *inv, const gpulease_pool_info *
     json_object_array_add(arr, j);
   }
   json_object_object_add(o, "gpus", arr);
+  json_object_object_add(o, "tenant", tenant_json(&inv->tenant));
   puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
   json_object_put(o);
 }
@@ -65,6 +114,7 @@ static void print_json(const gpulease_inventory *inv, const gpulease_pool_info *
 static void print_text(const gpulease_inventory *inv, const gpulease_pool_info *pool) {
   printf("driver %s, max TTL %" PRIu32 " s, %" PRIu32 " GPU(s)\n",
          inv->driver_version[0] ? inv->driver_version : "(none)", inv->max_ttl_s, inv->gpu_count);
+  print_tenant_text(&inv->tenant);
   if (inv->gpu_count == 0) {
     printf("no GPU on this node\n");
     return;

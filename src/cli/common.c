@@ -22,6 +22,9 @@ gpulease_client *cli_connect(const gl_cli *cli) {
   o.ca_file = cli->ca_file;
   o.pin_sha256 = cli->pin_sha256;
   o.insecure = cli->insecure;
+  o.cert_file = cli->cert_file;
+  o.key_file = cli->key_file;
+  o.bearer_token = cli->bearer_token;
   if (cli->timeout_ms) o.timeout_ms = cli->timeout_ms;
   if (cli->insecure)
     fprintf(stderr, "gpulease: warning: --insecure: the daemon's certificate is NOT verified\n");
@@ -166,7 +169,7 @@ int cli_lease_from_args(const gl_cli *cli, const char *id_str, gpulease_lease *o
     return cli_usage_error("lease ID '%s' is not a positive number", id_str);
   if (!cli->secret_hex) return cli_usage_error("--secret (or $GPULEASE_SECRET) is required");
   if (gpulease_secret_from_hex(cli->secret_hex, out->secret) != GPULEASE_OK)
-    return cli_usage_error("--secret must be 32 hex digits");
+    return cli_usage_error("--secret must be %d hex digits", 2 * GPULEASE_SECRET_BYTES);
   return 0;
 }
 
@@ -176,7 +179,12 @@ void cli_print_lease(const gl_cli *cli, const gpulease_lease *l, bool with_secre
   if (cli->json) {
     json_object *o = json_object_new_object();
     json_object_object_add(o, "lease_id", json_object_new_uint64(l->id));
-    if (with_secret) json_object_object_add(o, "secret", json_object_new_string(hex));
+    if (with_secret) {
+      json_object_object_add(o, "secret", json_object_new_string(hex));
+      uint32_t gen, rights;
+      gpulease_secret_describe(l->secret, &gen, &rights, NULL, NULL);
+      json_object_object_add(o, "generation", json_object_new_int64(gen));
+    }
     json_object_object_add(o, "gpu_index", json_object_new_int64(l->gpu_index));
     json_object_object_add(o, "vram_bytes", json_object_new_uint64(l->vram_bytes));
     json_object_object_add(o, "ttl_s", json_object_new_int64(l->ttl_s));

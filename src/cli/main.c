@@ -5,8 +5,11 @@
  *   gpulease [global options] lease alloc --vram BYTES --ttl SECONDS [--gpu N]
  *            [--class isolated|shared|device|partition] [--printf-fifo BYTES]
  *            [--malloc-heap BYTES]
- *   gpulease [global options] lease renew ID --secret S --ttl SECONDS
+ *   gpulease [global options] lease renew ID --secret S --ttl SECONDS [--rotate]
  *   gpulease [global options] lease show|free ID --secret S
+ *   gpulease [global options] lease delegate ID --secret S --rights LIST [--ttl S]
+ *            [--to TENANT]
+ *   gpulease [global options] lease revoke ID [--reason TEXT]
  *   gpulease [global options] submit --binary FILE --kernel NAME ...
  *   gpulease [global options] session open|close|sync ...
  *   gpulease [global options] mem alloc|free|write|read ...
@@ -32,6 +35,9 @@ static const char usage_text[] =
     "  --ca-file FILE        verify the daemon against these CA certificates\n"
     "  --pin-sha256 HEX      or: accept only this certificate fingerprint\n"
     "  --insecure            or: do not verify the daemon (encryption only)\n"
+    "  --cert FILE --key FILE  a client certificate (daemons run with --auth mtls)\n"
+    "  --token TOKEN         a bearer token (daemons run with --auth token); also\n"
+    "                        $GPULEASE_TOKEN\n"
     "  --json                machine-readable output\n"
     "  --timeout SECONDS     per-request timeout (default 30)\n"
     "  --quiet               no transfer progress on stderr\n"
@@ -45,9 +51,16 @@ static const char usage_text[] =
     "         partition: a whole MIG instance of a GPU in MIG mode)\n"
     "         [--printf-fifo BYTES] [--malloc-heap BYTES] (kernel printf FIFO and\n"
     "         device malloc heap of the lease's context; default 64 KiB, 1 MiB)\n"
-    "  lease renew ID --secret HEX --ttl SECONDS\n"
+    "  lease renew ID --secret HEX --ttl SECONDS [--rotate] (--rotate: a new secret;\n"
+    "         every older one, delegated ones too, stops working)\n"
     "  lease show ID --secret HEX\n"
     "  lease free ID --secret HEX\n"
+    "  lease delegate ID --secret HEX --rights LIST [--ttl SECONDS] [--to TENANT]\n"
+    "         prints a weaker secret to hand on: LIST of query, renew, free, submit,\n"
+    "         session, read, write, delegate (or all); --ttl: it expires sooner;\n"
+    "         --to: another tenant may use it\n"
+    "  lease revoke ID [--reason TEXT]   end one of your tenant's leases (an admin:\n"
+    "         anyone's) without its secret; its secrets then fail naming it\n"
     "  submit --binary FILE --kernel NAME [--grid X,Y,Z] [--block X,Y,Z]\n"
     "         [--shared-mem BYTES] [--cooperative] [--cluster X,Y,Z]\n"
     "         [--input FILE] [--input-offset BYTES]\n"
@@ -97,7 +110,7 @@ enum {
   O_BINARY, O_KERNEL, O_GRID, O_BLOCK, O_SHMEM, O_INPUT, O_INPUT_OFF, O_OUTPUT_OFF,
   O_OUTPUT_SIZE, O_FORMAT, O_ARG, O_LEASE, O_IMAGE_FORMAT, O_OUTPUT, O_SESSION, O_SIZE,
   O_OFFSET, O_MODULE, O_ACK, O_QUIET, O_CLASS, O_PRINTF_FIFO, O_MALLOC_HEAP, O_COOP,
-  O_CLUSTER,
+  O_CLUSTER, O_CERT, O_KEY, O_TOKEN, O_ROTATE, O_RIGHTS, O_TO, O_REASON,
 };
 
 static int parse_size_opt(const char *name, const char *v, uint64_t max, uint64_t *out) {
@@ -120,6 +133,13 @@ static int parse_options(int argc, char **argv, gl_cli *cli) {
       {"ca-file", required_argument, 0, O_CA},
       {"pin-sha256", required_argument, 0, O_PIN},
       {"insecure", no_argument, 0, O_INSECURE},
+      {"cert", required_argument, 0, O_CERT},
+      {"key", required_argument, 0, O_KEY},
+      {"token", required_argument, 0, O_TOKEN},
+      {"rotate", no_argument, 0, O_ROTATE},
+      {"rights", required_argument, 0, O_RIGHTS},
+      {"to", required_argument, 0, O_TO},
+      {"reason", required_argument, 0, O_REASON},
       {"json", no_argument, 0, O_JSON},
       {"timeout", required_argument, 0, O_TIMEOUT},
       {"vram", required_argument, 0, O_VRAM},
@@ -168,6 +188,13 @@ static int parse_options(int argc, char **argv, gl_cli *cli) {
     case O_CA: cli->ca_file = optarg; break;
     case O_PIN: cli->pin_sha256 = optarg; break;
     case O_INSECURE: cli->insecure = true; break;
+    case O_CERT: cli->cert_file = optarg; break;
+    case O_KEY: cli->key_file = optarg; break;
+    case O_TOKEN: cli->bearer_token = optarg; break;
+    case O_ROTATE: cli->rotate = true; cli->given |= OPT_ROTATE; break;
+    case O_RIGHTS: cli->rights = optarg; cli->given |= OPT_RIGHTS; break;
+    case O_TO: cli->to_tenant = optarg; cli->given |= OPT_TO; break;
+    case O_REASON: cli->reason = optarg; cli->given |= OPT_REASON; break;
     case O_JSON: cli->json = true; break;
     case O_TIMEOUT:
       if ((rc = parse_u32_opt("--timeout", optarg, 1, &cli->timeout_ms))) return rc;
@@ -308,10 +335,15 @@ int main(int argc, char **argv) {
   cli.words = calloc((size_t)argc + 1, sizeof *cli.words);
   if (!cli.words) return EXIT_FAILED;
   if (!cli.secret_hex) cli.secret_hex = getenv("GPULEASE_SECRET");
+  cli.bearer_token = getenv("GPULEASE_TOKEN");
   cli.grid[0] = cli.grid[1] = cli.grid[2] = 1;
   cli.block[0] = cli.block[1] = cli.block[2] = 1;
   int rc = parse_options(argc, argv, &cli);
   if (rc) goto out;
+  if (!cli.cert_file != !cli.key_file) {
+    rc = cli_usage_error("--cert and --key go together");
+    goto out;
+  }
   if (cli.nwords == 0) {
     fputs(usage_text, stderr);
     rc = EXIT_USAGE;

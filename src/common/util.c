@@ -8,6 +8,12 @@
 #include <string.h>
 #include <time.h>
 
+uint64_t gl_unix_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec;
+}
+
 uint64_t gl_mono_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

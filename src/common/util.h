@@ -15,6 +15,9 @@
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t gl_mono_ns(void);
 
+/* Wall-clock time: Unix seconds (CLOCK_REALTIME). */
+uint64_t gl_unix_s(void);
+
 /* Lower-case hex of n bytes into out (2n+1 bytes with NUL). */
 void gl_hex_encode(const uint8_t *in, size_t n, char *out);
 

@@ -3,6 +3,8 @@
  */
 #include "daemon/daemon.h"
 
+#include <sodium.h>
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -160,10 +162,58 @@ static void write_ready_file(const gl_daemon *d) {
   rename(tmp, d->cfg.ready_file);
 }
 
+/* True for a listen address that only this host reaches. */
+static bool loopback_only(const char *host) {
+  return !strcmp(host, "127.0.0.1") || !strcmp(host, "::1") || !strcmp(host, "localhost") ||
+         !strncmp(host, "127.", 4);
+}
+
+/* Identities, tenants, quotas and the audit log (access.h). */
+static int setup_access(gl_daemon *d, char *err, size_t errlen) {
+  const gl_daemon_config *c = &d->cfg;
+  if (gl_cap_key_init(&d->cap_key) != 0) {
+    snprintf(err, errlen, "libsodium failed to start (no random source?)");
+    return -1;
+  }
+  if (c->auth_mode == GL_AUTH_NONE && !loopback_only(c->listen_host) && !c->allow_anonymous) {
+    snprintf(err, errlen,
+             "--auth none on %s would let anyone who reaches the port lease GPUs anonymously; "
+             "choose --auth mtls or --auth token, or say --allow-anonymous",
+             c->listen_host);
+    return -1;
+  }
+  if (c->auth_mode == GL_AUTH_MTLS && !c->client_ca[0]) {
+    snprintf(err, errlen, "--auth mtls needs --client-ca FILE (the CAs of client certificates)");
+    return -1;
+  }
+  if (c->auth_mode == GL_AUTH_TOKEN && !c->tenants_file[0]) {
+    snprintf(err, errlen, "--auth token needs --tenants FILE (the tenants and their tokens)");
+    return -1;
+  }
+  if (c->tenants_file[0]) {
+    d->tenants = gl_tenants_load(c->tenants_file, err, errlen);
+    if (!d->tenants) return -1;
+    GL_INFO("tenants: %zu from %s", gl_tenants_count(d->tenants), c->tenants_file);
+  }
+  d->quota = gl_quota_new();
+  if (!d->quota) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  if (c->audit_log[0]) {
+    d->audit = gl_audit_open(c->audit_log, err, errlen);
+    if (!d->audit) return -1;
+  }
+  GL_INFO("authentication: %s%s", gl_auth_mode_name(c->auth_mode),
+          c->auth_mode == GL_AUTH_NONE ? " (every client is the anonymous tenant)" : "");
+  return 0;
+}
+
 int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t errlen) {
   memset(d, 0, sizeof *d);
   d->cfg = *cfg;
   d->loop = ev_default_loop(0);
+  if (setup_access(d, err, errlen) != 0) return -1;
   if (setup_tls(d, err, errlen) != 0) return -1;
 
   gl_lease_table_config lc = {.max_ttl_s = cfg->max_ttl_s,
@@ -205,6 +255,7 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
       .max_streams_per_conn = cfg->max_streams_per_conn,
       .on_request = gl_daemon_on_request,
       .user = d,
+      .client_ca_file = cfg->auth_mode == GL_AUTH_MTLS ? d->cfg.client_ca : NULL,
   };
   if (gl_qserver_new(d->loop, &sc, &d->server, err, errlen) != 0) return -1;
   if (cfg->net_threads > 0) {
@@ -297,4 +348,11 @@ void gl_daemon_stop(gl_daemon *d) {
   gl_lease_table_del(d->leases);
   d->leases = NULL;
   gl_node_close(&d->node);
+  gl_tenants_free(d->tenants);
+  d->tenants = NULL;
+  gl_quota_free(d->quota);
+  d->quota = NULL;
+  gl_audit_close(d->audit);
+  d->audit = NULL;
+  sodium_memzero(&d->cap_key, sizeof d->cap_key);
 }

@@ -12,6 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "auth/audit.h"
+#include "auth/cap.h"
+#include "auth/quota.h"
+#include "auth/tenants.h"
+#include "daemon/access.h"
 #include "daemon/lease_table.h"
 #include "daemon/node.h"
 #include "daemon/pool.h"
@@ -46,6 +51,11 @@ typedef struct gl_daemon_config {
   unsigned warm_workers;       /* --warm-workers: started ahead of leases, per GPU (pool.h) */
   uint64_t context_overhead_bytes; /* --context-overhead: a CUDA context's VRAM, until
                                       measured (UINT64_MAX: measure, else assume 330 MiB) */
+  gl_auth_mode auth_mode;      /* --auth */
+  char client_ca[1024];        /* --client-ca: CAs of client certificates (--auth mtls) */
+  char tenants_file[1024];     /* --tenants: bearer tokens, quotas, admins; "" none */
+  bool allow_anonymous;        /* --allow-anonymous: --auth none beyond loopback */
+  char audit_log[1024];        /* --audit-log: JSON lines; "-" stderr; "" none */
 } gl_daemon_config;
 
 typedef struct gl_daemon {
@@ -65,6 +75,10 @@ typedef struct gl_daemon {
   uint64_t pinned_bytes;  /* attached segments, all leases */
   uint8_t boot_id[16];    /* this boot of this machine (NODE_INFO) */
   gl_lease_table *leases;
+  gl_cap_key cap_key;     /* seals lease secrets (access.h); new at every start */
+  gl_tenants *tenants;    /* --tenants, or NULL */
+  gl_quota *quota;        /* each tenant's use */
+  gl_audit *audit;        /* --audit-log, or NULL */
   gl_node node;
   ev_timer expiry_timer;
   ev_signal sigint, sigterm;

@@ -244,8 +244,8 @@ static gpulease_status pick_gpu(const gl_lease_table *t, uint32_t want, uint8_t 
 
 gpulease_status gl_lease_table_alloc(gl_lease_table *t, uint64_t now_ns, uint32_t gpu_index,
                                      uint8_t lease_class, uint64_t vram_bytes, uint32_t ttl_s,
-                                     const uint8_t secret[GPULEASE_SECRET_BYTES], gl_lease **out,
-                                     char *err, size_t errlen) {
+                                     const char *tenant, gl_lease **out, char *err,
+                                     size_t errlen) {
   if (lease_class > GPULEASE_CLASS_PARTITION) {
     snprintf(err, errlen, "lease class %u is not a class", lease_class);
     return GPULEASE_INVALID_ARGUMENT;
@@ -275,7 +275,8 @@ gpulease_status gl_lease_table_alloc(gl_lease_table *t, uint64_t now_ns, uint32_
   gl_lease *l = calloc(1, sizeof *l);
   if (!l) goto oom;
   l->id = t->next_id++;
-  memcpy(l->secret, secret, GPULEASE_SECRET_BYTES);
+  snprintf(l->tenant, sizeof l->tenant, "%s", tenant ? tenant : "");
+  l->generation = 1;
   l->gpu_index = gpu;
   l->vram_bytes = vram_bytes;
   l->ttl_s = ttl_s;
@@ -296,16 +297,12 @@ void gl_lease_table_activate(gl_lease_table *t, gl_lease *l, uint64_t now_ns) {
   l->expires_ns = now_ns + (uint64_t)l->ttl_s * NS_PER_S;
 }
 
-gpulease_status gl_lease_table_auth(gl_lease_table *t, uint64_t id,
-                                    const uint8_t secret[GPULEASE_SECRET_BYTES], gl_lease **out) {
+gpulease_status gl_lease_table_lookup(gl_lease_table *t, uint64_t id, gl_lease **out) {
   for (size_t i = 0; i < t->count; i++) {
     gl_lease *l = t->leases[i];
     if (l->id != id) continue;
-    if (!gl_ct_equal(l->secret, secret, GPULEASE_SECRET_BYTES)) return GPULEASE_UNAUTHORIZED;
     *out = l;
-    if (!is_live(l)) return GPULEASE_LEASE_EXPIRED;
-    *out = l;
-    return GPULEASE_OK;
+    return is_live(l) ? GPULEASE_OK : GPULEASE_LEASE_EXPIRED;
   }
   return GPULEASE_NOT_FOUND;
 }
@@ -323,6 +320,11 @@ gpulease_status gl_lease_table_renew(gl_lease_table *t, gl_lease *l, uint64_t no
   l->ttl_s = ttl_s;
   l->expires_ns = now_ns + (uint64_t)ttl_s * NS_PER_S;
   return GPULEASE_OK;
+}
+
+gpulease_status gl_lease_table_renew_check(const gl_lease_table *t, uint32_t ttl_s, char *err,
+                                           size_t errlen) {
+  return check_ttl(t, ttl_s, err, errlen);
 }
 
 static void remove_at(gl_lease_table *t, size_t i) {

@@ -22,9 +22,15 @@
 
 enum gl_lease_state { GL_LEASE_PENDING = 1, GL_LEASE_ACTIVE = 2, GL_LEASE_EXPIRED = 3 };
 
+#define GL_LEASE_TENANT_MAX 256 /* a tenant name's bytes, NUL included */
+
 typedef struct gl_lease {
   uint64_t id;
-  uint8_t secret[GPULEASE_SECRET_BYTES];
+  char tenant[GL_LEASE_TENANT_MAX]; /* the owner's identity; "" anonymous */
+  uint32_t generation;              /* of its secrets: 1, bumped by rotation */
+  uint8_t verified[GPULEASE_SECRET_BYTES]; /* the last secret whose MAC checked out */
+  bool has_verified;
+  char end_note[600];               /* a revoked tombstone's: by whom, why */
   uint32_t gpu_index;
   uint64_t vram_bytes;
   uint32_t ttl_s;
@@ -38,7 +44,7 @@ typedef struct gl_lease {
 
 /* Why a lease became a tombstone (what later requests with its secret
  * hear). */
-enum { GL_LEASE_END_EXPIRED = 0, GL_LEASE_END_LOST = 1 };
+enum { GL_LEASE_END_EXPIRED = 0, GL_LEASE_END_LOST = 1, GL_LEASE_END_REVOKED = 2 };
 
 typedef struct gl_lease_table gl_lease_table;
 
@@ -83,18 +89,17 @@ uint64_t gl_lease_table_overhead(const gl_lease_table *t, uint32_t index);
  * lease is removed. */
 gpulease_status gl_lease_table_alloc(gl_lease_table *t, uint64_t now_ns, uint32_t gpu_index,
                                      uint8_t lease_class, uint64_t vram_bytes, uint32_t ttl_s,
-                                     const uint8_t secret[GPULEASE_SECRET_BYTES], gl_lease **out,
-                                     char *err, size_t errlen);
+                                     const char *tenant, gl_lease **out, char *err,
+                                     size_t errlen);
 
 /* Marks a PENDING lease ACTIVE; its TTL counts from now_ns. */
 void gl_lease_table_activate(gl_lease_table *t, gl_lease *l, uint64_t now_ns);
 
-/* Finds lease `id` and checks `secret` in constant time.
- * Returns OK (*out set, state PENDING or ACTIVE), NOT_FOUND, UNAUTHORIZED,
- * or LEASE_EXPIRED (a tombstone, right secret: *out is the tombstone, for
- * its end_reason). */
-gpulease_status gl_lease_table_auth(gl_lease_table *t, uint64_t id,
-                                    const uint8_t secret[GPULEASE_SECRET_BYTES], gl_lease **out);
+/* Finds lease `id`, live or a tombstone. Returns OK (*out set, state
+ * PENDING or ACTIVE), LEASE_EXPIRED (*out is the tombstone, for its
+ * end_reason) or NOT_FOUND. Checking the caller's secret is the caller's
+ * business (src/daemon/access.h). */
+gpulease_status gl_lease_table_lookup(gl_lease_table *t, uint64_t id, gl_lease **out);
 
 /* Finds a live lease by id alone (no secret): for the daemon's own
  * bookkeeping after a worker replied, never for serving a client. NULL when
@@ -105,6 +110,10 @@ gl_lease *gl_lease_table_find(gl_lease_table *t, uint64_t id);
  * 0 or above the maximum. */
 gpulease_status gl_lease_table_renew(gl_lease_table *t, gl_lease *l, uint64_t now_ns,
                                      uint32_t ttl_s, char *err, size_t errlen);
+
+/* The TTL check of gl_lease_table_renew alone: OK or INVALID_ARGUMENT. */
+gpulease_status gl_lease_table_renew_check(const gl_lease_table *t, uint32_t ttl_s, char *err,
+                                           size_t errlen);
 
 /* Removes a lease (free or failed alloc) without a tombstone. l is invalid
  * afterwards. */

@@ -9,6 +9,8 @@
  *             [--local-socket PATH|none] [--local-socket-mode MODE] [--max-pinned BYTES]
  *             [--net-threads N] [--stripe-port PORT] [--warm-workers N]
  *             [--context-overhead BYTES]
+ *             [--auth none|mtls|token] [--client-ca FILE] [--tenants FILE]
+ *             [--allow-anonymous] [--audit-log FILE|-]
  *
  * The same binary is the per-lease worker: `gpuleased --worker FD` (started
  * by the daemon itself, never by hand), with --device cuda|emu and, for
@@ -73,6 +75,17 @@ static void usage(FILE *f) {
         "  --context-overhead BYTES  the VRAM a CUDA context takes, counted once per\n"
         "                        isolated lease in the capacity check (default: measured\n"
         "                        over the warm workers at start, else 330M)\n"
+        "  --auth MODE           who clients are (docs/security.md): none (default; every\n"
+        "                        client is the anonymous tenant, refused beyond loopback\n"
+        "                        without --allow-anonymous), mtls (client certificates\n"
+        "                        from --client-ca; the tenant is the URI SAN, else the\n"
+        "                        CN) or token (bearer tokens of --tenants, AUTHENTICATE)\n"
+        "  --client-ca FILE      PEM CA certificates that client certificates chain to\n"
+        "  --tenants FILE        tenants: bearer tokens, quotas and admins (INI; see\n"
+        "                        docs/security.md); quotas apply under every --auth\n"
+        "  --allow-anonymous     serve --auth none on an address beyond loopback\n"
+        "  --audit-log FILE      append a JSON line per lease op, session open and close,\n"
+        "                        module load and refused request (\"-\": stderr)\n"
         "  --no-worker-sandbox   workers keep every privilege (debugging only; by default\n"
         "                        each sets no_new_privs, no core dumps and a seccomp\n"
         "                        filter before it opens the device: docs/security.md)\n"
@@ -121,7 +134,8 @@ int main(int argc, char **argv) {
   enum { O_LISTEN = 256, O_CERT, O_KEY, O_STATE, O_TTL, O_LEASES, O_MSG, O_LOG, O_READY, O_WORKER,
          O_DEVICE, O_EMU_VRAM, O_EMU_THREADS, O_JIT_CACHE, O_SEQ_TIMEOUT, O_MAX_STREAMS,
          O_LOCAL_SOCKET, O_LOCAL_MODE, O_MAX_PINNED, O_NET_THREADS, O_STRIPE_PORT, O_WARM,
-         O_CTX_OVERHEAD, O_CUDA_VISIBLE, O_NO_SANDBOX };
+         O_CTX_OVERHEAD, O_CUDA_VISIBLE, O_NO_SANDBOX, O_AUTH, O_CLIENT_CA, O_TENANTS,
+         O_ALLOW_ANON, O_AUDIT };
   static const struct option opts[] = {
       {"listen", required_argument, 0, O_LISTEN},  {"cert", required_argument, 0, O_CERT},
       {"key", required_argument, 0, O_KEY},        {"state-dir", required_argument, 0, O_STATE},
@@ -142,6 +156,11 @@ int main(int argc, char **argv) {
       {"context-overhead", required_argument, 0, O_CTX_OVERHEAD},
       {"cuda-visible-devices", required_argument, 0, O_CUDA_VISIBLE},
       {"no-worker-sandbox", no_argument, 0, O_NO_SANDBOX},
+      {"auth", required_argument, 0, O_AUTH},
+      {"client-ca", required_argument, 0, O_CLIENT_CA},
+      {"tenants", required_argument, 0, O_TENANTS},
+      {"allow-anonymous", no_argument, 0, O_ALLOW_ANON},
+      {"audit-log", required_argument, 0, O_AUDIT},
       {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
   int c;
   uint64_t v;
@@ -156,6 +175,24 @@ int main(int argc, char **argv) {
       break;
     case O_CERT:
       if (copy_arg(cfg.cert_file, sizeof cfg.cert_file, optarg, "--cert")) return 2;
+      break;
+    case O_AUTH:
+      if (gl_auth_mode_parse(optarg, &cfg.auth_mode) != 0) {
+        fprintf(stderr, "gpuleased: --auth: expected none, mtls or token, got '%s'\n", optarg);
+        return 2;
+      }
+      break;
+    case O_CLIENT_CA:
+      if (copy_arg(cfg.client_ca, sizeof cfg.client_ca, optarg, "--client-ca")) return 2;
+      break;
+    case O_TENANTS:
+      if (copy_arg(cfg.tenants_file, sizeof cfg.tenants_file, optarg, "--tenants")) return 2;
+      break;
+    case O_ALLOW_ANON:
+      cfg.allow_anonymous = true;
+      break;
+    case O_AUDIT:
+      if (copy_arg(cfg.audit_log, sizeof cfg.audit_log, optarg, "--audit-log")) return 2;
       break;
     case O_KEY:
       if (copy_arg(cfg.key_file, sizeof cfg.key_file, optarg, "--key")) return 2;

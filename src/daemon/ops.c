@@ -22,6 +22,8 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "daemon/daemon.h"
+#include "daemon/access.h"
+#include "daemon/ops_internal.h"
 #include "daemon/bulk.h"
 #include "daemon/dreq.h"
 #include "daemon/ended.h"
@@ -59,6 +61,9 @@ typedef struct lease_rt {
   uint64_t malloc_heap_bytes;
   bool fresh; /* never a reused worker (its setup failed on one) */
   int mig;    /* partition: the MIG instance of gpu_index it holds; -1 otherwise */
+  bool charged;            /* counted in its tenant's quota */
+  gl_quota_charge charge;  /* its GPU-seconds reservation */
+  uint32_t sessions;       /* live sessions, as counted in the quota */
 } lease_rt;
 
 /* A request waiting for a worker's reply. */
@@ -68,9 +73,10 @@ typedef struct call {
   uint16_t op;
   uint64_t lease_id;
   bool resent; /* GPU_SUBMIT, SESSION_OPEN: sent again once already (see submit_done) */
+  bool quota_session; /* SESSION_OPEN: a session counted in the quota ahead of the answer */
 } call;
 
-static void reply_bytes(gl_dreq *req, gl_buf *b) {
+void gl_ops_reply_bytes(gl_dreq *req, gl_buf *b) {
   if (b->oom) {
     gl_buf_free(b);
     gl_buf_init(b);
@@ -80,10 +86,7 @@ static void reply_bytes(gl_dreq *req, gl_buf *b) {
   gl_buf_free(b);
 }
 
-static void reply_error(gl_dreq *req, uint16_t op, gpulease_status st, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void reply_error(gl_dreq *req, uint16_t op, gpulease_status st, const char *fmt, ...) {
+void gl_ops_reply_error(gl_dreq *req, uint16_t op, gpulease_status st, const char *fmt, ...) {
   char msg[2048];
   va_list ap;
   va_start(ap, fmt);
@@ -93,14 +96,14 @@ static void reply_error(gl_dreq *req, uint16_t op, gpulease_status st, const cha
   gl_buf b;
   gl_buf_init(&b);
   gl_response_encode_error(op, st, &b, "%s", msg);
-  reply_bytes(req, &b);
+  gl_ops_reply_bytes(req, &b);
 }
 
-static void reply_lease(gl_dreq *req, uint16_t op, const gl_lease *l, bool with_secret) {
+void gl_ops_reply_lease(gl_dreq *req, uint16_t op, const gl_lease *l, const uint8_t *secret) {
   gl_response r = {.op = op, .status = GPULEASE_OK};
   gl_lease_info *li = &r.u.lease;
   li->lease_id = l->id;
-  if (with_secret) memcpy(li->secret, l->secret, sizeof li->secret);
+  if (secret) memcpy(li->secret, secret, sizeof li->secret);
   li->gpu_index = l->gpu_index;
   li->vram_bytes = l->vram_bytes;
   li->ttl_s = l->ttl_s;
@@ -110,7 +113,7 @@ static void reply_lease(gl_dreq *req, uint16_t op, const gl_lease *l, bool with_
   gl_buf b;
   gl_buf_init(&b);
   gl_response_encode(&r, &b);
-  reply_bytes(req, &b);
+  gl_ops_reply_bytes(req, &b);
 }
 
 static call *call_new(gl_daemon *d, gl_dreq *req, uint16_t op, uint64_t lease_id) {
@@ -123,10 +126,18 @@ static call *call_new(gl_daemon *d, gl_dreq *req, uint16_t op, uint64_t lease_id
   return c;
 }
 
+/* The lease's sessions are gone (its end, or its worker's): they leave
+ * the tenant's quota. */
+static void release_sessions(lease_rt *rt, const char *tenant) {
+  for (; rt->sessions; rt->sessions--) gl_quota_session_end(rt->d->quota, tenant);
+}
+
 void gl_daemon_end_lease(gl_daemon *d, gl_lease *l, gpulease_status why_status,
                          const char *why) {
   lease_rt *rt = l->owner;
   if (!rt) return;
+  release_sessions(rt, l->tenant);
+  if (rt->charged) gl_quota_lease_end(d->quota, l->tenant, l->vram_bytes, &rt->charge, gl_mono_ns());
   if (rt->mig >= 0) d->mig_lease[rt->gpu_index][rt->mig] = 0;
   if (rt->shared) {
     gl_shared_leave(d->shared, rt->gpu_index, rt->lease_id, why_status, why);
@@ -166,6 +177,8 @@ void gl_daemon_on_shared_lost(void *user, uint32_t gpu, const uint64_t *ids, siz
 
 static void on_worker_exit(void *owner, int code, int signo) {
   lease_rt *rt = owner;
+  gl_lease *l = gl_lease_table_find(rt->d->leases, rt->lease_id);
+  if (l) release_sessions(rt, l->tenant);
   /* Its segments went with it (a fresh worker has none). */
   for (size_t i = 0; i < rt->nsegs; i++) rt->d->pinned_bytes -= rt->segs[i].size_bytes;
   rt->nsegs = 0;
@@ -178,6 +191,8 @@ static void on_worker_exit(void *owner, int code, int signo) {
 
 static void on_worker_notice(void *owner, const uint8_t *msg, size_t len) {
   lease_rt *rt = owner;
+  gl_lease *l = gl_lease_table_find(rt->d->leases, rt->lease_id);
+  if (l) release_sessions(rt, l->tenant);
   GL_WARN("lease %" PRIu64 ": its worker lost the CUDA context; a fresh one will serve its next "
           "SESSION_OPEN or GPU_SUBMIT", rt->lease_id);
   gl_ended_add_notice(&rt->ended, msg, len);
@@ -252,7 +267,7 @@ static int start_worker(gl_daemon *d, gl_lease *l, lease_rt *rt, gl_wproc_reply_
 static void op_inventory(gl_daemon *d, gl_dreq *req) {
   gl_response *r = calloc(1, sizeof *r);
   if (!r) {
-    reply_error(req, GL_OP_GET_INVENTORY, GPULEASE_INTERNAL, "daemon out of memory");
+    gl_ops_reply_error(req, GL_OP_GET_INVENTORY, GPULEASE_INTERNAL, "daemon out of memory");
     return;
   }
   r->op = GL_OP_GET_INVENTORY;
@@ -278,11 +293,12 @@ static void op_inventory(gl_daemon *d, gl_dreq *req) {
     e->flags = g->flags;
     e->context_overhead_bytes = gl_lease_table_overhead(d->leases, i);
   }
+  gl_ops_tenant_info(d, gl_dreq_identity(req), &inv->tenant);
   gl_buf b;
   gl_buf_init(&b);
   gl_response_encode(r, &b);
   free(r);
-  reply_bytes(req, &b);
+  gl_ops_reply_bytes(req, &b);
 }
 
 /* ======================================================================
@@ -314,23 +330,23 @@ static void alloc_done(void *ctx, gpulease_status status, const uint8_t *msg, si
       gl_daemon_end_lease(d, l, status, why);
       gl_lease_table_remove(d->leases, l);
     }
-    reply_error(c->req, GL_OP_LEASE_ALLOC, status == GPULEASE_LEASE_EXPIRED ? status : GPULEASE_INTERNAL,
+    gl_ops_reply_error(c->req, GL_OP_LEASE_ALLOC, status == GPULEASE_LEASE_EXPIRED ? status : GPULEASE_INTERNAL,
                 "could not set up the lease: %s", why);
   } else if (gl_response_decode(msg, len, 1 << 20, &resp, err, sizeof err) != GPULEASE_OK) {
     if (l) {
       gl_daemon_end_lease(d, l, GPULEASE_INTERNAL, "lease setup failed");
       gl_lease_table_remove(d->leases, l);
     }
-    reply_error(c->req, GL_OP_LEASE_ALLOC, GPULEASE_INTERNAL, "worker reply malformed: %s", err);
+    gl_ops_reply_error(c->req, GL_OP_LEASE_ALLOC, GPULEASE_INTERNAL, "worker reply malformed: %s", err);
   } else if (resp.status != GPULEASE_OK) {
     if (l) {
       gl_daemon_end_lease(d, l, GPULEASE_INTERNAL, "lease setup failed");
       gl_lease_table_remove(d->leases, l);
     }
-    reply_error(c->req, GL_OP_LEASE_ALLOC, (gpulease_status)resp.status, "%.*s",
+    gl_ops_reply_error(c->req, GL_OP_LEASE_ALLOC, (gpulease_status)resp.status, "%.*s",
                 (int)resp.msg_len, resp.msg);
   } else if (!l) {
-    reply_error(c->req, GL_OP_LEASE_ALLOC, GPULEASE_INTERNAL, "lease vanished during setup");
+    gl_ops_reply_error(c->req, GL_OP_LEASE_ALLOC, GPULEASE_INTERNAL, "lease vanished during setup");
   } else if (gl_dreq_orphaned(c->req)) {
     GL_INFO("lease %" PRIu64 ": client left before the grant; freeing it", l->id);
     gl_daemon_end_lease(d, l, GPULEASE_INTERNAL, "client gone");
@@ -340,7 +356,9 @@ static void alloc_done(void *ctx, gpulease_status status, const uint8_t *msg, si
     gl_lease_table_activate(d->leases, l, gl_mono_ns());
     GL_INFO("lease %" PRIu64 ": %" PRIu64 " bytes on GPU %" PRIu32 " for %" PRIu32 " s", l->id,
             l->vram_bytes, l->gpu_index, l->ttl_s);
-    reply_lease(c->req, GL_OP_LEASE_ALLOC, l, true);
+    uint8_t secret[GPULEASE_SECRET_BYTES];
+    gl_access_mint(&d->cap_key, l, GPULEASE_RIGHTS_ALL, 0, 0, secret);
+    gl_ops_reply_lease(c->req, GL_OP_LEASE_ALLOC, l, secret);
   }
   free(c);
 }
@@ -370,7 +388,7 @@ static int pick_instance(gl_daemon *d, gl_dreq *req, uint64_t vram_bytes, uint32
   }
   if (instances == 0) return 0; /* the table says why */
   if (best < 0) {
-    reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_CAPACITY_EXCEEDED,
+    gl_ops_reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_CAPACITY_EXCEEDED,
                 "no free MIG instance holds %" PRIu64 " bytes (%u of %u instance%s free)",
                 vram_bytes, free_ones, instances, instances == 1 ? "" : "s");
     return -1;
@@ -380,14 +398,15 @@ static int pick_instance(gl_daemon *d, gl_dreq *req, uint64_t vram_bytes, uint32
   return 0;
 }
 
-static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req *a) {
+static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req *a,
+                           const char *tenant) {
   char err[512];
   if (d->node.gpu_count == 0) {
-    reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_NO_DEVICE, "%s", d->node.no_gpu_reason);
+    gl_ops_reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_NO_DEVICE, "%s", d->node.no_gpu_reason);
     return;
   }
   if (a->lease_class == GPULEASE_CLASS_SHARED && (a->printf_fifo_bytes || a->malloc_heap_bytes)) {
-    reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_INVALID_ARGUMENT,
+    gl_ops_reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_INVALID_ARGUMENT,
                 "printf_fifo_bytes and malloc_heap_bytes are a context's; shared leases share "
                 "one context and take its defaults (leave them 0)");
     return;
@@ -397,38 +416,44 @@ static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req 
   if (a->lease_class == GPULEASE_CLASS_PARTITION &&
       pick_instance(d, req, a->vram_bytes, &gpu_index, &mig) != 0)
     return;
-  uint8_t secret[GPULEASE_SECRET_BYTES];
-  if (gnutls_rnd(GNUTLS_RND_KEY, secret, sizeof secret) != 0) {
-    reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_INTERNAL, "random number generator failed");
-    return;
-  }
   gl_lease *l;
   gpulease_status st = gl_lease_table_alloc(d->leases, gl_mono_ns(), gpu_index,
-                                            a->lease_class, a->vram_bytes, a->ttl_s, secret, &l,
+                                            a->lease_class, a->vram_bytes, a->ttl_s, tenant, &l,
                                             err, sizeof err);
   if (st != GPULEASE_OK) {
-    reply_error(req, GL_OP_LEASE_ALLOC, st, "%s", err);
+    gl_ops_reply_error(req, GL_OP_LEASE_ALLOC, st, "%s", err);
     return;
   }
   uint64_t free_now = gl_node_free_vram(&d->node, l->gpu_index, UINT64_MAX);
   if (l->vram_bytes > free_now) {
-    reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_CAPACITY_EXCEEDED,
+    gl_ops_reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_CAPACITY_EXCEEDED,
                 "GPU %" PRIu32 " has %" PRIu64 " bytes of VRAM free, %" PRIu64 " requested",
                 l->gpu_index, free_now, l->vram_bytes);
     gl_lease_table_remove(d->leases, l);
     return;
   }
+  gl_tenant scratch;
+  const gl_quota_limits *limits = gl_daemon_limits(d, tenant, &scratch);
+  gl_quota_charge charge;
+  st = gl_quota_lease_begin(d->quota, tenant, limits, l->vram_bytes, l->ttl_s, gl_mono_ns(),
+                            &charge, err, sizeof err);
+  if (st != GPULEASE_OK) {
+    gl_lease_table_remove(d->leases, l);
+    gl_ops_reply_error(req, GL_OP_LEASE_ALLOC, st, "%s", err);
+    return;
+  }
   lease_rt *rt = calloc(1, sizeof *rt);
   call *c = call_new(d, req, GL_OP_LEASE_ALLOC, l->id);
   gl_lease_auth auth = {.lease_id = l->id};
-  memcpy(auth.secret, l->secret, sizeof auth.secret);
+  gl_access_mint(&d->cap_key, l, GPULEASE_RIGHTS_ALL, 0, 0, auth.secret);
   gl_bulk *bulk = gl_bulk_new(&auth, (gl_bulk_budget){&d->pinned_bytes, d->cfg.max_pinned_bytes});
   if (!rt || !c || !bulk) {
     gl_bulk_del(bulk);
     free(rt);
     free(c);
+    gl_quota_lease_end(d->quota, tenant, l->vram_bytes, &charge, gl_mono_ns());
     gl_lease_table_remove(d->leases, l);
-    reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_INTERNAL, "daemon out of memory");
+    gl_ops_reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_INTERNAL, "daemon out of memory");
     return;
   }
   rt->d = d;
@@ -438,6 +463,8 @@ static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req 
   rt->printf_fifo_bytes = a->printf_fifo_bytes;
   rt->malloc_heap_bytes = a->malloc_heap_bytes;
   rt->mig = mig;
+  rt->charged = true;
+  rt->charge = charge;
   if (mig >= 0) d->mig_lease[l->gpu_index][mig] = l->id;
   rt->bulk = bulk;
   l->owner = rt;
@@ -449,7 +476,7 @@ static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req 
     free(c);
     gl_daemon_end_lease(d, l, GPULEASE_INTERNAL, err);
     gl_lease_table_remove(d->leases, l);
-    reply_error(req, GL_OP_LEASE_ALLOC, st2, "%s", err);
+    gl_ops_reply_error(req, GL_OP_LEASE_ALLOC, st2, "%s", err);
   }
 }
 
@@ -457,65 +484,71 @@ static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req 
  * LEASE_RENEW, LEASE_QUERY, LEASE_FREE
  * ==================================================================== */
 
-/* Authenticates; on failure replies and returns NULL. */
-static gl_lease *auth_or_reply(gl_daemon *d, gl_dreq *req, uint16_t op, const gl_lease_auth *a) {
+/* Checks the request's lease secret for the rights its op needs (access.h);
+ * on failure replies and returns NULL. */
+gl_lease *gl_ops_auth(gl_daemon *d, gl_dreq *req, const gl_request *r, const gl_lease_auth *a) {
   gl_lease *l = NULL;
-  gpulease_status st = gl_lease_table_auth(d->leases, a->lease_id, a->secret, &l);
-  switch (st) {
-  case GPULEASE_OK:
-    return l;
-  case GPULEASE_NOT_FOUND:
-    reply_error(req, op, st, "no lease with id %" PRIu64, a->lease_id);
-    break;
-  case GPULEASE_UNAUTHORIZED:
-    reply_error(req, op, st, "wrong secret for lease %" PRIu64, a->lease_id);
-    break;
-  case GPULEASE_LEASE_EXPIRED:
-    if (l && l->end_reason == GL_LEASE_END_LOST)
-      reply_error(req, op, st,
-                  "lease %" PRIu64 " was lost with its shared CUDA context after a device fault "
-                  "in a lease sharing it (class shared); its GPU memory was freed",
-                  a->lease_id);
-    else
-      reply_error(req, op, st, "lease %" PRIu64 " has expired; its GPU memory was freed",
-                  a->lease_id);
-    break;
-  default:
-    reply_error(req, op, GPULEASE_INTERNAL, "lease lookup failed");
-  }
+  char err[512];
+  gpulease_status st =
+      gl_access_check(&d->cap_key, d->leases, gl_dreq_identity(req), r->op,
+                      gl_access_op_rights(r), a, gl_unix_s(), &l, NULL, err, sizeof err);
+  if (st == GPULEASE_OK) return l;
+  gl_ops_reply_error(req, r->op, st, "%s", err);
   return NULL;
 }
 
-static void op_lease_renew(gl_daemon *d, gl_dreq *req, const gl_lease_renew_req *r) {
-  gl_lease *l = auth_or_reply(d, req, GL_OP_LEASE_RENEW, &r->auth);
+void gl_ops_lease_renew(gl_daemon *d, gl_dreq *req, const gl_request *r) {
+  const gl_lease_renew_req *rn = &r->u.renew;
+  gl_lease *l = gl_ops_auth(d, req, r, &rn->auth);
   if (!l) return;
-  char err[256];
-  gpulease_status st = gl_lease_table_renew(d->leases, l, gl_mono_ns(), r->ttl_s, err, sizeof err);
+  char err[512];
+  uint64_t now = gl_mono_ns();
+  /* The lease table checks the daemon's TTL limit first, the quota then. */
+  gpulease_status st = gl_lease_table_renew_check(d->leases, rn->ttl_s, err, sizeof err);
+  lease_rt *rt = l->owner;
+  if (st == GPULEASE_OK && rt && rt->charged) {
+    gl_tenant scratch;
+    gl_quota_charge charge = rt->charge;
+    st = gl_quota_lease_renew(d->quota, l->tenant, gl_daemon_limits(d, l->tenant, &scratch),
+                              rn->ttl_s, &charge, now, err, sizeof err);
+    if (st == GPULEASE_OK) rt->charge = charge;
+  }
+  if (st == GPULEASE_OK) st = gl_lease_table_renew(d->leases, l, now, rn->ttl_s, err, sizeof err);
   if (st != GPULEASE_OK) {
-    reply_error(req, GL_OP_LEASE_RENEW, st, "%s", err);
+    gl_ops_reply_error(req, GL_OP_LEASE_RENEW, st, "%s", err);
     return;
   }
-  reply_lease(req, GL_OP_LEASE_RENEW, l, false);
+  if (!(rn->flags & GL_RENEW_F_ROTATE)) {
+    gl_ops_reply_lease(req, GL_OP_LEASE_RENEW, l, NULL);
+    return;
+  }
+  /* Rotation: every secret of an older generation is void from now on. */
+  l->generation++;
+  l->has_verified = false;
+  uint8_t secret[GPULEASE_SECRET_BYTES];
+  gl_access_mint(&d->cap_key, l, GPULEASE_RIGHTS_ALL, 0, 0, secret);
+  GL_INFO("lease %" PRIu64 ": secrets rotated to generation %" PRIu32, l->id, l->generation);
+  gl_ops_reply_lease(req, GL_OP_LEASE_RENEW, l, secret);
 }
 
-static void op_lease_query(gl_daemon *d, gl_dreq *req, const gl_lease_auth *a) {
-  gl_lease *l = auth_or_reply(d, req, GL_OP_LEASE_QUERY, a);
-  if (l) reply_lease(req, GL_OP_LEASE_QUERY, l, false);
+static void op_lease_query(gl_daemon *d, gl_dreq *req, const gl_request *r) {
+  gl_lease *l = gl_ops_auth(d, req, r, &r->u.auth);
+  if (l) gl_ops_reply_lease(req, GL_OP_LEASE_QUERY, l, NULL);
 }
 
-static void op_lease_free(gl_daemon *d, gl_dreq *req, const gl_lease_auth *a) {
-  gl_lease *l = auth_or_reply(d, req, GL_OP_LEASE_FREE, a);
+static void op_lease_free(gl_daemon *d, gl_dreq *req, const gl_request *r) {
+  gl_lease *l = gl_ops_auth(d, req, r, &r->u.auth);
   if (!l) return;
   char why[128];
   snprintf(why, sizeof why, "lease %" PRIu64 " was freed while this request was running", l->id);
   GL_INFO("lease %" PRIu64 " freed by its holder", l->id);
   gl_daemon_end_lease(d, l, GPULEASE_LEASE_EXPIRED, why);
   gl_lease_table_remove(d->leases, l);
-  gl_response r = {.op = GL_OP_LEASE_FREE, .status = GPULEASE_OK};
+  gl_response resp = {.op = GL_OP_LEASE_FREE, .status = GPULEASE_OK};
   gl_buf b;
   gl_buf_init(&b);
-  gl_response_encode(&r, &b);
-  reply_bytes(req, &b);
+  gl_response_encode(&resp, &b);
+  gl_ops_reply_bytes(req, &b);
 }
 
 /* ======================================================================
@@ -580,7 +613,7 @@ static void submit_done(void *ctx, gpulease_status status, const uint8_t *msg, s
     status = GPULEASE_INTERNAL;
   }
   if (status != GPULEASE_OK) {
-    reply_error(c->req, GL_OP_GPU_SUBMIT, status, "%s", why);
+    gl_ops_reply_error(c->req, GL_OP_GPU_SUBMIT, status, "%s", why);
   } else {
     /* The worker's reply is a complete GPU_SUBMIT response; count
      * successes and pass it through unchanged. */
@@ -594,26 +627,27 @@ static void submit_done(void *ctx, gpulease_status status, const uint8_t *msg, s
   free(c);
 }
 
-static void op_submit(gl_daemon *d, gl_dreq *req, const gl_submit_req *s, const uint8_t *msg,
+static void op_submit(gl_daemon *d, gl_dreq *req, const gl_request *r, const uint8_t *msg,
                       size_t len) {
-  gl_lease *l = auth_or_reply(d, req, GL_OP_GPU_SUBMIT, &s->auth);
+  const gl_submit_req *s = &r->u.submit;
+  gl_lease *l = gl_ops_auth(d, req, r, &s->auth);
   if (!l) return;
   if (s->output_size > d->cfg.max_message_bytes - 4096) {
-    reply_error(req, GL_OP_GPU_SUBMIT, GPULEASE_INVALID_ARGUMENT,
+    gl_ops_reply_error(req, GL_OP_GPU_SUBMIT, GPULEASE_INVALID_ARGUMENT,
                 "output_size %" PRIu64 " exceeds the daemon's message limit of %zu bytes",
                 s->output_size, d->cfg.max_message_bytes - 4096);
     return;
   }
   char err[512];
   if (ensure_worker(d, l, err, sizeof err) != 0) {
-    reply_error(req, GL_OP_GPU_SUBMIT, GPULEASE_INTERNAL, "cannot restart the lease's worker: %s",
+    gl_ops_reply_error(req, GL_OP_GPU_SUBMIT, GPULEASE_INTERNAL, "cannot restart the lease's worker: %s",
                 err);
     return;
   }
   call *c = call_new(d, req, GL_OP_GPU_SUBMIT, l->id);
   if (!c || gl_wproc_call(((lease_rt *)l->owner)->w, msg, len, submit_done, c) != 0) {
     free(c);
-    reply_error(req, GL_OP_GPU_SUBMIT, GPULEASE_INTERNAL, "cannot reach the lease's worker");
+    gl_ops_reply_error(req, GL_OP_GPU_SUBMIT, GPULEASE_INTERNAL, "cannot reach the lease's worker");
   }
 }
 
@@ -634,8 +668,38 @@ static bool answer_if_ended(lease_rt *rt, gl_dreq *req, const gl_request *r) {
   gl_buf b;
   gl_buf_init(&b);
   gl_ended_answer(&rt->ended, es, r, &b);
-  reply_bytes(req, &b);
+  gl_ops_reply_bytes(req, &b);
   return true;
+}
+
+/* Keeps the tenant's count of live sessions: a SESSION_OPEN counted ahead
+ * becomes a session or is given back; an answered SESSION_CLOSE (alone or
+ * in a BATCH) gives one back. resp: the worker's answer, or NULL when the
+ * op never ran. */
+static void quota_settle(call *c, gl_lease *l, const uint8_t *resp, size_t len) {
+  lease_rt *rt = l ? l->owner : NULL;
+  gl_header h;
+  bool ok = resp && gl_header_decode(resp, len, &h) == GPULEASE_OK && h.status == GPULEASE_OK;
+  if (c->quota_session) {
+    c->quota_session = false;
+    if (ok && rt) rt->sessions++;
+    else if (l) gl_quota_session_end(c->d->quota, l->tenant);
+    return;
+  }
+  if (!ok || !rt) return;
+  unsigned closed = c->op == GL_OP_SESSION_CLOSE;
+  if (c->op == GL_OP_BATCH && len > GL_WIRE_HEADER_SIZE + 4) {
+    size_t skip = GL_WIRE_HEADER_SIZE + 2 + ((size_t)resp[12] << 8 | resp[13]) + 2;
+    size_t pos = 0;
+    const uint8_t *m;
+    size_t n;
+    while (skip <= len && gl_batch_next(resp + skip, len - skip, &pos, &m, &n))
+      if (gl_header_decode(m, n, &h) == GPULEASE_OK && h.op == GL_OP_SESSION_CLOSE &&
+          h.status == GPULEASE_OK)
+        closed++;
+  }
+  for (; closed && rt->sessions; closed--, rt->sessions--)
+    gl_quota_session_end(c->d->quota, l->tenant);
 }
 
 static void session_done(void *ctx, gpulease_status status, const uint8_t *msg, size_t len,
@@ -652,6 +716,7 @@ static void session_done(void *ctx, gpulease_status status, const uint8_t *msg, 
       for (int i = 0; i < 8; i++) id = id << 8 | msg[len - 8 + i];
       gl_ended_remove(&rt->ended, id);
     }
+    quota_settle(c, l, msg, len);
     gl_dreq_reply(c->req, msg, len);
     free(c);
     return;
@@ -676,10 +741,12 @@ static void session_done(void *ctx, gpulease_status status, const uint8_t *msg, 
       }
     }
     free(r);
-    reply_error(c->req, c->op, GPULEASE_NOT_FOUND,
+    quota_settle(c, l, NULL, 0); /* the op did not run */
+    gl_ops_reply_error(c->req, c->op, GPULEASE_NOT_FOUND,
                 "the lease's worker ended after a device fault; its sessions are gone");
   } else {
-    reply_error(c->req, c->op, status, "%s", why);
+    quota_settle(c, l, NULL, 0);
+    gl_ops_reply_error(c->req, c->op, status, "%s", why);
   }
   free(c);
 }
@@ -688,19 +755,29 @@ static void op_session(gl_daemon *d, gl_dreq *req, const gl_request *r, const ui
                        size_t len) {
   const gl_session_ref *ref = gl_request_session(r);
   const gl_lease_auth *auth = r->op == GL_OP_SESSION_OPEN ? &r->u.auth : &ref->auth;
-  gl_lease *l = auth_or_reply(d, req, r->op, auth);
+  gl_lease *l = gl_ops_auth(d, req, r, auth);
   if (!l) return;
   lease_rt *rt = l->owner;
   char err[512];
+  bool quota_session = false;
   if (r->op == GL_OP_SESSION_OPEN) {
     if (ensure_worker(d, l, err, sizeof err) != 0) {
-      reply_error(req, r->op, GPULEASE_INTERNAL, "cannot restart the lease's worker: %s", err);
+      gl_ops_reply_error(req, r->op, GPULEASE_INTERNAL, "cannot restart the lease's worker: %s", err);
       return;
     }
+    gl_tenant scratch;
+    gpulease_status qs = gl_quota_session_begin(
+        d->quota, l->tenant, gl_daemon_limits(d, l->tenant, &scratch), gl_mono_ns(), err,
+        sizeof err);
+    if (qs != GPULEASE_OK) {
+      gl_ops_reply_error(req, r->op, qs, "%s", err);
+      return;
+    }
+    quota_session = true;
   } else if (answer_if_ended(rt, req, r)) {
     return;
   } else if (!rt->w || !gl_wproc_usable(rt->w)) {
-    reply_error(req, r->op, GPULEASE_NOT_FOUND,
+    gl_ops_reply_error(req, r->op, GPULEASE_NOT_FOUND,
                 "no session %" PRIu64 " on lease %" PRIu64
                 " (the lease's worker ended; its sessions are gone)",
                 ref->session_id, l->id);
@@ -708,7 +785,7 @@ static void op_session(gl_daemon *d, gl_dreq *req, const gl_request *r, const ui
   }
   if ((r->op == GL_OP_MEM_WRITE_SHM || r->op == GL_OP_MEM_READ_SHM) &&
       gl_bulk_owns_segment(rt->bulk, r->u.mem_shm.segment)) {
-    reply_error(req, r->op, GPULEASE_INVALID_HANDLE,
+    gl_ops_reply_error(req, r->op, GPULEASE_INVALID_HANDLE,
                 "segment 0x%016" PRIx64 " is not one of the lease's (SHM_ATTACH)",
                 r->u.mem_shm.segment);
     return;
@@ -718,9 +795,11 @@ static void op_session(gl_daemon *d, gl_dreq *req, const gl_request *r, const ui
       gl_bulk_forward(rt->bulk, rt->w, req, r))
     return;
   call *c = call_new(d, req, r->op, l->id);
+  if (c) c->quota_session = quota_session;
   if (!c || gl_wproc_call(rt->w, msg, len, session_done, c) != 0) {
     free(c);
-    reply_error(req, r->op, GPULEASE_INTERNAL, "cannot reach the lease's worker");
+    if (quota_session) gl_quota_session_end(d->quota, l->tenant);
+    gl_ops_reply_error(req, r->op, GPULEASE_INTERNAL, "cannot reach the lease's worker");
   }
 }
 
@@ -743,7 +822,7 @@ static void op_pool_info(gl_daemon *d, gl_dreq *req) {
   gl_buf b;
   gl_buf_init(&b);
   if (gl_response_encode(&r, &b) != GPULEASE_OK) b.oom = true;
-  reply_bytes(req, &b);
+  gl_ops_reply_bytes(req, &b);
 }
 
 /* NET_INFO: the stripe ports (none without network threads). */
@@ -755,7 +834,7 @@ static void op_net_info(gl_daemon *d, gl_dreq *req) {
   gl_buf b;
   gl_buf_init(&b);
   if (gl_response_encode(&r, &b) != GPULEASE_OK) b.oom = true;
-  reply_bytes(req, &b);
+  gl_ops_reply_bytes(req, &b);
 }
 
 static void op_node_info(gl_daemon *d, gl_dreq *req) {
@@ -766,7 +845,7 @@ static void op_node_info(gl_daemon *d, gl_dreq *req) {
   gl_buf b;
   gl_buf_init(&b);
   gl_response_encode(&r, &b);
-  reply_bytes(req, &b);
+  gl_ops_reply_bytes(req, &b);
 }
 
 /* A call that attaches or detaches a segment: what to record on success. */
@@ -801,7 +880,7 @@ static void seg_detach_orphan(gl_daemon *d, gl_lease *l, uint64_t id, uint64_t c
            " of lease %" PRIu64, conn, id, l->id);
   gl_request q = {.op = GL_OP_SHM_DETACH};
   q.u.shm_detach.auth.lease_id = l->id;
-  memcpy(q.u.shm_detach.auth.secret, l->secret, sizeof q.u.shm_detach.auth.secret);
+  gl_access_mint(&d->cap_key, l, GPULEASE_RIGHTS_ALL, 0, 0, q.u.shm_detach.auth.secret);
   q.u.shm_detach.segment = id;
   gl_buf b;
   gl_buf_init(&b);
@@ -842,7 +921,7 @@ static void seg_done(void *ctx, gpulease_status status, const uint8_t *msg, size
   }
   if (c->req) {
     if (status == GPULEASE_OK) gl_dreq_reply(c->req, msg, len);
-    else reply_error(c->req, c->op, status == GPULEASE_BUSY ? GPULEASE_INTERNAL : status, "%s",
+    else gl_ops_reply_error(c->req, c->op, status == GPULEASE_BUSY ? GPULEASE_INTERNAL : status, "%s",
                      why ? why : "the lease's worker ended");
   }
   free(c);
@@ -854,12 +933,12 @@ static void op_shm(gl_daemon *d, gl_dreq *req, const gl_request *r, const uint8_
       r->op == GL_OP_SHM_ATTACH ? &r->u.shm_attach.auth : &r->u.shm_detach.auth;
   int fd = r->op == GL_OP_SHM_ATTACH ? gl_dreq_take_fd(req) : -1;
   if (r->op == GL_OP_SHM_ATTACH && !gl_dreq_is_local(req)) {
-    reply_error(req, r->op, GPULEASE_UNSUPPORTED,
+    gl_ops_reply_error(req, r->op, GPULEASE_UNSUPPORTED,
                 "SHM_ATTACH hands over a file descriptor: it works only on the daemon's local "
                 "socket (NODE_INFO says where it is)");
     return;
   }
-  gl_lease *l = auth_or_reply(d, req, r->op, auth);
+  gl_lease *l = gl_ops_auth(d, req, r, auth);
   lease_rt *rt = l ? l->owner : NULL;
   char err[512];
   if (!l) {
@@ -880,12 +959,12 @@ static void op_shm(gl_daemon *d, gl_dreq *req, const gl_request *r, const uint8_
                           : NULL;
     if (bad) {
       if (fd >= 0) close(fd);
-      reply_error(req, r->op, GPULEASE_INVALID_ARGUMENT, "%s", bad);
+      gl_ops_reply_error(req, r->op, GPULEASE_INVALID_ARGUMENT, "%s", bad);
       return;
     }
     if (size > d->cfg.max_pinned_bytes - d->pinned_bytes || rt->nsegs >= MAX_SEGS) {
       close(fd);
-      reply_error(req, r->op, GPULEASE_CAPACITY_EXCEEDED,
+      gl_ops_reply_error(req, r->op, GPULEASE_CAPACITY_EXCEEDED,
                   "%" PRIu64 " bytes of shared memory asked; the daemon page-locks at most %" PRIu64
                   " bytes and %" PRIu64 " are in use (lease %" PRIu64 ": %zu of %d segments)",
                   size, (uint64_t)d->cfg.max_pinned_bytes, d->pinned_bytes, l->id, rt->nsegs,
@@ -894,14 +973,14 @@ static void op_shm(gl_daemon *d, gl_dreq *req, const gl_request *r, const uint8_
     }
   }
   if (r->op == GL_OP_SHM_DETACH && gl_bulk_owns_segment(rt->bulk, r->u.shm_detach.segment)) {
-    reply_error(req, r->op, GPULEASE_INVALID_HANDLE,
+    gl_ops_reply_error(req, r->op, GPULEASE_INVALID_HANDLE,
                 "segment 0x%016" PRIx64 " is not one of the lease's (SHM_ATTACH)",
                 r->u.shm_detach.segment);
     return;
   }
   if (ensure_worker(d, l, err, sizeof err) != 0) {
     if (fd >= 0) close(fd);
-    reply_error(req, r->op, GPULEASE_INTERNAL, "cannot restart the lease's worker: %s", err);
+    gl_ops_reply_error(req, r->op, GPULEASE_INTERNAL, "cannot restart the lease's worker: %s", err);
     return;
   }
   seg_call *c = calloc(1, sizeof *c);
@@ -916,7 +995,7 @@ static void op_shm(gl_daemon *d, gl_dreq *req, const gl_request *r, const uint8_
   }
   if (!c || gl_wproc_call_fd(rt->w, msg, len, fd, seg_done, c) != 0) {
     free(c);
-    reply_error(req, r->op, GPULEASE_INTERNAL, "cannot reach the lease's worker");
+    gl_ops_reply_error(req, r->op, GPULEASE_INTERNAL, "cannot reach the lease's worker");
   } else if (r->op == GL_OP_SHM_ATTACH) {
     d->pinned_bytes += c->size_bytes; /* reserved until the worker answers */
   }
@@ -954,13 +1033,13 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
   gl_header h = {0};
   if (err == GL_QREQ_TOO_LARGE) {
     uint16_t op = gl_header_decode(msg, len, &h) == GPULEASE_OK ? h.op : 0;
-    reply_error(req, op, GPULEASE_TOO_LARGE,
+    gl_ops_reply_error(req, op, GPULEASE_TOO_LARGE,
                 "request larger than the daemon's limit of %zu bytes", d->cfg.max_message_bytes);
     return;
   }
   gl_request *r = malloc(sizeof *r);
   if (!r) {
-    reply_error(req, 0, GPULEASE_INTERNAL, "daemon out of memory");
+    gl_ops_reply_error(req, 0, GPULEASE_INTERNAL, "daemon out of memory");
     return;
   }
   uint16_t op = 0;
@@ -970,10 +1049,18 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
    * as one. */
   bool framed = gl_header_decode(msg, len, &h) == GPULEASE_OK;
   if (framed && h.kind == GL_WIRE_KIND_REQUEST && (h.op & 0xFF00) == 0x7F00) {
-    reply_error(req, h.op, GPULEASE_UNSUPPORTED,
+    gl_ops_reply_error(req, h.op, GPULEASE_UNSUPPORTED,
                 "op 0x%04x (%s) is internal to the daemon and its workers, not served over the "
                 "network",
                 h.op, gl_op_name(h.op));
+    free(r);
+    return;
+  }
+  /* Under --auth mtls or token every op but AUTHENTICATE needs an
+   * identity; refused on the header, before the body is decoded. */
+  if (framed && d->cfg.auth_mode != GL_AUTH_NONE && h.op != GL_OP_AUTHENTICATE &&
+      !gl_dreq_identity(req)[0]) {
+    gl_ops_reply_error(req, h.op, GPULEASE_UNAUTHORIZED, "%s", gl_daemon_no_identity_msg(d, req));
     free(r);
     return;
   }
@@ -984,7 +1071,7 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
           ? gl_request_decode_ref(msg, len, d->cfg.max_message_bytes, r, &op, why, sizeof why)
           : gl_request_decode(msg, len, d->cfg.max_message_bytes, r, &op, why, sizeof why);
   if (st != GPULEASE_OK) {
-    reply_error(req, op, st, "%s", why);
+    gl_ops_reply_error(req, op, st, "%s", why);
     free(r);
     return;
   }
@@ -994,19 +1081,28 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
     op_inventory(d, req);
     break;
   case GL_OP_LEASE_ALLOC:
-    op_lease_alloc(d, req, &r->u.alloc);
+    op_lease_alloc(d, req, &r->u.alloc, gl_dreq_identity(req));
     break;
   case GL_OP_LEASE_RENEW:
-    op_lease_renew(d, req, &r->u.renew);
+    gl_ops_lease_renew(d, req, r);
     break;
   case GL_OP_LEASE_QUERY:
-    op_lease_query(d, req, &r->u.auth);
+    op_lease_query(d, req, r);
     break;
   case GL_OP_LEASE_FREE:
-    op_lease_free(d, req, &r->u.auth);
+    op_lease_free(d, req, r);
+    break;
+  case GL_OP_LEASE_DELEGATE:
+    gl_ops_lease_delegate(d, req, r);
+    break;
+  case GL_OP_LEASE_REVOKE:
+    gl_ops_lease_revoke(d, req, r);
+    break;
+  case GL_OP_AUTHENTICATE:
+    gl_ops_authenticate(d, req, r);
     break;
   case GL_OP_GPU_SUBMIT:
-    op_submit(d, req, &r->u.submit, msg, len);
+    op_submit(d, req, r, msg, len);
     break;
   case GL_OP_NODE_INFO:
     op_node_info(d, req);
@@ -1019,7 +1115,7 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
     break;
   case GL_OP_MEM_WRITE_ARENA:
   case GL_OP_MEM_READ_ARENA: /* the daemon's own, to its workers */
-    reply_error(req, r->op, GPULEASE_UNSUPPORTED, "op 0x%04x is not served over the network",
+    gl_ops_reply_error(req, r->op, GPULEASE_UNSUPPORTED, "op 0x%04x is not served over the network",
                 r->op);
     break;
   case GL_OP_SHM_ATTACH:
@@ -1030,7 +1126,7 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
     if (gl_op_is_session(r->op))
       op_session(d, req, r, msg, len);
     else
-      reply_error(req, r->op, GPULEASE_UNSUPPORTED, "op 0x%04x is not served over the network",
+      gl_ops_reply_error(req, r->op, GPULEASE_UNSUPPORTED, "op 0x%04x is not served over the network",
                   r->op);
   }
   free(r);

@@ -85,13 +85,44 @@ gpulease_status gl_lib_connect_port(const gpulease_client *c, uint16_t to_port, 
       .insecure = c->insecure != 0,
       .timeout_ms = c->timeout_ms,
       .max_response_bytes = MAX_RESPONSE_BYTES,
+      .cert_file = c->cert_file,
+      .key_file = c->key_file,
   };
   char why[sizeof err->message - 64];
   int rc = gl_qclient_connect(&qc, q, why, sizeof why);
   if (rc != GL_QC_OK)
     return gl_lib_set_err(err, gl_lib_map_qc(rc), "cannot connect to %s (port %u): %s", c->addr,
                           (unsigned)port, why);
-  return GPULEASE_OK;
+  gpulease_status st = gl_lib_authenticate(c, *q, err);
+  if (st != GPULEASE_OK) {
+    gl_qclient_del(*q);
+    *q = NULL;
+  }
+  return st;
+}
+
+gpulease_status gl_lib_authenticate(const gpulease_client *c, gl_qclient *q, gpulease_error *err) {
+  if (!c->bearer_token) return GPULEASE_OK;
+  gl_request req = {.op = GL_OP_AUTHENTICATE};
+  snprintf(req.u.authenticate.token, sizeof req.u.authenticate.token, "%s", c->bearer_token);
+  gl_buf b;
+  gl_buf_init(&b);
+  gpulease_status st = gl_lib_encode(&req, &b, err);
+  if (st != GPULEASE_OK) {
+    gl_buf_free(&b);
+    return st;
+  }
+  uint8_t *raw = NULL;
+  size_t len;
+  char why[sizeof err->message - 64];
+  int rc = gl_qclient_request(q, b.data, b.len, &raw, &len, why, sizeof why);
+  gl_buf_free(&b);
+  if (rc != GL_QC_OK)
+    return gl_lib_set_err(err, gl_lib_map_qc(rc), "AUTHENTICATE: %s", why);
+  gl_response resp;
+  st = gl_lib_decode_reply(GL_OP_AUTHENTICATE, raw, len, &resp, err);
+  free(raw);
+  return st;
 }
 
 /* Opens a gl_qclient with the options remembered in c. */
@@ -106,6 +137,12 @@ static void client_free(gpulease_client *c) {
   free(c->addr);
   free(c->ca_file);
   free(c->pin_sha256);
+  free(c->cert_file);
+  free(c->key_file);
+  if (c->bearer_token) {
+    explicit_bzero(c->bearer_token, strlen(c->bearer_token));
+    free(c->bearer_token);
+  }
   free(c);
 }
 
@@ -130,13 +167,25 @@ gpulease_status gpulease_client_connect(const gpulease_connect_options *opts,
     return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT,
                           "bad address '%s': expected HOST:PORT or [IPv6]:PORT", addr);
   gpulease_client *c = calloc(1, sizeof *c);
+  bool v4 = opts->struct_version >= 4;
+  if (v4 && !opts->cert_file != !opts->key_file)
+    return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT,
+                          "a client certificate needs both cert_file and key_file");
+  if (v4 && opts->bearer_token && (!opts->bearer_token[0] || strlen(opts->bearer_token) > 255))
+    return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT,
+                          "a bearer token is 1 to 255 bytes");
   if (!c || !dup_opt(addr, &c->addr) || !dup_opt(opts->ca_file, &c->ca_file) ||
-      !dup_opt(opts->pin_sha256, &c->pin_sha256)) {
+      !dup_opt(opts->pin_sha256, &c->pin_sha256) ||
+      (v4 && (!dup_opt(opts->cert_file, &c->cert_file) || !dup_opt(opts->key_file, &c->key_file) ||
+              !dup_opt(opts->bearer_token, &c->bearer_token)))) {
     if (c) client_free(c);
     return gl_lib_set_err(err, GPULEASE_NO_MEMORY, "out of memory");
   }
   c->insecure = opts->insecure;
   c->local_off = opts->struct_version >= 2 && opts->no_local;
+  /* The local socket carries no certificates: a client known only by its
+   * certificate stays on QUIC. */
+  if (c->cert_file && !c->bearer_token) c->local_off = true;
   c->stripes_max = GL_STRIPES_DEFAULT;
   c->stripe_min = GL_STRIPE_MIN_DEFAULT;
   if (opts->struct_version >= 3) {
@@ -300,6 +349,19 @@ gpulease_status gpulease_inventory_get(gpulease_client *client, gpulease_invento
       g->flags = e->flags;
       g->context_overhead_bytes = e->context_overhead_bytes;
     }
+    const gl_tenant_info *t = &inv->tenant;
+    gpulease_tenant_info *o = &out->tenant;
+    snprintf(o->name, sizeof o->name, "%s", t->tenant);
+    o->flags = t->flags;
+    o->quota_vram_bytes = t->quota_vram_bytes;
+    o->quota_leases = t->quota_leases;
+    o->quota_sessions = t->quota_sessions;
+    o->quota_max_ttl_s = t->quota_max_ttl_s;
+    o->quota_gpu_seconds_per_hour = t->quota_gpu_seconds_per_hour;
+    o->used_vram_bytes = t->used_vram_bytes;
+    o->used_leases = t->used_leases;
+    o->used_sessions = t->used_sessions;
+    o->used_gpu_seconds = t->used_gpu_seconds;
   }
   free(raw);
   free(resp);
@@ -369,36 +431,99 @@ gpulease_status gpulease_lease_alloc_opts(gpulease_client *client, uint32_t gpu_
 
 /* RENEW, QUERY and FREE share the lease_auth prefix. */
 static gpulease_status lease_op(gpulease_client *client, uint16_t op, gpulease_lease *lease,
-                                uint32_t ttl_s, gpulease_error *err) {
+                                uint32_t ttl_s, uint8_t flags, gpulease_error *err) {
   if (!lease) return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "lease is NULL");
   gl_request req = {.op = op};
   gl_lease_auth *a = op == GL_OP_LEASE_RENEW ? &req.u.renew.auth : &req.u.auth;
   a->lease_id = lease->id;
   memcpy(a->secret, lease->secret, sizeof a->secret);
-  if (op == GL_OP_LEASE_RENEW) req.u.renew.ttl_s = ttl_s;
+  if (op == GL_OP_LEASE_RENEW) {
+    req.u.renew.ttl_s = ttl_s;
+    req.u.renew.flags = flags;
+  }
   gl_response resp;
   uint8_t *raw;
   gpulease_status st = gl_lib_exchange(client, &req, &resp, &raw, err);
-  if (st == GPULEASE_OK && op != GL_OP_LEASE_FREE) lease_from_info(lease, &resp.u.lease, false);
+  if (st == GPULEASE_OK && op != GL_OP_LEASE_FREE)
+    lease_from_info(lease, &resp.u.lease, flags & GL_RENEW_F_ROTATE);
   free(raw);
   return st;
 }
 
 gpulease_status gpulease_lease_renew(gpulease_client *client, gpulease_lease *lease,
                                      uint32_t ttl_s, gpulease_error *err) {
-  return lease_op(client, GL_OP_LEASE_RENEW, lease, ttl_s, err);
+  return lease_op(client, GL_OP_LEASE_RENEW, lease, ttl_s, 0, err);
+}
+
+gpulease_status gpulease_lease_rotate(gpulease_client *client, gpulease_lease *lease,
+                                      uint32_t ttl_s, gpulease_error *err) {
+  return lease_op(client, GL_OP_LEASE_RENEW, lease, ttl_s, GL_RENEW_F_ROTATE, err);
 }
 
 gpulease_status gpulease_lease_query(gpulease_client *client, gpulease_lease *lease,
                                      gpulease_error *err) {
-  return lease_op(client, GL_OP_LEASE_QUERY, lease, 0, err);
+  return lease_op(client, GL_OP_LEASE_QUERY, lease, 0, 0, err);
 }
 
 gpulease_status gpulease_lease_free(gpulease_client *client, const gpulease_lease *lease,
                                     gpulease_error *err) {
   if (!lease) return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "lease is NULL");
   gpulease_lease copy = *lease;
-  return lease_op(client, GL_OP_LEASE_FREE, &copy, 0, err);
+  return lease_op(client, GL_OP_LEASE_FREE, &copy, 0, 0, err);
+}
+
+gpulease_status gpulease_lease_delegate(gpulease_client *client, const gpulease_lease *lease,
+                                        uint32_t rights, uint32_t ttl_s, const char *audience,
+                                        uint8_t out_secret[GPULEASE_SECRET_BYTES],
+                                        gpulease_error *err) {
+  if (!lease || !out_secret)
+    return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "lease or out_secret is NULL");
+  gl_request req = {.op = GL_OP_LEASE_DELEGATE};
+  gl_lease_delegate_req *d = &req.u.delegate;
+  d->auth.lease_id = lease->id;
+  memcpy(d->auth.secret, lease->secret, sizeof d->auth.secret);
+  d->rights = rights;
+  d->ttl_s = ttl_s;
+  if (audience && strlen(audience) >= sizeof d->audience)
+    return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "audience longer than 255 bytes");
+  snprintf(d->audience, sizeof d->audience, "%s", audience ? audience : "");
+  gl_response resp;
+  uint8_t *raw;
+  gpulease_status st = gl_lib_exchange(client, &req, &resp, &raw, err);
+  if (st == GPULEASE_OK) memcpy(out_secret, resp.u.secret, GPULEASE_SECRET_BYTES);
+  free(raw);
+  return st;
+}
+
+gpulease_status gpulease_lease_revoke(gpulease_client *client, uint64_t lease_id,
+                                      const char *reason, gpulease_error *err) {
+  gl_request req = {.op = GL_OP_LEASE_REVOKE};
+  req.u.revoke.lease_id = lease_id;
+  if (reason && strlen(reason) >= sizeof req.u.revoke.reason)
+    return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "reason longer than 255 bytes");
+  snprintf(req.u.revoke.reason, sizeof req.u.revoke.reason, "%s", reason ? reason : "");
+  gl_response resp;
+  uint8_t *raw;
+  gpulease_status st = gl_lib_exchange(client, &req, &resp, &raw, err);
+  free(raw);
+  return st;
+}
+
+static uint64_t be64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v = v << 8 | p[i];
+  return v;
+}
+
+void gpulease_secret_describe(const uint8_t secret[GPULEASE_SECRET_BYTES], uint32_t *generation,
+                              uint32_t *rights, uint64_t *not_after_s, int *delegated_to_other) {
+  if (!secret) return;
+  /* docs/protocol.md, "lease_auth": generation, rights, not_after_s,
+   * audience, mac. */
+  if (generation) *generation = (uint32_t)(be64(secret) >> 32);
+  if (rights) *rights = (uint32_t)be64(secret);
+  if (not_after_s) *not_after_s = be64(secret + 8);
+  if (delegated_to_other) *delegated_to_other = be64(secret + 16) != 0;
 }
 
 void gpulease_secret_to_hex(const uint8_t secret[GPULEASE_SECRET_BYTES],

@@ -26,6 +26,7 @@ struct gpulease_client {
   gl_qclient *q;
   /* The options it was connected with (strings owned), for reconnects. */
   char *addr, *ca_file, *pin_sha256;
+  char *cert_file, *key_file, *bearer_token; /* identity (version 4 options) */
   int insecure;
   uint32_t timeout_ms;
   /* Bumped by every successful reconnect: sessions holding tokens of the
@@ -45,7 +46,12 @@ struct gpulease_client {
   uint64_t stripe_min;
 };
 
-/* Opens a QUIC connection with c's options to port (0: c's own). */
+/* Sends AUTHENTICATE with c's bearer token on q (a fresh connection),
+ * or nothing when c has none. OK, or the daemon's refusal. */
+gpulease_status gl_lib_authenticate(const gpulease_client *c, gl_qclient *q, gpulease_error *err);
+
+/* Opens a QUIC connection with c's options to port (0: c's own), and
+ * authenticates it with c's bearer token, if any. */
 gpulease_status gl_lib_connect_port(const gpulease_client *c, uint16_t port, gl_qclient **q,
                                     gpulease_error *err);
 

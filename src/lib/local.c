@@ -34,6 +34,9 @@
  * The local connection
  * ==================================================================== */
 
+static gpulease_status local_exchange(gpulease_client *c, const gl_request *req, int fd,
+                                      gl_response *resp, uint8_t **raw, gpulease_error *err);
+
 gl_lclient *gl_lib_local(gpulease_client *c) {
   if (c->local_state) return c->local_state > 0 ? c->local : NULL;
   c->local_state = -1;
@@ -55,6 +58,16 @@ gl_lclient *gl_lib_local(gpulease_client *c) {
   if (!same || !path[0]) return NULL;
   char why[256];
   if (gl_lclient_connect(path, c->timeout_ms, &c->local, why, sizeof why) != 0) return NULL;
+  if (c->bearer_token) { /* the socket's connection is a tenant's too */
+    gl_request a = {.op = GL_OP_AUTHENTICATE};
+    snprintf(a.u.authenticate.token, sizeof a.u.authenticate.token, "%s", c->bearer_token);
+    if (local_exchange(c, &a, -1, &resp, &raw, &e) != GPULEASE_OK) {
+      gl_lclient_del(c->local);
+      c->local = NULL;
+      return NULL;
+    }
+    free(raw);
+  }
   c->local_state = 1;
   return c->local;
 }

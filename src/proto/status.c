@@ -7,6 +7,9 @@
  * Every name is the enumerator without its GPULEASE_ prefix, which is also
  * how docs/protocol.md spells them.
  */
+#include <stdio.h>
+#include <string.h>
+
 #include "proto/wire.h"
 
 GPULEASE_API const char *gpulease_status_name(int status) {
@@ -29,6 +32,7 @@ GPULEASE_API const char *gpulease_status_name(int status) {
   case GPULEASE_INTERNAL: return "INTERNAL";
   case GPULEASE_INVALID_HANDLE: return "INVALID_HANDLE";
   case GPULEASE_MISSING_SEQ: return "MISSING_SEQ";
+  case GPULEASE_QUOTA_EXCEEDED: return "QUOTA_EXCEEDED";
   case GPULEASE_DISCONNECTED: return "DISCONNECTED";
   case GPULEASE_TLS_FAILED: return "TLS_FAILED";
   case GPULEASE_PROTOCOL_ERROR: return "PROTOCOL_ERROR";
@@ -44,6 +48,9 @@ const char *gl_op_name(uint16_t op) {
   case GL_OP_NODE_INFO: return "NODE_INFO";
   case GL_OP_NET_INFO: return "NET_INFO";
   case GL_OP_POOL_INFO: return "POOL_INFO";
+  case GL_OP_AUTHENTICATE: return "AUTHENTICATE";
+  case GL_OP_LEASE_DELEGATE: return "LEASE_DELEGATE";
+  case GL_OP_LEASE_REVOKE: return "LEASE_REVOKE";
   case GL_OP_SHM_ATTACH: return "SHM_ATTACH";
   case GL_OP_SHM_DETACH: return "SHM_DETACH";
   case GL_OP_MEM_WRITE_SHM: return "MEM_WRITE_SHM";
@@ -85,4 +92,50 @@ const char *gl_op_name(uint16_t op) {
   case GL_OP_WORKER_RELEASE: return "WORKER_RELEASE";
   default: return "UNKNOWN";
   }
+}
+
+/* Right names, bit 0 first (GPULEASE_RIGHT_*). */
+static const char *const right_names[] = {"query",   "renew", "free",  "submit",
+                                          "session", "read",  "write", "delegate"};
+
+GPULEASE_API void gpulease_rights_format(uint32_t rights, char *buf, size_t len) {
+  if (!buf || !len) return;
+  buf[0] = 0;
+  if ((rights & GPULEASE_RIGHTS_ALL) == GPULEASE_RIGHTS_ALL) {
+    snprintf(buf, len, "all");
+    return;
+  }
+  size_t n = 0;
+  for (unsigned i = 0; i < 8; i++) {
+    if (!(rights & (1u << i))) continue;
+    int w = snprintf(buf + n, len - n, "%s%s", n ? "," : "", right_names[i]);
+    if (w < 0 || (size_t)w >= len - n) return;
+    n += (size_t)w;
+  }
+  if (!n) snprintf(buf, len, "none");
+}
+
+GPULEASE_API gpulease_status gpulease_rights_parse(const char *text, uint32_t *rights) {
+  if (!text || !rights) return GPULEASE_INVALID_ARGUMENT;
+  uint32_t r = 0;
+  const char *p = text;
+  for (;;) {
+    const char *e = strchr(p, ',');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    bool found = false;
+    if (n == 3 && !strncmp(p, "all", 3)) {
+      r |= GPULEASE_RIGHTS_ALL;
+      found = true;
+    }
+    for (unsigned i = 0; i < 8 && !found; i++)
+      if (strlen(right_names[i]) == n && !strncmp(p, right_names[i], n)) {
+        r |= 1u << i;
+        found = true;
+      }
+    if (!found) return GPULEASE_INVALID_ARGUMENT;
+    if (!e) break;
+    p = e + 1;
+  }
+  *rights = r;
+  return GPULEASE_OK;
 }

@@ -319,6 +319,9 @@ static bool op_known(uint16_t op) { return strcmp(gl_op_name(op), "UNKNOWN") != 
 static const gl_wire__family *family_of(uint16_t op) {
   switch (op) {
   case GL_OP_GET_INVENTORY:
+  case GL_OP_AUTHENTICATE:
+  case GL_OP_LEASE_DELEGATE:
+  case GL_OP_LEASE_REVOKE:
   case GL_OP_LEASE_ALLOC:
   case GL_OP_LEASE_RENEW:
   case GL_OP_LEASE_QUERY:

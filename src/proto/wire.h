@@ -26,7 +26,9 @@
  *   sends it and FIN) and one response (server sends it and FIN).
  *
  * Common pieces:
- *   lease_auth := u64 lease_id, 16 bytes secret
+ *   lease_auth := u64 lease_id, 40 bytes secret (a capability token:
+ *                 u32 generation, u32 rights, u64 not_after_s,
+ *                 u64 audience, 16 bytes mac; src/auth/cap.h)
  *   str8       := u8 len, len bytes         (no NUL; len <= 255)
  *   str16      := u16 len, len bytes
  *
@@ -39,7 +41,8 @@
  *                            u8 cc_minor, u32 sm_count, u64 total_vram_bytes,
  *                            u64 free_vram_bytes, u64 leased_vram_bytes,
  *                            u32 active_leases, u32 flags,
- *                            u64 context_overhead_bytes }
+ *                            u64 context_overhead_bytes },
+ *              tenant_info (the caller's tenant, quota and use)
  *
  *   LEASE_ALLOC (0x0101)
  *     request: u32 gpu_index (0xFFFFFFFF = any), u64 vram_bytes, u32 ttl_s,
@@ -48,8 +51,8 @@
  *     result : lease_info
  *
  *   LEASE_RENEW (0x0102)
- *     request: lease_auth, u32 ttl_s
- *     result : lease_info
+ *     request: lease_auth, u32 ttl_s, u8 flags (bit 0: rotate; others 0)
+ *     result : lease_info (with rotate: the new secret)
  *
  *   LEASE_QUERY (0x0103)
  *     request: lease_auth
@@ -59,8 +62,21 @@
  *     request: lease_auth
  *     result : empty
  *
- *   lease_info := u64 lease_id, 16 bytes secret (LEASE_ALLOC: the new
- *                 secret; RENEW/QUERY: 16 zero bytes, never echoed),
+ *   LEASE_DELEGATE (0x0107)
+ *     request: lease_auth, u32 rights (1..0xFF), u32 ttl_s (0: as long as
+ *              the presented secret), str8 audience ("" = the lease's tenant)
+ *     result : 40 bytes secret
+ *
+ *   LEASE_REVOKE (0x0108)
+ *     request: u64 lease_id, str8 reason
+ *     result : empty
+ *
+ *   AUTHENTICATE (0x0005)
+ *     request: str8 bearer_token (1..255 bytes)
+ *     result : str8 tenant
+ *
+ *   lease_info := u64 lease_id, 40 bytes secret (LEASE_ALLOC and a
+ *                 rotating RENEW: the new secret; else 40 zero bytes),
  *                 u32 gpu_index, u64 vram_bytes, u32 ttl_s,
  *                 u64 remaining_ms, u64 submits, u8 lease_class
  *
@@ -228,12 +244,15 @@ enum gl_op {
   GL_OP_NODE_INFO = 0x0002,
   GL_OP_NET_INFO = 0x0003,
   GL_OP_POOL_INFO = 0x0004,
+  GL_OP_AUTHENTICATE = 0x0005,
   GL_OP_LEASE_ALLOC = 0x0101,
   GL_OP_LEASE_RENEW = 0x0102,
   GL_OP_LEASE_QUERY = 0x0103,
   GL_OP_LEASE_FREE = 0x0104,
   GL_OP_SHM_ATTACH = 0x0105,
   GL_OP_SHM_DETACH = 0x0106,
+  GL_OP_LEASE_DELEGATE = 0x0107,
+  GL_OP_LEASE_REVOKE = 0x0108,
   GL_OP_GPU_SUBMIT = 0x0201,
   GL_OP_SESSION_OPEN = 0x0301,
   GL_OP_SESSION_CLOSE = 0x0302,
@@ -344,7 +363,28 @@ typedef struct gl_lease_alloc_req {
 typedef struct gl_lease_renew_req {
   gl_lease_auth auth;
   uint32_t ttl_s;
+  uint8_t flags; /* GL_RENEW_F_* */
 } gl_lease_renew_req;
+#define GL_RENEW_F_ROTATE 0x01 /* bump the generation: older secrets become void */
+
+/* The longest str8 (tenant names, bearer tokens, reasons) plus a NUL. */
+#define GL_WIRE_STR8_CAP 256
+
+typedef struct gl_lease_delegate_req {
+  gl_lease_auth auth;
+  uint32_t rights;                  /* GPULEASE_RIGHT_* bits, 1..0xFF */
+  uint32_t ttl_s;                   /* 0: as long as auth's secret */
+  char audience[GL_WIRE_STR8_CAP];  /* "" = the lease's own tenant */
+} gl_lease_delegate_req;
+
+typedef struct gl_lease_revoke_req {
+  uint64_t lease_id;
+  char reason[GL_WIRE_STR8_CAP];
+} gl_lease_revoke_req;
+
+typedef struct gl_authenticate_req {
+  char token[GL_WIRE_STR8_CAP]; /* 1..255 bytes */
+} gl_authenticate_req;
 
 typedef struct gl_submit_req {
   gl_lease_auth auth;
@@ -600,6 +640,9 @@ typedef struct gl_request {
   union {
     gl_lease_alloc_req alloc;     /* LEASE_ALLOC */
     gl_lease_renew_req renew;     /* LEASE_RENEW */
+    gl_lease_delegate_req delegate; /* LEASE_DELEGATE */
+    gl_lease_revoke_req revoke;   /* LEASE_REVOKE */
+    gl_authenticate_req authenticate; /* AUTHENTICATE */
     gl_lease_auth auth;           /* LEASE_QUERY, LEASE_FREE */
     gl_submit_req submit;         /* GPU_SUBMIT */
     gl_worker_init_req worker_init; /* WORKER_INIT; WORKER_WARM: cuda_ordinal only;
@@ -655,11 +698,25 @@ typedef struct gl_gpu_entry {
   uint64_t context_overhead_bytes;
 } gl_gpu_entry;
 
+/* The caller's tenant in the inventory: its quota (UINT*_MAX: unlimited)
+ * and what it uses now. */
+typedef struct gl_tenant_info {
+  char tenant[GL_WIRE_STR8_CAP]; /* "" anonymous */
+  uint32_t flags;                /* GPULEASE_TENANT_* */
+  uint64_t quota_vram_bytes;
+  uint32_t quota_leases, quota_sessions, quota_max_ttl_s;
+  uint64_t quota_gpu_seconds_per_hour;
+  uint64_t used_vram_bytes;
+  uint32_t used_leases, used_sessions;
+  uint64_t used_gpu_seconds; /* in the last hour */
+} gl_tenant_info;
+
 typedef struct gl_inventory {
   uint32_t max_ttl_s;
   char driver_version[64]; /* NUL-terminated copy */
   uint16_t gpu_count;
   gl_gpu_entry gpus[GPULEASE_MAX_GPUS];
+  gl_tenant_info tenant;
 } gl_inventory;
 
 typedef struct gl_lease_info {
@@ -791,6 +848,8 @@ typedef struct gl_response {
   union { /* valid only when status == GPULEASE_OK */
     gl_inventory inventory;   /* GET_INVENTORY */
     gl_lease_info lease;      /* LEASE_ALLOC, LEASE_RENEW, LEASE_QUERY */
+    uint8_t secret[GPULEASE_SECRET_BYTES]; /* LEASE_DELEGATE */
+    char tenant[GL_WIRE_STR8_CAP]; /* AUTHENTICATE */
     gl_submit_resp submit;    /* GPU_SUBMIT */
     gl_probe_resp probe;      /* WORKER_PROBE */
     gl_worker_init_resp worker_init; /* WORKER_INIT */

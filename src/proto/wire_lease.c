@@ -1,6 +1,7 @@
 /*
- * wire_lease.c - the codec of the lease ops: GET_INVENTORY, LEASE_ALLOC,
- * LEASE_RENEW, LEASE_QUERY and LEASE_FREE, requests and results
+ * wire_lease.c - the codec of the lease ops: GET_INVENTORY, AUTHENTICATE,
+ * LEASE_ALLOC, LEASE_RENEW, LEASE_QUERY, LEASE_FREE, LEASE_DELEGATE and
+ * LEASE_REVOKE, requests and results
  * (gl_wire__lease, called by wire.c's entry points; layouts in wire.h and
  * docs/protocol.md).
  *
@@ -33,6 +34,20 @@ static void lease_decode(gl_wire__rd *r, gl_request *q) {
   case GL_OP_LEASE_RENEW:
     gl_wire__auth_decode(r, &q->u.renew.auth);
     q->u.renew.ttl_s = gl_wire__rd_u32(r, "ttl_s");
+    q->u.renew.flags = gl_wire__rd_u8(r, "flags");
+    break;
+  case GL_OP_LEASE_DELEGATE:
+    gl_wire__auth_decode(r, &q->u.delegate.auth);
+    q->u.delegate.rights = gl_wire__rd_u32(r, "rights");
+    q->u.delegate.ttl_s = gl_wire__rd_u32(r, "ttl_s");
+    gl_wire__rd_str8(r, "audience", q->u.delegate.audience, sizeof q->u.delegate.audience);
+    break;
+  case GL_OP_LEASE_REVOKE:
+    q->u.revoke.lease_id = gl_wire__rd_u64(r, "lease_id");
+    gl_wire__rd_str8(r, "reason", q->u.revoke.reason, sizeof q->u.revoke.reason);
+    break;
+  case GL_OP_AUTHENTICATE:
+    gl_wire__rd_str8(r, "bearer_token", q->u.authenticate.token, sizeof q->u.authenticate.token);
     break;
   case GL_OP_LEASE_QUERY:
   case GL_OP_LEASE_FREE:
@@ -56,6 +71,20 @@ static void lease_put(gl_buf *b, const gl_request *q) {
   case GL_OP_LEASE_RENEW:
     gl_wire__auth_put(b, &q->u.renew.auth);
     gl_wire__put_u32(b, q->u.renew.ttl_s);
+    gl_wire__put_u8(b, q->u.renew.flags);
+    break;
+  case GL_OP_LEASE_DELEGATE:
+    gl_wire__auth_put(b, &q->u.delegate.auth);
+    gl_wire__put_u32(b, q->u.delegate.rights);
+    gl_wire__put_u32(b, q->u.delegate.ttl_s);
+    gl_wire__put_str8(b, q->u.delegate.audience, sizeof q->u.delegate.audience);
+    break;
+  case GL_OP_LEASE_REVOKE:
+    gl_wire__put_u64(b, q->u.revoke.lease_id);
+    gl_wire__put_str8(b, q->u.revoke.reason, sizeof q->u.revoke.reason);
+    break;
+  case GL_OP_AUTHENTICATE:
+    gl_wire__put_str8(b, q->u.authenticate.token, sizeof q->u.authenticate.token);
     break;
   case GL_OP_LEASE_QUERY:
   case GL_OP_LEASE_FREE:
@@ -66,12 +95,24 @@ static void lease_put(gl_buf *b, const gl_request *q) {
   }
 }
 
-/* LEASE_ALLOC's class must be one of gpulease_lease_class. */
+/* Ranges: LEASE_ALLOC's class, LEASE_RENEW's flags, LEASE_DELEGATE's
+ * rights, AUTHENTICATE's token length. */
 static void lease_validate(gl_wire__rd *r, const gl_request *q) {
+  if (!gl_wire__rd_ok(r)) return;
   if (q->op == GL_OP_LEASE_ALLOC && q->u.alloc.lease_class > GPULEASE_CLASS_PARTITION)
     gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
                      "lease_class %u is not a class (0 isolated, 1 shared, 2 device, 3 partition)",
                      q->u.alloc.lease_class);
+  else if (q->op == GL_OP_LEASE_RENEW && (q->u.renew.flags & ~GL_RENEW_F_ROTATE))
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+                     "flags 0x%02x: only bit 0 (rotate) is defined", q->u.renew.flags);
+  else if (q->op == GL_OP_LEASE_DELEGATE &&
+           (q->u.delegate.rights == 0 || (q->u.delegate.rights & ~(uint32_t)GPULEASE_RIGHTS_ALL)))
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+                     "rights 0x%08x: at least one right, only bits 0..7 are rights",
+                     q->u.delegate.rights);
+  else if (q->op == GL_OP_AUTHENTICATE && !q->u.authenticate.token[0])
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "bearer_token is empty");
 }
 
 /* ========================================================================
@@ -101,11 +142,24 @@ static void inventory_decode(gl_wire__rd *r, gl_inventory *inv) {
     g->context_overhead_bytes = gl_wire__rd_u64(r, "context_overhead_bytes");
   }
   r->elem = NULL;
+  gl_tenant_info *t = &inv->tenant;
+  gl_wire__rd_str8(r, "tenant", t->tenant, sizeof t->tenant);
+  t->flags = gl_wire__rd_u32(r, "tenant_flags");
+  t->quota_vram_bytes = gl_wire__rd_u64(r, "quota_vram_bytes");
+  t->quota_leases = gl_wire__rd_u32(r, "quota_leases");
+  t->quota_sessions = gl_wire__rd_u32(r, "quota_sessions");
+  t->quota_max_ttl_s = gl_wire__rd_u32(r, "quota_max_ttl_s");
+  t->quota_gpu_seconds_per_hour = gl_wire__rd_u64(r, "quota_gpu_seconds_per_hour");
+  t->used_vram_bytes = gl_wire__rd_u64(r, "used_vram_bytes");
+  t->used_leases = gl_wire__rd_u32(r, "used_leases");
+  t->used_sessions = gl_wire__rd_u32(r, "used_sessions");
+  t->used_gpu_seconds = gl_wire__rd_u64(r, "used_gpu_seconds");
 }
 
 static bool inventory_valid(const gl_inventory *inv) {
   if (inv->gpu_count > GPULEASE_MAX_GPUS) return false;
   if (!gl_wire__str_fits(inv->driver_version, sizeof inv->driver_version)) return false;
+  if (!gl_wire__str_fits(inv->tenant.tenant, sizeof inv->tenant.tenant)) return false;
   for (unsigned i = 0; i < inv->gpu_count; i++)
     if (!gl_wire__str_fits(inv->gpus[i].uuid, sizeof inv->gpus[i].uuid) ||
         !gl_wire__str_fits(inv->gpus[i].name, sizeof inv->gpus[i].name))
@@ -132,6 +186,18 @@ static void inventory_put(gl_buf *b, const gl_inventory *inv) {
     gl_wire__put_u32(b, g->flags);
     gl_wire__put_u64(b, g->context_overhead_bytes);
   }
+  const gl_tenant_info *t = &inv->tenant;
+  gl_wire__put_str8(b, t->tenant, sizeof t->tenant);
+  gl_wire__put_u32(b, t->flags);
+  gl_wire__put_u64(b, t->quota_vram_bytes);
+  gl_wire__put_u32(b, t->quota_leases);
+  gl_wire__put_u32(b, t->quota_sessions);
+  gl_wire__put_u32(b, t->quota_max_ttl_s);
+  gl_wire__put_u64(b, t->quota_gpu_seconds_per_hour);
+  gl_wire__put_u64(b, t->used_vram_bytes);
+  gl_wire__put_u32(b, t->used_leases);
+  gl_wire__put_u32(b, t->used_sessions);
+  gl_wire__put_u64(b, t->used_gpu_seconds);
 }
 
 static void lease_info_decode(gl_wire__rd *r, gl_lease_info *l) {
@@ -167,12 +233,21 @@ static void lease_result_decode(gl_wire__rd *r, gl_response *out) {
   case GL_OP_LEASE_QUERY:
     lease_info_decode(r, &out->u.lease);
     break;
-  default: /* LEASE_FREE: empty result */
+  case GL_OP_LEASE_DELEGATE: {
+    const uint8_t *p = gl_wire__rd_take(r, GPULEASE_SECRET_BYTES, "secret");
+    if (p) memcpy(out->u.secret, p, GPULEASE_SECRET_BYTES);
+    break;
+  }
+  case GL_OP_AUTHENTICATE:
+    gl_wire__rd_str8(r, "tenant", out->u.tenant, sizeof out->u.tenant);
+    break;
+  default: /* LEASE_FREE, LEASE_REVOKE: empty result */
     break;
   }
 }
 
 static bool lease_result_valid(const gl_response *resp) {
+  if (resp->op == GL_OP_AUTHENTICATE) return gl_wire__str_fits(resp->u.tenant, sizeof resp->u.tenant);
   return resp->op != GL_OP_GET_INVENTORY || inventory_valid(&resp->u.inventory);
 }
 
@@ -186,7 +261,13 @@ static void lease_result_put(gl_buf *b, const gl_response *resp) {
   case GL_OP_LEASE_QUERY:
     lease_info_put(b, &resp->u.lease);
     break;
-  default: /* LEASE_FREE: empty result */
+  case GL_OP_LEASE_DELEGATE:
+    gl_wire__put_bytes(b, resp->u.secret, GPULEASE_SECRET_BYTES);
+    break;
+  case GL_OP_AUTHENTICATE:
+    gl_wire__put_str8(b, resp->u.tenant, sizeof resp->u.tenant);
+    break;
+  default: /* LEASE_FREE, LEASE_REVOKE: empty result */
     break;
   }
 }

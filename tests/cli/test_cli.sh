@@ -31,9 +31,9 @@ secret=$(sed -n 's/.*"secret": "\([0-9a-f]*\)".*/\1/p' $out)
 cli lease show "$id" --secret "$secret" > $out 2> $err;  check "lease show" 0 $? "vram       1048576 bytes" $out
 GPULEASE_SECRET=$secret cli lease renew "$id" --ttl 50 > $out 2> $err
 check "lease renew (secret from env)" 0 $? "ttl        50 s" $out
-cli lease show "$id" --secret 00000000000000000000000000000000 > $out 2> $err
+cli lease show "$id" --secret 00000000000000000000000000000000000000000000000000000000000000000000000000000000 > $out 2> $err
 check "wrong secret" 1 $? "lease show failed: UNAUTHORIZED: wrong secret" $err
-cli --json lease show "$id" --secret 00000000000000000000000000000000 > $out 2> $err
+cli --json lease show "$id" --secret 00000000000000000000000000000000000000000000000000000000000000000000000000000000 > $out 2> $err
 check "wrong secret json" 1 $? '"status": "UNAUTHORIZED"' $out
 cli lease renew "$id" --secret "$secret" --ttl 61 > $out 2> $err
 check "ttl above max" 1 $? "INVALID_ARGUMENT: ttl_s 61 out of range 1..60" $err

@@ -85,8 +85,8 @@ static void test_lease_cycle(void **state) {
   assert_int_equal(l.vram_bytes, 4 * MiB);
   assert_int_equal(l.ttl_s, 20);
   assert_true(l.remaining_ms > 19000 && l.remaining_ms <= 20000);
-  uint8_t zero[16] = {0};
-  assert_memory_not_equal(l.secret, zero, 16);
+  uint8_t zero[GPULEASE_SECRET_BYTES] = {0};
+  assert_memory_not_equal(l.secret, zero, GPULEASE_SECRET_BYTES);
   assert_int_equal(gl_test_daemon_children(&d), 1); /* the lease's worker */
 
   assert_int_equal(gpulease_inventory_get(c, inv, &err), GPULEASE_OK);

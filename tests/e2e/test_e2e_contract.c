@@ -366,12 +366,13 @@ static void test_refused_request_leaves_seq_unused(void **state) {
   expect(&x, GPULEASE_NOT_FOUND, "no session");
   reply_free(&x);
   /* A MEMSET whose element size the decoder refuses (3), built by hand
-   * from an encoded one: element_size sits at body offset 56. */
+   * from an encoded one: element_size sits at body offset 80 (session_ref
+   * 64, buffer 8, offset 8). */
   gl_request good = r_memset32(&p, 2, b, 1);
   gl_buf enc;
   gl_buf_init(&enc);
   assert_int_equal(gl_request_encode(&good, &enc), GPULEASE_OK);
-  enc.data[GL_WIRE_HEADER_SIZE + 56] = 3;
+  enc.data[GL_WIRE_HEADER_SIZE + 80] = 3;
   uint64_t tok;
   char err[256];
   assert_int_equal(gl_qclient_send(p.q, enc.data, enc.len, &tok, err, sizeof err), GL_QC_OK);

@@ -437,7 +437,7 @@ static void test_cli_session(void **state) {
   start(&d);
   gpulease_client *c = gl_test_connect(&d, 20000);
   gpulease_lease l = lease(c, 8 * MiB, 120);
-  char hex[33], L[96], out[4096], sid[32], buf[32], mod[32];
+  char hex[2 * GPULEASE_SECRET_BYTES + 1], L[160], out[4096], sid[32], buf[32], mod[32];
   gpulease_secret_to_hex(l.secret, hex);
   snprintf(L, sizeof L, "--lease %llu --secret %s", (unsigned long long)l.id, hex);
   const char *bin = getenv("GL_TEST_BIN_DIR");

@@ -1,0 +1,51 @@
+/*
+ * ops_internal.h - what the daemon's request handlers share: ops.c (leases,
+ * submits, sessions, shared memory) and ops_access.c (identities,
+ * delegation, revocation, the caller's quota).
+ */
+#ifndef GL_DAEMON_OPS_INTERNAL_H
+#define GL_DAEMON_OPS_INTERNAL_H
+
+#include <stdint.h>
+
+#include "auth/tenants.h"
+#include "common/util.h"
+#include "daemon/daemon.h"
+#include "daemon/dreq.h"
+#include "proto/wire.h"
+
+/* Sends b (an encoded response; INTERNAL instead when it ran out of
+ * memory) and frees it. */
+void gl_ops_reply_bytes(gl_dreq *req, gl_buf *b);
+
+/* Sends an error response of op with status st and a printf message. */
+void gl_ops_reply_error(gl_dreq *req, uint16_t op, gpulease_status st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Sends lease_info of l; secret (GPULEASE_SECRET_BYTES) or NULL (zeros). */
+void gl_ops_reply_lease(gl_dreq *req, uint16_t op, const gl_lease *l, const uint8_t *secret);
+
+/* Checks r's lease secret (lease_auth a) for the rights r's op needs;
+ * on failure replies and returns NULL. */
+gl_lease *gl_ops_auth(gl_daemon *d, gl_dreq *req, const gl_request *r, const gl_lease_auth *a);
+
+/* The handlers of LEASE_RENEW (ops.c), LEASE_DELEGATE, LEASE_REVOKE and
+ * AUTHENTICATE (ops_access.c). */
+void gl_ops_lease_renew(gl_daemon *d, gl_dreq *req, const gl_request *r);
+void gl_ops_lease_delegate(gl_daemon *d, gl_dreq *req, const gl_request *r);
+void gl_ops_lease_revoke(gl_daemon *d, gl_dreq *req, const gl_request *r);
+void gl_ops_authenticate(gl_daemon *d, gl_dreq *req, const gl_request *r);
+
+/* The quota limits of tenant (all unlimited without a tenants file);
+ * scratch holds them when the tenant is not listed. */
+const gl_quota_limits *gl_daemon_limits(const gl_daemon *d, const char *tenant,
+                                        gl_tenant *scratch);
+
+/* The message for a request without an identity under --auth mtls or
+ * token: what the client must present. Static storage. */
+const char *gl_daemon_no_identity_msg(const gl_daemon *d, const gl_dreq *req);
+
+/* Fills the inventory's tenant section for the caller. */
+void gl_ops_tenant_info(gl_daemon *d, const char *tenant, gl_tenant_info *out);
+
+#endif /* GL_DAEMON_OPS_INTERNAL_H */
