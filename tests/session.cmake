@@ -46,3 +46,6 @@ add_dependencies(test_e2e_exec gpuleased)
 gl_add_test(test_e2e_sandbox SOURCES e2e/test_e2e_sandbox.c e2e/daemon_harness.c
   LIBS gpulease_static gl_common Threads::Threads TIMEOUT 120 LABELS emu)
 add_dependencies(test_e2e_sandbox gpuleased gl_kernels)
+gl_add_test(test_e2e_tenants SOURCES e2e/test_e2e_tenants.c e2e/daemon_harness.c
+  LIBS gpulease_static gl_common gl_net_client gl_dep_jsonc Threads::Threads TIMEOUT 180 LABELS emu)
+add_dependencies(test_e2e_tenants gpuleased gpulease gl_kernels)

@@ -14,11 +14,14 @@
 
 const gl_quota_limits *gl_daemon_limits(const gl_daemon *d, const char *tenant,
                                         gl_tenant *scratch) {
-  const gl_tenant *t = d->tenants && tenant[0] ? gl_tenants_lookup(d->tenants, tenant, scratch)
-                                               : NULL;
-  if (t) return &t->limits;
-  gl_quota_limits_unlimited(&scratch->limits);
-  return &scratch->limits;
+  if (!d->tenants) { /* no tenants file: no quotas */
+    gl_quota_limits_unlimited(&scratch->limits);
+    return &scratch->limits;
+  }
+  const gl_tenant *t = tenant[0] ? gl_tenants_lookup(d->tenants, tenant, scratch) : NULL;
+  /* The anonymous tenant (--auth none), and any name that could never be
+   * listed, get the file's [defaults]. */
+  return t ? &t->limits : gl_tenants_defaults(d->tenants);
 }
 
 const char *gl_daemon_no_identity_msg(const gl_daemon *d, const gl_dreq *req) {

@@ -1,0 +1,668 @@
+/*
+ * test_e2e_tenants.c - tenants end to end on the emulated device: bearer
+ * tokens and client certificates, capability secrets (rights, delegation,
+ * expiry, rotation, revocation, another tenant's lease), quotas per tenant,
+ * the inventory's tenant section, the audit log, and --auth none beyond
+ * loopback. Every refusal is checked for its status and reason, and for
+ * leaving the lease as it was.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <json-c/json.h>
+
+#include "common/util.h"
+#include "daemon_harness.h"
+#include "gpulease/gpulease.h"
+#include "lib_check.h"
+#include "net/tls.h"
+
+#define TOKEN_ALICE "alice-0123456789abcdef0123456789abcdef"
+#define TOKEN_BOB "bob-0123456789abcdef0123456789abcdef0"
+#define TOKEN_CAROL "carol-0123456789abcdef0123456789abcdef"
+#define TOKEN_ROOT "root-0123456789abcdef0123456789abcdef00"
+
+static const char tenants_ini[] =
+    "[tenant alice]\n"
+    "token = " TOKEN_ALICE "\n"
+    "leases = 3\n"
+    "vram = 48MiB\n"
+    "max_ttl = 120\n"
+    "sessions = 2\n"
+    "\n"
+    "[tenant bob]\n"
+    "token = " TOKEN_BOB "\n"
+    "leases = 1\n"
+    "\n"
+    "[tenant carol]\n"
+    "token = " TOKEN_CAROL "\n"
+    "gpu_seconds_per_hour = 100\n"
+    "\n"
+    "[tenant root]\n"
+    "token = " TOKEN_ROOT "\n"
+    "admin = true\n";
+
+typedef struct fixture {
+  gl_test_daemon d;
+  char tenants[300], audit[300];
+} fixture;
+
+static fixture F;
+
+static int start_token_daemon(void **state) {
+  (void)state;
+  snprintf(F.tenants, sizeof F.tenants, "/tmp/gl-tenants-%d.ini", (int)getpid());
+  snprintf(F.audit, sizeof F.audit, "/tmp/gl-audit-%d.jsonl", (int)getpid());
+  FILE *f = fopen(F.tenants, "w");
+  assert_non_null(f);
+  fputs(tenants_ini, f);
+  fclose(f);
+  unlink(F.audit);
+  static const char *extra[] = {"--auth", "token", "--tenants", NULL, "--audit-log", NULL,
+                                "--max-ttl", "300", NULL};
+  extra[3] = F.tenants;
+  extra[5] = F.audit;
+  return gl_test_daemon_start(&F.d, "256M", extra);
+}
+
+static int stop_token_daemon(void **state) {
+  (void)state;
+  int rc = gl_test_daemon_stop(&F.d);
+  unlink(F.tenants);
+  unlink(F.audit);
+  return rc;
+}
+
+/* A client of tenant `token` (NULL: none); NULL when connect fails, with
+ * the status in *st and the message in err. */
+static gpulease_client *connect_as(const gl_test_daemon *d, const char *token,
+                                   const char *cert, const char *key, gpulease_status *st,
+                                   gpulease_error *err) {
+  gpulease_connect_options o;
+  gpulease_connect_options_default(&o);
+  o.addr = d->addr;
+  o.pin_sha256 = d->fingerprint;
+  o.timeout_ms = 30000;
+  o.no_local = 1;
+  o.bearer_token = token;
+  o.cert_file = cert;
+  o.key_file = key;
+  gpulease_client *c = NULL;
+  *st = gpulease_client_connect(&o, &c, err);
+  return *st == GPULEASE_OK ? c : NULL;
+}
+
+static gpulease_client *as(const char *token) {
+  gpulease_status st;
+  gpulease_error err;
+  gpulease_client *c = connect_as(&F.d, token, NULL, NULL, &st, &err);
+  if (!c) fprintf(stderr, "connect: %s: %s\n", gpulease_status_name(st), err.message);
+  assert_non_null(c);
+  return c;
+}
+
+/* Asserts status `want` and that the message holds `needle`. */
+static void expect_status(gpulease_status got, const gpulease_error *err, gpulease_status want,
+                          const char *needle) {
+  if (got != want || (needle && !strstr(err->message, needle)))
+    fprintf(stderr, "got %s '%s', want %s with '%s'\n", gpulease_status_name(got),
+            got == GPULEASE_OK ? "" : err->message, gpulease_status_name(want),
+            needle ? needle : "");
+  assert_int_equal(got, want);
+  if (needle) assert_non_null(strstr(err->message, needle));
+}
+
+/* lease with its secret replaced by `secret`. */
+static gpulease_lease with_secret(const gpulease_lease *l, const uint8_t *secret) {
+  gpulease_lease x = *l;
+  memcpy(x.secret, secret, GPULEASE_SECRET_BYTES);
+  return x;
+}
+
+static gpulease_lease delegate(gpulease_client *c, const gpulease_lease *l, uint32_t rights,
+                               uint32_t ttl_s, const char *to) {
+  uint8_t s[GPULEASE_SECRET_BYTES];
+  CHECK(gpulease_lease_delegate(c, l, rights, ttl_s, to, s, E));
+  return with_secret(l, s);
+}
+
+static gpulease_status submit_iota(gpulease_client *c, const gpulease_lease *l,
+                                   gpulease_error *err) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/kernels/iota.ptx", getenv("GL_TEST_BIN_DIR"));
+  uint8_t *ptx = NULL;
+  size_t ptx_len = 0;
+  assert_int_equal(gl_read_file(path, 1 << 20, &ptx, &ptx_len), 0);
+  gpulease_submit_desc sd;
+  gpulease_submit_desc_default(&sd);
+  sd.image = ptx;
+  sd.image_size = ptx_len;
+  sd.kernel = "iota";
+  sd.block[0] = 256;
+  sd.output_size = 1024;
+  gpulease_submit_result r;
+  gpulease_status st = gpulease_submit(c, l, &sd, &r, err);
+  if (st == GPULEASE_OK) {
+    assert_true(((const float *)r.output)[255] == 256.0f);
+    gpulease_submit_result_release(&r);
+  }
+  free(ptx);
+  return st;
+}
+
+/* ======================================================================
+ * Identities
+ * ==================================================================== */
+
+static void test_identity_required(void **state) {
+  (void)state;
+  gpulease_status st;
+  gpulease_error err;
+  /* No token: connected, but every op is refused on its header. */
+  gpulease_client *anon = connect_as(&F.d, NULL, NULL, NULL, &st, &err);
+  assert_non_null(anon);
+  static gpulease_inventory inv;
+  expect_status(gpulease_inventory_get(anon, &inv, &err), &err, GPULEASE_UNAUTHORIZED,
+                "no identity: this daemon runs --auth token");
+  gpulease_lease l;
+  expect_status(gpulease_lease_alloc(anon, GPULEASE_ANY_GPU, MiB, 10, &l, &err), &err,
+                GPULEASE_UNAUTHORIZED, "no identity");
+  gpulease_client_close(anon);
+  /* A token the daemon does not know: connect itself fails. */
+  assert_null(connect_as(&F.d, "mallory-0123456789abcdef0123456789abcdef", NULL, NULL, &st, &err));
+  expect_status(st, &err, GPULEASE_UNAUTHORIZED, "unknown bearer token");
+  /* A known one: the inventory names the tenant and its quota. */
+  gpulease_client *c = as(TOKEN_ALICE);
+  CHECK(gpulease_inventory_get(c, &inv, E));
+  assert_string_equal(inv.tenant.name, "alice");
+  assert_int_equal(inv.tenant.quota_leases, 3);
+  assert_int_equal(inv.tenant.quota_sessions, 2);
+  assert_int_equal(inv.tenant.quota_max_ttl_s, 120);
+  assert_int_equal(inv.tenant.quota_vram_bytes, 48 * MiB);
+  assert_int_equal(inv.tenant.quota_gpu_seconds_per_hour, UINT64_MAX);
+  assert_true(inv.tenant.flags & GPULEASE_TENANT_LISTED);
+  assert_false(inv.tenant.flags & GPULEASE_TENANT_ADMIN);
+  gpulease_client_close(c);
+  c = as(TOKEN_ROOT);
+  CHECK(gpulease_inventory_get(c, &inv, E));
+  assert_string_equal(inv.tenant.name, "root");
+  assert_true(inv.tenant.flags & GPULEASE_TENANT_ADMIN);
+  gpulease_client_close(c);
+}
+
+/* ======================================================================
+ * Capability secrets
+ * ==================================================================== */
+
+/* Each op refused with a secret that lacks its right, and the lease
+ * unchanged. */
+static void test_rights(void **state) {
+  (void)state;
+  gpulease_client *c = as(TOKEN_ALICE);
+  gpulease_lease root;
+  CHECK(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, 4 * MiB, 60, &root, E));
+  uint32_t gen, rights;
+  uint64_t not_after;
+  gpulease_secret_describe(root.secret, &gen, &rights, &not_after, NULL);
+  assert_int_equal(gen, 1);
+  assert_int_equal(rights, GPULEASE_RIGHTS_ALL);
+  assert_int_equal(not_after, 0);
+
+  gpulease_error err;
+  /* query only */
+  gpulease_lease q = delegate(c, &root, GPULEASE_RIGHT_QUERY, 0, NULL);
+  CHECK(gpulease_lease_query(c, &q, E));
+  expect_status(gpulease_lease_renew(c, &q, 30, &err), &err, GPULEASE_UNAUTHORIZED,
+                "LEASE_RENEW needs the right 'renew'");
+  expect_status(gpulease_lease_free(c, &q, &err), &err, GPULEASE_UNAUTHORIZED,
+                "LEASE_FREE needs the right 'free'");
+  expect_status(submit_iota(c, &q, &err), &err, GPULEASE_UNAUTHORIZED,
+                "GPU_SUBMIT needs the right 'submit'");
+  gpulease_session *s = NULL;
+  expect_status(gpulease_session_open(c, &q, &s, &err), &err, GPULEASE_UNAUTHORIZED,
+                "SESSION_OPEN needs the right 'session'");
+  uint8_t more[GPULEASE_SECRET_BYTES];
+  expect_status(gpulease_lease_delegate(c, &q, GPULEASE_RIGHT_QUERY, 0, NULL, more, &err), &err,
+                GPULEASE_UNAUTHORIZED, "needs the right 'delegate'");
+  /* Nothing changed: the TTL was not renewed, the lease lives. */
+  CHECK(gpulease_lease_query(c, &root, E));
+  assert_int_equal(root.ttl_s, 60);
+  assert_int_equal(root.submits, 0);
+
+  /* submit only */
+  gpulease_lease sub = delegate(c, &root, GPULEASE_RIGHT_SUBMIT, 0, NULL);
+  assert_int_equal(submit_iota(c, &sub, &err), GPULEASE_OK);
+  expect_status(gpulease_lease_query(c, &sub, &err), &err, GPULEASE_UNAUTHORIZED,
+                "needs the right 'query', which");
+
+  /* session without read or write: work runs, memory stays put */
+  gpulease_lease ses = delegate(c, &root, GPULEASE_RIGHT_SESSION, 0, NULL);
+  CHECK(gpulease_session_open(c, &ses, &s, E));
+  gpulease_buffer b;
+  CHECK(gpulease_mem_alloc(s, 4096, &b, E));
+  uint8_t buf[4096] = {7};
+  expect_status(gpulease_mem_write(s, b, 0, buf, sizeof buf, &err), &err,
+                GPULEASE_UNAUTHORIZED, "needs the right 'write'");
+  expect_status(gpulease_mem_read(s, b, 0, buf, sizeof buf, &err), &err, GPULEASE_UNAUTHORIZED,
+                "needs the right 'read'");
+  gpulease_session_close(s, NULL);
+  /* session, read and write together */
+  gpulease_lease rw = delegate(c, &root,
+                               GPULEASE_RIGHT_SESSION | GPULEASE_RIGHT_READ | GPULEASE_RIGHT_WRITE,
+                               0, NULL);
+  CHECK(gpulease_session_open(c, &rw, &s, E));
+  CHECK(gpulease_mem_alloc(s, 4096, &b, E));
+  for (int i = 0; i < 4096; i++) buf[i] = (uint8_t)i;
+  CHECK(gpulease_mem_write(s, b, 0, buf, sizeof buf, E));
+  uint8_t back[4096];
+  CHECK(gpulease_mem_read(s, b, 0, back, sizeof back, E));
+  assert_memory_equal(back, buf, sizeof buf);
+  CHECK(gpulease_session_close(s, E));
+
+  /* A derived secret cannot be stronger than the one presented. */
+  gpulease_lease dq = delegate(c, &root, GPULEASE_RIGHT_DELEGATE | GPULEASE_RIGHT_QUERY, 0, NULL);
+  expect_status(gpulease_lease_delegate(c, &dq, GPULEASE_RIGHT_FREE, 0, NULL, more, &err), &err,
+                GPULEASE_UNAUTHORIZED, "cannot delegate 'free'");
+  CHECK(gpulease_lease_delegate(c, &dq, GPULEASE_RIGHT_QUERY, 0, NULL, more, E));
+
+  /* A wrong secret (one bit of the MAC), a missing one (zeros). */
+  gpulease_lease bad = root;
+  bad.secret[GPULEASE_SECRET_BYTES - 1] ^= 1;
+  expect_status(gpulease_lease_query(c, &bad, &err), &err, GPULEASE_UNAUTHORIZED,
+                "wrong secret for lease");
+  memset(bad.secret, 0, sizeof bad.secret);
+  expect_status(gpulease_lease_free(c, &bad, &err), &err, GPULEASE_UNAUTHORIZED,
+                "wrong secret for lease");
+  /* A forged secret: the rights of a query-only secret raised, MAC kept. */
+  bad = q;
+  bad.secret[7] = 0xFF;
+  expect_status(gpulease_lease_free(c, &bad, &err), &err, GPULEASE_UNAUTHORIZED,
+                "wrong secret for lease");
+  CHECK(gpulease_lease_query(c, &root, E));
+  CHECK(gpulease_lease_free(c, &root, E));
+  gpulease_client_close(c);
+}
+
+static void test_expiry_rotation_revocation(void **state) {
+  (void)state;
+  gpulease_client *c = as(TOKEN_ALICE);
+  gpulease_error err;
+  gpulease_lease root;
+  CHECK(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, 4 * MiB, 60, &root, E));
+  /* A secret that expires after a second. */
+  gpulease_lease brief = delegate(c, &root, GPULEASE_RIGHT_QUERY, 1, NULL);
+  CHECK(gpulease_lease_query(c, &brief, E));
+  sleep(2);
+  expect_status(gpulease_lease_query(c, &brief, &err), &err, GPULEASE_UNAUTHORIZED,
+                "expired at");
+
+  /* Rotation voids the old root secret and everything derived from it. */
+  gpulease_lease old = root;
+  gpulease_lease kid = delegate(c, &root, GPULEASE_RIGHT_QUERY, 0, NULL);
+  CHECK(gpulease_lease_rotate(c, &root, 60, E));
+  assert_memory_not_equal(root.secret, old.secret, GPULEASE_SECRET_BYTES);
+  uint32_t gen;
+  gpulease_secret_describe(root.secret, &gen, NULL, NULL, NULL);
+  assert_int_equal(gen, 2);
+  expect_status(gpulease_lease_query(c, &old, &err), &err, GPULEASE_UNAUTHORIZED,
+                "rotated to generation 2");
+  expect_status(gpulease_lease_query(c, &kid, &err), &err, GPULEASE_UNAUTHORIZED,
+                "rotated to generation 2");
+  CHECK(gpulease_lease_query(c, &root, E));
+  /* Rotating takes renew and delegate. */
+  gpulease_lease renew_only = delegate(c, &root, GPULEASE_RIGHT_RENEW, 0, NULL);
+  expect_status(gpulease_lease_rotate(c, &renew_only, 60, &err), &err, GPULEASE_UNAUTHORIZED,
+                "'delegate'");
+
+  /* Revocation by the owning tenant, without the secret. */
+  gpulease_lease kid2 = delegate(c, &root, GPULEASE_RIGHT_QUERY, 0, NULL);
+  gpulease_client *bob = as(TOKEN_BOB);
+  expect_status(gpulease_lease_revoke(bob, root.id, "not mine", &err), &err, GPULEASE_NOT_FOUND,
+                "no live lease");
+  CHECK(gpulease_lease_query(c, &root, E)); /* bob changed nothing */
+  CHECK(gpulease_lease_revoke(c, root.id, "key leaked", E));
+  expect_status(gpulease_lease_query(c, &root, &err), &err, GPULEASE_UNAUTHORIZED,
+                "was revoked by 'alice': key leaked");
+  expect_status(gpulease_lease_query(c, &kid2, &err), &err, GPULEASE_UNAUTHORIZED, "revoked");
+  expect_status(submit_iota(c, &root, &err), &err, GPULEASE_UNAUTHORIZED, "revoked");
+
+  /* An admin revokes another tenant's lease. */
+  gpulease_lease bl;
+  CHECK(gpulease_lease_alloc(bob, GPULEASE_ANY_GPU, 4 * MiB, 60, &bl, E));
+  gpulease_client *admin = as(TOKEN_ROOT);
+  CHECK(gpulease_lease_revoke(admin, bl.id, "maintenance", E));
+  expect_status(gpulease_lease_query(bob, &bl, &err), &err, GPULEASE_UNAUTHORIZED,
+                "revoked by 'root': maintenance");
+  gpulease_client_close(admin);
+  gpulease_client_close(bob);
+  gpulease_client_close(c);
+}
+
+static void test_foreign_tenant(void **state) {
+  (void)state;
+  gpulease_client *alice = as(TOKEN_ALICE), *bob = as(TOKEN_BOB);
+  gpulease_error err;
+  gpulease_lease root;
+  CHECK(gpulease_lease_alloc(alice, GPULEASE_ANY_GPU, 4 * MiB, 60, &root, E));
+  /* The right secret, the wrong tenant. */
+  expect_status(gpulease_lease_query(bob, &root, &err), &err, GPULEASE_UNAUTHORIZED,
+                "belongs to tenant 'alice'; this connection is tenant 'bob'");
+  expect_status(gpulease_lease_free(bob, &root, &err), &err, GPULEASE_UNAUTHORIZED,
+                "belongs to tenant 'alice'");
+  expect_status(submit_iota(bob, &root, &err), &err, GPULEASE_UNAUTHORIZED, "tenant 'alice'");
+  /* A secret delegated within alice's tenant is still not bob's. */
+  gpulease_lease mine = delegate(alice, &root, GPULEASE_RIGHT_SUBMIT, 0, NULL);
+  expect_status(submit_iota(bob, &mine, &err), &err, GPULEASE_UNAUTHORIZED, "not delegated");
+  /* Handed to bob: bob may use it, for its rights only. */
+  gpulease_lease for_bob =
+      delegate(alice, &root, GPULEASE_RIGHT_SUBMIT | GPULEASE_RIGHT_QUERY, 0, "bob");
+  int other = 0;
+  gpulease_secret_describe(for_bob.secret, NULL, NULL, NULL, &other);
+  assert_true(other);
+  assert_int_equal(submit_iota(bob, &for_bob, &err), GPULEASE_OK);
+  CHECK(gpulease_lease_query(bob, &for_bob, E));
+  assert_int_equal(for_bob.submits, 1);
+  expect_status(gpulease_lease_free(bob, &for_bob, &err), &err, GPULEASE_UNAUTHORIZED,
+                "'free'");
+  /* ... and carol may not. */
+  gpulease_client *carol = as(TOKEN_CAROL);
+  expect_status(gpulease_lease_query(carol, &for_bob, &err), &err, GPULEASE_UNAUTHORIZED,
+                "tenant 'carol'");
+  gpulease_client_close(carol);
+  CHECK(gpulease_lease_free(alice, &root, E));
+  gpulease_client_close(bob);
+  gpulease_client_close(alice);
+}
+
+/* ======================================================================
+ * Quotas
+ * ==================================================================== */
+
+static void test_quotas(void **state) {
+  (void)state;
+  gpulease_client *alice = as(TOKEN_ALICE), *bob = as(TOKEN_BOB), *carol = as(TOKEN_CAROL);
+  gpulease_error err;
+  gpulease_lease a[3], b, b2;
+  /* alice: 48 MiB of VRAM in at most 3 leases, TTL at most 120 s. */
+  expect_status(gpulease_lease_alloc(alice, GPULEASE_ANY_GPU, 4 * MiB, 121, &a[0], &err), &err,
+                GPULEASE_QUOTA_EXCEEDED, "120");
+  CHECK(gpulease_lease_alloc(alice, GPULEASE_ANY_GPU, 32 * MiB, 60, &a[0], E));
+  expect_status(gpulease_lease_alloc(alice, GPULEASE_ANY_GPU, 20 * MiB, 60, &a[1], &err), &err,
+                GPULEASE_QUOTA_EXCEEDED, "VRAM");
+  CHECK(gpulease_lease_alloc(alice, GPULEASE_ANY_GPU, 8 * MiB, 60, &a[1], E));
+  CHECK(gpulease_lease_alloc(alice, GPULEASE_ANY_GPU, 4 * MiB, 60, &a[2], E));
+  gpulease_lease extra;
+  expect_status(gpulease_lease_alloc(alice, GPULEASE_ANY_GPU, MiB, 60, &extra, &err), &err,
+                GPULEASE_QUOTA_EXCEEDED, "lease");
+  expect_status(gpulease_lease_renew(alice, &a[0], 200, &err), &err, GPULEASE_QUOTA_EXCEEDED,
+                "120");
+  /* bob is held to his own limit (1 lease), not alice's. */
+  CHECK(gpulease_lease_alloc(bob, GPULEASE_ANY_GPU, 40 * MiB, 200, &b, E));
+  expect_status(gpulease_lease_alloc(bob, GPULEASE_ANY_GPU, MiB, 60, &b2, &err), &err,
+                GPULEASE_QUOTA_EXCEEDED, "tenant bob");
+  static gpulease_inventory inv;
+  CHECK(gpulease_inventory_get(alice, &inv, E));
+  assert_int_equal(inv.tenant.used_leases, 3);
+  assert_int_equal(inv.tenant.used_vram_bytes, 44 * MiB);
+  CHECK(gpulease_inventory_get(bob, &inv, E));
+  assert_int_equal(inv.tenant.used_leases, 1);
+  assert_int_equal(inv.tenant.used_vram_bytes, 40 * MiB);
+
+  /* Sessions: 2 for alice; a closed one gives its place back. */
+  gpulease_session *s[3];
+  CHECK(gpulease_session_open(alice, &a[0], &s[0], E));
+  CHECK(gpulease_session_open(alice, &a[1], &s[1], E));
+  expect_status(gpulease_session_open(alice, &a[2], &s[2], &err), &err, GPULEASE_QUOTA_EXCEEDED,
+                "session");
+  CHECK(gpulease_inventory_get(alice, &inv, E));
+  assert_int_equal(inv.tenant.used_sessions, 2);
+  CHECK(gpulease_session_close(s[0], E));
+  CHECK(gpulease_session_open(alice, &a[2], &s[2], E));
+  CHECK(gpulease_session_close(s[1], E));
+  CHECK(gpulease_session_close(s[2], E));
+
+  /* Freeing gives VRAM and the lease count back. */
+  CHECK(gpulease_lease_free(alice, &a[0], E));
+  CHECK(gpulease_lease_alloc(alice, GPULEASE_ANY_GPU, 30 * MiB, 60, &a[0], E));
+
+  /* carol: 100 GPU-seconds an hour; a lease reserves its TTL, a free gives
+   * back what it did not use. */
+  gpulease_lease c1, c2;
+  CHECK(gpulease_lease_alloc(carol, GPULEASE_ANY_GPU, MiB, 60, &c1, E));
+  expect_status(gpulease_lease_alloc(carol, GPULEASE_ANY_GPU, MiB, 60, &c2, &err), &err,
+                GPULEASE_QUOTA_EXCEEDED, "GPU-second quota 100 per hour");
+  CHECK(gpulease_lease_free(carol, &c1, E));
+  CHECK(gpulease_lease_alloc(carol, GPULEASE_ANY_GPU, MiB, 60, &c2, E));
+  CHECK(gpulease_inventory_get(carol, &inv, E));
+  assert_true(inv.tenant.used_gpu_seconds >= 60 && inv.tenant.used_gpu_seconds <= 62);
+  CHECK(gpulease_lease_free(carol, &c2, E));
+
+  for (int i = 0; i < 3; i++) CHECK(gpulease_lease_free(alice, &a[i], E));
+  CHECK(gpulease_lease_free(bob, &b, E));
+  CHECK(gpulease_inventory_get(alice, &inv, E));
+  assert_int_equal(inv.tenant.used_leases, 0);
+  assert_int_equal(inv.tenant.used_vram_bytes, 0);
+  assert_int_equal(inv.tenant.used_sessions, 0);
+  gpulease_client_close(carol);
+  gpulease_client_close(bob);
+  gpulease_client_close(alice);
+}
+
+/* ======================================================================
+ * The CLI and the audit log
+ * ==================================================================== */
+
+/* The value after "key" on its line of CLI output, into out. */
+static void field(const char *text, const char *key, char *out, size_t len) {
+  const char *p = strstr(text, key);
+  assert_non_null(p);
+  p += strlen(key);
+  while (*p == ' ') p++;
+  size_t n = strcspn(p, "\n");
+  snprintf(out, len, "%.*s", (int)n, p);
+}
+
+static void test_cli(void **state) {
+  (void)state;
+  static char out[8192];
+  char id[32], secret[128], weak[128];
+  const gl_test_daemon *d = &F.d;
+  assert_int_equal(gl_test_cli(d, out, sizeof out, "inventory"), 1);
+  assert_non_null(strstr(out, "no identity"));
+  assert_int_equal(gl_test_cli(d, out, sizeof out, "--token %s inventory", TOKEN_ALICE), 0);
+  assert_non_null(strstr(out, "tenant alice: VRAM 0 MiB of 48 MiB, leases 0 of 3"));
+  assert_int_equal(
+      gl_test_cli(d, out, sizeof out, "--token %s lease alloc --vram 1M --ttl 30", TOKEN_ALICE),
+      0);
+  field(out, "lease", id, sizeof id);
+  field(out, "secret", secret, sizeof secret);
+  assert_int_equal(strlen(secret), 2 * GPULEASE_SECRET_BYTES);
+  assert_int_equal(gl_test_cli(d, out, sizeof out,
+                               "--token %s lease delegate %s --secret %s --rights query --ttl 20",
+                               TOKEN_ALICE, id, secret),
+                   0);
+  assert_non_null(strstr(out, "rights     query"));
+  field(out, "secret", weak, sizeof weak);
+  assert_int_equal(
+      gl_test_cli(d, out, sizeof out, "--token %s lease show %s --secret %s", TOKEN_ALICE, id, weak),
+      0);
+  assert_int_equal(
+      gl_test_cli(d, out, sizeof out, "--token %s lease free %s --secret %s", TOKEN_ALICE, id, weak),
+      1);
+  assert_non_null(strstr(out, "UNAUTHORIZED"));
+  assert_non_null(strstr(out, "'free'"));
+  assert_int_equal(gl_test_cli(d, out, sizeof out, "--token %s lease renew %s --secret %s --ttl 30 --rotate",
+                               TOKEN_ALICE, id, secret),
+                   0);
+  assert_int_equal(
+      gl_test_cli(d, out, sizeof out, "--token %s lease show %s --secret %s", TOKEN_ALICE, id, weak),
+      1);
+  assert_non_null(strstr(out, "rotated"));
+  assert_int_equal(gl_test_cli(d, out, sizeof out, "--token %s lease revoke %s --reason done",
+                               TOKEN_ALICE, id),
+                   0);
+  assert_non_null(strstr(out, "revoked"));
+}
+
+/* Every refusal above left a line; so did every grant. */
+static void test_audit_log(void **state) {
+  (void)state;
+  FILE *f = fopen(F.audit, "r");
+  assert_non_null(f);
+  char line[4096];
+  int lines = 0, auth_ok = 0, alloc_alice = 0, unauthorized = 0, quota = 0, revoke = 0,
+      anon_refused = 0;
+  while (fgets(line, sizeof line, f)) {
+    json_object *o = json_tokener_parse(line);
+    assert_non_null(o);
+    json_object *v;
+    assert_true(json_object_object_get_ex(o, "time", &v));
+    assert_true(json_object_object_get_ex(o, "peer", &v));
+    assert_non_null(strstr(json_object_get_string(v), "127.0.0.1:"));
+    const char *tenant = json_object_object_get_ex(o, "tenant", &v) ? json_object_get_string(v) : "";
+    const char *op = json_object_object_get_ex(o, "op", &v) ? json_object_get_string(v) : "";
+    const char *status = json_object_object_get_ex(o, "status", &v) ? json_object_get_string(v) : "";
+    bool has_lease = json_object_object_get_ex(o, "lease", &v);
+    auth_ok += !strcmp(op, "AUTHENTICATE") && !strcmp(status, "OK");
+    alloc_alice += !strcmp(op, "LEASE_ALLOC") && !strcmp(tenant, "alice") &&
+                   !strcmp(status, "OK") && has_lease;
+    unauthorized += !strcmp(status, "UNAUTHORIZED");
+    quota += !strcmp(status, "QUOTA_EXCEEDED");
+    revoke += !strcmp(op, "LEASE_REVOKE") && !strcmp(status, "OK");
+    anon_refused += !tenant[0] && !strcmp(status, "UNAUTHORIZED");
+    lines++;
+    json_object_put(o);
+  }
+  fclose(f);
+  fprintf(stderr, "audit: %d lines, %d AUTHENTICATE, %d alice allocs, %d UNAUTHORIZED, %d "
+                  "QUOTA_EXCEEDED, %d revocations, %d anonymous refusals\n",
+          lines, auth_ok, alloc_alice, unauthorized, quota, revoke, anon_refused);
+  assert_true(auth_ok >= 5);
+  assert_true(alloc_alice >= 5);
+  assert_true(unauthorized >= 20);
+  assert_true(quota >= 6);
+  assert_true(revoke >= 3);
+  assert_true(anon_refused >= 2);
+}
+
+/* ======================================================================
+ * Mutual TLS, and --auth none beyond loopback
+ * ==================================================================== */
+
+static void test_mtls(void **state) {
+  (void)state;
+  char dir[] = "/tmp/gl-mtls-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char ca[300], cak[300], other[300], otherk[300], alice[300], alicek[300], uri[300], urik[300],
+      stranger[300], strangerk[300], err[512];
+  snprintf(ca, sizeof ca, "%s/ca.pem", dir);
+  snprintf(cak, sizeof cak, "%s/ca.key", dir);
+  snprintf(other, sizeof other, "%s/other.pem", dir);
+  snprintf(otherk, sizeof otherk, "%s/other.key", dir);
+  snprintf(alice, sizeof alice, "%s/alice.pem", dir);
+  snprintf(alicek, sizeof alicek, "%s/alice.key", dir);
+  snprintf(uri, sizeof uri, "%s/uri.pem", dir);
+  snprintf(urik, sizeof urik, "%s/uri.key", dir);
+  snprintf(stranger, sizeof stranger, "%s/stranger.pem", dir);
+  snprintf(strangerk, sizeof strangerk, "%s/stranger.key", dir);
+  assert_int_equal(gl_tls_make_ca("test CA", ca, cak, err, sizeof err), 0);
+  assert_int_equal(gl_tls_make_ca("other CA", other, otherk, err, sizeof err), 0);
+  assert_int_equal(gl_tls_issue_client_cert(ca, cak, "alice", NULL, false, alice, alicek, err,
+                                            sizeof err),
+                   0);
+  assert_int_equal(gl_tls_issue_client_cert(ca, cak, "svc", "spiffe://example.org/ns/ml/sa/svc",
+                                            false, uri, urik, err, sizeof err),
+                   0);
+  assert_int_equal(gl_tls_issue_client_cert(other, otherk, "alice", NULL, false, stranger,
+                                            strangerk, err, sizeof err),
+                   0);
+  gl_test_daemon d;
+  const char *extra[] = {"--auth", "mtls", "--client-ca", ca, NULL};
+  assert_int_equal(gl_test_daemon_start(&d, "64M", extra), 0);
+  gpulease_status st;
+  gpulease_error e;
+  /* No certificate, or one of another CA: the handshake fails. */
+  assert_null(connect_as(&d, NULL, NULL, NULL, &st, &e));
+  assert_true(st == GPULEASE_TLS_FAILED || st == GPULEASE_DISCONNECTED);
+  assert_null(connect_as(&d, NULL, stranger, strangerk, &st, &e));
+  assert_true(st == GPULEASE_TLS_FAILED || st == GPULEASE_DISCONNECTED);
+  /* The CN names the tenant; a URI SAN does, when there is one. */
+  static gpulease_inventory inv;
+  gpulease_client *c = connect_as(&d, NULL, alice, alicek, &st, &e);
+  assert_non_null(c);
+  CHECK(gpulease_inventory_get(c, &inv, E));
+  assert_string_equal(inv.tenant.name, "alice");
+  gpulease_lease l;
+  CHECK(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, 4 * MiB, 30, &l, E));
+  gpulease_client *svc = connect_as(&d, NULL, uri, urik, &st, &e);
+  assert_non_null(svc);
+  CHECK(gpulease_inventory_get(svc, &inv, E));
+  assert_string_equal(inv.tenant.name, "spiffe://example.org/ns/ml/sa/svc");
+  gpulease_error err2;
+  expect_status(gpulease_lease_query(svc, &l, &err2), &err2, GPULEASE_UNAUTHORIZED,
+                "belongs to tenant 'alice'");
+  /* A bearer token means nothing to an mTLS daemon. */
+  assert_null(connect_as(&d, TOKEN_ALICE, alice, alicek, &st, &e));
+  expect_status(st, &e, GPULEASE_UNSUPPORTED, "takes no bearer tokens");
+  assert_int_equal(submit_iota(c, &l, &err2), GPULEASE_OK);
+  CHECK(gpulease_lease_free(c, &l, E));
+  gpulease_client_close(svc);
+  gpulease_client_close(c);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* gpuleased with --auth none on a wildcard address: refused, unless
+ * --allow-anonymous. */
+static void test_anonymous_beyond_loopback(void **state) {
+  (void)state;
+  char cmd[1024], out[2048];
+  snprintf(cmd, sizeof cmd,
+           "%s/src/daemon/gpuleased --listen 0.0.0.0:0 --device emu --state-dir /tmp/gl-anon-%d "
+           "--local-socket none 2>&1",
+           getenv("GL_TEST_BIN_DIR"), (int)getpid());
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = 0;
+  int st = pclose(p);
+  fprintf(stderr, "%s", out);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+  assert_non_null(strstr(out, "--auth none on 0.0.0.0"));
+  assert_non_null(strstr(out, "--allow-anonymous"));
+  gl_test_daemon d;
+  const char *extra[] = {"--allow-anonymous", NULL};
+  /* The harness listens on loopback; --allow-anonymous must not break it. */
+  assert_int_equal(gl_test_daemon_start(&d, "64M", extra), 0);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+  snprintf(cmd, sizeof cmd, "rm -rf /tmp/gl-anon-%d", (int)getpid());
+  assert_int_equal(system(cmd), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest token_tests[] = {
+      cmocka_unit_test(test_identity_required),
+      cmocka_unit_test(test_rights),
+      cmocka_unit_test(test_expiry_rotation_revocation),
+      cmocka_unit_test(test_foreign_tenant),
+      cmocka_unit_test(test_quotas),
+      cmocka_unit_test(test_cli),
+      cmocka_unit_test(test_audit_log),
+  };
+  const struct CMUnitTest other_tests[] = {
+      cmocka_unit_test(test_mtls),
+      cmocka_unit_test(test_anonymous_beyond_loopback),
+  };
+  int failed = cmocka_run_group_tests(token_tests, start_token_daemon, stop_token_daemon);
+  return failed + cmocka_run_group_tests(other_tests, NULL, NULL);
+}
