@@ -1,7 +1,10 @@
 # tests of src/net: loopback QUIC client/server and TLS helpers, and the
-# UDP batch I/O under them.
+# UDP batch I/O under them. test_quic also builds in the daemon's network
+# threads and request wrapper (shards.c, dreq.c) to test client identities
+# through them.
 gl_add_test(test_quic
   SOURCES unit/test_quic.c
+          ${PROJECT_SOURCE_DIR}/src/daemon/shards.c ${PROJECT_SOURCE_DIR}/src/daemon/dreq.c
   LIBS gl_net_server gl_net_client Threads::Threads
   TIMEOUT 180
   LABELS net)

@@ -53,6 +53,26 @@ int gl_dreq_reply_lent(gl_dreq *r, const uint8_t *msg, size_t len, void (*releas
   return rc;
 }
 
+int gl_dreq_reply_identity(gl_dreq *r, const char *identity, const uint8_t *msg, size_t len) {
+  if (r->sh) { /* set on the shard's thread, just before it sends msg */
+    int rc = gl_shard_reply_identity(r->sh, r->q, identity, msg, len);
+    free(r);
+    return rc;
+  }
+  int set = r->q ? gl_qreq_set_identity(r->q, identity) : gl_lreq_set_identity(r->l, identity);
+  int rc = gl_dreq_reply(r, msg, len);
+  return set != 0 ? -1 : rc;
+}
+
+const char *gl_dreq_identity(const gl_dreq *r) {
+  return r->q ? gl_qreq_identity(r->q) : gl_lreq_identity(r->l);
+}
+
+void gl_dreq_peer(const gl_dreq *r, char *buf, size_t len) {
+  if (r->q) gl_qreq_peer(r->q, buf, len);
+  else gl_lreq_peer(r->l, buf, len);
+}
+
 bool gl_dreq_orphaned(const gl_dreq *r) {
   if (r->sh) return false;
   return r->q ? gl_qreq_orphaned(r->q) : gl_lreq_orphaned(r->l);

@@ -34,6 +34,27 @@ int gl_dreq_reply(gl_dreq *r, const uint8_t *msg, size_t len);
 int gl_dreq_reply_lent(gl_dreq *r, const uint8_t *msg, size_t len, void (*release)(void *ctx),
                        void *ctx);
 
+/* Binds identity (copied; 1 to GL_IDENTITY_MAX - 1 bytes) to the
+ * connection r came on, whichever transport: gl_qreq_set_identity on the
+ * main QUIC server, gl_shard_reply_identity through a network thread,
+ * gl_lreq_set_identity on the local socket; then answers msg (copied)
+ * exactly as gl_dreq_reply does, so the client's later requests see the
+ * identity. r is freed. 0; -1 when the identity could not be set (the
+ * connection has one already, is gone, or identity is empty or too long;
+ * msg is still sent when the client is there) or the answer could not be
+ * sent. Through a network thread a conflict found later on that thread is
+ * only logged (see gl_shard_reply_identity). */
+int gl_dreq_reply_identity(gl_dreq *r, const char *identity, const uint8_t *msg, size_t len);
+
+/* The identity of r's connection (gl_qreq_identity, gl_lreq_identity): ""
+ * when it has none. Owned by r; valid until r is answered. */
+const char *gl_dreq_identity(const gl_dreq *r);
+
+/* r's peer as text into buf (len bytes, NUL-terminated, truncated when
+ * short; 64 bytes suffice): "192.0.2.7:40123", "[2001:db8::1]:40123", or
+ * for the local socket "unix:pid=P,uid=U". */
+void gl_dreq_peer(const gl_dreq *r, char *buf, size_t len);
+
 /* True when the client has gone (the answer would be dropped). */
 bool gl_dreq_orphaned(const gl_dreq *r);
 

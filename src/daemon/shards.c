@@ -31,6 +31,7 @@ typedef struct item {
   int err;
   void (*release)(void *ctx); /* IT_LENT, IT_RELEASE */
   void *ctx;
+  char *identity; /* IT_REPLY: given to q's connection first (owned), or NULL */
 } item;
 
 typedef struct queue {
@@ -115,6 +116,13 @@ static void run_out(gl_shard *sh) {
     next = it->next;
     switch (it->kind) {
     case IT_REPLY:
+      if (it->identity) {
+        /* A connection that is gone needs none; one that has an identity
+         * already keeps it (another request gave it one since). */
+        if (gl_qreq_set_identity(it->q, it->identity) != 0 && !gl_qreq_orphaned(it->q))
+          GL_WARN("shard: a connection kept the identity it had; the new one was dropped");
+        free(it->identity);
+      }
       gl_qreq_reply_take(it->q, it->buf, it->len);
       free(it);
       break;
@@ -185,6 +193,32 @@ int gl_shard_reply(gl_shard *sh, gl_qreq *req, const uint8_t *msg, size_t len) {
   }
   if (len) memcpy(copy, msg, len);
   *it = (item){.kind = IT_REPLY, .sh = sh, .q = req, .buf = copy, .len = len};
+  to_shard(sh, it);
+  return 0;
+}
+
+int gl_shard_reply_identity(gl_shard *sh, gl_qreq *req, const char *identity, const uint8_t *msg,
+                            size_t len) {
+  /* What is known here: gl_qreq_identity reads req's own copy, which the
+   * shard's thread does not touch while the request is ours. */
+  size_t n = identity ? strnlen(identity, GL_IDENTITY_MAX) : 0;
+  if (n == 0 || n == GL_IDENTITY_MAX || gl_qreq_identity(req)[0]) {
+    (void)gl_shard_reply(sh, req, msg, len);
+    return -1;
+  }
+  item *it = calloc(1, sizeof *it);
+  uint8_t *copy = malloc(len ? len : 1);
+  char *id = malloc(n + 1);
+  if (!it || !copy || !id) {
+    free(it);
+    free(copy);
+    free(id);
+    GL_ERROR("shard: out of memory for a reply");
+    return -1;
+  }
+  if (len) memcpy(copy, msg, len);
+  memcpy(id, identity, n + 1);
+  *it = (item){.kind = IT_REPLY, .sh = sh, .q = req, .buf = copy, .len = len, .identity = id};
   to_shard(sh, it);
   return 0;
 }

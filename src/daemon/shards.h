@@ -29,7 +29,7 @@ typedef void (*gl_shards_request_fn)(void *user, gl_shard *shard, gl_qreq *req,
                                      const uint8_t *msg, size_t len, int err);
 
 /* Starts n (1..GL_WIRE_MAX_STRIPES) shards serving base (its address,
- * certificate and limits) on ports first_port, first_port + 1, ... (0: a
+ * certificate, client CA file and limits; strings are copied) on ports first_port, first_port + 1, ... (0: a
  * free port each). 0, or -1 with err filled (nothing left running). */
 int gl_shards_start(struct ev_loop *main, const gl_qserver_config *base, unsigned n,
                     uint16_t first_port, gl_shards_request_fn on_request, void *user,
@@ -46,6 +46,20 @@ uint16_t gl_shards_port(const gl_shards *s, unsigned i);
  * copied. 0, or -1 out of memory (req is then dropped: the client's
  * request times out). */
 int gl_shard_reply(gl_shard *sh, gl_qreq *req, const uint8_t *msg, size_t len);
+
+/* Main loop: as gl_shard_reply, but on the shard's thread first gives
+ * req's connection identity (copied; see gl_qreq_set_identity), then
+ * replies msg (copied), so that every request the client sends once it has
+ * this answer sees the identity. 0 when queued. -1 when the identity is
+ * known not to be settable here (NULL, empty, longer than
+ * GL_IDENTITY_MAX - 1 bytes, or req's connection had one already when req
+ * came: gl_qreq_identity(req) is not ""): msg is still sent, without the
+ * identity; or -1 out of memory: req is dropped as with gl_shard_reply.
+ * What the shard's thread finds later (the connection gone, or given an
+ * identity meanwhile by another request) cannot be returned: it is logged,
+ * and msg is sent all the same. */
+int gl_shard_reply_identity(gl_shard *sh, gl_qreq *req, const char *identity, const uint8_t *msg,
+                            size_t len);
 
 /* Main loop: as gl_shard_reply, msg lent as with gl_qreq_reply_lent;
  * release(ctx) runs later on the main loop. */

@@ -79,6 +79,32 @@ int gl_lreq_take_fd(gl_lreq *req);
 uint64_t gl_lreq_conn_id(const gl_lreq *req);
 uid_t gl_lreq_peer_uid(const gl_lreq *req);
 
+/* ---- who is asking (as for QUIC, quic.h) ------------------------------------
+ * A connection has no identity until the daemon binds one with
+ * gl_lreq_set_identity. A request keeps a copy of its connection's
+ * identity from when it arrived; these calls work after the connection
+ * closed, as long as req lives. */
+
+#ifndef GL_IDENTITY_MAX
+#define GL_IDENTITY_MAX 256 /* bytes of an identity, NUL included (as in quic.h) */
+#endif
+
+/* The identity of req's connection as it was when req arrived (or as req
+ * set it): "" when none. Owned by req, valid while req is. */
+const char *gl_lreq_identity(const gl_lreq *req);
+
+/* Gives req's connection an identity (copied; 1 to GL_IDENTITY_MAX - 1
+ * bytes; not looked inside), seen by req from now on and by every request
+ * of the connection that arrives after this call. On the server's loop.
+ * 0; -1 when the connection already has one, has closed, or identity is
+ * NULL, empty or too long. */
+int gl_lreq_set_identity(gl_lreq *req, const char *identity);
+
+/* req's peer as text into buf (len bytes, NUL-terminated, truncated when
+ * short): "unix:pid=P,uid=U", the process and user that connected
+ * (SO_PEERCRED, taken when it connected). */
+void gl_lreq_peer(const gl_lreq *req, char *buf, size_t len);
+
 /* ======================================================================
  * Client (blocking)
  * ==================================================================== */

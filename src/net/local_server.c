@@ -4,7 +4,10 @@
  * messages (recvmsg, keeping the descriptors that come with them), hands
  * each whole request to the callback, and writes the answers, tagged, in
  * the order they are given (non-blocking, with a write watcher when the
- * socket is full).
+ * socket is full). A request holds a reference to its connection (the
+ * connection's memory outlives its close until every request is
+ * answered) and a copy of the identity the connection had when the
+ * request came (gl_lreq_set_identity).
  */
 #include <errno.h>
 #include <ev.h>
@@ -38,6 +41,7 @@ typedef struct lconn {
   int fd;
   uint64_t id;
   uid_t uid;
+  pid_t pid;
   ev_io rio, wio;
   uint8_t *in;
   size_t in_len, in_cap;
@@ -46,12 +50,27 @@ typedef struct lconn {
   lout *out_head, *out_tail;
   unsigned refs; /* the server's (while open) and each pending request's */
   bool closed;
+  char identity[GL_IDENTITY_MAX]; /* gl_lreq_set_identity's; idlen 0: none */
+  size_t idlen;
 } lconn;
 
 struct gl_lreq {
-  lconn *c;
+  lconn *c; /* kept (refs) until the reply */
   uint64_t tag;
+  char identity[GL_IDENTITY_MAX]; /* c's when the request came (up to its NUL) */
 };
+
+/* A request of c with tag, holding a reference to c; identity copied. */
+static gl_lreq *lreq_new(lconn *c, uint64_t tag) {
+  gl_lreq *r = malloc(sizeof *r);
+  if (!r) return NULL;
+  r->c = c;
+  r->tag = tag;
+  if (c->idlen) memcpy(r->identity, c->identity, c->idlen + 1);
+  else r->identity[0] = 0;
+  c->refs++;
+  return r;
+}
 
 struct gl_lserver {
   struct ev_loop *loop;
@@ -146,30 +165,20 @@ static void deliver(lconn *c) {
                                  "request of %zu bytes exceeds the local socket's limit of %zu "
                                  "(use a shared memory segment for bulk data)",
                                  total, s->cfg.max_message_bytes);
-      gl_lreq tmp = {.c = c, .tag = tag};
-      c->refs++;
-      gl_lreq *r = malloc(sizeof *r);
-      if (r) {
-        *r = tmp;
-        gl_lreq_reply(r, b.data, b.len);
-      } else {
-        conn_unref(c);
-      }
+      gl_lreq *r = lreq_new(c, tag);
+      if (r) gl_lreq_reply(r, b.data, b.len);
       gl_buf_free(&b);
       flush_out(c);
       conn_close(c);
       return;
     }
     if (c->in_len - off - TAG_BYTES < total) break;
-    gl_lreq *r = malloc(sizeof *r);
+    gl_lreq *r = lreq_new(c, tag);
     if (!r) {
       GL_ERROR("local: out of memory; closing connection %llu", (unsigned long long)c->id);
       conn_close(c);
       return;
     }
-    r->c = c;
-    r->tag = tag;
-    c->refs++;
     s->cfg.on_request(s->cfg.user, r, p + TAG_BYTES, total);
     off += TAG_BYTES + total;
   }
@@ -249,6 +258,7 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents) {
     c->fd = fd;
     c->id = ++s->next_id;
     c->uid = cred.uid;
+    c->pid = cred.pid;
     c->refs = 1;
     c->next = s->conns;
     if (s->conns) s->conns->prev = c;
@@ -360,3 +370,23 @@ int gl_lreq_take_fd(gl_lreq *r) {
 uint64_t gl_lreq_conn_id(const gl_lreq *r) { return r->c->id; }
 
 uid_t gl_lreq_peer_uid(const gl_lreq *r) { return r->c->uid; }
+
+const char *gl_lreq_identity(const gl_lreq *r) { return r ? r->identity : ""; }
+
+int gl_lreq_set_identity(gl_lreq *r, const char *identity) {
+  if (!r || !identity) return -1;
+  size_t n = strnlen(identity, GL_IDENTITY_MAX);
+  lconn *c = r->c;
+  if (n == 0 || n == GL_IDENTITY_MAX || c->closed || c->idlen) return -1;
+  memcpy(c->identity, identity, n + 1);
+  c->idlen = n;
+  memcpy(r->identity, identity, n + 1);
+  GL_DEBUG("local: connection %llu was given an identity (%zu bytes)", (unsigned long long)c->id,
+           n);
+  return 0;
+}
+
+void gl_lreq_peer(const gl_lreq *r, char *buf, size_t len) {
+  if (buf && len)
+    snprintf(buf, len, "unix:pid=%ld,uid=%lu", (long)r->c->pid, (unsigned long)r->c->uid);
+}

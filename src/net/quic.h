@@ -56,6 +56,15 @@ typedef struct gl_qserver_config {
   uint16_t listen_port;      /* 0 = pick a free port (see gl_qserver_port) */
   const char *cert_file;     /* PEM certificate chain */
   const char *key_file;      /* PEM private key */
+  /* PEM file of one or more CA certificates, or NULL. When set, every
+   * client must present a certificate (mutual TLS) that chains to one of
+   * them, is within its validity dates and allows TLS client
+   * authentication (when it limits its extended key usage); the handshake
+   * fails otherwise (the client's connect: GL_QC_TLS). The certificate
+   * also names the connection (gl_qreq_identity), else it is refused too.
+   * NULL: no client certificate is asked for; connections have no
+   * identity until gl_qreq_set_identity gives them one. */
+  const char *client_ca_file;
   size_t max_message_bytes;  /* per request stream */
   uint32_t idle_timeout_ms;  /* connection idle timeout (default 60000) */
   size_t max_connections;    /* beyond: new connections refused (default 1024) */
@@ -75,7 +84,8 @@ typedef struct gl_qserver_config {
 } gl_qserver_config;
 
 /* Binds a UDP socket and starts serving on loop. cfg is copied (strings
- * too). Returns 0, or -1 with a reason in err. */
+ * too). Returns 0, or -1 with a reason in err (also when client_ca_file
+ * cannot be read or holds no certificate). */
 int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserver **out,
                    char *err, size_t errlen);
 
@@ -117,6 +127,39 @@ int gl_qreq_reply_lent(gl_qreq *req, const uint8_t *msg, size_t len, void (*rele
  * Lets the daemon skip work for vanished clients. */
 bool gl_qreq_orphaned(const gl_qreq *req);
 
+/* ---- who is asking ---------------------------------------------------------
+ * A connection's identity is the tenant it speaks for: the first URI
+ * subjectAltName of its client certificate (e.g.
+ * "spiffe://example.org/ns/ml/sa/alice"), else the certificate's subject
+ * CN, when the server has client_ca_file; or a name the daemon binds to it
+ * later with gl_qreq_set_identity (after a bearer token, say). A request
+ * keeps a copy of its connection's identity and peer address from when it
+ * arrived, so these calls never touch the connection: they work after it
+ * closed, and on any thread that owns req. */
+
+#define GL_IDENTITY_MAX 256 /* bytes of an identity, NUL included */
+
+/* The identity of req's connection: its client certificate's (see
+ * client_ca_file) or the one given with gl_qreq_set_identity; "" when it
+ * has none. Printable text of at most GL_IDENTITY_MAX - 1 bytes; owned by
+ * req, valid while req is. */
+const char *gl_qreq_identity(const gl_qreq *req);
+
+/* req's connection's peer address as text, as it was when req arrived:
+ * "192.0.2.7:40123" or "[2001:db8::1]:40123" (an IPv4-mapped address is
+ * shown as IPv4). Written to buf (len bytes, NUL-terminated, truncated
+ * when short; 64 bytes always suffice). */
+void gl_qreq_peer(const gl_qreq *req, char *buf, size_t len);
+
+/* Gives req's connection an identity (copied; 1 to GL_IDENTITY_MAX - 1
+ * bytes; the transport does not look inside it), seen by req itself from
+ * now on and by every request of the connection that arrives after this
+ * call (requests delivered earlier keep the identity they came with).
+ * Only on the server's own thread. 0; -1 when the connection already has
+ * one (from its certificate or an earlier call), when it is gone (closed,
+ * or req's stream reset), or identity is NULL, empty or too long. */
+int gl_qreq_set_identity(gl_qreq *req, const char *identity);
+
 /* ======================================================================
  * Client (blocking)
  * ==================================================================== */
@@ -140,6 +183,12 @@ typedef struct gl_qclient_config {
   const char *pin_sha256;  /* or: 64 hex digits (colons allowed) of the
                               SHA-256 of the server's DER certificate */
   bool insecure;           /* or: no verification at all */
+  /* Our own certificate (PEM chain) and its key (PEM), presented when the
+   * server asks for one (mutual TLS, see client_ca_file): both or neither
+   * (one alone: GL_QC_INVALID). A file that cannot be read or parsed:
+   * GL_QC_INVALID naming it. */
+  const char *cert_file;
+  const char *key_file;
   uint32_t timeout_ms;     /* handshake and per-request timeout */
   size_t max_response_bytes;
   /* UDP I/O, as in gl_qserver_config; 0 / false: the default. The client
@@ -152,6 +201,9 @@ typedef struct gl_qclient_config {
 
 /* Resolves host, opens a UDP socket and completes the QUIC/TLS handshake.
  * With none of ca_file/pin_sha256/insecure the system trust store is used.
+ * When the server asks for a client certificate, connect also waits for
+ * the server's verdict on it (HANDSHAKE_DONE, one more round trip), so a
+ * certificate the server refuses (or none) fails here, with GL_QC_TLS.
  * Returns GL_QC_OK or a negative gl_qclient_err with a reason in err. */
 int gl_qclient_connect(const gl_qclient_config *cfg, gl_qclient **out, char *err,
                        size_t errlen);

@@ -32,6 +32,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <netdb.h>
 #include <poll.h>
@@ -112,6 +113,9 @@ struct gl_qclient {
   size_t max_response;
 
   bool handshake_done;
+  bool cert_requested; /* the server asked for a client certificate */
+  bool confirmed;      /* HANDSHAKE_DONE came: the server accepted us */
+  bool have_cert;      /* we have one to present (cert_file, key_file) */
   bool refused;        /* ICMP said nobody listens (try the next address) */
   int sock_err;        /* socket error seen, not yet acted on */
   char tls_err[300];   /* set by the verify function or the ALPN check */
@@ -228,8 +232,11 @@ static void cl_fail_liberr(gl_qclient *c, int liberr) {
     gl_q_describe_ccerr(&e, why, sizeof why);
     if (e.type == NGTCP2_CCERR_TYPE_TRANSPORT && e.error_code >= NGTCP2_CRYPTO_ERROR &&
         e.error_code <= NGTCP2_CRYPTO_ERROR + 0xff)
-      cl_die(c, GL_QC_TLS, "%s:%u rejected the TLS handshake (%s)", c->host, (unsigned)c->port,
-             why);
+      cl_die(c, GL_QC_TLS, "%s:%u rejected the TLS handshake (%s)%s", c->host, (unsigned)c->port,
+             why,
+             !c->cert_requested ? ""
+             : c->have_cert     ? "; it asked for a client certificate and refused ours"
+                                : "; it requires a client certificate (cert_file and key_file)");
     else if (e.type == NGTCP2_CCERR_TYPE_TRANSPORT && e.error_code == NGTCP2_CONNECTION_REFUSED)
       cl_die(c, GL_QC_UNREACHABLE, "%s:%u refused the connection (%s)", c->host,
              (unsigned)c->port, why);
@@ -634,7 +641,9 @@ static bool cs_complete(const cstream *st) {
 
 static bool cl_cond(gl_qclient *c, enum wait_for what, const cstream *st) {
   switch (what) {
-  case WAIT_HANDSHAKE: return c->handshake_done;
+  /* Asked for a certificate, we learn whether it passed only from
+   * HANDSHAKE_DONE (TLS 1.3: the client finishes first). */
+  case WAIT_HANDSHAKE: return c->handshake_done && (c->confirmed || !c->cert_requested);
   case WAIT_STREAM_SLOT: return ngtcp2_conn_get_streams_bidi_left(c->conn) > 0;
   case WAIT_RESPONSE: return !st || cs_complete(st);
   }
@@ -708,6 +717,13 @@ static int cb_handshake_completed(ngtcp2_conn *conn, void *user_data) {
     return NGTCP2_ERR_CALLBACK_FAILURE;
   }
   c->handshake_done = true;
+  c->cert_requested = gnutls_certificate_client_get_request_status(c->tls) != 0;
+  return 0;
+}
+
+static int cb_handshake_confirmed(ngtcp2_conn *conn, void *user_data) {
+  (void)conn;
+  ((gl_qclient *)user_data)->confirmed = true;
   return 0;
 }
 
@@ -871,6 +887,8 @@ static int cl_attempt(gl_qclient *c, const struct addrinfo *ai, uint64_t deadlin
   c->refused = false;
   c->sock_err = 0;
   c->handshake_done = false;
+  c->cert_requested = false;
+  c->confirmed = false;
   c->tls_err[0] = 0;
   c->fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (c->fd < 0) {
@@ -920,6 +938,7 @@ static int cl_attempt(gl_qclient *c, const struct addrinfo *ai, uint64_t deadlin
       .client_initial = ngtcp2_crypto_client_initial_cb,
       .recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb,
       .handshake_completed = cb_handshake_completed,
+      .handshake_confirmed = cb_handshake_confirmed,
       .encrypt = ngtcp2_crypto_encrypt_cb,
       .decrypt = ngtcp2_crypto_decrypt_cb,
       .hp_mask = ngtcp2_crypto_hp_mask_cb,
@@ -1022,6 +1041,33 @@ static int cl_load_trust(gl_qclient *c, const gl_qclient_config *cfg, char *err,
   return GL_QC_OK;
 }
 
+/* Our own certificate, when cfg has one (both files checked by the
+ * caller): presented when the server asks. GL_QC_OK or GL_QC_INVALID with
+ * the file named. */
+static int cl_load_cert(gl_qclient *c, const gl_qclient_config *cfg, char *err,
+                        size_t errlen) {
+  if (!cfg->cert_file) return GL_QC_OK;
+  const char *files[2] = {cfg->cert_file, cfg->key_file};
+  for (int i = 0; i < 2; i++) {
+    int fd = open(files[i], O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      set_err(err, errlen, "cannot read client %s %s: %s", i ? "key" : "certificate", files[i],
+              strerror(errno));
+      return GL_QC_INVALID;
+    }
+    close(fd);
+  }
+  int rc = gnutls_certificate_set_x509_key_file(c->cred, cfg->cert_file, cfg->key_file,
+                                                GNUTLS_X509_FMT_PEM);
+  if (rc < 0) {
+    set_err(err, errlen, "cannot load client certificate %s / key %s: %s", cfg->cert_file,
+            cfg->key_file, gnutls_strerror(rc));
+    return GL_QC_INVALID;
+  }
+  c->have_cert = true;
+  return GL_QC_OK;
+}
+
 int gl_qclient_connect(const gl_qclient_config *cfg, gl_qclient **out, char *err,
                        size_t errlen) {
   if (out) *out = NULL;
@@ -1032,6 +1078,12 @@ int gl_qclient_connect(const gl_qclient_config *cfg, gl_qclient **out, char *err
   int modes = (cfg->ca_file != NULL) + (cfg->pin_sha256 != NULL) + (cfg->insecure ? 1 : 0);
   if (modes > 1) {
     set_err(err, errlen, "choose one of a CA file, a certificate pin, or insecure");
+    return GL_QC_INVALID;
+  }
+  if ((cfg->cert_file != NULL) != (cfg->key_file != NULL)) {
+    set_err(err, errlen, "a client certificate needs both a certificate file and a key file "
+                         "(only the %s was given)",
+            cfg->cert_file ? "certificate" : "key");
     return GL_QC_INVALID;
   }
   if (strlen(cfg->host) >= sizeof((gl_qclient *)0)->host) {
@@ -1073,6 +1125,7 @@ int gl_qclient_connect(const gl_qclient_config *cfg, gl_qclient **out, char *err
     goto fail;
   }
   if ((rc = cl_load_trust(c, cfg, err, errlen)) != GL_QC_OK) goto fail;
+  if ((rc = cl_load_cert(c, cfg, err, errlen)) != GL_QC_OK) goto fail;
 
   char port[8];
   snprintf(port, sizeof port, "%u", (unsigned)c->port);

@@ -34,6 +34,14 @@
  *     for retransmission); unsent parts wait on the connection's send queue,
  *     retried on every flush, so a window update that arrives in any packet
  *     restarts them.
+ *   - Client identities: with client_ca_file, each TLS session requires a
+ *     client certificate, and verify_client_cert() (GnuTLS's verify
+ *     function, inside the handshake) checks its chain, dates and key
+ *     purpose and works out the connection's identity, or fails the
+ *     handshake. ngtcp2 processes no 1-RTT packet before the handshake is
+ *     complete, so every request of the connection sees it. A gl_qreq
+ *     copies the identity and the peer's address when it is made, so the
+ *     daemon may read them on another thread or after the connection went.
  *   - Packet I/O is udp_io.c's: datagrams come in by recvmmsg (several per
  *     slot with GRO); a connection's write round fills the server's one
  *     transmit buffer with packets (64 KiB each on loopback once path MTU
@@ -59,6 +67,7 @@
 
 #include <ev.h>
 #include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <ngtcp2/ngtcp2.h>
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
@@ -67,6 +76,7 @@
 #include "common/log.h"
 #include "net/quic.h"
 #include "net/quic_internal.h"
+#include "net/tls.h"
 #include "net/udp_io.h"
 
 #define DEFAULT_IDLE_TIMEOUT_MS 60000u
@@ -81,6 +91,11 @@
 #define RX_SLOTS 16
 #define READ_ROUNDS 2
 
+/* Text of a peer address: "[v6 address]:port", NUL included. */
+#define PEER_LEN (INET6_ADDRSTRLEN + 8)
+
+_Static_assert(GL_TLS_IDENTITY_MAX == GL_IDENTITY_MAX, "one identity size for tls.h and quic.h");
+
 enum conn_state { ST_ACTIVE, ST_CLOSING, ST_DRAINING, ST_DEAD };
 
 typedef struct qconn qconn;
@@ -88,6 +103,10 @@ typedef struct qstream qstream;
 
 struct gl_qreq {
   qstream *st; /* NULL once orphaned */
+  /* Copies from the connection, made when the request was delivered
+   * (identity only as far as its NUL). */
+  char peer[PEER_LEN];
+  char identity[GL_IDENTITY_MAX];
 };
 
 /* One client-initiated bidirectional stream. */
@@ -147,7 +166,12 @@ struct qconn {
   size_t *pend_lens;
   size_t pend_count;
   bool more; /* the last write round stopped at its budget */
-  char peer[INET6_ADDRSTRLEN + 8];
+  char peer[PEER_LEN];
+  size_t peerlen;
+  /* From the client certificate (verify_client_cert) or
+   * gl_qreq_set_identity; idlen 0: none. */
+  char identity[GL_IDENTITY_MAX];
+  size_t idlen;
 };
 
 typedef struct cid_ent {
@@ -160,7 +184,7 @@ typedef struct cid_ent {
 struct gl_qserver {
   struct ev_loop *loop;
   gl_qserver_config cfg; /* strings point to the copies below */
-  char *listen_host, *cert_file, *key_file;
+  char *listen_host, *cert_file, *key_file, *client_ca_file;
   gl_udp *udp;
   int fd; /* udp's, for the watchers */
   struct sockaddr_storage bound;
@@ -867,13 +891,17 @@ static void conn_deliver(qconn *c) {
       ngtcp2_conn_shutdown_stream(c->conn, 0, st->id, GL_Q_APP_CANCELLED);
       continue;
     }
-    gl_qreq *req = calloc(1, sizeof *req);
+    /* Not calloc: only what the copies need is written. */
+    gl_qreq *req = malloc(sizeof *req);
     if (!req) {
       GL_ERROR("quic: out of memory for a request from %s", c->peer);
       ngtcp2_conn_shutdown_stream(c->conn, 0, st->id, GL_Q_APP_CANCELLED);
       continue;
     }
     req->st = st;
+    memcpy(req->peer, c->peer, c->peerlen + 1);
+    if (c->idlen) memcpy(req->identity, c->identity, c->idlen + 1);
+    else req->identity[0] = 0;
     st->req = req;
     int err = GL_QREQ_OK;
     if (st->too_large) {
@@ -965,6 +993,27 @@ bool gl_qreq_orphaned(const gl_qreq *req) {
   return !req || !req->st || req->st->c->state != ST_ACTIVE;
 }
 
+const char *gl_qreq_identity(const gl_qreq *req) { return req ? req->identity : ""; }
+
+void gl_qreq_peer(const gl_qreq *req, char *buf, size_t len) {
+  if (buf && len) snprintf(buf, len, "%s", req ? req->peer : "?");
+}
+
+int gl_qreq_set_identity(gl_qreq *req, const char *identity) {
+  if (!req || !identity) return -1;
+  size_t n = strnlen(identity, GL_IDENTITY_MAX);
+  if (n == 0 || n == GL_IDENTITY_MAX) return -1;
+  qstream *st = req->st;
+  if (!st || st->c->state != ST_ACTIVE) return -1;
+  qconn *c = st->c;
+  if (c->idlen) return -1;
+  memcpy(c->identity, identity, n + 1);
+  c->idlen = n;
+  memcpy(req->identity, identity, n + 1);
+  GL_DEBUG("quic: connection %s was given an identity (%zu bytes)", c->peer, n);
+  return 0;
+}
+
 /* ======================================================================
  * ngtcp2 callbacks (record state only)
  * ==================================================================== */
@@ -976,7 +1025,8 @@ static ngtcp2_conn *conn_ref_get(ngtcp2_crypto_conn_ref *ref) {
 static int cb_handshake_completed(ngtcp2_conn *conn, void *user_data) {
   (void)conn;
   qconn *c = user_data;
-  GL_INFO("quic: connection from %s established", c->peer);
+  if (c->idlen) GL_INFO("quic: connection from %s established (client %s)", c->peer, c->identity);
+  else GL_INFO("quic: connection from %s established", c->peer);
   return 0;
 }
 
@@ -1103,6 +1153,51 @@ static int alpn_hook(gnutls_session_t session, unsigned htype, unsigned when,
   return GNUTLS_E_NO_APPLICATION_PROTOCOL;
 }
 
+/* GnuTLS's verify function when client certificates are required, run
+ * inside the handshake once the client proved it holds the key: the chain
+ * against client_ca_file (dates, signatures, and TLS client authentication
+ * where the certificates limit their key purposes), then the identity the
+ * leaf names. Non-zero fails the handshake (an alert, then
+ * CONNECTION_CLOSE). */
+static int verify_client_cert(gnutls_session_t session) {
+  ngtcp2_crypto_conn_ref *ref = gnutls_session_get_ptr(session);
+  qconn *c = ref->user_data;
+  unsigned n = 0;
+  const gnutls_datum_t *certs = gnutls_certificate_get_peers(session, &n);
+  if (!certs || n == 0) {
+    GL_WARN("quic: client %s refused: it sent no certificate", c->peer);
+    return -1;
+  }
+  gnutls_typed_vdata_st purpose = {.type = GNUTLS_DT_KEY_PURPOSE_OID,
+                                   .data = (unsigned char *)GNUTLS_KP_TLS_WWW_CLIENT};
+  unsigned status = 0;
+  int rc = gnutls_certificate_verify_peers(session, &purpose, 1, &status);
+  if (rc < 0) {
+    GL_WARN("quic: client %s refused: its certificate cannot be verified: %s", c->peer,
+            gnutls_strerror(rc));
+    return -1;
+  }
+  if (status != 0) {
+    gnutls_datum_t text = {NULL, 0};
+    if (gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &text, 0) < 0)
+      text.data = NULL;
+    while (text.data && text.size > 0 && text.data[text.size - 1] == ' ')
+      text.data[--text.size] = 0;
+    GL_WARN("quic: client %s refused: %s", c->peer,
+            text.data ? (const char *)text.data : "certificate not trusted");
+    gnutls_free(text.data);
+    return -1;
+  }
+  char why[256];
+  if (gl_tls_cert_identity(certs[0].data, certs[0].size, c->identity, sizeof c->identity, why,
+                           sizeof why) != 0) {
+    GL_WARN("quic: client %s refused: its certificate names no identity (%s)", c->peer, why);
+    return -1;
+  }
+  c->idlen = strlen(c->identity);
+  return 0;
+}
+
 /* ======================================================================
  * Accepting connections
  * ==================================================================== */
@@ -1142,6 +1237,14 @@ static int conn_tls_init(qconn *c) {
   if (gnutls_alpn_set_protocols(c->tls, gl_q_alpn(), 1, GNUTLS_ALPN_MANDATORY) != 0) return -1;
   gnutls_handshake_set_hook_function(c->tls, GNUTLS_HANDSHAKE_CLIENT_HELLO, GNUTLS_HOOK_POST,
                                      alpn_hook);
+  if (s->client_ca_file) {
+    gnutls_certificate_server_set_request(c->tls, GNUTLS_CERT_REQUIRE);
+    /* No list of our CAs in the request: it would tell anyone who connects
+     * whom we trust, and a client that sees its issuer missing sends no
+     * certificate at all, where we would rather check it and log why. */
+    gnutls_certificate_send_x509_rdn_sequence(c->tls, 1);
+    gnutls_session_set_verify_function(c->tls, verify_client_cert);
+  }
   c->ref.get_conn = conn_ref_get;
   c->ref.user_data = c;
   gnutls_session_set_ptr(c->tls, &c->ref);
@@ -1174,6 +1277,7 @@ static qconn *conn_accept(gl_qserver *s, const ngtcp2_path *path, const uint8_t 
   ev_timer_init(&c->timer, conn_timer_cb, 0.0, 0.0);
   c->timer.data = c;
   addr_to_str(path->remote.addr, c->peer, sizeof c->peer);
+  c->peerlen = strlen(c->peer);
   c->next = s->conns;
   if (s->conns) s->conns->prev = c;
   s->conns = c;
@@ -1453,9 +1557,11 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
   s->listen_host = dup_str(cfg->listen_host);
   s->cert_file = dup_str(cfg->cert_file);
   s->key_file = dup_str(cfg->key_file);
+  s->client_ca_file = dup_str(cfg->client_ca_file);
   s->cfg.listen_host = s->listen_host;
   s->cfg.cert_file = s->cert_file;
   s->cfg.key_file = s->key_file;
+  s->cfg.client_ca_file = s->client_ca_file;
   if (!s->cfg.idle_timeout_ms) s->cfg.idle_timeout_ms = DEFAULT_IDLE_TIMEOUT_MS;
   if (!s->cfg.max_connections) s->cfg.max_connections = DEFAULT_MAX_CONNECTIONS;
   if (!s->cfg.max_streams_per_conn) s->cfg.max_streams_per_conn = DEFAULT_MAX_STREAMS;
@@ -1468,7 +1574,8 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
   s->txbuf = malloc(GL_Q_TX_BYTES);
   s->nbuckets = 64;
   s->buckets = calloc(s->nbuckets, sizeof *s->buckets);
-  if ((cfg->listen_host && !s->listen_host) || !s->cert_file || !s->key_file || !s->buckets ||
+  if ((cfg->listen_host && !s->listen_host) || !s->cert_file || !s->key_file ||
+      (cfg->client_ca_file && !s->client_ca_file) || !s->buckets ||
       !s->txbuf ||
       gl_q_random(&s->hash_key, sizeof s->hash_key) != 0) {
     set_err(err, errlen, "out of memory");
@@ -1487,6 +1594,17 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
     set_err(err, errlen, "cannot load certificate %s / key %s: %s", s->cert_file, s->key_file,
             gnutls_strerror(rc));
     goto fail;
+  }
+  if (s->client_ca_file) {
+    /* The number of certificates loaded: none is an error too. */
+    rc = gnutls_certificate_set_x509_trust_file(s->cred, s->client_ca_file, GNUTLS_X509_FMT_PEM);
+    if (rc <= 0) {
+      set_err(err, errlen, "cannot load client CA certificates from %s: %s", s->client_ca_file,
+              rc == 0 ? "no certificate found" : gnutls_strerror(rc));
+      goto fail;
+    }
+    GL_INFO("quic: clients must present a certificate from %s (%d CA certificate%s)",
+            s->client_ca_file, rc, rc == 1 ? "" : "s");
   }
   const char *errpos = NULL;
   rc = gnutls_priority_init(&s->prio, GL_Q_PRIORITY, &errpos);
@@ -1550,6 +1668,7 @@ void gl_qserver_del(gl_qserver *srv) {
   free(s->listen_host);
   free(s->cert_file);
   free(s->key_file);
+  free(s->client_ca_file);
   free(s->txbuf);
   gl_q_pool_clear(&s->pool);
   free(s);

@@ -1,7 +1,9 @@
 /*
  * test_quic.c - loopback tests of src/net: the QUIC server on a libev loop
  * in its own thread, blocking clients in the test thread (or many threads),
- * and the TLS helpers.
+ * the TLS helpers, and client identities (mutual TLS, identities bound to
+ * a connection later, over QUIC, the daemon's network threads and the local
+ * socket; src/daemon/shards.c and dreq.c are built in for that).
  *
  * The test server answers by the request's first bytes:
  *   "DEFER:<ms>"  reply "LATE" after <ms> (a slow worker); records whether
@@ -11,6 +13,10 @@
  *   "SIZE:<n>"    reply n bytes of a pattern
  *   "BIG:<n>"     the same, handed over with gl_qreq_reply_take
  *   "CKSUM:<bytes>"  reply "<count>:<FNV-1a 64 hex>" of the bytes
+ *   "WHO"         reply "<gl_qreq_identity>|<gl_qreq_peer>"
+ *   "WHO_LATER:<ms>"  the same after <ms>, from the request's copies; also
+ *                 kept in late_identity / late_peer (the client may be gone)
+ *   "BIND:<name>" gl_qreq_set_identity(name); reply "<rc>:<identity now>"
  *   anything else reply the bytes reversed
  *   over max_message_bytes: reply "TOO_LARGE:<bytes delivered>"
  */
@@ -37,9 +43,13 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "daemon/dreq.h"
+#include "daemon/shards.h"
+#include "net/local.h"
 #include "net/quic.h"
 #include "net/quic_internal.h"
 #include "net/tls.h"
+#include "proto/wire.h"
 
 /* ======================================================================
  * Test server
@@ -51,6 +61,7 @@ typedef struct deferred {
   uint8_t *reply; /* NULL: "LATE" */
   size_t reply_len;
   bool hold;      /* DELAY: not answered when the server stops */
+  bool who;       /* WHO_LATER */
   struct deferred *prev, *next;
   struct server_fx *fx;
 } deferred;
@@ -69,6 +80,9 @@ typedef struct server_fx {
   atomic_int requests;
   atomic_int deferred_fired;
   atomic_int deferred_orphaned;
+  /* WHO_LATER's last answer, written before deferred_fired counts it. */
+  char late_identity[GL_IDENTITY_MAX];
+  char late_peer[64];
 } server_fx;
 
 static char g_dir[256];
@@ -86,11 +100,29 @@ static void reply_or_fail(gl_qreq *req, const uint8_t *msg, size_t len) {
   (void)gl_qreq_reply(req, msg, len);
 }
 
+/* "<identity>|<peer>" of req into text. */
+static int who_text(const gl_qreq *req, char *text, size_t len) {
+  char peer[64];
+  gl_qreq_peer(req, peer, sizeof peer);
+  return snprintf(text, len, "%s|%s", gl_qreq_identity(req), peer);
+}
+
 static void deferred_fire(server_fx *fx, deferred *d) {
   ev_timer_stop(fx->loop, &d->timer);
   if (d->prev) d->prev->next = d->next;
   else fx->pending = d->next;
   if (d->next) d->next->prev = d->prev;
+  if (d->who) {
+    snprintf(fx->late_identity, sizeof fx->late_identity, "%s", gl_qreq_identity(d->req));
+    gl_qreq_peer(d->req, fx->late_peer, sizeof fx->late_peer);
+    if (gl_qreq_orphaned(d->req)) atomic_fetch_add(&fx->deferred_orphaned, 1);
+    atomic_fetch_add(&fx->deferred_fired, 1);
+    char text[GL_IDENTITY_MAX + 80];
+    int n = who_text(d->req, text, sizeof text);
+    reply_or_fail(d->req, (const uint8_t *)text, (size_t)n);
+    free(d);
+    return;
+  }
   /* Count first: the client may see the reply before we return. */
   if (d->reply) {
     reply_or_fail(d->req, d->reply, d->reply_len);
@@ -122,12 +154,32 @@ static void on_request(void *user, gl_qreq *req, const uint8_t *msg, size_t len,
     reply_or_fail(req, (const uint8_t *)text, (size_t)n);
     return;
   }
+  if (len == 3 && memcmp(msg, "WHO", 3) == 0) {
+    char text[GL_IDENTITY_MAX + 80];
+    int n = who_text(req, text, sizeof text);
+    reply_or_fail(req, (const uint8_t *)text, (size_t)n);
+    return;
+  }
+  if (len >= 5 && memcmp(msg, "BIND:", 5) == 0) {
+    char name[2 * GL_IDENTITY_MAX];
+    size_t n = len - 5 < sizeof name - 1 ? len - 5 : sizeof name - 1;
+    memcpy(name, msg + 5, n);
+    name[n] = 0;
+    int rc = gl_qreq_set_identity(req, name);
+    char text[GL_IDENTITY_MAX + 16];
+    int k = snprintf(text, sizeof text, "%d:%s", rc, gl_qreq_identity(req));
+    reply_or_fail(req, (const uint8_t *)text, (size_t)k);
+    return;
+  }
   bool delay = len > 6 && memcmp(msg, "DELAY:", 6) == 0;
-  if (delay || (len > 6 && memcmp(msg, "DEFER:", 6) == 0)) {
+  bool who = len > 10 && memcmp(msg, "WHO_LATER:", 10) == 0;
+  if (who || delay || (len > 6 && memcmp(msg, "DEFER:", 6) == 0)) {
     char num[16] = {0};
-    memcpy(num, msg + 6, len - 6 < 15 ? len - 6 : 15);
+    size_t at = who ? 10 : 6;
+    memcpy(num, msg + at, len - at < 15 ? len - at : 15);
     deferred *d = calloc(1, sizeof *d);
     assert_non_null(d);
+    d->who = who;
     if (delay) {
       const uint8_t *colon = memchr(msg + 6, ':', len - 6);
       assert_non_null(colon);
@@ -220,6 +272,7 @@ typedef struct server_opts {
   uint32_t idle_timeout_ms;
   size_t max_udp_payload_bytes;
   bool no_gso;
+  const char *client_ca_file;
 } server_opts;
 
 static server_fx *server_start(const server_opts *o) {
@@ -240,6 +293,7 @@ static server_fx *server_start(const server_opts *o) {
       .user = fx,
       .max_udp_payload_bytes = o ? o->max_udp_payload_bytes : 0,
       .no_gso = o && o->no_gso,
+      .client_ca_file = o ? o->client_ca_file : NULL,
   };
   char err[256];
   int rc = gl_qserver_new(fx->loop, &cfg, &fx->srv, err, sizeof err);
@@ -1260,6 +1314,700 @@ static void test_pipeline_10k_window(void **state) {
 }
 
 /* ======================================================================
+ * Client identities: mutual TLS, identities bound later, peer addresses
+ * ==================================================================== */
+
+/* A path in g_dir. */
+static void dir_path(char *out, size_t len, const char *name) {
+  int n = snprintf(out, len, "%s/%s", g_dir, name);
+  assert_true(n > 0 && (size_t)n < len);
+}
+
+/* Sends req, returns the response as a string (caller frees). */
+static char *ask(gl_qclient *c, const char *req) {
+  uint8_t *resp = NULL;
+  size_t rlen = 0;
+  char err[512] = "";
+  int rc = gl_qclient_request(c, (const uint8_t *)req, strlen(req), &resp, &rlen, err,
+                              sizeof err);
+  if (rc != GL_QC_OK) fprintf(stderr, "request %s: %d %s\n", req, rc, err);
+  assert_int_equal(rc, GL_QC_OK);
+  char *text = malloc(rlen + 1);
+  assert_non_null(text);
+  memcpy(text, resp, rlen);
+  text[rlen] = 0;
+  free(resp);
+  return text;
+}
+
+/* Asks WHO; expects identity want and a peer address on 127.0.0.1. */
+static void expect_who(gl_qclient *c, const char *want) {
+  char *text = ask(c, "WHO");
+  char *bar = strrchr(text, '|');
+  assert_non_null(bar);
+  *bar = 0;
+  assert_string_equal(text, want);
+  if (strncmp(bar + 1, "127.0.0.1:", 10) != 0) fail_msg("peer %s", bar + 1);
+  assert_true(atoi(bar + 11) > 0); /* a port */
+  free(text);
+}
+
+static void expect_bind(gl_qclient *c, const char *name, const char *want) {
+  char req[2 * GL_IDENTITY_MAX];
+  snprintf(req, sizeof req, "BIND:%s", name);
+  char *text = ask(c, req);
+  assert_string_equal(text, want);
+  free(text);
+}
+
+/* The identity gl_tls_cert_identity finds in a PEM certificate file; -1
+ * (and why in err) when none. */
+static int file_identity(const char *path, char out[GL_IDENTITY_MAX], char *err, size_t errlen) {
+  uint8_t *pem = NULL;
+  size_t len = 0;
+  assert_int_equal(gl_read_file(path, 1 << 20, &pem, &len), 0);
+  gnutls_datum_t in = {.data = pem, .size = (unsigned)len}, der = {NULL, 0};
+  assert_true(gnutls_pem_base64_decode2("CERTIFICATE", &in, &der) >= 0);
+  int rc = gl_tls_cert_identity(der.data, der.size, out, GL_IDENTITY_MAX, err, errlen);
+  gnutls_free(der.data);
+  free(pem);
+  return rc;
+}
+
+/* The certificates of the mutual TLS tests, in g_dir. */
+enum { CRT_ALICE, CRT_URI, CRT_SPACE, CRT_OTHER_CA, CRT_EXPIRED, CRT_BAD_CN, CRT_LONG_URI, NCRT };
+static const struct {
+  const char *name, *cn, *uri;
+  bool other_ca, expired;
+} g_certs[NCRT] = {
+    [CRT_ALICE] = {"alice", "alice", NULL, false, false},
+    [CRT_URI] = {"uri", "carol", "spiffe://example.org/alice", false, false},
+    [CRT_SPACE] = {"space", "Alice Smith", NULL, false, false},
+    [CRT_OTHER_CA] = {"other", "alice", NULL, true, false},
+    [CRT_EXPIRED] = {"expired", "alice", NULL, false, true},
+    [CRT_BAD_CN] = {"badcn", "bad\tname", NULL, false, false},
+    [CRT_LONG_URI] = {"longuri", "dave", NULL, false, false}, /* uri: below */
+};
+
+typedef struct mtls_files {
+  char ca[512], ca_key[512], other[512], other_key[512];
+  char crt[NCRT][512], key[NCRT][512];
+} mtls_files;
+
+static void mtls_make(mtls_files *f) {
+  char err[256] = "";
+  dir_path(f->ca, sizeof f->ca, "ca.pem");
+  dir_path(f->ca_key, sizeof f->ca_key, "ca.key");
+  dir_path(f->other, sizeof f->other, "other-ca.pem");
+  dir_path(f->other_key, sizeof f->other_key, "other-ca.key");
+  if (gl_tls_make_ca("gpulease test CA", f->ca, f->ca_key, err, sizeof err) != 0 ||
+      gl_tls_make_ca("another CA", f->other, f->other_key, err, sizeof err) != 0)
+    fail_msg("gl_tls_make_ca: %s", err);
+  struct stat st;
+  assert_int_equal(stat(f->ca_key, &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0600);
+  char long_uri[320];
+  int n = snprintf(long_uri, sizeof long_uri, "spiffe://example.org/");
+  memset(long_uri + n, 'a', 256);
+  long_uri[n + 256] = 0;
+  for (int i = 0; i < NCRT; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "%s.pem", g_certs[i].name);
+    dir_path(f->crt[i], sizeof f->crt[i], name);
+    snprintf(name, sizeof name, "%s.key", g_certs[i].name);
+    dir_path(f->key[i], sizeof f->key[i], name);
+    bool other = g_certs[i].other_ca;
+    if (gl_tls_issue_client_cert(other ? f->other : f->ca, other ? f->other_key : f->ca_key,
+                                 g_certs[i].cn, i == CRT_LONG_URI ? long_uri : g_certs[i].uri,
+                                 g_certs[i].expired, f->crt[i], f->key[i], err,
+                                 sizeof err) != 0)
+      fail_msg("gl_tls_issue_client_cert %s: %s", g_certs[i].name, err);
+  }
+}
+
+static void mtls_remove(mtls_files *f) {
+  unlink(f->ca);
+  unlink(f->ca_key);
+  unlink(f->other);
+  unlink(f->other_key);
+  for (int i = 0; i < NCRT; i++) {
+    unlink(f->crt[i]);
+    unlink(f->key[i]);
+  }
+}
+
+/* Connects with certificate i of f; the rc (c closed unless OK). */
+static int connect_with(const mtls_files *f, uint16_t port, int i, gl_qclient **c, char *err,
+                        size_t errlen) {
+  gl_qclient_config cfg = pin_config(port);
+  cfg.timeout_ms = 3000;
+  if (i >= 0) {
+    cfg.cert_file = f->crt[i];
+    cfg.key_file = f->key[i];
+  }
+  *c = NULL;
+  int rc = gl_qclient_connect(&cfg, c, err, errlen);
+  if (rc != GL_QC_OK) assert_null(*c);
+  return rc;
+}
+
+/* What a certificate names: the first URI SAN, else the CN; names that
+ * are empty, too long or not printable ASCII name nobody. */
+static void test_cert_identity(void **state) {
+  (void)state;
+  mtls_files f;
+  mtls_make(&f);
+  char id[GL_IDENTITY_MAX], err[256];
+  assert_int_equal(file_identity(f.crt[CRT_ALICE], id, err, sizeof err), 0);
+  assert_string_equal(id, "alice");
+  assert_int_equal(file_identity(f.crt[CRT_URI], id, err, sizeof err), 0);
+  assert_string_equal(id, "spiffe://example.org/alice");
+  assert_int_equal(file_identity(f.crt[CRT_SPACE], id, err, sizeof err), 0);
+  assert_string_equal(id, "Alice Smith");
+  assert_int_equal(file_identity(f.crt[CRT_BAD_CN], id, err, sizeof err), -1);
+  assert_non_null(strstr(err, "common name"));
+  assert_string_equal(id, "");
+  assert_int_equal(file_identity(f.crt[CRT_LONG_URI], id, err, sizeof err), -1);
+  assert_non_null(strstr(err, "longer than 255"));
+  /* The server's own certificate has DNS and IP SANs, no URI: its CN. */
+  assert_int_equal(file_identity(g_cert, id, err, sizeof err), 0);
+  assert_string_equal(id, "gpuleased");
+  assert_int_equal(gl_tls_cert_identity((const uint8_t *)"junk", 4, id, sizeof id, err,
+                                        sizeof err),
+                   -1);
+  /* A CA file that is not there is named. */
+  char missing[600];
+  dir_path(missing, sizeof missing, "missing.pem");
+  assert_int_equal(gl_tls_issue_client_cert(missing, f.ca_key, "x", NULL, false, f.crt[0],
+                                            f.key[0], err, sizeof err),
+                   -1);
+  assert_non_null(strstr(err, missing));
+  mtls_remove(&f);
+}
+
+/* A server with client_ca_file: a certificate from that CA names the
+ * connection; no certificate, another CA's, an expired one, or one that
+ * names nobody fails the handshake, and no request gets through. */
+static void test_mtls(void **state) {
+  (void)state;
+  mtls_files f;
+  mtls_make(&f);
+  server_opts o = {.client_ca_file = f.ca};
+  server_fx *fx = server_start(&o);
+  char err[512] = "";
+  gl_qclient *c = NULL;
+
+  assert_int_equal(connect_with(&f, fx->port, CRT_ALICE, &c, err, sizeof err), GL_QC_OK);
+  expect_who(c, "alice");
+  expect_text(c, "abc", "cba");
+  expect_bind(c, "mallory", "-1:alice"); /* the certificate's identity stays */
+  expect_who(c, "alice");
+  gl_qclient_del(c);
+
+  assert_int_equal(connect_with(&f, fx->port, CRT_URI, &c, err, sizeof err), GL_QC_OK);
+  expect_who(c, "spiffe://example.org/alice");
+  gl_qclient_del(c);
+
+  assert_int_equal(connect_with(&f, fx->port, CRT_SPACE, &c, err, sizeof err), GL_QC_OK);
+  expect_who(c, "Alice Smith");
+  gl_qclient_del(c);
+
+  int before = atomic_load(&fx->requests);
+  int rc = connect_with(&f, fx->port, -1, &c, err, sizeof err);
+  if (rc != GL_QC_TLS && rc != GL_QC_UNREACHABLE) fail_msg("no certificate: %d %s", rc, err);
+  assert_non_null(strstr(err, "client certificate"));
+  const int bad[] = {CRT_OTHER_CA, CRT_EXPIRED, CRT_BAD_CN, CRT_LONG_URI};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    rc = connect_with(&f, fx->port, bad[i], &c, err, sizeof err);
+    if (rc != GL_QC_TLS && rc != GL_QC_UNREACHABLE)
+      fail_msg("certificate %s: %d %s", g_certs[bad[i]].name, rc, err);
+    if (!strstr(err, "refused ours")) fail_msg("certificate %s: %s", g_certs[bad[i]].name, err);
+  }
+  assert_int_equal(atomic_load(&fx->requests), before);
+  assert_true(wait_count(fx, 0, 5000));
+  server_stop(fx);
+
+  /* A client certificate the server does not ask for is not sent. */
+  fx = server_start(NULL);
+  assert_int_equal(connect_with(&f, fx->port, CRT_ALICE, &c, err, sizeof err), GL_QC_OK);
+  expect_who(c, "");
+  gl_qclient_del(c);
+  server_stop(fx);
+
+  /* Options. */
+  gl_qclient_config cfg = pin_config(1);
+  cfg.cert_file = f.crt[CRT_ALICE];
+  assert_int_equal(gl_qclient_connect(&cfg, &c, err, sizeof err), GL_QC_INVALID);
+  assert_non_null(strstr(err, "key"));
+  cfg.cert_file = NULL;
+  cfg.key_file = f.key[CRT_ALICE];
+  assert_int_equal(gl_qclient_connect(&cfg, &c, err, sizeof err), GL_QC_INVALID);
+  char missing[600];
+  dir_path(missing, sizeof missing, "missing.pem");
+  cfg.cert_file = missing;
+  assert_int_equal(gl_qclient_connect(&cfg, &c, err, sizeof err), GL_QC_INVALID);
+  assert_non_null(strstr(err, missing));
+  cfg.cert_file = f.crt[CRT_ALICE];
+  cfg.key_file = missing;
+  assert_int_equal(gl_qclient_connect(&cfg, &c, err, sizeof err), GL_QC_INVALID);
+  assert_non_null(strstr(err, missing));
+  cfg.key_file = f.crt[CRT_ALICE]; /* not a key */
+  assert_int_equal(gl_qclient_connect(&cfg, &c, err, sizeof err), GL_QC_INVALID);
+  assert_non_null(strstr(err, f.crt[CRT_ALICE]));
+
+  /* A client CA file that cannot be read stops the server. */
+  struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+  assert_non_null(loop);
+  gl_qserver_config scfg = {.listen_host = "127.0.0.1", .cert_file = g_cert, .key_file = g_key,
+                            .client_ca_file = missing, .on_request = on_request};
+  gl_qserver *srv = NULL;
+  assert_int_equal(gl_qserver_new(loop, &scfg, &srv, err, sizeof err), -1);
+  assert_null(srv);
+  assert_non_null(strstr(err, missing));
+  scfg.client_ca_file = f.ca_key; /* no certificate in it */
+  assert_int_equal(gl_qserver_new(loop, &scfg, &srv, err, sizeof err), -1);
+  ev_loop_destroy(loop);
+  mtls_remove(&f);
+}
+
+/* Without client certificates: no identity until one request binds one;
+ * requests that arrive later see it, those that came earlier keep their
+ * copy (also after the connection is gone); other connections do not. */
+static void test_bound_identity(void **state) {
+  (void)state;
+  server_fx *fx = server_start(NULL);
+  gl_qclient_config cfg = pin_config(fx->port);
+  gl_qclient *c = connect_ok(&cfg);
+  expect_who(c, "");
+  uint64_t early;
+  char err[512] = "";
+  assert_int_equal(gl_qclient_send(c, (const uint8_t *)"WHO_LATER:100", 13, &early, err,
+                                   sizeof err),
+                   GL_QC_OK);
+  expect_bind(c, "bob", "0:bob");
+  expect_who(c, "bob");
+  expect_bind(c, "carol", "-1:bob"); /* one identity per connection */
+  expect_who(c, "bob");
+  uint8_t *resp = NULL;
+  size_t rlen = 0;
+  assert_int_equal(gl_qclient_wait(c, early, &resp, &rlen, err, sizeof err), GL_QC_OK);
+  assert_true(rlen > 11);
+  assert_memory_equal(resp, "|127.0.0.1:", 11); /* came before the bind */
+  free(resp);
+
+  gl_qclient *d = connect_ok(&cfg);
+  expect_who(d, "");
+  expect_bind(d, "", "-1:");
+  char name[GL_IDENTITY_MAX + 1];
+  memset(name, 'x', GL_IDENTITY_MAX);
+  name[GL_IDENTITY_MAX] = 0; /* 256 bytes: one too many */
+  char want[GL_IDENTITY_MAX + 8];
+  expect_bind(d, name, "-1:");
+  name[GL_IDENTITY_MAX - 1] = 0; /* 255 */
+  snprintf(want, sizeof want, "0:%s", name);
+  expect_bind(d, name, want);
+  expect_who(d, name);
+  expect_who(c, "bob");
+
+  /* A request outlives its connection with its copies. */
+  gl_qclient *e = connect_ok(&cfg);
+  expect_bind(e, "erin", "0:erin");
+  int fired = atomic_load(&fx->deferred_fired);
+  uint64_t t;
+  assert_int_equal(gl_qclient_send(e, (const uint8_t *)"WHO_LATER:150", 13, &t, err, sizeof err),
+                   GL_QC_OK);
+  expect_who(e, "erin"); /* sent after it: the server has WHO_LATER */
+  gl_qclient_del(e);
+  assert_true(wait_int(&fx->deferred_fired, fired + 1, 3000));
+  assert_int_equal(atomic_load(&fx->deferred_orphaned), 1);
+  assert_string_equal(fx->late_identity, "erin");
+  assert_int_equal(strncmp(fx->late_peer, "127.0.0.1:", 10), 0);
+  gl_qclient_del(c);
+  gl_qclient_del(d);
+  server_stop(fx);
+}
+
+/* ---- the local socket --------------------------------------------------- */
+
+typedef struct local_fx {
+  struct ev_loop *loop;
+  gl_lserver *srv;
+  pthread_t thread;
+  ev_async stop, release;
+  char path[600];
+  gl_lreq *held;
+  atomic_int closed;
+  atomic_int released;
+  char held_identity[GL_IDENTITY_MAX], held_peer[64];
+  bool held_orphaned;
+} local_fx;
+
+/* A response message: header (kind response, status 0) + text. */
+static void local_answer(gl_lreq *req, const char *text) {
+  size_t n = strlen(text);
+  uint8_t *m = malloc(GL_WIRE_HEADER_SIZE + n);
+  assert_non_null(m);
+  const uint8_t head[GL_WIRE_HEADER_SIZE] = {
+      GL_WIRE_MAGIC0, GL_WIRE_MAGIC1, GL_WIRE_VERSION, GL_WIRE_KIND_RESPONSE, 0, 1, 0, 0,
+      (uint8_t)(n >> 24), (uint8_t)(n >> 16), (uint8_t)(n >> 8), (uint8_t)n};
+  memcpy(m, head, sizeof head);
+  memcpy(m + GL_WIRE_HEADER_SIZE, text, n);
+  (void)gl_lreq_reply(req, m, GL_WIRE_HEADER_SIZE + n);
+  free(m);
+}
+
+/* Bodies: "WHO", "BIND:<name>", "HOLD" (answered on the release signal). */
+static void local_request(void *user, gl_lreq *req, const uint8_t *msg, size_t len) {
+  local_fx *fx = user;
+  assert_true(len >= GL_WIRE_HEADER_SIZE);
+  const char *body = (const char *)msg + GL_WIRE_HEADER_SIZE;
+  size_t blen = len - GL_WIRE_HEADER_SIZE;
+  char text[2 * GL_IDENTITY_MAX];
+  if (blen == 3 && memcmp(body, "WHO", 3) == 0) {
+    char peer[64];
+    gl_lreq_peer(req, peer, sizeof peer);
+    snprintf(text, sizeof text, "%s|%s", gl_lreq_identity(req), peer);
+  } else if (blen >= 5 && memcmp(body, "BIND:", 5) == 0) {
+    char name[2 * GL_IDENTITY_MAX];
+    size_t n = blen - 5 < sizeof name - 1 ? blen - 5 : sizeof name - 1;
+    memcpy(name, body + 5, n);
+    name[n] = 0;
+    int rc = gl_lreq_set_identity(req, name);
+    snprintf(text, sizeof text, "%d:%s", rc, gl_lreq_identity(req));
+  } else if (blen == 4 && memcmp(body, "HOLD", 4) == 0) {
+    fx->held = req;
+    return;
+  } else {
+    snprintf(text, sizeof text, "?");
+  }
+  local_answer(req, text);
+}
+
+static void local_closed(void *user, uint64_t conn_id) {
+  (void)conn_id;
+  atomic_fetch_add(&((local_fx *)user)->closed, 1);
+}
+
+static void local_release_cb(struct ev_loop *loop, ev_async *w, int revents) {
+  (void)loop, (void)revents;
+  local_fx *fx = w->data;
+  if (fx->held) {
+    snprintf(fx->held_identity, sizeof fx->held_identity, "%s", gl_lreq_identity(fx->held));
+    gl_lreq_peer(fx->held, fx->held_peer, sizeof fx->held_peer);
+    fx->held_orphaned = gl_lreq_orphaned(fx->held);
+    local_answer(fx->held, "late");
+    fx->held = NULL;
+  }
+  atomic_fetch_add(&fx->released, 1);
+}
+
+static void local_stop_cb(struct ev_loop *loop, ev_async *w, int revents) {
+  (void)revents;
+  local_fx *fx = w->data;
+  gl_lserver_del(fx->srv);
+  ev_async_stop(loop, &fx->stop);
+  ev_async_stop(loop, &fx->release);
+  ev_break(loop, EVBREAK_ALL);
+}
+
+static void *local_main(void *arg) {
+  ev_run(((local_fx *)arg)->loop, 0);
+  return NULL;
+}
+
+/* Sends body in a request message, returns the answer's body (free it). */
+static char *local_ask(gl_lclient *c, const char *body) {
+  size_t n = strlen(body);
+  uint8_t m[GL_WIRE_HEADER_SIZE + 600];
+  assert_true(n <= 600);
+  const uint8_t head[GL_WIRE_HEADER_SIZE] = {
+      GL_WIRE_MAGIC0, GL_WIRE_MAGIC1, GL_WIRE_VERSION, GL_WIRE_KIND_REQUEST, 0, 1, 0, 0,
+      (uint8_t)(n >> 24), (uint8_t)(n >> 16), (uint8_t)(n >> 8), (uint8_t)n};
+  memcpy(m, head, sizeof head);
+  memcpy(m + GL_WIRE_HEADER_SIZE, body, n);
+  uint64_t token;
+  char err[256] = "";
+  if (gl_lclient_send(c, m, GL_WIRE_HEADER_SIZE + n, -1, &token, err, sizeof err) != 0)
+    fail_msg("local send: %s", err);
+  uint8_t *resp = NULL;
+  size_t rlen = 0;
+  if (gl_lclient_wait(c, token, &resp, &rlen, err, sizeof err) != 0) fail_msg("local wait: %s", err);
+  assert_true(rlen >= GL_WIRE_HEADER_SIZE);
+  char *text = malloc(rlen - GL_WIRE_HEADER_SIZE + 1);
+  assert_non_null(text);
+  memcpy(text, resp + GL_WIRE_HEADER_SIZE, rlen - GL_WIRE_HEADER_SIZE);
+  text[rlen - GL_WIRE_HEADER_SIZE] = 0;
+  free(resp);
+  return text;
+}
+
+static void local_expect(gl_lclient *c, const char *body, const char *want) {
+  char *text = local_ask(c, body);
+  assert_string_equal(text, want);
+  free(text);
+}
+
+/* The same rules on the local socket; the peer is "unix:pid=P,uid=U". */
+static void test_local_identity(void **state) {
+  (void)state;
+  local_fx *fx = calloc(1, sizeof *fx);
+  assert_non_null(fx);
+  dir_path(fx->path, sizeof fx->path, "local.sock");
+  fx->loop = ev_loop_new(EVFLAG_AUTO);
+  assert_non_null(fx->loop);
+  gl_lserver_config cfg = {.path = fx->path, .mode = 0600, .max_message_bytes = 4096,
+                           .on_request = local_request, .on_close = local_closed, .user = fx};
+  char err[256] = "";
+  if (gl_lserver_new(fx->loop, &cfg, &fx->srv, err, sizeof err) != 0) fail_msg("%s", err);
+  ev_async_init(&fx->stop, local_stop_cb);
+  ev_async_init(&fx->release, local_release_cb);
+  fx->stop.data = fx->release.data = fx;
+  ev_async_start(fx->loop, &fx->stop);
+  ev_async_start(fx->loop, &fx->release);
+  assert_int_equal(pthread_create(&fx->thread, NULL, local_main, fx), 0);
+
+  char peer[64], want[300];
+  snprintf(peer, sizeof peer, "unix:pid=%ld,uid=%lu", (long)getpid(), (unsigned long)getuid());
+  gl_lclient *a = NULL, *b = NULL, *h = NULL;
+  assert_int_equal(gl_lclient_connect(fx->path, 3000, &a, err, sizeof err), 0);
+  assert_int_equal(gl_lclient_connect(fx->path, 3000, &b, err, sizeof err), 0);
+  snprintf(want, sizeof want, "|%s", peer);
+  local_expect(a, "WHO", want);
+  local_expect(a, "BIND:", "-1:");
+  local_expect(a, "BIND:bob", "0:bob");
+  snprintf(want, sizeof want, "bob|%s", peer);
+  local_expect(a, "WHO", want);
+  local_expect(a, "BIND:carol", "-1:bob");
+  snprintf(want, sizeof want, "|%s", peer);
+  local_expect(b, "WHO", want);
+
+  /* A held request keeps its copies after its connection closed. */
+  assert_int_equal(gl_lclient_connect(fx->path, 3000, &h, err, sizeof err), 0);
+  local_expect(h, "BIND:erin", "0:erin");
+  static const uint8_t hold[GL_WIRE_HEADER_SIZE + 4] = {
+      GL_WIRE_MAGIC0, GL_WIRE_MAGIC1, GL_WIRE_VERSION, GL_WIRE_KIND_REQUEST, 0, 1, 0, 0, 0, 0, 0,
+      4, 'H', 'O', 'L', 'D'};
+  uint64_t token;
+  assert_int_equal(gl_lclient_send(h, hold, sizeof hold, -1, &token, err, sizeof err), 0);
+  snprintf(want, sizeof want, "erin|%s", peer);
+  local_expect(h, "WHO", want); /* answered in order: HOLD is held by now */
+  gl_lclient_del(h);
+  for (int t = 0; t < 300 && atomic_load(&fx->closed) < 1; t++) sleep_ms(10);
+  assert_int_equal(atomic_load(&fx->closed), 1);
+  ev_async_send(fx->loop, &fx->release);
+  assert_true(wait_int(&fx->released, 1, 3000));
+  assert_string_equal(fx->held_identity, "erin");
+  assert_string_equal(fx->held_peer, peer);
+  assert_true(fx->held_orphaned);
+
+  gl_lclient_del(a);
+  gl_lclient_del(b);
+  ev_async_send(fx->loop, &fx->stop);
+  pthread_join(fx->thread, NULL);
+  ev_loop_destroy(fx->loop);
+  free(fx);
+}
+
+
+/* ---- the daemon's request wrapper (dreq.c), through every transport ------ */
+
+/* A "main loop" in a thread, as the daemon's: a QUIC server, one network
+ * thread (shards.c) and a local socket, each request wrapped in a gl_dreq
+ * and answered by dreq_handle: "WHO" -> "<identity>|<peer>", "BIND:<name>"
+ * -> gl_dreq_reply_identity(name, "BOUND"), its result counted in binds /
+ * bind_fail. */
+typedef struct dreq_fx {
+  struct ev_loop *loop;
+  pthread_t thread;
+  ev_async stop;
+  gl_qserver *srv;
+  gl_shards *shards;
+  gl_lserver *lsrv;
+  char path[600];
+  atomic_int binds, bind_fail;
+} dreq_fx;
+
+static void dreq_handle(dreq_fx *fx, gl_dreq *r, const char *body, size_t blen, bool local) {
+  char text[2 * GL_IDENTITY_MAX];
+  size_t off = local ? GL_WIRE_HEADER_SIZE : 0;
+  if (blen == 3 && memcmp(body, "WHO", 3) == 0) {
+    char peer[64];
+    gl_dreq_peer(r, peer, sizeof peer);
+    snprintf(text + off, sizeof text - off, "%s|%s", gl_dreq_identity(r), peer);
+  } else {
+    snprintf(text + off, sizeof text - off, "BOUND");
+  }
+  size_t n = strlen(text + off);
+  if (local) {
+    const uint8_t head[GL_WIRE_HEADER_SIZE] = {
+        GL_WIRE_MAGIC0, GL_WIRE_MAGIC1, GL_WIRE_VERSION, GL_WIRE_KIND_RESPONSE, 0, 1, 0, 0,
+        (uint8_t)(n >> 24), (uint8_t)(n >> 16), (uint8_t)(n >> 8), (uint8_t)n};
+    memcpy(text, head, sizeof head);
+  }
+  if (blen >= 5 && memcmp(body, "BIND:", 5) == 0) {
+    char name[2 * GL_IDENTITY_MAX];
+    size_t k = blen - 5 < sizeof name - 1 ? blen - 5 : sizeof name - 1;
+    memcpy(name, body + 5, k);
+    name[k] = 0;
+    if (gl_dreq_reply_identity(r, name, (const uint8_t *)text, off + n) != 0)
+      atomic_fetch_add(&fx->bind_fail, 1);
+    atomic_fetch_add(&fx->binds, 1);
+    return;
+  }
+  (void)gl_dreq_reply(r, (const uint8_t *)text, off + n);
+}
+
+static void dreq_on_quic(void *user, gl_qreq *req, const uint8_t *msg, size_t len, int err) {
+  (void)err;
+  gl_dreq *r = gl_dreq_quic(req);
+  assert_non_null(r);
+  dreq_handle(user, r, (const char *)msg, len, false);
+}
+
+static void dreq_on_shard(void *user, gl_shard *sh, gl_qreq *req, const uint8_t *msg, size_t len,
+                          int err) {
+  (void)err;
+  gl_dreq *r = gl_dreq_shard(sh, req);
+  assert_non_null(r);
+  dreq_handle(user, r, (const char *)msg, len, false);
+}
+
+static void dreq_on_local(void *user, gl_lreq *req, const uint8_t *msg, size_t len) {
+  gl_dreq *r = gl_dreq_local(req);
+  assert_non_null(r);
+  dreq_handle(user, r, (const char *)msg + GL_WIRE_HEADER_SIZE, len - GL_WIRE_HEADER_SIZE, true);
+}
+
+static void dreq_stop_cb(struct ev_loop *loop, ev_async *w, int revents) {
+  (void)revents;
+  dreq_fx *fx = w->data;
+  gl_shards_stop(fx->shards);
+  gl_qserver_del(fx->srv);
+  gl_lserver_del(fx->lsrv);
+  ev_async_stop(loop, &fx->stop);
+  ev_break(loop, EVBREAK_ALL);
+}
+
+static void *dreq_main(void *arg) {
+  ev_run(((dreq_fx *)arg)->loop, 0);
+  return NULL;
+}
+
+/* Binds a name on each transport and checks that later requests see it,
+ * that a second bind fails, and that shards carry client_ca_file. */
+static void test_dreq_identity(void **state) {
+  (void)state;
+  mtls_files f;
+  mtls_make(&f);
+  dreq_fx *fx = calloc(1, sizeof *fx);
+  assert_non_null(fx);
+  fx->loop = ev_loop_new(EVFLAG_AUTO);
+  assert_non_null(fx->loop);
+  char err[512] = "";
+  gl_qserver_config qc = {.listen_host = "127.0.0.1", .cert_file = g_cert, .key_file = g_key,
+                          .idle_timeout_ms = 5000, .on_request = dreq_on_quic, .user = fx};
+  assert_int_equal(gl_qserver_new(fx->loop, &qc, &fx->srv, err, sizeof err), 0);
+  /* The shard serves the same configuration, but with client_ca_file (a
+   * copy: the buffer is changed once the shard runs). */
+  char ca[512];
+  snprintf(ca, sizeof ca, "%s", f.ca);
+  qc.client_ca_file = ca;
+  if (gl_shards_start(fx->loop, &qc, 1, 0, dreq_on_shard, fx, &fx->shards, err, sizeof err) != 0)
+    fail_msg("gl_shards_start: %s", err);
+  memset(ca, 0, sizeof ca);
+  dir_path(fx->path, sizeof fx->path, "dreq.sock");
+  gl_lserver_config lc = {.path = fx->path, .mode = 0600, .max_message_bytes = 4096,
+                          .on_request = dreq_on_local, .user = fx};
+  assert_int_equal(gl_lserver_new(fx->loop, &lc, &fx->lsrv, err, sizeof err), 0);
+  ev_async_init(&fx->stop, dreq_stop_cb);
+  fx->stop.data = fx;
+  ev_async_start(fx->loop, &fx->stop);
+  assert_int_equal(pthread_create(&fx->thread, NULL, dreq_main, fx), 0);
+
+  /* The main QUIC server. */
+  gl_qclient_config cfg = pin_config(gl_qserver_port(fx->srv));
+  gl_qclient *c = connect_ok(&cfg);
+  expect_who(c, "");
+  expect_text(c, "BIND:bob", "BOUND");
+  assert_true(wait_int(&fx->binds, 1, 3000));
+  assert_int_equal(atomic_load(&fx->bind_fail), 0);
+  expect_who(c, "bob");
+  expect_text(c, "BIND:carol", "BOUND"); /* answered, not bound */
+  assert_true(wait_int(&fx->binds, 2, 3000));
+  assert_int_equal(atomic_load(&fx->bind_fail), 1);
+  expect_who(c, "bob");
+  gl_qclient_del(c);
+
+  /* The network thread: mutual TLS (its copy of client_ca_file), then a
+   * bind refused on the main loop, since the request shows an identity. */
+  uint16_t sport = gl_shards_port(fx->shards, 0);
+  assert_int_equal(connect_with(&f, sport, -1, &c, err, sizeof err), GL_QC_TLS);
+  assert_int_equal(connect_with(&f, sport, CRT_ALICE, &c, err, sizeof err), GL_QC_OK);
+  expect_who(c, "alice");
+  expect_text(c, "BIND:bob", "BOUND");
+  assert_true(wait_int(&fx->binds, 3, 3000));
+  assert_int_equal(atomic_load(&fx->bind_fail), 2);
+  expect_who(c, "alice");
+  gl_qclient_del(c);
+
+  /* The local socket. */
+  gl_lclient *l = NULL;
+  assert_int_equal(gl_lclient_connect(fx->path, 3000, &l, err, sizeof err), 0);
+  local_expect(l, "BIND:dave", "BOUND");
+  assert_true(wait_int(&fx->binds, 4, 3000));
+  assert_int_equal(atomic_load(&fx->bind_fail), 2);
+  char want[128];
+  snprintf(want, sizeof want, "dave|unix:pid=%ld,uid=%lu", (long)getpid(),
+           (unsigned long)getuid());
+  local_expect(l, "WHO", want);
+  gl_lclient_del(l);
+
+  ev_async_send(fx->loop, &fx->stop);
+  pthread_join(fx->thread, NULL);
+  ev_loop_destroy(fx->loop);
+  free(fx);
+  mtls_remove(&f);
+}
+
+/* A network thread without client certificates: the name is bound on the
+ * shard's thread before the answer leaves, so the next request sees it. */
+static void test_shard_bind(void **state) {
+  (void)state;
+  dreq_fx *fx = calloc(1, sizeof *fx);
+  assert_non_null(fx);
+  fx->loop = ev_loop_new(EVFLAG_AUTO);
+  assert_non_null(fx->loop);
+  char err[512] = "";
+  gl_qserver_config qc = {.listen_host = "127.0.0.1", .cert_file = g_cert, .key_file = g_key,
+                          .idle_timeout_ms = 5000};
+  if (gl_shards_start(fx->loop, &qc, 1, 0, dreq_on_shard, fx, &fx->shards, err, sizeof err) != 0)
+    fail_msg("gl_shards_start: %s", err);
+  ev_async_init(&fx->stop, dreq_stop_cb);
+  fx->stop.data = fx;
+  ev_async_start(fx->loop, &fx->stop);
+  assert_int_equal(pthread_create(&fx->thread, NULL, dreq_main, fx), 0);
+  gl_qclient_config cfg = pin_config(gl_shards_port(fx->shards, 0));
+  gl_qclient *c = connect_ok(&cfg);
+  gl_qclient *d = connect_ok(&cfg);
+  expect_who(c, "");
+  expect_text(c, "BIND:bob", "BOUND");
+  expect_who(c, "bob");
+  expect_who(d, "");
+  assert_true(wait_int(&fx->binds, 1, 3000));
+  assert_int_equal(atomic_load(&fx->bind_fail), 0);
+  expect_text(c, "BIND:", "BOUND"); /* empty: refused at once */
+  assert_true(wait_int(&fx->binds, 2, 3000));
+  assert_int_equal(atomic_load(&fx->bind_fail), 1);
+  expect_who(c, "bob");
+  gl_qclient_del(c);
+  gl_qclient_del(d);
+  ev_async_send(fx->loop, &fx->stop);
+  pthread_join(fx->thread, NULL);
+  ev_loop_destroy(fx->loop);
+  free(fx);
+}
+
+/* ======================================================================
  * Setup
  * ==================================================================== */
 
@@ -1483,6 +2231,12 @@ int main(void) {
       cmocka_unit_test(test_ca_file),
       cmocka_unit_test(test_listen_families),
       cmocka_unit_test(test_insecure_and_wrong_pin),
+      cmocka_unit_test(test_cert_identity),
+      cmocka_unit_test(test_mtls),
+      cmocka_unit_test(test_bound_identity),
+      cmocka_unit_test(test_local_identity),
+      cmocka_unit_test(test_dreq_identity),
+      cmocka_unit_test(test_shard_bind),
       cmocka_unit_test(test_nothing_listening),
       cmocka_unit_test(test_connection_budget),
       cmocka_unit_test(test_big_roundtrip),
