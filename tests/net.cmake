@@ -5,7 +5,7 @@
 gl_add_test(test_quic
   SOURCES unit/test_quic.c
           ${PROJECT_SOURCE_DIR}/src/daemon/shards.c ${PROJECT_SOURCE_DIR}/src/daemon/dreq.c
-  LIBS gl_net_server gl_net_client Threads::Threads
+  LIBS gl_net_server gl_net_client gl_tenancy Threads::Threads
   TIMEOUT 180
   LABELS net)
 gl_add_test(test_udp_io

@@ -1,13 +1,59 @@
 /* dreq.c - see dreq.h. */
 #include "daemon/dreq.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+
+#include "proto/wire.h"
 
 struct gl_dreq {
   gl_qreq *q;
   gl_lreq *l;
   gl_shard *sh; /* with q: the shard that owns q */
+  gl_audit *audit; /* gl_dreq_audit: where its answer is recorded, or NULL */
+  uint16_t op;
+  bool audit_always;
+  uint64_t lease_id;
 };
+
+void gl_dreq_audit(gl_dreq *r, gl_audit *a, uint16_t op, uint64_t lease_id, bool always) {
+  r->audit = a;
+  r->op = op;
+  r->lease_id = lease_id;
+  r->audit_always = always;
+}
+
+/* Writes r's audit line for the answer msg (tenant: the caller's, or the
+ * one AUTHENTICATE is binding). */
+static void audit_answer(const gl_dreq *r, const char *tenant, const uint8_t *msg, size_t len) {
+  gl_header h;
+  if (gl_header_decode(msg, len, &h) != GPULEASE_OK) return;
+  if (h.status == GPULEASE_OK && !r->audit_always) return;
+  char text[1024] = "";
+  size_t body = len - GL_WIRE_HEADER_SIZE;
+  const uint8_t *b = msg + GL_WIRE_HEADER_SIZE;
+  size_t mlen = body >= 2 ? (size_t)(b[0] << 8 | b[1]) : 0;
+  if (mlen > body - 2) mlen = body >= 2 ? body - 2 : 0;
+  if (h.status != GPULEASE_OK)
+    snprintf(text, sizeof text, "%.*s", (int)(mlen < sizeof text ? mlen : sizeof text - 1),
+             (const char *)b + 2);
+  uint64_t lease = r->lease_id;
+  if (!lease && h.status == GPULEASE_OK && r->op == GL_OP_LEASE_ALLOC && body >= 2 + mlen + 8)
+    for (int i = 0; i < 8; i++) lease = lease << 8 | b[2 + mlen + i];
+  char peer[128];
+  gl_dreq_peer(r, peer, sizeof peer);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  gl_audit_rec rec = {.unix_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec,
+                      .tenant = tenant,
+                      .peer = peer,
+                      .op = gl_op_name(r->op),
+                      .lease_id = lease,
+                      .status = gpulease_status_name(h.status),
+                      .message = text};
+  gl_audit_write(r->audit, &rec);
+}
 
 gl_dreq *gl_dreq_quic(gl_qreq *q) {
   gl_dreq *r = calloc(1, sizeof *r);
@@ -31,6 +77,7 @@ gl_dreq *gl_dreq_local(gl_lreq *l) {
 }
 
 int gl_dreq_reply(gl_dreq *r, const uint8_t *msg, size_t len) {
+  if (r->audit) audit_answer(r, gl_dreq_identity(r), msg, len);
   int rc = r->sh  ? gl_shard_reply(r->sh, r->q, msg, len)
            : r->q ? gl_qreq_reply(r->q, msg, len)
                   : gl_lreq_reply(r->l, msg, len);
@@ -40,6 +87,7 @@ int gl_dreq_reply(gl_dreq *r, const uint8_t *msg, size_t len) {
 
 int gl_dreq_reply_lent(gl_dreq *r, const uint8_t *msg, size_t len, void (*release)(void *ctx),
                        void *ctx) {
+  if (r->audit) audit_answer(r, gl_dreq_identity(r), msg, len);
   int rc;
   if (r->sh) {
     rc = gl_shard_reply_lent(r->sh, r->q, msg, len, release, ctx);
@@ -54,6 +102,10 @@ int gl_dreq_reply_lent(gl_dreq *r, const uint8_t *msg, size_t len, void (*releas
 }
 
 int gl_dreq_reply_identity(gl_dreq *r, const char *identity, const uint8_t *msg, size_t len) {
+  if (r->audit) {
+    audit_answer(r, identity, msg, len);
+    r->audit = NULL; /* once */
+  }
   if (r->sh) { /* set on the shard's thread, just before it sends msg */
     int rc = gl_shard_reply_identity(r->sh, r->q, identity, msg, len);
     free(r);

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "auth/audit.h"
 #include "daemon/shards.h"
 #include "net/local.h"
 #include "net/quic.h"
@@ -54,6 +55,13 @@ const char *gl_dreq_identity(const gl_dreq *r);
  * short; 64 bytes suffice): "192.0.2.7:40123", "[2001:db8::1]:40123", or
  * for the local socket "unix:pid=P,uid=U". */
 void gl_dreq_peer(const gl_dreq *r, char *buf, size_t len);
+
+/* Records r's answer in audit log a when it is sent: op (the request's),
+ * lease_id (0: none; a LEASE_ALLOC's granted id is read from its answer),
+ * the caller's tenant and peer, the status and, for a refusal, the
+ * message. always: every answer; else only the refusals. May be called
+ * again (the last call counts). */
+void gl_dreq_audit(gl_dreq *r, gl_audit *a, uint16_t op, uint64_t lease_id, bool always);
 
 /* True when the client has gone (the answer would be dropped). */
 bool gl_dreq_orphaned(const gl_dreq *r);

@@ -1028,6 +1028,32 @@ void gl_daemon_on_local_close(void *user, uint64_t conn_id) {
  * Entry point
  * ==================================================================== */
 
+/* What the audit log records of a decoded request: every answer of the
+ * lease ops, AUTHENTICATE, GPU_SUBMIT, SHM_ATTACH/DETACH, SESSION_OPEN,
+ * SESSION_CLOSE and MODULE_LOAD; only the refusals of the others (the
+ * session's steady stream of launches and transfers). */
+static void audit_mark(gl_daemon *d, gl_dreq *req, const gl_request *r, const uint8_t *msg,
+                       size_t len) {
+  uint64_t lease = 0;
+  if (r->op == GL_OP_LEASE_REVOKE) lease = r->u.revoke.lease_id;
+  else if (r->op == GL_OP_LEASE_RENEW) lease = r->u.renew.auth.lease_id;
+  else if (r->op == GL_OP_LEASE_QUERY || r->op == GL_OP_LEASE_FREE) lease = r->u.auth.lease_id;
+  else if (r->op == GL_OP_LEASE_DELEGATE) lease = r->u.delegate.auth.lease_id;
+  else gl_request_peek_lease(msg, len, &lease);
+  bool always;
+  switch (r->op) {
+  case GL_OP_GET_INVENTORY:
+  case GL_OP_NODE_INFO:
+  case GL_OP_NET_INFO:
+  case GL_OP_POOL_INFO: always = false; break;
+  case GL_OP_SESSION_OPEN:
+  case GL_OP_SESSION_CLOSE:
+  case GL_OP_MODULE_LOAD: always = true; break;
+  default: always = !gl_op_is_session(r->op);
+  }
+  gl_dreq_audit(req, d->audit, r->op, lease, always);
+}
+
 static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, int err) {
   GL_LAT(GL_LAT_D_REQ);
   gl_header h = {0};
@@ -1048,6 +1074,7 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
    * refused on their header: an untrusted peer's body is never decoded
    * as one. */
   bool framed = gl_header_decode(msg, len, &h) == GPULEASE_OK;
+  if (d->audit) gl_dreq_audit(req, d->audit, framed ? h.op : 0, 0, false);
   if (framed && h.kind == GL_WIRE_KIND_REQUEST && (h.op & 0xFF00) == 0x7F00) {
     gl_ops_reply_error(req, h.op, GPULEASE_UNSUPPORTED,
                 "op 0x%04x (%s) is internal to the daemon and its workers, not served over the "
@@ -1076,6 +1103,7 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
     return;
   }
   GL_DEBUG("request %s (%zu bytes)", gl_op_name(r->op), len);
+  if (d->audit) audit_mark(d, req, r, msg, len);
   switch (r->op) {
   case GL_OP_GET_INVENTORY:
     op_inventory(d, req);
