@@ -1,7 +1,7 @@
 #!/bin/sh
-# fuzz/run.sh [SECONDS] - fuzz the gpulease/1 wire codec (fuzz_wire) and the
-# emulated device's PTX parser (fuzz_ptx) with libFuzzer, ASan and UBSan,
-# each for SECONDS (default 30).
+# fuzz/run.sh [SECONDS] - fuzz the gpulease/1 wire codec (fuzz_wire), the
+# emulated device's PTX parser (fuzz_ptx) and the lease secrets' checks
+# (fuzz_cap) with libFuzzer, ASan and UBSan, each for SECONDS (default 30).
 #
 # Configures a clang build in build-fuzz/ with -DGL_FUZZ=ON, builds both
 # harnesses, and runs each over a scratch copy of its seed corpus
@@ -12,7 +12,7 @@
 # fixed so fuzz_wire_replay / fuzz_ptx_replay keep testing it.
 #
 # Environment: CC (default clang), FUZZ_JOBS (build parallelism, default 2),
-# FUZZ_ARGS (extra libFuzzer flags), FUZZ_TARGETS (default "wire ptx").
+# FUZZ_ARGS (extra libFuzzer flags), FUZZ_TARGETS (default "wire ptx cap").
 set -eu
 
 secs=${1:-30}
@@ -22,7 +22,7 @@ esac
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build-fuzz
-targets=${FUZZ_TARGETS:-wire ptx}
+targets=${FUZZ_TARGETS:-wire ptx cap}
 
 CC=${CC:-clang} cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGL_FUZZ=ON -DGL_WERROR=ON -DGL_BUILD_TESTS=OFF >/dev/null
@@ -35,6 +35,7 @@ for t in $targets; do
   case $t in
     wire) maxlen=20000 ;;
     ptx) maxlen=65536 ;;
+    cap) maxlen=512 ;;
     *) echo "unknown fuzz target $t" >&2; exit 2 ;;
   esac
   work=$build/corpus-$t

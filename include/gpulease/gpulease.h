@@ -216,6 +216,8 @@ GPULEASE_API void gpulease_client_close(gpulease_client *client);
 /* gpulease_gpu_info.flags */
 #define GPULEASE_GPU_EMULATED 0x1u /* an emulated device (PTX on the CPU) */
 #define GPULEASE_GPU_MIG 0x2u      /* in MIG mode: only partition leases, a MIG instance each */
+#define GPULEASE_GPU_FENCED 0x4u   /* a worker's teardown failed: no new leases until its memory
+                                      comes back or an admin clears it (gpulease_admin_unfence) */
 
 typedef struct gpulease_gpu_info {
   uint32_t index;           /* the daemon's GPU index (NVML order) */
@@ -456,6 +458,15 @@ GPULEASE_API gpulease_status gpulease_lease_delegate(gpulease_client *client,
  * lease), NOT_FOUND, INVALID_ARGUMENT, and the connection errors. */
 GPULEASE_API gpulease_status gpulease_lease_revoke(gpulease_client *client, uint64_t lease_id,
                                                    const char *reason, gpulease_error *err);
+
+/* Clears the fence of GPU gpu_index (ADMIN_UNFENCE): a GPU is fenced when
+ * a worker's teardown failed (its process did not exit, or its memory did
+ * not come back, in time); it then takes no new leases. Only for an admin
+ * tenant of the daemon's tenants file; the operator's word that the
+ * memory is back. Errors: UNAUTHORIZED (not an admin), NO_DEVICE (no such
+ * GPU), INVALID_ARGUMENT (not fenced), and the connection errors. */
+GPULEASE_API gpulease_status gpulease_admin_unfence(gpulease_client *client, uint32_t gpu_index,
+                                                    gpulease_error *err);
 
 /* What a secret says of itself (read, not verified: only the daemon can
  * tell whether it is genuine): the lease generation it belongs to, its

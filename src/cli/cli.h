@@ -127,6 +127,7 @@ void cli_print_lease(const gl_cli *cli, const gpulease_lease *l, bool with_secre
 
 int cmd_inventory(gl_cli *cli);
 int cmd_lease(gl_cli *cli);
+int cmd_admin(gl_cli *cli);   /* admin unfence */
 int cmd_submit(gl_cli *cli);
 int cmd_session(gl_cli *cli); /* session open|close|sync */
 int cmd_mem(gl_cli *cli);     /* mem alloc|free|write|read */

@@ -95,6 +95,8 @@ static void print_json(const gpulease_inventory *inv, const gpulease_pool_info *
     json_object_object_add(j, "emulated",
                            json_object_new_boolean((g->flags & GPULEASE_GPU_EMULATED) != 0));
     json_object_object_add(j, "mig", json_object_new_boolean((g->flags & GPULEASE_GPU_MIG) != 0));
+    json_object_object_add(j, "fenced",
+                           json_object_new_boolean((g->flags & GPULEASE_GPU_FENCED) != 0));
     uint32_t t, r, st;
     if (pool_of(pool, g->index, &t, &r, &st)) {
       json_object *w = json_object_new_object();
@@ -136,6 +138,10 @@ static void print_text(const gpulease_inventory *inv, const gpulease_pool_info *
            g->free_vram_bytes >> 20, g->leased_vram_bytes >> 20, g->active_leases,
            (g->flags & GPULEASE_GPU_EMULATED) ? "  (emulated)" : "");
     printf("    %s\n", g->uuid);
+    if (g->flags & GPULEASE_GPU_FENCED)
+      printf("    FENCED: a worker's teardown failed; no new leases until its memory comes back "
+             "or an admin clears it (gpulease admin unfence %" PRIu32 ")\n",
+             g->index);
     if (g->flags & GPULEASE_GPU_MIG)
       printf("    in MIG mode: only partition leases (--class partition), a MIG instance each\n");
     if (g->context_overhead_bytes)

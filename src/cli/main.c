@@ -10,6 +10,7 @@
  *   gpulease [global options] lease delegate ID --secret S --rights LIST [--ttl S]
  *            [--to TENANT]
  *   gpulease [global options] lease revoke ID [--reason TEXT]
+ *   gpulease [global options] admin unfence GPU
  *   gpulease [global options] submit --binary FILE --kernel NAME ...
  *   gpulease [global options] session open|close|sync ...
  *   gpulease [global options] mem alloc|free|write|read ...
@@ -61,6 +62,8 @@ static const char usage_text[] =
     "         --to: another tenant may use it\n"
     "  lease revoke ID [--reason TEXT]   end one of your tenant's leases (an admin:\n"
     "         anyone's) without its secret; its secrets then fail naming it\n"
+    "  admin unfence GPU                 let a fenced GPU (a worker's teardown failed)\n"
+    "         take leases again; for the daemon's admins\n"
     "  submit --binary FILE --kernel NAME [--grid X,Y,Z] [--block X,Y,Z]\n"
     "         [--shared-mem BYTES] [--cooperative] [--cluster X,Y,Z]\n"
     "         [--input FILE] [--input-offset BYTES]\n"
@@ -351,6 +354,8 @@ int main(int argc, char **argv) {
     rc = cmd_inventory(&cli);
   } else if (strcmp(cli.words[0], "lease") == 0) {
     rc = cmd_lease(&cli);
+  } else if (strcmp(cli.words[0], "admin") == 0) {
+    rc = cmd_admin(&cli);
   } else if (strcmp(cli.words[0], "submit") == 0) {
     rc = cmd_submit(&cli);
   } else if (strcmp(cli.words[0], "session") == 0) {

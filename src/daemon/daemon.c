@@ -31,6 +31,7 @@ void gl_daemon_config_default(gl_daemon_config *cfg) {
   cfg->max_leases = 1024;
   cfg->max_message_bytes = 256u << 20;
   cfg->max_connections = 1024;
+  cfg->max_requests_per_tenant = 16384;
   cfg->device_mode = GL_DEVICE_AUTO;
   cfg->emu_vram_bytes = 1ull << 30;
   cfg->emu_threads = 1;
@@ -196,7 +197,8 @@ static int setup_access(gl_daemon *d, char *err, size_t errlen) {
     GL_INFO("tenants: %zu from %s", gl_tenants_count(d->tenants), c->tenants_file);
   }
   d->quota = gl_quota_new();
-  if (!d->quota) {
+  d->load = gl_tenant_load_new();
+  if (!d->quota || !d->load) {
     snprintf(err, errlen, "out of memory");
     return -1;
   }
@@ -354,5 +356,7 @@ void gl_daemon_stop(gl_daemon *d) {
   d->quota = NULL;
   gl_audit_close(d->audit);
   d->audit = NULL;
+  gl_tenant_load_free(d->load);
+  d->load = NULL;
   sodium_memzero(&d->cap_key, sizeof d->cap_key);
 }

@@ -18,6 +18,7 @@
 #include "auth/tenants.h"
 #include "daemon/access.h"
 #include "daemon/lease_table.h"
+#include "daemon/tenant_load.h"
 #include "daemon/node.h"
 #include "daemon/pool.h"
 #include "daemon/shards.h"
@@ -56,6 +57,7 @@ typedef struct gl_daemon_config {
   char tenants_file[1024];     /* --tenants: bearer tokens, quotas, admins; "" none */
   bool allow_anonymous;        /* --allow-anonymous: --auth none beyond loopback */
   char audit_log[1024];        /* --audit-log: JSON lines; "-" stderr; "" none */
+  uint32_t max_requests_per_tenant; /* --max-requests-per-tenant: in flight; beyond: BUSY */
 } gl_daemon_config;
 
 typedef struct gl_daemon {
@@ -79,6 +81,7 @@ typedef struct gl_daemon {
   gl_tenants *tenants;    /* --tenants, or NULL */
   gl_quota *quota;        /* each tenant's use */
   gl_audit *audit;        /* --audit-log, or NULL */
+  gl_tenant_load *load;   /* requests in flight per tenant */
   gl_node node;
   ev_timer expiry_timer;
   ev_signal sigint, sigterm;

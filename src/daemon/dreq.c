@@ -15,7 +15,19 @@ struct gl_dreq {
   uint16_t op;
   bool audit_always;
   uint64_t lease_id;
+  uint32_t *inflight; /* gl_dreq_hold: a counter to decrement when answered */
 };
+
+void gl_dreq_hold(gl_dreq *r, uint32_t *counter) {
+  r->inflight = counter;
+  (*counter)++;
+}
+
+/* The answer is going out: r no longer counts. */
+static void unhold(gl_dreq *r) {
+  if (r->inflight) (*r->inflight)--;
+  r->inflight = NULL;
+}
 
 void gl_dreq_audit(gl_dreq *r, gl_audit *a, uint16_t op, uint64_t lease_id, bool always) {
   r->audit = a;
@@ -78,6 +90,7 @@ gl_dreq *gl_dreq_local(gl_lreq *l) {
 
 int gl_dreq_reply(gl_dreq *r, const uint8_t *msg, size_t len) {
   if (r->audit) audit_answer(r, gl_dreq_identity(r), msg, len);
+  unhold(r);
   int rc = r->sh  ? gl_shard_reply(r->sh, r->q, msg, len)
            : r->q ? gl_qreq_reply(r->q, msg, len)
                   : gl_lreq_reply(r->l, msg, len);
@@ -88,6 +101,7 @@ int gl_dreq_reply(gl_dreq *r, const uint8_t *msg, size_t len) {
 int gl_dreq_reply_lent(gl_dreq *r, const uint8_t *msg, size_t len, void (*release)(void *ctx),
                        void *ctx) {
   if (r->audit) audit_answer(r, gl_dreq_identity(r), msg, len);
+  unhold(r);
   int rc;
   if (r->sh) {
     rc = gl_shard_reply_lent(r->sh, r->q, msg, len, release, ctx);
@@ -106,6 +120,7 @@ int gl_dreq_reply_identity(gl_dreq *r, const char *identity, const uint8_t *msg,
     audit_answer(r, identity, msg, len);
     r->audit = NULL; /* once */
   }
+  unhold(r);
   if (r->sh) { /* set on the shard's thread, just before it sends msg */
     int rc = gl_shard_reply_identity(r->sh, r->q, identity, msg, len);
     free(r);

@@ -63,6 +63,11 @@ void gl_dreq_peer(const gl_dreq *r, char *buf, size_t len);
  * again (the last call counts). */
 void gl_dreq_audit(gl_dreq *r, gl_audit *a, uint16_t op, uint64_t lease_id, bool always);
 
+/* Counts r in *counter until it is answered: increments it now and
+ * decrements it when the answer leaves (any gl_dreq_reply*). The counter
+ * must outlive r. */
+void gl_dreq_hold(gl_dreq *r, uint32_t *counter);
+
 /* True when the client has gone (the answer would be dropped). */
 bool gl_dreq_orphaned(const gl_dreq *r);
 

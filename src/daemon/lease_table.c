@@ -21,6 +21,8 @@ typedef struct gpu_slot {
   uint64_t overhead_bytes; /* a context's own VRAM */
   bool present;
   bool mig; /* MIG mode: partition leases only */
+  bool fenced; /* a teardown failed: no new leases (gl_lease_table_fence) */
+  char fence_why[256];
 } gpu_slot;
 
 struct gl_lease_table {
@@ -31,6 +33,20 @@ struct gl_lease_table {
   gpu_slot gpus[GPULEASE_MAX_GPUS];
   uint32_t gpu_count;
 };
+
+void gl_lease_table_fence(gl_lease_table *t, uint32_t index, const char *why) {
+  if (index >= GPULEASE_MAX_GPUS) return;
+  t->gpus[index].fenced = true;
+  snprintf(t->gpus[index].fence_why, sizeof t->gpus[index].fence_why, "%s", why);
+}
+
+void gl_lease_table_unfence(gl_lease_table *t, uint32_t index) {
+  if (index < GPULEASE_MAX_GPUS) t->gpus[index].fenced = false;
+}
+
+const char *gl_lease_table_fenced(const gl_lease_table *t, uint32_t index) {
+  return index < GPULEASE_MAX_GPUS && t->gpus[index].fenced ? t->gpus[index].fence_why : NULL;
+}
 
 gl_lease_table *gl_lease_table_new(const gl_lease_table_config *cfg) {
   gl_lease_table *t = calloc(1, sizeof *t);
@@ -131,6 +147,13 @@ static uint64_t need_bytes(const gl_lease_table *t, uint32_t index, const gpu_us
 static gpulease_status class_fits(const gl_lease_table *t, uint32_t index, const gpu_use *u,
                                   uint8_t lease_class, char *err, size_t errlen) {
   bool partition = lease_class == GPULEASE_CLASS_PARTITION;
+  if (t->gpus[index].fenced) {
+    snprintf(err, errlen,
+             "GPU %" PRIu32 " is fenced (%s): it takes no new leases until its memory comes "
+             "back or an admin clears it (gpulease admin unfence %" PRIu32 ")",
+             index, t->gpus[index].fence_why, index);
+    return GPULEASE_BUSY;
+  }
   if (t->gpus[index].mig && !partition) {
     snprintf(err, errlen,
              "GPU %" PRIu32 " is in MIG mode: only partition leases (a whole MIG instance each) "

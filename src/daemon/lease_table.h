@@ -73,6 +73,15 @@ void gl_lease_table_set_overhead(gl_lease_table *t, uint32_t index, uint64_t byt
 void gl_lease_table_set_mig(gl_lease_table *t, uint32_t index, bool mig);
 uint64_t gl_lease_table_overhead(const gl_lease_table *t, uint32_t index);
 
+/* Fences GPU index (a worker's teardown failed: its memory may still be
+ * held): it takes no new leases, of any class, until unfenced; LEASE_ALLOC
+ * naming it is BUSY with `why` (copied, at most 255 bytes) in the message.
+ * Its live leases go on. */
+void gl_lease_table_fence(gl_lease_table *t, uint32_t index, const char *why);
+void gl_lease_table_unfence(gl_lease_table *t, uint32_t index);
+/* Why GPU index is fenced, or NULL when it is not. */
+const char *gl_lease_table_fenced(const gl_lease_table *t, uint32_t index);
+
 /* Creates a PENDING lease of class lease_class (gpulease_lease_class).
  * gpu_index GPULEASE_ANY_GPU picks the GPU with the most unleased capacity
  * that fits and that the class may use. A device lease needs a GPU without

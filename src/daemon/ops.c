@@ -290,7 +290,7 @@ static void op_inventory(gl_daemon *d, gl_dreq *req) {
     uint64_t fallback =
         g->total_vram_bytes > e->leased_vram_bytes ? g->total_vram_bytes - e->leased_vram_bytes : 0;
     e->free_vram_bytes = gl_node_free_vram(&d->node, i, fallback);
-    e->flags = g->flags;
+    e->flags = g->flags | (gl_lease_table_fenced(d->leases, i) ? GPULEASE_GPU_FENCED : 0);
     e->context_overhead_bytes = gl_lease_table_overhead(d->leases, i);
   }
   gl_ops_tenant_info(d, gl_dreq_identity(req), &inv->tenant);
@@ -1091,6 +1091,20 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
     free(r);
     return;
   }
+  /* One tenant's requests in flight are bounded (overload, not a quota). */
+  if (framed) {
+    uint32_t *inflight = gl_tenant_load_counter(d->load, gl_dreq_identity(req));
+    if (!inflight || *inflight >= d->cfg.max_requests_per_tenant) {
+      gl_ops_reply_error(req, h.op, GPULEASE_BUSY,
+                         "%s has %u requests in flight, the most a tenant may (gpuleased "
+                         "--max-requests-per-tenant); retry later",
+                         gl_dreq_identity(req)[0] ? "this tenant" : "the anonymous tenant",
+                         inflight ? *inflight : 0);
+      free(r);
+      return;
+    }
+    gl_dreq_hold(req, inflight);
+  }
   /* A BURST (thousands of launches) is checked in full by the worker it
    * goes to; the daemon reads its frame and session_ref. */
   gpulease_status st =
@@ -1128,6 +1142,9 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
     break;
   case GL_OP_AUTHENTICATE:
     gl_ops_authenticate(d, req, r);
+    break;
+  case GL_OP_ADMIN_UNFENCE:
+    gl_ops_admin_unfence(d, req, r);
     break;
   case GL_OP_GPU_SUBMIT:
     op_submit(d, req, r, msg, len);

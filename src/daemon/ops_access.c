@@ -168,6 +168,42 @@ void gl_ops_lease_revoke(gl_daemon *d, gl_dreq *req, const gl_request *r) {
 }
 
 /* ======================================================================
+ * ADMIN_UNFENCE
+ * ==================================================================== */
+
+void gl_ops_admin_unfence(gl_daemon *d, gl_dreq *req, const gl_request *r) {
+  const char *who = gl_dreq_identity(req);
+  gl_tenant scratch;
+  const gl_tenant *t = who[0] && d->tenants ? gl_tenants_lookup(d->tenants, who, &scratch) : NULL;
+  if (!t || !t->admin) {
+    gl_ops_reply_error(req, r->op, GPULEASE_UNAUTHORIZED,
+                       "ADMIN_UNFENCE is for the daemon's admins (admin = true in its tenants "
+                       "file); this caller is %s%s%s",
+                       who[0] ? "tenant '" : "anonymous", who, who[0] ? "'" : "");
+    return;
+  }
+  uint32_t g = r->u.unfence.gpu_index;
+  if (g >= d->node.gpu_count) {
+    gl_ops_reply_error(req, r->op, GPULEASE_NO_DEVICE,
+                       "no GPU with index %" PRIu32 " (this node has %" PRIu32 ")", g,
+                       d->node.gpu_count);
+    return;
+  }
+  const char *why = gl_lease_table_fenced(d->leases, g);
+  if (!why) {
+    gl_ops_reply_error(req, r->op, GPULEASE_INVALID_ARGUMENT, "GPU %" PRIu32 " is not fenced", g);
+    return;
+  }
+  GL_WARN("GPU %" PRIu32 " unfenced by admin '%s' (it was fenced: %s)", g, who, why);
+  gl_lease_table_unfence(d->leases, g);
+  gl_response resp = {.op = r->op, .status = GPULEASE_OK};
+  gl_buf b;
+  gl_buf_init(&b);
+  gl_response_encode(&resp, &b);
+  gl_ops_reply_bytes(req, &b);
+}
+
+/* ======================================================================
  * The caller's tenant in the inventory
  * ==================================================================== */
 

@@ -35,6 +35,7 @@ void gl_ops_lease_renew(gl_daemon *d, gl_dreq *req, const gl_request *r);
 void gl_ops_lease_delegate(gl_daemon *d, gl_dreq *req, const gl_request *r);
 void gl_ops_lease_revoke(gl_daemon *d, gl_dreq *req, const gl_request *r);
 void gl_ops_authenticate(gl_daemon *d, gl_dreq *req, const gl_request *r);
+void gl_ops_admin_unfence(gl_daemon *d, gl_dreq *req, const gl_request *r);
 
 /* The quota limits of tenant (all unlimited without a tenants file);
  * scratch holds them when the tenant is not listed. */

@@ -509,6 +509,17 @@ gpulease_status gpulease_lease_revoke(gpulease_client *client, uint64_t lease_id
   return st;
 }
 
+gpulease_status gpulease_admin_unfence(gpulease_client *client, uint32_t gpu_index,
+                                       gpulease_error *err) {
+  gl_request req = {.op = GL_OP_ADMIN_UNFENCE};
+  req.u.unfence.gpu_index = gpu_index;
+  gl_response resp;
+  uint8_t *raw;
+  gpulease_status st = gl_lib_exchange(client, &req, &resp, &raw, err);
+  free(raw);
+  return st;
+}
+
 static uint64_t be64(const uint8_t *p) {
   uint64_t v = 0;
   for (int i = 0; i < 8; i++) v = v << 8 | p[i];

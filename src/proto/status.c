@@ -51,6 +51,7 @@ const char *gl_op_name(uint16_t op) {
   case GL_OP_AUTHENTICATE: return "AUTHENTICATE";
   case GL_OP_LEASE_DELEGATE: return "LEASE_DELEGATE";
   case GL_OP_LEASE_REVOKE: return "LEASE_REVOKE";
+  case GL_OP_ADMIN_UNFENCE: return "ADMIN_UNFENCE";
   case GL_OP_SHM_ATTACH: return "SHM_ATTACH";
   case GL_OP_SHM_DETACH: return "SHM_DETACH";
   case GL_OP_MEM_WRITE_SHM: return "MEM_WRITE_SHM";

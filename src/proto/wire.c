@@ -322,6 +322,7 @@ static const gl_wire__family *family_of(uint16_t op) {
   case GL_OP_AUTHENTICATE:
   case GL_OP_LEASE_DELEGATE:
   case GL_OP_LEASE_REVOKE:
+  case GL_OP_ADMIN_UNFENCE:
   case GL_OP_LEASE_ALLOC:
   case GL_OP_LEASE_RENEW:
   case GL_OP_LEASE_QUERY:

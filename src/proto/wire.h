@@ -71,6 +71,10 @@
  *     request: u64 lease_id, str8 reason
  *     result : empty
  *
+ *   ADMIN_UNFENCE (0x0109)
+ *     request: u32 gpu_index
+ *     result : empty
+ *
  *   AUTHENTICATE (0x0005)
  *     request: str8 bearer_token (1..255 bytes)
  *     result : str8 tenant
@@ -253,6 +257,7 @@ enum gl_op {
   GL_OP_SHM_DETACH = 0x0106,
   GL_OP_LEASE_DELEGATE = 0x0107,
   GL_OP_LEASE_REVOKE = 0x0108,
+  GL_OP_ADMIN_UNFENCE = 0x0109,
   GL_OP_GPU_SUBMIT = 0x0201,
   GL_OP_SESSION_OPEN = 0x0301,
   GL_OP_SESSION_CLOSE = 0x0302,
@@ -381,6 +386,10 @@ typedef struct gl_lease_revoke_req {
   uint64_t lease_id;
   char reason[GL_WIRE_STR8_CAP];
 } gl_lease_revoke_req;
+
+typedef struct gl_admin_unfence_req {
+  uint32_t gpu_index;
+} gl_admin_unfence_req;
 
 typedef struct gl_authenticate_req {
   char token[GL_WIRE_STR8_CAP]; /* 1..255 bytes */
@@ -643,6 +652,7 @@ typedef struct gl_request {
     gl_lease_delegate_req delegate; /* LEASE_DELEGATE */
     gl_lease_revoke_req revoke;   /* LEASE_REVOKE */
     gl_authenticate_req authenticate; /* AUTHENTICATE */
+    gl_admin_unfence_req unfence; /* ADMIN_UNFENCE */
     gl_lease_auth auth;           /* LEASE_QUERY, LEASE_FREE */
     gl_submit_req submit;         /* GPU_SUBMIT */
     gl_worker_init_req worker_init; /* WORKER_INIT; WORKER_WARM: cuda_ordinal only;

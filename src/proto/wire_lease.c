@@ -1,7 +1,7 @@
 /*
  * wire_lease.c - the codec of the lease ops: GET_INVENTORY, AUTHENTICATE,
  * LEASE_ALLOC, LEASE_RENEW, LEASE_QUERY, LEASE_FREE, LEASE_DELEGATE and
- * LEASE_REVOKE, requests and results
+ * LEASE_REVOKE, and ADMIN_UNFENCE, requests and results
  * (gl_wire__lease, called by wire.c's entry points; layouts in wire.h and
  * docs/protocol.md).
  *
@@ -49,6 +49,9 @@ static void lease_decode(gl_wire__rd *r, gl_request *q) {
   case GL_OP_AUTHENTICATE:
     gl_wire__rd_str8(r, "bearer_token", q->u.authenticate.token, sizeof q->u.authenticate.token);
     break;
+  case GL_OP_ADMIN_UNFENCE:
+    q->u.unfence.gpu_index = gl_wire__rd_u32(r, "gpu_index");
+    break;
   case GL_OP_LEASE_QUERY:
   case GL_OP_LEASE_FREE:
     gl_wire__auth_decode(r, &q->u.auth);
@@ -85,6 +88,9 @@ static void lease_put(gl_buf *b, const gl_request *q) {
     break;
   case GL_OP_AUTHENTICATE:
     gl_wire__put_str8(b, q->u.authenticate.token, sizeof q->u.authenticate.token);
+    break;
+  case GL_OP_ADMIN_UNFENCE:
+    gl_wire__put_u32(b, q->u.unfence.gpu_index);
     break;
   case GL_OP_LEASE_QUERY:
   case GL_OP_LEASE_FREE:
@@ -241,7 +247,7 @@ static void lease_result_decode(gl_wire__rd *r, gl_response *out) {
   case GL_OP_AUTHENTICATE:
     gl_wire__rd_str8(r, "tenant", out->u.tenant, sizeof out->u.tenant);
     break;
-  default: /* LEASE_FREE, LEASE_REVOKE: empty result */
+  default: /* LEASE_FREE, LEASE_REVOKE, ADMIN_UNFENCE: empty result */
     break;
   }
 }
