@@ -226,11 +226,13 @@ done:
 
 int main(int argc, char **argv) {
   const char *addr = "127.0.0.1:5701", *pin = NULL;
+  const char *token = NULL;
   int n = 1000, rounds = 30;
   const char *only = NULL;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--addr")) addr = argv[i + 1];
     else if (!strcmp(argv[i], "--pin-sha256")) pin = argv[i + 1];
+    else if (!strcmp(argv[i], "--token")) token = argv[i + 1];
     else if (!strcmp(argv[i], "--n")) n = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--rounds")) rounds = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
@@ -244,6 +246,7 @@ int main(int argc, char **argv) {
   gpulease_connect_options_default(&o);
   o.addr = addr;
   o.pin_sha256 = pin;
+  o.bearer_token = token; /* a daemon run with --auth token */
   o.insecure = pin == NULL;
   o.timeout_ms = 120000;
   o.no_local = 1;

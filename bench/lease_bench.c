@@ -528,6 +528,7 @@ static int usage(const char *argv0) {
 
 int main(int argc, char **argv) {
   const char *addr = NULL, *pin = NULL, *label = "", *classes = "isolated";
+  const char *token = NULL;
   int iters = 20, gap_ms = 500, clients = 0, cycle_s = 5, max_leases = 400, warmup_s = 2;
   uint64_t mib = 1024, cycle_mib = 64, max_mib = 0;
   for (int i = 1; i < argc; i += 2) {
@@ -535,6 +536,7 @@ int main(int argc, char **argv) {
     const char *v = argv[i + 1];
     if (!strcmp(argv[i], "--addr")) addr = v;
     else if (!strcmp(argv[i], "--pin-sha256")) pin = v;
+    else if (!strcmp(argv[i], "--token")) token = v;
     else if (!strcmp(argv[i], "--label")) label = v;
     else if (!strcmp(argv[i], "--iters")) iters = atoi(v);
     else if (!strcmp(argv[i], "--gap-ms")) gap_ms = atoi(v);
@@ -574,6 +576,7 @@ int main(int argc, char **argv) {
   gpulease_connect_options_default(&o);
   o.addr = addr;
   o.pin_sha256 = pin;
+  o.bearer_token = token; /* a daemon run with --auth token */
   o.insecure = pin == NULL;
   o.timeout_ms = 60000;
   gpulease_client *c;

@@ -412,6 +412,7 @@ static int lease_round_trips(gpulease_client *c, size_t bytes, double *w, double
 
 int main(int argc, char **argv) {
   const char *addr = "127.0.0.1:5701", *pin = NULL;
+  const char *token = NULL;
   size_t mib = 256;
   int launches = 10000, iters = 500, batch = 0, local_mib = 1024;
   const char *only = NULL; /* see only_one() */
@@ -419,6 +420,7 @@ int main(int argc, char **argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--addr")) addr = argv[i + 1];
     else if (!strcmp(argv[i], "--pin-sha256")) pin = argv[i + 1];
+    else if (!strcmp(argv[i], "--token")) token = argv[i + 1];
     else if (!strcmp(argv[i], "--mib")) mib = (size_t)atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--launches")) launches = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--iters")) iters = atoi(argv[i + 1]);
@@ -439,6 +441,7 @@ int main(int argc, char **argv) {
   gpulease_connect_options_default(&o);
   o.addr = addr;
   o.pin_sha256 = pin;
+  o.bearer_token = token; /* a daemon run with --auth token */
   o.insecure = pin == NULL;
   o.timeout_ms = 120000;
   o.no_local = 1; /* QUIC first, even on the daemon's machine */

@@ -26,8 +26,16 @@ OPS = dict(GET_INVENTORY=0x0001, LEASE_ALLOC=0x0101, LEASE_RENEW=0x0102,
            MEM_WRITE_ARENA=0x7F04, MEM_READ_ARENA=0x7F05, WORKER_WARM=0x7F06,
            WORKER_RELEASE=0x7F07, LAUNCH_EX=0x0332, BURST=0x0333, EVENT_RECORD=0x0351,
            EVENT_ELAPSED=0x0352, GRAPH_BEGIN=0x0361, GRAPH_END=0x0362, GRAPH_LAUNCH=0x0363,
-           GRAPH_SET_ARGS=0x0364, GRAPH_DESTROY=0x0365)
-SECRET = bytes(range(0xA0, 0xB0))
+           GRAPH_SET_ARGS=0x0364, GRAPH_DESTROY=0x0365, AUTHENTICATE=0x0005,
+           LEASE_DELEGATE=0x0107, LEASE_REVOKE=0x0108, ADMIN_UNFENCE=0x0109)
+
+
+def cap(generation=1, rights=0xFF, not_after=0, audience=0, mac=bytes(range(0xA0, 0xB0))):
+    """A lease secret: a capability token of 40 bytes (docs/protocol.md, lease_auth)."""
+    return struct.pack(">IIQQ", generation, rights, not_after, audience) + mac
+
+
+SECRET = cap()
 
 
 def frame(kind, op, body, status=0, version=1, body_len=None):
@@ -64,6 +72,11 @@ def submit_body(name=b"vadd", fmt=1, flags=1, params=None, image=b".version 8.0\
 
 def lease_info(secret=SECRET, cls=0):
     return struct.pack(">Q", 7) + secret + struct.pack(">IQIQQB", 0, 1 << 30, 300, 299500, 3, cls)
+
+
+def tenant_info(name=b"team-a", flags=3):
+    return (str8(name) + struct.pack(">IQIIIQQIIQ", flags, (1 << 64) - 1, 16, 0xFFFFFFFF, 3600,
+                                     36000, 2 << 30, 2, 5, 1234))
 
 
 def gpu_entry(i):
@@ -187,11 +200,11 @@ def session_corpus():
     yield "bad-launch-kind-3", frame(REQ, o["LAUNCH"], launch_body(count=4) + b"\x03" + bytes(16))
     # LAUNCH_EX: LAUNCH's body with flags and cluster after shared_mem_bytes.
     lb = launch_body()
-    ex = lb[:76] + struct.pack(">B3I", 1, 2, 1, 1) + lb[76:]
+    ex = lb[:100] + struct.pack(">B3I", 1, 2, 1, 1) + lb[100:]
     yield "req-launch-ex", frame(REQ, o["LAUNCH_EX"], ex)
     yield "bad-launch-ex-cluster", frame(REQ, o["LAUNCH_EX"],
-                                         lb[:76] + struct.pack(">B3I", 0, 2, 0, 1) + lb[76:])
-    one = lb[40:]
+                                         lb[:100] + struct.pack(">B3I", 0, 2, 0, 1) + lb[100:])
+    one = lb[64:]
     yield "req-burst", frame(REQ, o["BURST"], sref(1, 8) + struct.pack(">H", 3) + one * 3)
     yield "bad-burst-count", frame(REQ, o["BURST"], sref(1, 8) + struct.pack(">H", 4) + one * 3)
     yield "req-event-record", frame(REQ, o["EVENT_RECORD"], sref(1, 9) + struct.pack(">H", 3))
@@ -221,7 +234,25 @@ def corpus():
                                             struct.pack(">IQI", 0xFFFFFFFF, 1 << 30, 300))
     yield "bad-lease-class-4", frame(REQ, o["LEASE_ALLOC"],
                                      struct.pack(">IQIBIQ", 0xFFFFFFFF, 1 << 30, 300, 4, 0, 0))
-    yield "req-lease-renew", frame(REQ, o["LEASE_RENEW"], auth() + struct.pack(">I", 600))
+    yield "req-lease-renew", frame(REQ, o["LEASE_RENEW"], auth() + struct.pack(">IB", 600, 0))
+    yield "req-lease-renew-rotate", frame(REQ, o["LEASE_RENEW"], auth() + struct.pack(">IB", 600, 1))
+    yield "bad-renew-flags-2", frame(REQ, o["LEASE_RENEW"], auth() + struct.pack(">IB", 600, 2))
+    yield "bad-renew-no-flags", frame(REQ, o["LEASE_RENEW"], auth() + struct.pack(">I", 600))
+    yield "req-lease-delegate", frame(REQ, o["LEASE_DELEGATE"], auth() + struct.pack(">II", 0x28, 600) +
+                                      str8(b"team-b"))
+    yield "req-lease-delegate-own", frame(REQ, o["LEASE_DELEGATE"], auth() + struct.pack(">II", 0xFF, 0) +
+                                          str8(b""))
+    yield "bad-delegate-rights-0", frame(REQ, o["LEASE_DELEGATE"], auth() + struct.pack(">II", 0, 600) +
+                                         str8(b""))
+    yield "bad-delegate-rights-0x100", frame(REQ, o["LEASE_DELEGATE"], auth() +
+                                             struct.pack(">II", 0x100, 600) + str8(b""))
+    yield "req-lease-revoke", frame(REQ, o["LEASE_REVOKE"], struct.pack(">Q", 7) + str8(b"compromised"))
+    yield "req-authenticate", frame(REQ, o["AUTHENTICATE"], str8(b"tok-123456"))
+    yield "req-admin-unfence", frame(REQ, o["ADMIN_UNFENCE"], struct.pack(">I", 1))
+    yield "bad-admin-unfence-short", frame(REQ, o["ADMIN_UNFENCE"], struct.pack(">H", 1))
+    yield "bad-authenticate-empty", frame(REQ, o["AUTHENTICATE"], str8(b""))
+    yield "bad-lease-query-16-byte-secret", frame(REQ, o["LEASE_QUERY"], struct.pack(">Q", 7) +
+                                                  bytes(range(0xA0, 0xB0)))
     yield "req-lease-query", frame(REQ, o["LEASE_QUERY"], auth())
     yield "req-lease-free", frame(REQ, o["LEASE_FREE"], auth())
     yield "req-gpu-submit-params", frame(REQ, o["GPU_SUBMIT"], sub)
@@ -235,9 +266,24 @@ def corpus():
     yield "req-worker-warm", frame(REQ, o["WORKER_WARM"], struct.pack(">I", 0))
     yield "req-worker-probe", frame(REQ, o["WORKER_PROBE"], b"")
     yield "resp-inventory-2gpus", resp(o["GET_INVENTORY"], struct.pack(">I", 3600) + str8(b"550.54.15") +
-                                       struct.pack(">H", 2) + gpu_entry(0) + gpu_entry(1))
+                                       struct.pack(">H", 2) + gpu_entry(0) + gpu_entry(1) + tenant_info())
+    yield "resp-inventory-anonymous", resp(o["GET_INVENTORY"], struct.pack(">I", 300) + str8(b"") +
+                                           struct.pack(">H", 0) + tenant_info(b"", 0))
+    yield "bad-inventory-no-tenant", resp(o["GET_INVENTORY"], struct.pack(">I", 3600) + str8(b"550.54.15") +
+                                          struct.pack(">H", 1) + gpu_entry(0))
+    yield "resp-authenticate", resp(o["AUTHENTICATE"], str8(b"team-a"))
+    yield "resp-lease-delegate", resp(o["LEASE_DELEGATE"], cap(1, 0x28, 1800000000, 0x1122334455667788,
+                                                               bytes(range(0xC0, 0xD0))))
+    yield "resp-lease-revoke", resp(o["LEASE_REVOKE"])
+    yield "resp-admin-unfence", resp(o["ADMIN_UNFENCE"])
+    yield "resp-lease-renew-rotated", resp(o["LEASE_RENEW"], lease_info(secret=cap(2)))
+    yield "resp-error-quota", resp(o["LEASE_ALLOC"], status=18,
+                                   msg=b"tenant team-a: lease quota 2, 2 leases live")
+    yield "resp-error-unauthorized", resp(o["LEASE_FREE"], status=2,
+                                          msg=b"LEASE_FREE needs the right 'free', which the token "
+                                              b"for lease 7 lacks (it carries: submit,read)")
     yield "resp-lease-alloc", resp(o["LEASE_ALLOC"], lease_info())
-    yield "resp-lease-query-shared", resp(o["LEASE_QUERY"], lease_info(secret=bytes(16), cls=1))
+    yield "resp-lease-query-shared", resp(o["LEASE_QUERY"], lease_info(secret=bytes(40), cls=1))
     yield "resp-lease-free", resp(o["LEASE_FREE"])
     yield "resp-gpu-submit", resp(o["GPU_SUBMIT"], struct.pack(">QI", 12345, 8) + bytes(range(8)))
     yield "resp-error-expired", resp(o["GPU_SUBMIT"], status=7, msg=b"lease 7 expired during the kernel")

@@ -324,8 +324,8 @@ enum {
 GPULEASE_API void gpulease_rights_format(uint32_t rights, char *buf, size_t len);
 
 /* Parses comma-separated right names (as gpulease_rights_format writes
- * them; "all" for every right) into *rights. OK, or INVALID_ARGUMENT for
- * an unknown or empty name. */
+ * them: "all" for every right, "none" alone for 0) into *rights. OK, or
+ * INVALID_ARGUMENT for an unknown or empty name. */
 GPULEASE_API gpulease_status gpulease_rights_parse(const char *text, uint32_t *rights);
 
 /* A lease's exclusivity class (LEASE_ALLOC's lease_class, docs/protocol.md).
@@ -437,7 +437,8 @@ GPULEASE_API gpulease_status gpulease_lease_rotate(gpulease_client *client, gpul
  * someone else: it carries only `rights` (GPULEASE_RIGHT_* bits, a subset
  * of the presented secret's), expires ttl_s seconds from now (0: when the
  * presented secret does; never later than it), and may be used by the
- * tenant named `audience` (NULL or "": only the lease's own tenant). The
+ * tenant named `audience` (NULL or "": the presented secret's, which for
+ * one from LEASE_ALLOC is the lease's own tenant). The
  * daemon keeps no state for it; rotation, revocation or the lease's end
  * void it. out_secret (GPULEASE_SECRET_BYTES) is caller-owned. Needs the
  * right DELEGATE. Errors: UNAUTHORIZED (the presented secret lacks a right

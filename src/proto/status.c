@@ -124,7 +124,9 @@ GPULEASE_API gpulease_status gpulease_rights_parse(const char *text, uint32_t *r
     const char *e = strchr(p, ',');
     size_t n = e ? (size_t)(e - p) : strlen(p);
     bool found = false;
-    if (n == 3 && !strncmp(p, "all", 3)) {
+    if (n == 4 && !strncmp(p, "none", 4) && p == text && !e) {
+      found = true; /* gpulease_rights_format's word for 0, alone */
+    } else if (n == 3 && !strncmp(p, "all", 3)) {
       r |= GPULEASE_RIGHTS_ALL;
       found = true;
     }

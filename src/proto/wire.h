@@ -64,7 +64,8 @@
  *
  *   LEASE_DELEGATE (0x0107)
  *     request: lease_auth, u32 rights (1..0xFF), u32 ttl_s (0: as long as
- *              the presented secret), str8 audience ("" = the lease's tenant)
+ *              the presented secret), str8 audience ("": the presented
+ *              secret's audience)
  *     result : 40 bytes secret
  *
  *   LEASE_REVOKE (0x0108)
@@ -379,7 +380,8 @@ typedef struct gl_lease_delegate_req {
   gl_lease_auth auth;
   uint32_t rights;                  /* GPULEASE_RIGHT_* bits, 1..0xFF */
   uint32_t ttl_s;                   /* 0: as long as auth's secret */
-  char audience[GL_WIRE_STR8_CAP];  /* "" = the lease's own tenant */
+  char audience[GL_WIRE_STR8_CAP];  /* the tenant that may use it; "": the presented
+                                       secret's (the lease's own for a root secret) */
 } gl_lease_delegate_req;
 
 typedef struct gl_lease_revoke_req {

@@ -17,6 +17,8 @@
  * Requests
  * ====================================================================== */
 
+static void lease_validate(gl_wire__rd *r, const gl_request *q);
+
 static void lease_decode(gl_wire__rd *r, gl_request *q) {
   switch (q->op) {
   case GL_OP_LEASE_ALLOC:
@@ -59,6 +61,7 @@ static void lease_decode(gl_wire__rd *r, gl_request *q) {
   default: /* GET_INVENTORY: empty body */
     break;
   }
+  lease_validate(r, q); /* RENEW's flags, DELEGATE's rights, AUTHENTICATE's token */
 }
 
 static void lease_put(gl_buf *b, const gl_request *q) {

@@ -10,9 +10,9 @@
  */
 #include "proto/wire_internal.h"
 
-/* Body bytes of a MODULE_LOAD request besides the image: session_ref (24 +
+/* Body bytes of a MODULE_LOAD request besides the image: session_ref (48 +
  * 8 + 8), image_format, image_len. */
-#define MODULE_LOAD_FIXED_BYTES 45
+#define MODULE_LOAD_FIXED_BYTES 69
 
 /* ========================================================================
  * Which ops are session ops, and their session_ref

@@ -9,7 +9,7 @@
 
 /* Body bytes of a GPU_SUBMIT request besides the kernel name, the param
  * list, the image and the input (see wire.h). */
-#define SUBMIT_FIXED_BYTES 90
+#define SUBMIT_FIXED_BYTES 114
 
 /* ========================================================================
  * GPU_SUBMIT request

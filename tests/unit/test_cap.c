@@ -133,6 +133,9 @@ static void test_rights_names(void **state) {
   assert_int_equal(gpulease_rights_parse("read,,write", &r), GPULEASE_INVALID_ARGUMENT);
   assert_int_equal(gpulease_rights_parse("admin", &r), GPULEASE_INVALID_ARGUMENT);
   assert_int_equal(gpulease_rights_parse("", &r), GPULEASE_INVALID_ARGUMENT);
+  assert_int_equal(gpulease_rights_parse("none", &r), GPULEASE_OK);
+  assert_int_equal(r, 0);
+  assert_int_equal(gpulease_rights_parse("none,read", &r), GPULEASE_INVALID_ARGUMENT);
 }
 
 int main(void) {

@@ -36,6 +36,12 @@
 
 #define MAX_BODY (1u << 20)
 
+/* A lease's secret on the wire (docs/protocol.md, section 3, lease_auth):
+ * 40 bytes. Written out here rather than taken from the header, so that a
+ * change of GPULEASE_SECRET_BYTES shows as a change of the layout. */
+#define SECRET_LEN 40
+_Static_assert(GPULEASE_SECRET_BYTES == SECRET_LEN, "lease_auth's secret is 40 bytes");
+
 enum { DEC_REQ, DEC_RESP };
 
 /* ========================================================================
@@ -129,8 +135,8 @@ static sub_spec sub_default(void) {
 
 static void fb_submit(frame *f, const sub_spec *s) {
   fb_header(f, GL_WIRE_KIND_REQUEST, GL_OP_GPU_SUBMIT, 0);
-  fb_be(f, 42, 8);        /* lease_id */
-  fb_fill(f, 0xAB, 16);   /* secret */
+  fb_be(f, 42, 8);                /* lease_id */
+  fb_fill(f, 0xAB, SECRET_LEN);   /* secret */
   fb_be(f, s->fmt, 1);
   fb_be(f, s->flags, 1);
   fb_be(f, s->name_len, 2);
@@ -174,8 +180,27 @@ static void fb_str8(frame *f, unsigned len, int c, bool nul) {
   for (unsigned i = 0; i < len; i++) fb_be(f, nul && i == len / 2 ? 0 : (uint64_t)c, 1);
 }
 
-static void fb_inventory(frame *f, unsigned ngpus, unsigned drv_len, unsigned uuid_len,
-                         bool name_nul) {
+/* GET_INVENTORY's tenant_info block: the caller's tenant (name_len bytes
+ * of 't', a NUL in the middle with name_nul), its flags, quota and use. */
+static void fb_tenant_info(frame *f, unsigned name_len, bool name_nul) {
+  fb_str8(f, name_len, 't', name_nul);
+  fb_be(f, GPULEASE_TENANT_ADMIN | GPULEASE_TENANT_LISTED, 4); /* flags */
+  fb_be(f, UINT64_MAX, 8);                                      /* quota_vram_bytes: none */
+  fb_be(f, 16, 4);                                              /* quota_leases */
+  fb_be(f, UINT32_MAX, 4);                                      /* quota_sessions: none */
+  fb_be(f, 3600, 4);                                            /* quota_max_ttl_s */
+  fb_be(f, 36000, 8);                                           /* quota_gpu_seconds_per_hour */
+  fb_be(f, 2ull << 30, 8);                                      /* used_vram_bytes */
+  fb_be(f, 2, 4);                                               /* used_leases */
+  fb_be(f, 5, 4);                                               /* used_sessions */
+  fb_be(f, 1234, 8);                                            /* used_gpu_seconds */
+}
+
+/* The tenant block's length with a name of T bytes: 1+T+4+8+4+4+4+8+8+4+4+8. */
+#define TENANT_INFO_LEN(t) (57 + (t))
+
+static void fb_inventory_t(frame *f, unsigned ngpus, unsigned drv_len, unsigned uuid_len,
+                           bool name_nul, unsigned tenant_len, bool tenant_nul) {
   fb_header(f, GL_WIRE_KIND_RESPONSE, GL_OP_GET_INVENTORY, 0);
   fb_be(f, 0, 2);     /* msg_len */
   fb_be(f, 3600, 4);  /* max_ttl_s */
@@ -195,7 +220,14 @@ static void fb_inventory(frame *f, unsigned ngpus, unsigned drv_len, unsigned uu
     fb_be(f, 0, 4);
     fb_be(f, 327ull << 20, 8); /* context_overhead_bytes */
   }
+  fb_tenant_info(f, tenant_len, tenant_nul);
   fb_seal(f);
+}
+
+/* An inventory whose caller is tenant "tttttt" (6 bytes). */
+static void fb_inventory(frame *f, unsigned ngpus, unsigned drv_len, unsigned uuid_len,
+                         bool name_nul) {
+  fb_inventory_t(f, ngpus, drv_len, uuid_len, name_nul, 6, false);
 }
 
 static void fb_error_resp(frame *f, uint16_t op, uint16_t status, const char *msg) {
@@ -368,10 +400,28 @@ static void b_inv_name_nul(frame *f, long unused) {
   fb_inventory(f, 1, 9, 40, true);
 }
 
-/* An inventory response cut after n body bytes (body_len patched). */
+/* An inventory response cut after n body bytes (body_len patched). Its
+ * GPU entries end at body offset 224, its tenant block at 287. */
 static void b_inv_cut(frame *f, long n) {
   fb_inventory(f, 2, 9, 40, false);
+  assert_int_equal(f->n, GL_WIRE_HEADER_SIZE + 224 + TENANT_INFO_LEN(6));
   f->n = GL_WIRE_HEADER_SIZE + (size_t)n;
+  fb_seal(f);
+}
+
+static void b_inv_tenant_len(frame *f, long n) {
+  fb_inventory_t(f, 1, 9, 40, false, (unsigned)n, false);
+}
+
+static void b_inv_tenant_nul(frame *f, long n) {
+  fb_inventory_t(f, 1, 9, 40, false, (unsigned)n, true);
+}
+
+/* The inventory of an older daemon: the GPU entries and no tenant block. */
+static void b_inv_no_tenant(frame *f, long unused) {
+  (void)unused;
+  fb_inventory(f, 1, 9, 40, false);
+  f->n -= TENANT_INFO_LEN(6);
   fb_seal(f);
 }
 
@@ -430,7 +480,7 @@ static void b_resp_probe(frame *f, long n) {
   fb_seal(f);
 }
 
-/* A LEASE_QUERY OK response, lease_info cut to n of its 57 bytes. */
+/* A LEASE_QUERY OK response, lease_info cut to n of its 81 bytes. */
 static void b_resp_lease(frame *f, long n) {
   fb_header(f, GL_WIRE_KIND_RESPONSE, GL_OP_LEASE_QUERY, 0);
   fb_be(f, 0, 2);
@@ -472,8 +522,8 @@ static ses_spec ses_default(void) {
 
 static void fb_session(frame *f, uint16_t op, const ses_spec *s) {
   fb_header(f, GL_WIRE_KIND_REQUEST, op, 0);
-  fb_be(f, 42, 8);      /* lease_id */
-  fb_fill(f, 0xAB, 16); /* secret */
+  fb_be(f, 42, 8);              /* lease_id */
+  fb_fill(f, 0xAB, SECRET_LEN); /* secret */
   if (op != GL_OP_SESSION_OPEN) {
     fb_be(f, s->session_id, 8);
     fb_be(f, s->seq, 8);
@@ -963,6 +1013,29 @@ static const bad_case bad_cases[] = {
      "gpu[0].name contains a NUL byte"},
     {"inventory cut in gpu[1]", DEC_RESP, b_inv_cut, 200, 0, GPULEASE_MALFORMED,
      "truncated in gpu[1]."},
+    {"inventory without tenant block", DEC_RESP, b_inv_no_tenant, 0, 0, GPULEASE_MALFORMED,
+     "GET_INVENTORY: truncated in tenant: needs 1 bytes at body offset 121, 0 left"},
+    {"inventory cut before tenant", DEC_RESP, b_inv_cut, 224, 0, GPULEASE_MALFORMED,
+     "GET_INVENTORY: truncated in tenant: needs 1 bytes at body offset 224, 0 left"},
+    {"inventory cut in tenant name", DEC_RESP, b_inv_cut, 228, 0, GPULEASE_MALFORMED,
+     "GET_INVENTORY: truncated in tenant: needs 6 bytes at body offset 225, 3 left"},
+    {"inventory cut in tenant flags", DEC_RESP, b_inv_cut, 233, 0, GPULEASE_MALFORMED,
+     "GET_INVENTORY: truncated in tenant_flags: needs 4 bytes at body offset 231, 2 left"},
+    {"inventory cut in quota_vram_bytes", DEC_RESP, b_inv_cut, 236, 0, GPULEASE_MALFORMED,
+     "truncated in quota_vram_bytes: needs 8 bytes at body offset 235, 1 left"},
+    {"inventory cut in quota_gpu_seconds_per_hour", DEC_RESP, b_inv_cut, 255, 0,
+     GPULEASE_MALFORMED, "truncated in quota_gpu_seconds_per_hour: needs 8 bytes at body offset 255"},
+    {"inventory cut in used_sessions", DEC_RESP, b_inv_cut, 277, 0, GPULEASE_MALFORMED,
+     "truncated in used_sessions: needs 4 bytes at body offset 275, 2 left"},
+    {"inventory cut in used_gpu_seconds", DEC_RESP, b_inv_cut, 286, 0, GPULEASE_MALFORMED,
+     "GET_INVENTORY: truncated in used_gpu_seconds: needs 8 bytes at body offset 279, 7 left"},
+    {"inventory whole (cut at its end)", DEC_RESP, b_inv_cut, 287, 0, GPULEASE_OK, NULL},
+    {"inventory byte after tenant block", DEC_RESP, b_inv_cut, 288, 0, GPULEASE_MALFORMED,
+     "GET_INVENTORY: 1 trailing bytes after the last field"},
+    {"inventory anonymous tenant", DEC_RESP, b_inv_tenant_len, 0, 0, GPULEASE_OK, NULL},
+    {"inventory tenant 255 bytes", DEC_RESP, b_inv_tenant_len, 255, 0, GPULEASE_OK, NULL},
+    {"inventory tenant with NUL", DEC_RESP, b_inv_tenant_nul, 8, 0, GPULEASE_INVALID_ARGUMENT,
+     "GET_INVENTORY: tenant contains a NUL byte"},
     {"status 15 (INTERNAL)", DEC_RESP, b_resp_status, 15, 0, GPULEASE_OK, NULL},
     {"status 99 (future)", DEC_RESP, b_resp_status, 99, 0, GPULEASE_OK, NULL},
     {"status 100 on the wire", DEC_RESP, b_resp_status, 100, 0, GPULEASE_MALFORMED,
@@ -986,12 +1059,14 @@ static const bad_case bad_cases[] = {
     {"probe 64 GPUs", DEC_RESP, b_resp_probe, 64, 0, GPULEASE_OK, NULL},
     {"probe count 65", DEC_RESP, b_resp_probe, 65, 0, GPULEASE_INVALID_ARGUMENT,
      "WORKER_PROBE: count 65 exceeds 64"},
-    {"lease_info whole", DEC_RESP, b_resp_lease, 57, 0, GPULEASE_OK, NULL},
-    {"lease_info without lease_class", DEC_RESP, b_resp_lease, 56, 0, GPULEASE_MALFORMED,
-     "LEASE_QUERY: truncated in lease_class: needs 1 bytes at body offset 58, 0 left"},
-    {"lease_info short", DEC_RESP, b_resp_lease, 55, 0, GPULEASE_MALFORMED,
+    {"lease_info whole", DEC_RESP, b_resp_lease, 81, 0, GPULEASE_OK, NULL},
+    {"lease_info without lease_class", DEC_RESP, b_resp_lease, 80, 0, GPULEASE_MALFORMED,
+     "LEASE_QUERY: truncated in lease_class: needs 1 bytes at body offset 82, 0 left"},
+    {"lease_info short", DEC_RESP, b_resp_lease, 79, 0, GPULEASE_MALFORMED,
      "LEASE_QUERY: truncated in submits"},
-    {"lease_info long", DEC_RESP, b_resp_lease, 58, 0, GPULEASE_MALFORMED, "trailing bytes"},
+    {"lease_info cut in the secret", DEC_RESP, b_resp_lease, 47, 0, GPULEASE_MALFORMED,
+     "LEASE_QUERY: truncated in secret: needs 40 bytes at body offset 10, 39 left"},
+    {"lease_info long", DEC_RESP, b_resp_lease, 82, 0, GPULEASE_MALFORMED, "trailing bytes"},
     {"response over max_body", DEC_RESP, b_inv_gpus, 2, MB_BODY_LESS, GPULEASE_TOO_LARGE,
      "exceeds the limit"},
 
@@ -1032,13 +1107,13 @@ static const bad_case bad_cases[] = {
     {"MEM_WRITE data_len 1", DEC_REQ, b_write_len, 1, 0, GPULEASE_OK, NULL},
     {"MEM_WRITE data_len 60000", DEC_REQ, b_write_len, 60000, 0, GPULEASE_OK, NULL},
     {"MEM_WRITE data_len 64 MiB, no data", DEC_REQ, b_write_len, 64L << 20, 0,
-     GPULEASE_MALFORMED, "MEM_WRITE: truncated in data: needs 67108864 bytes at body offset 60"},
+     GPULEASE_MALFORMED, "MEM_WRITE: truncated in data: needs 67108864 bytes at body offset 84"},
     {"MEM_WRITE data_len 64 MiB + 1", DEC_REQ, b_write_len, (64L << 20) + 1, 0,
      GPULEASE_INVALID_ARGUMENT, "MEM_WRITE: data_len 67108865 out of range 1..67108864"},
     {"MEM_WRITE data_len 0xFFFFFFFF", DEC_REQ, b_write_len, 0xFFFFFFFFL, 0,
      GPULEASE_INVALID_ARGUMENT, "data_len 4294967295 out of range"},
     {"MEM_WRITE data short", DEC_REQ, b_write_short, 1, 0, GPULEASE_MALFORMED,
-     "MEM_WRITE: truncated in data: needs 16 bytes at body offset 60, 15 left"},
+     "MEM_WRITE: truncated in data: needs 16 bytes at body offset 84, 15 left"},
     {"MEM_READ size 0", DEC_REQ, b_read_size, 0, 0, GPULEASE_INVALID_ARGUMENT,
      "MEM_READ: size_bytes 0 out of range 1..67108864"},
     {"MEM_READ size 1", DEC_REQ, b_read_size, 1, 0, GPULEASE_OK, NULL},
@@ -1287,8 +1362,17 @@ static gpulease_param param_scalar(const void *value, uint32_t size) {
   return p;
 }
 
-static const uint8_t SECRET[16] = {0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
-                                   0x88, 0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF};
+/* The secret of docs/protocol.md's examples (sections 3, 8 and 9): a
+ * capability token of generation 1 with every right (0xFF), no expiry,
+ * audience 0 (the lease's own tenant), and a made-up MAC. */
+static const uint8_t SECRET[SECRET_LEN] = {
+    0x00, 0x00, 0x00, 0x01,                         /* generation 1 */
+    0x00, 0x00, 0x00, 0xFF,                         /* rights: all */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* not_after_s: none */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* audience: the lease's tenant */
+    0x3C, 0x9E, 0x51, 0xD7, 0x08, 0xA2, 0x6B, 0xF4, /* mac */
+    0xE0, 0x17, 0xC5, 0x39, 0x8D, 0x72, 0x4A, 0xB6,
+};
 
 /* Encodes req, decodes it into *out, checks the op, then every prefix. */
 static void req_roundtrip(const gl_request *req, gl_request *out, size_t want_len) {
@@ -1374,11 +1458,11 @@ static void test_req_lease_ops(void **state) {
   memset(&req, 0, sizeof req);
   req.op = GL_OP_LEASE_RENEW;
   req.u.renew.auth.lease_id = 0xFEDCBA9876543210ull;
-  memcpy(req.u.renew.auth.secret, SECRET, 16);
+  memcpy(req.u.renew.auth.secret, SECRET, SECRET_LEN);
   req.u.renew.ttl_s = 86400;
-  req_roundtrip(&req, &out, 12 + 28);
+  req_roundtrip(&req, &out, 12 + 53);
   assert_int_equal(out.u.renew.auth.lease_id, 0xFEDCBA9876543210ull);
-  assert_memory_equal(out.u.renew.auth.secret, SECRET, 16);
+  assert_memory_equal(out.u.renew.auth.secret, SECRET, SECRET_LEN);
   assert_int_equal(out.u.renew.ttl_s, 86400);
 
   const uint16_t auth_ops[] = {GL_OP_LEASE_QUERY, GL_OP_LEASE_FREE};
@@ -1386,10 +1470,10 @@ static void test_req_lease_ops(void **state) {
     memset(&req, 0, sizeof req);
     req.op = auth_ops[i];
     req.u.auth.lease_id = 77 + i;
-    memcpy(req.u.auth.secret, SECRET, 16);
-    req_roundtrip(&req, &out, 12 + 24);
+    memcpy(req.u.auth.secret, SECRET, SECRET_LEN);
+    req_roundtrip(&req, &out, 12 + 48);
     assert_int_equal(out.u.auth.lease_id, 77 + i);
-    assert_memory_equal(out.u.auth.secret, SECRET, 16);
+    assert_memory_equal(out.u.auth.secret, SECRET, SECRET_LEN);
   }
 
   memset(&req, 0, sizeof req);
@@ -1428,7 +1512,7 @@ static void test_req_gpu_submit_params(void **state) {
   req.op = GL_OP_GPU_SUBMIT;
   gl_submit_req *s = &req.u.submit;
   s->auth.lease_id = 9;
-  memcpy(s->auth.secret, SECRET, 16);
+  memcpy(s->auth.secret, SECRET, SECRET_LEN);
   s->image_format = GPULEASE_IMAGE_PTX;
   s->flags = GL_SUBMIT_F_PARAMS;
   s->kernel_name = "_Z4vaddPfi";
@@ -1446,11 +1530,11 @@ static void test_req_gpu_submit_params(void **state) {
   s->image_len = (uint32_t)strlen(ptx);
   s->input = input;
   s->input_len = sizeof input;
-  req_roundtrip(&req, &out, 12 + 90 + s->kernel_name_len + pb.len + s->image_len + 5);
+  req_roundtrip(&req, &out, 12 + 114 + s->kernel_name_len + pb.len + s->image_len + 5);
 
   const gl_submit_req *o = &out.u.submit;
   assert_int_equal(o->auth.lease_id, 9);
-  assert_memory_equal(o->auth.secret, SECRET, 16);
+  assert_memory_equal(o->auth.secret, SECRET, SECRET_LEN);
   assert_int_equal(o->image_format, GPULEASE_IMAGE_PTX);
   assert_int_equal(o->flags, GL_SUBMIT_F_PARAMS);
   assert_int_equal(o->kernel_name_len, 10);
@@ -1507,7 +1591,7 @@ static void test_req_gpu_submit_no_params(void **state) {
   s->block[0] = s->block[1] = s->block[2] = 1;
   s->image = cubin;
   s->image_len = 4;
-  req_roundtrip(&req, &out, 12 + 90 + 1 + 4);
+  req_roundtrip(&req, &out, 12 + 114 + 1 + 4);
   assert_int_equal(out.u.submit.flags, 0);
   assert_int_equal(out.u.submit.param_count, 0);
   assert_int_equal(out.u.submit.params_raw_len, 0);
@@ -1539,7 +1623,7 @@ static void test_submit_matches_layout(void **state) {
   req.op = GL_OP_GPU_SUBMIT;
   gl_submit_req *s = &req.u.submit;
   s->auth.lease_id = 42;
-  memset(s->auth.secret, 0xAB, 16);
+  memset(s->auth.secret, 0xAB, SECRET_LEN);
   s->image_format = 1;
   s->flags = 1;
   s->kernel_name = "kkkkkk";
@@ -1587,9 +1671,22 @@ static void test_resp_inventory(void **state) {
     g->active_leases = i;
     g->flags = i == 2 ? GPULEASE_GPU_EMULATED : 0;
   }
+  gl_tenant_info *t = &inv->tenant;
+  strcpy(t->tenant, "spiffe://example.org/team-a");
+  t->flags = GPULEASE_TENANT_LISTED;
+  t->quota_vram_bytes = 40ull << 30;
+  t->quota_leases = 8;
+  t->quota_sessions = 64;
+  t->quota_max_ttl_s = UINT32_MAX; /* no limit */
+  t->quota_gpu_seconds_per_hour = UINT64_MAX;
+  t->used_vram_bytes = (3ull << 30) + 1;
+  t->used_leases = 3;
+  t->used_sessions = 7;
+  t->used_gpu_seconds = 0x0102030405060708ull;
   size_t len = 12 + 2 + 4 + 1 + 9 + 2;
   for (unsigned i = 0; i < 3; i++)
     len += 4 + 1 + strlen(inv->gpus[i].uuid) + 1 + strlen(inv->gpus[i].name) + 2 + 4 + 24 + 8 + 8;
+  len += TENANT_INFO_LEN(strlen(t->tenant));
   resp_roundtrip(&resp, &out, len);
   const gl_inventory *o = &out.u.inventory;
   assert_int_equal(o->max_ttl_s, 3600);
@@ -1610,6 +1707,106 @@ static void test_resp_inventory(void **state) {
     assert_int_equal(g->active_leases, a->active_leases);
     assert_int_equal(g->flags, a->flags);
   }
+  const gl_tenant_info *ot = &o->tenant;
+  assert_string_equal(ot->tenant, "spiffe://example.org/team-a");
+  assert_int_equal(ot->flags, GPULEASE_TENANT_LISTED);
+  assert_true(ot->quota_vram_bytes == 40ull << 30);
+  assert_int_equal(ot->quota_leases, 8);
+  assert_int_equal(ot->quota_sessions, 64);
+  assert_int_equal(ot->quota_max_ttl_s, UINT32_MAX);
+  assert_true(ot->quota_gpu_seconds_per_hour == UINT64_MAX);
+  assert_true(ot->used_vram_bytes == (3ull << 30) + 1);
+  assert_int_equal(ot->used_leases, 3);
+  assert_int_equal(ot->used_sessions, 7);
+  assert_true(ot->used_gpu_seconds == 0x0102030405060708ull);
+}
+
+static void assert_resp_refused(const gl_response *resp);
+
+/* GET_INVENTORY's tenant_info block, byte for byte (docs/protocol.md,
+ * GET_INVENTORY): after the GPU entries, str8 tenant, u32 flags, the five
+ * quotas and the four uses. Here with no GPU and an anonymous caller, then
+ * with a named one; the independent builder's bytes must agree. */
+static void test_inventory_tenant(void **state) {
+  (void)state;
+  static gl_response resp, out;
+  memset(&resp, 0, sizeof resp);
+  resp.op = GL_OP_GET_INVENTORY;
+  gl_inventory *inv = &resp.u.inventory;
+  inv->max_ttl_s = 300;
+  gl_tenant_info *t = &inv->tenant;
+  t->flags = 0;
+  t->quota_vram_bytes = UINT64_MAX;
+  t->quota_leases = UINT32_MAX;
+  t->quota_sessions = UINT32_MAX;
+  t->quota_max_ttl_s = UINT32_MAX;
+  t->quota_gpu_seconds_per_hour = UINT64_MAX;
+  t->used_vram_bytes = 1ull << 30;
+  t->used_leases = 1;
+  t->used_sessions = 2;
+  t->used_gpu_seconds = 300;
+  static const uint8_t want[] = {
+      0x47, 0x4C, 0x01, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x42, /* header, 66 */
+      0x00, 0x00,                                     /* msg_len */
+      0x00, 0x00, 0x01, 0x2C,                         /* max_ttl_s 300 */
+      0x00,                                           /* driver_version "" */
+      0x00, 0x00,                                     /* gpu_count 0 */
+      0x00,                                           /* tenant "" (anonymous) */
+      0x00, 0x00, 0x00, 0x00,                         /* flags */
+      0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, /* quota_vram_bytes: unlimited */
+      0xFF, 0xFF, 0xFF, 0xFF,                         /* quota_leases */
+      0xFF, 0xFF, 0xFF, 0xFF,                         /* quota_sessions */
+      0xFF, 0xFF, 0xFF, 0xFF,                         /* quota_max_ttl_s */
+      0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, /* quota_gpu_seconds_per_hour */
+      0x00, 0x00, 0x00, 0x00, 0x40, 0x00, 0x00, 0x00, /* used_vram_bytes 1 GiB */
+      0x00, 0x00, 0x00, 0x01,                         /* used_leases */
+      0x00, 0x00, 0x00, 0x02,                         /* used_sessions */
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x2C, /* used_gpu_seconds 300 */
+  };
+  gl_buf b;
+  gl_buf_init(&b);
+  assert_status(gl_response_encode(&resp, &b), GPULEASE_OK);
+  assert_int_equal(b.len, sizeof want);
+  assert_memory_equal(b.data, want, sizeof want);
+  gl_buf_free(&b);
+  resp_roundtrip(&resp, &out, 12 + 2 + 4 + 1 + 2 + TENANT_INFO_LEN(0));
+  assert_string_equal(out.u.inventory.tenant.tenant, "");
+  assert_int_equal(out.u.inventory.tenant.quota_leases, UINT32_MAX);
+  assert_true(out.u.inventory.tenant.used_vram_bytes == 1ull << 30);
+
+  /* The table builder's inventory, through the codec. */
+  memset(&resp, 0, sizeof resp);
+  fb_inventory(&g_frame, 1, 9, 40, false);
+  char err[256];
+  assert_status(gl_response_decode(g_frame.b, g_frame.n, MAX_BODY, &out, err, sizeof err),
+                GPULEASE_OK);
+  t = &out.u.inventory.tenant;
+  assert_string_equal(t->tenant, "tttttt");
+  assert_int_equal(t->flags, GPULEASE_TENANT_ADMIN | GPULEASE_TENANT_LISTED);
+  assert_true(t->quota_vram_bytes == UINT64_MAX);
+  assert_int_equal(t->quota_leases, 16);
+  assert_int_equal(t->quota_sessions, UINT32_MAX);
+  assert_int_equal(t->quota_max_ttl_s, 3600);
+  assert_true(t->quota_gpu_seconds_per_hour == 36000);
+  assert_true(t->used_vram_bytes == 2ull << 30);
+  assert_int_equal(t->used_leases, 2);
+  assert_int_equal(t->used_sessions, 5);
+  assert_true(t->used_gpu_seconds == 1234);
+  /* Every prefix of it, the tenant block's included, is refused. */
+  static uint8_t copy[sizeof g_frame.b];
+  size_t n = g_frame.n;
+  memcpy(copy, g_frame.b, n);
+  check_all_prefixes(copy, n, DEC_RESP);
+
+  /* A tenant name of 255 bytes is the longest; an unterminated one is
+   * refused by the encoder. */
+  resp = out;
+  memset(resp.u.inventory.tenant.tenant, 'x', 255);
+  resp.u.inventory.tenant.tenant[255] = '\0';
+  resp_roundtrip(&resp, &out, n + 255 - 6);
+  assert_int_equal(strlen(out.u.inventory.tenant.tenant), 255);
+  memset(resp.u.inventory.tenant.tenant, 'x', sizeof resp.u.inventory.tenant.tenant);
+  assert_resp_refused(&resp);
 }
 
 static void test_resp_lease_info(void **state) {
@@ -1623,17 +1820,17 @@ static void test_resp_lease_info(void **state) {
     resp.msg_len = 7; /* an OK response may carry a message too */
     gl_lease_info *l = &resp.u.lease;
     l->lease_id = 0x0102030405060708ull + i;
-    if (ops[i] == GL_OP_LEASE_ALLOC) memcpy(l->secret, SECRET, 16);
+    if (ops[i] == GL_OP_LEASE_ALLOC) memcpy(l->secret, SECRET, SECRET_LEN);
     l->gpu_index = 1;
     l->vram_bytes = 256ull << 20;
     l->ttl_s = 300;
     l->remaining_ms = 299999;
     l->submits = 12;
     l->lease_class = (uint8_t)(GPULEASE_CLASS_SHARED + i); /* shared, device, partition */
-    resp_roundtrip(&resp, &out, 12 + 2 + 7 + 57);
+    resp_roundtrip(&resp, &out, 12 + 2 + 7 + 81);
     assert_memory_equal(out.msg, "granted", 7);
     assert_int_equal(out.u.lease.lease_id, l->lease_id);
-    assert_memory_equal(out.u.lease.secret, l->secret, 16);
+    assert_memory_equal(out.u.lease.secret, l->secret, SECRET_LEN);
     assert_int_equal(out.u.lease.gpu_index, 1);
     assert_int_equal(out.u.lease.vram_bytes, 256ull << 20);
     assert_int_equal(out.u.lease.ttl_s, 300);
@@ -1706,9 +1903,10 @@ static void test_resp_errors(void **state) {
                           GL_OP_MEM_FREE,      GL_OP_MEM_WRITE,   GL_OP_MEM_READ,
                           GL_OP_MEM_COPY,      GL_OP_MEMSET,      GL_OP_MODULE_LOAD,
                           GL_OP_MODULE_UNLOAD, GL_OP_FUNC_INFO,   GL_OP_LAUNCH,
-                          GL_OP_WORKER_RELEASE, 0,                0x4242};
+                          GL_OP_WORKER_RELEASE, GL_OP_AUTHENTICATE, GL_OP_LEASE_DELEGATE,
+                          GL_OP_LEASE_REVOKE,  GL_OP_ADMIN_UNFENCE, 0,        0x4242};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
-    for (int st = GPULEASE_INVALID_ARGUMENT; st <= GPULEASE_INVALID_HANDLE; st++) {
+    for (int st = GPULEASE_INVALID_ARGUMENT; st <= GPULEASE_QUOTA_EXCEEDED; st++) {
       gl_buf b;
       gl_buf_init(&b);
       assert_status(gl_response_encode_error(ops[i], (gpulease_status)st, &b,
@@ -1775,17 +1973,17 @@ static void test_buf_append_and_steal(void **state) {
   req.op = GL_OP_LEASE_QUERY;
   req.u.auth.lease_id = 5;
   assert_status(gl_request_encode(&req, &b), GPULEASE_OK);
-  assert_int_equal(b.len, 12 + 36);
+  assert_int_equal(b.len, 12 + 60);
   size_t len = 0;
   uint8_t *data = gl_buf_steal(&b, &len);
   assert_non_null(data);
-  assert_int_equal(len, 48);
+  assert_int_equal(len, 72);
   assert_null(b.data);
   assert_int_equal(b.len, 0);
   assert_int_equal(b.cap, 0);
   assert_status(gl_request_decode(data, 12, MAX_BODY, &req, NULL, NULL, 0), GPULEASE_OK);
   assert_int_equal(req.op, GL_OP_GET_INVENTORY);
-  assert_status(gl_request_decode(data + 12, 36, MAX_BODY, &req, NULL, NULL, 0), GPULEASE_OK);
+  assert_status(gl_request_decode(data + 12, 60, MAX_BODY, &req, NULL, NULL, 0), GPULEASE_OK);
   assert_int_equal(req.u.auth.lease_id, 5);
   free(data);
   gl_buf_free(&b); /* on an empty buffer: harmless */
@@ -1807,11 +2005,14 @@ static const uint8_t DOC_ALLOC_REQ[] = {
 };
 
 static const uint8_t DOC_ALLOC_RESP[] = {
-    0x47, 0x4C, 0x01, 0x01, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x3B, /* header */
+    0x47, 0x4C, 0x01, 0x01, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x53, /* header */
     0x00, 0x00,                                     /* msg_len 0 */
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x2A, /* lease_id 42 */
-    0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, /* secret */
-    0x88, 0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0xFF, /* secret: generation 1, rights 0xff */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /*   not_after_s 0 (none) */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /*   audience 0 (the lease's tenant) */
+    0x3C, 0x9E, 0x51, 0xD7, 0x08, 0xA2, 0x6B, 0xF4, /*   mac */
+    0xE0, 0x17, 0xC5, 0x39, 0x8D, 0x72, 0x4A, 0xB6,
     0x00, 0x00, 0x00, 0x01,                         /* gpu_index 1 */
     0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, /* vram_bytes */
     0x00, 0x00, 0x01, 0x2C,                         /* ttl_s 300 */
@@ -1846,15 +2047,21 @@ static void test_doc_example(void **state) {
   memset(&resp, 0, sizeof resp);
   resp.op = GL_OP_LEASE_ALLOC;
   resp.u.lease.lease_id = 42;
-  memcpy(resp.u.lease.secret, SECRET, 16);
+  memcpy(resp.u.lease.secret, SECRET, SECRET_LEN);
   resp.u.lease.gpu_index = 1;
   resp.u.lease.vram_bytes = 256ull << 20;
   resp.u.lease.ttl_s = 300;
   resp.u.lease.remaining_ms = 300000;
   assert_status(gl_response_encode(&resp, &b), GPULEASE_OK);
   assert_int_equal(b.len, sizeof DOC_ALLOC_RESP);
+  assert_int_equal(sizeof DOC_ALLOC_RESP, 95);
   assert_memory_equal(b.data, DOC_ALLOC_RESP, sizeof DOC_ALLOC_RESP);
   gl_buf_free(&b);
+  static gl_response back;
+  assert_status(gl_response_decode(DOC_ALLOC_RESP, sizeof DOC_ALLOC_RESP, MAX_BODY, &back, NULL, 0),
+                GPULEASE_OK);
+  assert_memory_equal(back.u.lease.secret, SECRET, SECRET_LEN);
+  assert_int_equal(back.u.lease.lease_id, 42);
 
   assert_status(gl_response_encode_error(GL_OP_LEASE_ALLOC, GPULEASE_CAPACITY_EXCEEDED, &b,
                                          "gpu %d has %d MiB free, %d MiB requested", 1, 2048,
@@ -1877,7 +2084,7 @@ static void test_header_decode(void **state) {
   assert_int_equal(h.kind, GL_WIRE_KIND_RESPONSE);
   assert_int_equal(h.op, GL_OP_LEASE_ALLOC);
   assert_int_equal(h.status, 0);
-  assert_int_equal(h.body_len, 59);
+  assert_int_equal(h.body_len, 83);
   /* Only the first 12 bytes count: body_len need not match here. */
   assert_status(gl_header_decode(DOC_ALLOC_RESP, 12, &h), GPULEASE_OK);
   assert_status(gl_header_decode(DOC_ALLOC_RESP, 11, &h), GPULEASE_MALFORMED);
@@ -1976,7 +2183,8 @@ static void test_status_names(void **state) {
       {-1, "UNKNOWN"},
       {16, "INVALID_HANDLE"},
       {17, "MISSING_SEQ"},
-      {18, "UNKNOWN"},
+      {18, "QUOTA_EXCEEDED"},
+      {19, "UNKNOWN"},
       {99, "UNKNOWN"},
       {105, "UNKNOWN"},
   };
@@ -1992,7 +2200,20 @@ static void test_status_names(void **state) {
   assert_string_equal(gl_op_name(GL_OP_WORKER_INIT), "WORKER_INIT");
   assert_string_equal(gl_op_name(GL_OP_WORKER_PROBE), "WORKER_PROBE");
   assert_string_equal(gl_op_name(0), "UNKNOWN");
-  assert_string_equal(gl_op_name(0x0107), "UNKNOWN");
+  assert_string_equal(gl_op_name(0x010A), "UNKNOWN");
+  assert_string_equal(gl_op_name(GL_OP_ADMIN_UNFENCE), "ADMIN_UNFENCE");
+  assert_int_equal(GL_OP_ADMIN_UNFENCE, 0x0109);
+  assert_false(gl_op_is_session(GL_OP_ADMIN_UNFENCE));
+  assert_string_equal(gl_op_name(0x0006), "UNKNOWN");
+  assert_string_equal(gl_op_name(GL_OP_AUTHENTICATE), "AUTHENTICATE");
+  assert_string_equal(gl_op_name(GL_OP_LEASE_DELEGATE), "LEASE_DELEGATE");
+  assert_string_equal(gl_op_name(GL_OP_LEASE_REVOKE), "LEASE_REVOKE");
+  assert_int_equal(GL_OP_AUTHENTICATE, 0x0005);
+  assert_int_equal(GL_OP_LEASE_DELEGATE, 0x0107);
+  assert_int_equal(GL_OP_LEASE_REVOKE, 0x0108);
+  assert_false(gl_op_is_session(GL_OP_AUTHENTICATE));
+  assert_false(gl_op_is_session(GL_OP_LEASE_DELEGATE));
+  assert_false(gl_op_is_session(GL_OP_LEASE_REVOKE));
   assert_string_equal(gl_op_name(GL_OP_NODE_INFO), "NODE_INFO");
   assert_string_equal(gl_op_name(GL_OP_SHM_ATTACH), "SHM_ATTACH");
   assert_string_equal(gl_op_name(GL_OP_SHM_DETACH), "SHM_DETACH");
@@ -2137,6 +2358,13 @@ static void test_request_encode_refuses(void **state) {
   req.u.submit.input_len = 1;
   req.u.submit.input = (const uint8_t *)"x";
   assert_req_refused(&req, "does not fit body_len");
+  /* At the edge: 114 fixed bytes (lease_auth's 48 included), the name's 4
+   * and the image fill body_len's 32 bits exactly, or one byte more. */
+  valid_submit(&req);
+  req.u.submit.image_len = UINT32_MAX - 114 - 4 + 1;
+  assert_req_refused(&req, "GPU_SUBMIT: body of 4294967296 bytes does not fit body_len");
+  req.u.submit.image_len = UINT32_MAX - 114 - 4;
+  assert_status(gl_request_validate(&req, err, sizeof err), GPULEASE_OK);
 
   memset(&req, 0, sizeof req);
   req.op = 0x0999;
@@ -2327,7 +2555,7 @@ static void ses_request(uint16_t op, gl_request *q, gl_buf *params) {
   gl_session_ref ref;
   memset(&ref, 0, sizeof ref);
   ref.auth.lease_id = 42;
-  memset(ref.auth.secret, 0xAB, 16);
+  memset(ref.auth.secret, 0xAB, SECRET_LEN);
   ref.session_id = 3;
   ref.seq = 5;
   switch (op) {
@@ -2409,22 +2637,22 @@ static void ses_request(uint16_t op, gl_request *q, gl_buf *params) {
 /* Body length of ses_request(op)'s encoding. */
 static size_t ses_request_body(uint16_t op) {
   switch (op) {
-  case GL_OP_SESSION_OPEN: return 24;
-  case GL_OP_SESSION_CLOSE: return 40;
-  case GL_OP_MEM_WRITE: return 60 + 16;
-  case GL_OP_MEM_READ: return 60;
-  case GL_OP_MEM_COPY: return 80;
-  case GL_OP_MEMSET: return 69;
-  case GL_OP_MODULE_LOAD: return 45 + 24;
-  case GL_OP_FUNC_INFO: return 50 + 6;
-  case GL_OP_LAUNCH: return 78 + 17 + 17 + 6;
-  default: return 48; /* SYNC, MEM_ALLOC, MEM_FREE, MODULE_UNLOAD */
+  case GL_OP_SESSION_OPEN: return 48;
+  case GL_OP_SESSION_CLOSE: return 64;
+  case GL_OP_MEM_WRITE: return 84 + 16;
+  case GL_OP_MEM_READ: return 84;
+  case GL_OP_MEM_COPY: return 104;
+  case GL_OP_MEMSET: return 93;
+  case GL_OP_MODULE_LOAD: return 69 + 24;
+  case GL_OP_FUNC_INFO: return 74 + 6;
+  case GL_OP_LAUNCH: return 102 + 17 + 17 + 6;
+  default: return 72; /* SYNC, MEM_ALLOC, MEM_FREE, MODULE_UNLOAD */
   }
 }
 
 static bool ref_equal(const gl_session_ref *a, const gl_session_ref *b) {
   return a->auth.lease_id == b->auth.lease_id &&
-         memcmp(a->auth.secret, b->auth.secret, 16) == 0 && a->session_id == b->session_id &&
+         memcmp(a->auth.secret, b->auth.secret, SECRET_LEN) == 0 && a->session_id == b->session_id &&
          a->seq == b->seq;
 }
 
@@ -2436,7 +2664,7 @@ static bool ses_req_equal(const gl_request *a, const gl_request *b) {
   switch (a->op) {
   case GL_OP_SESSION_OPEN:
     return a->u.auth.lease_id == b->u.auth.lease_id &&
-           memcmp(a->u.auth.secret, b->u.auth.secret, 16) == 0;
+           memcmp(a->u.auth.secret, b->u.auth.secret, SECRET_LEN) == 0;
   case GL_OP_SESSION_CLOSE: return true;
   case GL_OP_SYNC: return a->u.sync.ack_seq == b->u.sync.ack_seq;
   case GL_OP_MEM_ALLOC: return a->u.mem_alloc.size_bytes == b->u.mem_alloc.size_bytes;
@@ -2833,7 +3061,7 @@ static void test_session_encode_refuses(void **state) {
         "MODULE_LOAD: image_format 4 out of range 0..3");
   SPOIL(GL_OP_MODULE_LOAD, req.u.module_load.image_len = 0, "MODULE_LOAD: image_len 0");
   SPOIL(GL_OP_MODULE_LOAD, req.u.module_load.image = NULL, "MODULE_LOAD: image is NULL");
-  SPOIL(GL_OP_MODULE_LOAD, req.u.module_load.image_len = UINT32_MAX - 44,
+  SPOIL(GL_OP_MODULE_LOAD, req.u.module_load.image_len = UINT32_MAX - 68,
         "MODULE_LOAD: body of 4294967296 bytes does not fit body_len");
   SPOIL(GL_OP_FUNC_INFO, req.u.func_info.kernel_name_len = 0,
         "FUNC_INFO: kernel_name_len 0 out of range 1..1024");
@@ -2872,7 +3100,7 @@ static void test_session_encode_refuses(void **state) {
   req.u.mem_write.data_len = GL_WIRE_MAX_CHUNK; /* validate does not read the data */
   assert_status(gl_request_validate(&req, err, sizeof err), GPULEASE_OK);
   ses_request(GL_OP_MODULE_LOAD, &req, &params);
-  req.u.module_load.image_len = UINT32_MAX - 45;
+  req.u.module_load.image_len = UINT32_MAX - 69;
   assert_status(gl_request_validate(&req, err, sizeof err), GPULEASE_OK);
   ses_request(GL_OP_MEMSET, &req, &params);
   req.u.memset.element_size = 2;
@@ -2943,13 +3171,13 @@ static void test_exec_ops(void **state) {
   (void)state;
   static gl_request req, out;
   gl_buf params;
-  /* LAUNCH_EX: LAUNCH's fields, then flags and the cluster, at 76..88. */
+  /* LAUNCH_EX: LAUNCH's fields, then flags and the cluster, at 100..112. */
   ses_request(GL_OP_LAUNCH, &req, &params);
   req.op = GL_OP_LAUNCH_EX;
   req.u.launch.flags = GL_LAUNCH_EX_COOPERATIVE;
   req.u.launch.cluster[0] = 2, req.u.launch.cluster[1] = 1, req.u.launch.cluster[2] = 3;
   size_t plen = req.u.launch.params_raw_len;
-  req_roundtrip(&req, &out, 12 + 91 + plen);
+  req_roundtrip(&req, &out, 12 + 115 + plen);
   assert_int_equal(out.u.launch.flags, GL_LAUNCH_EX_COOPERATIVE);
   assert_int_equal(out.u.launch.cluster[0], 2);
   assert_int_equal(out.u.launch.cluster[2], 3);
@@ -2963,11 +3191,11 @@ static void test_exec_ops(void **state) {
     gl_buf_init(&b);
     assert_status(gl_request_encode(&req, &b), GPULEASE_OK);
     static const uint8_t attrs[] = {0x01, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 3, 0, 3};
-    assert_memory_equal(b.data + 12 + 76, attrs, sizeof attrs);
+    assert_memory_equal(b.data + 12 + 100, attrs, sizeof attrs);
     gl_buf_free(&b);
   }
   memset(req.u.launch.cluster, 0, sizeof req.u.launch.cluster); /* none */
-  req_roundtrip(&req, &out, 12 + 91 + plen);
+  req_roundtrip(&req, &out, 12 + 115 + plen);
   req.u.launch.flags = 0x02;
   decode_fails(&req, GPULEASE_INVALID_ARGUMENT, "unknown bits");
   req.u.launch.flags = 0;
@@ -2996,7 +3224,7 @@ static void test_exec_ops(void **state) {
   req.u.burst.count = 3;
   req.u.burst.launches = list.data;
   req.u.burst.launches_len = list.len;
-  req_roundtrip(&req, &out, 12 + 42 + list.len);
+  req_roundtrip(&req, &out, 12 + 66 + list.len);
   assert_int_equal(out.u.burst.count, 3);
   size_t pos = 0;
   gl_launch_req l;
@@ -3028,7 +3256,7 @@ static void test_exec_ops(void **state) {
     gl_buf b;
     gl_buf_init(&b);
     assert_status(gl_request_encode(&req, &b), GPULEASE_OK);
-    b.data[12 + 41] = 4; /* count 3 -> 4 */
+    b.data[12 + 65] = 4; /* count 3 -> 4 */
     char err[256];
     assert_status(gl_request_decode(b.data, b.len, MAX_BODY, &out, NULL, err, sizeof err),
                   GPULEASE_MALFORMED);
@@ -3048,14 +3276,14 @@ static void test_exec_ops(void **state) {
   req.op = GL_OP_EVENT_RECORD;
   req.u.event.s.session_id = 3;
   req.u.event.event = 255;
-  req_roundtrip(&req, &out, 12 + 42);
+  req_roundtrip(&req, &out, 12 + 66);
   assert_int_equal(out.u.event.event, 255);
   req.u.event.event = 256;
   decode_fails(&req, GPULEASE_INVALID_ARGUMENT, "event 256 out of range 0..255");
   req.op = GL_OP_EVENT_ELAPSED;
   req.u.event.event = 1;
   req.u.event.end_event = 7;
-  req_roundtrip(&req, &out, 12 + 44);
+  req_roundtrip(&req, &out, 12 + 68);
   assert_int_equal(out.u.event.event, 1);
   assert_int_equal(out.u.event.end_event, 7);
   req.u.event.end_event = 300;
@@ -3078,11 +3306,11 @@ static void test_exec_ops(void **state) {
   memset(&req, 0, sizeof req);
   req.op = GL_OP_GRAPH_BEGIN;
   req.u.graph_begin.s.session_id = 3;
-  req_roundtrip(&req, &out, 12 + 57);
+  req_roundtrip(&req, &out, 12 + 81);
   req.u.graph_begin.flags = GL_GRAPH_F_WHILE;
   req.u.graph_begin.flag_buffer = 0x0100000000000009ull;
   req.u.graph_begin.flag_offset = 12;
-  req_roundtrip(&req, &out, 12 + 57);
+  req_roundtrip(&req, &out, 12 + 81);
   assert_true(out.u.graph_begin.flag_buffer == 0x0100000000000009ull);
   assert_int_equal(out.u.graph_begin.flag_offset, 12);
   req.u.graph_begin.flag_buffer = 0;
@@ -3095,20 +3323,20 @@ static void test_exec_ops(void **state) {
   memset(&req, 0, sizeof req);
   req.op = GL_OP_GRAPH_END;
   req.u.graph.s.session_id = 3;
-  req_roundtrip(&req, &out, 12 + 40);
+  req_roundtrip(&req, &out, 12 + 64);
   req.op = GL_OP_GRAPH_LAUNCH;
   req.u.graph.graph = 0x6A00000000000001ull;
-  req_roundtrip(&req, &out, 12 + 48);
+  req_roundtrip(&req, &out, 12 + 72);
   assert_true(out.u.graph.graph == 0x6A00000000000001ull);
   req.op = GL_OP_GRAPH_DESTROY;
-  req_roundtrip(&req, &out, 12 + 48);
+  req_roundtrip(&req, &out, 12 + 72);
   ses_request(GL_OP_LAUNCH, &one_l, &params);
   req.op = GL_OP_GRAPH_SET_ARGS;
   req.u.graph.node = 37;
   req.u.graph.args.param_count = one_l.u.launch.param_count;
   req.u.graph.args.params_raw = one_l.u.launch.params_raw;
   req.u.graph.args.params_raw_len = one_l.u.launch.params_raw_len;
-  req_roundtrip(&req, &out, 12 + 54 + plen);
+  req_roundtrip(&req, &out, 12 + 78 + plen);
   assert_int_equal(out.u.graph.node, 37);
   assert_int_equal(out.u.graph.args.param_count, 3);
   req.u.graph.args.param_count = 4;
@@ -3142,11 +3370,11 @@ static void test_exec_ops(void **state) {
   sr->block[0] = sr->block[1] = sr->block[2] = 1;
   sr->image = image;
   sr->image_len = sizeof image - 1;
-  req_roundtrip(&req, &out, 12 + 90 + 1 + sr->image_len);
+  req_roundtrip(&req, &out, 12 + 114 + 1 + sr->image_len);
   sr->flags = GL_SUBMIT_F_COOPERATIVE | GL_SUBMIT_F_CLUSTER;
   sr->cluster[0] = 2, sr->cluster[1] = 2, sr->cluster[2] = 1;
   sr->output_size = 77;
-  req_roundtrip(&req, &out, 12 + 102 + 1 + sr->image_len);
+  req_roundtrip(&req, &out, 12 + 126 + 1 + sr->image_len);
   assert_int_equal(out.u.submit.flags, GL_SUBMIT_F_COOPERATIVE | GL_SUBMIT_F_CLUSTER);
   assert_int_equal(out.u.submit.cluster[1], 2);
   assert_int_equal(out.u.submit.output_size, 77);
@@ -3200,7 +3428,7 @@ static void test_launch_params(void **state) {
   req.u.launch.param_count = 3;
   req.u.launch.params_raw = b.data;
   req.u.launch.params_raw_len = b.len;
-  req_roundtrip(&req, &out, 12 + 78 + b.len);
+  req_roundtrip(&req, &out, 12 + 102 + b.len);
   size_t pos = 0;
   gl_launch_param q;
   assert_true(gl_launch_param_next(&out.u.launch, &pos, &q));
@@ -3225,7 +3453,7 @@ static void test_launch_params(void **state) {
   req.u.launch.param_count = 0;
   req.u.launch.params_raw = NULL;
   req.u.launch.params_raw_len = 0;
-  req_roundtrip(&req, &out, 12 + 78);
+  req_roundtrip(&req, &out, 12 + 102);
   pos = 0;
   assert_false(gl_launch_param_next(&out.u.launch, &pos, &q));
   assert_int_equal(pos, 0);
@@ -3278,10 +3506,10 @@ static void test_session_max_chunk(void **state) {
   req.u.mem_write.data_len = GL_WIRE_MAX_CHUNK;
   gl_buf_init(&b);
   assert_status(gl_request_encode(&req, &b), GPULEASE_OK);
-  assert_int_equal(b.len, 12 + 60 + (size_t)GL_WIRE_MAX_CHUNK);
+  assert_int_equal(b.len, 12 + 84 + (size_t)GL_WIRE_MAX_CHUNK);
   assert_status(gl_request_decode(b.data, b.len, 65u << 20, &out, NULL, NULL, 0), GPULEASE_OK);
   assert_int_equal(out.u.mem_write.data_len, GL_WIRE_MAX_CHUNK);
-  assert_ptr_equal(out.u.mem_write.data, b.data + 72);
+  assert_ptr_equal(out.u.mem_write.data, b.data + 96);
   assert_int_equal(out.u.mem_write.data[GL_WIRE_MAX_CHUNK - 1], 0xEE);
   assert_status(gl_request_decode(b.data, b.len, 64u << 20, &out, NULL, NULL, 0),
                 GPULEASE_TOO_LARGE);
@@ -3301,10 +3529,13 @@ static void test_session_max_chunk(void **state) {
 
 /* The MEM_ALLOC example of docs/protocol.md, section 9. */
 static const uint8_t DOC_MEM_ALLOC_REQ[] = {
-    0x47, 0x4C, 0x01, 0x00, 0x03, 0x11, 0x00, 0x00, 0x00, 0x00, 0x00, 0x30, /* header */
+    0x47, 0x4C, 0x01, 0x00, 0x03, 0x11, 0x00, 0x00, 0x00, 0x00, 0x00, 0x48, /* header */
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x2A, /* lease_id 42 */
-    0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, /* secret */
-    0x88, 0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0xFF, /* secret: generation 1, rights 0xff */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /*   not_after_s 0 (none) */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /*   audience 0 (the lease's tenant) */
+    0x3C, 0x9E, 0x51, 0xD7, 0x08, 0xA2, 0x6B, 0xF4, /*   mac */
+    0xE0, 0x17, 0xC5, 0x39, 0x8D, 0x72, 0x4A, 0xB6,
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, /* session_id 1 */
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, /* seq 1 */
     0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, /* size_bytes 1 MiB */
@@ -3330,7 +3561,7 @@ static void test_doc_session_example(void **state) {
   memset(&req, 0, sizeof req);
   req.op = GL_OP_MEM_ALLOC;
   req.u.mem_alloc.s.auth.lease_id = 42;
-  memcpy(req.u.mem_alloc.s.auth.secret, SECRET, 16);
+  memcpy(req.u.mem_alloc.s.auth.secret, SECRET, SECRET_LEN);
   req.u.mem_alloc.s.session_id = 1;
   req.u.mem_alloc.s.seq = 1;
   req.u.mem_alloc.size_bytes = 1u << 20;
@@ -3338,6 +3569,7 @@ static void test_doc_session_example(void **state) {
   gl_buf_init(&b);
   assert_status(gl_request_encode(&req, &b), GPULEASE_OK);
   assert_int_equal(b.len, sizeof DOC_MEM_ALLOC_REQ);
+  assert_int_equal(sizeof DOC_MEM_ALLOC_REQ, 84);
   assert_memory_equal(b.data, DOC_MEM_ALLOC_REQ, sizeof DOC_MEM_ALLOC_REQ);
   gl_buf_free(&b);
   assert_status(gl_request_decode(DOC_MEM_ALLOC_REQ, sizeof DOC_MEM_ALLOC_REQ, MAX_BODY, &out,
@@ -3366,6 +3598,100 @@ static void test_doc_session_example(void **state) {
   assert_int_equal(b.len, sizeof DOC_MEM_FREE_ERROR);
   assert_memory_equal(b.data, DOC_MEM_FREE_ERROR, sizeof DOC_MEM_FREE_ERROR);
   gl_buf_free(&b);
+}
+
+/* ========================================================================
+ * The hex dumps of docs/protocol.md, sections 8 and 9, are the bytes above
+ * ====================================================================== */
+
+/* Reads the hex dumps (``` blocks of "OFFS  hh hh ...  |ascii|" lines)
+ * between the headings `from` and `to` of doc into out[], each checked
+ * line by line: the offset counts up by 16, 1..16 bytes a line, and the
+ * ASCII column shows the bytes. Returns the number of dumps. */
+typedef struct doc_dump {
+  uint8_t b[256];
+  size_t n;
+} doc_dump;
+
+static size_t doc_dumps(const char *doc, const char *from, const char *to, doc_dump *out,
+                        size_t max) {
+  const char *p = strstr(doc, from);
+  if (!p) fail_msg("docs/protocol.md has no heading \"%s\"", from);
+  const char *end = to ? strstr(p, to) : NULL;
+  if (!end) end = p + strlen(p);
+  size_t count = 0;
+  for (;;) {
+    const char *open = strstr(p, "```\n");
+    if (!open || open >= end) break;
+    const char *line = open + 4;
+    const char *close = strstr(line, "```");
+    assert_non_null(close);
+    assert_true(count < max);
+    doc_dump *d = &out[count++];
+    d->n = 0;
+    while (line < close) {
+      const char *nl = strchr(line, '\n');
+      assert_non_null(nl);
+      unsigned off = 0;
+      if (sscanf(line, "%4x", &off) != 1 || off != d->n)
+        fail_msg("dump %zu of \"%s\": line \"%.20s\" should start at offset %04zx", count, from,
+                 line, d->n);
+      const char *bar = strstr(line, "  |");
+      assert_true(bar && bar < nl && nl[-1] == '|');
+      size_t first = d->n;
+      for (const char *h = line + 6; h < bar; h += 3) {
+        unsigned v;
+        if (sscanf(h, "%2x", &v) != 1) break;
+        assert_true(d->n < sizeof d->b);
+        d->b[d->n++] = (uint8_t)v;
+      }
+      size_t k = d->n - first;
+      assert_true(k >= 1 && k <= 16);
+      assert_int_equal((size_t)(nl - 1 - (bar + 3)), k); /* the ASCII column */
+      for (size_t i = 0; i < k; i++) {
+        uint8_t c = d->b[first + i];
+        assert_int_equal((uint8_t)bar[3 + i], c >= 0x20 && c < 0x7F ? c : '.');
+      }
+      line = nl + 1;
+    }
+    p = close + 3;
+  }
+  return count;
+}
+
+static void assert_dump(const doc_dump *d, const uint8_t *want, size_t n, const char *what) {
+  if (d->n != n || memcmp(d->b, want, n) != 0)
+    fail_msg("docs/protocol.md: the hex dump of %s (%zu bytes) differs from the codec's %zu bytes",
+             what, d->n, n);
+}
+
+static void test_doc_hex_dumps(void **state) {
+  (void)state;
+  const char *src = getenv("GL_TEST_SRC_DIR");
+  if (!src) src = GL_SOURCE_DIR;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/docs/protocol.md", src);
+  FILE *f = fopen(path, "rb");
+  if (!f) fail_msg("cannot open %s", path);
+  static char doc[1 << 20];
+  size_t n = fread(doc, 1, sizeof doc - 1, f);
+  fclose(f);
+  assert_true(n < sizeof doc - 1);
+  doc[n] = '\0';
+  static doc_dump d[8];
+  assert_int_equal(doc_dumps(doc, "\n## 8. Example: LEASE_ALLOC on the wire",
+                             "\n## 9. Example", d, 8),
+                   3);
+  assert_dump(&d[0], DOC_ALLOC_REQ, sizeof DOC_ALLOC_REQ, "section 8's request");
+  assert_dump(&d[1], DOC_ALLOC_RESP, sizeof DOC_ALLOC_RESP, "section 8's response");
+  assert_dump(&d[2], DOC_ERROR_RESP, sizeof DOC_ERROR_RESP, "section 8's error response");
+  assert_int_equal(doc_dumps(doc, "\n## 9. Example: MEM_ALLOC on the wire", NULL, d, 8), 3);
+  assert_dump(&d[0], DOC_MEM_ALLOC_REQ, sizeof DOC_MEM_ALLOC_REQ, "section 9's request");
+  assert_dump(&d[1], DOC_MEM_ALLOC_RESP, sizeof DOC_MEM_ALLOC_RESP, "section 9's response");
+  assert_dump(&d[2], DOC_MEM_FREE_ERROR, sizeof DOC_MEM_FREE_ERROR, "section 9's error response");
+  /* The secret of both examples is the tests' SECRET, behind lease_id. */
+  assert_memory_equal(DOC_ALLOC_RESP + 12 + 2 + 8, SECRET, SECRET_LEN);
+  assert_memory_equal(DOC_MEM_ALLOC_REQ + 12 + 8, SECRET, SECRET_LEN);
 }
 
 /* ========================================================================
@@ -3506,7 +3832,7 @@ static void test_worker_lost(void **state) {
 
 static gl_session_ref batch_ref(uint64_t seq) {
   gl_session_ref r = {.auth = {.lease_id = 42}, .session_id = 9, .seq = seq};
-  for (int i = 0; i < 16; i++) r.auth.secret[i] = (uint8_t)(0xA0 + i);
+  for (int i = 0; i < SECRET_LEN; i++) r.auth.secret[i] = (uint8_t)(0xA0 + i);
   return r;
 }
 
@@ -3550,7 +3876,7 @@ static void test_batch(void **state) {
   assert_status(batch_encode(5, ops, 3, &b, &list), GPULEASE_OK);
   /* Layout: header, session_ref, u16 count, then each op's whole message
    * behind its u32 length, exactly as it is encoded alone. */
-  size_t want = 12 + 40 + 2;
+  size_t want = 12 + 64 + 2;
   for (int i = 0; i < 3; i++) {
     gl_buf one;
     gl_buf_init(&one);
@@ -3565,8 +3891,8 @@ static void test_batch(void **state) {
   assert_int_equal(b.len, want);
   assert_int_equal(b.data[4], 0x03);
   assert_int_equal(b.data[5], 0x40);
-  assert_int_equal(b.data[12 + 40], 0);
-  assert_int_equal(b.data[12 + 40 + 1], 3);
+  assert_int_equal(b.data[12 + 64], 0);
+  assert_int_equal(b.data[12 + 64 + 1], 3);
   char err[512];
   assert_status(gl_request_decode(b.data, b.len, MAX_BODY, &out, NULL, err, sizeof err),
                 GPULEASE_OK);
@@ -3658,20 +3984,20 @@ static void test_batch(void **state) {
   assert_status(batch_encode(5, ops, 2, &b, &list), GPULEASE_OK);
   uint8_t *raw = malloc(b.len);
   memcpy(raw, b.data, b.len);
-  raw[12 + 42] = 0x7F; /* first length: huge */
+  raw[12 + 66] = 0x7F; /* first length: huge */
   assert_status(gl_request_decode(raw, b.len, MAX_BODY, &out, NULL, err, sizeof err),
                 GPULEASE_MALFORMED);
   assert_non_null(strstr(err, "BATCH: truncated in op[0].message"));
   memcpy(raw, b.data, b.len);
-  raw[12 + 42 + 4] = 0x00; /* the first op's magic */
+  raw[12 + 66 + 4] = 0x00; /* the first op's magic */
   assert_status(gl_request_decode(raw, b.len, MAX_BODY, &out, NULL, err, sizeof err),
                 GPULEASE_MALFORMED);
   assert_non_null(strstr(err, "BATCH: op 0: "));
   memcpy(raw, b.data, b.len);
-  raw[12 + 41] = 1; /* count 1 but two ops */
+  raw[12 + 65] = 1; /* count 1 but two ops */
   assert_status(gl_request_decode(raw, b.len, MAX_BODY, &out, NULL, err, sizeof err),
                 GPULEASE_MALFORMED);
-  assert_non_null(strstr(err, "BATCH: 85 trailing bytes after the last field"));
+  assert_non_null(strstr(err, "BATCH: 109 trailing bytes after the last field"));
   free(raw);
   gl_buf_free(&b), gl_buf_free(&list);
 
@@ -3813,12 +4139,12 @@ static void test_shm_ops(void **state) {
   (void)state;
   static gl_request q, out;
   char err[256];
-  /* SHM_ATTACH: lease_auth, u64 size_bytes (32 bytes of body). */
+  /* SHM_ATTACH: lease_auth, u64 size_bytes (56 bytes of body). */
   memset(&q, 0, sizeof q);
   q.op = GL_OP_SHM_ATTACH;
   q.u.shm_attach.auth = batch_ref(0).auth;
   q.u.shm_attach.size_bytes = 1ull << 30;
-  req_roundtrip(&q, &out, 12 + 32);
+  req_roundtrip(&q, &out, 12 + 56);
   assert_int_equal(out.u.shm_attach.size_bytes, 1ull << 30);
   assert_int_equal(out.u.shm_attach.auth.lease_id, 42);
   assert_false(gl_op_is_session(GL_OP_SHM_ATTACH));
@@ -3832,9 +4158,9 @@ static void test_shm_ops(void **state) {
   q.op = GL_OP_SHM_DETACH;
   q.u.shm_detach.auth = batch_ref(0).auth;
   q.u.shm_detach.segment = 0x5E00000000000007ull;
-  req_roundtrip(&q, &out, 12 + 32);
+  req_roundtrip(&q, &out, 12 + 56);
   assert_int_equal(out.u.shm_detach.segment, 0x5E00000000000007ull);
-  /* MEM_WRITE_SHM / MEM_READ_SHM: session_ref and five u64 (80 bytes). */
+  /* MEM_WRITE_SHM / MEM_READ_SHM: session_ref and five u64 (104 bytes). */
   uint16_t ops[] = {GL_OP_MEM_WRITE_SHM, GL_OP_MEM_READ_SHM};
   for (int i = 0; i < 2; i++) {
     memset(&q, 0, sizeof q);
@@ -3842,7 +4168,7 @@ static void test_shm_ops(void **state) {
     q.u.mem_shm.s = batch_ref(3);
     q.u.mem_shm.buffer = 1, q.u.mem_shm.offset = 2, q.u.mem_shm.segment = 3;
     q.u.mem_shm.segment_offset = 4, q.u.mem_shm.size_bytes = 5;
-    req_roundtrip(&q, &out, 12 + 80);
+    req_roundtrip(&q, &out, 12 + 104);
     assert_true(gl_op_is_session(ops[i]));
     assert_ptr_equal(gl_request_session(&out), &out.u.mem_shm.s);
     assert_int_equal(out.u.mem_shm.segment_offset, 4);
@@ -3947,7 +4273,7 @@ static void test_lease_alloc_class(void **state) {
                            "3 partition)");
 }
 
-/* lease_info's 57th byte is the class granted (offset 56 of the result). */
+/* lease_info's 81st byte is the class granted (offset 80 of the result). */
 static void test_lease_info_class(void **state) {
   (void)state;
   static gl_response resp, out;
@@ -3964,12 +4290,12 @@ static void test_lease_info_class(void **state) {
     gl_buf b;
     gl_buf_init(&b);
     assert_status(gl_response_encode(&resp, &b), GPULEASE_OK);
-    assert_int_equal(b.len, 12 + 2 + 57);
-    assert_int_equal(b.data[12 + 2 + 56], c);
+    assert_int_equal(b.len, 12 + 2 + 81);
+    assert_int_equal(b.data[12 + 2 + 80], c);
     /* The byte before it is still the last of submits. */
-    assert_int_equal(b.data[12 + 2 + 55], 5);
+    assert_int_equal(b.data[12 + 2 + 79], 5);
     gl_buf_free(&b);
-    resp_roundtrip(&resp, &out, 12 + 2 + 57);
+    resp_roundtrip(&resp, &out, 12 + 2 + 81);
     assert_int_equal(out.u.lease.lease_class, c);
     assert_int_equal(out.u.lease.submits, 5);
     assert_int_equal(out.u.lease.remaining_ms, 1000);
@@ -4139,6 +4465,459 @@ static void test_request_peek_lease(void **state) {
   assert_int_equal(id, 7);
 }
 
+/* ========================================================================
+ * Tenants: AUTHENTICATE, LEASE_DELEGATE, LEASE_REVOKE, LEASE_RENEW's
+ * flags, and the rights' names
+ * ====================================================================== */
+
+/* lease_auth as the layout gives it: u64 lease_id, the 40 bytes of SECRET. */
+static void fb_auth(frame *f, uint64_t lease_id) {
+  fb_be(f, lease_id, 8);
+  for (int i = 0; i < SECRET_LEN; i++) fb_be(f, SECRET[i], 1);
+}
+
+/* Decodes the k-byte request p and checks the status and the message. */
+static void assert_req_decode(const uint8_t *p, size_t k, gpulease_status want,
+                              const char *needle) {
+  static gl_request out;
+  char err[512];
+  uint8_t *msg = malloc(k); /* exact size for ASan */
+  assert_non_null(msg);
+  memcpy(msg, p, k);
+  gpulease_status st = gl_request_decode(msg, k, MAX_BODY, &out, NULL, err, sizeof err);
+  free(msg);
+  if (st != want)
+    fail_msg("status %s, expected %s (\"%s\")", gpulease_status_name(st),
+             gpulease_status_name(want), err);
+  if (needle) assert_contains(err, needle);
+}
+
+/* AUTHENTICATE (0x0005): request str8 bearer_token (1..255 bytes), OK
+ * result str8 tenant. */
+static void test_authenticate(void **state) {
+  (void)state;
+  static gl_request req, out;
+  static gl_response resp, rout;
+  static const uint8_t want_req[] = {
+      0x47, 0x4C, 0x01, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0B, /* header, 11 */
+      0x0A, 't', 'o', 'k', '-', '1', '2', '3', '4', '5', '6',                 /* str8 token */
+  };
+  memset(&req, 0, sizeof req);
+  req.op = GL_OP_AUTHENTICATE;
+  strcpy(req.u.authenticate.token, "tok-123456");
+  req_exact(&req, want_req, sizeof want_req);
+  req_roundtrip(&req, &out, sizeof want_req);
+  assert_string_equal(out.u.authenticate.token, "tok-123456");
+  assert_null(gl_request_session(&out));
+  uint64_t id = 7;
+  assert_false(gl_request_peek_lease(want_req, sizeof want_req, &id));
+
+  /* The longest token, 255 bytes. */
+  memset(req.u.authenticate.token, 'k', 255);
+  req.u.authenticate.token[255] = '\0';
+  req_roundtrip(&req, &out, 12 + 1 + 255);
+  assert_int_equal(strlen(out.u.authenticate.token), 255);
+
+  /* An empty token: refused by the encoder and by the decoder. */
+  req.u.authenticate.token[0] = '\0';
+  assert_req_refused(&req, "AUTHENTICATE: bearer_token is empty");
+  fb_header(&g_frame, GL_WIRE_KIND_REQUEST, GL_OP_AUTHENTICATE, 0);
+  fb_str8(&g_frame, 0, 'k', false);
+  fb_seal(&g_frame);
+  assert_req_decode(g_frame.b, g_frame.n, GPULEASE_INVALID_ARGUMENT,
+                    "AUTHENTICATE: bearer_token is empty");
+  /* A NUL inside, a length past the body, a byte after it. */
+  fb_header(&g_frame, GL_WIRE_KIND_REQUEST, GL_OP_AUTHENTICATE, 0);
+  fb_str8(&g_frame, 8, 'k', true);
+  fb_seal(&g_frame);
+  assert_req_decode(g_frame.b, g_frame.n, GPULEASE_INVALID_ARGUMENT,
+                    "AUTHENTICATE: bearer_token contains a NUL byte");
+  fb_header(&g_frame, GL_WIRE_KIND_REQUEST, GL_OP_AUTHENTICATE, 0);
+  fb_be(&g_frame, 9, 1);
+  fb_fill(&g_frame, 'k', 8);
+  fb_seal(&g_frame);
+  assert_req_decode(g_frame.b, g_frame.n, GPULEASE_MALFORMED,
+                    "AUTHENTICATE: truncated in bearer_token: needs 9 bytes at body offset 1, 8 left");
+  fb_header(&g_frame, GL_WIRE_KIND_REQUEST, GL_OP_AUTHENTICATE, 0);
+  fb_str8(&g_frame, 3, 'k', false);
+  fb_be(&g_frame, 0, 1);
+  fb_seal(&g_frame);
+  assert_req_decode(g_frame.b, g_frame.n, GPULEASE_MALFORMED,
+                    "AUTHENTICATE: 1 trailing bytes after the last field");
+  /* No body at all. */
+  fb_header(&g_frame, GL_WIRE_KIND_REQUEST, GL_OP_AUTHENTICATE, 0);
+  fb_seal(&g_frame);
+  assert_req_decode(g_frame.b, g_frame.n, GPULEASE_MALFORMED,
+                    "AUTHENTICATE: truncated in bearer_token: needs 1 bytes at body offset 0");
+
+  /* The result: the tenant the connection now is. */
+  static const uint8_t want_resp[] = {
+      0x47, 0x4C, 0x01, 0x01, 0x00, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x09, /* header, 9 */
+      0x00, 0x00,                                                             /* msg_len */
+      0x06, 't', 'e', 'a', 'm', '-', 'a',                                     /* str8 tenant */
+  };
+  memset(&resp, 0, sizeof resp);
+  resp.op = GL_OP_AUTHENTICATE;
+  strcpy(resp.u.tenant, "team-a");
+  gl_buf b;
+  gl_buf_init(&b);
+  assert_status(gl_response_encode(&resp, &b), GPULEASE_OK);
+  assert_int_equal(b.len, sizeof want_resp);
+  assert_memory_equal(b.data, want_resp, sizeof want_resp);
+  gl_buf_free(&b);
+  resp_roundtrip(&resp, &rout, sizeof want_resp);
+  assert_string_equal(rout.u.tenant, "team-a");
+  memset(resp.u.tenant, 'n', 255);
+  resp.u.tenant[255] = '\0';
+  resp_roundtrip(&resp, &rout, 12 + 2 + 1 + 255);
+  assert_int_equal(strlen(rout.u.tenant), 255);
+  memset(resp.u.tenant, 'n', sizeof resp.u.tenant); /* not terminated */
+  assert_resp_refused(&resp);
+  /* Its errors carry only the message, as every op's. */
+  gl_buf_init(&b);
+  assert_status(gl_response_encode_error(GL_OP_AUTHENTICATE, GPULEASE_UNAUTHORIZED, &b,
+                                         "unknown bearer token"),
+                GPULEASE_OK);
+  assert_int_equal(b.len, 12 + 2 + 20);
+  assert_status(gl_response_decode(b.data, b.len, MAX_BODY, &rout, NULL, 0), GPULEASE_OK);
+  assert_int_equal(rout.status, GPULEASE_UNAUTHORIZED);
+  gl_buf_free(&b);
+}
+
+/* LEASE_DELEGATE (0x0107): request lease_auth, u32 rights (1..0xFF), u32
+ * ttl_s, str8 audience; OK result the derived secret, 40 bytes. */
+static void test_lease_delegate(void **state) {
+  (void)state;
+  static gl_request req, out;
+  static gl_response resp, rout;
+  memset(&req, 0, sizeof req);
+  req.op = GL_OP_LEASE_DELEGATE;
+  req.u.delegate.auth.lease_id = 42;
+  memcpy(req.u.delegate.auth.secret, SECRET, SECRET_LEN);
+  req.u.delegate.rights = GPULEASE_RIGHT_SUBMIT | GPULEASE_RIGHT_READ;
+  req.u.delegate.ttl_s = 600;
+  strcpy(req.u.delegate.audience, "team-b");
+  /* The layout: lease_auth at 0, rights at 48, ttl_s at 52, audience at 56. */
+  fb_header(&g_frame, GL_WIRE_KIND_REQUEST, GL_OP_LEASE_DELEGATE, 0);
+  fb_auth(&g_frame, 42);
+  fb_be(&g_frame, 0x28, 4);
+  fb_be(&g_frame, 600, 4);
+  fb_be(&g_frame, 6, 1);
+  for (const char *p = "team-b"; *p; p++) fb_be(&g_frame, (uint8_t)*p, 1);
+  fb_seal(&g_frame);
+  assert_int_equal(g_frame.n, 12 + 63);
+  req_exact(&req, g_frame.b, g_frame.n);
+  assert_int_equal(g_frame.b[12 + 51], 0x28);
+  assert_int_equal(g_frame.b[12 + 56], 6);
+  req_roundtrip(&req, &out, 12 + 63);
+  assert_int_equal(out.u.delegate.auth.lease_id, 42);
+  assert_memory_equal(out.u.delegate.auth.secret, SECRET, SECRET_LEN);
+  assert_int_equal(out.u.delegate.rights, 0x28);
+  assert_int_equal(out.u.delegate.ttl_s, 600);
+  assert_string_equal(out.u.delegate.audience, "team-b");
+  assert_null(gl_request_session(&out));
+
+  /* Every right, no TTL of its own, the lease's own tenant. */
+  req.u.delegate.rights = GPULEASE_RIGHTS_ALL;
+  req.u.delegate.ttl_s = 0;
+  req.u.delegate.audience[0] = '\0';
+  req_roundtrip(&req, &out, 12 + 57);
+  assert_int_equal(out.u.delegate.rights, 0xFF);
+  assert_int_equal(out.u.delegate.ttl_s, 0);
+  assert_string_equal(out.u.delegate.audience, "");
+  /* One right alone; the longest audience, 255 bytes. */
+  req.u.delegate.rights = GPULEASE_RIGHT_DELEGATE;
+  req.u.delegate.ttl_s = UINT32_MAX;
+  memset(req.u.delegate.audience, 'a', 255);
+  req.u.delegate.audience[255] = '\0';
+  req_roundtrip(&req, &out, 12 + 57 + 255);
+  assert_int_equal(strlen(out.u.delegate.audience), 255);
+  assert_int_equal(out.u.delegate.ttl_s, UINT32_MAX);
+
+  /* No right, or a bit above the eight rights: INVALID_ARGUMENT from the
+   * encoder and the decoder. */
+  req.u.delegate.audience[0] = '\0';
+  req.u.delegate.rights = 0;
+  assert_req_refused(&req, "LEASE_DELEGATE: rights 0x00000000: at least one right");
+  req.u.delegate.rights = 0x100;
+  assert_req_refused(&req, "LEASE_DELEGATE: rights 0x00000100");
+  req.u.delegate.rights = 0x80000001u;
+  assert_req_refused(&req, "only bits 0..7 are rights");
+  const uint32_t bad_rights[] = {0, 0x100, 0x1FF, 0xFFFFFFFFu};
+  for (size_t i = 0; i < sizeof bad_rights / sizeof bad_rights[0]; i++) {
+    fb_header(&g_frame, GL_WIRE_KIND_REQUEST, GL_OP_LEASE_DELEGATE, 0);
+    fb_auth(&g_frame, 42);
+    fb_be(&g_frame, bad_rights[i], 4);
+    fb_be(&g_frame, 0, 4);
+    fb_be(&g_frame, 0, 1);
+    fb_seal(&g_frame);
+    assert_req_decode(g_frame.b, g_frame.n, GPULEASE_INVALID_ARGUMENT, "LEASE_DELEGATE: rights");
+  }
+  /* The 16-byte secret of protocol version 1's first draft is cut short. */
+  fb_header(&g_frame, GL_WIRE_KIND_REQUEST, GL_OP_LEASE_DELEGATE, 0);
+  fb_be(&g_frame, 42, 8);
+  fb_fill(&g_frame, 0xAB, 16);
+  fb_be(&g_frame, 0x28, 4);
+  fb_be(&g_frame, 0, 4);
+  fb_be(&g_frame, 0, 1);
+  fb_seal(&g_frame);
+  assert_req_decode(g_frame.b, g_frame.n, GPULEASE_MALFORMED,
+                    "LEASE_DELEGATE: truncated in secret: needs 40 bytes at body offset 8, 25 left");
+  /* An audience with a NUL. */
+  fb_header(&g_frame, GL_WIRE_KIND_REQUEST, GL_OP_LEASE_DELEGATE, 0);
+  fb_auth(&g_frame, 42);
+  fb_be(&g_frame, 0x01, 4);
+  fb_be(&g_frame, 0, 4);
+  fb_str8(&g_frame, 6, 'a', true);
+  fb_seal(&g_frame);
+  assert_req_decode(g_frame.b, g_frame.n, GPULEASE_INVALID_ARGUMENT,
+                    "LEASE_DELEGATE: audience contains a NUL byte");
+
+  /* The result: 40 bytes, the derived secret. */
+  uint8_t derived[SECRET_LEN];
+  for (int i = 0; i < SECRET_LEN; i++) derived[i] = (uint8_t)(0xC0 + i);
+  memset(&resp, 0, sizeof resp);
+  resp.op = GL_OP_LEASE_DELEGATE;
+  memcpy(resp.u.secret, derived, SECRET_LEN);
+  gl_buf b;
+  gl_buf_init(&b);
+  assert_status(gl_response_encode(&resp, &b), GPULEASE_OK);
+  assert_int_equal(b.len, 12 + 2 + SECRET_LEN);
+  assert_int_equal(b.data[11], 2 + SECRET_LEN);
+  assert_memory_equal(b.data + 14, derived, SECRET_LEN);
+  gl_buf_free(&b);
+  resp_roundtrip(&resp, &rout, 12 + 2 + SECRET_LEN);
+  assert_memory_equal(rout.u.secret, derived, SECRET_LEN);
+  /* One byte more or less is malformed. */
+  fb_header(&g_frame, GL_WIRE_KIND_RESPONSE, GL_OP_LEASE_DELEGATE, 0);
+  fb_be(&g_frame, 0, 2);
+  fb_fill(&g_frame, 0xC0, SECRET_LEN + 1);
+  fb_seal(&g_frame);
+  char err[256];
+  assert_status(gl_response_decode(g_frame.b, g_frame.n, MAX_BODY, &rout, err, sizeof err),
+                GPULEASE_MALFORMED);
+  assert_contains(err, "LEASE_DELEGATE: 1 trailing bytes");
+  g_frame.n -= 2;
+  fb_seal(&g_frame);
+  assert_status(gl_response_decode(g_frame.b, g_frame.n, MAX_BODY, &rout, err, sizeof err),
+                GPULEASE_MALFORMED);
+  assert_contains(err, "LEASE_DELEGATE: truncated in secret: needs 40 bytes at body offset 2, 39 left");
+}
+
+/* LEASE_REVOKE (0x0108): request u64 lease_id, str8 reason; OK result
+ * empty. No lease_auth: it acts by the caller's identity. */
+static void test_lease_revoke(void **state) {
+  (void)state;
+  static gl_request req, out;
+  static gl_response resp, rout;
+  static const uint8_t want[] = {
+      0x47, 0x4C, 0x01, 0x00, 0x01, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x14, /* header, 20 */
+      0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,                         /* lease_id */
+      0x0B, 'c', 'o', 'm', 'p', 'r', 'o', 'm', 'i', 's', 'e', 'd',             /* reason */
+  };
+  memset(&req, 0, sizeof req);
+  req.op = GL_OP_LEASE_REVOKE;
+  req.u.revoke.lease_id = 0x0102030405060708ull;
+  strcpy(req.u.revoke.reason, "compromised");
+  req_exact(&req, want, sizeof want);
+  req_roundtrip(&req, &out, sizeof want);
+  assert_true(out.u.revoke.lease_id == 0x0102030405060708ull);
+  assert_string_equal(out.u.revoke.reason, "compromised");
+  uint64_t id = 7;
+  assert_false(gl_request_peek_lease(want, sizeof want, &id));
+  /* No reason; the longest reason; any lease id. */
+  req.u.revoke.reason[0] = '\0';
+  req.u.revoke.lease_id = 0;
+  req_roundtrip(&req, &out, 12 + 9);
+  assert_string_equal(out.u.revoke.reason, "");
+  memset(req.u.revoke.reason, 'r', 255);
+  req.u.revoke.reason[255] = '\0';
+  req.u.revoke.lease_id = UINT64_MAX;
+  req_roundtrip(&req, &out, 12 + 9 + 255);
+  assert_int_equal(strlen(out.u.revoke.reason), 255);
+  /* A NUL in the reason; the reason missing. */
+  fb_header(&g_frame, GL_WIRE_KIND_REQUEST, GL_OP_LEASE_REVOKE, 0);
+  fb_be(&g_frame, 42, 8);
+  fb_str8(&g_frame, 4, 'r', true);
+  fb_seal(&g_frame);
+  assert_req_decode(g_frame.b, g_frame.n, GPULEASE_INVALID_ARGUMENT,
+                    "LEASE_REVOKE: reason contains a NUL byte");
+  fb_header(&g_frame, GL_WIRE_KIND_REQUEST, GL_OP_LEASE_REVOKE, 0);
+  fb_be(&g_frame, 42, 8);
+  fb_seal(&g_frame);
+  assert_req_decode(g_frame.b, g_frame.n, GPULEASE_MALFORMED,
+                    "LEASE_REVOKE: truncated in reason: needs 1 bytes at body offset 8, 0 left");
+
+  memset(&resp, 0, sizeof resp);
+  resp.op = GL_OP_LEASE_REVOKE;
+  resp_roundtrip(&resp, &rout, 12 + 2);
+  fb_header(&g_frame, GL_WIRE_KIND_RESPONSE, GL_OP_LEASE_REVOKE, 0);
+  fb_be(&g_frame, 0, 2);
+  fb_be(&g_frame, 0, 1);
+  fb_seal(&g_frame);
+  char err[256];
+  assert_status(gl_response_decode(g_frame.b, g_frame.n, MAX_BODY, &rout, err, sizeof err),
+                GPULEASE_MALFORMED);
+  assert_contains(err, "LEASE_REVOKE: 1 trailing bytes");
+}
+
+/* ADMIN_UNFENCE (0x0109): request u32 gpu_index; OK result empty. */
+static void test_admin_unfence(void **state) {
+  (void)state;
+  static gl_request req, out;
+  static gl_response resp, rout;
+  static const uint8_t want[] = {
+      0x47, 0x4C, 0x01, 0x00, 0x01, 0x09, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, /* header, 4 */
+      0x00, 0x00, 0x00, 0x03,                                                 /* gpu_index 3 */
+  };
+  memset(&req, 0, sizeof req);
+  req.op = GL_OP_ADMIN_UNFENCE;
+  req.u.unfence.gpu_index = 3;
+  req_exact(&req, want, sizeof want);
+  req_roundtrip(&req, &out, sizeof want);
+  assert_int_equal(out.u.unfence.gpu_index, 3);
+  req.u.unfence.gpu_index = UINT32_MAX; /* any u32: the daemon checks the index */
+  req_roundtrip(&req, &out, sizeof want);
+  assert_int_equal(out.u.unfence.gpu_index, UINT32_MAX);
+  uint64_t id = 7;
+  assert_false(gl_request_peek_lease(want, sizeof want, &id));
+  memset(&resp, 0, sizeof resp);
+  resp.op = GL_OP_ADMIN_UNFENCE;
+  resp_roundtrip(&resp, &rout, 12 + 2);
+  assert_int_equal(GPULEASE_GPU_FENCED, 0x4);
+}
+
+/* LEASE_RENEW: lease_auth, u32 ttl_s, u8 flags (bit 0 rotate, the others
+ * refused); with rotate, lease_info carries the new secret. */
+static void test_lease_renew_flags(void **state) {
+  (void)state;
+  static gl_request req, out;
+  static gl_response resp, rout;
+  for (uint8_t flags = 0; flags <= GL_RENEW_F_ROTATE; flags++) {
+    fb_header(&g_frame, GL_WIRE_KIND_REQUEST, GL_OP_LEASE_RENEW, 0);
+    fb_auth(&g_frame, 42);
+    fb_be(&g_frame, 300, 4);
+    fb_be(&g_frame, flags, 1);
+    fb_seal(&g_frame);
+    assert_int_equal(g_frame.n, 12 + 53);
+    memset(&req, 0, sizeof req);
+    req.op = GL_OP_LEASE_RENEW;
+    req.u.renew.auth.lease_id = 42;
+    memcpy(req.u.renew.auth.secret, SECRET, SECRET_LEN);
+    req.u.renew.ttl_s = 300;
+    req.u.renew.flags = flags;
+    req_exact(&req, g_frame.b, g_frame.n);
+    req_roundtrip(&req, &out, 12 + 53);
+    assert_int_equal(out.u.renew.flags, flags);
+    assert_int_equal(out.u.renew.ttl_s, 300);
+    assert_memory_equal(out.u.renew.auth.secret, SECRET, SECRET_LEN);
+  }
+  assert_int_equal(GL_RENEW_F_ROTATE, 0x01);
+  /* Undefined flag bits. */
+  const uint8_t bad[] = {0x02, 0x03, 0x80, 0xFF};
+  for (size_t i = 0; i < sizeof bad; i++) {
+    req.u.renew.flags = bad[i];
+    char want[64];
+    snprintf(want, sizeof want, "LEASE_RENEW: flags 0x%02x: only bit 0 (rotate) is defined",
+             bad[i]);
+    assert_req_refused(&req, want);
+    fb_header(&g_frame, GL_WIRE_KIND_REQUEST, GL_OP_LEASE_RENEW, 0);
+    fb_auth(&g_frame, 42);
+    fb_be(&g_frame, 300, 4);
+    fb_be(&g_frame, bad[i], 1);
+    fb_seal(&g_frame);
+    assert_req_decode(g_frame.b, g_frame.n, GPULEASE_INVALID_ARGUMENT, want);
+  }
+  /* A body without the flags byte is cut short. */
+  g_frame.n--;
+  fb_seal(&g_frame);
+  assert_req_decode(g_frame.b, g_frame.n, GPULEASE_MALFORMED,
+                    "LEASE_RENEW: truncated in flags: needs 1 bytes at body offset 52, 0 left");
+
+  /* A rotating renew's answer: lease_info with the new secret. */
+  memset(&resp, 0, sizeof resp);
+  resp.op = GL_OP_LEASE_RENEW;
+  resp.u.lease.lease_id = 42;
+  memcpy(resp.u.lease.secret, SECRET, SECRET_LEN);
+  resp.u.lease.secret[3] = 2; /* generation 2 */
+  resp.u.lease.ttl_s = 300;
+  resp_roundtrip(&resp, &rout, 12 + 2 + 81);
+  assert_memory_equal(rout.u.lease.secret, resp.u.lease.secret, SECRET_LEN);
+  gl_buf b;
+  gl_buf_init(&b);
+  assert_status(gl_response_encode(&resp, &b), GPULEASE_OK);
+  assert_memory_equal(b.data + 14 + 8, resp.u.lease.secret, SECRET_LEN); /* at offset 8 */
+  gl_buf_free(&b);
+}
+
+/* gpulease_rights_format / gpulease_rights_parse: comma-separated names,
+ * "all" for every right, "none" for 0. */
+static void test_rights_names(void **state) {
+  (void)state;
+  static const char *const names[8] = {"query",   "renew", "free",  "submit",
+                                       "session", "read",  "write", "delegate"};
+  static const uint32_t bits[8] = {GPULEASE_RIGHT_QUERY,   GPULEASE_RIGHT_RENEW,
+                                   GPULEASE_RIGHT_FREE,    GPULEASE_RIGHT_SUBMIT,
+                                   GPULEASE_RIGHT_SESSION, GPULEASE_RIGHT_READ,
+                                   GPULEASE_RIGHT_WRITE,   GPULEASE_RIGHT_DELEGATE};
+  char buf[128];
+  uint32_t r;
+  for (unsigned i = 0; i < 8; i++) {
+    assert_int_equal(bits[i], 1u << i); /* the wire's bits (docs/protocol.md, Rights) */
+    gpulease_rights_format(bits[i], buf, sizeof buf);
+    assert_string_equal(buf, names[i]);
+    r = 0;
+    assert_status(gpulease_rights_parse(names[i], &r), GPULEASE_OK);
+    assert_int_equal(r, bits[i]);
+  }
+  assert_int_equal(GPULEASE_RIGHTS_ALL, 0xFF);
+
+  gpulease_rights_format(0x28, buf, sizeof buf);
+  assert_string_equal(buf, "submit,read");
+  assert_status(gpulease_rights_parse("submit,read", &r), GPULEASE_OK);
+  assert_int_equal(r, 0x28);
+  assert_status(gpulease_rights_parse("read,submit,read", &r), GPULEASE_OK);
+  assert_int_equal(r, 0x28);
+  gpulease_rights_format(0xFF, buf, sizeof buf);
+  assert_string_equal(buf, "all");
+  assert_status(gpulease_rights_parse("all", &r), GPULEASE_OK);
+  assert_int_equal(r, 0xFF);
+  assert_status(gpulease_rights_parse("query,all", &r), GPULEASE_OK);
+  assert_int_equal(r, 0xFF);
+  gpulease_rights_format(0, buf, sizeof buf);
+  assert_string_equal(buf, "none");
+  gpulease_rights_format(0x7F, buf, sizeof buf);
+  assert_string_equal(buf, "query,renew,free,submit,session,read,write");
+  /* Every set of rights survives format and parse. */
+  for (uint32_t v = 1; v <= 0xFF; v++) {
+    gpulease_rights_format(v, buf, sizeof buf);
+    r = 0;
+    assert_status(gpulease_rights_parse(buf, &r), GPULEASE_OK);
+    assert_int_equal(r, v);
+  }
+
+  /* Unknown or empty names are refused, and *rights is left alone. */
+  const char *bad[] = {"fly", "submit,fly", "", ",", "read,", ",read", "Read", "submit read",
+                       "alll", "al"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    r = 0x5A;
+    if (gpulease_rights_parse(bad[i], &r) != GPULEASE_INVALID_ARGUMENT)
+      fail_msg("gpulease_rights_parse(\"%s\") was not refused", bad[i]);
+    assert_int_equal(r, 0x5A);
+  }
+  assert_status(gpulease_rights_parse(NULL, &r), GPULEASE_INVALID_ARGUMENT);
+  assert_status(gpulease_rights_parse("read", NULL), GPULEASE_INVALID_ARGUMENT);
+
+  /* A short buffer: cut, always terminated. */
+  memset(buf, 'Z', sizeof buf);
+  gpulease_rights_format(0x7F, buf, 10);
+  assert_true(strlen(buf) < 10);
+  assert_true(strncmp("query,renew,free", buf, strlen(buf)) == 0);
+  gpulease_rights_format(0x7F, buf, 1);
+  assert_string_equal(buf, "");
+  gpulease_rights_format(0x7F, NULL, 0); /* harmless */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_names),
@@ -4173,6 +4952,7 @@ int main(void) {
       cmocka_unit_test(test_exec_ops),
       cmocka_unit_test(test_session_max_chunk),
       cmocka_unit_test(test_doc_session_example),
+      cmocka_unit_test(test_doc_hex_dumps),
       cmocka_unit_test(test_worker_lost),
       cmocka_unit_test(test_batch),
       cmocka_unit_test(test_shm_ops),
@@ -4184,6 +4964,13 @@ int main(void) {
       cmocka_unit_test(test_worker_init_fields),
       cmocka_unit_test(test_worker_release),
       cmocka_unit_test(test_request_peek_lease),
+      cmocka_unit_test(test_inventory_tenant),
+      cmocka_unit_test(test_authenticate),
+      cmocka_unit_test(test_lease_delegate),
+      cmocka_unit_test(test_lease_revoke),
+      cmocka_unit_test(test_admin_unfence),
+      cmocka_unit_test(test_lease_renew_flags),
+      cmocka_unit_test(test_rights_names),
       cmocka_unit_test(test_corpus_files),
   };
   return cmocka_run_group_tests_name("wire", tests, NULL, NULL);
