@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 struct ev_loop;
+struct sockaddr;
 
 /* ======================================================================
  * Server
@@ -81,6 +82,38 @@ typedef struct gl_qserver_config {
   size_t socket_buffer_bytes;   /* SO_SNDBUF and SO_RCVBUF (default 32 MiB; past
                                    net.core.[rw]mem_max only with CAP_NET_ADMIN) */
   bool no_gso;                  /* never send with UDP GSO (sendmmsg only) */
+  /* ---- overload and abuse protection ----------------------------------
+   * Address validation (RFC 9000 8.1.2): while retry_above_handshakes or
+   * more connections are in their handshake (one more would exceed it),
+   * a client's first Initial packet is answered with a Retry that
+   * carries a token (sealed with a random per-server secret, bound to the
+   * client's address and port, valid for 10 s); the client repeats its
+   * Initial with the token, which proves it receives at its address, and
+   * only then gets a connection. An Initial with a Retry token that does
+   * not verify (forged, from another address or port, expired, from an
+   * earlier server) is refused with CONNECTION_CLOSE INVALID_TOKEN, at
+   * any load; tokens of other kinds (never ours) count as none. 0: the
+   * default, 64; UINT32_MAX: never send Retry (tokens are still checked).
+   * E.g. 1: Retry as soon as one handshake is under way. */
+  uint32_t retry_above_handshakes;
+  /* Answer every Initial without a valid token with a Retry, whatever the
+   * load (tests; or a server that always wants validated addresses, at
+   * the cost of one more round trip per connection). */
+  bool always_retry;
+  /* Most connections one IP address (the port does not count; an
+   * IPv4-mapped IPv6 address is its IPv4 address) may hold at once,
+   * counted from the first packet until the connection is freed (after
+   * its closing or draining period, 3 PTO, when it closes). A new one
+   * beyond it is refused as beyond max_connections is: CONNECTION_CLOSE
+   * with CONNECTION_REFUSED, and the client's connect fails with
+   * GL_QC_UNREACHABLE: "<host>:<port> refused the connection (transport
+   * error 0x2 (CONNECTION_REFUSED): too many connections from this
+   * address)". 0: the default, 64. */
+  uint32_t max_connections_per_address;
+  /* A connection whose handshake has not completed this long (ms) after
+   * its first packet is dropped silently. 0: the default, 10000; at most
+   * idle_timeout_ms. */
+  uint32_t handshake_timeout_ms;
 } gl_qserver_config;
 
 /* Binds a UDP socket and starts serving on loop. cfg is copied (strings
@@ -99,6 +132,24 @@ uint16_t gl_qserver_port(const gl_qserver *srv);
 
 /* Number of live connections (for metrics and tests). */
 size_t gl_qserver_connection_count(const gl_qserver *srv);
+
+/* Number of Retry packets sent since the server started (address
+ * validation, see retry_above_handshakes). For metrics and tests; only on
+ * the server's own thread. */
+size_t gl_qserver_retries_sent(const gl_qserver *srv);
+
+/* Number of Initial packets refused since the server started because
+ * their Retry token did not verify (forged, replayed from another
+ * address, expired). For metrics and tests; only on the server's own
+ * thread. */
+size_t gl_qserver_tokens_refused(const gl_qserver *srv);
+
+/* Number of connections the server holds for the IP address of addr
+ * (AF_INET or AF_INET6; its port is ignored), as counted against
+ * max_connections_per_address: connections closing or draining count
+ * until they are freed. 0 for NULL or another family. Only on the
+ * server's own thread. */
+size_t gl_qserver_connections_from(const gl_qserver *srv, const struct sockaddr *addr);
 
 /* Sends msg (copied) as the response on req's stream, then FIN, and frees
  * req. If the connection or stream is gone, only frees req. Returns 0, or -1

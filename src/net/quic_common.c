@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 
 #include <gnutls/crypto.h>
+#include <ngtcp2/ngtcp2_crypto.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -284,4 +285,28 @@ void gl_q_describe_ccerr(const ngtcp2_ccerr *e, char *buf, size_t buflen) {
   reason[n] = 0;
   if (n) snprintf(buf, buflen, "%s: %s", what, reason);
   else snprintf(buf, buflen, "%s", what);
+}
+
+_Static_assert(NGTCP2_CRYPTO_MAX_RETRY_TOKENLEN <= GL_Q_RETRY_TOKEN_MAX, "room for a Retry token");
+
+ngtcp2_ssize gl_q_retry_token_make(uint8_t *token, const uint8_t *secret, uint32_t version,
+                                   const struct sockaddr *remote, socklen_t remotelen,
+                                   const ngtcp2_cid *scid, const ngtcp2_cid *odcid,
+                                   uint64_t now) {
+  return ngtcp2_crypto_generate_retry_token(token, secret, GL_Q_RETRY_SECRET_LEN, version,
+                                            (const ngtcp2_sockaddr *)remote,
+                                            (ngtcp2_socklen)remotelen, scid, odcid, now);
+}
+
+int gl_q_retry_token_check(ngtcp2_cid *odcid, const uint8_t *token, size_t tokenlen,
+                           const uint8_t *secret, uint32_t version,
+                           const struct sockaddr *remote, socklen_t remotelen,
+                           const ngtcp2_cid *dcid, uint64_t now) {
+  if (!token || tokenlen == 0 || token[0] != NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY) return -1;
+  return ngtcp2_crypto_verify_retry_token(odcid, token, tokenlen, secret, GL_Q_RETRY_SECRET_LEN,
+                                          version, (const ngtcp2_sockaddr *)remote,
+                                          (ngtcp2_socklen)remotelen, dcid,
+                                          GL_Q_RETRY_TOKEN_TIMEOUT_NS, now) == 0
+             ? 0
+             : -1;
 }

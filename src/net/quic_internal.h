@@ -146,6 +146,37 @@ void gl_q_rand_cb(uint8_t *dest, size_t destlen, const ngtcp2_rand_ctx *rand_ctx
 /* Fills buf with len unpredictable bytes. 0 or -1. */
 int gl_q_random(void *buf, size_t len);
 
+/* ---- Retry tokens (server address validation, RFC 9000 8.1.2) ----------
+ * A token is sealed (AEAD) under a server's secret and holds the client's
+ * address (and port), the client's original destination connection ID,
+ * the Retry's source connection ID and when it was made. */
+
+/* Bytes of a server's token secret (random, made at start). */
+#define GL_Q_RETRY_SECRET_LEN 32
+/* How long a Retry token is accepted after it was made (ns). */
+#define GL_Q_RETRY_TOKEN_TIMEOUT_NS (10ull * NGTCP2_SECONDS)
+/* Room for a token: NGTCP2_CRYPTO_MAX_RETRY_TOKENLEN. */
+#define GL_Q_RETRY_TOKEN_MAX 256
+
+/* Makes the token of a Retry (scid: the Retry's source connection ID)
+ * answering an Initial of version with destination connection ID odcid
+ * from remote, at now (gl_q_now_ns) into token (GL_Q_RETRY_TOKEN_MAX
+ * bytes). Its length, or -1. */
+ngtcp2_ssize gl_q_retry_token_make(uint8_t *token, const uint8_t *secret, uint32_t version,
+                                   const struct sockaddr *remote, socklen_t remotelen,
+                                   const ngtcp2_cid *scid, const ngtcp2_cid *odcid,
+                                   uint64_t now);
+
+/* Checks a token from an Initial of version with destination connection
+ * ID dcid (the Retry's source connection ID) from remote at now: made
+ * under secret for remote (address and port), for dcid, and at most
+ * GL_Q_RETRY_TOKEN_TIMEOUT_NS ago. 0 with the client's original
+ * destination connection ID in *odcid, or -1. */
+int gl_q_retry_token_check(ngtcp2_cid *odcid, const uint8_t *token, size_t tokenlen,
+                           const uint8_t *secret, uint32_t version,
+                           const struct sockaddr *remote, socklen_t remotelen,
+                           const ngtcp2_cid *dcid, uint64_t now);
+
 /* The ALPN list we offer/accept ("gpulease/1"). */
 const gnutls_datum_t *gl_q_alpn(void);
 

@@ -42,6 +42,18 @@
  *     complete, so every request of the connection sees it. A gl_qreq
  *     copies the identity and the peer's address when it is made, so the
  *     daemon may read them on another thread or after the connection went.
+ *   - Overload and abuse: a new connection is refused (CONNECTION_CLOSE
+ *     with CONNECTION_REFUSED, no state kept) beyond max_connections in
+ *     all or max_connections_per_address from one IP address (a small
+ *     hash table of address -> connections, kept from conn_accept to
+ *     conn_free). While retry_above_handshakes connections are in their
+ *     handshake (or always, with always_retry), a first Initial without a
+ *     token gets a Retry instead of a connection: its token, sealed under
+ *     a secret drawn at start, names the client's address and original
+ *     DCID, and the Initial that brings it back proves the client receives
+ *     at that address (RFC 9000 8.1.2). A Retry token that does not verify
+ *     is answered with INVALID_TOKEN, whatever the load. A handshake that
+ *     does not complete within handshake_timeout_ms is dropped.
  *   - Packet I/O is udp_io.c's: datagrams come in by recvmmsg (several per
  *     slot with GRO); a connection's write round fills the server's one
  *     transmit buffer with packets (64 KiB each on loopback once path MTU
@@ -83,7 +95,9 @@
 #define DEFAULT_MAX_CONNECTIONS 1024u
 #define DEFAULT_MAX_STREAMS 256u
 #define DEFAULT_MAX_MESSAGE (64u << 20)
-#define HANDSHAKE_TIMEOUT_NS (10ull * NGTCP2_SECONDS)
+#define DEFAULT_HANDSHAKE_TIMEOUT_MS 10000u
+#define DEFAULT_RETRY_ABOVE_HANDSHAKES 64u
+#define DEFAULT_MAX_CONNS_PER_ADDRESS 64u
 /* Least per-connection budget of undelivered request bytes (see above). */
 #define RX_BUDGET_FLOOR ((size_t)64 << 20)
 /* recvmmsg slots (64 KiB each), and calls per readiness event before the
@@ -141,6 +155,9 @@ struct qconn {
   bool in_dirty, in_blocked;
   enum conn_state state;
   bool fresh; /* no packet accepted yet: errors drop it silently */
+  bool in_hs;      /* counted in srv->nhandshaking (handshake not completed) */
+  bool ip_counted; /* counted in srv's address table under ip */
+  uint8_t ip[16];  /* the peer's IP address (IPv4 as v4-mapped IPv6) */
   ngtcp2_conn *conn;
   gnutls_session_t tls;
   ngtcp2_crypto_conn_ref ref;
@@ -174,6 +191,13 @@ struct qconn {
   size_t idlen;
 };
 
+/* Connections per peer IP address (max_connections_per_address). */
+typedef struct addr_ent {
+  struct addr_ent *next;
+  uint8_t ip[16];
+  size_t n;
+} addr_ent;
+
 typedef struct cid_ent {
   struct cid_ent *next;
   qconn *c;
@@ -199,6 +223,13 @@ struct gl_qserver {
   size_t nactive;  /* ACTIVE only */
   size_t rx_budget; /* per connection, see the top of the file */
   uint64_t last_refusal_log_ns;
+  uint64_t last_addr_refusal_log_ns, last_retry_log_ns, last_token_log_ns;
+  size_t nhandshaking; /* ACTIVE connections whose handshake is not complete */
+  size_t retries_sent, tokens_refused;
+  uint8_t retry_secret[GL_Q_RETRY_SECRET_LEN];
+  /* Address table: connections per peer IP address. */
+  addr_ent **abuckets;
+  size_t nabuckets, naents;
   qconn *dirty_head, *dirty_tail;
   qconn *blocked_head;
   bool in_batch;
@@ -357,6 +388,89 @@ static void conn_remove_cid(qconn *c, const ngtcp2_cid *cid) {
 static void conn_unmap_all_cids(qconn *c) {
   for (size_t i = 0; i < c->ncids; i++) cid_unmap(c->srv, &c->cids[i]);
   c->ncids = 0;
+}
+
+/* ======================================================================
+ * Connections per IP address
+ * ==================================================================== */
+
+/* The IP address of sa as 16 bytes, an IPv4 address as its v4-mapped IPv6
+ * form (so both spellings count as one address). False for another
+ * family. */
+static bool addr_key(const struct sockaddr *sa, uint8_t ip[16]) {
+  static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (sa->sa_family == AF_INET) {
+    memcpy(ip, v4mapped, sizeof v4mapped);
+    memcpy(ip + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+    return true;
+  }
+  if (sa->sa_family == AF_INET6) {
+    memcpy(ip, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+    return true;
+  }
+  return false;
+}
+
+static size_t addr_bucket(const gl_qserver *s, const uint8_t ip[16], size_t nbuckets) {
+  return (size_t)(cid_hash(s, ip, 16) & (nbuckets - 1));
+}
+
+static addr_ent *addr_find(const gl_qserver *s, const uint8_t ip[16]) {
+  for (addr_ent *e = s->abuckets[addr_bucket(s, ip, s->nabuckets)]; e; e = e->next)
+    if (memcmp(e->ip, ip, 16) == 0) return e;
+  return NULL;
+}
+
+static void addr_grow(gl_qserver *s) {
+  size_t nb = s->nabuckets * 2;
+  addr_ent **b = calloc(nb, sizeof *b);
+  if (!b) return; /* keep the longer chains */
+  for (size_t i = 0; i < s->nabuckets; i++) {
+    addr_ent *e = s->abuckets[i];
+    while (e) {
+      addr_ent *next = e->next;
+      size_t at = addr_bucket(s, e->ip, nb);
+      e->next = b[at];
+      b[at] = e;
+      e = next;
+    }
+  }
+  free(s->abuckets);
+  s->abuckets = b;
+  s->nabuckets = nb;
+}
+
+/* Counts one more connection from ip. 0, or -1 (out of memory). */
+static int addr_ref(gl_qserver *s, const uint8_t ip[16]) {
+  addr_ent *e = addr_find(s, ip);
+  if (e) {
+    e->n++;
+    return 0;
+  }
+  e = calloc(1, sizeof *e);
+  if (!e) return -1;
+  memcpy(e->ip, ip, 16);
+  e->n = 1;
+  size_t at = addr_bucket(s, ip, s->nabuckets);
+  e->next = s->abuckets[at];
+  s->abuckets[at] = e;
+  if (++s->naents > s->nabuckets) addr_grow(s);
+  return 0;
+}
+
+/* Counts one connection from ip less; forgets ip at none. */
+static void addr_unref(gl_qserver *s, const uint8_t ip[16]) {
+  for (addr_ent **pp = &s->abuckets[addr_bucket(s, ip, s->nabuckets)]; *pp;
+       pp = &(*pp)->next) {
+    addr_ent *e = *pp;
+    if (memcmp(e->ip, ip, 16) != 0) continue;
+    if (--e->n == 0) {
+      *pp = e->next;
+      free(e);
+      s->naents--;
+    }
+    return;
+  }
 }
 
 /* ======================================================================
@@ -616,8 +730,16 @@ static void conn_orphan_all(qconn *c) {
   c->ready_head = c->ready_tail = NULL;
 }
 
+/* c no longer counts as a handshake under way (completed, or c left). */
+static void conn_hs_end(qconn *c) {
+  if (!c->in_hs) return;
+  c->in_hs = false;
+  c->srv->nhandshaking--;
+}
+
 static void conn_leave_active(qconn *c, enum conn_state to) {
   if (c->state == ST_ACTIVE) c->srv->nactive--;
+  conn_hs_end(c);
   c->state = to;
   conn_orphan_all(c);
   conn_mark_dirty(c);
@@ -728,6 +850,8 @@ static void conn_free(qconn *c) {
     }
   }
   if (c->state == ST_ACTIVE) s->nactive--;
+  conn_hs_end(c);
+  if (c->ip_counted) addr_unref(s, c->ip);
   if (c->prev) c->prev->next = c->next;
   else s->conns = c->next;
   if (c->next) c->next->prev = c->prev;
@@ -1025,6 +1149,7 @@ static ngtcp2_conn *conn_ref_get(ngtcp2_crypto_conn_ref *ref) {
 static int cb_handshake_completed(ngtcp2_conn *conn, void *user_data) {
   (void)conn;
   qconn *c = user_data;
+  conn_hs_end(c);
   if (c->idlen) GL_INFO("quic: connection from %s established (client %s)", c->peer, c->identity);
   else GL_INFO("quic: connection from %s established", c->peer);
   return 0;
@@ -1202,14 +1327,59 @@ static int verify_client_cert(gnutls_session_t session) {
  * Accepting connections
  * ==================================================================== */
 
-static void send_refusal(gl_qserver *s, const ngtcp2_pkt_hd *hd, const struct sockaddr *local,
-                         const struct sockaddr *remote, socklen_t remotelen) {
-  static const char reason[] = "too many connections";
+/* True at most once a second per *last: for log lines about floods. */
+static bool log_due(uint64_t *last, uint64_t now) {
+  if (*last && now - *last < NGTCP2_SECONDS) return false;
+  *last = now;
+  return true;
+}
+
+/* Answers the Initial hd without a connection: CONNECTION_CLOSE with a
+ * transport error code (CONNECTION_REFUSED, INVALID_TOKEN) and reason, in
+ * an Initial packet the client can read (keys from its DCID). Smaller than
+ * the client's Initial (at least 1200 bytes): no amplification. */
+static void send_stateless_close(gl_qserver *s, const ngtcp2_pkt_hd *hd,
+                                 const struct sockaddr *local, const struct sockaddr *remote,
+                                 socklen_t remotelen, uint64_t code, const char *reason) {
   uint8_t buf[GL_Q_CTRL_PKT];
-  ngtcp2_ssize n = ngtcp2_crypto_write_connection_close(
-      buf, sizeof buf, hd->version, &hd->scid, &hd->dcid, NGTCP2_CONNECTION_REFUSED,
-      (const uint8_t *)reason, sizeof reason - 1);
+  ngtcp2_ssize n = ngtcp2_crypto_write_connection_close(buf, sizeof buf, hd->version, &hd->scid,
+                                                        &hd->dcid, code, (const uint8_t *)reason,
+                                                        strlen(reason));
   if (n > 0) srv_send_one(s, local, remote, remotelen, buf, (size_t)n);
+}
+
+/* Answers the Initial hd (no token) from remote with a Retry: a fresh
+ * source connection ID and a token that brings back hd's DCID. */
+static void send_retry(gl_qserver *s, const ngtcp2_pkt_hd *hd, const struct sockaddr *local,
+                       const struct sockaddr *remote, socklen_t remotelen, uint64_t now) {
+  ngtcp2_cid scid;
+  scid.datalen = GL_Q_SCID_LEN;
+  do {
+    if (gl_q_random(scid.data, scid.datalen) != 0) return;
+  } while (cid_lookup(s, scid.data, scid.datalen) || ngtcp2_cid_eq(&scid, &hd->dcid));
+  uint8_t token[GL_Q_RETRY_TOKEN_MAX];
+  ngtcp2_ssize tlen = gl_q_retry_token_make(token, s->retry_secret, hd->version, remote,
+                                            remotelen, &scid, &hd->dcid, now);
+  if (tlen < 0) {
+    GL_DEBUG("quic: cannot make a Retry token");
+    return;
+  }
+  uint8_t buf[GL_Q_CTRL_PKT];
+  ngtcp2_ssize n = ngtcp2_crypto_write_retry(buf, sizeof buf, hd->version, &hd->scid, &scid,
+                                             &hd->dcid, token, (size_t)tlen);
+  if (n <= 0) {
+    GL_DEBUG("quic: cannot write a Retry: %s", ngtcp2_strerror((int)n));
+    return;
+  }
+  srv_send_one(s, local, remote, remotelen, buf, (size_t)n);
+  s->retries_sent++;
+}
+
+/* Whether a new connection must first prove its address (Retry). */
+static bool retry_needed(const gl_qserver *s) {
+  if (s->cfg.always_retry) return true;
+  if (s->cfg.retry_above_handshakes == UINT32_MAX) return false;
+  return s->nhandshaking >= s->cfg.retry_above_handshakes;
 }
 
 static void send_version_negotiation(gl_qserver *s, const ngtcp2_version_cid *vc,
@@ -1255,28 +1425,78 @@ static int conn_tls_init(qconn *c) {
 static qconn *conn_accept(gl_qserver *s, const ngtcp2_path *path, const uint8_t *pkt,
                           size_t len) {
   ngtcp2_pkt_hd hd;
-  if (ngtcp2_accept(&hd, pkt, len) != 0) {
+  if (ngtcp2_accept(&hd, pkt, len) != 0 || hd.type != NGTCP2_PKT_INITIAL) {
     GL_DEBUG("quic: dropped a %zu-byte datagram: not a valid first packet", len);
     return NULL;
   }
+  const struct sockaddr *local = path->local.addr, *remote = path->remote.addr;
+  socklen_t remotelen = (socklen_t)path->remote.addrlen;
+  uint64_t now = gl_q_now_ns();
+  char peer[PEER_LEN];
+  addr_to_str(remote, peer, sizeof peer);
+
+  /* A Retry token must verify: it is the client's proof of address. Other
+   * tokens (NEW_TOKEN, never ours) count as none (RFC 9000 8.1.3). */
+  ngtcp2_cid odcid;
+  bool validated = false;
+  if (hd.tokenlen && hd.token[0] == NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY) {
+    if (gl_q_retry_token_check(&odcid, hd.token, hd.tokenlen, s->retry_secret, hd.version,
+                               remote, remotelen, &hd.dcid, now) != 0) {
+      s->tokens_refused++;
+      if (log_due(&s->last_token_log_ns, now))
+        GL_WARN("quic: refusing %s: invalid Retry token (forged, expired or from another "
+                "address)", peer);
+      send_stateless_close(s, &hd, local, remote, remotelen, NGTCP2_INVALID_TOKEN,
+                           "invalid Retry token");
+      return NULL;
+    }
+    validated = true;
+  }
+
   if (s->nconns >= s->cfg.max_connections) {
-    uint64_t now = gl_q_now_ns();
-    if (now - s->last_refusal_log_ns >= NGTCP2_SECONDS) { /* at most one line a second */
-      s->last_refusal_log_ns = now;
+    if (log_due(&s->last_refusal_log_ns, now))
       GL_WARN("quic: refusing connections: %zu open (max %zu)", s->nconns,
               s->cfg.max_connections);
-    }
-    send_refusal(s, &hd, path->local.addr, path->remote.addr, (socklen_t)path->remote.addrlen);
+    send_stateless_close(s, &hd, local, remote, remotelen, NGTCP2_CONNECTION_REFUSED,
+                         "too many connections");
     return NULL;
   }
+  uint8_t ip[16];
+  if (!addr_key(remote, ip)) return NULL;
+  const addr_ent *ae = addr_find(s, ip);
+  if (ae && ae->n >= s->cfg.max_connections_per_address) {
+    if (log_due(&s->last_addr_refusal_log_ns, now))
+      GL_WARN("quic: refusing %s: %zu connections from its address (max %u)", peer, ae->n,
+              (unsigned)s->cfg.max_connections_per_address);
+    send_stateless_close(s, &hd, local, remote, remotelen, NGTCP2_CONNECTION_REFUSED,
+                         "too many connections from this address");
+    return NULL;
+  }
+  if (!validated && retry_needed(s)) {
+    if (log_due(&s->last_retry_log_ns, now))
+      GL_INFO("quic: %zu handshakes under way: new clients must prove their address (Retry)",
+              s->nhandshaking);
+    GL_DEBUG("quic: Retry to %s", peer);
+    send_retry(s, &hd, local, remote, remotelen, now);
+    return NULL;
+  }
+
   qconn *c = calloc(1, sizeof *c);
   if (!c) return NULL;
+  if (addr_ref(s, ip) != 0) {
+    free(c);
+    return NULL;
+  }
+  c->ip_counted = true;
+  memcpy(c->ip, ip, sizeof ip);
   c->srv = s;
   c->state = ST_ACTIVE;
   c->fresh = true;
+  c->in_hs = true;
+  s->nhandshaking++;
   ev_timer_init(&c->timer, conn_timer_cb, 0.0, 0.0);
   c->timer.data = c;
-  addr_to_str(path->remote.addr, c->peer, sizeof c->peer);
+  memcpy(c->peer, peer, sizeof peer);
   c->peerlen = strlen(c->peer);
   c->next = s->conns;
   if (s->conns) s->conns->prev = c;
@@ -1311,7 +1531,6 @@ static qconn *conn_accept(gl_qserver *s, const ngtcp2_path *path, const uint8_t 
       .stream_stop_sending = cb_stream_stop_sending,
       .version_negotiation = ngtcp2_crypto_version_negotiation_cb,
   };
-  uint64_t now = gl_q_now_ns();
   ngtcp2_settings settings;
   ngtcp2_settings_default(&settings);
   settings.initial_ts = now;
@@ -1321,7 +1540,13 @@ static qconn *conn_accept(gl_qserver *s, const ngtcp2_path *path, const uint8_t 
   gl_q_settings_udp(&settings, s->max_udp,
                     gl_q_path_is_local(path->local.addr, path->remote.addr), probes);
   uint64_t idle_ns = (uint64_t)s->cfg.idle_timeout_ms * NGTCP2_MILLISECONDS;
-  settings.handshake_timeout = idle_ns < HANDSHAKE_TIMEOUT_NS ? idle_ns : HANDSHAKE_TIMEOUT_NS;
+  uint64_t hs_ns = (uint64_t)s->cfg.handshake_timeout_ms * NGTCP2_MILLISECONDS;
+  settings.handshake_timeout = idle_ns < hs_ns ? idle_ns : hs_ns;
+  if (validated) { /* the address is proven: no anti-amplification limit */
+    settings.token = hd.token;
+    settings.tokenlen = hd.tokenlen;
+    settings.token_type = NGTCP2_TOKEN_TYPE_RETRY;
+  }
 
   ngtcp2_transport_params params;
   ngtcp2_transport_params_default(&params);
@@ -1333,7 +1558,14 @@ static qconn *conn_accept(gl_qserver *s, const ngtcp2_path *path, const uint8_t 
   params.initial_max_streams_uni = 0;
   params.max_idle_timeout = idle_ns;
   params.max_udp_payload_size = GL_UDP_MAX_PAYLOAD; /* what our receive slots take */
-  params.original_dcid = hd.dcid;
+  /* The client checks that these name the connection IDs it saw. */
+  if (validated) {
+    params.original_dcid = odcid;
+    params.retry_scid = hd.dcid;
+    params.retry_scid_present = 1;
+  } else {
+    params.original_dcid = hd.dcid;
+  }
   params.original_dcid_present = 1;
 
   int rv = ngtcp2_conn_server_new(&c->conn, &hd.scid, &scid, path, hd.version, &cb, &settings,
@@ -1566,6 +1798,11 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
   if (!s->cfg.max_connections) s->cfg.max_connections = DEFAULT_MAX_CONNECTIONS;
   if (!s->cfg.max_streams_per_conn) s->cfg.max_streams_per_conn = DEFAULT_MAX_STREAMS;
   if (!s->cfg.max_message_bytes) s->cfg.max_message_bytes = DEFAULT_MAX_MESSAGE;
+  if (!s->cfg.retry_above_handshakes)
+    s->cfg.retry_above_handshakes = DEFAULT_RETRY_ABOVE_HANDSHAKES;
+  if (!s->cfg.max_connections_per_address)
+    s->cfg.max_connections_per_address = DEFAULT_MAX_CONNS_PER_ADDRESS;
+  if (!s->cfg.handshake_timeout_ms) s->cfg.handshake_timeout_ms = DEFAULT_HANDSHAKE_TIMEOUT_MS;
   s->rx_budget = s->cfg.max_message_bytes > SIZE_MAX / 2 ? SIZE_MAX : 2 * s->cfg.max_message_bytes;
   if (s->rx_budget < RX_BUDGET_FLOOR) s->rx_budget = RX_BUDGET_FLOOR;
   s->max_udp = gl_q_max_udp_payload(s->cfg.max_udp_payload_bytes);
@@ -1574,10 +1811,13 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
   s->txbuf = malloc(GL_Q_TX_BYTES);
   s->nbuckets = 64;
   s->buckets = calloc(s->nbuckets, sizeof *s->buckets);
+  s->nabuckets = 64;
+  s->abuckets = calloc(s->nabuckets, sizeof *s->abuckets);
   if ((cfg->listen_host && !s->listen_host) || !s->cert_file || !s->key_file ||
-      (cfg->client_ca_file && !s->client_ca_file) || !s->buckets ||
+      (cfg->client_ca_file && !s->client_ca_file) || !s->buckets || !s->abuckets ||
       !s->txbuf ||
-      gl_q_random(&s->hash_key, sizeof s->hash_key) != 0) {
+      gl_q_random(&s->hash_key, sizeof s->hash_key) != 0 ||
+      gl_q_random(s->retry_secret, sizeof s->retry_secret) != 0) {
     set_err(err, errlen, "out of memory");
     goto fail;
   }
@@ -1663,6 +1903,17 @@ void gl_qserver_del(gl_qserver *srv) {
     }
     free(s->buckets);
   }
+  if (s->abuckets) {
+    for (size_t i = 0; i < s->nabuckets; i++) {
+      addr_ent *e = s->abuckets[i];
+      while (e) {
+        addr_ent *next = e->next;
+        free(e);
+        e = next;
+      }
+    }
+    free(s->abuckets);
+  }
   if (s->prio) gnutls_priority_deinit(s->prio);
   if (s->cred) gnutls_certificate_free_credentials(s->cred);
   free(s->listen_host);
@@ -1677,3 +1928,14 @@ void gl_qserver_del(gl_qserver *srv) {
 uint16_t gl_qserver_port(const gl_qserver *srv) { return srv ? srv->port : 0; }
 
 size_t gl_qserver_connection_count(const gl_qserver *srv) { return srv ? srv->nactive : 0; }
+
+size_t gl_qserver_retries_sent(const gl_qserver *srv) { return srv ? srv->retries_sent : 0; }
+
+size_t gl_qserver_tokens_refused(const gl_qserver *srv) { return srv ? srv->tokens_refused : 0; }
+
+size_t gl_qserver_connections_from(const gl_qserver *srv, const struct sockaddr *addr) {
+  uint8_t ip[16];
+  if (!srv || !addr || !addr_key(addr, ip)) return 0;
+  const addr_ent *e = addr_find(srv, ip);
+  return e ? e->n : 0;
+}

@@ -34,12 +34,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <ev.h>
+#include <ngtcp2/ngtcp2_crypto.h>
 
 #include "common/log.h"
 #include "common/util.h"
@@ -75,6 +77,9 @@ typedef struct server_fx {
   uint16_t port;
   deferred *pending;
   atomic_size_t conn_count;
+  /* Also copied by stats_cb: gl_qserver_retries_sent, _tokens_refused, and
+   * gl_qserver_connections_from 127.0.0.1. */
+  atomic_size_t retries, tokens_refused, from_local;
   atomic_int too_large;
   atomic_size_t too_large_len;
   atomic_int requests;
@@ -256,6 +261,10 @@ static void stats_cb(struct ev_loop *loop, ev_timer *w, int revents) {
   (void)revents;
   server_fx *fx = w->data;
   atomic_store(&fx->conn_count, gl_qserver_connection_count(fx->srv));
+  atomic_store(&fx->retries, gl_qserver_retries_sent(fx->srv));
+  atomic_store(&fx->tokens_refused, gl_qserver_tokens_refused(fx->srv));
+  struct sockaddr_in lo = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  atomic_store(&fx->from_local, gl_qserver_connections_from(fx->srv, (struct sockaddr *)&lo));
 }
 
 static void *server_main(void *arg) {
@@ -273,6 +282,10 @@ typedef struct server_opts {
   size_t max_udp_payload_bytes;
   bool no_gso;
   const char *client_ca_file;
+  uint32_t retry_above_handshakes;
+  bool always_retry;
+  uint32_t max_connections_per_address;
+  uint32_t handshake_timeout_ms;
 } server_opts;
 
 static server_fx *server_start(const server_opts *o) {
@@ -294,6 +307,10 @@ static server_fx *server_start(const server_opts *o) {
       .max_udp_payload_bytes = o ? o->max_udp_payload_bytes : 0,
       .no_gso = o && o->no_gso,
       .client_ca_file = o ? o->client_ca_file : NULL,
+      .retry_above_handshakes = o ? o->retry_above_handshakes : 0,
+      .always_retry = o && o->always_retry,
+      .max_connections_per_address = o ? o->max_connections_per_address : 0,
+      .handshake_timeout_ms = o ? o->handshake_timeout_ms : 0,
   };
   char err[256];
   int rc = gl_qserver_new(fx->loop, &cfg, &fx->srv, err, sizeof err);
@@ -326,6 +343,15 @@ static void sleep_ms(unsigned ms) {
 
 /* Waits up to ms for *v == want. */
 static bool wait_int(atomic_int *v, int want, unsigned ms) {
+  for (unsigned t = 0; t < ms; t += 10) {
+    if (atomic_load(v) == want) return true;
+    sleep_ms(10);
+  }
+  return atomic_load(v) == want;
+}
+
+/* Waits up to ms for *v == want (a counter stats_cb copies). */
+static bool wait_size(atomic_size_t *v, size_t want, unsigned ms) {
   for (unsigned t = 0; t < ms; t += 10) {
     if (atomic_load(v) == want) return true;
     sleep_ms(10);
@@ -934,6 +960,443 @@ static void test_server_shutdown(void **state) {
   assert_int_equal(gl_qclient_request(c, (const uint8_t *)"x", 1, &resp, &rlen, err, sizeof err),
                    GL_QC_UNREACHABLE);
   gl_qclient_del(c);
+}
+
+/* ======================================================================
+ * Overload and abuse protection
+ * ==================================================================== */
+
+static struct sockaddr_storage sa(const char *ip);          /* below */
+static void fill_random(uint8_t *p, size_t n, uint64_t seed); /* below */
+
+/* Waits up to ms for *v >= want. */
+static bool wait_size_min(atomic_size_t *v, size_t want, unsigned ms) {
+  for (unsigned t = 0; t < ms; t += 10) {
+    if (atomic_load(v) >= want) return true;
+    sleep_ms(10);
+  }
+  return atomic_load(v) >= want;
+}
+
+/* A UDP socket bound to from (an IPv4 literal, any port) and connected to
+ * 127.0.0.1 port; -1 when from cannot be bound. */
+static int raw_socket_from(const char *from, uint16_t port) {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  assert_true(fd >= 0);
+  struct sockaddr_in me = {.sin_family = AF_INET};
+  assert_int_equal(inet_pton(AF_INET, from, &me.sin_addr), 1);
+  if (bind(fd, (struct sockaddr *)&me, sizeof me) != 0) {
+    close(fd);
+    return -1;
+  }
+  struct sockaddr_in to = {.sin_family = AF_INET,
+                           .sin_port = htons(port),
+                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  assert_int_equal(connect(fd, (struct sockaddr *)&to, sizeof to), 0);
+  return fd;
+}
+
+/* One datagram within ms: its length, or -1. */
+static ssize_t raw_recv(int fd, uint8_t *buf, size_t cap, unsigned ms) {
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  if (poll(&p, 1, (int)ms) != 1) return -1;
+  return recv(fd, buf, cap, 0);
+}
+
+/* A client Initial of 1200 bytes in pkt: long header, version 1, dcid, an
+ * 8-byte scid, the token (none when tokenlen is 0), then a junk payload
+ * (the server can read the header, not the packet). Its length. */
+static size_t craft_initial(uint8_t pkt[1200], const uint8_t *dcid, size_t dcidlen,
+                            const uint8_t scid[8], const uint8_t *token, size_t tokenlen) {
+  size_t n = 0;
+  pkt[n++] = 0xc3; /* long header, fixed bit, Initial, 4-byte packet number */
+  pkt[n++] = 0, pkt[n++] = 0, pkt[n++] = 0, pkt[n++] = 1;
+  pkt[n++] = (uint8_t)dcidlen;
+  memcpy(pkt + n, dcid, dcidlen);
+  n += dcidlen;
+  pkt[n++] = 8;
+  memcpy(pkt + n, scid, 8);
+  n += 8;
+  pkt[n++] = (uint8_t)(0x40 | (tokenlen >> 8)); /* 2-byte varints */
+  pkt[n++] = (uint8_t)tokenlen;
+  if (tokenlen) memcpy(pkt + n, token, tokenlen);
+  n += tokenlen;
+  size_t rest = 1200 - n - 2;
+  pkt[n++] = (uint8_t)(0x40 | (rest >> 8));
+  pkt[n++] = (uint8_t)rest;
+  for (size_t i = 0; i < rest; i++) pkt[n++] = (uint8_t)(i * 7 + 1);
+  return n;
+}
+
+/* Takes a Retry answering an Initial whose SCID was scid: the Retry's
+ * SCID (rscid, *rscidlen) and token (into token, *tokenlen). False when
+ * pkt is no such Retry. */
+static bool parse_retry(const uint8_t *pkt, size_t len, const uint8_t scid[8], uint8_t *rscid,
+                        size_t *rscidlen, uint8_t *token, size_t *tokenlen) {
+  if (len < 7 || (pkt[0] & 0xf0) != 0xf0 || memcmp(pkt + 1, "\0\0\0\1", 4) != 0) return false;
+  size_t n = 5, dl = pkt[n++];
+  if (dl != 8 || n + dl >= len || memcmp(pkt + n, scid, 8) != 0) return false;
+  n += dl;
+  size_t sl = pkt[n++];
+  if (sl == 0 || sl > 20 || n + sl + 16 >= len) return false;
+  memcpy(rscid, pkt + n, sl);
+  *rscidlen = sl;
+  n += sl;
+  *tokenlen = len - n - 16; /* then the integrity tag */
+  memcpy(token, pkt + n, *tokenlen);
+  return true;
+}
+
+/* With always_retry every client proves its address first; ours follows
+ * the Retry (ngtcp2's recv_retry) and works as ever. */
+static void test_retry_always(void **state) {
+  (void)state;
+  server_opts o = {.always_retry = true};
+  server_fx *fx = server_start(&o);
+  gl_qclient_config cfg = pin_config(fx->port);
+  gl_qclient *c = connect_ok(&cfg);
+  expect_text(c, "retry me", "em yrter");
+  assert_true(wait_size_min(&fx->retries, 1, 2000));
+  gl_qclient *d = connect_ok(&cfg);
+  expect_text(d, "and me", "em dna");
+  expect_text(c, "still", "llits");
+  assert_true(wait_size_min(&fx->retries, 2, 2000));
+  assert_int_equal(atomic_load(&fx->tokens_refused), 0);
+  gl_qclient_del(c);
+  gl_qclient_del(d);
+  assert_true(wait_count(fx, 0, 5000));
+  server_stop(fx);
+}
+
+/* The token helpers: a token holds for its address (and port), its
+ * connection ID and 10 s; nothing else passes. */
+static void test_retry_token_helper(void **state) {
+  (void)state;
+  uint8_t secret[GL_Q_RETRY_SECRET_LEN], other[GL_Q_RETRY_SECRET_LEN];
+  assert_int_equal(gl_q_random(secret, sizeof secret), 0);
+  assert_int_equal(gl_q_random(other, sizeof other), 0);
+  struct sockaddr_storage a = sa("127.0.0.1"), a_port = a, b = sa("127.0.0.2"), v6 = sa("::1");
+  ((struct sockaddr_in *)&a)->sin_port = htons(4000);
+  ((struct sockaddr_in *)&a_port)->sin_port = htons(4001);
+  ((struct sockaddr_in *)&b)->sin_port = htons(4000);
+  ((struct sockaddr_in6 *)&v6)->sin6_port = htons(4000);
+  const socklen_t l4 = sizeof(struct sockaddr_in), l6 = sizeof(struct sockaddr_in6);
+  ngtcp2_cid odcid = {.datalen = 16}, rscid = {.datalen = GL_Q_SCID_LEN}, got, wrong = rscid;
+  assert_int_equal(gl_q_random(odcid.data, odcid.datalen), 0);
+  assert_int_equal(gl_q_random(rscid.data, rscid.datalen), 0);
+  wrong = rscid;
+  wrong.data[0] ^= 1;
+  uint64_t now = gl_q_now_ns();
+  uint8_t tok[GL_Q_RETRY_TOKEN_MAX];
+  ngtcp2_ssize n = gl_q_retry_token_make(tok, secret, NGTCP2_PROTO_VER_V1,
+                                         (struct sockaddr *)&a, l4, &rscid, &odcid, now);
+  assert_true(n > 0 && (size_t)n <= sizeof tok);
+  size_t len = (size_t)n;
+  const struct sockaddr *pa = (struct sockaddr *)&a;
+  uint32_t v1 = NGTCP2_PROTO_VER_V1;
+  memset(&got, 0, sizeof got);
+  assert_int_equal(gl_q_retry_token_check(&got, tok, len, secret, v1, pa, l4, &rscid, now), 0);
+  assert_true(ngtcp2_cid_eq(&got, &odcid));
+  assert_int_equal(gl_q_retry_token_check(&got, tok, len, secret, v1, pa, l4, &rscid,
+                                          now + 9 * NGTCP2_SECONDS),
+                   0);
+  /* Expired. */
+  assert_int_equal(gl_q_retry_token_check(&got, tok, len, secret, v1, pa, l4, &rscid,
+                                          now + GL_Q_RETRY_TOKEN_TIMEOUT_NS + 1),
+                   -1);
+  /* Another port, another address, another family. */
+  assert_int_equal(gl_q_retry_token_check(&got, tok, len, secret, v1,
+                                          (struct sockaddr *)&a_port, l4, &rscid, now),
+                   -1);
+  assert_int_equal(gl_q_retry_token_check(&got, tok, len, secret, v1, (struct sockaddr *)&b, l4,
+                                          &rscid, now),
+                   -1);
+  assert_int_equal(gl_q_retry_token_check(&got, tok, len, secret, v1, (struct sockaddr *)&v6, l6,
+                                          &rscid, now),
+                   -1);
+  /* Another connection ID, secret (another server, or a restart). */
+  assert_int_equal(gl_q_retry_token_check(&got, tok, len, secret, v1, pa, l4, &wrong, now), -1);
+  assert_int_equal(gl_q_retry_token_check(&got, tok, len, other, v1, pa, l4, &rscid, now), -1);
+  /* Altered, cut short, forged, empty. */
+  for (size_t i = 1; i < len; i += 7) {
+    tok[i] ^= 0x10;
+    assert_int_equal(gl_q_retry_token_check(&got, tok, len, secret, v1, pa, l4, &rscid, now),
+                     -1);
+    tok[i] ^= 0x10;
+  }
+  assert_int_equal(gl_q_retry_token_check(&got, tok, len - 1, secret, v1, pa, l4, &rscid, now),
+                   -1);
+  uint8_t forged[GL_Q_RETRY_TOKEN_MAX];
+  fill_random(forged, len, 99);
+  forged[0] = NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY;
+  assert_int_equal(gl_q_retry_token_check(&got, forged, len, secret, v1, pa, l4, &rscid, now),
+                   -1);
+  assert_int_equal(gl_q_retry_token_check(&got, tok, 0, secret, v1, pa, l4, &rscid, now), -1);
+  /* Still good after all that. */
+  assert_int_equal(gl_q_retry_token_check(&got, tok, len, secret, v1, pa, l4, &rscid, now), 0);
+}
+
+/* On the wire: a Retry's token brings a connection only from the address
+ * (and port) it was sent to; replayed from elsewhere, altered or forged,
+ * the Initial is refused (INVALID_TOKEN) and no connection is made. */
+static void test_retry_token_packets(void **state) {
+  (void)state;
+  server_opts o = {.always_retry = true};
+  server_fx *fx = server_start(&o);
+  int a = raw_socket_from("127.0.0.1", fx->port);
+  int other_port = raw_socket_from("127.0.0.1", fx->port);
+  int other_ip = raw_socket_from("127.0.0.2", fx->port); /* -1 without 127/8 */
+  assert_true(a >= 0 && other_port >= 0);
+  uint8_t dcid[16], scid[8], pkt[1200], in[2048];
+  fill_random(dcid, sizeof dcid, 1);
+  fill_random(scid, sizeof scid, 2);
+
+  /* No token: a Retry (always_retry). */
+  size_t n = craft_initial(pkt, dcid, sizeof dcid, scid, NULL, 0);
+  assert_int_equal(send(a, pkt, n, 0), (ssize_t)n);
+  ssize_t r = raw_recv(a, in, sizeof in, 3000);
+  assert_true(r > 0);
+  uint8_t rscid[20], tok[512];
+  size_t rscidlen = 0, toklen = 0;
+  assert_true(parse_retry(in, (size_t)r, scid, rscid, &rscidlen, tok, &toklen));
+  assert_true(toklen > 0 && tok[0] == NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY);
+  assert_true(wait_size(&fx->retries, 1, 2000));
+
+  /* Each refused Initial: answered with an Initial (CONNECTION_CLOSE), not
+   * a Retry, and counted. */
+  size_t refused = 0;
+#define EXPECT_REFUSED(fd)                                                                 \
+  do {                                                                                      \
+    assert_int_equal(send(fd, pkt, n, 0), (ssize_t)n);                                      \
+    r = raw_recv(fd, in, sizeof in, 3000);                                                  \
+    assert_true(r > 0);                                                                     \
+    assert_int_equal(in[0] & 0xf0, 0xc0); /* long header Initial */                         \
+    assert_true(wait_size(&fx->tokens_refused, ++refused, 2000));                           \
+  } while (0)
+
+  n = craft_initial(pkt, rscid, rscidlen, scid, tok, toklen);
+  EXPECT_REFUSED(other_port); /* replayed from another port */
+  if (other_ip >= 0) EXPECT_REFUSED(other_ip); /* from another address */
+  tok[toklen / 2] ^= 1;                        /* altered */
+  n = craft_initial(pkt, rscid, rscidlen, scid, tok, toklen);
+  EXPECT_REFUSED(a);
+  tok[toklen / 2] ^= 1;
+  uint8_t forged[512];
+  fill_random(forged, toklen, 3);
+  forged[0] = NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY;
+  n = craft_initial(pkt, rscid, rscidlen, scid, forged, toklen);
+  EXPECT_REFUSED(a);
+  uint8_t wrong[20];
+  memcpy(wrong, rscid, rscidlen);
+  wrong[0] ^= 1; /* the token was made for the Retry's connection ID */
+  n = craft_initial(pkt, wrong, rscidlen, scid, tok, toklen);
+  EXPECT_REFUSED(a);
+  assert_int_equal(atomic_load(&fx->retries), 1);
+
+  /* The genuine token from its own address passes: neither refused nor
+   * sent another Retry (the server makes a connection, which our junk
+   * payload ends at once). A forged one after it shows it was handled. */
+  n = craft_initial(pkt, rscid, rscidlen, scid, tok, toklen);
+  assert_int_equal(send(a, pkt, n, 0), (ssize_t)n);
+  n = craft_initial(pkt, rscid, rscidlen, scid, forged, toklen);
+  assert_int_equal(send(a, pkt, n, 0), (ssize_t)n);
+  assert_true(wait_size(&fx->tokens_refused, ++refused, 2000));
+  assert_int_equal(atomic_load(&fx->retries), 1);
+#undef EXPECT_REFUSED
+
+  close(a);
+  close(other_port);
+  if (other_ip >= 0) close(other_ip);
+  assert_true(wait_count(fx, 0, 8000));
+  /* The server still serves. */
+  gl_qclient_config cfg = pin_config(fx->port);
+  gl_qclient *c = connect_ok(&cfg);
+  expect_text(c, "ok", "ko");
+  gl_qclient_del(c);
+  server_stop(fx);
+}
+
+/* max_connections_per_address: the third connection from 127.0.0.1 is
+ * refused while two are open; once one closes, a new one gets in. */
+static void test_connections_per_address(void **state) {
+  (void)state;
+  server_opts o = {.max_connections_per_address = 2};
+  server_fx *fx = server_start(&o);
+  gl_qclient_config cfg = pin_config(fx->port);
+  gl_qclient *a = connect_ok(&cfg), *b = connect_ok(&cfg), *c = NULL;
+  assert_true(wait_size(&fx->from_local, 2, 2000));
+  char err[512] = "";
+  cfg.timeout_ms = 3000;
+  assert_int_equal(gl_qclient_connect(&cfg, &c, err, sizeof err), GL_QC_UNREACHABLE);
+  assert_null(c);
+  fprintf(stderr, "third connection: %s\n", err);
+  assert_non_null(strstr(err, "refused the connection"));
+  assert_non_null(strstr(err, "CONNECTION_REFUSED"));
+  assert_non_null(strstr(err, "from this address"));
+  expect_text(a, "a", "a");
+  expect_text(b, "bc", "cb");
+
+  /* Another address is counted apart (IPv6 loopback, where there is one). */
+  int probe = socket(AF_INET6, SOCK_DGRAM, 0);
+  struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+  bool have_v6 = probe >= 0 && bind(probe, (struct sockaddr *)&a6, sizeof a6) == 0;
+  if (probe >= 0) close(probe);
+  if (have_v6) {
+    gl_qclient_config cfg6 = cfg;
+    cfg6.host = "::1";
+    gl_qclient *d = connect_ok(&cfg6);
+    expect_text(d, "v6", "6v");
+    gl_qclient_del(d);
+  }
+
+  gl_qclient_del(a);
+  assert_true(wait_size(&fx->from_local, 1, 5000));
+  c = connect_ok(&cfg);
+  expect_text(c, "again", "niaga");
+  expect_text(b, "b", "b");
+  assert_true(wait_size(&fx->from_local, 2, 2000));
+  gl_qclient_del(b);
+  gl_qclient_del(c);
+  assert_true(wait_count(fx, 0, 5000));
+  assert_true(wait_size(&fx->from_local, 0, 5000));
+  server_stop(fx);
+}
+
+typedef struct burst_arg {
+  uint16_t port;
+  int id;
+  atomic_int *ok;
+  pthread_barrier_t *go;
+} burst_arg;
+
+/* Connects once all threads are ready, then asks 3 requests. */
+static void *burst_main(void *p) {
+  burst_arg *a = p;
+  gl_qclient_config cfg = pin_config(a->port);
+  gl_qclient *c = NULL;
+  char err[512];
+  pthread_barrier_wait(a->go);
+  if (gl_qclient_connect(&cfg, &c, err, sizeof err) != GL_QC_OK) {
+    fprintf(stderr, "burst client %d: %s\n", a->id, err);
+    return NULL;
+  }
+  for (int i = 0; i < 3; i++) {
+    char req[64];
+    int n = snprintf(req, sizeof req, "burst %d request %d", a->id, i);
+    uint8_t *resp = NULL;
+    size_t rlen = 0;
+    if (gl_qclient_request(c, (const uint8_t *)req, (size_t)n, &resp, &rlen, err, sizeof err) !=
+        GL_QC_OK) {
+      fprintf(stderr, "burst client %d: %s\n", a->id, err);
+      break;
+    }
+    bool good = rlen == (size_t)n;
+    for (size_t k = 0; good && k < rlen; k++) good = resp[k] == (uint8_t)req[n - 1 - (int)k];
+    free(resp);
+    if (!good) break;
+    atomic_fetch_add(a->ok, 1);
+  }
+  gl_qclient_del(c);
+  return NULL;
+}
+
+/* nt clients connect at once; the number of requests answered right. */
+static int connect_burst(uint16_t port, int nt) {
+  pthread_t th[32];
+  burst_arg args[32];
+  assert_true(nt <= 32);
+  atomic_int ok = 0;
+  pthread_barrier_t go;
+  assert_int_equal(pthread_barrier_init(&go, NULL, (unsigned)nt), 0);
+  for (int i = 0; i < nt; i++) {
+    args[i] = (burst_arg){.port = port, .id = i, .ok = &ok, .go = &go};
+    assert_int_equal(pthread_create(&th[i], NULL, burst_main, &args[i]), 0);
+  }
+  for (int i = 0; i < nt; i++) pthread_join(th[i], NULL);
+  pthread_barrier_destroy(&go);
+  return atomic_load(&ok);
+}
+
+/* retry_above_handshakes: at the default (64) a burst of 16 connects needs
+ * no Retry; at 1, those that come while another handshake is under way
+ * get one, and every client still connects. */
+static void test_retry_threshold(void **state) {
+  (void)state;
+  enum { NT = 16 };
+  server_fx *fx = server_start(NULL);
+  assert_int_equal(connect_burst(fx->port, NT), NT * 3);
+  sleep_ms(60); /* a stats round */
+  assert_int_equal(atomic_load(&fx->retries), 0);
+  assert_true(wait_count(fx, 0, 5000));
+  server_stop(fx);
+
+  server_opts o = {.retry_above_handshakes = 1};
+  fx = server_start(&o);
+  /* A burst almost always overlaps; a few more make it certain. */
+  for (int round = 0; round < 5 && atomic_load(&fx->retries) == 0; round++) {
+    assert_int_equal(connect_burst(fx->port, NT), NT * 3);
+    wait_size_min(&fx->retries, 1, 100);
+  }
+  fprintf(stderr, "threshold 1: %zu Retries for bursts of %d\n", atomic_load(&fx->retries), NT);
+  assert_true(atomic_load(&fx->retries) > 0);
+  assert_int_equal(atomic_load(&fx->tokens_refused), 0);
+  assert_true(wait_count(fx, 0, 5000));
+  server_stop(fx);
+}
+
+typedef struct hs_client_arg {
+  uint16_t port;
+  int rc;
+} hs_client_arg;
+
+static void *hs_client_main(void *p) {
+  hs_client_arg *a = p;
+  gl_qclient_config cfg = pin_config(a->port);
+  cfg.timeout_ms = 1500;
+  gl_qclient *c = NULL;
+  char err[512];
+  a->rc = gl_qclient_connect(&cfg, &c, err, sizeof err);
+  gl_qclient_del(c);
+  return NULL;
+}
+
+/* A connection whose handshake stalls (the client's first datagram
+ * arrives, nothing after it) is dropped after handshake_timeout_ms, long
+ * before the idle timeout (5 s here). */
+static void test_handshake_timeout(void **state) {
+  (void)state;
+  server_opts o = {.handshake_timeout_ms = 500};
+  server_fx *fx = server_start(&o);
+  /* The client talks to a socket of ours; its first datagram (a real
+   * Initial) goes on to the server, whose answers go nowhere. */
+  int trap = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  assert_true(trap >= 0);
+  struct sockaddr_in t = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  assert_int_equal(bind(trap, (struct sockaddr *)&t, sizeof t), 0);
+  socklen_t tl = sizeof t;
+  assert_int_equal(getsockname(trap, (struct sockaddr *)&t, &tl), 0);
+  hs_client_arg arg = {.port = ntohs(t.sin_port), .rc = 0};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, hs_client_main, &arg), 0);
+  uint8_t dgram[65536];
+  ssize_t n = raw_recv(trap, dgram, sizeof dgram, 3000);
+  assert_true(n >= 1200);
+  int fwd = raw_socket_from("127.0.0.1", fx->port);
+  assert_true(fwd >= 0);
+  uint64_t t0 = gl_mono_ns();
+  assert_int_equal(send(fwd, dgram, (size_t)n, 0), n);
+  assert_true(wait_count(fx, 1, 1000)); /* in its handshake */
+  assert_true(wait_size(&fx->from_local, 1, 1000));
+  assert_true(wait_count(fx, 0, 4000));
+  uint64_t ms = (gl_mono_ns() - t0) / 1000000;
+  fprintf(stderr, "stalled handshake dropped after %llu ms\n", (unsigned long long)ms);
+  assert_true(ms >= 400 && ms < 3000);
+  assert_true(wait_size(&fx->from_local, 0, 1000));
+  pthread_join(th, NULL);
+  assert_int_equal(arg.rc, GL_QC_UNREACHABLE);
+  close(fwd);
+  close(trap);
+  server_stop(fx);
 }
 
 /* ======================================================================
@@ -2247,6 +2710,12 @@ int main(void) {
       cmocka_unit_test(test_idle_and_keepalive),
       cmocka_unit_test(test_garbage_datagrams),
       cmocka_unit_test(test_server_shutdown),
+      cmocka_unit_test(test_retry_always),
+      cmocka_unit_test(test_retry_token_helper),
+      cmocka_unit_test(test_retry_token_packets),
+      cmocka_unit_test(test_connections_per_address),
+      cmocka_unit_test(test_retry_threshold),
+      cmocka_unit_test(test_handshake_timeout),
       cmocka_unit_test(test_pipeline_500_reverse),
       cmocka_unit_test(test_pipeline_2000_unwaited),
       cmocka_unit_test(test_pipeline_out_of_order),
