@@ -40,7 +40,23 @@ struct gl_nvml {
   nvmlReturn_t (*nvmlDeviceGetMaxMigDeviceCount)(nvmlDevice_t device, unsigned int *count);
   nvmlReturn_t (*nvmlDeviceGetMigDeviceHandleByIndex)(nvmlDevice_t device, unsigned int index,
                                                       nvmlDevice_t *mig);
+  /* Compute processes (optional): the _v2 entry point takes 24-byte
+   * records, the unversioned one 16-byte ones. */
+  nvmlReturn_t (*procs_v2)(nvmlDevice_t device, unsigned int *count, void *infos);
+  nvmlReturn_t (*procs_v1)(nvmlDevice_t device, unsigned int *count, void *infos);
 };
+
+/* nvmlProcessInfo_v2_t and nvmlProcessInfo_v1_t. */
+typedef struct proc_v2 {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+} proc_v2;
+typedef struct proc_v1 {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+} proc_v1;
 
 typedef struct sym {
   const char *name;
@@ -109,6 +125,10 @@ int gl_nvml_open(gl_nvml **out, char *err, size_t errlen) {
   n->nvmlDeviceGetMigDeviceHandleByIndex =
       (nvmlReturn_t(*)(nvmlDevice_t, unsigned int, nvmlDevice_t *))dlsym(
           dl, "nvmlDeviceGetMigDeviceHandleByIndex");
+  n->procs_v2 = (nvmlReturn_t(*)(nvmlDevice_t, unsigned int *, void *))dlsym(
+      dl, "nvmlDeviceGetComputeRunningProcesses_v2");
+  n->procs_v1 = (nvmlReturn_t(*)(nvmlDevice_t, unsigned int *, void *))dlsym(
+      dl, "nvmlDeviceGetComputeRunningProcesses");
   nvmlReturn_t r = n->nvmlInit_v2();
   if (r != NVML_SUCCESS) {
     set_err(err, errlen, "nvmlInit_v2 failed: %s", nvml_strerror(n, r));
@@ -219,4 +239,32 @@ int gl_nvml_mig_list(gl_nvml *nvml, unsigned index, gl_nvml_mig *out, unsigned m
     n++;
   }
   return n;
+}
+
+int gl_nvml_process_memory(gl_nvml *nvml, const char *uuid, unsigned pid, uint64_t *bytes) {
+  nvmlDevice_t dev;
+  if (nvml->nvmlDeviceGetHandleByUUID(uuid, &dev) != NVML_SUCCESS) return -1;
+  enum { MAX = 256 };
+  unsigned int count = MAX;
+  if (nvml->procs_v2) {
+    static __thread proc_v2 p[MAX];
+    if (nvml->procs_v2(dev, &count, p) != NVML_SUCCESS) return -1;
+    for (unsigned i = 0; i < count && i < MAX; i++)
+      if (p[i].pid == pid) {
+        if (bytes) *bytes = p[i].usedGpuMemory;
+        return 0;
+      }
+    return 1;
+  }
+  if (nvml->procs_v1) {
+    static __thread proc_v1 p[MAX];
+    if (nvml->procs_v1(dev, &count, p) != NVML_SUCCESS) return -1;
+    for (unsigned i = 0; i < count && i < MAX; i++)
+      if (p[i].pid == pid) {
+        if (bytes) *bytes = p[i].usedGpuMemory;
+        return 0;
+      }
+    return 1;
+  }
+  return -1;
 }

@@ -71,6 +71,13 @@ typedef struct gl_nvml_mig {
  * nvmlDeviceGetMigDeviceHandleByIndex); never changes a mode. */
 int gl_nvml_mig_list(gl_nvml *nvml, unsigned index, gl_nvml_mig *out, unsigned max);
 
+/* Whether process pid still holds memory on the device with that UUID, as
+ * NVML lists its compute processes (nvmlDeviceGetComputeRunningProcesses
+ * _v2, or the unversioned one): 0 and *bytes (may be NULL) when it does, 1
+ * when it does not, -1 when NVML cannot tell (unknown UUID, an error,
+ * a library without the call, more than 256 processes). */
+int gl_nvml_process_memory(gl_nvml *nvml, const char *uuid, unsigned pid, uint64_t *bytes);
+
 /* The driver version ("580.65.06") into buf. Returns 0, or -1 with buf set
  * to "". */
 int gl_nvml_driver_version(gl_nvml *nvml, char *buf, size_t buflen);

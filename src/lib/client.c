@@ -235,7 +235,7 @@ gpulease_status gl_lib_encode(const gl_request *req, gl_buf *b, gpulease_error *
 gpulease_status gl_lib_send_write(gl_qclient *q, const gl_request *req, uint64_t *token,
                                   gpulease_error *err) {
   gl_buf b = {0};
-  b.data = gl_qclient_buf(q, GL_WIRE_HEADER_SIZE + 64 + req->u.mem_write.data_len, &b.cap);
+  b.data = gl_qclient_buf(q, GL_WIRE_HEADER_SIZE + 128 + req->u.mem_write.data_len, &b.cap);
   if (!b.data) return gl_lib_set_err(err, GPULEASE_NO_MEMORY, "MEM_WRITE: out of memory");
   gpulease_status st = gl_lib_encode(req, &b, err);
   if (st != GPULEASE_OK) {
