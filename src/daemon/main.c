@@ -11,6 +11,7 @@
  *             [--context-overhead BYTES]
  *             [--auth none|mtls|token] [--client-ca FILE] [--tenants FILE]
  *             [--allow-anonymous] [--audit-log FILE|-]
+ *             [--worker-user USER] [--no-worker-sandbox]
  *
  * The same binary is the per-lease worker: `gpuleased --worker FD` (started
  * by the daemon itself, never by hand), with --device cuda|emu and, for
@@ -86,9 +87,12 @@ static void usage(FILE *f) {
         "  --allow-anonymous     serve --auth none on an address beyond loopback\n"
         "  --audit-log FILE      append a JSON line per lease op, session open and close,\n"
         "                        module load and refused request (\"-\": stderr)\n"
+        "  --worker-user USER    the user workers run as (default: nobody when gpuleased\n"
+        "                        runs as root, else gpuleased's own user)\n"
         "  --no-worker-sandbox   workers keep every privilege (debugging only; by default\n"
-        "                        each sets no_new_privs, no core dumps and a seccomp\n"
-        "                        filter before it opens the device: docs/security.md)\n"
+        "                        each takes the worker user, no_new_privs, limits, a\n"
+        "                        seccomp filter and Landlock file rules before it opens the\n"
+        "                        device: docs/security.md)\n"
         "  --help\n",
         f);
 }
@@ -131,11 +135,13 @@ int main(int argc, char **argv) {
   const char *jit_cache_dir = NULL;
   bool device_given = false;
   int local_socket_given = 0; /* 1: a path, 2: none */
+  const char *worker_user = NULL; /* --worker-user */
+  bool worker_sandbox = true;
   enum { O_LISTEN = 256, O_CERT, O_KEY, O_STATE, O_TTL, O_LEASES, O_MSG, O_LOG, O_READY, O_WORKER,
          O_DEVICE, O_EMU_VRAM, O_EMU_THREADS, O_JIT_CACHE, O_SEQ_TIMEOUT, O_MAX_STREAMS,
          O_LOCAL_SOCKET, O_LOCAL_MODE, O_MAX_PINNED, O_NET_THREADS, O_STRIPE_PORT, O_WARM,
          O_CTX_OVERHEAD, O_CUDA_VISIBLE, O_NO_SANDBOX, O_AUTH, O_CLIENT_CA, O_TENANTS,
-         O_ALLOW_ANON, O_AUDIT };
+         O_ALLOW_ANON, O_AUDIT, O_WORKER_USER };
   static const struct option opts[] = {
       {"listen", required_argument, 0, O_LISTEN},  {"cert", required_argument, 0, O_CERT},
       {"key", required_argument, 0, O_KEY},        {"state-dir", required_argument, 0, O_STATE},
@@ -156,6 +162,7 @@ int main(int argc, char **argv) {
       {"context-overhead", required_argument, 0, O_CTX_OVERHEAD},
       {"cuda-visible-devices", required_argument, 0, O_CUDA_VISIBLE},
       {"no-worker-sandbox", no_argument, 0, O_NO_SANDBOX},
+      {"worker-user", required_argument, 0, O_WORKER_USER},
       {"auth", required_argument, 0, O_AUTH},
       {"client-ca", required_argument, 0, O_CLIENT_CA},
       {"tenants", required_argument, 0, O_TENANTS},
@@ -338,6 +345,10 @@ int main(int argc, char **argv) {
     case O_NO_SANDBOX:
       /* The workers, this daemon's children, inherit it. */
       setenv("GL_WORKER_NO_SANDBOX", "1", 1);
+      worker_sandbox = false;
+      break;
+    case O_WORKER_USER:
+      worker_user = optarg;
       break;
     case 'h':
       usage(stdout);
@@ -356,18 +367,18 @@ int main(int argc, char **argv) {
     gl_log_init("gpulease-worker", (enum gl_log_level)gl_log_level_parse(cfg.log_level));
     /* Before any thread or the device: see src/worker/sandbox.h. */
     const char *nosb = getenv("GL_WORKER_NO_SANDBOX");
+    char jit_path[PATH_MAX];
     if (nosb && *nosb && strcmp(nosb, "0") != 0) {
       GL_WARN("worker: no sandbox (gpuleased --no-worker-sandbox)");
     } else {
-      char why[256];
-      int refused = gl_worker_sandbox(why, sizeof why);
-      if (refused < 0) {
+      char why[512];
+      bool cuda = !(device_given && cfg.device_mode == GL_DEVICE_EMU);
+      if (gl_worker_confine(jit_cache_dir, cuda, jit_path, sizeof jit_path, why, sizeof why) !=
+          0) {
         GL_ERROR("worker: cannot confine itself: %s", why);
         return 1;
       }
-      GL_DEBUG("worker: sandbox in force: no new privileges, no core dumps, %d system calls "
-               "refused by seccomp (perf_event_open %s)",
-               refused, gl_worker_sandbox_active() ? "refused" : "ALLOWED");
+      if (jit_path[0]) jit_cache_dir = jit_path; /* maybe through a descriptor */
     }
     if (visible) GL_INFO("worker: bound to %s (CUDA_VISIBLE_DEVICES)", visible);
     gl_worker_set_jit_cache_dir(jit_cache_dir);
@@ -390,6 +401,15 @@ int main(int argc, char **argv) {
     return rc;
   }
   gl_log_init("gpuleased", (enum gl_log_level)gl_log_level_parse(cfg.log_level));
+  {
+    const char *nosb = getenv("GL_WORKER_NO_SANDBOX"); /* the flag's, or inherited */
+    if (nosb && *nosb && strcmp(nosb, "0") != 0) worker_sandbox = false;
+    char why[512];
+    if (gl_worker_user_setup(worker_user, worker_sandbox, cfg.state_dir, why, sizeof why) != 0) {
+      GL_ERROR("%s", why);
+      return 2;
+    }
+  }
   if (local_socket_given == 2) {
     cfg.local_socket[0] = 0;
   } else if (!local_socket_given &&

@@ -50,6 +50,13 @@ static const char tenants_ini[] =
     "token = " TOKEN_ROOT "\n"
     "admin = true\n";
 
+/* GL_TEST_DEVICE=cuda (the GPU check): the node's GPUs, else the emulated
+ * device with vram. */
+static const char *device_vram(const char *vram) {
+  const char *d = getenv("GL_TEST_DEVICE");
+  return d && strcmp(d, "cuda") == 0 ? NULL : vram;
+}
+
 typedef struct fixture {
   gl_test_daemon d;
   char tenants[300], audit[300];
@@ -70,7 +77,7 @@ static int start_token_daemon(void **state) {
                                 "--max-ttl", "300", NULL};
   extra[3] = F.tenants;
   extra[5] = F.audit;
-  return gl_test_daemon_start(&F.d, "256M", extra);
+  return gl_test_daemon_start(&F.d, device_vram("256M"), extra);
 }
 
 static int stop_token_daemon(void **state) {
@@ -586,7 +593,7 @@ static void test_mtls(void **state) {
                    0);
   gl_test_daemon d;
   const char *extra[] = {"--auth", "mtls", "--client-ca", ca, NULL};
-  assert_int_equal(gl_test_daemon_start(&d, "64M", extra), 0);
+  assert_int_equal(gl_test_daemon_start(&d, device_vram("64M"), extra), 0);
   gpulease_status st;
   gpulease_error e;
   /* No certificate, or one of another CA: the handshake fails. */

@@ -190,8 +190,11 @@ echo "== launch features on the GPU (tests/e2e/test_e2e_exec.c): bursts, events,
 "$B/tests/test_e2e_exec" 2>&1 | grep -v "^\[ *RUN " | tail -20
 result "bursts (graphs built, replayed, updated), events, cooperative grid sync, clusters" ${PIPESTATUS[0]}
 echo "== workers confined on the GPU (tests/e2e/test_e2e_sandbox.c)"
-"$B/tests/test_e2e_sandbox" 2>&1 | grep -v "^\[ *RUN " | tail -8
-result "workers run CUDA under no_new_privs, no core dumps and the seccomp filter" ${PIPESTATUS[0]}
+"$B/tests/test_e2e_sandbox" 2>&1 | grep -v "^\[ *RUN " | tail -30
+result "workers run CUDA as an unprivileged user under no_new_privs, Landlock, limits and the seccomp filter" ${PIPESTATUS[0]}
+echo "== tenants on the GPU (tests/e2e/test_e2e_tenants.c): identities, capability secrets, quotas, audit"
+"$B/tests/test_e2e_tenants" 2>&1 | grep -v "^\[ *RUN \|^\[ *OK " | tail -12
+result "tenants: bearer tokens and mTLS, rights, delegation, expiry, rotation, revocation, quotas, audit log" ${PIPESTATUS[0]}
 unset GL_TEST_DEVICE GL_TEST_PTX_DIR
 if [ -x "$B/tests/gl_backend_stream_smoke" ]; then
   "$B/tests/gl_backend_stream_smoke" "$K/vector_add.ptx" 2>&1 | tail -60
@@ -203,6 +206,24 @@ echo "== benchmark"
 "$B/bench/gl_bench_session" --addr "$ADDR" --pin-sha256 "$FP" --mib 256 --launches 10000 --local-mib 1024
 "$B/bench/gl_bench_quic" --runs 5 --mib 64,256
 "$B/bench/gl_bench_submit" --addr "$ADDR" --pin-sha256 "$FP" --ptx "$K/iota.ptx" --iters 100
+echo "== the lease path with tenants: --auth token, the same benchmarks, same run"
+TW=$(mktemp -d /tmp/gl-tenants-XXXXXX)
+TOKEN=bench-0123456789abcdef0123456789abcdef
+printf '[tenant bench]\ntoken = %s\n' "$TOKEN" > "$TW/tenants.ini"
+"$B/src/daemon/gpuleased" --listen 127.0.0.1:0 --state-dir "$TW" --ready-file "$TW/ready" \
+  --warm-workers 0 --auth token --tenants "$TW/tenants.ini" --audit-log "$TW/audit.jsonl" \
+  2> "$TW/daemon.log" &
+TD=$!
+for _ in $(seq 1 300); do [ -s "$TW/ready" ] && break; sleep 0.1; done
+read -r TPORT TFP < "$TW/ready"
+"$B/bench/gl_bench_session" --addr 127.0.0.1:$TPORT --pin-sha256 "$TFP" --token "$TOKEN" \
+  --mib 256 --launches 10000 --local-mib 1024
+result "session benchmark under --auth token" $?
+"$B/bench/gl_bench_lease" --addr 127.0.0.1:$TPORT --pin-sha256 "$TFP" --token "$TOKEN" --iters 20 \
+  --gap-ms 600 --label "cold, --auth token"
+result "lease benchmark under --auth token" $?
+echo "audit log: $(wc -l < "$TW/audit.jsonl") lines, e.g.:"; head -2 "$TW/audit.jsonl"
+kill $TD; wait $TD 2>/dev/null; rm -rf "$TW"
 echo "== leases: cold (--warm-workers 0) and warm (--warm-workers 2), 1 GiB, same run"
 for warm in 0 2; do
   LW=$(mktemp -d /tmp/gl-lease-XXXXXX)
