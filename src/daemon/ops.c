@@ -398,6 +398,20 @@ static int pick_instance(gl_daemon *d, gl_dreq *req, uint64_t vram_bytes, uint32
   return 0;
 }
 
+typedef struct shared_owner {
+  uint32_t gpu;
+  uint64_t self;
+  const char *tenant;
+  bool other; /* a live shared lease of another tenant on gpu */
+} shared_owner;
+
+static void find_shared_owner(void *user, gl_lease *l) {
+  shared_owner *so = user;
+  if (l->id != so->self && l->lease_class == GPULEASE_CLASS_SHARED && l->gpu_index == so->gpu &&
+      strcmp(l->tenant, so->tenant) != 0)
+    so->other = true;
+}
+
 static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req *a,
                            const char *tenant) {
   char err[512];
@@ -420,6 +434,21 @@ static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req 
   gpulease_status st = gl_lease_table_alloc(d->leases, gl_mono_ns(), gpu_index,
                                             a->lease_class, a->vram_bytes, a->ttl_s, tenant, &l,
                                             err, sizeof err);
+  /* A shared context is one tenant's: a kernel of one shared lease can
+   * address the others' memory. */
+  if (st == GPULEASE_OK && l->lease_class == GPULEASE_CLASS_SHARED) {
+    shared_owner so = {.gpu = l->gpu_index, .self = l->id, .tenant = tenant};
+    gl_lease_table_foreach(d->leases, find_shared_owner, &so);
+    if (so.other) {
+      gl_lease_table_remove(d->leases, l);
+      gl_ops_reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_BUSY,
+                         "GPU %" PRIu32 "'s shared CUDA context serves another tenant's shared "
+                         "leases; shared leases of different tenants never share a context "
+                         "(ask for an isolated lease, or another GPU)",
+                         so.gpu);
+      return;
+    }
+  }
   if (st != GPULEASE_OK) {
     gl_ops_reply_error(req, GL_OP_LEASE_ALLOC, st, "%s", err);
     return;

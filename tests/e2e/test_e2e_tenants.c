@@ -389,6 +389,27 @@ static void test_foreign_tenant(void **state) {
   gpulease_client_close(alice);
 }
 
+/* A GPU's shared context serves one tenant at a time. */
+static void test_shared_context_per_tenant(void **state) {
+  (void)state;
+  gpulease_client *alice = as(TOKEN_ALICE), *bob = as(TOKEN_BOB);
+  gpulease_error err;
+  gpulease_lease_opts shared = {.lease_class = GPULEASE_CLASS_SHARED};
+  gpulease_lease a1, a2, b1;
+  CHECK(gpulease_lease_alloc_opts(alice, 0, 4 * MiB, 60, &shared, &a1, E));
+  expect_status(gpulease_lease_alloc_opts(bob, 0, 4 * MiB, 60, &shared, &b1, &err), &err,
+                GPULEASE_BUSY, "shared leases of different tenants never share a context");
+  CHECK(gpulease_lease_alloc_opts(alice, 0, 4 * MiB, 60, &shared, &a2, E));
+  assert_int_equal(submit_iota(alice, &a2, &err), GPULEASE_OK);
+  CHECK(gpulease_lease_free(alice, &a1, E));
+  CHECK(gpulease_lease_free(alice, &a2, E));
+  CHECK(gpulease_lease_alloc_opts(bob, 0, 4 * MiB, 60, &shared, &b1, E));
+  assert_int_equal(submit_iota(bob, &b1, &err), GPULEASE_OK);
+  CHECK(gpulease_lease_free(bob, &b1, E));
+  gpulease_client_close(bob);
+  gpulease_client_close(alice);
+}
+
 /* ======================================================================
  * Quotas
  * ==================================================================== */
@@ -662,6 +683,7 @@ int main(void) {
       cmocka_unit_test(test_rights),
       cmocka_unit_test(test_expiry_rotation_revocation),
       cmocka_unit_test(test_foreign_tenant),
+      cmocka_unit_test(test_shared_context_per_tenant),
       cmocka_unit_test(test_quotas),
       cmocka_unit_test(test_cli),
       cmocka_unit_test(test_audit_log),
