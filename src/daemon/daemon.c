@@ -258,6 +258,8 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
       .on_request = gl_daemon_on_request,
       .user = d,
       .client_ca_file = cfg->auth_mode == GL_AUTH_MTLS ? d->cfg.client_ca : NULL,
+      .max_connections_per_address = cfg->max_connections_per_address,
+      .retry_above_handshakes = cfg->retry_above_handshakes,
   };
   if (gl_qserver_new(d->loop, &sc, &d->server, err, errlen) != 0) return -1;
   if (cfg->net_threads > 0) {

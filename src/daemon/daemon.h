@@ -58,6 +58,8 @@ typedef struct gl_daemon_config {
   bool allow_anonymous;        /* --allow-anonymous: --auth none beyond loopback */
   char audit_log[1024];        /* --audit-log: JSON lines; "-" stderr; "" none */
   uint32_t max_requests_per_tenant; /* --max-requests-per-tenant: in flight; beyond: BUSY */
+  uint32_t max_connections_per_address; /* --max-connections-per-address (0: 64) */
+  uint32_t retry_above_handshakes;      /* --retry-above-handshakes (0: 64; UINT32_MAX never) */
 } gl_daemon_config;
 
 typedef struct gl_daemon {

@@ -85,6 +85,13 @@ static void usage(FILE *f) {
         "  --tenants FILE        tenants: bearer tokens, quotas and admins (INI; see\n"
         "                        docs/security.md); quotas apply under every --auth\n"
         "  --allow-anonymous     serve --auth none on an address beyond loopback\n"
+        "  --max-requests-per-tenant N  requests one tenant may have in flight; beyond:\n"
+        "                        BUSY (default 16384)\n"
+        "  --max-connections-per-address N  QUIC connections from one IP address\n"
+        "                        (default 64)\n"
+        "  --retry-above-handshakes N  answer new connections with a QUIC Retry (address\n"
+        "                        validation) while N handshakes are under way (default\n"
+        "                        64; 0: never)\n"
         "  --audit-log FILE      append a JSON line per lease op, session open and close,\n"
         "                        module load and refused request (\"-\": stderr)\n"
         "  --worker-user USER    the user workers run as (default: nobody when gpuleased\n"
@@ -141,7 +148,7 @@ int main(int argc, char **argv) {
          O_DEVICE, O_EMU_VRAM, O_EMU_THREADS, O_JIT_CACHE, O_SEQ_TIMEOUT, O_MAX_STREAMS,
          O_LOCAL_SOCKET, O_LOCAL_MODE, O_MAX_PINNED, O_NET_THREADS, O_STRIPE_PORT, O_WARM,
          O_CTX_OVERHEAD, O_CUDA_VISIBLE, O_NO_SANDBOX, O_AUTH, O_CLIENT_CA, O_TENANTS,
-         O_ALLOW_ANON, O_AUDIT, O_WORKER_USER };
+         O_ALLOW_ANON, O_AUDIT, O_WORKER_USER, O_MAX_REQ_TENANT, O_MAX_CONN_ADDR, O_RETRY_ABOVE };
   static const struct option opts[] = {
       {"listen", required_argument, 0, O_LISTEN},  {"cert", required_argument, 0, O_CERT},
       {"key", required_argument, 0, O_KEY},        {"state-dir", required_argument, 0, O_STATE},
@@ -163,6 +170,9 @@ int main(int argc, char **argv) {
       {"cuda-visible-devices", required_argument, 0, O_CUDA_VISIBLE},
       {"no-worker-sandbox", no_argument, 0, O_NO_SANDBOX},
       {"worker-user", required_argument, 0, O_WORKER_USER},
+      {"max-requests-per-tenant", required_argument, 0, O_MAX_REQ_TENANT},
+      {"max-connections-per-address", required_argument, 0, O_MAX_CONN_ADDR},
+      {"retry-above-handshakes", required_argument, 0, O_RETRY_ABOVE},
       {"auth", required_argument, 0, O_AUTH},
       {"client-ca", required_argument, 0, O_CLIENT_CA},
       {"tenants", required_argument, 0, O_TENANTS},
@@ -197,6 +207,30 @@ int main(int argc, char **argv) {
       break;
     case O_ALLOW_ANON:
       cfg.allow_anonymous = true;
+      break;
+    case O_MAX_REQ_TENANT:
+      if (gl_parse_u64(optarg, 1u << 24, &v) != 0 || v == 0) {
+        fprintf(stderr, "gpuleased: --max-requests-per-tenant: expected 1..16777216, got '%s'\n",
+                optarg);
+        return 2;
+      }
+      cfg.max_requests_per_tenant = (uint32_t)v;
+      break;
+    case O_MAX_CONN_ADDR:
+      if (gl_parse_u64(optarg, 1u << 20, &v) != 0 || v == 0) {
+        fprintf(stderr, "gpuleased: --max-connections-per-address: expected 1..1048576, got '%s'\n",
+                optarg);
+        return 2;
+      }
+      cfg.max_connections_per_address = (uint32_t)v;
+      break;
+    case O_RETRY_ABOVE:
+      if (gl_parse_u64(optarg, UINT32_MAX, &v) != 0) {
+        fprintf(stderr, "gpuleased: --retry-above-handshakes: expected a number, got '%s'\n",
+                optarg);
+        return 2;
+      }
+      cfg.retry_above_handshakes = v == 0 ? UINT32_MAX : (uint32_t)v;
       break;
     case O_AUDIT:
       if (copy_arg(cfg.audit_log, sizeof cfg.audit_log, optarg, "--audit-log")) return 2;

@@ -23,7 +23,9 @@
 #include "daemon_harness.h"
 #include "gpulease/gpulease.h"
 #include "lib_check.h"
+#include "net/quic.h"
 #include "net/tls.h"
+#include "proto/wire.h"
 
 #define TOKEN_ALICE "alice-0123456789abcdef0123456789abcdef"
 #define TOKEN_BOB "bob-0123456789abcdef0123456789abcdef0"
@@ -677,6 +679,60 @@ static void test_anonymous_beyond_loopback(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* --max-requests-per-tenant 2: a tenant's third request in flight is BUSY
+ * at once; the first two are served. Five LEASE_ALLOCs pipelined on one
+ * connection (each waits for its worker to start). */
+static void test_requests_in_flight(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  const char *extra[] = {"--max-requests-per-tenant", "2", NULL};
+  assert_int_equal(gl_test_daemon_start(&d, device_vram("64M"), extra), 0);
+  char host[64];
+  uint16_t port;
+  assert_int_equal(gl_parse_hostport(d.addr, 5701, host, sizeof host, &port), 0);
+  gl_qclient_config qc = {.host = host, .port = port, .pin_sha256 = d.fingerprint,
+                          .timeout_ms = 30000, .max_response_bytes = 1 << 20};
+  gl_qclient *q = NULL;
+  char err[256];
+  assert_int_equal(gl_qclient_connect(&qc, &q, err, sizeof err), GL_QC_OK);
+  gl_request r = {.op = GL_OP_LEASE_ALLOC};
+  r.u.alloc.gpu_index = GPULEASE_ANY_GPU;
+  r.u.alloc.vram_bytes = MiB;
+  r.u.alloc.ttl_s = 30;
+  gl_buf b;
+  gl_buf_init(&b);
+  assert_int_equal(gl_request_encode(&r, &b), GPULEASE_OK);
+  uint64_t tok[5];
+  for (int i = 0; i < 5; i++)
+    assert_int_equal(gl_qclient_send(q, b.data, b.len, &tok[i], err, sizeof err), GL_QC_OK);
+  gl_buf_free(&b);
+  int ok = 0, busy = 0;
+  for (int i = 0; i < 5; i++) {
+    uint8_t *raw = NULL;
+    size_t len = 0;
+    assert_int_equal(gl_qclient_wait(q, tok[i], &raw, &len, err, sizeof err), GL_QC_OK);
+    gl_response resp;
+    assert_int_equal(gl_response_decode(raw, len, 1 << 20, &resp, err, sizeof err), GPULEASE_OK);
+    if (resp.status == GPULEASE_OK) ok++;
+    if (resp.status == GPULEASE_BUSY) {
+      busy++;
+      assert_non_null(memmem(resp.msg, resp.msg_len, "--max-requests-per-tenant", 25));
+    }
+    free(raw);
+  }
+  fprintf(stderr, "5 pipelined LEASE_ALLOCs: %d granted, %d BUSY\n", ok, busy);
+  assert_int_equal(ok + busy, 5);
+  assert_true(ok >= 2);
+  assert_true(busy >= 1);
+  gl_qclient_del(q);
+  /* Once answered they no longer count: a new request is served. */
+  gpulease_client *c = gl_test_connect(&d, 30000);
+  gpulease_lease l;
+  CHECK(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, MiB, 30, &l, E));
+  gpulease_client_close(c);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
 int main(void) {
   const struct CMUnitTest token_tests[] = {
       cmocka_unit_test(test_identity_required),
@@ -691,6 +747,7 @@ int main(void) {
   const struct CMUnitTest other_tests[] = {
       cmocka_unit_test(test_mtls),
       cmocka_unit_test(test_anonymous_beyond_loopback),
+      cmocka_unit_test(test_requests_in_flight),
   };
   int failed = cmocka_run_group_tests(token_tests, start_token_daemon, stop_token_daemon);
   return failed + cmocka_run_group_tests(other_tests, NULL, NULL);
