@@ -5,6 +5,8 @@
 
 #include <sodium.h>
 
+#include "daemon/fence.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -32,6 +34,7 @@ void gl_daemon_config_default(gl_daemon_config *cfg) {
   cfg->max_message_bytes = 256u << 20;
   cfg->max_connections = 1024;
   cfg->max_requests_per_tenant = 16384;
+  cfg->teardown_timeout_ms = 10000;
   cfg->device_mode = GL_DEVICE_AUTO;
   cfg->emu_vram_bytes = 1ull << 30;
   cfg->emu_threads = 1;
@@ -198,7 +201,8 @@ static int setup_access(gl_daemon *d, char *err, size_t errlen) {
   }
   d->quota = gl_quota_new();
   d->load = gl_tenant_load_new();
-  if (!d->quota || !d->load) {
+  d->fence = gl_fence_new(d, c->teardown_timeout_ms / 1000.0);
+  if (!d->quota || !d->load || !d->fence) {
     snprintf(err, errlen, "out of memory");
     return -1;
   }
@@ -360,5 +364,7 @@ void gl_daemon_stop(gl_daemon *d) {
   d->audit = NULL;
   gl_tenant_load_free(d->load);
   d->load = NULL;
+  gl_fence_free(d->fence);
+  d->fence = NULL;
   sodium_memzero(&d->cap_key, sizeof d->cap_key);
 }

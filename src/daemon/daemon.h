@@ -60,6 +60,7 @@ typedef struct gl_daemon_config {
   uint32_t max_requests_per_tenant; /* --max-requests-per-tenant: in flight; beyond: BUSY */
   uint32_t max_connections_per_address; /* --max-connections-per-address (0: 64) */
   uint32_t retry_above_handshakes;      /* --retry-above-handshakes (0: 64; UINT32_MAX never) */
+  uint32_t teardown_timeout_ms;  /* --teardown-timeout-ms: a killed worker's deadline (fence.h) */
 } gl_daemon_config;
 
 typedef struct gl_daemon {
@@ -84,6 +85,7 @@ typedef struct gl_daemon {
   gl_quota *quota;        /* each tenant's use */
   gl_audit *audit;        /* --audit-log, or NULL */
   gl_tenant_load *load;   /* requests in flight per tenant */
+  struct gl_fence *fence; /* GPUs fenced after a failed teardown (fence.h) */
   gl_node node;
   ev_timer expiry_timer;
   ev_signal sigint, sigterm;

@@ -92,6 +92,10 @@ static void usage(FILE *f) {
         "  --retry-above-handshakes N  answer new connections with a QUIC Retry (address\n"
         "                        validation) while N handshakes are under way (default\n"
         "                        64; 0: never)\n"
+        "  --teardown-timeout-ms MS  how long an ended lease's worker may take to exit and\n"
+        "                        its memory to come back (NVML) before its GPU is fenced:\n"
+        "                        no new leases until it does or an admin unfences it\n"
+        "                        (default 10000)\n"
         "  --audit-log FILE      append a JSON line per lease op, session open and close,\n"
         "                        module load and refused request (\"-\": stderr)\n"
         "  --worker-user USER    the user workers run as (default: nobody when gpuleased\n"
@@ -148,7 +152,8 @@ int main(int argc, char **argv) {
          O_DEVICE, O_EMU_VRAM, O_EMU_THREADS, O_JIT_CACHE, O_SEQ_TIMEOUT, O_MAX_STREAMS,
          O_LOCAL_SOCKET, O_LOCAL_MODE, O_MAX_PINNED, O_NET_THREADS, O_STRIPE_PORT, O_WARM,
          O_CTX_OVERHEAD, O_CUDA_VISIBLE, O_NO_SANDBOX, O_AUTH, O_CLIENT_CA, O_TENANTS,
-         O_ALLOW_ANON, O_AUDIT, O_WORKER_USER, O_MAX_REQ_TENANT, O_MAX_CONN_ADDR, O_RETRY_ABOVE };
+         O_ALLOW_ANON, O_AUDIT, O_WORKER_USER, O_MAX_REQ_TENANT, O_MAX_CONN_ADDR, O_RETRY_ABOVE,
+         O_TEARDOWN };
   static const struct option opts[] = {
       {"listen", required_argument, 0, O_LISTEN},  {"cert", required_argument, 0, O_CERT},
       {"key", required_argument, 0, O_KEY},        {"state-dir", required_argument, 0, O_STATE},
@@ -173,6 +178,7 @@ int main(int argc, char **argv) {
       {"max-requests-per-tenant", required_argument, 0, O_MAX_REQ_TENANT},
       {"max-connections-per-address", required_argument, 0, O_MAX_CONN_ADDR},
       {"retry-above-handshakes", required_argument, 0, O_RETRY_ABOVE},
+      {"teardown-timeout-ms", required_argument, 0, O_TEARDOWN},
       {"auth", required_argument, 0, O_AUTH},
       {"client-ca", required_argument, 0, O_CLIENT_CA},
       {"tenants", required_argument, 0, O_TENANTS},
@@ -223,6 +229,14 @@ int main(int argc, char **argv) {
         return 2;
       }
       cfg.max_connections_per_address = (uint32_t)v;
+      break;
+    case O_TEARDOWN:
+      if (gl_parse_u64(optarg, 3600000, &v) != 0 || v < 10) {
+        fprintf(stderr, "gpuleased: --teardown-timeout-ms: expected 10..3600000, got '%s'\n",
+                optarg);
+        return 2;
+      }
+      cfg.teardown_timeout_ms = (uint32_t)v;
       break;
     case O_RETRY_ABOVE:
       if (gl_parse_u64(optarg, UINT32_MAX, &v) != 0) {
@@ -426,6 +440,11 @@ int main(int argc, char **argv) {
     } else {
       rc = gl_worker_main(worker_fd);
     }
+    /* Fault injection for the tests of fencing (src/daemon/fence.h): a
+     * worker whose daemon let it go does not exit, as a process stuck in
+     * the driver does not; only SIGKILL from outside ends it. */
+    if (getenv("GL_FAULT_WORKER_KILL_IGNORED"))
+      for (;;) pause();
     /* After a device fault the session threads may still be inside the
      * dead context: leave without running exit handlers. */
     if (rc == GL_WORKER_EXIT_CONTEXT_LOST) {

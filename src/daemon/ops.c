@@ -245,6 +245,7 @@ static int start_worker(gl_daemon *d, gl_lease *l, lease_rt *rt, gl_wproc_reply_
                                  on_worker_notice, rt, &rt->w, err, errlen) != 0)
       return -1;
   }
+  gl_wproc_set_tag(rt->w, l->gpu_index); /* its teardown is watched for its GPU (fence.h) */
   gl_buf b;
   if (encode_worker_init(d, l, rt, &b) != 0 || gl_wproc_call(rt->w, b.data, b.len, cb, ctx) != 0) {
     gl_buf_free(&b);

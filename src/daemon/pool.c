@@ -240,6 +240,7 @@ static void slot_start(slot *s) {
     retry_later(s);
     return;
   }
+  gl_wproc_set_tag(s->w, s->gpu);
   gl_request q = {.op = GL_OP_WORKER_WARM};
   q.u.worker_init.cuda_ordinal = (uint32_t)g->cuda_ordinal;
   gl_buf b;

@@ -147,6 +147,7 @@ gl_wproc *gl_shared_join(gl_shared *s, uint32_t gpu, uint64_t lease_id, char *er
                             err, errlen) != 0)
       return NULL;
   }
+  gl_wproc_set_tag(c->w, gpu);
   ev_timer_stop(s->loop, &c->linger);
   c->ids[c->n++] = lease_id;
   return c->w;

@@ -75,9 +75,38 @@ struct gl_wproc {
   gl_wproc_exit_cb on_exit;
   gl_wproc_notice_cb on_notice;
   void *owner;
+  uint32_t tag;         /* gl_wproc_set_tag: the daemon's GPU index */
+  ev_timer teardown;    /* after gl_wproc_kill: the deadline for its exit */
+  double killed_at;
+  bool stuck;           /* the deadline passed before it exited */
 };
 
 static size_t g_live;
+
+/* The teardown watch (gl_wproc_set_teardown_watch). */
+static double g_teardown_s = 10.0;
+static gl_wproc_teardown_cb g_teardown_cb;
+static void *g_teardown_user;
+
+void gl_wproc_set_teardown_watch(double timeout_s, gl_wproc_teardown_cb cb, void *user) {
+  g_teardown_s = timeout_s > 0 ? timeout_s : 10.0;
+  g_teardown_cb = cb;
+  g_teardown_user = user;
+}
+
+void gl_wproc_set_tag(gl_wproc *w, uint32_t tag) {
+  w->tag = tag;
+}
+
+static void on_teardown_late(struct ev_loop *loop, ev_timer *t, int revents) {
+  (void)loop;
+  (void)revents;
+  gl_wproc *w = t->data;
+  w->stuck = true;
+  GL_ERROR("worker %d did not exit within %.1f s of SIGKILL (a process stuck in the driver?)",
+           (int)w->pid, g_teardown_s);
+  if (g_teardown_cb) g_teardown_cb(g_teardown_user, w->tag, w->pid, false, true);
+}
 
 /* Busy polling: for GL_WPROC_SPIN_NS after a call goes to a worker or a
  * reply comes back, an idle watcher keeps the loop polling without
@@ -147,6 +176,7 @@ static void close_channel(gl_wproc *w) {
 static void destroy(gl_wproc *w) {
   close_channel(w);
   ev_child_stop(w->loop, &w->cw);
+  ev_timer_stop(w->loop, &w->teardown);
   free(w);
   g_live--;
 }
@@ -179,6 +209,9 @@ static void on_child(struct ev_loop *loop, ev_child *cw, int revents) {
                    "the lease's worker ended after a device fault without running this request");
     else
       fail_pending(w, GPULEASE_INTERNAL, why);
+  } else if (g_teardown_cb) {
+    /* A torn-down worker is gone: the daemon checks its memory came back. */
+    g_teardown_cb(g_teardown_user, w->tag, w->pid, true, w->stuck);
   }
   destroy(w);
 }
@@ -396,6 +429,9 @@ int gl_wproc_spawn(struct ev_loop *loop, const char *worker_exe, const char *log
   w->on_exit = on_exit;
   w->on_notice = on_notice;
   w->owner = owner;
+  w->tag = UINT32_MAX;
+  ev_timer_init(&w->teardown, on_teardown_late, 0, 0); /* started by gl_wproc_kill */
+  w->teardown.data = w;
   ev_io_init(&w->rio, on_read, w->fd, EV_READ);
   ev_io_init(&w->wio, on_write, w->fd, EV_WRITE);
   w->rio.data = w->wio.data = w;
@@ -488,7 +524,13 @@ void gl_wproc_cancel_lease(gl_wproc *w, uint64_t lease_id, gpulease_status statu
 void gl_wproc_kill(gl_wproc *w, gpulease_status status, const char *why) {
   if (w->killed) return;
   w->killed = true;
-  kill(w->pid, SIGKILL);
+  /* Fault injection for the tests of fencing: the kill has no effect, as
+   * for a process stuck in the driver (docs/security.md, "Fenced GPUs"). */
+  static int ignore = -1;
+  if (ignore < 0) ignore = getenv("GL_FAULT_WORKER_KILL_IGNORED") != NULL;
+  if (!ignore) kill(w->pid, SIGKILL);
+  ev_timer_set(&w->teardown, g_teardown_s, 0);
+  ev_timer_start(w->loop, &w->teardown);
   close_channel(w);
   fail_pending(w, status, why);
   /* on_child frees w once the kernel has reaped the process. */

@@ -46,6 +46,21 @@ typedef void (*gl_wproc_notice_cb)(void *owner, const uint8_t *msg, size_t len);
  * was killed with gl_wproc_kill (then the owner already knows). */
 typedef void (*gl_wproc_exit_cb)(void *owner, int exit_code, int signo);
 
+/* Called when a worker ended with gl_wproc_kill has not exited within the
+ * teardown deadline (exited false, stuck true), and when such a worker is
+ * reaped (exited true; stuck: whether it had been reported stuck). tag is
+ * the worker's (gl_wproc_set_tag; UINT32_MAX when never set). */
+typedef void (*gl_wproc_teardown_cb)(void *user, uint32_t tag, pid_t pid, bool exited,
+                                     bool stuck);
+
+/* Sets the teardown deadline (seconds, default 10) and its callback, for
+ * every worker of the process (the daemon's one loop). */
+void gl_wproc_set_teardown_watch(double timeout_s, gl_wproc_teardown_cb cb, void *user);
+
+/* Tags w with a number the teardown callback gets (the daemon's GPU index
+ * of the worker). */
+void gl_wproc_set_tag(gl_wproc *w, uint32_t tag);
+
 /* Starts a worker. worker_exe is the program to run (the daemon's own
  * binary); its argv will be {exe, "--worker", "<fd>", "--log-level", L}
  * followed by device_args (NULL-terminated, at most 18; NULL for none),

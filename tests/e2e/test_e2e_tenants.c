@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -107,6 +108,15 @@ static gpulease_client *connect_as(const gl_test_daemon *d, const char *token,
   gpulease_client *c = NULL;
   *st = gpulease_client_connect(&o, &c, err);
   return *st == GPULEASE_OK ? c : NULL;
+}
+
+static gpulease_client *as_d(const gl_test_daemon *d, const char *token) {
+  gpulease_status st;
+  gpulease_error err;
+  gpulease_client *c = connect_as(d, token, NULL, NULL, &st, &err);
+  if (!c) fprintf(stderr, "connect: %s: %s\n", gpulease_status_name(st), err.message);
+  assert_non_null(c);
+  return c;
 }
 
 static gpulease_client *as(const char *token) {
@@ -733,6 +743,75 @@ static void test_requests_in_flight(void **state) {
   assert_int_equal(gl_test_daemon_stop(&d), 0);
 }
 
+/* Kills every worker of d (they ignore their daemon's kill here). */
+static void kill_workers(const gl_test_daemon *d) {
+  pid_t pids[16];
+  int n = gl_test_daemon_child_pids(d, pids, 16);
+  for (int i = 0; i < n; i++) kill(pids[i], SIGKILL);
+}
+
+static bool gpu0_fenced(gpulease_client *c) {
+  static gpulease_inventory inv;
+  CHECK(gpulease_inventory_get(c, &inv, E));
+  return (inv.gpus[0].flags & GPULEASE_GPU_FENCED) != 0;
+}
+
+/* A worker that does not exit after its lease ends (fault injection: the
+ * daemon's kill has no effect, GL_FAULT_WORKER_KILL_IGNORED) fences its GPU
+ * after --teardown-timeout-ms: no new leases, the inventory says so; an
+ * admin may clear it; once the worker is gone the fence lifts by itself. */
+static void test_fenced_gpu(void **state) {
+  (void)state;
+  if (!device_vram("x")) {
+    skip(); /* the fault injection leaves workers behind: not on a real GPU */
+  }
+  gl_test_daemon d;
+  const char *extra[] = {"--auth", "token", "--tenants", F.tenants, "--teardown-timeout-ms", "300",
+                         NULL};
+  FILE *f = fopen(F.tenants, "w");
+  assert_non_null(f);
+  fputs(tenants_ini, f);
+  fclose(f);
+  setenv("GL_FAULT_WORKER_KILL_IGNORED", "1", 1);
+  int started = gl_test_daemon_start(&d, "64M", extra);
+  unsetenv("GL_FAULT_WORKER_KILL_IGNORED");
+  assert_int_equal(started, 0);
+  gpulease_client *alice = as_d(&d, TOKEN_ALICE), *root = as_d(&d, TOKEN_ROOT);
+  gpulease_error err;
+  gpulease_lease l;
+  CHECK(gpulease_lease_alloc(alice, 0, 4 * MiB, 60, &l, E));
+  assert_false(gpu0_fenced(alice));
+  CHECK(gpulease_lease_free(alice, &l, E));
+  usleep(700 * 1000); /* past the deadline */
+  assert_true(gpu0_fenced(alice));
+  expect_status(gpulease_lease_alloc(alice, 0, 4 * MiB, 60, &l, &err), &err, GPULEASE_BUSY,
+                "GPU 0 is fenced (its worker PID");
+  expect_status(gpulease_admin_unfence(alice, 0, &err), &err, GPULEASE_UNAUTHORIZED,
+                "for the daemon's admins");
+  CHECK(gpulease_admin_unfence(root, 0, E));
+  assert_false(gpu0_fenced(alice));
+  expect_status(gpulease_admin_unfence(root, 0, &err), &err, GPULEASE_INVALID_ARGUMENT,
+                "not fenced");
+  CHECK(gpulease_lease_alloc(alice, 0, 4 * MiB, 60, &l, E));
+  CHECK(gpulease_lease_free(alice, &l, E));
+  usleep(700 * 1000);
+  assert_true(gpu0_fenced(alice));
+  /* The stuck workers finally go: the fence lifts by itself. */
+  kill_workers(&d);
+  for (int i = 0; i < 50 && gpu0_fenced(alice); i++) usleep(100 * 1000);
+  assert_false(gpu0_fenced(alice));
+  CHECK(gpulease_lease_alloc(alice, 0, 4 * MiB, 60, &l, E));
+  assert_int_equal(submit_iota(alice, &l, &err), GPULEASE_OK);
+  CHECK(gpulease_lease_free(alice, &l, E));
+  assert_int_equal(gl_test_daemon_log_count(&d, "GPU 0 fenced: its worker PID"), 2);
+  assert_int_equal(gl_test_daemon_log_count(&d, "fence lifted"), 1);
+  gpulease_client_close(root);
+  gpulease_client_close(alice);
+  kill_workers(&d);
+  gl_test_daemon_stop(&d);
+  unlink(F.tenants);
+}
+
 int main(void) {
   const struct CMUnitTest token_tests[] = {
       cmocka_unit_test(test_identity_required),
@@ -748,6 +827,7 @@ int main(void) {
       cmocka_unit_test(test_mtls),
       cmocka_unit_test(test_anonymous_beyond_loopback),
       cmocka_unit_test(test_requests_in_flight),
+      cmocka_unit_test(test_fenced_gpu),
   };
   int failed = cmocka_run_group_tests(token_tests, start_token_daemon, stop_token_daemon);
   return failed + cmocka_run_group_tests(other_tests, NULL, NULL);
