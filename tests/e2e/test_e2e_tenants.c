@@ -401,6 +401,260 @@ static void test_foreign_tenant(void **state) {
   gpulease_client_close(alice);
 }
 
+/* ======================================================================
+ * Every op with every bad credential
+ * ==================================================================== */
+
+/* The ops that carry a lease secret, each encoded with lease id and
+ * secret; the handles inside need not exist (the secret is checked first). */
+static const uint16_t matrix_ops[] = {
+    GL_OP_LEASE_RENEW,  GL_OP_LEASE_QUERY,    GL_OP_LEASE_FREE,     GL_OP_LEASE_DELEGATE,
+    GL_OP_GPU_SUBMIT,   GL_OP_SESSION_OPEN,   GL_OP_SESSION_CLOSE,  GL_OP_SYNC,
+    GL_OP_MEM_ALLOC,    GL_OP_MEM_FREE,       GL_OP_MEM_WRITE,      GL_OP_MEM_READ,
+    GL_OP_MEM_COPY,     GL_OP_MEMSET,         GL_OP_MODULE_LOAD,    GL_OP_MODULE_UNLOAD,
+    GL_OP_FUNC_INFO,    GL_OP_LAUNCH,         GL_OP_LAUNCH_EX,      GL_OP_BURST,
+    GL_OP_EVENT_RECORD, GL_OP_EVENT_ELAPSED,  GL_OP_GRAPH_BEGIN,    GL_OP_GRAPH_END,
+    GL_OP_GRAPH_LAUNCH, GL_OP_GRAPH_DESTROY,  GL_OP_BATCH,          GL_OP_MEM_WRITE_SHM,
+    GL_OP_MEM_READ_SHM, GL_OP_SHM_DETACH,
+};
+
+static void encode_op(uint16_t op, uint64_t id, const uint8_t *secret, gl_buf *out) {
+  static const uint8_t data[4] = {1, 2, 3, 4};
+  static const uint8_t image[1] = {'x'};
+  gl_request *r = calloc(1, sizeof *r);
+  assert_non_null(r);
+  r->op = op;
+  gl_lease_auth a = {.lease_id = id};
+  memcpy(a.secret, secret, GPULEASE_SECRET_BYTES);
+  gl_session_ref ref = {.auth = a, .session_id = 1, .seq = 0};
+  gl_buf list;
+  gl_buf_init(&list);
+  gl_launch_req launch = {.s = ref, .function = 1, .grid = {1, 1, 1}, .block = {1, 1, 1}};
+  switch (op) {
+  case GL_OP_LEASE_RENEW: r->u.renew.auth = a; r->u.renew.ttl_s = 30; break;
+  case GL_OP_LEASE_QUERY: case GL_OP_LEASE_FREE: case GL_OP_SESSION_OPEN: r->u.auth = a; break;
+  case GL_OP_LEASE_DELEGATE:
+    r->u.delegate.auth = a;
+    r->u.delegate.rights = GPULEASE_RIGHT_QUERY;
+    break;
+  case GL_OP_GPU_SUBMIT:
+    r->u.submit.auth = a;
+    r->u.submit.image_format = GPULEASE_IMAGE_PTX;
+    r->u.submit.kernel_name = "k";
+    r->u.submit.kernel_name_len = 1;
+    for (int i = 0; i < 3; i++) r->u.submit.grid[i] = r->u.submit.block[i] = 1;
+    r->u.submit.image = image;
+    r->u.submit.image_len = 1;
+    r->u.submit.output_size = 4;
+    break;
+  case GL_OP_SESSION_CLOSE: case GL_OP_GRAPH_END: r->u.session = ref; break;
+  case GL_OP_SYNC: r->u.sync.s = ref; break;
+  case GL_OP_MEM_ALLOC: r->u.mem_alloc.s = ref; r->u.mem_alloc.size_bytes = 64; break;
+  case GL_OP_MEM_FREE: case GL_OP_MODULE_UNLOAD: r->u.handle.s = ref; r->u.handle.handle = 1; break;
+  case GL_OP_MEM_WRITE:
+    r->u.mem_write.s = ref;
+    r->u.mem_write.buffer = 1;
+    r->u.mem_write.data = data;
+    r->u.mem_write.data_len = 4;
+    break;
+  case GL_OP_MEM_READ:
+    r->u.mem_read.s = ref;
+    r->u.mem_read.buffer = 1;
+    r->u.mem_read.size_bytes = 4;
+    break;
+  case GL_OP_MEM_COPY:
+    r->u.mem_copy.s = ref;
+    r->u.mem_copy.dst_buffer = r->u.mem_copy.src_buffer = 1;
+    r->u.mem_copy.size_bytes = 4;
+    break;
+  case GL_OP_MEMSET:
+    r->u.memset.s = ref;
+    r->u.memset.buffer = 1;
+    r->u.memset.element_size = 4;
+    r->u.memset.count = 1;
+    break;
+  case GL_OP_MODULE_LOAD:
+    r->u.module_load.s = ref;
+    r->u.module_load.image_format = GPULEASE_IMAGE_PTX;
+    r->u.module_load.image = image;
+    r->u.module_load.image_len = 1;
+    break;
+  case GL_OP_FUNC_INFO:
+    r->u.func_info.s = ref;
+    r->u.func_info.module = 1;
+    r->u.func_info.kernel_name = "k";
+    r->u.func_info.kernel_name_len = 1;
+    break;
+  case GL_OP_LAUNCH: case GL_OP_LAUNCH_EX: r->u.launch = launch; break;
+  case GL_OP_BURST:
+    assert_int_equal(gl_burst_add(&list, &launch), GPULEASE_OK);
+    r->u.burst.s = ref;
+    r->u.burst.count = 1;
+    r->u.burst.launches = list.data;
+    r->u.burst.launches_len = list.len;
+    r->u.burst.checked = true;
+    break;
+  case GL_OP_EVENT_RECORD: case GL_OP_EVENT_ELAPSED:
+    r->u.event.s = ref;
+    r->u.event.end_event = 1;
+    break;
+  case GL_OP_GRAPH_BEGIN: r->u.graph_begin.s = ref; break;
+  case GL_OP_GRAPH_LAUNCH: case GL_OP_GRAPH_DESTROY: r->u.graph.s = ref; r->u.graph.graph = 1; break;
+  case GL_OP_BATCH: {
+    gl_request m = {.op = GL_OP_MEMSET};
+    m.u.memset.s = ref;
+    m.u.memset.buffer = 1;
+    m.u.memset.element_size = 4;
+    m.u.memset.count = 1;
+    assert_int_equal(gl_batch_add(&list, &m), GPULEASE_OK);
+    r->u.batch.s = ref;
+    r->u.batch.count = 1;
+    r->u.batch.ops = list.data;
+    r->u.batch.ops_len = list.len;
+    break;
+  }
+  case GL_OP_MEM_WRITE_SHM: case GL_OP_MEM_READ_SHM:
+    r->u.mem_shm.s = ref;
+    r->u.mem_shm.buffer = r->u.mem_shm.segment = 1;
+    r->u.mem_shm.size_bytes = 4;
+    break;
+  case GL_OP_SHM_DETACH: r->u.shm_detach.auth = a; r->u.shm_detach.segment = 1; break;
+  default: fail();
+  }
+  gl_buf_init(out);
+  gpulease_status st = gl_request_encode(r, out);
+  if (st != GPULEASE_OK) fprintf(stderr, "encode %s failed\n", gl_op_name(op));
+  assert_int_equal(st, GPULEASE_OK);
+  gl_buf_free(&list);
+  free(r);
+}
+
+/* Sends each op with the secret and checks UNAUTHORIZED with `reason`. */
+static int refuse_all(gl_qclient *q, uint64_t id, const uint8_t *secret, const char *what,
+                      const char *reason) {
+  int n = 0;
+  for (size_t i = 0; i < sizeof matrix_ops / sizeof matrix_ops[0]; i++) {
+    gl_buf b;
+    encode_op(matrix_ops[i], id, secret, &b);
+    uint8_t *raw = NULL;
+    size_t len = 0;
+    char err[256];
+    assert_int_equal(gl_qclient_request(q, b.data, b.len, &raw, &len, err, sizeof err), GL_QC_OK);
+    gl_buf_free(&b);
+    gl_response resp;
+    assert_int_equal(gl_response_decode(raw, len, 1 << 20, &resp, err, sizeof err), GPULEASE_OK);
+    bool ok = resp.status == GPULEASE_UNAUTHORIZED &&
+              memmem(resp.msg, resp.msg_len, reason, strlen(reason)) != NULL;
+    if (!ok)
+      fprintf(stderr, "%s with a %s secret: %s '%.*s', want UNAUTHORIZED '%s'\n",
+              gl_op_name(matrix_ops[i]), what, gpulease_status_name(resp.status),
+              (int)resp.msg_len, resp.msg, reason);
+    assert_true(ok);
+    free(raw);
+    n++;
+  }
+  return n;
+}
+
+static gl_qclient *raw_as(const char *token) {
+  char host[64], err[256];
+  uint16_t port;
+  assert_int_equal(gl_parse_hostport(F.d.addr, 5701, host, sizeof host, &port), 0);
+  gl_qclient_config qc = {.host = host, .port = port, .pin_sha256 = F.d.fingerprint,
+                          .timeout_ms = 30000, .max_response_bytes = 1 << 20};
+  gl_qclient *q = NULL;
+  assert_int_equal(gl_qclient_connect(&qc, &q, err, sizeof err), GL_QC_OK);
+  if (token) {
+    gl_request a = {.op = GL_OP_AUTHENTICATE};
+    snprintf(a.u.authenticate.token, sizeof a.u.authenticate.token, "%s", token);
+    gl_buf b;
+    gl_buf_init(&b);
+    assert_int_equal(gl_request_encode(&a, &b), GPULEASE_OK);
+    uint8_t *raw = NULL;
+    size_t len;
+    assert_int_equal(gl_qclient_request(q, b.data, b.len, &raw, &len, err, sizeof err), GL_QC_OK);
+    gl_buf_free(&b);
+    free(raw);
+  }
+  return q;
+}
+
+/* Every op that takes a lease secret, with a wrong, missing, expired,
+ * rotated-out, revoked, attenuated and another tenant's secret, and with
+ * no identity: each refused with its reason, and the lease as it was. */
+static void test_every_op_every_bad_secret(void **state) {
+  (void)state;
+  gpulease_client *alice = as(TOKEN_ALICE);
+  gpulease_lease l, gone;
+  CHECK(gpulease_lease_alloc(alice, GPULEASE_ANY_GPU, 4 * MiB, 90, &l, E));
+  gpulease_lease old = l;
+  CHECK(gpulease_lease_rotate(alice, &l, 90, E)); /* old: generation 1, rotated out */
+  gpulease_lease brief = delegate(alice, &l, GPULEASE_RIGHTS_ALL, 1, NULL);
+  CHECK(gpulease_lease_alloc(alice, GPULEASE_ANY_GPU, 4 * MiB, 60, &gone, E));
+  CHECK(gpulease_lease_revoke(alice, gone.id, "matrix", E));
+  sleep(2); /* brief expires */
+  gl_qclient *qa = raw_as(TOKEN_ALICE), *qb = raw_as(TOKEN_BOB), *qn = raw_as(NULL);
+  uint8_t wrong[GPULEASE_SECRET_BYTES], zero[GPULEASE_SECRET_BYTES] = {0};
+  memcpy(wrong, l.secret, sizeof wrong);
+  wrong[30] ^= 0x40;
+  int n = 0;
+  n += refuse_all(qa, l.id, wrong, "wrong", "wrong secret for lease");
+  n += refuse_all(qa, l.id, zero, "missing (zero)", "wrong secret for lease");
+  n += refuse_all(qa, l.id, brief.secret, "expired", "expired at");
+  n += refuse_all(qa, l.id, old.secret, "rotated-out", "rotated to generation 2");
+  n += refuse_all(qa, gone.id, gone.secret, "revoked", "was revoked by 'alice': matrix");
+  n += refuse_all(qb, l.id, l.secret, "another tenant's", "belongs to tenant 'alice'");
+  n += refuse_all(qn, l.id, l.secret, "no identity", "no identity");
+  /* Attenuated: for each op, a secret with every right but the ones it needs. */
+  for (size_t i = 0; i < sizeof matrix_ops / sizeof matrix_ops[0]; i++) {
+    uint32_t need;
+    switch (matrix_ops[i]) {
+    case GL_OP_LEASE_RENEW: need = GPULEASE_RIGHT_RENEW; break;
+    case GL_OP_LEASE_QUERY: need = GPULEASE_RIGHT_QUERY; break;
+    case GL_OP_LEASE_FREE: need = GPULEASE_RIGHT_FREE; break;
+    case GL_OP_LEASE_DELEGATE: need = GPULEASE_RIGHT_DELEGATE; break;
+    case GL_OP_GPU_SUBMIT: need = GPULEASE_RIGHT_SUBMIT; break;
+    case GL_OP_MEM_WRITE: case GL_OP_MEM_WRITE_SHM: need = GPULEASE_RIGHT_WRITE; break;
+    case GL_OP_MEM_READ: case GL_OP_MEM_READ_SHM: need = GPULEASE_RIGHT_READ; break;
+    case GL_OP_SHM_DETACH: need = GPULEASE_RIGHT_READ | GPULEASE_RIGHT_WRITE; break;
+    default: need = GPULEASE_RIGHT_SESSION;
+    }
+    gpulease_lease att = delegate(alice, &l, GPULEASE_RIGHTS_ALL & ~need, 0, NULL);
+    gl_buf b;
+    encode_op(matrix_ops[i], l.id, att.secret, &b);
+    uint8_t *raw = NULL;
+    size_t len;
+    char err[256];
+    assert_int_equal(gl_qclient_request(qa, b.data, b.len, &raw, &len, err, sizeof err), GL_QC_OK);
+    gl_buf_free(&b);
+    gl_response resp;
+    assert_int_equal(gl_response_decode(raw, len, 1 << 20, &resp, err, sizeof err), GPULEASE_OK);
+    bool ok = resp.status == GPULEASE_UNAUTHORIZED &&
+              memmem(resp.msg, resp.msg_len, "needs the right", 15) != NULL;
+    if (!ok)
+      fprintf(stderr, "%s attenuated: %s '%.*s'\n", gl_op_name(matrix_ops[i]),
+              gpulease_status_name(resp.status), (int)resp.msg_len, resp.msg);
+    assert_true(ok);
+    free(raw);
+    n++;
+  }
+  fprintf(stderr, "%d refusals checked (%zu ops x 8 kinds of bad secret)\n", n,
+          sizeof matrix_ops / sizeof matrix_ops[0]);
+  /* Nothing changed: the lease lives, its TTL was not renewed, no submit. */
+  CHECK(gpulease_lease_query(alice, &l, E));
+  assert_int_equal(l.ttl_s, 90);
+  assert_int_equal(l.submits, 0);
+  assert_true(l.remaining_ms < 90000 - 1500);
+  gpulease_session *s;
+  CHECK(gpulease_session_open(alice, &l, &s, E)); /* the lease's worker is fine */
+  CHECK(gpulease_session_close(s, E));
+  gl_qclient_del(qa);
+  gl_qclient_del(qb);
+  gl_qclient_del(qn);
+  CHECK(gpulease_lease_free(alice, &l, E));
+  gpulease_client_close(alice);
+}
+
 /* A GPU's shared context serves one tenant at a time. */
 static void test_shared_context_per_tenant(void **state) {
   (void)state;
@@ -819,6 +1073,7 @@ int main(void) {
       cmocka_unit_test(test_expiry_rotation_revocation),
       cmocka_unit_test(test_foreign_tenant),
       cmocka_unit_test(test_shared_context_per_tenant),
+      cmocka_unit_test(test_every_op_every_bad_secret),
       cmocka_unit_test(test_quotas),
       cmocka_unit_test(test_cli),
       cmocka_unit_test(test_audit_log),
