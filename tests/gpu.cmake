@@ -29,3 +29,8 @@ target_link_libraries(gl_worker_smoke PRIVATE gl_worker)
 if(TARGET gl_kernels)
   add_dependencies(gl_worker_smoke gl_kernels)
 endif()
+
+# On a GPU machine (tests/gpu/check.sh): the system calls the workers make
+# under the CUDA driver, to check the worker's seccomp allow-list against.
+add_executable(gl_syscall_census ${CMAKE_CURRENT_LIST_DIR}/gpu/syscall_census.c)
+target_link_libraries(gl_syscall_census PRIVATE gl_worker gl_dep_seccomp)

@@ -1,11 +1,12 @@
 /*
  * sandbox.c - see sandbox.h.
  *
- * The seccomp filter is a deny-list on purpose: the CUDA driver's own
- * system calls (ioctls on /dev/nvidia*, mmap of device memory, threads,
- * eventfds, files under /proc, /sys and the driver's libraries) vary
- * between driver versions, while the calls refused here are ones a process
- * that runs kernels for a tenant has no business making. The file system
+ * The seccomp filter is an allow-list: the system calls a worker and the
+ * CUDA driver under it make (file and memory calls, threads, futexes,
+ * polling, the socket to the daemon, ioctls on /dev/nvidia*), checked
+ * against what workers really call on a GPU node (tests/gpu/
+ * syscall_census.c, run by the GPU check); every other call fails with
+ * EPERM, those named in k_refused among them. The file system
  * is closed by Landlock (raw system calls: there is no library for it in
  * the distributions we build on), down to what the driver reads and the
  * device nodes it opens. docs/security.md says what this does and does
@@ -548,7 +549,55 @@ static int landlock_apply(const char *const *extra_rx, size_t nextra, int jit_fd
 
 /* ---- the worker's side: seccomp ------------------------------------------ */
 
-/* Refused with EPERM; names unknown on this architecture are skipped. */
+/* Allowed; every other call fails with EPERM. Names unknown on this
+ * architecture are skipped. */
+static const char *const k_allowed[] = {
+    /* threads, scheduling, time */
+    "clone", "clone3", "exit", "exit_group", "set_tid_address", "set_robust_list",
+    "get_robust_list", "rseq", "futex", "futex_waitv", "sched_yield", "sched_getaffinity",
+    "sched_setaffinity", "sched_getparam", "sched_setparam", "sched_getscheduler",
+    "sched_setscheduler", "sched_get_priority_max", "sched_get_priority_min", "getpriority",
+    "setpriority", "gettid", "getpid", "getppid", "tgkill", "tkill", "membarrier", "nanosleep",
+    "clock_nanosleep", "clock_gettime", "clock_getres", "gettimeofday", "time", "times",
+    "getrusage", "getitimer", "setitimer", "alarm", "restart_syscall", "getcpu",
+    /* identity and limits (read; changing them needs privileges it gave up) */
+    "getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid", "getgroups",
+    "getrlimit", "setrlimit", "prlimit64", "capget", "uname", "sysinfo", "getrandom", "prctl",
+    "arch_prctl", "umask", "personality",
+    /* memory */
+    "mmap", "munmap", "mprotect", "mremap", "madvise", "brk", "mlock", "mlock2", "munlock",
+    "mlockall", "munlockall", "mincore", "msync", "get_mempolicy", "set_mempolicy", "mbind",
+    "memfd_create",
+    /* files (where Landlock lets it) */
+    "read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev", "preadv2",
+    "pwritev2", "open", "openat", "close", "close_range", "lseek", "stat", "fstat", "lstat",
+    "newfstatat", "statx", "statfs", "fstatfs", "access", "faccessat", "faccessat2",
+    "readlink", "readlinkat", "getdents64", "getcwd", "chdir", "fchdir", "mkdir", "mkdirat",
+    "rename", "renameat", "renameat2", "unlink", "unlinkat", "rmdir", "fsync", "fdatasync",
+    "ftruncate", "truncate", "fallocate", "fcntl", "flock", "dup", "dup2", "dup3", "pipe",
+    "pipe2", "ioctl", "utimensat", "fchmod", "fadvise64", "sendfile", "copy_file_range",
+    "inotify_init1", "inotify_add_watch", "inotify_rm_watch",
+    /* waiting and events */
+    "poll", "ppoll", "select", "pselect6", "epoll_create", "epoll_create1", "epoll_ctl",
+    "epoll_wait", "epoll_pwait", "epoll_pwait2", "eventfd", "eventfd2", "timerfd_create",
+    "timerfd_settime", "timerfd_gettime", "signalfd4",
+    /* signals */
+    "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigsuspend", "rt_sigtimedwait",
+    "rt_sigqueueinfo", "sigaltstack", "pause", "kill",
+    /* sockets: the daemon's socketpair (descriptors in SCM_RIGHTS), local ones the driver may
+     * open (Landlock ABI 4 refuses TCP) */
+    "socket", "socketpair", "connect", "bind", "sendto", "recvfrom", "sendmsg", "recvmsg",
+    "sendmmsg", "recvmmsg", "shutdown", "getsockopt", "setsockopt", "getsockname",
+    "getpeername",
+    /* the sandbox's own checks */
+    "seccomp", "landlock_create_ruleset",
+#ifdef GL_SANDBOX_ASAN
+    /* LeakSanitizer stops the process's threads to scan them */
+    "ptrace", "wait4", "waitid",
+#endif
+};
+
+/* Named for docs/security.md: refused whatever the list above says. */
 static const char *const k_refused[] = {
     /* other processes */
 #ifndef GL_SANDBOX_ASAN
@@ -559,7 +608,7 @@ static const char *const k_refused[] = {
     "bpf", "perf_event_open", "userfaultfd", "init_module", "finit_module", "delete_module",
     "kexec_load", "kexec_file_load", "keyctl", "add_key", "request_key", "lookup_dcookie",
     "uselib", "syslog", "iopl", "ioperm", "quotactl", "fanotify_init", "open_by_handle_at",
-    "name_to_handle_at",
+    "name_to_handle_at", "io_uring_setup", "io_uring_enter", "io_uring_register",
     /* mounts, roots and namespaces */
     "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "fsopen", "fsmount",
     "fsconfig", "move_mount", "open_tree", "mount_setattr",
@@ -570,19 +619,31 @@ static const char *const k_refused[] = {
     "execve", "execveat",
 };
 
-/* Loads the filter; the number of calls refused, or -1 with err. */
+int gl_worker_seccomp_allows(const char *name) {
+  for (size_t j = 0; j < sizeof k_refused / sizeof k_refused[0]; j++)
+    if (!strcmp(k_refused[j], name)) return 0;
+  for (size_t i = 0; i < sizeof k_allowed / sizeof k_allowed[0]; i++)
+    if (!strcmp(k_allowed[i], name)) return 1;
+  return 0;
+}
+
+/* Loads the filter; the number of calls allowed, or -1 with err. */
 static int seccomp_apply(char *err, size_t errlen) {
-  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
   if (!ctx) {
     snprintf(err, errlen, "seccomp_init failed");
     return -1;
   }
-  int refused = 0, rc = 0;
-  for (size_t i = 0; i < sizeof k_refused / sizeof k_refused[0] && rc == 0; i++) {
-    int nr = seccomp_syscall_resolve_name(k_refused[i]);
+  int allowed = 0, rc = 0;
+  for (size_t i = 0; i < sizeof k_allowed / sizeof k_allowed[0] && rc == 0; i++) {
+    int nr = seccomp_syscall_resolve_name(k_allowed[i]);
     if (nr == __NR_SCMP_ERROR) continue;
-    rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
-    if (rc == 0) refused++;
+    bool refused = false; /* a name on both lists stays refused */
+    for (size_t j = 0; j < sizeof k_refused / sizeof k_refused[0]; j++)
+      refused |= !strcmp(k_refused[j], k_allowed[i]);
+    if (refused) continue;
+    rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
+    if (rc == 0) allowed++;
   }
   /* Every thread of the process, should one exist already. */
   if (rc == 0) rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
@@ -592,7 +653,7 @@ static int seccomp_apply(char *err, size_t errlen) {
     snprintf(err, errlen, "seccomp filter: %s", strerror(-rc));
     return -1;
   }
-  return refused;
+  return allowed;
 }
 
 int gl_worker_sandbox_active(void) {
@@ -699,8 +760,8 @@ int gl_worker_confine(const char *jit_dir, bool cuda, char *jit_out, size_t jit_
              switched ? jit_out : "", switched ? ")" : "");
   if (landlock_apply(extra, nextra, jit_fd, jit_shown, &ll, err, errlen) != 0)
     return -1;
-  int refused = seccomp_apply(err, errlen);
-  if (refused < 0) return -1;
+  int allowed = seccomp_apply(err, errlen);
+  if (allowed < 0) return -1;
 
   /* The self-check. */
   int probe_after = probe ? probe_open(probe) : -1;
@@ -709,9 +770,9 @@ int gl_worker_confine(const char *jit_dir, bool cuda, char *jit_out, size_t jit_
     snprintf(err, errlen, "the seccomp filter is not in force (perf_event_open allowed)");
     return -1;
   }
-  GL_DEBUG("worker: sandbox in force: no new privileges, no core dumps, %d system calls "
-           "refused by seccomp (perf_event_open refused)",
-           refused);
+  GL_DEBUG("worker: sandbox in force: no new privileges, no core dumps, seccomp allows %d "
+           "system calls (perf_event_open refused)",
+           allowed);
   if (ll.abi) {
     GL_DEBUG("worker: landlock allows:%s; nothing else", ll.allowed);
   } else {
@@ -719,8 +780,9 @@ int gl_worker_confine(const char *jit_dir, bool cuda, char *jit_out, size_t jit_
             errno_name(ll.why));
   }
   char line[1024] = "";
-  append(line, sizeof line, "sandbox: user %s (uid %u%s), no_new_privs, seccomp (%d calls)",
-         u.name, (unsigned)u.uid, switched ? "" : ", the daemon's", refused);
+  append(line, sizeof line,
+         "sandbox: user %s (uid %u%s), no_new_privs, seccomp (allow-list of %d calls)", u.name,
+         (unsigned)u.uid, switched ? "" : ", the daemon's", allowed);
   if (ll.abi)
     append(line, sizeof line, ", landlock ABI %d%s%s", ll.abi, ll.no_tcp ? ", no TCP" : "",
            ll.no_signals ? ", no signals out" : "");

@@ -80,4 +80,9 @@ int gl_worker_confine(const char *jit_dir, bool cuda, char *jit_out, size_t jit_
  * EPERM, and no_new_privs is set. */
 int gl_worker_sandbox_active(void);
 
+/* Whether the worker's seccomp filter allows the system call `name`
+ * (libseccomp's name, e.g. "ioctl"): 1 allowed, 0 refused. For the GPU
+ * check's census of what workers call (tests/gpu/syscall_census.c). */
+int gl_worker_seccomp_allows(const char *name);
+
 #endif

@@ -192,6 +192,12 @@ result "bursts (graphs built, replayed, updated), events, cooperative grid sync,
 echo "== workers confined on the GPU (tests/e2e/test_e2e_sandbox.c)"
 "$B/tests/test_e2e_sandbox" 2>&1 | grep -v "^\[ *RUN " | tail -30
 result "workers run CUDA as an unprivileged user under no_new_privs, Landlock, limits and the seccomp filter" ${PIPESTATUS[0]}
+echo "== the system calls workers make under the CUDA driver, against the seccomp allow-list"
+"$B/tests/gl_syscall_census" "$W/census.txt" -- sh -c \
+  "\"$B/tests/test_e2e_exec\" >/dev/null 2>&1 && \"$B/tests/test_e2e_sandbox\" >/dev/null 2>&1 && GL_TEST_FILTER=test_pipeline \"$B/tests/test_e2e_session\" >/dev/null 2>&1"
+CENSUS=$?
+echo "$(wc -l < "$W/census.txt") distinct calls: $(tr '\n' ' ' < "$W/census.txt")"
+result "workers under CUDA call only what the seccomp allow-list allows (census under ptrace; exit $CENSUS)" $CENSUS
 echo "== tenants on the GPU (tests/e2e/test_e2e_tenants.c): identities, capability secrets, quotas, audit"
 "$B/tests/test_e2e_tenants" 2>&1 | grep -v "^\[ *RUN \|^\[ *OK " | tail -12
 result "tenants: bearer tokens and mTLS, rights, delegation, expiry, rotation, revocation, quotas, audit log" ${PIPESTATUS[0]}
