@@ -563,11 +563,14 @@ static const char *const k_allowed[] = {
     /* identity and limits (read; changing them needs privileges it gave up) */
     "getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid", "getgroups",
     "getrlimit", "setrlimit", "prlimit64", "capget", "uname", "sysinfo", "getrandom", "prctl",
+    "getpgrp", "getpgid", "getsid", "setsid", "ioprio_get", "ioprio_set", "sched_setattr",
+    "sched_getattr", "fork", "vfork", "wait4", "waitid",
     "arch_prctl", "umask", "personality",
     /* memory */
     "mmap", "munmap", "mprotect", "mremap", "madvise", "brk", "mlock", "mlock2", "munlock",
     "mlockall", "munlockall", "mincore", "msync", "get_mempolicy", "set_mempolicy", "mbind",
-    "memfd_create",
+    "memfd_create", "shmget", "shmat", "shmdt", "shmctl", "semget", "semop", "semtimedop",
+    "semctl",
     /* files (where Landlock lets it) */
     "read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev", "preadv2",
     "pwritev2", "open", "openat", "close", "close_range", "lseek", "stat", "fstat", "lstat",
@@ -576,7 +579,9 @@ static const char *const k_allowed[] = {
     "rename", "renameat", "renameat2", "unlink", "unlinkat", "rmdir", "fsync", "fdatasync",
     "ftruncate", "truncate", "fallocate", "fcntl", "flock", "dup", "dup2", "dup3", "pipe",
     "pipe2", "ioctl", "utimensat", "fchmod", "fadvise64", "sendfile", "copy_file_range",
-    "inotify_init1", "inotify_add_watch", "inotify_rm_watch",
+    "inotify_init1", "inotify_add_watch", "inotify_rm_watch", "symlink", "symlinkat", "link",
+    "linkat", "chmod", "fchmodat", "readahead", "sync_file_range", "syncfs", "sync", "getxattr",
+    "lgetxattr", "fgetxattr", "listxattr", "llistxattr", "flistxattr",
     /* waiting and events */
     "poll", "ppoll", "select", "pselect6", "epoll_create", "epoll_create1", "epoll_ctl",
     "epoll_wait", "epoll_pwait", "epoll_pwait2", "eventfd", "eventfd2", "timerfd_create",
@@ -586,14 +591,15 @@ static const char *const k_allowed[] = {
     "rt_sigqueueinfo", "sigaltstack", "pause", "kill",
     /* sockets: the daemon's socketpair (descriptors in SCM_RIGHTS), local ones the driver may
      * open (Landlock ABI 4 refuses TCP) */
-    "socket", "socketpair", "connect", "bind", "sendto", "recvfrom", "sendmsg", "recvmsg",
+    "socket", "socketpair", "connect", "bind", "listen", "accept", "accept4", "sendto",
+    "recvfrom", "sendmsg", "recvmsg",
     "sendmmsg", "recvmmsg", "shutdown", "getsockopt", "setsockopt", "getsockname",
     "getpeername",
     /* the sandbox's own checks */
     "seccomp", "landlock_create_ruleset",
 #ifdef GL_SANDBOX_ASAN
     /* LeakSanitizer stops the process's threads to scan them */
-    "ptrace", "wait4", "waitid",
+    "ptrace",
 #endif
 };
 
