@@ -61,6 +61,7 @@ typedef struct gl_daemon_config {
   uint32_t max_connections_per_address; /* --max-connections-per-address (0: 64) */
   uint32_t retry_above_handshakes;      /* --retry-above-handshakes (0: 64; UINT32_MAX never) */
   uint32_t teardown_timeout_ms;  /* --teardown-timeout-ms: a killed worker's deadline (fence.h) */
+  char metrics_listen[300];      /* --metrics-listen HOST:PORT: Prometheus /metrics; "" none */
 } gl_daemon_config;
 
 typedef struct gl_daemon {
