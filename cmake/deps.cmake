@@ -49,6 +49,13 @@ add_library(gl_dep_sodium INTERFACE)
 target_include_directories(gl_dep_sodium INTERFACE ${SODIUM_INCLUDE_DIR})
 target_link_libraries(gl_dep_sodium INTERFACE ${GL_SODIUM_LIB})
 
+# libmicrohttpd: the daemon's Prometheus endpoint (--metrics-listen).
+gl_find_lib(GL_MHD_LIB microhttpd)
+find_path(MHD_INCLUDE_DIR microhttpd.h REQUIRED)
+add_library(gl_dep_mhd INTERFACE)
+target_include_directories(gl_dep_mhd INTERFACE ${MHD_INCLUDE_DIR})
+target_link_libraries(gl_dep_mhd INTERFACE ${GL_MHD_LIB} PkgConfig::GNUTLS Threads::Threads)
+
 # libinih: the daemon's config and tenants files.
 add_library(gl_dep_inih INTERFACE)
 target_include_directories(gl_dep_inih INTERFACE ${INIH_INCLUDE_DIR})

@@ -49,3 +49,11 @@ add_dependencies(test_e2e_sandbox gpuleased gl_kernels)
 gl_add_test(test_e2e_tenants SOURCES e2e/test_e2e_tenants.c e2e/daemon_harness.c
   LIBS gpulease_static gl_common gl_net_client gl_dep_jsonc Threads::Threads TIMEOUT 180 LABELS emu)
 add_dependencies(test_e2e_tenants gpuleased gpulease gl_kernels)
+gl_add_test(test_e2e_metrics SOURCES e2e/test_e2e_metrics.c e2e/daemon_harness.c
+  LIBS gpulease_static gl_common Threads::Threads TIMEOUT 120 LABELS emu)
+add_dependencies(test_e2e_metrics gpuleased gl_kernels)
+# The configuration file (gpuleased --config FILE, --check-config): keys,
+# the command line over them, errors with the file's line.
+gl_add_test(test_e2e_config SOURCES e2e/test_e2e_config.c e2e/daemon_harness.c
+  LIBS gpulease_static gl_common Threads::Threads TIMEOUT 120 LABELS emu)
+add_dependencies(test_e2e_config gpuleased)

@@ -6,6 +6,7 @@
 #include <sodium.h>
 
 #include "daemon/fence.h"
+#include "daemon/metrics.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -103,6 +104,7 @@ static void on_expiry_one(void *user, gl_lease *l) {
   GL_INFO("lease %" PRIu64 " expired; freeing its %" PRIu64 " bytes on GPU %" PRIu32, l->id,
           l->vram_bytes, l->gpu_index);
   gl_daemon_end_lease(d, l, GPULEASE_LEASE_EXPIRED, why);
+  gl_metrics_lease_dropped(d->metrics, GL_DROP_EXPIRED);
 }
 
 static void on_expiry_timer(struct ev_loop *loop, ev_timer *t, int revents) {
@@ -281,6 +283,9 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
     GL_INFO("stripe ports %s (QUIC, a network thread each)", ports);
   }
   gl_boot_id(d->boot_id);
+  if (cfg->metrics_listen[0] &&
+      !(d->metrics = gl_metrics_start(d, cfg->metrics_listen, err, errlen)))
+    return -1;
   if (cfg->local_socket[0]) {
     gl_lserver_config lc2 = {.path = cfg->local_socket,
                              .mode = cfg->local_socket_mode,
@@ -336,6 +341,8 @@ void gl_daemon_run(gl_daemon *d) { ev_run(d->loop, 0); }
 
 void gl_daemon_stop(gl_daemon *d) {
   d->stopping = true;
+  gl_metrics_stop(d->metrics); /* /healthz answers 503 from here on */
+  d->metrics = NULL;
   if (d->leases) gl_lease_table_foreach(d->leases, end_one, d);
   ev_timer_stop(d->loop, &d->ready_timer);
   gl_shared_del(d->shared);

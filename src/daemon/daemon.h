@@ -87,6 +87,7 @@ typedef struct gl_daemon {
   gl_audit *audit;        /* --audit-log, or NULL */
   gl_tenant_load *load;   /* requests in flight per tenant */
   struct gl_fence *fence; /* GPUs fenced after a failed teardown (fence.h) */
+  struct gl_metrics *metrics; /* --metrics-listen, or NULL (metrics.h) */
   gl_node node;
   ev_timer expiry_timer;
   ev_signal sigint, sigterm;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "common/util.h"
 #include "proto/wire.h"
 
 struct gl_dreq {
@@ -16,7 +17,27 @@ struct gl_dreq {
   bool audit_always;
   uint64_t lease_id;
   uint32_t *inflight; /* gl_dreq_hold: a counter to decrement when answered */
+  gl_dreq_meter_fn meter_fn; /* gl_dreq_meter: told of the answer, or NULL */
+  void *meter_user;
+  uint16_t metered_op;
+  uint64_t in_bytes, t0_ns;
 };
+
+void gl_dreq_meter(gl_dreq *r, gl_dreq_meter_fn fn, void *user, uint16_t op, size_t in_bytes) {
+  r->meter_fn = fn;
+  r->meter_user = user;
+  r->metered_op = op;
+  r->in_bytes = in_bytes;
+  r->t0_ns = gl_mono_ns();
+}
+
+/* Tells r's meter of the answer msg (once). */
+static void meter(gl_dreq *r, const uint8_t *msg, size_t len) {
+  if (!r->meter_fn) return;
+  double s = (double)(gl_mono_ns() - r->t0_ns) / 1e9;
+  r->meter_fn(r->meter_user, r->metered_op, msg, len, r->in_bytes, s);
+  r->meter_fn = NULL;
+}
 
 void gl_dreq_hold(gl_dreq *r, uint32_t *counter) {
   r->inflight = counter;
@@ -91,6 +112,7 @@ gl_dreq *gl_dreq_local(gl_lreq *l) {
 int gl_dreq_reply(gl_dreq *r, const uint8_t *msg, size_t len) {
   if (r->audit) audit_answer(r, gl_dreq_identity(r), msg, len);
   unhold(r);
+  meter(r, msg, len);
   int rc = r->sh  ? gl_shard_reply(r->sh, r->q, msg, len)
            : r->q ? gl_qreq_reply(r->q, msg, len)
                   : gl_lreq_reply(r->l, msg, len);
@@ -102,6 +124,7 @@ int gl_dreq_reply_lent(gl_dreq *r, const uint8_t *msg, size_t len, void (*releas
                        void *ctx) {
   if (r->audit) audit_answer(r, gl_dreq_identity(r), msg, len);
   unhold(r);
+  meter(r, msg, len);
   int rc;
   if (r->sh) {
     rc = gl_shard_reply_lent(r->sh, r->q, msg, len, release, ctx);
@@ -121,6 +144,7 @@ int gl_dreq_reply_identity(gl_dreq *r, const char *identity, const uint8_t *msg,
     r->audit = NULL; /* once */
   }
   unhold(r);
+  meter(r, msg, len);
   if (r->sh) { /* set on the shard's thread, just before it sends msg */
     int rc = gl_shard_reply_identity(r->sh, r->q, identity, msg, len);
     free(r);

@@ -68,6 +68,14 @@ void gl_dreq_audit(gl_dreq *r, gl_audit *a, uint16_t op, uint64_t lease_id, bool
  * must outlive r. */
 void gl_dreq_hold(gl_dreq *r, uint32_t *counter);
 
+/* Told of an answer: the request's op and bytes, the answer (msg, len:
+ * a whole response message) and the seconds since gl_dreq_meter. */
+typedef void (*gl_dreq_meter_fn)(void *user, uint16_t op, const uint8_t *msg, size_t len,
+                                 uint64_t in_bytes, double seconds);
+
+/* Calls fn(user, ...) when r is answered (any gl_dreq_reply*), once. */
+void gl_dreq_meter(gl_dreq *r, gl_dreq_meter_fn fn, void *user, uint16_t op, size_t in_bytes);
+
 /* True when the client has gone (the answer would be dropped). */
 bool gl_dreq_orphaned(const gl_dreq *r);
 

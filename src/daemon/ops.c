@@ -23,6 +23,7 @@
 #include "common/util.h"
 #include "daemon/daemon.h"
 #include "daemon/access.h"
+#include "daemon/metrics.h"
 #include "daemon/ops_internal.h"
 #include "daemon/bulk.h"
 #include "daemon/dreq.h"
@@ -171,12 +172,14 @@ void gl_daemon_on_shared_lost(void *user, uint32_t gpu, const uint64_t *ids, siz
       continue;
     }
     l->end_reason = GL_LEASE_END_LOST;
+    gl_metrics_lease_dropped(d->metrics, GL_DROP_FAULT);
     gl_lease_table_bury(d->leases, l, gl_mono_ns());
   }
 }
 
 static void on_worker_exit(void *owner, int code, int signo) {
   lease_rt *rt = owner;
+  gl_metrics_worker_fault(rt->d->metrics);
   gl_lease *l = gl_lease_table_find(rt->d->leases, rt->lease_id);
   if (l) release_sessions(rt, l->tenant);
   /* Its segments went with it (a fresh worker has none). */
@@ -359,6 +362,7 @@ static void alloc_done(void *ctx, gpulease_status status, const uint8_t *msg, si
             l->vram_bytes, l->gpu_index, l->ttl_s);
     uint8_t secret[GPULEASE_SECRET_BYTES];
     gl_access_mint(&d->cap_key, l, GPULEASE_RIGHTS_ALL, 0, 0, secret);
+    gl_metrics_lease_acquired(d->metrics);
     gl_ops_reply_lease(c->req, GL_OP_LEASE_ALLOC, l, secret);
   }
   free(c);
@@ -572,6 +576,7 @@ static void op_lease_free(gl_daemon *d, gl_dreq *req, const gl_request *r) {
   char why[128];
   snprintf(why, sizeof why, "lease %" PRIu64 " was freed while this request was running", l->id);
   GL_INFO("lease %" PRIu64 " freed by its holder", l->id);
+  gl_metrics_lease_dropped(d->metrics, GL_DROP_FREED);
   gl_daemon_end_lease(d, l, GPULEASE_LEASE_EXPIRED, why);
   gl_lease_table_remove(d->leases, l);
   gl_response resp = {.op = GL_OP_LEASE_FREE, .status = GPULEASE_OK};
@@ -1105,6 +1110,7 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
    * as one. */
   bool framed = gl_header_decode(msg, len, &h) == GPULEASE_OK;
   if (d->audit) gl_dreq_audit(req, d->audit, framed ? h.op : 0, 0, false);
+  if (d->metrics) gl_dreq_meter(req, gl_metrics_answer, d->metrics, framed ? h.op : 0, len);
   if (framed && h.kind == GL_WIRE_KIND_REQUEST && (h.op & 0xFF00) == 0x7F00) {
     gl_ops_reply_error(req, h.op, GPULEASE_UNSUPPORTED,
                 "op 0x%04x (%s) is internal to the daemon and its workers, not served over the "

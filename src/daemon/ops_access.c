@@ -10,6 +10,7 @@
 #include "auth/quota.h"
 #include "common/log.h"
 #include "daemon/access.h"
+#include "daemon/metrics.h"
 #include "daemon/ops_internal.h"
 
 const gl_quota_limits *gl_daemon_limits(const gl_daemon *d, const char *tenant,
@@ -157,6 +158,7 @@ void gl_ops_lease_revoke(gl_daemon *d, gl_dreq *req, const gl_request *r) {
   GL_INFO("%s", why);
   gl_daemon_end_lease(d, l, GPULEASE_LEASE_EXPIRED, why);
   l->end_reason = GL_LEASE_END_REVOKED;
+  gl_metrics_lease_dropped(d->metrics, GL_DROP_REVOKED);
   snprintf(l->end_note, sizeof l->end_note, "by '%s'%s%s", who, q->reason[0] ? ": " : "",
            q->reason);
   gl_lease_table_bury(d->leases, l, gl_mono_ns());

@@ -43,6 +43,8 @@ struct gl_nvml {
   /* Compute processes (optional): the _v2 entry point takes 24-byte
    * records, the unversioned one 16-byte ones. */
   nvmlReturn_t (*procs_v2)(nvmlDevice_t device, unsigned int *count, void *infos);
+  nvmlReturn_t (*util)(nvmlDevice_t device, unsigned int rates[2]); /* nvmlUtilization_t */
+  nvmlReturn_t (*temp)(nvmlDevice_t device, int sensor, unsigned int *celsius);
   nvmlReturn_t (*procs_v1)(nvmlDevice_t device, unsigned int *count, void *infos);
 };
 
@@ -129,6 +131,10 @@ int gl_nvml_open(gl_nvml **out, char *err, size_t errlen) {
       dl, "nvmlDeviceGetComputeRunningProcesses_v2");
   n->procs_v1 = (nvmlReturn_t(*)(nvmlDevice_t, unsigned int *, void *))dlsym(
       dl, "nvmlDeviceGetComputeRunningProcesses");
+  n->util = (nvmlReturn_t(*)(nvmlDevice_t, unsigned int *))dlsym(dl,
+                                                                  "nvmlDeviceGetUtilizationRates");
+  n->temp = (nvmlReturn_t(*)(nvmlDevice_t, int, unsigned int *))dlsym(dl,
+                                                                       "nvmlDeviceGetTemperature");
   nvmlReturn_t r = n->nvmlInit_v2();
   if (r != NVML_SUCCESS) {
     set_err(err, errlen, "nvmlInit_v2 failed: %s", nvml_strerror(n, r));
@@ -267,4 +273,23 @@ int gl_nvml_process_memory(gl_nvml *nvml, const char *uuid, unsigned pid, uint64
     return 1;
   }
   return -1;
+}
+
+int gl_nvml_activity(gl_nvml *nvml, const char *uuid, unsigned *gpu_pct, unsigned *mem_pct,
+                     unsigned *celsius) {
+  nvmlDevice_t dev;
+  if (nvml->nvmlDeviceGetHandleByUUID(uuid, &dev) != NVML_SUCCESS) return -1;
+  int got = 0;
+  unsigned int rates[2];
+  if (nvml->util && nvml->util(dev, rates) == NVML_SUCCESS) {
+    *gpu_pct = rates[0];
+    *mem_pct = rates[1];
+    got |= 1;
+  }
+  unsigned int t;
+  if (nvml->temp && nvml->temp(dev, 0 /* NVML_TEMPERATURE_GPU */, &t) == NVML_SUCCESS) {
+    *celsius = t;
+    got |= 2;
+  }
+  return got;
 }

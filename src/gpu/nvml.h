@@ -78,6 +78,14 @@ int gl_nvml_mig_list(gl_nvml *nvml, unsigned index, gl_nvml_mig *out, unsigned m
  * a library without the call, more than 256 processes). */
 int gl_nvml_process_memory(gl_nvml *nvml, const char *uuid, unsigned pid, uint64_t *bytes);
 
+/* The device's activity now (nvmlDeviceGetUtilizationRates: percent of
+ * the last sample period the GPU ran a kernel and its memory was read or
+ * written; nvmlDeviceGetTemperature: the GPU's temperature in degrees
+ * Celsius). Returns a mask of what it filled (1: the rates, 2: the
+ * temperature; 0 when NVML gave neither), or -1 for an unknown UUID. */
+int gl_nvml_activity(gl_nvml *nvml, const char *uuid, unsigned *gpu_pct, unsigned *mem_pct,
+                     unsigned *celsius);
+
 /* The driver version ("580.65.06") into buf. Returns 0, or -1 with buf set
  * to "". */
 int gl_nvml_driver_version(gl_nvml *nvml, char *buf, size_t buflen);

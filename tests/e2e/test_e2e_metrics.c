@@ -1,0 +1,135 @@
+/*
+ * test_e2e_metrics.c - gpuleased --metrics-listen: /metrics in the
+ * Prometheus text format counts what the daemon did (leases acquired and
+ * dropped by reason, submits, their output bytes and errors, request
+ * latency by op, VRAM by GPU), and /healthz answers while it serves. On
+ * the emulated device in CI, on the GPU from the GPU check.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/util.h"
+#include "daemon_harness.h"
+#include "gpulease/gpulease.h"
+#include "lib_check.h"
+
+static const char *device_vram(const char *vram) {
+  const char *d = getenv("GL_TEST_DEVICE");
+  return d && strcmp(d, "cuda") == 0 ? NULL : vram;
+}
+
+/* The metrics port from the daemon's log line "metrics: http://H:P/metrics". */
+static int metrics_port(const gl_test_daemon *d) {
+  char path[300], line[1024];
+  snprintf(path, sizeof path, "%s/daemon.log", d->dir);
+  FILE *f = fopen(path, "r");
+  int port = 0;
+  while (f && fgets(line, sizeof line, f)) {
+    const char *p = strstr(line, "metrics: http://127.0.0.1:");
+    if (p) port = atoi(p + strlen("metrics: http://127.0.0.1:"));
+  }
+  if (f) fclose(f);
+  return port;
+}
+
+/* GET path from 127.0.0.1:port; the HTTP status, the body in out. */
+static int http_get(int port, const char *path, char *out, size_t outlen) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  assert_true(fd >= 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+  char req[256];
+  int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: localhost\r\n\r\n", path);
+  assert_int_equal(write(fd, req, (size_t)n), n);
+  size_t got = 0;
+  ssize_t r;
+  while (got + 1 < outlen && (r = read(fd, out + got, outlen - 1 - got)) > 0) got += (size_t)r;
+  out[got] = 0;
+  close(fd);
+  int status = 0;
+  sscanf(out, "HTTP/1.%*d %d", &status);
+  char *body = strstr(out, "\r\n\r\n");
+  if (body) memmove(out, body + 4, strlen(body + 4) + 1);
+  return status;
+}
+
+/* The value of the sample `series` (name and labels, exactly) in text. */
+static double sample(const char *text, const char *series) {
+  size_t n = strlen(series);
+  for (const char *p = text; (p = strstr(p, series)); p += n)
+    if ((p == text || p[-1] == '\n') && p[n] == ' ') return atof(p + n + 1);
+  return -1;
+}
+
+static void test_metrics(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  const char *extra[] = {"--metrics-listen", "127.0.0.1:0", NULL};
+  assert_int_equal(gl_test_daemon_start(&d, device_vram("64M"), extra), 0);
+  int port = metrics_port(&d);
+  assert_true(port > 0);
+  static char body[1 << 20];
+  assert_int_equal(http_get(port, "/healthz", body, sizeof body), 200);
+  assert_string_equal(body, "ok\n");
+  assert_int_equal(http_get(port, "/nope", body, sizeof body), 404);
+
+  gpulease_client *c = gl_test_connect(&d, 60000);
+  gpulease_lease l;
+  CHECK(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, 4 * MiB, 60, &l, E));
+  gl_test_run_iota(c, &l); /* 1024 bytes out */
+  gl_test_run_iota(c, &l);
+  gpulease_lease bad = l;
+  bad.secret[5] ^= 1;
+  gpulease_error err;
+  assert_int_equal(gpulease_lease_query(c, &bad, &err), GPULEASE_UNAUTHORIZED);
+  CHECK(gpulease_lease_free(c, &l, E));
+  usleep(1300 * 1000); /* the next snapshot */
+  assert_int_equal(http_get(port, "/metrics", body, sizeof body), 200);
+  for (const char *p = body; (p = strstr(p, "\ngpulease_")); p++) /* the samples, not HELP */
+    if (!strncmp(p + 1, "gpulease_gpu_", 13) || !strncmp(p + 1, "gpulease_leases", 15) ||
+        !strncmp(p + 1, "gpulease_submit", 15) || !strncmp(p + 1, "gpulease_vram", 13))
+      fprintf(stderr, "%.*s\n", (int)strcspn(p + 1, "\n"), p + 1);
+  assert_true(sample(body, "gpulease_leases_acquired_total") == 1);
+  assert_true(sample(body, "gpulease_leases_dropped_total{reason=\"freed\"}") == 1);
+  assert_true(sample(body, "gpulease_leases_dropped_total{reason=\"expired\"}") == 0);
+  assert_true(sample(body, "gpulease_submits_total") == 2);
+  assert_true(sample(body, "gpulease_submit_output_bytes_total") == 2048);
+  assert_true(sample(body, "gpulease_request_duration_seconds_count{op=\"GPU_SUBMIT\"}") == 2);
+  assert_true(sample(body, "gpulease_request_errors_total{op=\"LEASE_QUERY\"}") == 1);
+  assert_true(sample(body, "gpulease_request_bytes_total") > 2 * 200);   /* two PTX images */
+  assert_true(sample(body, "gpulease_response_bytes_total") > 2 * 1024); /* two outputs */
+  assert_non_null(strstr(body, "gpulease_vram_allocated_bytes{gpu=\"0\""));
+  assert_non_null(strstr(body, "gpulease_leases{gpu=\"0\""));
+  assert_non_null(strstr(body, "# TYPE gpulease_request_duration_seconds histogram"));
+  assert_non_null(strstr(body, "gpulease_request_duration_seconds_bucket{op=\"GPU_SUBMIT\",le=\"+Inf\"} 2"));
+  /* A submit refused: counted by status. */
+  gpulease_submit_desc sd;
+  gpulease_submit_desc_default(&sd);
+  sd.image = "x";
+  sd.image_size = 1;
+  sd.kernel = "k";
+  gpulease_submit_result r;
+  assert_int_equal(gpulease_submit(c, &bad, &sd, &r, &err), GPULEASE_NOT_FOUND); /* freed */
+  usleep(1300 * 1000);
+  assert_int_equal(http_get(port, "/metrics", body, sizeof body), 200);
+  assert_true(sample(body, "gpulease_submit_errors_total{status=\"NOT_FOUND\"}") == 1);
+  gpulease_client_close(c);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_metrics)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
