@@ -212,7 +212,10 @@ static void render(gl_metrics *m) {
   help(&o, "gpulease_connections", "gauge", "QUIC connections open on the main port.");
   put(&o, "gpulease_connections %zu\n", d->server ? gl_qserver_connection_count(d->server) : 0);
   help(&o, "gpulease_leases", "gauge", "Live leases, by GPU.");
+  help(&o, "gpulease_sessions", "gauge", "Live sessions of the GPU's leases.");
   help(&o, "gpulease_vram_allocated_bytes", "gauge", "VRAM granted to live leases, by GPU.");
+  uint32_t sessions[GPULEASE_MAX_GPUS];
+  gl_daemon_sessions_by_gpu(d, sessions);
   help(&o, "gpulease_gpu_fenced", "gauge", "1 while the GPU is fenced (a failed teardown).");
   help(&o, "gpulease_warm_workers", "gauge", "Warm workers of the GPU, ready or starting.");
   help(&o, "gpulease_gpu_memory_total_bytes", "gauge", "The GPU's memory (NVML).");
@@ -226,6 +229,8 @@ static void render(gl_metrics *m) {
     gl_lease_table_gpu_usage(d->leases, g, &leased, &count);
     const char *uuid = d->node.gpus[g].uuid;
     put(&o, "gpulease_leases{gpu=\"%" PRIu32 "\",uuid=\"%s\"} %" PRIu32 "\n", g, uuid, count);
+    put(&o, "gpulease_sessions{gpu=\"%" PRIu32 "\",uuid=\"%s\"} %" PRIu32 "\n", g, uuid,
+        sessions[g]);
     put(&o, "gpulease_vram_allocated_bytes{gpu=\"%" PRIu32 "\",uuid=\"%s\"} %" PRIu64 "\n", g,
         uuid, leased);
     put(&o, "gpulease_gpu_fenced{gpu=\"%" PRIu32 "\",uuid=\"%s\"} %d\n", g, uuid,

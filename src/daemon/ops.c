@@ -1060,6 +1060,21 @@ void gl_daemon_on_local_close(void *user, uint64_t conn_id) {
 }
 
 /* ======================================================================
+ * Sessions by GPU (metrics.h)
+ * ==================================================================== */
+
+static void add_sessions(void *user, gl_lease *l) {
+  uint32_t *per_gpu = user;
+  const lease_rt *rt = l->owner;
+  if (rt && l->gpu_index < GPULEASE_MAX_GPUS) per_gpu[l->gpu_index] += rt->sessions;
+}
+
+void gl_daemon_sessions_by_gpu(gl_daemon *d, uint32_t per_gpu[GPULEASE_MAX_GPUS]) {
+  memset(per_gpu, 0, GPULEASE_MAX_GPUS * sizeof *per_gpu);
+  gl_lease_table_foreach(d->leases, add_sessions, per_gpu);
+}
+
+/* ======================================================================
  * Entry point
  * ==================================================================== */
 

@@ -2,7 +2,7 @@
  * test_e2e_metrics.c - gpuleased --metrics-listen: /metrics in the
  * Prometheus text format counts what the daemon did (leases acquired and
  * dropped by reason, submits, their output bytes and errors, request
- * latency by op, VRAM by GPU), and /healthz answers while it serves. On
+ * latency by op, VRAM and sessions by GPU), and /healthz answers while it serves. On
  * the emulated device in CI, on the GPU from the GPU check.
  */
 #include <arpa/inet.h>
@@ -88,6 +88,18 @@ static void test_metrics(void **state) {
   gpulease_client *c = gl_test_connect(&d, 60000);
   gpulease_lease l;
   CHECK(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, 4 * MiB, 60, &l, E));
+  gpulease_session *s1, *s2;
+  CHECK(gpulease_session_open(c, &l, &s1, E));
+  CHECK(gpulease_session_open(c, &l, &s2, E));
+  usleep(1300 * 1000); /* the next snapshot */
+  static char early[1 << 16];
+  assert_int_equal(http_get(port, "/metrics", early, sizeof early), 200);
+  assert_non_null(strstr(early, "gpulease_leases{gpu=\"0\""));
+  const char *sp = strstr(early, "\ngpulease_sessions{gpu=\"0\"");
+  assert_non_null(sp);
+  assert_true(atof(strchr(sp, '}') + 2) == 2);
+  CHECK(gpulease_session_close(s1, E));
+  CHECK(gpulease_session_close(s2, E));
   gl_test_run_iota(c, &l); /* 1024 bytes out */
   gl_test_run_iota(c, &l);
   gpulease_lease bad = l;
