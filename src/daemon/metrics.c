@@ -47,6 +47,7 @@ struct gl_metrics {
   uint64_t in_bytes, out_bytes, worker_faults;
   op_stats ops[MAX_OPS];
   size_t nops;
+  uint8_t slot[0x400]; /* ops below 0x400: 1 + their index in ops[]; 0: none yet */
   /* the latest rendering, read by the HTTP thread */
   pthread_mutex_t mu;
   char *text;
@@ -84,12 +85,17 @@ void gl_metrics_request(gl_metrics *m, uint16_t op, int status, uint64_t in_byte
   m->in_bytes += in_bytes;
   m->out_bytes += out_bytes;
   op_stats *s = NULL;
-  for (size_t i = 0; i < m->nops && !s; i++)
-    if (m->ops[i].op == op) s = &m->ops[i];
+  if (op < sizeof m->slot && m->slot[op]) {
+    s = &m->ops[m->slot[op] - 1];
+  } else {
+    for (size_t i = 0; i < m->nops && !s; i++) /* the few ops above 0x3FF */
+      if (m->ops[i].op == op) s = &m->ops[i];
+  }
   if (!s) {
     if (m->nops == MAX_OPS) return;
     s = &m->ops[m->nops++];
     s->op = op;
+    if (op < sizeof m->slot) m->slot[op] = (uint8_t)m->nops;
   }
   s->count++;
   if (status != GPULEASE_OK) s->errors++;
@@ -109,6 +115,8 @@ void gl_metrics_answer(void *user, uint16_t op, const uint8_t *msg, size_t len,
   int status = gl_header_decode(msg, len, &h) == GPULEASE_OK ? h.status : GPULEASE_INTERNAL;
   gl_metrics_request(m, op, status, in_bytes, len, seconds);
   if (op != GL_OP_GPU_SUBMIT) return;
+  /* output_len read in place (docs/protocol.md, GPU_SUBMIT): a full
+   * gl_response_decode would clear its 16 KiB struct for every submit. */
   uint64_t out = 0;
   size_t body = len >= GL_WIRE_HEADER_SIZE ? len - GL_WIRE_HEADER_SIZE : 0;
   const uint8_t *b = msg + GL_WIRE_HEADER_SIZE;

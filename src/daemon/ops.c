@@ -75,6 +75,7 @@ typedef struct call {
   uint64_t lease_id;
   bool resent; /* GPU_SUBMIT, SESSION_OPEN: sent again once already (see submit_done) */
   bool quota_session; /* SESSION_OPEN: a session counted in the quota ahead of the answer */
+  bool closes;        /* a SESSION_CLOSE, or a BATCH holding one (quota_settle) */
 } call;
 
 void gl_ops_reply_bytes(gl_dreq *req, gl_buf *b) {
@@ -712,6 +713,7 @@ static bool answer_if_ended(lease_rt *rt, gl_dreq *req, const gl_request *r) {
  * in a BATCH) gives one back. resp: the worker's answer, or NULL when the
  * op never ran. */
 static void quota_settle(call *c, gl_lease *l, const uint8_t *resp, size_t len) {
+  if (!c->quota_session && !c->closes) return; /* most session ops */
   lease_rt *rt = l ? l->owner : NULL;
   gl_header h;
   bool ok = resp && gl_header_decode(resp, len, &h) == GPULEASE_OK && h.status == GPULEASE_OK;
@@ -722,16 +724,22 @@ static void quota_settle(call *c, gl_lease *l, const uint8_t *resp, size_t len) 
     return;
   }
   if (!ok || !rt) return;
-  unsigned closed = c->op == GL_OP_SESSION_CLOSE;
-  if (c->op == GL_OP_BATCH && len > GL_WIRE_HEADER_SIZE + 4) {
-    size_t skip = GL_WIRE_HEADER_SIZE + 2 + ((size_t)resp[12] << 8 | resp[13]) + 2;
-    size_t pos = 0;
-    const uint8_t *m;
-    size_t n;
-    while (skip <= len && gl_batch_next(resp + skip, len - skip, &pos, &m, &n))
-      if (gl_header_decode(m, n, &h) == GPULEASE_OK && h.op == GL_OP_SESSION_CLOSE &&
-          h.status == GPULEASE_OK)
-        closed++;
+  unsigned closed = 0;
+  if (c->op == GL_OP_SESSION_CLOSE) {
+    closed = 1;
+  } else { /* a BATCH with a SESSION_CLOSE: which of them were answered OK */
+    gl_response *br = malloc(sizeof *br);
+    char err[128];
+    if (br && gl_response_decode(resp, len, len, br, err, sizeof err) == GPULEASE_OK &&
+        br->status == GPULEASE_OK) {
+      size_t pos = 0;
+      const uint8_t *m;
+      size_t n;
+      while (gl_batch_next(br->u.batch.replies, br->u.batch.replies_len, &pos, &m, &n))
+        closed += gl_header_decode(m, n, &h) == GPULEASE_OK && h.op == GL_OP_SESSION_CLOSE &&
+                  h.status == GPULEASE_OK;
+    }
+    free(br);
   }
   for (; closed && rt->sessions; closed--, rt->sessions--)
     gl_quota_session_end(c->d->quota, l->tenant);
@@ -786,6 +794,17 @@ static void session_done(void *ctx, gpulease_status status, const uint8_t *msg, 
   free(c);
 }
 
+/* Whether a BATCH holds a SESSION_CLOSE (its answer then ends sessions in
+ * the quota); a walk of the entries' headers. */
+static bool batch_has_close(const gl_batch_req *b) {
+  size_t pos = 0;
+  const uint8_t *m;
+  size_t n;
+  while (gl_batch_next(b->ops, b->ops_len, &pos, &m, &n))
+    if (n >= GL_WIRE_HEADER_SIZE && (m[4] << 8 | m[5]) == GL_OP_SESSION_CLOSE) return true;
+  return false;
+}
+
 static void op_session(gl_daemon *d, gl_dreq *req, const gl_request *r, const uint8_t *msg,
                        size_t len) {
   const gl_session_ref *ref = gl_request_session(r);
@@ -830,7 +849,11 @@ static void op_session(gl_daemon *d, gl_dreq *req, const gl_request *r, const ui
       gl_bulk_forward(rt->bulk, rt->w, req, r))
     return;
   call *c = call_new(d, req, r->op, l->id);
-  if (c) c->quota_session = quota_session;
+  if (c) {
+    c->quota_session = quota_session;
+    c->closes = r->op == GL_OP_SESSION_CLOSE ||
+                (r->op == GL_OP_BATCH && batch_has_close(&r->u.batch));
+  }
   if (!c || gl_wproc_call(rt->w, msg, len, session_done, c) != 0) {
     free(c);
     if (quota_session) gl_quota_session_end(d->quota, l->tenant);

@@ -643,11 +643,7 @@ static int seccomp_apply(char *err, size_t errlen) {
   int allowed = 0, rc = 0;
   for (size_t i = 0; i < sizeof k_allowed / sizeof k_allowed[0] && rc == 0; i++) {
     int nr = seccomp_syscall_resolve_name(k_allowed[i]);
-    if (nr == __NR_SCMP_ERROR) continue;
-    bool refused = false; /* a name on both lists stays refused */
-    for (size_t j = 0; j < sizeof k_refused / sizeof k_refused[0]; j++)
-      refused |= !strcmp(k_refused[j], k_allowed[i]);
-    if (refused) continue;
+    if (nr == __NR_SCMP_ERROR || !gl_worker_seccomp_allows(k_allowed[i])) continue;
     rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
     if (rc == 0) allowed++;
   }

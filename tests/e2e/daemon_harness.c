@@ -258,3 +258,8 @@ char *gl_test_read_ptx(const char *name, size_t *len) {
   fprintf(stderr, "cannot find %s.ptx\n", name);
   return NULL;
 }
+
+bool gl_test_on_gpu(void) {
+  const char *d = getenv("GL_TEST_DEVICE");
+  return d && strcmp(d, "cuda") == 0;
+}

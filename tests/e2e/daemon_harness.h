@@ -5,6 +5,7 @@
 #ifndef GL_TESTS_DAEMON_HARNESS_H
 #define GL_TESTS_DAEMON_HARNESS_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 typedef struct gl_test_daemon {
@@ -22,6 +23,10 @@ typedef struct gl_test_daemon {
  * device, with that much VRAM ("64M"); with NULL only real GPUs
  * (--device cuda: none on a CI machine). Waits until it serves. 0 or -1. */
 int gl_test_daemon_start(gl_test_daemon *d, const char *emu_vram, const char *const *extra);
+
+/* True when GL_TEST_DEVICE=cuda (the GPU check): tests then lease the
+ * node's GPUs (gl_test_daemon_start with emu_vram NULL). */
+bool gl_test_on_gpu(void);
 
 /* Stops the daemon (SIGTERM) and starts it again with the same state
  * directory, arguments and address (the certificate, kept in the

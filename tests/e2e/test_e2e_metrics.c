@@ -24,11 +24,6 @@
 #include "gpulease/gpulease.h"
 #include "lib_check.h"
 
-static const char *device_vram(const char *vram) {
-  const char *d = getenv("GL_TEST_DEVICE");
-  return d && strcmp(d, "cuda") == 0 ? NULL : vram;
-}
-
 /* The metrics port from the daemon's log line "metrics: http://H:P/metrics". */
 static int metrics_port(const gl_test_daemon *d) {
   char path[300], line[1024];
@@ -77,7 +72,7 @@ static void test_metrics(void **state) {
   (void)state;
   gl_test_daemon d;
   const char *extra[] = {"--metrics-listen", "127.0.0.1:0", NULL};
-  assert_int_equal(gl_test_daemon_start(&d, device_vram("64M"), extra), 0);
+  assert_int_equal(gl_test_daemon_start(&d, gl_test_on_gpu() ? NULL : "64M", extra), 0);
   int port = metrics_port(&d);
   assert_true(port > 0);
   static char body[1 << 20];

@@ -44,11 +44,6 @@
 #define LANDLOCK_CREATE_RULESET_VERSION (1U << 0)
 #endif
 
-static bool on_gpu(void) {
-  const char *d = getenv("GL_TEST_DEVICE");
-  return d && strcmp(d, "cuda") == 0;
-}
-
 /* The Landlock ABI of this kernel; 0 without Landlock. */
 static int landlock_abi(void) {
   long v = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
@@ -113,7 +108,7 @@ static int load_iota(gpulease_client *c, const gpulease_lease *l) {
 static workers run_workers(const char *const *extra, gl_test_daemon *d, unsigned uid,
                            unsigned gid) {
   workers w = {.seccomp = -2, .ids_ok = true, .files_ok = true};
-  assert_int_equal(gl_test_daemon_start(d, on_gpu() ? NULL : "64M", extra), 0);
+  assert_int_equal(gl_test_daemon_start(d, gl_test_on_gpu() ? NULL : "64M", extra), 0);
   gpulease_client *c = gl_test_connect(d, 60000);
   for (int round = 0; round < 2; round++) {
     gpulease_lease l;
@@ -289,7 +284,7 @@ static void test_worker_user_missing(void **state) {
   gl_test_daemon d;
   static const char *const extra[] = {"--worker-user", "gl-no-such-user", NULL};
   fprintf(stderr, "(the daemon is expected not to start)\n");
-  assert_int_not_equal(gl_test_daemon_start(&d, on_gpu() ? NULL : "64M", extra), 0);
+  assert_int_not_equal(gl_test_daemon_start(&d, gl_test_on_gpu() ? NULL : "64M", extra), 0);
   assert_int_equal(
       gl_test_daemon_log_count(&d, "--worker-user: there is no user 'gl-no-such-user'"), 1);
   char cmd[300];

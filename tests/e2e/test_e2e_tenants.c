@@ -55,11 +55,6 @@ static const char tenants_ini[] =
 
 /* GL_TEST_DEVICE=cuda (the GPU check): the node's GPUs, else the emulated
  * device with vram. */
-static const char *device_vram(const char *vram) {
-  const char *d = getenv("GL_TEST_DEVICE");
-  return d && strcmp(d, "cuda") == 0 ? NULL : vram;
-}
-
 typedef struct fixture {
   gl_test_daemon d;
   char tenants[300], audit[300];
@@ -80,7 +75,7 @@ static int start_token_daemon(void **state) {
                                 "--max-ttl", "300", NULL};
   extra[3] = F.tenants;
   extra[5] = F.audit;
-  return gl_test_daemon_start(&F.d, device_vram("256M"), extra);
+  return gl_test_daemon_start(&F.d, gl_test_on_gpu() ? NULL : "256M", extra);
 }
 
 static int stop_token_daemon(void **state) {
@@ -153,30 +148,6 @@ static gpulease_lease delegate(gpulease_client *c, const gpulease_lease *l, uint
   return with_secret(l, s);
 }
 
-static gpulease_status submit_iota(gpulease_client *c, const gpulease_lease *l,
-                                   gpulease_error *err) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/kernels/iota.ptx", getenv("GL_TEST_BIN_DIR"));
-  uint8_t *ptx = NULL;
-  size_t ptx_len = 0;
-  assert_int_equal(gl_read_file(path, 1 << 20, &ptx, &ptx_len), 0);
-  gpulease_submit_desc sd;
-  gpulease_submit_desc_default(&sd);
-  sd.image = ptx;
-  sd.image_size = ptx_len;
-  sd.kernel = "iota";
-  sd.block[0] = 256;
-  sd.output_size = 1024;
-  gpulease_submit_result r;
-  gpulease_status st = gpulease_submit(c, l, &sd, &r, err);
-  if (st == GPULEASE_OK) {
-    assert_true(((const float *)r.output)[255] == 256.0f);
-    gpulease_submit_result_release(&r);
-  }
-  free(ptx);
-  return st;
-}
-
 /* ======================================================================
  * Identities
  * ==================================================================== */
@@ -243,7 +214,7 @@ static void test_rights(void **state) {
                 "LEASE_RENEW needs the right 'renew'");
   expect_status(gpulease_lease_free(c, &q, &err), &err, GPULEASE_UNAUTHORIZED,
                 "LEASE_FREE needs the right 'free'");
-  expect_status(submit_iota(c, &q, &err), &err, GPULEASE_UNAUTHORIZED,
+  expect_status(gl_test_submit_iota(c, &q, &err), &err, GPULEASE_UNAUTHORIZED,
                 "GPU_SUBMIT needs the right 'submit'");
   gpulease_session *s = NULL;
   expect_status(gpulease_session_open(c, &q, &s, &err), &err, GPULEASE_UNAUTHORIZED,
@@ -258,7 +229,7 @@ static void test_rights(void **state) {
 
   /* submit only */
   gpulease_lease sub = delegate(c, &root, GPULEASE_RIGHT_SUBMIT, 0, NULL);
-  assert_int_equal(submit_iota(c, &sub, &err), GPULEASE_OK);
+  assert_int_equal(gl_test_submit_iota(c, &sub, &err), GPULEASE_OK);
   expect_status(gpulease_lease_query(c, &sub, &err), &err, GPULEASE_UNAUTHORIZED,
                 "needs the right 'query', which");
 
@@ -351,7 +322,7 @@ static void test_expiry_rotation_revocation(void **state) {
   expect_status(gpulease_lease_query(c, &root, &err), &err, GPULEASE_UNAUTHORIZED,
                 "was revoked by 'alice': key leaked");
   expect_status(gpulease_lease_query(c, &kid2, &err), &err, GPULEASE_UNAUTHORIZED, "revoked");
-  expect_status(submit_iota(c, &root, &err), &err, GPULEASE_UNAUTHORIZED, "revoked");
+  expect_status(gl_test_submit_iota(c, &root, &err), &err, GPULEASE_UNAUTHORIZED, "revoked");
 
   /* An admin revokes another tenant's lease. */
   gpulease_lease bl;
@@ -376,17 +347,17 @@ static void test_foreign_tenant(void **state) {
                 "belongs to tenant 'alice'; this connection is tenant 'bob'");
   expect_status(gpulease_lease_free(bob, &root, &err), &err, GPULEASE_UNAUTHORIZED,
                 "belongs to tenant 'alice'");
-  expect_status(submit_iota(bob, &root, &err), &err, GPULEASE_UNAUTHORIZED, "tenant 'alice'");
+  expect_status(gl_test_submit_iota(bob, &root, &err), &err, GPULEASE_UNAUTHORIZED, "tenant 'alice'");
   /* A secret delegated within alice's tenant is still not bob's. */
   gpulease_lease mine = delegate(alice, &root, GPULEASE_RIGHT_SUBMIT, 0, NULL);
-  expect_status(submit_iota(bob, &mine, &err), &err, GPULEASE_UNAUTHORIZED, "not delegated");
+  expect_status(gl_test_submit_iota(bob, &mine, &err), &err, GPULEASE_UNAUTHORIZED, "not delegated");
   /* Handed to bob: bob may use it, for its rights only. */
   gpulease_lease for_bob =
       delegate(alice, &root, GPULEASE_RIGHT_SUBMIT | GPULEASE_RIGHT_QUERY, 0, "bob");
   int other = 0;
   gpulease_secret_describe(for_bob.secret, NULL, NULL, NULL, &other);
   assert_true(other);
-  assert_int_equal(submit_iota(bob, &for_bob, &err), GPULEASE_OK);
+  assert_int_equal(gl_test_submit_iota(bob, &for_bob, &err), GPULEASE_OK);
   CHECK(gpulease_lease_query(bob, &for_bob, E));
   assert_int_equal(for_bob.submits, 1);
   expect_status(gpulease_lease_free(bob, &for_bob, &err), &err, GPULEASE_UNAUTHORIZED,
@@ -556,11 +527,13 @@ static int refuse_all(gl_qclient *q, uint64_t id, const uint8_t *secret, const c
   return n;
 }
 
-static gl_qclient *raw_as(const char *token) {
+/* A raw QUIC client of d (requests built by hand), authenticated as token
+ * (NULL: no identity). */
+static gl_qclient *raw_client(const gl_test_daemon *d, const char *token) {
   char host[64], err[256];
   uint16_t port;
-  assert_int_equal(gl_parse_hostport(F.d.addr, 5701, host, sizeof host, &port), 0);
-  gl_qclient_config qc = {.host = host, .port = port, .pin_sha256 = F.d.fingerprint,
+  assert_int_equal(gl_parse_hostport(d->addr, 5701, host, sizeof host, &port), 0);
+  gl_qclient_config qc = {.host = host, .port = port, .pin_sha256 = d->fingerprint,
                           .timeout_ms = 30000, .max_response_bytes = 1 << 20};
   gl_qclient *q = NULL;
   assert_int_equal(gl_qclient_connect(&qc, &q, err, sizeof err), GL_QC_OK);
@@ -593,7 +566,7 @@ static void test_every_op_every_bad_secret(void **state) {
   CHECK(gpulease_lease_alloc(alice, GPULEASE_ANY_GPU, 4 * MiB, 60, &gone, E));
   CHECK(gpulease_lease_revoke(alice, gone.id, "matrix", E));
   sleep(2); /* brief expires */
-  gl_qclient *qa = raw_as(TOKEN_ALICE), *qb = raw_as(TOKEN_BOB), *qn = raw_as(NULL);
+  gl_qclient *qa = raw_client(&F.d, TOKEN_ALICE), *qb = raw_client(&F.d, TOKEN_BOB), *qn = raw_client(&F.d, NULL);
   uint8_t wrong[GPULEASE_SECRET_BYTES], zero[GPULEASE_SECRET_BYTES] = {0};
   memcpy(wrong, l.secret, sizeof wrong);
   wrong[30] ^= 0x40;
@@ -666,11 +639,11 @@ static void test_shared_context_per_tenant(void **state) {
   expect_status(gpulease_lease_alloc_opts(bob, 0, 4 * MiB, 60, &shared, &b1, &err), &err,
                 GPULEASE_BUSY, "shared leases of different tenants never share a context");
   CHECK(gpulease_lease_alloc_opts(alice, 0, 4 * MiB, 60, &shared, &a2, E));
-  assert_int_equal(submit_iota(alice, &a2, &err), GPULEASE_OK);
+  assert_int_equal(gl_test_submit_iota(alice, &a2, &err), GPULEASE_OK);
   CHECK(gpulease_lease_free(alice, &a1, E));
   CHECK(gpulease_lease_free(alice, &a2, E));
   CHECK(gpulease_lease_alloc_opts(bob, 0, 4 * MiB, 60, &shared, &b1, E));
-  assert_int_equal(submit_iota(bob, &b1, &err), GPULEASE_OK);
+  assert_int_equal(gl_test_submit_iota(bob, &b1, &err), GPULEASE_OK);
   CHECK(gpulease_lease_free(bob, &b1, E));
   gpulease_client_close(bob);
   gpulease_client_close(alice);
@@ -880,7 +853,7 @@ static void test_mtls(void **state) {
                    0);
   gl_test_daemon d;
   const char *extra[] = {"--auth", "mtls", "--client-ca", ca, NULL};
-  assert_int_equal(gl_test_daemon_start(&d, device_vram("64M"), extra), 0);
+  assert_int_equal(gl_test_daemon_start(&d, gl_test_on_gpu() ? NULL : "64M", extra), 0);
   gpulease_status st;
   gpulease_error e;
   /* No certificate, or one of another CA: the handshake fails. */
@@ -906,7 +879,7 @@ static void test_mtls(void **state) {
   /* A bearer token means nothing to an mTLS daemon. */
   assert_null(connect_as(&d, TOKEN_ALICE, alice, alicek, &st, &e));
   expect_status(st, &e, GPULEASE_UNSUPPORTED, "takes no bearer tokens");
-  assert_int_equal(submit_iota(c, &l, &err2), GPULEASE_OK);
+  assert_int_equal(gl_test_submit_iota(c, &l, &err2), GPULEASE_OK);
   CHECK(gpulease_lease_free(c, &l, E));
   gpulease_client_close(svc);
   gpulease_client_close(c);
@@ -950,15 +923,9 @@ static void test_requests_in_flight(void **state) {
   (void)state;
   gl_test_daemon d;
   const char *extra[] = {"--max-requests-per-tenant", "2", NULL};
-  assert_int_equal(gl_test_daemon_start(&d, device_vram("64M"), extra), 0);
-  char host[64];
-  uint16_t port;
-  assert_int_equal(gl_parse_hostport(d.addr, 5701, host, sizeof host, &port), 0);
-  gl_qclient_config qc = {.host = host, .port = port, .pin_sha256 = d.fingerprint,
-                          .timeout_ms = 30000, .max_response_bytes = 1 << 20};
-  gl_qclient *q = NULL;
+  assert_int_equal(gl_test_daemon_start(&d, gl_test_on_gpu() ? NULL : "64M", extra), 0);
+  gl_qclient *q = raw_client(&d, NULL);
   char err[256];
-  assert_int_equal(gl_qclient_connect(&qc, &q, err, sizeof err), GL_QC_OK);
   gl_request r = {.op = GL_OP_LEASE_ALLOC};
   r.u.alloc.gpu_index = GPULEASE_ANY_GPU;
   r.u.alloc.vram_bytes = MiB;
@@ -1016,7 +983,7 @@ static bool gpu0_fenced(gpulease_client *c) {
  * admin may clear it; once the worker is gone the fence lifts by itself. */
 static void test_fenced_gpu(void **state) {
   (void)state;
-  if (!device_vram("x")) {
+  if (gl_test_on_gpu()) {
     skip(); /* the fault injection leaves workers behind: not on a real GPU */
   }
   gl_test_daemon d;
@@ -1055,7 +1022,7 @@ static void test_fenced_gpu(void **state) {
   for (int i = 0; i < 50 && gpu0_fenced(alice); i++) usleep(100 * 1000);
   assert_false(gpu0_fenced(alice));
   CHECK(gpulease_lease_alloc(alice, 0, 4 * MiB, 60, &l, E));
-  assert_int_equal(submit_iota(alice, &l, &err), GPULEASE_OK);
+  assert_int_equal(gl_test_submit_iota(alice, &l, &err), GPULEASE_OK);
   CHECK(gpulease_lease_free(alice, &l, E));
   assert_int_equal(gl_test_daemon_log_count(&d, "GPU 0 fenced: its worker PID"), 2);
   assert_int_equal(gl_test_daemon_log_count(&d, "fence lifted"), 1);
