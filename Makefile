@@ -12,7 +12,7 @@ CMAKE_FLAGS ?=
 # Warnings are errors (GL_WERROR) in the builds `make check` and CI make, and
 # not in a plain `cmake` build, so a new compiler's new warning cannot break
 # someone else's build.
-.PHONY: all deps build run check check-asan check-release fuzz install clean
+.PHONY: all deps build run check check-asan check-release check-deb deb fuzz install clean
 
 all: build
 
@@ -55,5 +55,20 @@ fuzz: deps
 install: build
 	cmake --install $(BUILD)
 
+# Debian packages (gpuleased, libgpulease0, libgpulease-dev, gpulease-tools)
+# into $(BUILD_DEB)/, built for /usr; cmake/package.cmake says what goes where.
+BUILD_DEB ?= build-deb
+deb: deps
+	cmake -S . -B $(BUILD_DEB) -G Ninja -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_BUILD_TYPE=Release \
+	  -DGL_BUILD_TESTS=OFF -DGL_WERROR=ON
+	cmake --build $(BUILD_DEB) -j $(JOBS)
+	cd $(BUILD_DEB) && cpack -G DEB
+
+# Installs the packages on this machine (root: CI) and checks them: an
+# example built against the installed header, the installed daemon on the
+# emulated device, the installed CLI against it (tests/pkg/test_deb.sh).
+check-deb: deb
+	tests/pkg/test_deb.sh $(BUILD_DEB)
+
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_REL)-gcc $(BUILD_REL)-clang build-fuzz
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_REL)-gcc $(BUILD_REL)-clang $(BUILD_DEB) build-fuzz

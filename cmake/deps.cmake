@@ -73,3 +73,19 @@ find_library(GL_NGTCP2_SO NAMES libngtcp2.so ngtcp2 REQUIRED)
 find_library(GL_NGTCP2_CRYPTO_SO NAMES libngtcp2_crypto_gnutls.so ngtcp2_crypto_gnutls REQUIRED)
 add_library(gl_dep_ngtcp2_shared INTERFACE)
 target_link_libraries(gl_dep_ngtcp2_shared INTERFACE ${GL_NGTCP2_CRYPTO_SO} ${GL_NGTCP2_SO} PkgConfig::GNUTLS)
+
+# libsystemd: readiness and reload notices to systemd (sd_notify). Linked
+# dynamically: libsystemd0 is on every systemd host, and Debian ships no
+# static archive of it.
+pkg_check_modules(SYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
+add_library(gl_dep_systemd INTERFACE)
+target_link_libraries(gl_dep_systemd INTERFACE PkgConfig::SYSTEMD)
+
+# libcurl (GnuTLS flavour): `gpulease top` reads a daemon's /metrics over
+# HTTP. Linked dynamically (its static archive needs a dozen more).
+pkg_check_modules(CURL REQUIRED IMPORTED_TARGET libcurl)
+add_library(gl_dep_curl INTERFACE)
+target_link_libraries(gl_dep_curl INTERFACE PkgConfig::CURL)
+
+# scdoc: the man pages (docs/man/*.scd), generated at build time.
+find_program(GL_SCDOC scdoc)

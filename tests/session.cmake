@@ -57,3 +57,8 @@ add_dependencies(test_e2e_metrics gpuleased gl_kernels)
 gl_add_test(test_e2e_config SOURCES e2e/test_e2e_config.c e2e/daemon_harness.c
   LIBS gpulease_static gl_common Threads::Threads TIMEOUT 120 LABELS emu)
 add_dependencies(test_e2e_config gpuleased)
+# Under a service manager: sd_notify readiness, SIGHUP reloads of the
+# configuration, certificate, tenants and audit log, keeping leases.
+gl_add_test(test_e2e_reload SOURCES e2e/test_e2e_reload.c e2e/daemon_harness.c
+  LIBS gpulease_static gl_common gl_net_server Threads::Threads TIMEOUT 120 LABELS emu)
+add_dependencies(test_e2e_reload gpuleased)

@@ -7,6 +7,8 @@
 
 #include "daemon/fence.h"
 #include "daemon/metrics.h"
+#include "daemon/notify.h"
+#include "daemon/reload.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -19,6 +21,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "daemon/worker_proc.h"
+#include "worker/counters.h"
 #include "net/tls.h"
 #include "proto/wire.h"
 
@@ -83,8 +86,6 @@ static void set_overheads(gl_daemon *d, bool measured) {
   }
 }
 
-static void write_ready_file(const gl_daemon *d);
-
 /* The ready file once the warm pool has answered (or after 10 s): a client
  * told "ready" finds warm workers. */
 static void on_ready_timer(struct ev_loop *loop, ev_timer *t, int revents) {
@@ -93,7 +94,7 @@ static void on_ready_timer(struct ev_loop *loop, ev_timer *t, int revents) {
   if (!gl_pool_settled(d->pool) && ev_now(loop) < d->ready_deadline) return;
   ev_timer_stop(loop, t);
   set_overheads(d, true);
-  write_ready_file(d);
+  gl_daemon_announce_ready(d, "serving");
 }
 
 static void on_expiry_one(void *user, gl_lease *l) {
@@ -117,7 +118,33 @@ static void on_expiry_timer(struct ev_loop *loop, ev_timer *t, int revents) {
 static void on_signal(struct ev_loop *loop, ev_signal *s, int revents) {
   (void)revents;
   GL_INFO("signal %d: shutting down", s->signum);
+  gl_notify_stopping();
   ev_break(loop, EVBREAK_ALL);
+}
+
+static void on_sighup(struct ev_loop *loop, ev_signal *s, int revents) {
+  (void)loop;
+  (void)revents;
+  gl_daemon_reload(s->data);
+}
+
+/* One line for `systemctl status`. */
+static void status_line(const gl_daemon *d, char *out, size_t len, const char *what) {
+  size_t conns = gl_qserver_connection_count(d->server); /* the main port's */
+  snprintf(out, len, "%s on %s:%u; %zu live lease%s on %" PRIu32 " GPU%s; %zu connection%s", what,
+           d->cfg.listen_host, (unsigned)gl_qserver_port(d->server),
+           gl_lease_table_live_count(d->leases),
+           gl_lease_table_live_count(d->leases) == 1 ? "" : "s", d->node.gpu_count,
+           d->node.gpu_count == 1 ? "" : "s", conns, conns == 1 ? "" : "s");
+}
+
+static void on_status_timer(struct ev_loop *loop, ev_timer *t, int revents) {
+  (void)loop;
+  (void)revents;
+  gl_daemon *d = t->data;
+  char line[400];
+  status_line(d, line, sizeof line, "serving");
+  gl_notify_status("%s", line);
 }
 
 static int mkdir_p(const char *dir) {
@@ -283,6 +310,8 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
     GL_INFO("stripe ports %s (QUIC, a network thread each)", ports);
   }
   gl_boot_id(d->boot_id);
+  if (gl_worker_counters_create() != 0)
+    GL_WARN("no shared page for the workers' cache counts: module and JIT cache metrics stay 0");
   if (cfg->metrics_listen[0] &&
       !(d->metrics = gl_metrics_start(d, cfg->metrics_listen, err, errlen)))
     return -1;
@@ -303,6 +332,9 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
   ev_signal_init(&d->sigterm, on_signal, SIGTERM);
   ev_signal_start(d->loop, &d->sigint);
   ev_signal_start(d->loop, &d->sigterm);
+  ev_signal_init(&d->sighup, on_sighup, SIGHUP);
+  d->sighup.data = d;
+  ev_signal_start(d->loop, &d->sighup);
 
   GL_INFO("listening on %s:%u (QUIC, ALPN gpulease/1)", cfg->listen_host,
           gl_qserver_port(d->server));
@@ -328,9 +360,22 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
     d->ready_timer.data = d;
     ev_timer_start(d->loop, &d->ready_timer);
   } else {
-    write_ready_file(d);
+    gl_daemon_announce_ready(d, "serving");
+  }
+  if (gl_notify_enabled()) {
+    ev_timer_init(&d->status_timer, on_status_timer, 5.0, 5.0);
+    d->status_timer.data = d;
+    ev_timer_start(d->loop, &d->status_timer);
   }
   return 0;
+}
+
+void gl_daemon_announce_ready(gl_daemon *d, const char *what) {
+  d->announced = true;
+  write_ready_file(d);
+  char line[400];
+  status_line(d, line, sizeof line, what);
+  gl_notify_ready(line);
 }
 
 static void end_one(void *user, gl_lease *l) {
@@ -360,6 +405,8 @@ void gl_daemon_stop(gl_daemon *d) {
   ev_timer_stop(d->loop, &d->expiry_timer);
   ev_signal_stop(d->loop, &d->sigint);
   ev_signal_stop(d->loop, &d->sigterm);
+  ev_signal_stop(d->loop, &d->sighup);
+  ev_timer_stop(d->loop, &d->status_timer);
   gl_lease_table_del(d->leases);
   d->leases = NULL;
   gl_node_close(&d->node);

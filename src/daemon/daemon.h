@@ -64,6 +64,10 @@ typedef struct gl_daemon_config {
   char metrics_listen[300];      /* --metrics-listen HOST:PORT: Prometheus /metrics; "" none */
 } gl_daemon_config;
 
+/* Fills out with the configuration as it is now (file and command line),
+ * for a reload (reload.h): 0, or -1 with err. */
+typedef int (*gl_daemon_config_fn)(void *user, gl_daemon_config *out, char *err, size_t errlen);
+
 typedef struct gl_daemon {
   gl_daemon_config cfg;
   struct ev_loop *loop;
@@ -90,7 +94,12 @@ typedef struct gl_daemon {
   struct gl_metrics *metrics; /* --metrics-listen, or NULL (metrics.h) */
   gl_node node;
   ev_timer expiry_timer;
-  ev_signal sigint, sigterm;
+  ev_timer status_timer;  /* STATUS= to the service manager (notify.h) */
+  ev_signal sigint, sigterm, sighup;
+  gl_daemon_config_fn reload_fn; /* SIGHUP reads the configuration through it (reload.h) */
+  void *reload_user;
+  bool tenants_reloaded;
+  bool announced;         /* ready: READY=1 and the ready file are out */  /* token identities are checked against the file again */
   char fingerprint[65];
 } gl_daemon;
 
@@ -106,6 +115,11 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
 void gl_daemon_run(gl_daemon *d);
 
 void gl_daemon_stop(gl_daemon *d);
+
+/* Writes the ready file ("PORT FINGERPRINT") and tells the service
+ * manager READY=1 with a status line beginning with what ("serving",
+ * "reloaded"). */
+void gl_daemon_announce_ready(gl_daemon *d, const char *what);
 
 /* ops.c: the request callbacks given to the QUIC server and to the local
  * socket, and the local socket's connection-closed callback (it detaches

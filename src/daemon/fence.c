@@ -121,3 +121,9 @@ void gl_fence_free(gl_fence *f) {
   gl_wproc_set_teardown_watch(f->timeout_s, NULL, NULL);
   free(f);
 }
+
+void gl_fence_set_timeout(gl_fence *f, double timeout_s) {
+  if (!f || timeout_s <= 0) return;
+  f->timeout_s = timeout_s;
+  gl_wproc_set_teardown_watch(timeout_s, on_teardown, f);
+}

@@ -27,4 +27,8 @@ typedef struct gl_fence gl_fence;
 gl_fence *gl_fence_new(struct gl_daemon *d, double timeout_s);
 void gl_fence_free(gl_fence *f);
 
+/* Changes the teardown deadline (a reload) for the teardowns that start
+ * from now on. */
+void gl_fence_set_timeout(gl_fence *f, double timeout_s);
+
 #endif /* GL_DAEMON_FENCE_H */

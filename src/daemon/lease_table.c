@@ -400,3 +400,7 @@ void gl_lease_table_foreach(gl_lease_table *t, void (*fn)(void *user, gl_lease *
   for (size_t i = 0; i < t->count; i++)
     if (is_live(t->leases[i])) fn(user, t->leases[i]);
 }
+
+void gl_lease_table_set_max_ttl(gl_lease_table *t, uint32_t max_ttl_s) {
+  if (max_ttl_s > 0) t->cfg.max_ttl_s = max_ttl_s;
+}

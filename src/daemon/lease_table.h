@@ -58,6 +58,10 @@ typedef struct gl_lease_table_config {
 gl_lease_table *gl_lease_table_new(const gl_lease_table_config *cfg);
 void gl_lease_table_del(gl_lease_table *t);
 
+/* Changes the longest TTL granted from now on (a reload); leases granted
+ * keep theirs until they are renewed. */
+void gl_lease_table_set_max_ttl(gl_lease_table *t, uint32_t max_ttl_s);
+
 /* Declares GPU `index` with `capacity_bytes` of leasable VRAM. Indices are
  * dense from 0; calling again updates the capacity. 0 or -1 (index too big). */
 int gl_lease_table_set_gpu(gl_lease_table *t, uint32_t index, uint64_t capacity_bytes);

@@ -17,6 +17,7 @@
 #include "daemon/daemon.h"
 #include "gpu/nvml.h"
 #include "proto/wire.h"
+#include "worker/counters.h"
 
 #define SNAPSHOT_S 1.0
 #define MAX_OPS 64 /* distinct ops counted; a few dozen exist */
@@ -197,6 +198,23 @@ static void render(gl_metrics *m) {
        "Worker processes that ended on their own (a device fault, a crash); the next use of "
        "their lease starts a fresh one.");
   put(&o, "gpulease_worker_faults_total %" PRIu64 "\n", m->worker_faults);
+  help(&o, "gpulease_module_cache_hits_total", "counter",
+       "Module loads (GPU_SUBMIT, MODULE_LOAD) whose image was loaded in the lease's context "
+       "already.");
+  put(&o, "gpulease_module_cache_hits_total %" PRIu64 "\n", gl_worker_counter(GL_WC_MODULE_HIT));
+  help(&o, "gpulease_module_cache_misses_total", "counter",
+       "Module loads that loaded the image into the context.");
+  put(&o, "gpulease_module_cache_misses_total %" PRIu64 "\n",
+      gl_worker_counter(GL_WC_MODULE_MISS));
+  help(&o, "gpulease_jit_cache_hits_total", "counter",
+       "PTX loads that found the image compiled for the GPU in the JIT cache on disk.");
+  put(&o, "gpulease_jit_cache_hits_total %" PRIu64 "\n", gl_worker_counter(GL_WC_JIT_HIT));
+  help(&o, "gpulease_jit_cache_misses_total", "counter",
+       "PTX loads that found no compiled image in the JIT cache (compiled now).");
+  put(&o, "gpulease_jit_cache_misses_total %" PRIu64 "\n", gl_worker_counter(GL_WC_JIT_MISS));
+  help(&o, "gpulease_jit_cache_stores_total", "counter",
+       "Compiled images written to the JIT cache.");
+  put(&o, "gpulease_jit_cache_stores_total %" PRIu64 "\n", gl_worker_counter(GL_WC_JIT_STORE));
   help(&o, "gpulease_request_duration_seconds", "histogram",
        "Time from a request's arrival at the daemon to its answer, by op.");
   for (size_t i = 0; i < m->nops; i++) {
@@ -219,51 +237,67 @@ static void render(gl_metrics *m) {
         m->ops[i].errors);
   help(&o, "gpulease_connections", "gauge", "QUIC connections open on the main port.");
   put(&o, "gpulease_connections %zu\n", d->server ? gl_qserver_connection_count(d->server) : 0);
-  help(&o, "gpulease_leases", "gauge", "Live leases, by GPU.");
-  help(&o, "gpulease_sessions", "gauge", "Live sessions of the GPU's leases.");
-  help(&o, "gpulease_vram_allocated_bytes", "gauge", "VRAM granted to live leases, by GPU.");
+  /* Per GPU, one family after another (the exposition format wants each
+   * family's samples together under its HELP and TYPE). */
   uint32_t sessions[GPULEASE_MAX_GPUS];
   gl_daemon_sessions_by_gpu(d, sessions);
-  help(&o, "gpulease_gpu_fenced", "gauge", "1 while the GPU is fenced (a failed teardown).");
+  uint32_t ngpu = d->node.gpu_count < GPULEASE_MAX_GPUS ? d->node.gpu_count : GPULEASE_MAX_GPUS;
+  struct gpu_now {
+    uint64_t leased, free_b;
+    uint32_t leases;
+    unsigned util_pct, celsius;
+    int activity; /* gl_nvml_activity's bits: 1 utilisation, 2 temperature */
+  } now[GPULEASE_MAX_GPUS];
+  for (uint32_t g = 0; g < ngpu; g++) {
+    struct gpu_now *n = &now[g];
+    gl_lease_table_gpu_usage(d->leases, g, &n->leased, &n->leases);
+    /* Free memory as the inventory gives it: NVML's, or (the emulated
+     * device) what the leases leave. */
+    uint64_t total = d->node.gpus[g].total_vram_bytes;
+    n->free_b = gl_node_free_vram(&d->node, g, total > n->leased ? total - n->leased : 0);
+    unsigned mem_pct = 0;
+    n->activity = d->node.nvml ? gl_nvml_activity(d->node.nvml, d->node.gpus[g].uuid,
+                                                  &n->util_pct, &mem_pct, &n->celsius)
+                               : 0;
+  }
+#define PER_GPU(name, type, text, fmt, value)                                                 \
+  do {                                                                                         \
+    help(&o, name, type, text);                                                                \
+    for (uint32_t g = 0; g < ngpu; g++)                                                        \
+      put(&o, name "{gpu=\"%" PRIu32 "\",uuid=\"%s\"} " fmt "\n", g, d->node.gpus[g].uuid,     \
+          value);                                                                              \
+  } while (0)
+  PER_GPU("gpulease_leases", "gauge", "Live leases, by GPU.", "%" PRIu32, now[g].leases);
+  PER_GPU("gpulease_sessions", "gauge", "Live sessions of the GPU's leases.", "%" PRIu32,
+          sessions[g]);
+  PER_GPU("gpulease_vram_allocated_bytes", "gauge", "VRAM granted to live leases, by GPU.",
+          "%" PRIu64, now[g].leased);
+  PER_GPU("gpulease_gpu_fenced", "gauge", "1 while the GPU is fenced (a failed teardown).", "%d",
+          gl_lease_table_fenced(d->leases, g) != NULL);
+  PER_GPU("gpulease_gpu_memory_total_bytes", "gauge", "The GPU's memory.", "%" PRIu64,
+          d->node.gpus[g].total_vram_bytes);
+  PER_GPU("gpulease_gpu_memory_free_bytes", "gauge",
+          "The GPU's free memory (NVML; the emulated device: what leases leave).", "%" PRIu64,
+          now[g].free_b);
+#undef PER_GPU
   help(&o, "gpulease_warm_workers", "gauge", "Warm workers of the GPU, ready or starting.");
-  help(&o, "gpulease_gpu_memory_total_bytes", "gauge", "The GPU's memory (NVML).");
-  help(&o, "gpulease_gpu_memory_free_bytes", "gauge", "The GPU's free memory (NVML).");
-  help(&o, "gpulease_gpu_utilization_ratio", "gauge",
-       "Share of the last NVML sample period a kernel ran on the GPU (0..1).");
-  help(&o, "gpulease_gpu_temperature_celsius", "gauge", "The GPU's temperature (NVML).");
-  for (uint32_t g = 0; g < d->node.gpu_count; g++) {
-    uint64_t leased;
-    uint32_t count;
-    gl_lease_table_gpu_usage(d->leases, g, &leased, &count);
-    const char *uuid = d->node.gpus[g].uuid;
-    put(&o, "gpulease_leases{gpu=\"%" PRIu32 "\",uuid=\"%s\"} %" PRIu32 "\n", g, uuid, count);
-    put(&o, "gpulease_sessions{gpu=\"%" PRIu32 "\",uuid=\"%s\"} %" PRIu32 "\n", g, uuid,
-        sessions[g]);
-    put(&o, "gpulease_vram_allocated_bytes{gpu=\"%" PRIu32 "\",uuid=\"%s\"} %" PRIu64 "\n", g,
-        uuid, leased);
-    put(&o, "gpulease_gpu_fenced{gpu=\"%" PRIu32 "\",uuid=\"%s\"} %d\n", g, uuid,
-        gl_lease_table_fenced(d->leases, g) != NULL);
+  for (uint32_t g = 0; g < ngpu; g++) {
     put(&o, "gpulease_warm_workers{gpu=\"%" PRIu32 "\",state=\"ready\"} %u\n", g,
         d->pool ? (unsigned)gl_pool_ready(d->pool, g) : 0u);
     put(&o, "gpulease_warm_workers{gpu=\"%" PRIu32 "\",state=\"starting\"} %u\n", g,
         d->pool ? (unsigned)gl_pool_starting(d->pool, g) : 0u);
-    put(&o, "gpulease_gpu_memory_total_bytes{gpu=\"%" PRIu32 "\",uuid=\"%s\"} %" PRIu64 "\n", g,
-        uuid, d->node.gpus[g].total_vram_bytes);
-    if (d->node.nvml) {
-      uint64_t total, free_b, used;
-      if (gl_nvml_memory_by_uuid(d->node.nvml, uuid, &total, &free_b, &used) == 0)
-        put(&o, "gpulease_gpu_memory_free_bytes{gpu=\"%" PRIu32 "\",uuid=\"%s\"} %" PRIu64 "\n",
-            g, uuid, free_b);
-      unsigned gpu_pct = 0, mem_pct = 0, celsius = 0;
-      int got = gl_nvml_activity(d->node.nvml, uuid, &gpu_pct, &mem_pct, &celsius);
-      if (got > 0 && (got & 1))
-        put(&o, "gpulease_gpu_utilization_ratio{gpu=\"%" PRIu32 "\",uuid=\"%s\"} %.2f\n", g, uuid,
-            gpu_pct / 100.0);
-      if (got > 0 && (got & 2))
-        put(&o, "gpulease_gpu_temperature_celsius{gpu=\"%" PRIu32 "\",uuid=\"%s\"} %u\n", g, uuid,
-            celsius);
-    }
   }
+  help(&o, "gpulease_gpu_utilization_ratio", "gauge",
+       "Share of the last NVML sample period a kernel ran on the GPU (0..1).");
+  for (uint32_t g = 0; g < ngpu; g++)
+    if (now[g].activity > 0 && (now[g].activity & 1))
+      put(&o, "gpulease_gpu_utilization_ratio{gpu=\"%" PRIu32 "\",uuid=\"%s\"} %.2f\n", g,
+          d->node.gpus[g].uuid, now[g].util_pct / 100.0);
+  help(&o, "gpulease_gpu_temperature_celsius", "gauge", "The GPU's temperature (NVML).");
+  for (uint32_t g = 0; g < ngpu; g++)
+    if (now[g].activity > 0 && (now[g].activity & 2))
+      put(&o, "gpulease_gpu_temperature_celsius{gpu=\"%" PRIu32 "\",uuid=\"%s\"} %u\n", g,
+          d->node.gpus[g].uuid, now[g].celsius);
   if (o.oom) {
     free(o.p);
     return;

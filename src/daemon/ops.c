@@ -1165,6 +1165,19 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
     free(r);
     return;
   }
+  /* A token's tenant taken out of the tenants file by a reload loses the
+   * connections it authenticated before. */
+  if (framed && d->tenants_reloaded && d->cfg.auth_mode == GL_AUTH_TOKEN &&
+      h.op != GL_OP_AUTHENTICATE) {
+    if (!gl_tenants_lookup(d->tenants, gl_dreq_identity(req), NULL)) {
+      gl_ops_reply_error(req, h.op, GPULEASE_UNAUTHORIZED,
+                         "tenant '%s' is no longer in the daemon's tenants file (reloaded); "
+                         "authenticate with a current token",
+                         gl_dreq_identity(req));
+      free(r);
+      return;
+    }
+  }
   /* One tenant's requests in flight are bounded (overload, not a quota). */
   if (framed) {
     uint32_t *inflight = gl_tenant_load_counter(d->load, gl_dreq_identity(req));

@@ -341,3 +341,22 @@ unsigned gl_shards_count(const gl_shards *s) { return s ? s->n : 0; }
 uint16_t gl_shards_port(const gl_shards *s, unsigned i) {
   return s && i < s->n ? gl_qserver_port(s->sh[i]->srv) : 0;
 }
+
+int gl_shards_set_tls(gl_shards *s, const char *cert_file, const char *key_file,
+                      const char *client_ca_file, char *err, size_t errlen) {
+  for (unsigned i = 0; s && i < s->n; i++) {
+    char why[256];
+    if (gl_qserver_set_tls(s->sh[i]->srv, cert_file, key_file, client_ca_file, why,
+                           sizeof why) != 0) {
+      snprintf(err, errlen, "network thread %u: %s", i, why);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+void gl_shards_set_limits(gl_shards *s, uint32_t max_connections_per_address,
+                          uint32_t retry_above_handshakes) {
+  for (unsigned i = 0; s && i < s->n; i++)
+    gl_qserver_set_limits(s->sh[i]->srv, max_connections_per_address, retry_above_handshakes);
+}

@@ -39,6 +39,17 @@ int gl_shards_start(struct ev_loop *main, const gl_qserver_config *base, unsigne
  * handled are dropped, lent reply buffers given back. NULL is ignored. */
 void gl_shards_stop(gl_shards *s);
 
+/* Main loop: gl_qserver_set_tls on every shard's server (a configuration
+ * reload). 0, or -1 with err at the first that failed (those before it
+ * have the new credentials: the caller sets them again, or the old ones
+ * back). NULL s: 0. */
+int gl_shards_set_tls(gl_shards *s, const char *cert_file, const char *key_file,
+                      const char *client_ca_file, char *err, size_t errlen);
+
+/* Main loop: gl_qserver_set_limits on every shard's server. */
+void gl_shards_set_limits(gl_shards *s, uint32_t max_connections_per_address,
+                          uint32_t retry_above_handshakes);
+
 unsigned gl_shards_count(const gl_shards *s);
 uint16_t gl_shards_port(const gl_shards *s, unsigned i);
 

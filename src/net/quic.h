@@ -127,6 +127,21 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
  * frees them. */
 void gl_qserver_del(gl_qserver *srv);
 
+/* Loads a new certificate chain and key (and client CAs: given exactly
+ * when the server was made with client_ca_file, since whether clients
+ * must present a certificate cannot change) and makes them the ones new
+ * connections get; connections already open keep theirs. Safe from any
+ * thread. 0, or -1 with err (a file that cannot be read or holds no
+ * certificate): the server keeps the credentials it had. */
+int gl_qserver_set_tls(gl_qserver *srv, const char *cert_file, const char *key_file,
+                       const char *client_ca_file, char *err, size_t errlen);
+
+/* Changes max_connections_per_address and retry_above_handshakes (0: the
+ * defaults, as in gl_qserver_config) for the connections that come next.
+ * Safe from any thread. */
+void gl_qserver_set_limits(gl_qserver *srv, uint32_t max_connections_per_address,
+                           uint32_t retry_above_handshakes);
+
 /* The UDP port actually bound. */
 uint16_t gl_qserver_port(const gl_qserver *srv);
 

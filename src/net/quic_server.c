@@ -78,6 +78,8 @@
 #include <unistd.h>
 
 #include <ev.h>
+#include <pthread.h>
+
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 #include <ngtcp2/ngtcp2.h>
@@ -147,8 +149,18 @@ struct qstream {
   bool write_dead; /* peer sent STOP_SENDING or the stream was reset */
 };
 
+/* A certificate credential (certificate, key, client CAs) and how many
+ * hold it: the server while it is current, and each connection whose TLS
+ * session uses it. A reload (gl_qserver_set_tls) installs a new one; the
+ * old one is freed when its last connection is. */
+typedef struct qcred {
+  gnutls_certificate_credentials_t cred;
+  unsigned refs;
+} qcred;
+
 struct qconn {
   gl_qserver *srv;
+  qcred *cred; /* the credential its TLS session was given, held */
   qconn *prev, *next;       /* srv->conns */
   qconn *dnext;             /* srv->dirty */
   qconn *bnext;             /* srv->blocked (socket full) */
@@ -216,7 +228,8 @@ struct gl_qserver {
   uint16_t port;
   size_t max_udp; /* largest UDP payload we send */
   ev_io rio, wio;
-  gnutls_certificate_credentials_t cred;
+  qcred *cred;            /* current; new connections take a reference */
+  pthread_mutex_t cred_mu; /* cred and its counts: gl_qserver_set_tls comes from any thread */
   gnutls_priority_t prio;
   qconn *conns;
   size_t nconns;   /* all allocated */
@@ -816,6 +829,16 @@ static void conn_close_liberr(qconn *c, int liberr) {
   conn_close(c, &e);
 }
 
+static void cred_release(gl_qserver *s, qcred *q) {
+  if (!q) return;
+  pthread_mutex_lock(&s->cred_mu);
+  bool last = --q->refs == 0;
+  pthread_mutex_unlock(&s->cred_mu);
+  if (!last) return;
+  gnutls_certificate_free_credentials(q->cred);
+  free(q);
+}
+
 static void conn_free(qconn *c) {
   gl_qserver *s = c->srv;
   if (c->conn && !c->fresh) {
@@ -858,6 +881,7 @@ static void conn_free(qconn *c) {
   if (--s->nconns == 0) gl_q_pool_clear(&s->pool); /* idle: give the memory back */
   if (c->conn) ngtcp2_conn_del(c->conn);
   if (c->tls) gnutls_deinit(c->tls);
+  cred_release(s, c->cred);
   free(c->close_pkt);
   free(c->cids);
   conn_pend_clear(c);
@@ -1378,8 +1402,9 @@ static void send_retry(gl_qserver *s, const ngtcp2_pkt_hd *hd, const struct sock
 /* Whether a new connection must first prove its address (Retry). */
 static bool retry_needed(const gl_qserver *s) {
   if (s->cfg.always_retry) return true;
-  if (s->cfg.retry_above_handshakes == UINT32_MAX) return false;
-  return s->nhandshaking >= s->cfg.retry_above_handshakes;
+  uint32_t above = __atomic_load_n(&s->cfg.retry_above_handshakes, __ATOMIC_RELAXED);
+  if (above == UINT32_MAX) return false;
+  return s->nhandshaking >= above;
 }
 
 static void send_version_negotiation(gl_qserver *s, const ngtcp2_version_cid *vc,
@@ -1402,7 +1427,11 @@ static int conn_tls_init(qconn *c) {
     return -1;
   }
   if (gnutls_priority_set(c->tls, s->prio) != 0) return -1;
-  if (gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE, s->cred) != 0) return -1;
+  pthread_mutex_lock(&s->cred_mu);
+  c->cred = s->cred;
+  c->cred->refs++;
+  pthread_mutex_unlock(&s->cred_mu);
+  if (gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE, c->cred->cred) != 0) return -1;
   if (ngtcp2_crypto_gnutls_configure_server_session(c->tls) != 0) return -1;
   if (gnutls_alpn_set_protocols(c->tls, gl_q_alpn(), 1, GNUTLS_ALPN_MANDATORY) != 0) return -1;
   gnutls_handshake_set_hook_function(c->tls, GNUTLS_HANDSHAKE_CLIENT_HELLO, GNUTLS_HOOK_POST,
@@ -1464,10 +1493,11 @@ static qconn *conn_accept(gl_qserver *s, const ngtcp2_path *path, const uint8_t 
   uint8_t ip[16];
   if (!addr_key(remote, ip)) return NULL;
   const addr_ent *ae = addr_find(s, ip);
-  if (ae && ae->n >= s->cfg.max_connections_per_address) {
+  uint32_t per_addr = __atomic_load_n(&s->cfg.max_connections_per_address, __ATOMIC_RELAXED);
+  if (ae && ae->n >= per_addr) {
     if (log_due(&s->last_addr_refusal_log_ns, now))
       GL_WARN("quic: refusing %s: %zu connections from its address (max %u)", peer, ae->n,
-              (unsigned)s->cfg.max_connections_per_address);
+              (unsigned)per_addr);
     send_stateless_close(s, &hd, local, remote, remotelen, NGTCP2_CONNECTION_REFUSED,
                          "too many connections from this address");
     return NULL;
@@ -1770,6 +1800,77 @@ static int srv_bind(gl_qserver *s, char *err, size_t errlen) {
   return 0;
 }
 
+/* Loads a certificate chain and key, and the client CAs when ca_file is
+ * not NULL, into a new credential holding one reference. NULL with err. */
+static qcred *cred_load(const char *cert_file, const char *key_file, const char *ca_file,
+                        char *err, size_t errlen) {
+  qcred *q = calloc(1, sizeof *q);
+  if (!q) {
+    set_err(err, errlen, "out of memory");
+    return NULL;
+  }
+  int rc = gnutls_certificate_allocate_credentials(&q->cred);
+  if (rc < 0) {
+    set_err(err, errlen, "TLS credentials: %s", gnutls_strerror(rc));
+    free(q);
+    return NULL;
+  }
+  q->refs = 1;
+  rc = gnutls_certificate_set_x509_key_file(q->cred, cert_file, key_file, GNUTLS_X509_FMT_PEM);
+  if (rc < 0) {
+    set_err(err, errlen, "cannot load certificate %s / key %s: %s", cert_file, key_file,
+            gnutls_strerror(rc));
+    goto fail;
+  }
+  if (ca_file) {
+    /* The number of certificates loaded: none is an error too. */
+    rc = gnutls_certificate_set_x509_trust_file(q->cred, ca_file, GNUTLS_X509_FMT_PEM);
+    if (rc <= 0) {
+      set_err(err, errlen, "cannot load client CA certificates from %s: %s", ca_file,
+              rc == 0 ? "no certificate found" : gnutls_strerror(rc));
+      goto fail;
+    }
+    GL_INFO("quic: clients must present a certificate from %s (%d CA certificate%s)", ca_file, rc,
+            rc == 1 ? "" : "s");
+  }
+  return q;
+fail:
+  gnutls_certificate_free_credentials(q->cred);
+  free(q);
+  return NULL;
+}
+
+int gl_qserver_set_tls(gl_qserver *s, const char *cert_file, const char *key_file,
+                       const char *client_ca_file, char *err, size_t errlen) {
+  if (!cert_file || !key_file || (!client_ca_file != !s->client_ca_file)) {
+    set_err(err, errlen, client_ca_file || s->client_ca_file
+                             ? "client certificates are asked for from start to stop: "
+                               "--auth changes need a restart"
+                             : "no certificate or key");
+    return -1;
+  }
+  qcred *q = cred_load(cert_file, key_file, client_ca_file, err, errlen);
+  if (!q) return -1;
+  pthread_mutex_lock(&s->cred_mu);
+  qcred *old = s->cred;
+  s->cred = q;
+  pthread_mutex_unlock(&s->cred_mu);
+  cred_release(s, old); /* the server's reference; connections keep theirs */
+  return 0;
+}
+
+void gl_qserver_set_limits(gl_qserver *s, uint32_t max_connections_per_address,
+                           uint32_t retry_above_handshakes) {
+  __atomic_store_n(&s->cfg.max_connections_per_address,
+                   max_connections_per_address ? max_connections_per_address
+                                               : DEFAULT_MAX_CONNS_PER_ADDRESS,
+                   __ATOMIC_RELAXED);
+  __atomic_store_n(&s->cfg.retry_above_handshakes,
+                   retry_above_handshakes ? retry_above_handshakes
+                                          : DEFAULT_RETRY_ABOVE_HANDSHAKES,
+                   __ATOMIC_RELAXED);
+}
+
 int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserver **out,
                    char *err, size_t errlen) {
   if (out) *out = NULL;
@@ -1783,6 +1884,7 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
     set_err(err, errlen, "out of memory");
     return -1;
   }
+  pthread_mutex_init(&s->cred_mu, NULL);
   s->loop = loop;
   s->fd = -1;
   s->cfg = *cfg;
@@ -1822,32 +1924,10 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
     goto fail;
   }
 
-  int rc = gnutls_certificate_allocate_credentials(&s->cred);
-  if (rc < 0) {
-    s->cred = NULL;
-    set_err(err, errlen, "TLS credentials: %s", gnutls_strerror(rc));
+  if (!(s->cred = cred_load(s->cert_file, s->key_file, s->client_ca_file, err, errlen)))
     goto fail;
-  }
-  rc = gnutls_certificate_set_x509_key_file(s->cred, s->cert_file, s->key_file,
-                                            GNUTLS_X509_FMT_PEM);
-  if (rc < 0) {
-    set_err(err, errlen, "cannot load certificate %s / key %s: %s", s->cert_file, s->key_file,
-            gnutls_strerror(rc));
-    goto fail;
-  }
-  if (s->client_ca_file) {
-    /* The number of certificates loaded: none is an error too. */
-    rc = gnutls_certificate_set_x509_trust_file(s->cred, s->client_ca_file, GNUTLS_X509_FMT_PEM);
-    if (rc <= 0) {
-      set_err(err, errlen, "cannot load client CA certificates from %s: %s", s->client_ca_file,
-              rc == 0 ? "no certificate found" : gnutls_strerror(rc));
-      goto fail;
-    }
-    GL_INFO("quic: clients must present a certificate from %s (%d CA certificate%s)",
-            s->client_ca_file, rc, rc == 1 ? "" : "s");
-  }
   const char *errpos = NULL;
-  rc = gnutls_priority_init(&s->prio, GL_Q_PRIORITY, &errpos);
+  int rc = gnutls_priority_init(&s->prio, GL_Q_PRIORITY, &errpos);
   if (rc < 0) {
     s->prio = NULL;
     set_err(err, errlen, "TLS priorities: %s", gnutls_strerror(rc));
@@ -1915,7 +1995,8 @@ void gl_qserver_del(gl_qserver *srv) {
     free(s->abuckets);
   }
   if (s->prio) gnutls_priority_deinit(s->prio);
-  if (s->cred) gnutls_certificate_free_credentials(s->cred);
+  cred_release(s, s->cred);
+  pthread_mutex_destroy(&s->cred_mu);
   free(s->listen_host);
   free(s->cert_file);
   free(s->key_file);

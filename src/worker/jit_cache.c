@@ -19,6 +19,7 @@
  * later eviction scan once an hour old.
  */
 #include "worker/jit_cache.h"
+#include "worker/counters.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -157,6 +158,9 @@ static void count(gl_jit_cache *c, uint64_t *counter) {
   pthread_mutex_lock(&c->mu);
   (*counter)++;
   pthread_mutex_unlock(&c->mu);
+  gl_worker_count(counter == &c->hits     ? GL_WC_JIT_HIT
+                  : counter == &c->misses ? GL_WC_JIT_MISS
+                                          : GL_WC_JIT_STORE);
 }
 
 /* mkdir -p with mode 0700 for every directory created. 0 or -1 (errno). */

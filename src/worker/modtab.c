@@ -6,6 +6,7 @@
  * comparison cheap.
  */
 #include "worker/modtab.h"
+#include "worker/counters.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -175,6 +176,7 @@ gpulease_status gl_modtab_acquire(gl_modtab *t, const uint8_t *image, size_t len
       *module = e->module;
       *source = GL_MODULE_CACHE_CONTEXT;
       pthread_mutex_unlock(&t->mu);
+      gl_worker_count(GL_WC_MODULE_HIT);
       return GPULEASE_OK;
     }
   }
@@ -192,6 +194,7 @@ gpulease_status gl_modtab_acquire(gl_modtab *t, const uint8_t *image, size_t len
   void *m = NULL;
   uint8_t src = GL_MODULE_CACHE_LOADED;
   gpulease_status st = load_new(t, image, len, fmt, sha, &m, &src, err, errlen);
+  gl_worker_count(GL_WC_MODULE_MISS);
   if (st == GPULEASE_OK) {
     mod_entry *e = &t->e[t->n++];
     memcpy(e->sha, sha, sizeof sha);

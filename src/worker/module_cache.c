@@ -1,5 +1,6 @@
 /* module_cache.c - see module_cache.h. */
 #include "worker/module_cache.h"
+#include "worker/counters.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,11 +59,13 @@ gpulease_status gl_module_cache_get(gl_module_cache *c, const uint8_t *image, si
         memcmp(e->image, image, len) == 0) {
       e->last_use = ++c->clock;
       c->hits++;
+      gl_worker_count(GL_WC_MODULE_HIT);
       *module = e->module;
       return GPULEASE_OK;
     }
   }
   c->misses++;
+  gl_worker_count(GL_WC_MODULE_MISS);
 
   if (len > SIZE_MAX - 1) {
     snprintf(err, errlen, "image too large");

@@ -68,6 +68,27 @@ static double sample(const char *text, const char *series) {
   return -1;
 }
 
+/* Validates the exposition with promtool (Debian's prometheus package),
+ * which CI installs; the GPU node has none, and says so. */
+static void check_exposition(const char *text) {
+  if (system("command -v promtool >/dev/null 2>&1") != 0) {
+    if (!gl_test_on_gpu()) fail_msg("promtool (Debian package prometheus) is not installed");
+    fprintf(stderr, "promtool not found: the exposition is not validated here\n");
+    return;
+  }
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/gl-metrics-%d.txt", (int)getpid());
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  assert_true(fputs(text, f) >= 0);
+  assert_int_equal(fclose(f), 0);
+  char cmd[200];
+  snprintf(cmd, sizeof cmd, "promtool check metrics < %s 1>&2", path);
+  int rc = system(cmd);
+  unlink(path);
+  assert_int_equal(rc, 0);
+}
+
 static void test_metrics(void **state) {
   (void)state;
   gl_test_daemon d;
@@ -93,6 +114,40 @@ static void test_metrics(void **state) {
   const char *sp = strstr(early, "\ngpulease_sessions{gpu=\"0\"");
   assert_non_null(sp);
   assert_true(atof(strchr(sp, '}') + 2) == 2);
+  /* The gauges agree with the inventory taken at the same time: the VRAM
+   * granted and the live leases exactly, NVML's total memory exactly and
+   * its free memory within 1% (other processes, and the snapshot's age). */
+  static gpulease_inventory inv;
+  CHECK(gpulease_inventory_get(c, &inv, E));
+  assert_true(inv.gpu_count >= 1);
+  for (uint32_t g = 0; g < inv.gpu_count; g++) {
+    const gpulease_gpu_info *gi = &inv.gpus[g];
+    char series[200];
+    snprintf(series, sizeof series, "gpulease_vram_allocated_bytes{gpu=\"%u\",uuid=\"%s\"}", g,
+             gi->uuid);
+    fprintf(stderr, "GPU %u: inventory leased %llu, total %llu, free %llu; %s %.0f\n", g,
+            (unsigned long long)gi->leased_vram_bytes, (unsigned long long)gi->total_vram_bytes,
+            (unsigned long long)gi->free_vram_bytes, series, sample(early, series));
+    assert_true(sample(early, series) == (double)gi->leased_vram_bytes);
+    snprintf(series, sizeof series, "gpulease_leases{gpu=\"%u\",uuid=\"%s\"}", g, gi->uuid);
+    assert_true(sample(early, series) == (double)gi->active_leases);
+    snprintf(series, sizeof series, "gpulease_gpu_memory_total_bytes{gpu=\"%u\",uuid=\"%s\"}",
+             g, gi->uuid);
+    double total = sample(early, series);
+    fprintf(stderr, "  %s %.0f\n", series, total);
+    assert_true(total > 0);
+    snprintf(series, sizeof series, "gpulease_gpu_memory_free_bytes{gpu=\"%u\",uuid=\"%s\"}",
+             g, gi->uuid);
+    double free_b = sample(early, series);
+    fprintf(stderr, "  %s %.0f\n", series, free_b);
+    double diff = free_b - (double)gi->free_vram_bytes;
+    assert_true((diff < 0 ? -diff : diff) <= 0.01 * total);
+    if (gl_test_on_gpu()) {
+      snprintf(series, sizeof series,
+               "gpulease_gpu_temperature_celsius{gpu=\"%u\",uuid=\"%s\"}", g, gi->uuid);
+      assert_true(sample(early, series) > 0);
+    }
+  }
   CHECK(gpulease_session_close(s1, E));
   CHECK(gpulease_session_close(s2, E));
   gl_test_run_iota(c, &l); /* 1024 bytes out */
@@ -121,6 +176,17 @@ static void test_metrics(void **state) {
   assert_non_null(strstr(body, "gpulease_leases{gpu=\"0\""));
   assert_non_null(strstr(body, "# TYPE gpulease_request_duration_seconds histogram"));
   assert_non_null(strstr(body, "gpulease_request_duration_seconds_bucket{op=\"GPU_SUBMIT\",le=\"+Inf\"} 2"));
+  /* The same image twice on one lease: its worker loaded it once (a module
+   * cache miss), then found it loaded (a hit). On a GPU the PTX's first
+   * load looked in the JIT cache on disk (a fresh state directory: a miss)
+   * and stored the compiled image. */
+  assert_true(sample(body, "gpulease_module_cache_misses_total") == 1);
+  assert_true(sample(body, "gpulease_module_cache_hits_total") == 1);
+  if (gl_test_on_gpu()) {
+    assert_true(sample(body, "gpulease_jit_cache_misses_total") == 1);
+    assert_true(sample(body, "gpulease_jit_cache_stores_total") == 1);
+  }
+  check_exposition(body);
   /* A submit refused: counted by status. */
   gpulease_submit_desc sd;
   gpulease_submit_desc_default(&sd);
