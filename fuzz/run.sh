@@ -1,7 +1,9 @@
 #!/bin/sh
 # fuzz/run.sh [SECONDS] - fuzz the gpulease/1 wire codec (fuzz_wire), the
-# emulated device's PTX parser (fuzz_ptx) and the lease secrets' checks
-# (fuzz_cap) with libFuzzer, ASan and UBSan, each for SECONDS (default 30).
+# emulated device's PTX parser (fuzz_ptx), the lease secrets' checks
+# (fuzz_cap) and the Prometheus text parser of `gpulease top`
+# (fuzz_prom_text) with libFuzzer, ASan and UBSan, each for SECONDS
+# (default 30).
 #
 # Configures a clang build in build-fuzz/ with -DGL_FUZZ=ON, builds both
 # harnesses, and runs each over a scratch copy of its seed corpus
@@ -12,7 +14,9 @@
 # fixed so fuzz_wire_replay / fuzz_ptx_replay keep testing it.
 #
 # Environment: CC (default clang), FUZZ_JOBS (build parallelism, default 2),
-# FUZZ_ARGS (extra libFuzzer flags), FUZZ_TARGETS (default "wire ptx cap").
+# FUZZ_ARGS (extra libFuzzer flags), FUZZ_TARGETS (default "wire ptx cap
+# prom_text"). prom_text has no checked-in corpus: its seeds are written
+# below.
 set -eu
 
 secs=${1:-30}
@@ -22,7 +26,7 @@ esac
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build-fuzz
-targets=${FUZZ_TARGETS:-wire ptx cap}
+targets=${FUZZ_TARGETS:-wire ptx cap prom_text}
 
 CC=${CC:-clang} cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGL_FUZZ=ON -DGL_WERROR=ON -DGL_BUILD_TESTS=OFF >/dev/null
@@ -36,12 +40,20 @@ for t in $targets; do
     wire) maxlen=20000 ;;
     ptx) maxlen=65536 ;;
     cap) maxlen=512 ;;
+    prom_text) maxlen=65536 ;;
     *) echo "unknown fuzz target $t" >&2; exit 2 ;;
   esac
   work=$build/corpus-$t
   rm -rf "$work"
   mkdir -p "$work"
-  cp "$root"/tests/fuzz-corpus/"$t"/* "$work"/
+  if [ "$t" = prom_text ]; then
+    # seeds: the shapes of a gpuleased exposition, escapes, special values
+    printf '# HELP gpulease_leases_acquired_total Leases granted.\n# TYPE gpulease_leases_acquired_total counter\ngpulease_leases_acquired_total 7\ngpulease_leases_dropped_total{reason="freed"} 2\n' > "$work/counters"
+    printf 'gpulease_request_duration_seconds_bucket{op="GPU_SUBMIT",le="0.001"} 3\ngpulease_request_duration_seconds_bucket{op="GPU_SUBMIT",le="+Inf"} 4\ngpulease_request_duration_seconds_sum{op="GPU_SUBMIT"} 0.004100000\ngpulease_request_duration_seconds_count{op="GPU_SUBMIT"} 4\n' > "$work/histogram"
+    printf 'gpulease_leases{gpu="0",uuid="GPU-1"} 1\r\ngpulease_gpu_utilization_ratio{gpu="0",uuid="GPU-1"} 0.25 1700000000000\nm{a="x\\\\y\\"z\\n",b=""} NaN\nm -Inf\nm{} 1e-3' > "$work/labels"
+  else
+    cp "$root"/tests/fuzz-corpus/"$t"/* "$work"/
+  fi
 
   echo "fuzz_$t: ${secs}s over $(ls "$work" | wc -l) seeds"
   # libFuzzer exits non-zero on any crash, leak or abort, which set -e

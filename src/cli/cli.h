@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "gpulease/gpulease.h"
 
@@ -54,6 +55,11 @@ typedef struct gl_cli {
   bool have_size, have_offset, have_ack;
   uint64_t ack_seq;
   bool quiet; /* no transfer progress on stderr */
+  /* top */
+  const char *metrics_url; /* --metrics URL or "none" */
+  double interval_s;       /* --interval; 0: the default */
+  bool once;               /* --once */
+  bool help;               /* --help: print help, run nothing */
   /* positionals after the subcommand */
   char **words;
   int nwords;
@@ -73,6 +79,9 @@ enum {
   OPT_CLUSTER = 1 << 27, OPT_ROTATE = 1 << 28, OPT_RIGHTS = 1 << 29, OPT_TO = 1 << 30,
 };
 #define OPT_REASON (1ull << 31)
+#define OPT_METRICS (1ull << 32)
+#define OPT_INTERVAL (1ull << 33)
+#define OPT_ONCE (1ull << 34)
 
 /* --format of submit and mem read. */
 enum cli_out_format { CLI_F_F32, CLI_F_I32, CLI_F_U32, CLI_F_HEX, CLI_F_RAW };
@@ -134,5 +143,12 @@ int cmd_mem(gl_cli *cli);     /* mem alloc|free|write|read */
 int cmd_module(gl_cli *cli);  /* module load|unload */
 int cmd_func(gl_cli *cli);    /* func info */
 int cmd_launch(gl_cli *cli);
+int cmd_top(gl_cli *cli);     /* a live view of one node (cmd_top.c) */
+
+/* help.c: the help texts. cli_help_all prints everything: usage, global
+ * options, every command's section. */
+void cli_help_all(FILE *f);
+/* One command's usage and section. 0, or -1 when name is no command. */
+int cli_help_command(FILE *f, const char *name);
 
 #endif

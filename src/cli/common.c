@@ -70,7 +70,9 @@ int cli_only(const gl_cli *cli, uint64_t allowed, const char *cmd) {
                                 "--output-offset", "--output-size", "--format", "--arg",
                                 "--lease", "--image-format", "--output", "--session", "--size",
                                 "--offset", "--module", "--ack", "--class",
-                                "--printf-fifo", "--malloc-heap", "--cooperative", "--cluster"};
+                                "--printf-fifo", "--malloc-heap", "--cooperative", "--cluster",
+                                "--rotate", "--rights", "--to", "--reason", "--metrics",
+                                "--interval", "--once"}; /* in the order of the OPT_ bits */
   uint64_t extra = cli->given & ~allowed;
   for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
     if (extra & (1ull << i)) return cli_usage_error("%s does not apply to '%s'", names[i], cmd);

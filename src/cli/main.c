@@ -17,9 +17,13 @@
  *   gpulease [global options] module load|unload ...
  *   gpulease [global options] func info ...
  *   gpulease [global options] launch --session SID --module HANDLE ...
+ *   gpulease [global options] top [--metrics URL|none] [--interval SECONDS] [--once]
+ *   gpulease help [COMMAND], gpulease [COMMAND] --help
  *
- * Options may stand before or after the subcommand words.
+ * Options may stand before or after the subcommand words. The help texts
+ * are in help.c.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,92 +32,13 @@
 #include "cli/cli.h"
 #include "common/util.h"
 
-static const char usage_text[] =
-    "usage: gpulease [global options] COMMAND [options]\n"
-    "\n"
-    "Global options:\n"
-    "  --addr HOST:PORT      daemon address (default 127.0.0.1:5701)\n"
-    "  --ca-file FILE        verify the daemon against these CA certificates\n"
-    "  --pin-sha256 HEX      or: accept only this certificate fingerprint\n"
-    "  --insecure            or: do not verify the daemon (encryption only)\n"
-    "  --cert FILE --key FILE  a client certificate (daemons run with --auth mtls)\n"
-    "  --token TOKEN         a bearer token (daemons run with --auth token); also\n"
-    "                        $GPULEASE_TOKEN\n"
-    "  --json                machine-readable output\n"
-    "  --timeout SECONDS     per-request timeout (default 30)\n"
-    "  --quiet               no transfer progress on stderr\n"
-    "\n"
-    "Commands:\n"
-    "  inventory                         list the node's GPUs\n"
-    "  lease alloc --vram BYTES --ttl SECONDS [--gpu N]\n"
-    "         [--class isolated|shared|device|partition] (default isolated: a CUDA\n"
-    "         context of its own; shared: one context for all shared leases, a few\n"
-    "         MiB each, no isolation between them; device: the whole GPU;\n"
-    "         partition: a whole MIG instance of a GPU in MIG mode)\n"
-    "         [--printf-fifo BYTES] [--malloc-heap BYTES] (kernel printf FIFO and\n"
-    "         device malloc heap of the lease's context; default 64 KiB, 1 MiB)\n"
-    "  lease renew ID --secret HEX --ttl SECONDS [--rotate] (--rotate: a new secret;\n"
-    "         every older one, delegated ones too, stops working)\n"
-    "  lease show ID --secret HEX\n"
-    "  lease free ID --secret HEX\n"
-    "  lease delegate ID --secret HEX --rights LIST [--ttl SECONDS] [--to TENANT]\n"
-    "         prints a weaker secret to hand on: LIST of query, renew, free, submit,\n"
-    "         session, read, write, delegate (or all); --ttl: it expires sooner;\n"
-    "         --to: another tenant may use it\n"
-    "  lease revoke ID [--reason TEXT]   end one of your tenant's leases (an admin:\n"
-    "         anyone's) without its secret; its secrets then fail naming it\n"
-    "  admin unfence GPU                 let a fenced GPU (a worker's teardown failed)\n"
-    "         take leases again; for the daemon's admins\n"
-    "  submit --binary FILE --kernel NAME [--grid X,Y,Z] [--block X,Y,Z]\n"
-    "         [--shared-mem BYTES] [--cooperative] [--cluster X,Y,Z]\n"
-    "         [--input FILE] [--input-offset BYTES]\n"
-    "         [--output-size BYTES] [--output-offset BYTES] [--output FILE]\n"
-    "         [--format f32|i32|u32|hex|raw] [--arg TYPE:VALUE]...\n"
-    "         [--image-format auto|ptx|cubin|fatbin]\n"
-    "         [--lease ID --secret HEX | --vram BYTES --ttl SECONDS --gpu N]\n"
-    "\n"
-    "Sessions (data and modules kept on the GPU between commands; every command\n"
-    "below also needs --lease ID --secret HEX):\n"
-    "  session open                      prints the new session's id (SID)\n"
-    "  session close SID\n"
-    "  session sync SID [--ack SEQ|any]  wait for the session's ops, report its\n"
-    "                                    failure; --ack acknowledges it ('any':\n"
-    "                                    whatever failed, e.g. an op of this tool)\n"
-    "  mem alloc --session SID --size BYTES          prints the buffer's HANDLE\n"
-    "  mem free HANDLE --session SID\n"
-    "  mem write HANDLE --session SID --input FILE [--offset BYTES]\n"
-    "  mem read HANDLE --session SID --size BYTES [--offset BYTES] [--output FILE]\n"
-    "           [--format f32|i32|u32|hex|raw]\n"
-    "  module load --session SID --binary FILE [--image-format auto|ptx|cubin|fatbin]\n"
-    "                                    prints the module's HANDLE and the cache\n"
-    "  module unload HANDLE --session SID\n"
-    "  func info --session SID --module HANDLE --kernel NAME\n"
-    "  launch --session SID --module HANDLE --kernel NAME [--grid X,Y,Z]\n"
-    "         [--block X,Y,Z] [--shared-mem BYTES] [--arg buf:HANDLE[+OFFSET]]\n"
-    "         [--arg TYPE:VALUE]...      launches, waits, reports a failure\n"
-    "         [--cooperative] [--cluster X,Y,Z]\n"
-    "\n"
-    "--cooperative makes the grid co-resident so that grid-wide synchronisation\n"
-    "(cooperative groups' this_grid().sync()) works; a grid too large is refused\n"
-    "with the most blocks that fit. --cluster X,Y,Z groups blocks into\n"
-    "thread-block clusters (compute capability 9.0+; each grid dimension a\n"
-    "multiple of the cluster's), sharing distributed shared memory.\n"
-    "\n"
-    "BYTES take K/M/G suffixes (KiB...). --arg types: ptr:OFFSET (submit: a pointer\n"
-    "into the lease's VRAM), buf:HANDLE[+OFFSET] (launch: a pointer into a buffer),\n"
-    "i8 i16 i32 i64 u8 u16 u32 u64 f32 f64, bytes:HEX. Without --arg\n"
-    "the lease's VRAM pointer is the kernel's only parameter. Without --lease, submit\n"
-    "leases just enough VRAM for the call and frees it afterwards. The secret may\n"
-    "also come from $GPULEASE_SECRET. Each command is one connection: session ops\n"
-    "run after the ones the daemon already received. Transfers running over a second\n"
-    "show progress on stderr.\n";
-
 enum {
   O_ADDR = 256, O_CA, O_PIN, O_INSECURE, O_JSON, O_TIMEOUT, O_VRAM, O_TTL, O_GPU, O_SECRET,
   O_BINARY, O_KERNEL, O_GRID, O_BLOCK, O_SHMEM, O_INPUT, O_INPUT_OFF, O_OUTPUT_OFF,
   O_OUTPUT_SIZE, O_FORMAT, O_ARG, O_LEASE, O_IMAGE_FORMAT, O_OUTPUT, O_SESSION, O_SIZE,
   O_OFFSET, O_MODULE, O_ACK, O_QUIET, O_CLASS, O_PRINTF_FIFO, O_MALLOC_HEAP, O_COOP,
-  O_CLUSTER, O_CERT, O_KEY, O_TOKEN, O_ROTATE, O_RIGHTS, O_TO, O_REASON,
+  O_CLUSTER, O_CERT, O_KEY, O_TOKEN, O_ROTATE, O_RIGHTS, O_TO, O_REASON, O_METRICS, O_INTERVAL,
+  O_ONCE,
 };
 
 static int parse_size_opt(const char *name, const char *v, uint64_t max, uint64_t *out) {
@@ -174,6 +99,9 @@ static int parse_options(int argc, char **argv, gl_cli *cli) {
       {"class", required_argument, 0, O_CLASS},
       {"printf-fifo", required_argument, 0, O_PRINTF_FIFO},
       {"malloc-heap", required_argument, 0, O_MALLOC_HEAP},
+      {"metrics", required_argument, 0, O_METRICS},
+      {"interval", required_argument, 0, O_INTERVAL},
+      {"once", no_argument, 0, O_ONCE},
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0},
   };
@@ -181,7 +109,8 @@ static int parse_options(int argc, char **argv, gl_cli *cli) {
   uint64_t v;
   char err[256];
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1 || optind < argc) {
+  /* "+": stop at words (kept below); ":": a missing value is ':', not '?' */
+  while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1 || optind < argc) {
     if (c == -1) { /* a word: keep it and go on past it */
       cli->words[cli->nwords++] = argv[optind++];
       continue;
@@ -321,9 +250,20 @@ static int parse_options(int argc, char **argv, gl_cli *cli) {
       cli->given |= OPT_ARG;
       break;
     }
-    case 'h':
-      fputs(usage_text, stdout);
-      exit(EXIT_OK);
+    case O_METRICS: cli->metrics_url = optarg; cli->given |= OPT_METRICS; break;
+    case O_INTERVAL: {
+      char *end;
+      errno = 0;
+      double x = strtod(optarg, &end);
+      if (errno || end == optarg || *end || !(x >= 0.1 && x <= 3600))
+        return cli_usage_error("--interval: '%s' is not a number of seconds from 0.1 to 3600",
+                               optarg);
+      cli->interval_s = x;
+      cli->given |= OPT_INTERVAL;
+      break;
+    }
+    case O_ONCE: cli->once = true; cli->given |= OPT_ONCE; break;
+    case 'h': cli->help = true; break;
     case ':':
       return cli_usage_error("%s needs a value", argv[optind - 1]);
     default:
@@ -343,12 +283,25 @@ int main(int argc, char **argv) {
   cli.block[0] = cli.block[1] = cli.block[2] = 1;
   int rc = parse_options(argc, argv, &cli);
   if (rc) goto out;
-  if (!cli.cert_file != !cli.key_file) {
+  if (cli.help || (cli.nwords > 0 && strcmp(cli.words[0], "help") == 0)) {
+    /* gpulease --help, gpulease COMMAND --help, gpulease help [COMMAND] */
+    const char *topic = NULL;
+    int first = cli.nwords > 0 && strcmp(cli.words[0], "help") == 0 ? 1 : 0;
+    if (cli.nwords > first) topic = cli.words[first];
+    if (first && cli.nwords > 2) {
+      rc = cli_usage_error("help takes one COMMAND");
+    } else if (!topic) {
+      cli_help_all(stdout);
+      rc = EXIT_OK;
+    } else if (cli_help_command(stdout, topic) == 0) {
+      rc = EXIT_OK;
+    } else {
+      rc = cli_usage_error("unknown command '%s'", topic);
+    }
+  } else if (!cli.cert_file != !cli.key_file) {
     rc = cli_usage_error("--cert and --key go together");
-    goto out;
-  }
-  if (cli.nwords == 0) {
-    fputs(usage_text, stderr);
+  } else if (cli.nwords == 0) {
+    cli_help_all(stderr);
     rc = EXIT_USAGE;
   } else if (strcmp(cli.words[0], "inventory") == 0) {
     rc = cmd_inventory(&cli);
@@ -368,6 +321,8 @@ int main(int argc, char **argv) {
     rc = cmd_func(&cli);
   } else if (strcmp(cli.words[0], "launch") == 0) {
     rc = cmd_launch(&cli);
+  } else if (strcmp(cli.words[0], "top") == 0) {
+    rc = cmd_top(&cli);
   } else {
     rc = cli_usage_error("unknown command '%s'", cli.words[0]);
   }

@@ -65,11 +65,12 @@ else
   fi
 fi
 
-# The metric families src/daemon/metrics.c renders (its help() calls) and
+# The metric families src/daemon/metrics.c renders (its help() and
+# PER_GPU() calls) and
 # those gpuleased.8.scd's METRICS section names, both ways.
 metrics_c=$src/src/daemon/metrics.c
 if [ -f "$page" ] && [ -f "$metrics_c" ]; then
-  grep -oE 'help\(&o, "gpulease_[a-z0-9_]+"' "$metrics_c" | grep -oE 'gpulease_[a-z0-9_]+' \
+  grep -oE '(help\(&o, |PER_GPU\()"gpulease_[a-z0-9_]+"' "$metrics_c" | grep -oE 'gpulease_[a-z0-9_]+' \
     | sort -u > "$tmp/families"
   sed -n '/^# METRICS/,/^# [A-Z]/p' "$page" | grep -oE 'gpulease_[a-z0-9_]*[a-z0-9]' \
     | sort -u > "$tmp/page_families"

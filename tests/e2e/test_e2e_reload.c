@@ -131,7 +131,7 @@ static void test_reload_config(void **state) {
   write_file(conf, "[gpuleased]\nmax-ttl = 100\n");
   gl_test_daemon d;
   const char *extra[] = {"--config", conf, NULL};
-  assert_int_equal(gl_test_daemon_start(&d, "64M", extra), 0);
+  assert_int_equal(gl_test_daemon_start(&d, gl_test_on_gpu() ? NULL : "64M", extra), 0);
   assert_true(notice("READY=1", got, sizeof got));
   assert_non_null(strstr(got, "STATUS=serving on 127.0.0.1:"));
 
@@ -218,7 +218,7 @@ static void test_reload_tenants(void **state) {
   gl_test_daemon d;
   const char *extra[] = {"--auth", "token", "--tenants", tenants, "--audit-log", audit,
                          "--config", "none", NULL};
-  assert_int_equal(gl_test_daemon_start(&d, "64M", extra), 0);
+  assert_int_equal(gl_test_daemon_start(&d, gl_test_on_gpu() ? NULL : "64M", extra), 0);
   gpulease_status st;
   gpulease_error err;
   gpulease_client *alice = connect_pinned(&d, d.fingerprint, TOKEN_ALICE, &st, &err);

@@ -201,11 +201,8 @@ result "workers under CUDA call only what the seccomp allow-list allows (census 
 echo "== tenants on the GPU (tests/e2e/test_e2e_tenants.c): identities, capability secrets, quotas, audit"
 "$B/tests/test_e2e_tenants" 2>&1 | grep -v "^\[ *RUN \|^\[ *OK " | tail -12
 result "tenants: bearer tokens and mTLS, rights, delegation, expiry, rotation, revocation, quotas, audit log" ${PIPESTATUS[0]}
-echo "== metrics and configuration on the GPU (tests/e2e/test_e2e_metrics.c, test_e2e_config.c)"
-"$B/tests/test_e2e_metrics" 2>&1 | grep -v "^\[ *RUN " | tail -30
-result "Prometheus /metrics (leases, submits, latency, VRAM, NVML memory, utilisation, temperature) and /healthz" ${PIPESTATUS[0]}
-"$B/tests/test_e2e_config" 2>&1 | grep -v "^\[ *RUN " | tail -4
-result "configuration file, --check-config, precedence of flags" ${PIPESTATUS[0]}
+"$(dirname "$0")/ops_check.sh" "$B"
+result "operating a node: metrics, configuration, reload, gpulease top (tests/gpu/ops_check.sh)" $?
 unset GL_TEST_DEVICE GL_TEST_PTX_DIR
 if [ -x "$B/tests/gl_backend_stream_smoke" ]; then
   "$B/tests/gl_backend_stream_smoke" "$K/vector_add.ptx" 2>&1 | tail -60
