@@ -12,7 +12,8 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
       libgnutls28-dev libev-dev libjson-c-dev libcmocka-dev libseccomp-dev
       libsodium-dev libinih-dev libmicrohttpd-dev libsystemd-dev libcurl4-gnutls-dev
-      scdoc prometheus dpkg-dev file systemd)
+      scdoc prometheus dpkg-dev file systemd
+      python3-cffi python3-numpy python3-pytest python3-tqdm python3-venv python3-pip)
 ngtcp2_pkgs=(libngtcp2-dev libngtcp2-crypto-gnutls-dev)
 backports_list=/etc/apt/sources.list.d/bookworm-backports.sources
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg

@@ -203,6 +203,8 @@ echo "== tenants on the GPU (tests/e2e/test_e2e_tenants.c): identities, capabili
 result "tenants: bearer tokens and mTLS, rights, delegation, expiry, rotation, revocation, quotas, audit log" ${PIPESTATUS[0]}
 "$(dirname "$0")/ops_check.sh" "$B"
 result "operating a node: metrics, configuration, reload, gpulease top (tests/gpu/ops_check.sh)" $?
+"$(dirname "$0")/unit_sandbox.sh" "$B"
+result "the systemd unit's confinement (bounding set, no_new_privs, read-only root): kernels run (tests/gpu/unit_sandbox.sh)" $?
 unset GL_TEST_DEVICE GL_TEST_PTX_DIR
 if [ -x "$B/tests/gl_backend_stream_smoke" ]; then
   "$B/tests/gl_backend_stream_smoke" "$K/vector_add.ptx" 2>&1 | tail -60
