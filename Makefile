@@ -12,7 +12,7 @@ CMAKE_FLAGS ?=
 # Warnings are errors (GL_WERROR) in the builds `make check` and CI make, and
 # not in a plain `cmake` build, so a new compiler's new warning cannot break
 # someone else's build.
-.PHONY: all deps build run check check-asan check-release check-deb deb fuzz install clean
+.PHONY: all deps build run check check-asan check-release check-deb check-wheel deb fuzz install clean
 
 all: build
 
@@ -64,6 +64,19 @@ deb: deps
 	cmake --build $(BUILD_DEB) -j $(JOBS)
 	cd $(BUILD_DEB) && cpack -G DEB
 
+# The Python package as a user gets it: `pip install ./python` into a
+# virtual environment (Debian's Python, its numpy and cffi), the pytest
+# suite against that installed package (its bundled libgpulease), and the
+# wheel (python -m build). Needs PyPI for scikit-build-core and build.
+BUILD_PY ?= build-py
+check-wheel: build
+	rm -rf $(BUILD_PY) && /usr/bin/python3 -m venv --system-site-packages $(BUILD_PY)
+	$(BUILD_PY)/bin/pip install -q ./python
+	cd $(BUILD_PY) && GL_TEST_BIN_DIR=$(abspath $(BUILD)) bin/python -m pytest -q -p no:cacheprovider ../python/tests
+	$(BUILD_PY)/bin/pip install -q build
+	$(BUILD_PY)/bin/python -m build --wheel --outdir $(BUILD_PY)/dist python
+	@ls -l $(BUILD_PY)/dist
+
 # Installs the packages on this machine (root: CI) and checks them: an
 # example built against the installed header, the installed daemon on the
 # emulated device, the installed CLI against it (tests/pkg/test_deb.sh).
@@ -71,4 +84,4 @@ check-deb: deb
 	tests/pkg/test_deb.sh $(BUILD_DEB)
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_REL)-gcc $(BUILD_REL)-clang $(BUILD_DEB) build-fuzz
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_REL)-gcc $(BUILD_REL)-clang $(BUILD_DEB) $(BUILD_PY) build-python build-fuzz

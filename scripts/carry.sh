@@ -4,7 +4,9 @@
 #   scripts/carry.sh [BUILD_DIR]      then, on the GPU machine:
 #   LD_LIBRARY_PATH=.carry/lib tests/gpu/check.sh .carry
 # Programs link ngtcp2, libev and json-c statically; GnuTLS is the
-# machine's; libcmocka (tests only) travels in .carry/lib.
+# machine's; libcmocka (tests only) and ngtcp2's shared libraries (for the
+# Python wheel's libgpulease) travel in .carry/lib, the wheels in
+# .carry/wheels (tests/gpu/python_check.sh .carry .carry/wheels).
 set -euo pipefail
 B=${1:-build}
 C=.carry
@@ -21,5 +23,16 @@ cp -r "$B/kernels" "$C/"
 [ -d "$B/emu-kernels" ] && cp -r "$B/emu-kernels" "$C/"
 for e in "$B"/examples/example_*; do [ -x "$e" ] && mkdir -p "$C/examples" && cp "$e" "$C/examples/"; done
 cp -L "$(ldconfig -p | awk '/libcmocka.so.0 /{print $NF; exit}')" "$C/lib/"
+# The shared libgpulease (the Python wheel bundles it) links ngtcp2's shared
+# libraries, which the GPU node lacks.
+for so in libngtcp2.so.16 libngtcp2_crypto_gnutls.so.8; do
+  cp -L "$(ldconfig -p | awk -v n="$so" '$1 == n {print $NF; exit}')" "$C/lib/"
+done
+# The Python wheel (make check-wheel) and cffi for the node's Python.
+if ls build-py/dist/gpulease-*.whl >/dev/null 2>&1; then
+  mkdir -p "$C/wheels"
+  cp build-py/dist/gpulease-*.whl "$C/wheels/"
+  [ -d .whl ] && cp .whl/*.whl "$C/wheels/"
+fi
 strip --strip-debug "$C"/src/*/* "$C"/tests/* "$C"/bench/* 2>/dev/null || true
 du -sh "$C"

@@ -1,0 +1,161 @@
+"""Loading libgpulease, and the small conversions (sizes, dimensions,
+images). No daemon needed."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+from typing import List, Union
+
+import numpy as np
+import pytest
+
+import gpulease
+from gpulease._util import dims, load_image, parse_size
+
+
+def _import_in_subprocess(env_lib: "str | None") -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env.pop("GPULEASE_LIBRARY", None)
+    if env_lib is not None:
+        env["GPULEASE_LIBRARY"] = env_lib
+    # The package as this test process found it (source tree or installed).
+    pkg_parent = str(pathlib.Path(gpulease.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = pkg_parent + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, "-c", "import gpulease; print(gpulease.LIBRARY_PATH)"],
+                          capture_output=True, text=True, env=env)
+
+
+def test_library_from_environment() -> None:
+    if os.environ.get("GPULEASE_LIBRARY"):
+        assert gpulease.LIBRARY_PATH == os.environ["GPULEASE_LIBRARY"]
+    assert gpulease.status_name(7) == "LEASE_EXPIRED"
+
+
+def test_import_error_names_all_three_places() -> None:
+    r = _import_in_subprocess("/nonexistent/libgpulease.so.0")
+    assert r.returncode != 0
+    assert "ImportError" in r.stderr
+    assert "$GPULEASE_LIBRARY=/nonexistent/libgpulease.so.0" in r.stderr
+    assert "bundled" in r.stderr and "_lib/libgpulease.so.0" in r.stderr
+    assert "system libgpulease.so.0" in r.stderr
+
+
+def test_without_environment_bundled_or_system() -> None:
+    r = _import_in_subprocess(None)
+    if r.returncode == 0:
+        # A bundled or system library was found; it is one of those two.
+        where = r.stdout.strip()
+        assert where == "libgpulease.so.0" or where.endswith("/_lib/libgpulease.so.0")
+    else:
+        assert "$GPULEASE_LIBRARY: not set" in r.stderr
+        assert "bundled" in r.stderr and "system libgpulease.so.0" in r.stderr
+
+
+@pytest.mark.parametrize("text,value", [
+    (4096, 4096), ("4096", 4096), ("64M", 64 << 20), ("512MiB", 512 << 20), ("1GiB", 1 << 30),
+    ("1G", 1 << 30), ("2k", 2048), ("1.5KiB", 1536), ("1MB", 10**6), ("3 GB", 3 * 10**9),
+    ("1TiB", 1 << 40), ("0", 0), ("7b", 7),
+])
+def test_parse_size(text: "int | str", value: int) -> None:
+    assert parse_size(text) == value
+
+
+@pytest.mark.parametrize("bad", ["", "M", "1.3B", "12 parsecs", "-1", "1e9"])
+def test_parse_size_rejects(bad: str) -> None:
+    with pytest.raises(ValueError):
+        parse_size(bad)
+
+
+def test_parse_size_types() -> None:
+    with pytest.raises(TypeError):
+        parse_size(1.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        parse_size(True)
+    with pytest.raises(ValueError):
+        parse_size(-5)
+
+
+def test_dims() -> None:
+    assert dims(7, "grid") == (7, 1, 1)
+    assert dims(np.int64(3), "grid") == (3, 1, 1)
+    assert dims((4,), "grid") == (4, 1, 1)
+    assert dims((4, 5), "grid") == (4, 5, 1)
+    assert dims([2, 3, 4], "block") == (2, 3, 4)
+    with pytest.raises(ValueError, match="block has 4 dimensions"):
+        dims((1, 2, 3, 4), "block")
+    with pytest.raises(ValueError, match="grid dimension 0"):
+        dims(0, "grid")
+    with pytest.raises(ValueError):
+        dims(1 << 32, "grid")
+    with pytest.raises(TypeError):
+        dims(2.0, "grid")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        dims((2.0,), "grid")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        dims(True, "grid")
+
+
+def test_load_image(tmp_path: pathlib.Path) -> None:
+    ptx = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n ret;\n}\n"
+    images: List[Union[str, bytes, bytearray]] = [ptx, ptx.encode(), bytearray(ptx.encode())]
+    for image in images:
+        img = load_image(image)
+        assert img.format_name == "PTX" and img.ptx == ptx and img.data == ptx.encode()
+    f = tmp_path / "k.ptx"
+    f.write_text(ptx)
+    assert load_image(f).ptx == ptx
+    assert load_image(b"\x7fELF\x02\x01" + bytes(58)).format_name == "cubin"
+    assert load_image(b"\x50\xed\x55\xba\x01\x00" + bytes(10)).format_name == "fatbin"
+    assert load_image(b"\x7fELF").ptx is None
+    with pytest.raises(TypeError, match="pathlib.Path"):
+        load_image(str(f))  # a str is PTX text, not a file name
+    with pytest.raises(TypeError):
+        load_image(42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        load_image(b"")
+    with pytest.raises(OSError):
+        load_image(tmp_path / "missing.ptx")
+
+
+def test_out_and_inout() -> None:
+    o = gpulease.out(10)
+    assert o.shape == (10,) and o.dtype == np.float32 and o.nbytes == 40
+    o = gpulease.out((2, 3), np.int64)
+    assert o.shape == (2, 3) and o.nbytes == 48
+    a = np.arange(6).reshape(2, 3).T  # not contiguous
+    io = gpulease.inout(a)
+    assert io.array.flags.c_contiguous and np.array_equal(io.array, a)
+    assert io.array is not a
+    with pytest.raises(ValueError):
+        gpulease.out(-1)
+    with pytest.raises(TypeError):
+        gpulease.out(3, object)
+    with pytest.raises(TypeError):
+        gpulease.inout(np.array([object()]))
+
+
+def test_bundled_library_is_found(tmp_path: pathlib.Path) -> None:
+    """The wheel's layout: gpulease/_lib/libgpulease.so.0 next to the
+    package's modules (the _lib folder beside _lib.py), no environment."""
+    lib_file = pathlib.Path(gpulease.LIBRARY_PATH)
+    if not lib_file.is_file():
+        pytest.skip("the loaded library is not a file path")
+    pkg = tmp_path / "gpulease"
+    shutil.copytree(pathlib.Path(gpulease.__file__).resolve().parent, pkg,
+                    ignore=shutil.ignore_patterns("__pycache__", "_lib"))
+    (pkg / "_lib").mkdir()
+    shutil.copy(lib_file.resolve(), pkg / "_lib" / "libgpulease.so.0")
+    # The package first; what else the path had (cffi may live there) after.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(tmp_path)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    env.pop("GPULEASE_LIBRARY", None)
+    r = subprocess.run([sys.executable, "-c",
+                        "import gpulease; print(gpulease.LIBRARY_PATH); "
+                        "print(gpulease.status_name(16))"],
+                       capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [str(pkg / "_lib" / "libgpulease.so.0"), "INVALID_HANDLE"]
