@@ -12,7 +12,7 @@ CMAKE_FLAGS ?=
 # Warnings are errors (GL_WERROR) in the builds `make check` and CI make, and
 # not in a plain `cmake` build, so a new compiler's new warning cannot break
 # someone else's build.
-.PHONY: all deps build run check check-asan check-release check-deb check-wheel deb fuzz install clean
+.PHONY: all deps build run run-python check check-asan check-release check-deb check-wheel deb fuzz install clean
 
 all: build
 
@@ -27,6 +27,11 @@ build: deps $(BUILD)/build.ninja
 
 run: build
 	@scripts/run.sh $(BUILD)
+
+# The same from Python: python/examples/quickstart.py against a daemon of
+# this build.
+run-python: build
+	@scripts/run_python.sh $(BUILD)
 
 check: deps
 	cmake -S . -B $(BUILD) -G Ninja -DGL_WERROR=ON $(CMAKE_FLAGS)

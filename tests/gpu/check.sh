@@ -203,6 +203,10 @@ echo "== tenants on the GPU (tests/e2e/test_e2e_tenants.c): identities, capabili
 result "tenants: bearer tokens and mTLS, rights, delegation, expiry, rotation, revocation, quotas, audit log" ${PIPESTATUS[0]}
 "$(dirname "$0")/ops_check.sh" "$B"
 result "operating a node: metrics, configuration, reload, gpulease top (tests/gpu/ops_check.sh)" $?
+if [ -d "$B/wheels" ]; then
+  "$(dirname "$0")/python_check.sh" "$B" "$B/wheels" 2>&1 | tail -8
+  result "the Python package's suite on the GPU (tests/gpu/python_check.sh)" ${PIPESTATUS[0]}
+fi
 "$(dirname "$0")/unit_sandbox.sh" "$B"
 result "the systemd unit's confinement (bounding set, no_new_privs, read-only root): kernels run (tests/gpu/unit_sandbox.sh)" $?
 unset GL_TEST_DEVICE GL_TEST_PTX_DIR
