@@ -62,3 +62,9 @@ add_dependencies(test_e2e_config gpuleased)
 gl_add_test(test_e2e_reload SOURCES e2e/test_e2e_reload.c e2e/daemon_harness.c
   LIBS gpulease_static gl_common gl_net_server Threads::Threads TIMEOUT 120 LABELS emu)
 add_dependencies(test_e2e_reload gpuleased)
+# Every GPU of a node (gpuleased --emu-gpus 3): the inventory, --placement
+# spread and pack, a GPU by index, a fault on one GPU beside a lease on
+# another.
+gl_add_test(test_e2e_multigpu SOURCES e2e/test_e2e_multigpu.c e2e/daemon_harness.c
+  LIBS gpulease_static gl_common Threads::Threads TIMEOUT 120 LABELS emu)
+add_dependencies(test_e2e_multigpu gpuleased gl_kernels)

@@ -42,6 +42,8 @@ void gl_daemon_config_default(gl_daemon_config *cfg) {
   cfg->device_mode = GL_DEVICE_AUTO;
   cfg->emu_vram_bytes = 1ull << 30;
   cfg->emu_threads = 1;
+  cfg->emu_gpus = 1;
+  cfg->placement = GL_PLACEMENT_SPREAD;
   cfg->seq_timeout_ms = 10000;
   cfg->local_socket_mode = 0660;
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -253,6 +255,7 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
 
   gl_lease_table_config lc = {.max_ttl_s = cfg->max_ttl_s,
                               .max_leases = cfg->max_leases,
+                              .placement = cfg->placement,
                               .tombstone_ns = TOMBSTONE_NS};
   d->leases = gl_lease_table_new(&lc);
   if (!d->leases) {
@@ -265,7 +268,8 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
   if (cfg->state_dir[0]) snprintf(jit_dir, sizeof jit_dir, "%s/jit-cache", cfg->state_dir);
   gl_node_config ncfg = {.worker_exe = cfg->worker_exe, .log_level = cfg->log_level,
                          .mode = cfg->device_mode, .emu_vram_bytes = cfg->emu_vram_bytes,
-                         .emu_threads = cfg->emu_threads, .jit_cache_dir = jit_dir,
+                         .emu_threads = cfg->emu_threads, .emu_gpus = cfg->emu_gpus,
+                         .jit_cache_dir = jit_dir,
                          .seq_timeout_ms = cfg->seq_timeout_ms};
   gl_node_discover(&d->node, &ncfg);
   for (uint32_t i = 0; i < d->node.gpu_count; i++) {

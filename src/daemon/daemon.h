@@ -42,6 +42,8 @@ typedef struct gl_daemon_config {
   gl_device_mode device_mode;  /* --device */
   uint64_t emu_vram_bytes;     /* --emu-vram */
   unsigned emu_threads;        /* --emu-threads */
+  unsigned emu_gpus;           /* --emu-gpus: emulated GPUs offered (1..64) */
+  gl_placement placement;      /* --placement: where a lease for any GPU goes */
   unsigned seq_timeout_ms;     /* --seq-timeout-ms: held session ops wait this long */
   unsigned max_streams_per_conn; /* --max-streams: request streams open per connection */
   char local_socket[108];      /* --local-socket: the same-host socket; "" for none */

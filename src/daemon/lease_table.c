@@ -234,8 +234,8 @@ static gpulease_status pick_gpu(const gl_lease_table *t, uint32_t want, uint8_t 
     else eligible++;
     if (fit != GPULEASE_OK) continue;
     uint64_t f = unleased(t, i, &u);
-    if (f >= need_bytes(t, i, &u, lease_class, vram_bytes) &&
-        (best == UINT32_MAX || f > best_free)) {
+    bool better = t->cfg.placement == GL_PLACEMENT_PACK ? f < best_free : f > best_free;
+    if (f >= need_bytes(t, i, &u, lease_class, vram_bytes) && (best == UINT32_MAX || better)) {
       best = i;
       best_free = f;
     }

@@ -48,8 +48,16 @@ enum { GL_LEASE_END_EXPIRED = 0, GL_LEASE_END_LOST = 1, GL_LEASE_END_REVOKED = 2
 
 typedef struct gl_lease_table gl_lease_table;
 
+/* Where a lease asked for any GPU goes (gpuleased --placement). */
+typedef enum gl_placement {
+  GL_PLACEMENT_SPREAD = 0, /* the GPU with the most VRAM left after the lease: even load */
+  GL_PLACEMENT_PACK = 1,   /* the GPU with the least VRAM left that still takes it (lowest
+                              index on a tie): as few GPUs as can hold the leases */
+} gl_placement;
+
 typedef struct gl_lease_table_config {
   uint32_t max_ttl_s;     /* TTLs above are INVALID_ARGUMENT */
+  gl_placement placement; /* for LEASE_ALLOC without a GPU */
   size_t max_leases;      /* live (pending + active) leases; above: CAPACITY_EXCEEDED */
   uint64_t tombstone_ns;  /* how long expired ids are remembered */
 } gl_lease_table_config;

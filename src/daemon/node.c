@@ -85,18 +85,23 @@ static void add_gpu(gl_node *n, const gl_node_gpu *g) {
   if (n->gpu_count < GPULEASE_MAX_GPUS) n->gpus[n->gpu_count++] = *g;
 }
 
+/* The emulated GPUs: EMU-0, EMU-1, ... (stable names), each with a VRAM
+ * budget of its own; every lease's worker emulates its device apart. */
 static void add_emulated(gl_node *n, const gl_node_config *cfg) {
-  gl_node_gpu g = {.index = n->gpu_count, .cuda_ordinal = 0, .flags = GPULEASE_GPU_EMULATED};
-  snprintf(g.uuid, sizeof g.uuid, "EMU-0");
-  snprintf(g.name, sizeof g.name, "%s", GL_EMU_NAME);
-  g.cc_major = GL_EMU_CC_MAJOR;
-  g.cc_minor = GL_EMU_CC_MINOR;
-  g.sm_count = cfg->emu_threads;
-  g.total_vram_bytes = cfg->emu_vram_bytes;
-  add_gpu(n, &g);
-  GL_INFO("offering the emulated device (PTX on the CPU): %" PRIu64 " bytes of host memory as "
-          "VRAM, %u host thread(s) per launch",
-          cfg->emu_vram_bytes, cfg->emu_threads);
+  unsigned count = cfg->emu_gpus ? cfg->emu_gpus : 1;
+  for (unsigned k = 0; k < count && n->gpu_count < GPULEASE_MAX_GPUS; k++) {
+    gl_node_gpu g = {.index = n->gpu_count, .cuda_ordinal = 0, .flags = GPULEASE_GPU_EMULATED};
+    snprintf(g.uuid, sizeof g.uuid, "EMU-%u", k);
+    snprintf(g.name, sizeof g.name, "%s", GL_EMU_NAME);
+    g.cc_major = GL_EMU_CC_MAJOR;
+    g.cc_minor = GL_EMU_CC_MINOR;
+    g.sm_count = cfg->emu_threads;
+    g.total_vram_bytes = cfg->emu_vram_bytes;
+    add_gpu(n, &g);
+  }
+  GL_INFO("offering %u emulated device(s) (PTX on the CPU): %" PRIu64 " bytes of host memory "
+          "as VRAM each, %u host thread(s) per launch",
+          count, cfg->emu_vram_bytes, cfg->emu_threads);
 }
 
 /* Real GPUs: NVML's list joined with the probe worker's CUDA view. */

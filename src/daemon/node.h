@@ -59,6 +59,7 @@ typedef struct gl_node_config {
   gl_device_mode mode;
   uint64_t emu_vram_bytes; /* the emulated device's VRAM (host memory) */
   unsigned emu_threads;    /* host threads per emulated launch */
+  unsigned emu_gpus;       /* emulated GPUs (EMU-0 ...), each of emu_vram_bytes */
   const char *jit_cache_dir; /* where workers keep compiled PTX; NULL: none */
   unsigned seq_timeout_ms;   /* held session ops wait this long for a missing seq */
 } gl_node_config;

@@ -39,6 +39,12 @@ void gl_options_usage(FILE *f) {
         "                        leases need it (default 1G)\n"
         "  --emu-threads N       host threads an emulated launch may use (default 1:\n"
         "                        blocks run in order, results are deterministic)\n"
+        "  --emu-gpus N          emulated GPUs offered, EMU-0 .. EMU-(N-1), each with\n"
+        "                        --emu-vram of its own (1..64; default 1)\n"
+        "  --placement POLICY    where a lease asked for any GPU goes: spread (default;\n"
+        "                        the GPU with the most VRAM left, so load evens out) or\n"
+        "                        pack (the GPU with the least VRAM left that still takes\n"
+        "                        it: as few GPUs as the leases need)\n"
         "  --seq-timeout-ms MS   how long a session's ops held for a lower seq wait for it\n"
         "                        before that seq is given up (default 10000)\n"
         "  --max-streams N       request streams a connection may have open at once\n"
@@ -119,7 +125,7 @@ enum { O_LISTEN = 256, O_CERT, O_KEY, O_STATE, O_TTL, O_LEASES, O_MSG, O_LOG, O_
        O_LOCAL_SOCKET, O_LOCAL_MODE, O_MAX_PINNED, O_NET_THREADS, O_STRIPE_PORT, O_WARM,
        O_CTX_OVERHEAD, O_CUDA_VISIBLE, O_NO_SANDBOX, O_AUTH, O_CLIENT_CA, O_TENANTS,
        O_ALLOW_ANON, O_AUDIT, O_WORKER_USER, O_MAX_REQ_TENANT, O_MAX_CONN_ADDR, O_RETRY_ABOVE,
-       O_TEARDOWN, O_METRICS, O_CONFIG, O_CHECK_CONFIG };
+       O_TEARDOWN, O_METRICS, O_CONFIG, O_CHECK_CONFIG, O_EMU_GPUS, O_PLACEMENT };
 
 /* The command line; the configuration file's keys are the same names. */
 static const struct option opts[] = {
@@ -153,6 +159,8 @@ static const struct option opts[] = {
     {"allow-anonymous", no_argument, 0, O_ALLOW_ANON},
     {"audit-log", required_argument, 0, O_AUDIT},
     {"metrics-listen", required_argument, 0, O_METRICS},
+    {"emu-gpus", required_argument, 0, O_EMU_GPUS},
+    {"placement", required_argument, 0, O_PLACEMENT},
     {"config", required_argument, 0, O_CONFIG},
     {"check-config", no_argument, 0, O_CHECK_CONFIG},
     {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
@@ -382,6 +390,21 @@ static int apply_option(gl_options *cl, int code, const char *name, const char *
   case O_WORKER_USER:
     if (copy_arg(cl->worker_user, sizeof cl->worker_user, value, name, err, errlen)) return -1;
     cl->worker_user_given = true;
+    break;
+  case O_EMU_GPUS:
+    if (gl_parse_u64(value, GPULEASE_MAX_GPUS, &v) != 0 || v == 0) {
+      snprintf(err, errlen, "%s: expected 1..%d, got '%s'", name, GPULEASE_MAX_GPUS, value);
+      return -1;
+    }
+    cfg->emu_gpus = (unsigned)v;
+    break;
+  case O_PLACEMENT:
+    if (strcmp(value, "spread") == 0) cfg->placement = GL_PLACEMENT_SPREAD;
+    else if (strcmp(value, "pack") == 0) cfg->placement = GL_PLACEMENT_PACK;
+    else {
+      snprintf(err, errlen, "%s: expected spread or pack, got '%s'", name, value);
+      return -1;
+    }
     break;
   case O_METRICS: {
     char host[256];

@@ -6,6 +6,7 @@
  *             [--max-ttl SECONDS] [--max-leases N] [--max-message BYTES]
  *             [--log-level error|warn|info|debug] [--ready-file FILE]
  *             [--device auto|cuda|emu] [--emu-vram BYTES] [--emu-threads N]
+ *             [--emu-gpus N] [--placement spread|pack]
  *             [--seq-timeout-ms MS] [--max-streams N]
  *             [--local-socket PATH|none] [--local-socket-mode MODE] [--max-pinned BYTES]
  *             [--net-threads N] [--stripe-port PORT] [--warm-workers N]

@@ -30,6 +30,8 @@ static const restart_only k_restart_only[] = {
     VAL("device", device_mode),
     VAL("emu-vram", emu_vram_bytes),
     VAL("emu-threads", emu_threads),
+    VAL("emu-gpus", emu_gpus),
+    VAL("placement", placement),
     VAL("seq-timeout-ms", seq_timeout_ms),
     VAL("max-streams", max_streams_per_conn),
     STR("local-socket", local_socket),
