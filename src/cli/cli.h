@@ -29,6 +29,7 @@ typedef struct gl_cli {
   bool have_vram, have_ttl, have_gpu;
   uint64_t vram_bytes;
   uint32_t ttl_s, gpu_index;
+  const char *gpu_uuid;   /* --gpu UUID: gpu_index comes from the inventory (cli_pick_gpu) */
   gpulease_lease_opts lease_opts; /* --class, --printf-fifo, --malloc-heap */
   const char *secret_hex; /* --secret or $GPULEASE_SECRET */
   bool rotate;            /* lease renew --rotate */
@@ -97,6 +98,11 @@ gpulease_client *cli_connect(const gl_cli *cli);
 /* Reports a failed call: "gpulease: WHAT: STATUS: message" on stderr, or a
  * JSON error object on stdout with --json. Returns EXIT_FAILED. */
 int cli_fail(const gl_cli *cli, const char *what, const gpulease_error *err);
+
+/* The GPU a lease asks for: --gpu's index, the index of --gpu's UUID in the
+ * daemon's inventory, or GPULEASE_ANY_GPU without --gpu. EXIT_OK, or
+ * EXIT_FAILED with the reason printed (an unknown UUID names the node's). */
+int cli_pick_gpu(gl_cli *cli, gpulease_client *c, uint32_t *gpu);
 
 /* Reports a usage error on stderr. Returns EXIT_USAGE. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

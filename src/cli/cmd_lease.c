@@ -13,7 +13,9 @@
 static int lease_alloc(gl_cli *cli, gpulease_client *c) {
   gpulease_lease l;
   gpulease_error err;
-  uint32_t gpu = cli->have_gpu ? cli->gpu_index : GPULEASE_ANY_GPU;
+  uint32_t gpu;
+  int rc = cli_pick_gpu(cli, c, &gpu);
+  if (rc != EXIT_OK) return rc;
   if (gpulease_lease_alloc_opts(c, gpu, cli->vram_bytes, cli->ttl_s, &cli->lease_opts, &l,
                                 &err) != GPULEASE_OK)
     return cli_fail(cli, "lease alloc", &err);

@@ -136,8 +136,9 @@ int cmd_submit(gl_cli *cli) {
   if (oneshot) {
     uint64_t vram = cli->have_vram ? cli->vram_bytes : vram_needed(cli, input_size);
     uint32_t ttl = cli->have_ttl ? cli->ttl_s : ONESHOT_TTL_S;
-    uint32_t gpu = cli->have_gpu ? cli->gpu_index : GPULEASE_ANY_GPU;
-    if (gpulease_lease_alloc(c, gpu, vram, ttl, &lease, &err) != GPULEASE_OK)
+    uint32_t gpu;
+    rc = cli_pick_gpu(cli, c, &gpu);
+    if (rc == EXIT_OK && gpulease_lease_alloc(c, gpu, vram, ttl, &lease, &err) != GPULEASE_OK)
       rc = cli_fail(cli, "lease alloc", &err);
   }
   if (rc == EXIT_OK) {

@@ -320,3 +320,24 @@ void cli_json_add_output(json_object *o, const uint8_t *p, size_t n, int f) {
   }
   json_object_object_add(o, "values", arr);
 }
+
+int cli_pick_gpu(gl_cli *cli, gpulease_client *c, uint32_t *gpu) {
+  *gpu = cli->have_gpu ? cli->gpu_index : GPULEASE_ANY_GPU;
+  if (!cli->gpu_uuid) return EXIT_OK;
+  static gpulease_inventory inv;
+  gpulease_error err;
+  if (gpulease_inventory_get(c, &inv, &err) != GPULEASE_OK) return cli_fail(cli, "inventory", &err);
+  char known[512] = "";
+  size_t n = 0;
+  for (uint32_t i = 0; i < inv.gpu_count; i++) {
+    if (strcmp(inv.gpus[i].uuid, cli->gpu_uuid) == 0) {
+      *gpu = inv.gpus[i].index;
+      return EXIT_OK;
+    }
+    if (n < sizeof known)
+      n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", i ? ", " : "", inv.gpus[i].uuid);
+  }
+  fprintf(stderr, "gpulease: --gpu: no GPU with UUID '%s' on this node (its GPUs: %s)\n",
+          cli->gpu_uuid, inv.gpu_count ? known : "none");
+  return EXIT_FAILED;
+}

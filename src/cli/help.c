@@ -46,7 +46,7 @@ static const char inventory_text[] =
     "         warm workers) and the caller's tenant with its quota and use\n";
 
 static const char lease_text[] =
-    "  lease alloc --vram BYTES --ttl SECONDS [--gpu N]\n"
+    "  lease alloc --vram BYTES --ttl SECONDS [--gpu N|UUID]\n"
     "         [--class isolated|shared|device|partition] (default isolated: a CUDA\n"
     "         context of its own; shared: one context for all shared leases, a few\n"
     "         MiB each, no isolation between them; device: the whole GPU;\n"
@@ -76,7 +76,7 @@ static const char submit_text[] =
     "         [--output-size BYTES] [--output-offset BYTES] [--output FILE]\n"
     "         [--format f32|i32|u32|hex|raw] [--arg TYPE:VALUE]...\n"
     "         [--image-format auto|ptx|cubin|fatbin]\n"
-    "         [--lease ID --secret HEX | [--vram BYTES] [--ttl SECONDS] [--gpu N]]\n"
+    "         [--lease ID --secret HEX | [--vram BYTES] [--ttl SECONDS] [--gpu N|UUID]]\n"
     "         runs one kernel and prints its output (default --format hex; raw:\n"
     "         the bytes as they are; --output FILE: the bytes to FILE)\n"
     "  Without --lease, submit leases just enough VRAM for the call (or --vram),\n"

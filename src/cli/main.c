@@ -143,8 +143,12 @@ static int parse_options(int argc, char **argv, gl_cli *cli) {
       cli->have_ttl = true;
       cli->given |= OPT_TTL;
       break;
-    case O_GPU:
-      if ((rc = parse_u32_opt("--gpu", optarg, 0, &cli->gpu_index))) return rc;
+    case O_GPU: /* an index, or a GPU's UUID (resolved through the inventory) */
+      if (optarg[0] >= '0' && optarg[0] <= '9') {
+        if ((rc = parse_u32_opt("--gpu", optarg, 0, &cli->gpu_index))) return rc;
+      } else {
+        cli->gpu_uuid = optarg;
+      }
       cli->have_gpu = true;
       cli->given |= OPT_GPU;
       break;

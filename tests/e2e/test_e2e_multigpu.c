@@ -72,6 +72,12 @@ static void test_inventory_and_spread(void **state) {
   gpulease_error err;
   assert_int_equal(gpulease_lease_alloc(c, 3, MiB, 60, &none, &err), GPULEASE_NO_DEVICE);
   assert_non_null(strstr(err.message, "no GPU with index 3 (this node has 3)"));
+  /* The CLI takes a GPU's UUID too (through the inventory). */
+  char out[4096];
+  assert_int_equal(gl_test_cli(&d, out, sizeof out, "lease alloc --vram 1M --ttl 60 --gpu EMU-2"), 0);
+  assert_non_null(strstr(out, "gpu        2"));
+  assert_int_equal(gl_test_cli(&d, out, sizeof out, "lease alloc --vram 1M --ttl 60 --gpu EMU-9"), 1);
+  assert_non_null(strstr(out, "no GPU with UUID 'EMU-9' on this node (its GPUs: EMU-0, EMU-1, EMU-2)"));
   /* Too large for any one GPU, though the node has that much in all. */
   assert_int_equal(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, 60 * MiB, 60, &none, &err),
                    GPULEASE_CAPACITY_EXCEEDED);

@@ -234,7 +234,7 @@ class Client:
         return [PoolInfo(index=g.index, target=g.target, ready=g.ready, starting=g.starting)
                 for g in (info.gpus[i] for i in range(info.gpu_count))]
 
-    def lease(self, vram: SizeLike, ttl: int = 60, gpu: Optional[int] = None,
+    def lease(self, vram: SizeLike, ttl: int = 60, gpu: Union[int, str, None] = None,
               lease_class: str = "isolated", renew: bool = False) -> Lease:
         """Leases VRAM on a GPU of the node (LEASE_ALLOC).
 
@@ -243,7 +243,9 @@ class Client:
                 "64M" (K/M/G/T and KiB...TiB: powers of 1024; KB, MB, GB:
                 powers of 1000).
             ttl: time to live in seconds (1 .. the daemon's max_ttl_s).
-            gpu: the GPU's index; None: the GPU with the most free VRAM.
+            gpu: the GPU's index, or its UUID as the inventory gives it
+                ("GPU-9c95...", "EMU-1"); None: where the daemon's
+                placement puts it (gpuleased --placement).
             lease_class: "isolated" (default: a CUDA context of its own),
                 "shared", "device" (the whole GPU) or "partition" (a MIG
                 instance); see gpulease.h.
@@ -254,8 +256,16 @@ class Client:
         Raises InvalidArgument (zero size or TTL, a TTL above the maximum,
         limits on a shared lease), CapacityExceeded, NoDevice, Busy,
         Unsupported, QuotaExceeded, the connection errors; ValueError for
-        an unknown lease class or a bad size."""
+        an unknown lease class or a bad size, or a UUID no GPU of the
+        node has."""
         size = parse_size(vram)
+        if isinstance(gpu, str):
+            gpus = self.inventory().gpus
+            match = [g.index for g in gpus if g.uuid == gpu]
+            if not match:
+                raise ValueError(f"no GPU with UUID {gpu!r} on this node (its GPUs: "
+                                 f"{', '.join(g.uuid for g in gpus) or 'none'})")
+            gpu = match[0]
         if lease_class not in LEASE_CLASSES:
             raise ValueError(f"lease_class {lease_class!r} is not one of {', '.join(LEASE_CLASSES)}")
         if isinstance(ttl, bool) or not isinstance(ttl, int) or not 0 <= ttl <= 0xFFFFFFFF:
