@@ -645,14 +645,14 @@ int cmd_top(gl_cli *cli) {
   if (cli->insecure)
     fprintf(stderr, "gpulease: warning: --insecure: the daemon's certificate is NOT verified\n");
 
-  struct sigaction sa, old_int, old_term;
+  struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal; /* no SA_RESTART: a sleep ends at once */
   sigemptyset(&sa.sa_mask);
   g_stop = 0;
   if (!cli->once) {
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
   }
 
   static top_scrape scrapes[2];
@@ -701,10 +701,9 @@ int cmd_top(gl_cli *cli) {
     if (cli->once) break;
   }
 out:
-  if (!cli->once) {
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-  }
+  /* The handlers stay until the process exits: a second SIGINT may still
+   * come (timeout(1) signals the command and then its process group), and
+   * must not kill the tool while it closes its connection. */
   if (t.client) gpulease_client_close(t.client);
   if (t.curl) curl_easy_cleanup(t.curl);
   free(t.body);
