@@ -5,8 +5,11 @@
  * (spread: evenly; pack: as few GPUs as hold the leases); a lease asked
  * for a GPU lands there, or gets NO_DEVICE naming the node's count; a
  * kernel that faults on one GPU leaves a lease on another GPU running with
- * its data intact.
+ * its data intact; a kernel that hangs on one GPU, stopped at its lease's
+ * TTL, does not hold up a lease on another; a device lease (a whole GPU)
+ * leaves the other GPUs leasable.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -155,11 +159,72 @@ static void test_fault_on_one_gpu(void **state) {
   assert_int_equal(gl_test_daemon_stop(&d), 0);
 }
 
+typedef struct hung {
+  gpulease_client *c;
+  gpulease_lease lease;
+  gpulease_status st;
+  gpulease_error err;
+} hung;
+
+static void *run_spin(void *arg) {
+  hung *h = arg;
+  size_t len;
+  char *spin = gl_test_read_ptx("spin", &len);
+  if (!spin) {
+    h->st = GPULEASE_INTERNAL;
+    return NULL;
+  }
+  gpulease_submit_desc sd;
+  gpulease_submit_desc_default(&sd);
+  sd.image = spin;
+  sd.image_size = len;
+  sd.kernel = "spin";
+  gpulease_submit_result r;
+  h->st = gpulease_submit(h->c, &h->lease, &sd, &r, &h->err);
+  if (h->st == GPULEASE_OK) gpulease_submit_result_release(&r);
+  free(spin);
+  return NULL;
+}
+
+static void test_hang_and_device_lease(void **state) {
+  (void)state;
+  gl_test_daemon d = start("spread");
+  gpulease_client *c = gl_test_connect(&d, 30000);
+  /* A kernel that never ends on GPU 0, its lease's TTL 2 s. */
+  hung h = {.c = gl_test_connect(&d, 30000)};
+  CHECK(gpulease_lease_alloc(h.c, 0, 4 * MiB, 2, &h.lease, E));
+  gpulease_lease b;
+  CHECK(gpulease_lease_alloc(c, 1, 4 * MiB, 60, &b, E));
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, run_spin, &h), 0);
+  usleep(300 * 1000);
+  /* Meanwhile GPU 1's lease runs kernels, over and over. */
+  for (int i = 0; i < 5; i++) gl_test_run_iota(c, &b);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  fprintf(stderr, "spin on GPU 0: %s: %s\n", gpulease_status_name(h.st), h.err.message);
+  assert_int_equal(h.st, GPULEASE_LEASE_EXPIRED);
+  gl_test_run_iota(c, &b);
+  gpulease_client_close(h.c);
+
+  /* A device lease takes all of GPU 2; GPU 0 still takes leases, GPU 2
+   * takes no other. */
+  gpulease_lease_opts o = {.lease_class = GPULEASE_CLASS_DEVICE};
+  gpulease_lease dev, a2, none;
+  CHECK(gpulease_lease_alloc_opts(c, 2, 8 * MiB, 60, &o, &dev, E));
+  CHECK(gpulease_lease_alloc(c, 0, 4 * MiB, 60, &a2, E));
+  gl_test_run_iota(c, &a2);
+  gpulease_error err;
+  assert_int_equal(gpulease_lease_alloc(c, 2, MiB, 60, &none, &err), GPULEASE_BUSY);
+  gpulease_client_close(c);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_inventory_and_spread),
       cmocka_unit_test(test_pack),
       cmocka_unit_test(test_fault_on_one_gpu),
+      cmocka_unit_test(test_hang_and_device_lease),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
