@@ -161,26 +161,35 @@ static int mkdir_p(const char *dir) {
   return mkdir(tmp, 0700) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-static int setup_tls(gl_daemon *d, char *err, size_t errlen) {
-  gl_daemon_config *c = &d->cfg;
+int gl_daemon_tls_paths(const gl_daemon_config *c, char *cert, char *key, size_t len,
+                        char *err, size_t errlen) {
   if (!c->cert_file[0] != !c->key_file[0]) {
     snprintf(err, errlen, "--cert and --key go together");
     return -1;
   }
-  if (!c->cert_file[0]) {
-    if (mkdir_p(c->state_dir) != 0) {
-      snprintf(err, errlen, "cannot create state directory %s: %s", c->state_dir,
-               strerror(errno));
-      return -1;
-    }
-    int created = 0;
-    if (gl_tls_ensure_self_signed(c->state_dir, c->cert_file, c->key_file, sizeof c->cert_file,
-                                  &created, err, errlen) != 0)
-      return -1;
-    GL_INFO("%s self-signed certificate %s", created ? "generated" : "using", c->cert_file);
+  if (c->cert_file[0]) {
+    snprintf(cert, len, "%s", c->cert_file);
+    snprintf(key, len, "%s", c->key_file);
+    return 0;
   }
-  if (gl_tls_file_fingerprint(c->cert_file, d->fingerprint, err, errlen) != 0) return -1;
+  if (mkdir_p(c->state_dir) != 0) {
+    snprintf(err, errlen, "cannot create state directory %s: %s", c->state_dir, strerror(errno));
+    return -1;
+  }
+  int created = 0;
+  if (gl_tls_ensure_self_signed(c->state_dir, cert, key, len, &created, err, errlen) != 0)
+    return -1;
+  GL_INFO("%s self-signed certificate %s", created ? "generated" : "using", cert);
   return 0;
+}
+
+static int setup_tls(gl_daemon *d, char *err, size_t errlen) {
+  gl_daemon_config *c = &d->cfg;
+  char cert[sizeof c->cert_file], key[sizeof c->key_file];
+  if (gl_daemon_tls_paths(c, cert, key, sizeof cert, err, errlen) != 0) return -1;
+  snprintf(c->cert_file, sizeof c->cert_file, "%s", cert);
+  snprintf(c->key_file, sizeof c->key_file, "%s", key);
+  return gl_tls_file_fingerprint(c->cert_file, d->fingerprint, err, errlen);
 }
 
 static void write_ready_file(const gl_daemon *d) {

@@ -118,6 +118,13 @@ void gl_daemon_run(gl_daemon *d);
 
 void gl_daemon_stop(gl_daemon *d);
 
+/* The certificate and key cfg names, or (naming none) the self-signed pair
+ * of its state directory, made there when missing: written to cert and key
+ * (len bytes each). 0, or -1 with err (only one of --cert and --key, a
+ * state directory or pair that cannot be made). */
+int gl_daemon_tls_paths(const gl_daemon_config *cfg, char *cert, char *key, size_t len,
+                        char *err, size_t errlen);
+
 /* Writes the ready file ("PORT FINGERPRINT") and tells the service
  * manager READY=1 with a status line beginning with what ("serving",
  * "reloaded"). */

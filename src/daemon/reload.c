@@ -58,26 +58,6 @@ void gl_daemon_set_reload(gl_daemon *d, gl_daemon_config_fn fn, void *user) {
   d->reload_user = user;
 }
 
-/* The certificate and key cfg names, or the self-signed pair of the state
- * directory when it names none (made again if it was removed). */
-static int tls_paths(const gl_daemon *d, const gl_daemon_config *cfg, char *cert, char *key,
-                     size_t len, char *err, size_t errlen) {
-  if (!cfg->cert_file[0] != !cfg->key_file[0]) {
-    snprintf(err, errlen, "--cert and --key go together");
-    return -1;
-  }
-  if (cfg->cert_file[0]) {
-    snprintf(cert, len, "%s", cfg->cert_file);
-    snprintf(key, len, "%s", cfg->key_file);
-    return 0;
-  }
-  int created = 0;
-  if (gl_tls_ensure_self_signed(d->cfg.state_dir, cert, key, len, &created, err, errlen) != 0)
-    return -1;
-  if (created) GL_INFO("reload: generated a self-signed certificate %s", cert);
-  return 0;
-}
-
 int gl_daemon_apply_config(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t errlen) {
   int level = gl_log_level_parse(cfg->log_level);
   if (level < 0) {
@@ -104,7 +84,10 @@ int gl_daemon_apply_config(gl_daemon *d, const gl_daemon_config *cfg, char *err,
   }
   char cert[sizeof d->cfg.cert_file], key[sizeof d->cfg.key_file], fp[65];
   const char *ca = d->cfg.auth_mode == GL_AUTH_MTLS ? cfg->client_ca : NULL;
-  if (tls_paths(d, cfg, cert, key, sizeof cert, err, errlen) != 0 ||
+  /* The state directory stays the one the daemon started with. */
+  gl_daemon_config paths = *cfg;
+  snprintf(paths.state_dir, sizeof paths.state_dir, "%s", d->cfg.state_dir);
+  if (gl_daemon_tls_paths(&paths, cert, key, sizeof cert, err, errlen) != 0 ||
       gl_tls_file_fingerprint(cert, fp, err, errlen) != 0 ||
       gl_qserver_set_tls(d->server, cert, key, ca, err, errlen) != 0)
     goto fail;

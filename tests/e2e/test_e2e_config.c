@@ -196,6 +196,15 @@ static void test_bad_value(void **state) {
   assert_int_equal(gpuleased(out, sizeof out, "--check-config --config %s", path), 2);
   assert_non_null(strstr(out, ":1: metrics-listen: expected HOST:PORT"));
 
+  write_conf("gpus.conf", "emu-gpus = 3\nplacement = pack\n", path, sizeof path);
+  assert_int_equal(gpuleased(out, sizeof out, "--check-config --config %s", path), 0);
+  assert_int_equal(gpuleased(out, sizeof out, "--check-config --config none --emu-gpus 0"), 2);
+  assert_non_null(strstr(out, "--emu-gpus: expected 1..64, got '0'"));
+  assert_int_equal(gpuleased(out, sizeof out, "--check-config --config none --emu-gpus 65"), 2);
+  assert_non_null(strstr(out, "--emu-gpus: expected 1..64, got '65'"));
+  assert_int_equal(gpuleased(out, sizeof out, "--check-config --config none --placement fill"), 2);
+  assert_non_null(strstr(out, "--placement: expected spread or pack, got 'fill'"));
+
   assert_int_equal(gpuleased(out, sizeof out, "--check-config --config %s/missing.conf", tmpdir),
                    2);
   assert_non_null(strstr(out, "missing.conf: cannot read"));
