@@ -631,6 +631,17 @@ int cmd_top(gl_cli *cli) {
   if (rc) return rc;
   static top_ctx t;
   if ((rc = top_setup(&t, cli))) return rc;
+  /* The handlers come first: Ctrl-C during a slow start stops the view. */
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal; /* no SA_RESTART: a sleep ends at once */
+  sigemptyset(&sa.sa_mask);
+  g_stop = 0;
+  if (!cli->once) {
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+  }
+
   double interval = cli->interval_s > 0 ? cli->interval_s : 1.0;
   uint64_t interval_ns = (uint64_t)(interval * 1e9);
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
@@ -644,16 +655,6 @@ int cmd_top(gl_cli *cli) {
   }
   if (cli->insecure)
     fprintf(stderr, "gpulease: warning: --insecure: the daemon's certificate is NOT verified\n");
-
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal; /* no SA_RESTART: a sleep ends at once */
-  sigemptyset(&sa.sa_mask);
-  g_stop = 0;
-  if (!cli->once) {
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-  }
 
   static top_scrape scrapes[2];
   static gpulease_inventory inv;
