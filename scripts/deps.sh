@@ -3,6 +3,10 @@
 # missing (or, for ngtcp2, older than 1.0). Runs apt-get as root, or through
 # sudo when available.
 #
+# dnsmasq-base is /usr/sbin/dnsmasq alone, which test_srv runs as a loopback
+# DNS server; the dnsmasq package would add a system service that starts at
+# install and takes port 53.
+#
 # ngtcp2 must be 1.x. Debian 13 (trixie) and later have it in the main
 # suite; Debian 12 (bookworm) ships 0.12, so there the two ngtcp2 -dev
 # packages come from Debian's bookworm-backports, which this script enables
@@ -13,7 +17,8 @@ pkgs=(build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
       libgnutls28-dev libev-dev libjson-c-dev libcmocka-dev libseccomp-dev
       libsodium-dev libinih-dev libmicrohttpd-dev libsystemd-dev libcurl4-gnutls-dev
       scdoc prometheus dpkg-dev file systemd
-      python3-cffi python3-numpy python3-pytest python3-tqdm python3-venv python3-pip)
+      python3-cffi python3-numpy python3-pytest python3-tqdm python3-venv python3-pip
+      dnsmasq-base)
 ngtcp2_pkgs=(libngtcp2-dev libngtcp2-crypto-gnutls-dev)
 backports_list=/etc/apt/sources.list.d/bookworm-backports.sources
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg

@@ -21,3 +21,7 @@ add_test(NAME test_man_cli
 set_tests_properties(test_man_cli PROPERTIES TIMEOUT 120)
 # Log lines (src/common/log.c): plain, and for the journal.
 gl_add_test(test_log SOURCES unit/test_log.c LIBS gl_common TIMEOUT 30 LABELS unit)
+# The client pool (src/lib/pool*.c, `gpulease pool`): six daemons on the
+# emulated device, failures while a job runs, DNS SRV through dnsmasq.
+add_test(NAME test_pool COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_pool.sh ${PROJECT_BINARY_DIR})
+set_tests_properties(test_pool PROPERTIES TIMEOUT 240 LABELS emu)

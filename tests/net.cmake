@@ -13,3 +13,11 @@ gl_add_test(test_udp_io
   LIBS gl_net_client
   TIMEOUT 60
   LABELS net)
+# src/lib/srv.c (DNS SRV lookups through glibc's libresolv) against a
+# dnsmasq on loopback (skipped when dnsmasq is not installed). srv.c is
+# built in here so the test does not wait on the whole library.
+gl_add_test(test_srv
+  SOURCES unit/test_srv.c ${PROJECT_SOURCE_DIR}/src/lib/srv.c
+  LIBS resolv Threads::Threads
+  TIMEOUT 120
+  LABELS net)

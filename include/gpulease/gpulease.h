@@ -1098,6 +1098,216 @@ GPULEASE_API gpulease_status gpulease_renewer_status(gpulease_renewer *renewer,
  * ignored. */
 GPULEASE_API void gpulease_renewer_stop(gpulease_renewer *renewer);
 
+/* ------------------------------------------------------------------------
+ * Client pool: one job over many daemons (docs/scale-out.md)
+ *
+ * A pool is a set of daemons (nodes) found from a list, a file or DNS SRV
+ * records, each verified as the pool's connect options say (a CA, or a
+ * SHA-256 pin per node from the nodes file). gpulease_pool_map() runs one
+ * kernel over N chunks of an input: it leases VRAM on the nodes (a lease
+ * serves many chunks), submits each chunk with GPU_SUBMIT, and gathers the
+ * outputs in chunk order. A chunk whose node is lost, whose lease ends, or
+ * whose worker faults is retried elsewhere; a kernel's own error
+ * (LOAD_FAILED, LAUNCH_FAILED, INVALID_ARGUMENT ...) fails the job.
+ * Contract: a chunk's kernel must be idempotent (a retried chunk may have
+ * run, in part or whole, on another node) and must write every output byte
+ * it means to return (a lease's output slice holds what an earlier chunk
+ * left there).
+ *
+ * Not to be confused with gpulease_pool_get() and gpulease_pool_info
+ * above, which describe one daemon's warm workers.
+ *
+ * Threads: a pool runs a thread and a connection per lease in flight
+ * during gpulease_pool_map(). One gpulease_pool is used from one thread
+ * at a time.
+ * ---------------------------------------------------------------------- */
+
+typedef struct gpulease_pool gpulease_pool;
+
+#define GPULEASE_POOL_OPTIONS_VERSION 1
+
+/* Where the pool's nodes come from and how it uses them. Fill with
+ * gpulease_pool_options_default(); borrowed for gpulease_pool_open (the
+ * strings are copied). Exactly one of nodes, nodes_file and srv_name. */
+typedef struct gpulease_pool_options {
+  uint32_t struct_version; /* GPULEASE_POOL_OPTIONS_VERSION */
+  /* "HOST:PORT,HOST:PORT,...", each verified as `connect` says. */
+  const char *nodes;
+  /* A file with a node a line: "HOST:PORT [PIN-SHA256]"; blank lines and
+   * '#' comments are skipped. A line's pin replaces connect's CA, pin or
+   * insecure for that node. */
+  const char *nodes_file;
+  /* A DNS SRV name ("_gpulease._udp.gpuleased.gpu.svc.cluster.local"):
+   * every target:port it lists is a node (resolved with glibc's
+   * libresolv), verified as `connect` says (a CA, normally). */
+  const char *srv_name;
+  /* "IP:PORT" of the DNS server to ask for srv_name; NULL: the system's
+   * (/etc/resolv.conf). */
+  const char *dns_server;
+  /* Seconds between resolutions of srv_name (default 30); nodes that
+   * disappear are dropped and new ones used from the next resolution on. */
+  uint32_t srv_refresh_s;
+  /* How to verify and identify to every node (CA file, pin, insecure,
+   * client certificate, token, timeout_ms); its addr is ignored. NULL:
+   * gpulease_connect_options_default(). Borrowed; copied. */
+  const gpulease_connect_options *connect;
+  /* Leases held at once on one node (default 4) and in all (default 64);
+   * each is a connection and a thread of gpulease_pool_map(). */
+  uint32_t max_leases_per_node;
+  uint32_t max_leases;
+  /* The class of the pool's leases (default ISOLATED; SHARED costs a few
+   * MiB instead of a CUDA context, docs/protocol.md) and their TTL in
+   * seconds (default 60; renewed while a job runs). */
+  gpulease_lease_class lease_class;
+  uint32_t lease_ttl_s;
+  /* A node that fails (cannot be reached, drops the connection, times
+   * out) is marked down and probed again after down_backoff_ms (default
+   * 500), doubled at each failure up to 30 s; a probe that succeeds marks
+   * it up. */
+  uint32_t down_backoff_ms;
+} gpulease_pool_options;
+
+GPULEASE_API void gpulease_pool_options_default(gpulease_pool_options *opts);
+
+/* Makes a pool: reads the node list, the nodes file, or resolves the SRV
+ * name (no connection yet: nodes are first contacted by a map or an
+ * inventory). *out is freed with gpulease_pool_close(). Errors:
+ * INVALID_ARGUMENT (none or several of nodes, nodes_file, srv_name; a bad
+ * HOST:PORT or pin, with the file and line), NOT_FOUND (the nodes file
+ * cannot be read; the SRV name does not resolve or lists no target),
+ * NO_MEMORY. */
+GPULEASE_API gpulease_status gpulease_pool_open(const gpulease_pool_options *opts,
+                                                gpulease_pool **out, gpulease_error *err);
+
+/* Frees the pool. Leases of a finished map are already freed. NULL is
+ * ignored. */
+GPULEASE_API void gpulease_pool_close(gpulease_pool *pool);
+
+/* Re-resolves the pool's SRV name now (a pool made from a list or a file
+ * keeps its nodes). Errors: NOT_FOUND (the name does not resolve: the
+ * nodes are kept), NO_MEMORY. */
+GPULEASE_API gpulease_status gpulease_pool_refresh(gpulease_pool *pool, gpulease_error *err);
+
+/* One node, as gpulease_pool_inventory() found it. */
+typedef struct gpulease_pool_node {
+  char addr[272];           /* "HOST:PORT" as listed or resolved */
+  int up;                   /* 1: reached now; 0: down (status, message say why) */
+  gpulease_status status;   /* OK, or why the node could not be read */
+  char message[256];
+  gpulease_inventory inventory; /* when up */
+} gpulease_pool_node;
+
+/* Reads every node's inventory, all at once (a thread each; SRV names
+ * re-resolved when due). *nodes (count entries, in the pool's order)
+ * is malloc'd: release it with gpulease_pool_nodes_release(). A node that
+ * cannot be reached is listed down with its status, and is not an error.
+ * Errors: NO_MEMORY. */
+GPULEASE_API gpulease_status gpulease_pool_inventory(gpulease_pool *pool,
+                                                     gpulease_pool_node **nodes, size_t *count,
+                                                     gpulease_error *err);
+
+GPULEASE_API void gpulease_pool_nodes_release(gpulease_pool_node *nodes, size_t count);
+
+/* A kernel parameter of a map: chunk-relative, or a plain value. */
+typedef enum gpulease_map_arg_kind {
+  GPULEASE_MAP_IN = 1,     /* device pointer to the chunk's input slice */
+  GPULEASE_MAP_OUT = 2,    /* device pointer to the chunk's output slice */
+  GPULEASE_MAP_BYTES = 3,  /* u32: the chunk's input bytes (the last chunk may be short) */
+  GPULEASE_MAP_INDEX = 4,  /* u32: the chunk's index, from 0 */
+  GPULEASE_MAP_SCALAR = 5, /* size bytes of value, passed by value */
+} gpulease_map_arg_kind;
+
+typedef struct gpulease_map_arg {
+  gpulease_map_arg_kind kind;
+  uint32_t size;                            /* SCALAR: 1..GPULEASE_MAX_SCALAR_BYTES */
+  uint8_t value[GPULEASE_MAX_SCALAR_BYTES]; /* SCALAR: the bytes */
+} gpulease_map_arg;
+
+/* Progress of a map: called from the map's threads (one at a time) after
+ * each chunk finishes, with the chunks done and the total. */
+typedef void (*gpulease_map_progress_fn)(uint64_t done_chunks, uint64_t total_chunks, void *user);
+
+#define GPULEASE_MAP_DESC_VERSION 1
+
+/* What gpulease_pool_map() runs. Fill with gpulease_map_desc_default();
+ * every pointer is borrowed for the call. */
+typedef struct gpulease_map_desc {
+  uint32_t struct_version; /* GPULEASE_MAP_DESC_VERSION */
+  const void *image;       /* PTX, cubin or fatbin */
+  size_t image_size;
+  gpulease_image_format format;
+  const char *kernel;
+  uint32_t grid[3];         /* per chunk */
+  uint32_t block[3];
+  uint32_t shared_mem_bytes;
+  const gpulease_map_arg *args; /* the kernel's parameters, in order */
+  size_t arg_count;
+  /* The input, cut into ceil(input_bytes / chunk_bytes) chunks of
+   * chunk_bytes (the last one holds the rest). */
+  const void *input;
+  uint64_t input_bytes;
+  uint64_t chunk_bytes;
+  /* Chunk i's output (output_bytes_per_chunk bytes read back from its
+   * output slice) lands at output + i * output_bytes_per_chunk; output
+   * holds chunks * output_bytes_per_chunk bytes, caller-owned. */
+  void *output;
+  uint64_t output_bytes_per_chunk;
+  /* Tries per chunk, the first included (default 3). */
+  uint32_t max_attempts;
+  /* The whole job's bound in milliseconds (default 600000; 0: the
+   * default). At the deadline the map stops taking chunks and returns
+   * TIMEOUT once the submits in flight end (each is bounded by the
+   * connect options' timeout_ms). */
+  uint32_t deadline_ms;
+  gpulease_map_progress_fn progress; /* may be NULL */
+  void *progress_user;
+} gpulease_map_desc;
+
+GPULEASE_API void gpulease_map_desc_default(gpulease_map_desc *desc);
+
+/* What one node did in a map. */
+typedef struct gpulease_map_node_stats {
+  char addr[272];
+  uint64_t chunks;    /* chunks it completed */
+  uint64_t retries;   /* chunks that failed there and went back to the queue */
+  uint64_t failures;  /* failed ops there: submits, lease allocations, connections */
+  uint64_t leases;    /* leases it granted */
+  uint64_t bytes_in;  /* input bytes sent to it */
+  uint64_t bytes_out; /* output bytes read from it */
+  double seconds;     /* time its chunks' submits took, summed over its leases */
+} gpulease_map_node_stats;
+
+/* What a map did. nodes is malloc'd: gpulease_map_stats_release(). */
+typedef struct gpulease_map_stats {
+  uint64_t chunks;        /* chunks in the job */
+  uint64_t done;          /* chunks completed */
+  uint64_t retries;       /* chunk tries that failed and were retried */
+  double seconds;         /* the job's wall time */
+  double chunk_p50_ms;    /* a completed chunk's submit time: median */
+  double chunk_p99_ms;    /*   and 99th percentile */
+  size_t node_count;
+  gpulease_map_node_stats *nodes;
+} gpulease_map_stats;
+
+/* Runs desc's kernel over every chunk of desc->input on the pool's nodes
+ * and gathers the outputs in chunk order. Placement: leases go to the
+ * nodes with the most room (free VRAM for a lease of the chunk's input
+ * and output slices, live leases), at most max_leases_per_node each and
+ * max_leases in all; each lease takes chunks from one queue until none
+ * are left. stats (may be NULL) is written whether or not the job
+ * succeeded. Every lease the map took is freed before it returns.
+ * Errors: INVALID_ARGUMENT (no chunk, a chunk or output bigger than a
+ * lease can hold, a bad argument), DISCONNECTED (no node could be
+ * reached), CAPACITY_EXCEEDED (no node had room for a lease), TIMEOUT
+ * (the deadline passed), the first non-retried status of a chunk
+ * (LOAD_FAILED, LAUNCH_FAILED ... with the node's message), or the last
+ * status of a chunk that failed max_attempts times; err's message names
+ * the chunk and the node. */
+GPULEASE_API gpulease_status gpulease_pool_map(gpulease_pool *pool, const gpulease_map_desc *desc,
+                                               gpulease_map_stats *stats, gpulease_error *err);
+
+GPULEASE_API void gpulease_map_stats_release(gpulease_map_stats *stats);
+
 #ifdef __cplusplus
 }
 #endif

@@ -61,6 +61,13 @@ typedef struct gl_cli {
   double interval_s;       /* --interval; 0: the default */
   bool once;               /* --once */
   bool help;               /* --help: print help, run nothing */
+  /* pool */
+  const char *nodes, *nodes_file, *srv_name, *dns_server; /* --nodes, --nodes-file, --srv, --dns-server */
+  uint64_t chunk_bytes, output_bytes_per_chunk;           /* --chunk-bytes, --output-bytes-per-chunk */
+  uint32_t max_leases_per_node, max_leases, attempts;     /* 0: the library's defaults */
+  double deadline_s;                                      /* --deadline; 0: the default */
+  const char *arg_text[CLI_MAX_ARGS]; /* each --arg as given (pool map's @in, @out ...) */
+  bool have_chunk_arg;                /* an --arg naming the chunk (TYPE:@NAME) */
   /* positionals after the subcommand */
   char **words;
   int nwords;
@@ -83,6 +90,16 @@ enum {
 #define OPT_METRICS (1ull << 32)
 #define OPT_INTERVAL (1ull << 33)
 #define OPT_ONCE (1ull << 34)
+#define OPT_NODES (1ull << 35)
+#define OPT_NODES_FILE (1ull << 36)
+#define OPT_SRV (1ull << 37)
+#define OPT_DNS_SERVER (1ull << 38)
+#define OPT_CHUNK_BYTES (1ull << 39)
+#define OPT_OUT_PER_CHUNK (1ull << 40)
+#define OPT_MAX_PER_NODE (1ull << 41)
+#define OPT_MAX_LEASES (1ull << 42)
+#define OPT_ATTEMPTS (1ull << 43)
+#define OPT_DEADLINE (1ull << 44)
 
 /* --format of submit and mem read. */
 enum cli_out_format { CLI_F_F32, CLI_F_I32, CLI_F_U32, CLI_F_HEX, CLI_F_RAW };
@@ -150,6 +167,7 @@ int cmd_module(gl_cli *cli);  /* module load|unload */
 int cmd_func(gl_cli *cli);    /* func info */
 int cmd_launch(gl_cli *cli);
 int cmd_top(gl_cli *cli);     /* a live view of one node (cmd_top.c) */
+int cmd_pool(gl_cli *cli);    /* pool map|inventory over many nodes (cmd_pool.c) */
 
 /* help.c: the help texts. cli_help_all prints everything: usage, global
  * options, every command's section. */

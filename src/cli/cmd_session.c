@@ -622,6 +622,9 @@ int cmd_launch(gl_cli *cli) {
     return rc;
   if (cli->have_ptr_arg)
     return cli_usage_error("--arg ptr:OFFSET is for submit; a launch takes buf:HANDLE[+OFFSET]");
+  if (cli->have_chunk_arg)
+    return cli_usage_error("--arg TYPE:@NAME names a chunk of 'pool map'; a launch takes "
+                           "buf:HANDLE[+OFFSET]");
   sess x;
   uint64_t module;
   if ((rc = func_args(cli, "launch", &x, &module))) return rc;

@@ -77,6 +77,8 @@ int cmd_submit(gl_cli *cli) {
   if (!cli->binary || !cli->kernel) return cli_usage_error("submit needs --binary FILE and --kernel NAME");
   if (cli->have_buf_arg)
     return cli_usage_error("--arg buf:HANDLE is for a session launch; submit takes ptr:OFFSET");
+  if (cli->have_chunk_arg)
+    return cli_usage_error("--arg TYPE:@NAME names a chunk of 'pool map'; submit takes ptr:OFFSET");
   enum cli_out_format fmt = CLI_F_HEX;
   if (cli->format && cli_parse_out_format(cli->format, &fmt) != 0)
     return cli_usage_error("--format: expected f32, i32, u32, hex or raw");

@@ -20,7 +20,7 @@ static const char head_text[] =
     "usage: gpulease [global options] COMMAND [options]\n"
     "       gpulease help [COMMAND]    (or: gpulease COMMAND --help)\n"
     "\n"
-    "Commands: inventory, lease, admin, submit, session, mem, module, func, launch, top\n";
+    "Commands: inventory, lease, admin, submit, session, mem, module, func, launch, top, pool\n";
 
 static const char global_text[] =
     "Global options (they may stand before or after the command's words):\n"
@@ -149,6 +149,33 @@ static const char top_text[] =
     "         one object a line). The daemon renders its metrics once a second, so\n"
     "         rates over intervals shorter than that come in bursts.\n";
 
+static const char pool_text[] =
+    "  pool map (--nodes HOST:PORT,... | --nodes-file FILE | --srv NAME [--dns-server IP:PORT])\n"
+    "         --binary FILE --kernel NAME --input FILE --chunk-bytes BYTES\n"
+    "         [--output-bytes-per-chunk BYTES --output FILE] [--grid X,Y,Z]\n"
+    "         [--block X,Y,Z] [--shared-mem BYTES] [--arg TYPE:VALUE]...\n"
+    "         [--class isolated|shared] [--ttl SECONDS] [--max-leases-per-node N]\n"
+    "         [--max-leases N] [--attempts N] [--deadline SECONDS] [--image-format F]\n"
+    "         runs the kernel over every chunk of the input on many daemons: cuts\n"
+    "         --input into --chunk-bytes chunks (the last may be short), leases on\n"
+    "         the nodes with the most room (a lease serves many chunks), submits\n"
+    "         each chunk, retries a chunk whose node, connection, lease or worker\n"
+    "         fails on another node (--attempts tries, default 3), and writes the\n"
+    "         outputs in chunk order to --output. A kernel error ends the job. An\n"
+    "         --arg may name the chunk: ptr:@in (its input slice), ptr:@out (its\n"
+    "         output slice), u32:@bytes (its input bytes), u32:@index; other\n"
+    "         values are submit's scalars. The kernel must be idempotent. Shows a\n"
+    "         progress bar on a terminal and ends with a summary: chunks, chunks/s,\n"
+    "         chunk latency p50 and p99, retries, and per node chunks, retries,\n"
+    "         failures, leases, bytes and seconds. --nodes-file: a node a line,\n"
+    "         'HOST:PORT [PIN-SHA256]'; --srv: the DNS SRV records of NAME\n"
+    "         (--dns-server: ask that server). Leases: --class (default isolated),\n"
+    "         --ttl (default 60, renewed), at most --max-leases-per-node (4) and\n"
+    "         --max-leases (64). --deadline bounds the whole job (default 600).\n"
+    "  pool inventory (--nodes ... | --nodes-file FILE | --srv NAME)\n"
+    "         every node's GPUs in one table (a node that cannot be reached is\n"
+    "         listed down, with why); exit 1 when none is up\n";
+
 /* Notes that hold for every command: after all sections, and after one
  * section that needs them. */
 static const char bytes_note[] =
@@ -168,6 +195,7 @@ static const struct {
     {"func", "func info ...", func_text},
     {"launch", "launch --session SID --module HANDLE --kernel NAME [options]", launch_text},
     {"top", "top [--metrics URL|none] [--interval SECONDS] [--once]", top_text},
+    {"pool", "pool map|inventory (--nodes LIST | --nodes-file FILE | --srv NAME) ...", pool_text},
 };
 
 #define NSECTIONS (sizeof sections / sizeof sections[0])

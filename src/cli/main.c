@@ -18,6 +18,8 @@
  *   gpulease [global options] func info ...
  *   gpulease [global options] launch --session SID --module HANDLE ...
  *   gpulease [global options] top [--metrics URL|none] [--interval SECONDS] [--once]
+ *   gpulease [global options] pool map (--nodes LIST | --nodes-file FILE | --srv NAME) ...
+ *   gpulease [global options] pool inventory (--nodes LIST | --nodes-file FILE | --srv NAME)
  *   gpulease help [COMMAND], gpulease [COMMAND] --help
  *
  * Options may stand before or after the subcommand words. The help texts
@@ -38,7 +40,8 @@ enum {
   O_OUTPUT_SIZE, O_FORMAT, O_ARG, O_LEASE, O_IMAGE_FORMAT, O_OUTPUT, O_SESSION, O_SIZE,
   O_OFFSET, O_MODULE, O_ACK, O_QUIET, O_CLASS, O_PRINTF_FIFO, O_MALLOC_HEAP, O_COOP,
   O_CLUSTER, O_CERT, O_KEY, O_TOKEN, O_ROTATE, O_RIGHTS, O_TO, O_REASON, O_METRICS, O_INTERVAL,
-  O_ONCE,
+  O_ONCE, O_NODES, O_NODES_FILE, O_SRV, O_DNS_SERVER, O_CHUNK_BYTES, O_OUT_PER_CHUNK,
+  O_MAX_PER_NODE, O_MAX_LEASES, O_ATTEMPTS, O_DEADLINE,
 };
 
 static int parse_size_opt(const char *name, const char *v, uint64_t max, uint64_t *out) {
@@ -102,6 +105,16 @@ static int parse_options(int argc, char **argv, gl_cli *cli) {
       {"metrics", required_argument, 0, O_METRICS},
       {"interval", required_argument, 0, O_INTERVAL},
       {"once", no_argument, 0, O_ONCE},
+      {"nodes", required_argument, 0, O_NODES},
+      {"nodes-file", required_argument, 0, O_NODES_FILE},
+      {"srv", required_argument, 0, O_SRV},
+      {"dns-server", required_argument, 0, O_DNS_SERVER},
+      {"chunk-bytes", required_argument, 0, O_CHUNK_BYTES},
+      {"output-bytes-per-chunk", required_argument, 0, O_OUT_PER_CHUNK},
+      {"max-leases-per-node", required_argument, 0, O_MAX_PER_NODE},
+      {"max-leases", required_argument, 0, O_MAX_LEASES},
+      {"attempts", required_argument, 0, O_ATTEMPTS},
+      {"deadline", required_argument, 0, O_DEADLINE},
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0},
   };
@@ -238,7 +251,11 @@ static int parse_options(int argc, char **argv, gl_cli *cli) {
       size_t n = cli->param_count;
       if (n == CLI_MAX_ARGS)
         return cli_usage_error("at most %d --arg", CLI_MAX_ARGS);
-      if (strncmp(optarg, "buf:", 4) == 0) {
+      cli->arg_text[n] = optarg;
+      const char *colon = strchr(optarg, ':');
+      if (colon && colon[1] == '@') { /* names the chunk: pool map parses it */
+        cli->have_chunk_arg = true;
+      } else if (strncmp(optarg, "buf:", 4) == 0) {
         if (cli_parse_launch_arg(optarg, &cli->launch_args[n], err, sizeof err) != 0)
           return cli_usage_error("%s", err);
         cli->have_buf_arg = true;
@@ -267,6 +284,43 @@ static int parse_options(int argc, char **argv, gl_cli *cli) {
       break;
     }
     case O_ONCE: cli->once = true; cli->given |= OPT_ONCE; break;
+    case O_NODES: cli->nodes = optarg; cli->given |= OPT_NODES; break;
+    case O_NODES_FILE: cli->nodes_file = optarg; cli->given |= OPT_NODES_FILE; break;
+    case O_SRV: cli->srv_name = optarg; cli->given |= OPT_SRV; break;
+    case O_DNS_SERVER: cli->dns_server = optarg; cli->given |= OPT_DNS_SERVER; break;
+    case O_CHUNK_BYTES:
+      if ((rc = parse_size_opt("--chunk-bytes", optarg, UINT32_MAX, &cli->chunk_bytes))) return rc;
+      cli->given |= OPT_CHUNK_BYTES;
+      break;
+    case O_OUT_PER_CHUNK:
+      if ((rc = parse_size_opt("--output-bytes-per-chunk", optarg, 1ull << 30,
+                               &cli->output_bytes_per_chunk)))
+        return rc;
+      cli->given |= OPT_OUT_PER_CHUNK;
+      break;
+    case O_MAX_PER_NODE:
+      if ((rc = parse_u32_opt("--max-leases-per-node", optarg, 1, &cli->max_leases_per_node)))
+        return rc;
+      cli->given |= OPT_MAX_PER_NODE;
+      break;
+    case O_MAX_LEASES:
+      if ((rc = parse_u32_opt("--max-leases", optarg, 1, &cli->max_leases))) return rc;
+      cli->given |= OPT_MAX_LEASES;
+      break;
+    case O_ATTEMPTS:
+      if ((rc = parse_u32_opt("--attempts", optarg, 1, &cli->attempts))) return rc;
+      cli->given |= OPT_ATTEMPTS;
+      break;
+    case O_DEADLINE: {
+      char *end;
+      errno = 0;
+      double x = strtod(optarg, &end);
+      if (errno || end == optarg || *end || !(x > 0 && x <= 4000000))
+        return cli_usage_error("--deadline: '%s' is not a number of seconds above 0", optarg);
+      cli->deadline_s = x;
+      cli->given |= OPT_DEADLINE;
+      break;
+    }
     case 'h': cli->help = true; break;
     case ':':
       return cli_usage_error("%s needs a value", argv[optind - 1]);
@@ -327,6 +381,8 @@ int main(int argc, char **argv) {
     rc = cmd_launch(&cli);
   } else if (strcmp(cli.words[0], "top") == 0) {
     rc = cmd_top(&cli);
+  } else if (strcmp(cli.words[0], "pool") == 0) {
+    rc = cmd_pool(&cli);
   } else {
     rc = cli_usage_error("unknown command '%s'", cli.words[0]);
   }
