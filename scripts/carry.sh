@@ -14,7 +14,7 @@ rm -rf "$C"
 mkdir -p "$C/src/daemon" "$C/src/cli" "$C/tests" "$C/bench" "$C/lib"
 cp "$B/src/daemon/gpuleased" "$C/src/daemon/"
 cp "$B/src/cli/gpulease" "$C/src/cli/"
-for t in "$B"/tests/test_e2e_* "$B"/tests/gl_backend_stream_smoke "$B"/tests/gl_corpus_gpu "$B"/tests/gl_syscall_census \
+for t in "$B"/tests/test_e2e_* "$B"/tests/multigpu_check "$B"/tests/gl_backend_stream_smoke "$B"/tests/gl_corpus_gpu "$B"/tests/gl_syscall_census \
          "$B"/tests/test_backend_*; do
   [ -x "$t" ] && cp "$t" "$C/tests/"
 done

@@ -34,3 +34,13 @@ endif()
 # under the CUDA driver, to check the worker's seccomp allow-list against.
 add_executable(gl_syscall_census ${CMAKE_CURRENT_LIST_DIR}/gpu/syscall_census.c)
 target_link_libraries(gl_syscall_census PRIVATE gl_worker gl_dep_seccomp)
+
+# On a machine with several GPUs (issue 17), by hand or from
+# tests/gpu/multigpu.sh: one daemon over every GPU and the client pool on
+# the node, one table. `multigpu_check BUILD --emu` runs it on emulated
+# GPUs (test_multigpu_check_emu below).
+add_executable(multigpu_check ${CMAKE_CURRENT_LIST_DIR}/gpu/multigpu_check.c)
+target_link_libraries(multigpu_check PRIVATE gpulease_static gl_common Threads::Threads m)
+add_dependencies(multigpu_check gpuleased gl_kernels gpulease_cli)
+add_test(NAME test_multigpu_check_emu COMMAND multigpu_check ${PROJECT_BINARY_DIR} --emu)
+set_tests_properties(test_multigpu_check_emu PROPERTIES TIMEOUT 300 LABELS emu)
