@@ -12,7 +12,7 @@ CMAKE_FLAGS ?=
 # Warnings are errors (GL_WERROR) in the builds `make check` and CI make, and
 # not in a plain `cmake` build, so a new compiler's new warning cannot break
 # someone else's build.
-.PHONY: all deps build run run-python check check-asan check-release check-deb check-wheel deb fuzz install clean
+.PHONY: all deps build run run-python check check-asan check-release check-deb check-wheel check-deploy deb fuzz install clean
 
 all: build
 
@@ -87,6 +87,14 @@ check-wheel: build
 # emulated device, the installed CLI against it (tests/pkg/test_deb.sh).
 check-deb: deb
 	tests/pkg/test_deb.sh $(BUILD_DEB)
+
+# The deployments (deploy/): the Kubernetes manifests validated against a
+# pinned Kubernetes version (kubernetes-validate from PyPI, pinned, in a
+# virtual environment under the build folder), their consistency, the
+# ConfigMap's configuration through gpuleased --check-config, the Slurm
+# script through bash -n and shellcheck where present.
+check-deploy: build
+	tests/deploy/test_manifests.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_REL)-gcc $(BUILD_REL)-clang $(BUILD_DEB) $(BUILD_PY) build-python build-fuzz

@@ -258,12 +258,13 @@ def corpus():
     yield "req-gpu-submit-params", frame(REQ, o["GPU_SUBMIT"], sub)
     yield "req-gpu-submit-noparams", frame(REQ, o["GPU_SUBMIT"], submit_body(flags=0, params=[], inp=b""))
     yield "req-worker-init", frame(REQ, o["WORKER_INIT"],
-                                   struct.pack(">IQQBIQ", 0, 1 << 30, 7, 0, 64 << 10, 1 << 20))
+                                   struct.pack(">IQQBIQ", 0, 1 << 30, 7, 0, 64 << 10, 1 << 20) +
+                                   str8(b"GPU-f8797ab0-36ca-eda1-5eee-c2a666713a44"))
     yield "req-worker-init-shared", frame(REQ, o["WORKER_INIT"],
-                                          struct.pack(">IQQBIQ", 0, 256 << 20, 8, 1, 64 << 10, 1 << 20))
+                                          struct.pack(">IQQBIQ", 0, 256 << 20, 8, 1, 64 << 10, 1 << 20) + str8(b""))
     yield "req-worker-release", frame(REQ, o["WORKER_RELEASE"], struct.pack(">Q", 8))
     yield "resp-worker-release", resp(o["WORKER_RELEASE"])
-    yield "req-worker-warm", frame(REQ, o["WORKER_WARM"], struct.pack(">I", 0))
+    yield "req-worker-warm", frame(REQ, o["WORKER_WARM"], struct.pack(">I", 0) + str8(b"GPU-1"))
     yield "req-worker-probe", frame(REQ, o["WORKER_PROBE"], b"")
     yield "resp-inventory-2gpus", resp(o["GET_INVENTORY"], struct.pack(">I", 3600) + str8(b"550.54.15") +
                                        struct.pack(">H", 2) + gpu_entry(0) + gpu_entry(1) + tenant_info())

@@ -276,3 +276,10 @@ void gl_node_close(gl_node *n) {
   if (n->nvml) gl_nvml_close(n->nvml);
   n->nvml = NULL;
 }
+
+void gl_node_worker_uuid(const gl_node *n, uint32_t index, bool mig, char *out, size_t len) {
+  if (len == 0) return;
+  out[0] = 0;
+  if (mig || index >= n->gpu_count || (n->gpus[index].flags & GPULEASE_GPU_EMULATED)) return;
+  snprintf(out, len, "%s", n->gpus[index].uuid);
+}

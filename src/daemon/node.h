@@ -95,6 +95,12 @@ void gl_node_discover(gl_node *n, const gl_node_config *cfg);
  * "--jit-cache DIR" when configured. */
 const char *const *gl_node_worker_args(const gl_node *n, uint32_t index);
 
+/* The UUID a worker for GPU `index` binds to (WORKER_INIT, WORKER_WARM:
+ * the worker finds its own CUDA ordinal for it), into out (len bytes): the
+ * GPU's UUID, or "" for an emulated GPU, a MIG instance (mig: the worker
+ * sees only that instance, as device 0) or an index out of range. */
+void gl_node_worker_uuid(const gl_node *n, uint32_t index, bool mig, char *out, size_t len);
+
 /* The worker arguments for MIG instance k of GPU index: the GPU's, then
  * "--cuda-visible-devices MIG-..." (the worker sets CUDA_VISIBLE_DEVICES,
  * and the instance is its CUDA device 0), and for an emulated device

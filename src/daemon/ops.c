@@ -219,6 +219,8 @@ static int encode_worker_init(const gl_daemon *d, const gl_lease *l, const lease
                                                             : DEFAULT_PRINTF_FIFO_BYTES;
   r.u.worker_init.malloc_heap_bytes = rt->malloc_heap_bytes ? rt->malloc_heap_bytes
                                                             : DEFAULT_MALLOC_HEAP_BYTES;
+  gl_node_worker_uuid(&d->node, l->gpu_index, rt->mig >= 0, r.u.worker_init.gpu_uuid,
+                      sizeof r.u.worker_init.gpu_uuid);
   gl_buf_init(b);
   return gl_request_encode(&r, b) == GPULEASE_OK ? 0 : -1;
 }

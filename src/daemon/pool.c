@@ -243,6 +243,8 @@ static void slot_start(slot *s) {
   gl_wproc_set_tag(s->w, s->gpu);
   gl_request q = {.op = GL_OP_WORKER_WARM};
   q.u.worker_init.cuda_ordinal = (uint32_t)g->cuda_ordinal;
+  gl_node_worker_uuid(p->node, s->gpu, false, q.u.worker_init.gpu_uuid,
+                      sizeof q.u.worker_init.gpu_uuid);
   gl_buf b;
   gl_buf_init(&b);
   if (gl_request_encode(&q, &b) != GPULEASE_OK ||

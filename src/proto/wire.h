@@ -178,7 +178,8 @@
  *   WORKER_INIT (0x7F01)
  *     request: u32 cuda_ordinal, u64 vram_bytes, u64 lease_id, u8 flags
  *              (bit 0: shared worker), u32 printf_fifo_bytes,
- *              u64 malloc_heap_bytes
+ *              u64 malloc_heap_bytes, str8 gpu_uuid (<= 95; "": the
+ *              ordinal alone)
  *     result : u64 region_base (device address), str8 device_name
  *   WORKER_RELEASE (0x7F07): one lease of a shared worker ends
  *     request: u64 lease_id
@@ -644,6 +645,10 @@ typedef struct gl_worker_init_req {
   uint8_t flags;              /* GL_WORKER_INIT_* */
   uint32_t printf_fifo_bytes; /* the context's limits (first init only) */
   uint64_t malloc_heap_bytes;
+  /* The GPU's UUID ("GPU-..."), which the worker binds to whatever its own
+   * CUDA ordinal for it is; "" (an emulated GPU, a MIG instance): the
+   * ordinal alone. WORKER_INIT and WORKER_WARM. */
+  char gpu_uuid[96];
 } gl_worker_init_req;
 
 typedef struct gl_request {

@@ -29,8 +29,10 @@ static void worker_decode(gl_wire__rd *r, gl_request *q) {
     q->u.worker_init.flags = gl_wire__rd_u8(r, "flags");
     q->u.worker_init.printf_fifo_bytes = gl_wire__rd_u32(r, "printf_fifo_bytes");
     q->u.worker_init.malloc_heap_bytes = gl_wire__rd_u64(r, "malloc_heap_bytes");
+    gl_wire__rd_str8(r, "gpu_uuid", q->u.worker_init.gpu_uuid, sizeof q->u.worker_init.gpu_uuid);
   } else if (q->op == GL_OP_WORKER_WARM) {
     q->u.worker_init.cuda_ordinal = gl_wire__rd_u32(r, "cuda_ordinal");
+    gl_wire__rd_str8(r, "gpu_uuid", q->u.worker_init.gpu_uuid, sizeof q->u.worker_init.gpu_uuid);
   } else if (q->op == GL_OP_WORKER_RELEASE) {
     q->u.worker_init.lease_id = gl_wire__rd_u64(r, "lease_id");
   } /* WORKER_PROBE: empty body */
@@ -44,8 +46,10 @@ static void worker_put(gl_buf *b, const gl_request *q) {
     gl_wire__put_u8(b, q->u.worker_init.flags);
     gl_wire__put_u32(b, q->u.worker_init.printf_fifo_bytes);
     gl_wire__put_u64(b, q->u.worker_init.malloc_heap_bytes);
+    gl_wire__put_str8(b, q->u.worker_init.gpu_uuid, sizeof q->u.worker_init.gpu_uuid);
   } else if (q->op == GL_OP_WORKER_WARM) {
     gl_wire__put_u32(b, q->u.worker_init.cuda_ordinal);
+    gl_wire__put_str8(b, q->u.worker_init.gpu_uuid, sizeof q->u.worker_init.gpu_uuid);
   } else if (q->op == GL_OP_WORKER_RELEASE) {
     gl_wire__put_u64(b, q->u.worker_init.lease_id);
   } /* WORKER_PROBE: empty body */
@@ -187,9 +191,16 @@ static void worker_result_put(gl_buf *b, const gl_response *resp) {
   }
 }
 
+static void worker_validate(gl_wire__rd *r, const gl_request *q) {
+  if ((q->op == GL_OP_WORKER_INIT || q->op == GL_OP_WORKER_WARM) &&
+      !gl_wire__str_fits(q->u.worker_init.gpu_uuid, sizeof q->u.worker_init.gpu_uuid))
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "gpu_uuid: longer than %zu bytes",
+                     sizeof q->u.worker_init.gpu_uuid - 1);
+}
+
 const gl_wire__family gl_wire__worker = {
     .decode = worker_decode,
-    .validate = NULL,
+    .validate = worker_validate,
     .put = worker_put,
     .result_decode = worker_result_decode,
     .result_valid = worker_result_valid,

@@ -209,6 +209,41 @@ static void do_probe(gl_wkproc *p, uint64_t tag) {
   free(resp);
 }
 
+/* Binds a WORKER_INIT or WORKER_WARM to its GPU by UUID: sets
+ * req->cuda_ordinal to this worker's own CUDA ordinal of req->gpu_uuid,
+ * which may differ from the daemon's (another CUDA_DEVICE_ORDER or
+ * CUDA_VISIBLE_DEVICES in the worker's environment); the UUID does not.
+ * "" keeps the ordinal (an emulated GPU, a MIG instance). OK, or NO_DEVICE
+ * when no device of the worker has that UUID. */
+static gpulease_status bind_uuid(gl_wkproc *p, gl_worker_init_req *req, char *err, size_t errlen) {
+  if (!req->gpu_uuid[0] || !p->be->ops->probe) return GPULEASE_OK;
+  if (!p->probe) { /* one probe a worker: its devices do not change */
+    gl_probe_resp *pr = calloc(1, sizeof *pr);
+    if (!pr) {
+      snprintf(err, errlen, "worker out of memory");
+      return GPULEASE_INTERNAL;
+    }
+    gpulease_status st = p->be->ops->probe(p->be, pr, err, errlen);
+    if (st != GPULEASE_OK) {
+      free(pr);
+      return st;
+    }
+    p->probe = pr;
+  }
+  const gl_probe_resp *pr = p->probe;
+  for (unsigned k = 0; k < pr->count; k++)
+    if (strcmp(pr->gpus[k].uuid, req->gpu_uuid) == 0) {
+      if (k != req->cuda_ordinal)
+        GL_INFO("worker: GPU %s is this worker's CUDA device %u (the daemon's %u)",
+                req->gpu_uuid, k, (unsigned)req->cuda_ordinal);
+      req->cuda_ordinal = k;
+      return GPULEASE_OK;
+    }
+  snprintf(err, errlen, "GPU %s is not among the %u CUDA device%s this worker sees",
+           req->gpu_uuid, pr->count, pr->count == 1 ? "" : "s");
+  return GPULEASE_NO_DEVICE;
+}
+
 /* WORKER_WARM: open the device ahead of a lease (the backend's warm). */
 static void do_warm(gl_wkproc *p, uint64_t tag, uint32_t ordinal) {
   const uint16_t op = GL_OP_WORKER_WARM;
@@ -710,13 +745,19 @@ static int serve(gl_wkproc *p, uint64_t tag, uint8_t *msg, size_t len) {
     gl_job_free(job);
     return 0;
   case GL_OP_WORKER_INIT:
-    do_init(p, tag, &job->req.u.worker_init);
+  case GL_OP_WORKER_WARM: {
+    char berr[512] = "";
+    gpulease_status bst = bind_uuid(p, &job->req.u.worker_init, berr, sizeof berr);
+    if (bst != GPULEASE_OK) {
+      int rc = proc_reply_error(p, tag, job->req.op, bst, berr);
+      gl_job_free(job);
+      return rc;
+    }
+    if (job->req.op == GL_OP_WORKER_INIT) do_init(p, tag, &job->req.u.worker_init);
+    else do_warm(p, tag, job->req.u.worker_init.cuda_ordinal);
     gl_job_free(job);
     return 0;
-  case GL_OP_WORKER_WARM:
-    do_warm(p, tag, job->req.u.worker_init.cuda_ordinal);
-    gl_job_free(job);
-    return 0;
+  }
   case GL_OP_WORKER_RELEASE:
     do_release(p, tag, job->req.u.worker_init.lease_id);
     gl_job_free(job);
@@ -772,6 +813,7 @@ static int worker_setup(gl_wkproc *p, int fd, gl_backend *be) {
 static void worker_teardown(gl_wkproc *p) {
   while (p->nleases > 0) lease_end(p->leases[--p->nleases]);
   free(p->leases);
+  free(p->probe);
   gl_hmap_free(&p->by_id);
   gl_ipc_fdq_clear(&p->fdq);
   gl_jit_cache_close(p->jit);

@@ -83,6 +83,7 @@ typedef struct gl_wkproc {
   uint64_t malloc_heap_bytes;
   char device_name[96];
   gl_jit_cache *jit; /* PTX compiled earlier, on disk */
+  struct gl_probe_resp *probe; /* the devices the worker sees (bind_uuid), once */
   pthread_mutex_t submit_mu; /* shared: the device's one submit path */
 
   /* A device fault lost the context (CUDA sticky error). */

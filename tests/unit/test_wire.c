@@ -1480,11 +1480,30 @@ static void test_req_lease_ops(void **state) {
   req.op = GL_OP_WORKER_INIT;
   req.u.worker_init.cuda_ordinal = 3;
   req.u.worker_init.vram_bytes = 1ull << 40;
-  req_roundtrip(&req, &out, 12 + 33);
+  req_roundtrip(&req, &out, 12 + 33 + 1);
   assert_int_equal(out.u.worker_init.cuda_ordinal, 3);
   assert_int_equal(out.u.worker_init.vram_bytes, 1ull << 40);
   assert_int_equal(out.u.worker_init.lease_id, 0);
   assert_int_equal(out.u.worker_init.flags, 0);
+  assert_string_equal(out.u.worker_init.gpu_uuid, "");
+  /* the GPU by UUID, for WORKER_INIT and WORKER_WARM */
+  static const char uuid[] = "GPU-f8797ab0-36ca-eda1-5eee-c2a666713a44";
+  snprintf(req.u.worker_init.gpu_uuid, sizeof req.u.worker_init.gpu_uuid, "%s", uuid);
+  req_roundtrip(&req, &out, 12 + 33 + 1 + strlen(uuid));
+  assert_string_equal(out.u.worker_init.gpu_uuid, uuid);
+  memset(&req, 0, sizeof req);
+  req.op = GL_OP_WORKER_WARM;
+  req.u.worker_init.cuda_ordinal = 1;
+  snprintf(req.u.worker_init.gpu_uuid, sizeof req.u.worker_init.gpu_uuid, "%s", uuid);
+  req_roundtrip(&req, &out, 12 + 4 + 1 + strlen(uuid));
+  assert_int_equal(out.u.worker_init.cuda_ordinal, 1);
+  assert_string_equal(out.u.worker_init.gpu_uuid, uuid);
+  /* a UUID that fills its array is refused before it is sent */
+  memset(req.u.worker_init.gpu_uuid, 'A', sizeof req.u.worker_init.gpu_uuid);
+  gl_buf b;
+  gl_buf_init(&b);
+  assert_int_equal(gl_request_encode(&req, &b), GPULEASE_INVALID_ARGUMENT);
+  gl_buf_free(&b);
 }
 
 static void test_req_gpu_submit_params(void **state) {
@@ -4308,13 +4327,14 @@ static void test_worker_init_fields(void **state) {
   (void)state;
   static gl_request req, out;
   static const uint8_t want[] = {
-      0x47, 0x4C, 0x01, 0x00, 0x7F, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x21, /* header */
+      0x47, 0x4C, 0x01, 0x00, 0x7F, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x27, /* header */
       0x00, 0x00, 0x00, 0x01,                         /* cuda_ordinal 1 */
       0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, /* vram_bytes 32 MiB */
       0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x2A, /* lease_id 42 */
       0x01,                                           /* flags: shared */
       0x00, 0x01, 0x00, 0x00,                         /* printf_fifo_bytes 64 KiB */
       0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, /* malloc_heap_bytes 1 MiB */
+      0x05, 'G', 'P', 'U', '-', '7',                  /* gpu_uuid "GPU-7" */
   };
   memset(&req, 0, sizeof req);
   req.op = GL_OP_WORKER_INIT;
@@ -4324,6 +4344,7 @@ static void test_worker_init_fields(void **state) {
   req.u.worker_init.flags = GL_WORKER_INIT_SHARED;
   req.u.worker_init.printf_fifo_bytes = 64u << 10;
   req.u.worker_init.malloc_heap_bytes = 1ull << 20;
+  snprintf(req.u.worker_init.gpu_uuid, sizeof req.u.worker_init.gpu_uuid, "GPU-7");
   req_exact(&req, want, sizeof want);
   req_roundtrip(&req, &out, sizeof want);
   assert_int_equal(out.u.worker_init.cuda_ordinal, 1);

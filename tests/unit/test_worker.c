@@ -684,6 +684,32 @@ static void test_mock_probe_and_init(void **state) {
   assert_int_equal(stop_worker(f), GL_WORKER_EXIT_OK);
 }
 
+/* WORKER_INIT names its GPU by UUID: the worker takes its own ordinal of
+ * that UUID (the daemon's ordinal may differ), and refuses a UUID none of
+ * its devices has. */
+static void test_mock_init_binds_uuid(void **state) {
+  fixture *f = *state;
+  gl_request req = {.op = GL_OP_WORKER_INIT};
+  req.u.worker_init.cuda_ordinal = 0;
+  req.u.worker_init.vram_bytes = 1 << 20;
+  snprintf(req.u.worker_init.gpu_uuid, sizeof req.u.worker_init.gpu_uuid, "GPU-not-here");
+  send_req(f->fd, &req);
+  expect_status(f->fd, GL_OP_WORKER_INIT, GPULEASE_NO_DEVICE,
+                "GPU GPU-not-here is not among the 1 CUDA device this worker sees");
+  /* ordinal 3 does not exist (the mock refuses it), the UUID is device 0's */
+  req.u.worker_init.cuda_ordinal = 3;
+  snprintf(req.u.worker_init.gpu_uuid, sizeof req.u.worker_init.gpu_uuid,
+           "GPU-00000000-0000-0000-0000-000000000001");
+  send_req(f->fd, &req);
+  gl_response *r = calloc(1, sizeof *r);
+  uint8_t *msg = recv_resp(f->fd, r);
+  assert_int_equal(r->status, GPULEASE_OK);
+  assert_int_equal(r->u.worker_init.region_base, MOCK_BASE);
+  free(msg);
+  free(r);
+  assert_int_equal(stop_worker(f), GL_WORKER_EXIT_OK);
+}
+
 /* WORKER_WARM: the device opened ahead of a lease (nothing to do for a
  * backend without warm), once; then WORKER_INIT as usual; no second warm. */
 static void test_mock_warm_then_init(void **state) {
@@ -955,6 +981,7 @@ int main(void) {
       cmocka_unit_test(test_peer_gone_no_sigpipe),
       cmocka_unit_test_setup_teardown(test_mock_probe_and_init, setup_mock, teardown_mock),
       cmocka_unit_test_setup_teardown(test_mock_warm_then_init, setup_mock, teardown_mock),
+      cmocka_unit_test_setup_teardown(test_mock_init_binds_uuid, setup_mock, teardown_mock),
       cmocka_unit_test_setup_teardown(test_mock_iota_and_cache, setup_mock, teardown_mock),
       cmocka_unit_test_setup_teardown(test_mock_vector_add, setup_mock, teardown_mock),
       cmocka_unit_test_setup_teardown(test_mock_refusals, setup_mock, teardown_mock),
