@@ -329,7 +329,7 @@ int main(int argc, char **argv) {
   int reps = 5;
   uint32_t per_node = 4;
   gpulease_lease_class cls = GPULEASE_CLASS_SHARED;
-  for (int i = 1; i < argc; i++) {
+  for (int i = 1; i < argc; i += 2) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v) {
       fprintf(stderr, "%s needs a value\n", a);
@@ -348,7 +348,6 @@ int main(int argc, char **argv) {
       fprintf(stderr, "unknown option %s\n", a);
       return 2;
     }
-    i++;
   }
   if (!nodes || !ptx_path || chunks == 0 || chunk_bytes < 8 || chunk_bytes % 4 || reps < 1) {
     fprintf(stderr, "usage: gl_bench_pool --nodes-file FILE --ptx chunk_mix.ptx [--chunks N] "

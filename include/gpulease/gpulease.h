@@ -1282,6 +1282,8 @@ typedef struct gpulease_map_stats {
   uint64_t chunks;        /* chunks in the job */
   uint64_t done;          /* chunks completed */
   uint64_t retries;       /* chunk tries that failed and were retried */
+  uint64_t backups;       /* chunks run twice at the end: a backup copy on another node of
+                             one that ran long (a straggler), the first to finish kept */
   double seconds;         /* the job's wall time */
   double chunk_p50_ms;    /* a completed chunk's submit time: median */
   double chunk_p99_ms;    /*   and 99th percentile */

@@ -77,7 +77,7 @@ def _layout_lines() -> Tuple[List[str], Dict[str, int]]:
                          f"(char *)&{elem}.{sub} - (char *)&{elem}", sf.offset)
     for enum in ("gpulease_status", "gpulease_lease_class", "gpulease_image_format",
                  "gpulease_param_kind", "gpulease_module_source", "gpulease_arg_kind",
-                 "gpulease_call_arg_kind"):
+                 "gpulease_call_arg_kind", "gpulease_map_arg_kind"):
         emit(f"sizeof({enum})", f"sizeof({enum})", ffi.sizeof(enum))
     return lines, want
 
@@ -90,7 +90,9 @@ def test_struct_layouts_match_the_compiler(tmp_path: Path) -> None:
         "gpulease_inventory", "gpulease_pool_info", "gpulease_lease", "gpulease_lease_opts",
         "gpulease_param", "gpulease_submit_desc", "gpulease_submit_result",
         "gpulease_op_failure", "gpulease_func_info", "gpulease_arg", "gpulease_launch_attrs",
-        "gpulease_burst_launch", "gpulease_call_arg", "gpulease_call_desc"}
+        "gpulease_burst_launch", "gpulease_call_arg", "gpulease_call_desc",
+        "gpulease_pool_options", "gpulease_pool_node", "gpulease_map_arg", "gpulease_map_desc",
+        "gpulease_map_node_stats", "gpulease_map_stats"}
     out = _run_c(tmp_path, "#include <gpulease/gpulease.h>\n#include <stddef.h>\n"
                            "#include <stdio.h>\nint main(void) {\n" + "\n".join(lines)
                  + "\n  return 0;\n}\n")

@@ -201,6 +201,7 @@ static void print_summary(const gl_cli *cli, const gpulease_map_stats *s, uint64
     json_object_object_add(o, "chunks", json_object_new_uint64(s->chunks));
     json_object_object_add(o, "done", json_object_new_uint64(s->done));
     json_object_object_add(o, "retries", json_object_new_uint64(s->retries));
+    json_object_object_add(o, "backups", json_object_new_uint64(s->backups));
     json_object_object_add(o, "input_bytes", json_object_new_uint64(in_bytes));
     json_object_object_add(o, "output_bytes", json_object_new_uint64(out_bytes));
     json_object_object_add(o, "seconds", json_object_new_double(s->seconds));
@@ -230,9 +231,10 @@ static void print_summary(const gl_cli *cli, const gpulease_map_stats *s, uint64
   FILE *f = st == GPULEASE_OK ? stdout : stderr;
   fprintf(f,
           "pool map: %llu of %llu chunks in %.3f s (%.0f chunks/s), chunk p50 %.3f ms, p99 "
-          "%.3f ms, %llu retries\n",
+          "%.3f ms, %llu backups, %llu retries\n",
           (unsigned long long)s->done, (unsigned long long)s->chunks, s->seconds, rate,
-          s->chunk_p50_ms, s->chunk_p99_ms, (unsigned long long)s->retries);
+          s->chunk_p50_ms, s->chunk_p99_ms, (unsigned long long)s->backups,
+          (unsigned long long)s->retries);
   fprintf(f, "%-24s %8s %8s %9s %7s %12s %12s %9s\n", "NODE", "CHUNKS", "RETRIES", "FAILURES",
           "LEASES", "BYTES-IN", "BYTES-OUT", "SECONDS");
   for (size_t i = 0; i < s->node_count; i++) {

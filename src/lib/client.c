@@ -671,3 +671,9 @@ void gpulease_submit_result_release(gpulease_submit_result *result) {
   free(result->output);
   memset(result, 0, sizeof *result);
 }
+
+void gl_lib_client_abort(gpulease_client *c) {
+  if (!c) return;
+  gl_qclient_abort(c->q);
+  for (unsigned i = 0; i < GL_WIRE_MAX_STRIPES; i++) gl_qclient_abort(c->stripe[i]);
+}

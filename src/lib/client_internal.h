@@ -75,6 +75,12 @@ bool gl_lib_striped_transfer(gpulease_session *s, uint16_t op, gpulease_buffer b
 /* Closes the stripe connections (they are opened again when needed). */
 void gl_lib_stripes_close(gpulease_client *c);
 
+/* Ends whatever wait c's connections are in, from another thread (the
+ * client pool stops a submit stuck on a node that stopped answering): the
+ * call in progress returns DISCONNECTED soon, and the connection is dead.
+ * The daemon's local socket is not covered (its waits keep their timeout). */
+void gl_lib_client_abort(gpulease_client *c);
+
 /* ---- errors ------------------------------------------------------------ */
 
 gpulease_status gl_lib_set_err(gpulease_error *err, gpulease_status st, const char *fmt, ...)

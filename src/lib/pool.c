@@ -282,11 +282,20 @@ void gl_pool_node_up_locked(gl_pool_node *n) {
   n->last_msg[0] = 0;
 }
 
-gpulease_status gl_pool_connect(gpulease_pool *p, gl_pool_node *n, gpulease_client **out,
-                                gpulease_error *err) {
+gpulease_status gl_pool_connect(gpulease_pool *p, gl_pool_node *n, bool probe,
+                                gpulease_client **out, gpulease_error *err) {
   gpulease_connect_options o;
   gl_pool_node_options(p, n, &o);
-  gpulease_status st = gpulease_client_connect(&o, out, err);
+  gpulease_status st = GPULEASE_OK;
+  uint32_t full = o.timeout_ms ? o.timeout_ms : GL_LIB_DEFAULT_TIMEOUT_MS;
+  if (probe && full > GL_POOL_PROBE_TIMEOUT_MS) {
+    gpulease_connect_options q = o;
+    q.timeout_ms = GL_POOL_PROBE_TIMEOUT_MS;
+    gpulease_client *c = NULL;
+    st = gpulease_client_connect(&q, &c, err);
+    gpulease_client_close(c);
+  }
+  if (st == GPULEASE_OK) st = gpulease_client_connect(&o, out, err);
   pthread_mutex_lock(&p->mu);
   if (st == GPULEASE_OK) gl_pool_node_up_locked(n);
   else gl_pool_node_failed_locked(p, n, st, err ? err->message : "");
@@ -336,7 +345,7 @@ static void *probe_main(void *arg) {
   gpulease_error err = {0};
   gpulease_client *c = NULL;
   snprintf(pr->out->addr, sizeof pr->out->addr, "%s", pr->n->addr);
-  gpulease_status st = gl_pool_connect(pr->p, pr->n, &c, &err);
+  gpulease_status st = gl_pool_connect(pr->p, pr->n, false, &c, &err);
   if (st == GPULEASE_OK) {
     st = gpulease_inventory_get(c, &pr->out->inventory, &err);
     if (st != GPULEASE_OK) {

@@ -50,9 +50,16 @@ struct gpulease_pool {
 void gl_pool_node_options(const gpulease_pool *p, const gl_pool_node *n,
                           gpulease_connect_options *o);
 
-/* Connects to n: OK, or the connect error. Marks n up or failed. */
-gpulease_status gl_pool_connect(gpulease_pool *p, gl_pool_node *n, gpulease_client **out,
-                                gpulease_error *err);
+/* A down node is probed with a handshake bounded by this (or the connect
+ * options' timeout, when shorter), so that a job that ends is not held up
+ * by a probe of a dead node (whose ICMP answers the kernel may rate-limit). */
+#define GL_POOL_PROBE_TIMEOUT_MS 2000u
+
+/* Connects to n: OK, or the connect error. Marks n up or failed. With
+ * probe, first a handshake bounded by GL_POOL_PROBE_TIMEOUT_MS; the
+ * connection returned has the connect options' timeout either way. */
+gpulease_status gl_pool_connect(gpulease_pool *p, gl_pool_node *n, bool probe,
+                                gpulease_client **out, gpulease_error *err);
 
 /* Health, under p->mu. gl_pool_node_failed_locked marks n down with
  * exponential backoff (a failure while already down and not yet due to be

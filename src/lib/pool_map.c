@@ -17,7 +17,12 @@
  * is the kernel's and ends the job. A connection failure marks the node
  * down (pool.c: exponential backoff), and its slots wait to probe it
  * again; a lease lost is replaced; a node without room for a lease loses
- * that slot. The job fails when no slot is left, when every node stayed
+ * that slot. At the end, with the queue empty, an idle slot runs a backup
+ * copy of a chunk that has run long on another node (hedge_locked): the
+ * first copy to finish is kept, and when the job is over the waits still
+ * running (a loser, a copy stuck on a node that stopped answering) are
+ * aborted (gl_lib_client_abort), so the map returns without waiting out
+ * the reply timeout. The job fails when no slot is left, when every node stayed
  * down for GL_POOL_ALL_DOWN_MS, or at the deadline.
  */
 #include <math.h>
@@ -41,7 +46,13 @@
 #define PICK_WINDOW 64u
 #define SLICE_ALIGN 256u
 
-enum { CH_PENDING = 0, CH_RUNNING = 1, CH_DONE = 2 };
+/* The tail: a chunk running this many times a chunk's mean submit time
+ * (and at least HEDGE_MIN_MS) when the queue is empty gets a backup copy on
+ * another node; the first to finish wins (chunks are idempotent). */
+#define HEDGE_FACTOR 4.0
+#define HEDGE_MIN_MS 20.0
+
+enum { CH_PENDING = 0, CH_RUNNING = 1, CH_WRITING = 2, CH_DONE = 3 };
 
 typedef struct job job;
 
@@ -50,6 +61,11 @@ typedef struct {
   size_t node; /* index into j->nodes */
   pthread_t th;
   bool started;
+  /* Under j->mu: the slot's connection (for gpulease_pool_map to abort a
+   * wait stuck on a node that stopped answering), and the chunk it runs. */
+  gpulease_client *client;
+  uint64_t cur;    /* UINT64_MAX: none */
+  uint64_t cur_t0; /* mono ns when it took it */
 } slot;
 
 typedef struct {
@@ -76,11 +92,13 @@ struct job {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   uint8_t *state;
+  uint8_t *copies; /* tries of a chunk running now: 1, or 2 with a backup */
   uint32_t *attempts;
   int32_t *avoid; /* the job-node index of a chunk's last failure, or -1 */
   uint64_t *queue; /* pending chunks, a ring */
   uint64_t qhead, qlen;
-  uint64_t done, running, retries;
+  uint64_t done, running, retries, hedges;
+  double lat_avg_ms; /* a chunk's submit time, smoothed */
   bool stop, failed;
   gpulease_status fail_st;
   char fail_msg[1024];
@@ -134,11 +152,32 @@ static bool other_node_serving_locked(job *j, size_t me) {
   return false;
 }
 
-/* Takes a chunk for a slot on node `me`: the first pending one in the
- * window that did not fail there, or, when no other node serves, any.
+/* A backup of a chunk that runs long on another node, for slot `sl` when
+ * the queue is empty; UINT64_MAX: none. Under mu. */
+static uint64_t hedge_locked(job *j, slot *sl) {
+  double after_ms = HEDGE_FACTOR * j->lat_avg_ms;
+  if (after_ms < HEDGE_MIN_MS) after_ms = HEDGE_MIN_MS;
+  uint64_t now = gl_mono_ns(), after_ns = (uint64_t)(after_ms * 1e6);
+  for (size_t i = 0; i < j->nslots; i++) {
+    slot *o = &j->slots[i];
+    if (o == sl || o->cur == UINT64_MAX || o->node == sl->node) continue;
+    uint64_t c = o->cur;
+    if (j->state[c] != CH_RUNNING || j->copies[c] != 1 || now - o->cur_t0 < after_ns) continue;
+    j->copies[c]++;
+    j->running++;
+    j->hedges++;
+    return c;
+  }
+  return UINT64_MAX;
+}
+
+/* Takes a chunk for slot `sl` on node `me`: the first pending one in the
+ * window that did not fail there, or, when no other node serves, any; with
+ * the queue empty, a backup of a straggler elsewhere (hedge_locked).
  * UINT64_MAX: none now. Under mu. */
-static uint64_t take_locked(job *j, size_t me) {
-  if (j->qlen == 0) return UINT64_MAX;
+static uint64_t take_locked(job *j, slot *sl) {
+  size_t me = sl->node;
+  if (j->qlen == 0) return hedge_locked(j, sl);
   uint64_t win = j->qlen < PICK_WINDOW ? j->qlen : PICK_WINDOW;
   uint64_t pick = UINT64_MAX;
   for (uint64_t k = 0; k < win; k++) {
@@ -160,6 +199,7 @@ static uint64_t take_locked(job *j, size_t me) {
   j->qhead = (j->qhead + 1) % j->nchunks;
   j->qlen--;
   j->state[c] = CH_RUNNING;
+  j->copies[c] = 1;
   j->running++;
   return c;
 }
@@ -214,17 +254,31 @@ typedef struct {
   uint64_t lease_renew_at; /* mono ns: renew before the next submit after this */
 } slot_conn;
 
-static void drop_lease(slot_conn *sc) {
-  if (sc->have_lease && sc->c) {
-    gpulease_error e;
-    (void)gpulease_lease_free(sc->c, &sc->lease, &e);
-  }
-  sc->have_lease = false;
+
+/* Publishes the slot's connection (gpulease_pool_map may abort its wait). */
+static void set_client(slot *sl, gpulease_client *c) {
+  pthread_mutex_lock(&sl->j->mu);
+  sl->client = c;
+  pthread_mutex_unlock(&sl->j->mu);
 }
 
-static void drop_conn(slot_conn *sc) {
+static void drop_conn(slot *sl, slot_conn *sc) {
+  if (!sc->c) return;
+  set_client(sl, NULL);
   gpulease_client_close(sc->c);
   sc->c = NULL;
+}
+
+/* Frees the slot's lease. When the connection fails (its wait was aborted
+ * at the job's end, or the node went away) the lease is kept, with the
+ * connection dropped: the next reconnect asks after it, or the slot's end
+ * frees it on a new connection. */
+static void drop_lease(slot *sl, slot_conn *sc) {
+  if (!sc->have_lease) return;
+  gpulease_error e;
+  gpulease_status st = sc->c ? gpulease_lease_free(sc->c, &sc->lease, &e) : GPULEASE_DISCONNECTED;
+  if (gl_pool_status_connection(st)) drop_conn(sl, sc);
+  else sc->have_lease = false;
 }
 
 static void note_lease(job *j, slot_conn *sc) {
@@ -249,6 +303,7 @@ static void *slot_main(void *arg) {
   pthread_mutex_lock(&j->mu);
   if (jn->probe_client) { /* the plan's connection */
     sc.c = jn->probe_client;
+    sl->client = sc.c;
     jn->probe_client = NULL;
   }
   pthread_mutex_unlock(&j->mu);
@@ -279,13 +334,14 @@ static void *slot_main(void *arg) {
     pthread_mutex_unlock(&j->mu);
 
     if (!sc.c) {
-      if (gl_pool_connect(p, n, &sc.c, &err) != GPULEASE_OK) {
+      if (gl_pool_connect(p, n, n->down, &sc.c, &err) != GPULEASE_OK) {
         sc.c = NULL;
         pthread_mutex_lock(&j->mu);
         jn->st.failures++;
         pthread_mutex_unlock(&j->mu);
         continue;
       }
+      set_client(sl, sc.c);
       if (sc.have_lease) { /* still there? (a connection lost, the daemon alive) */
         if (gpulease_lease_query(sc.c, &sc.lease, &err) == GPULEASE_OK) note_lease(j, &sc);
         else sc.have_lease = false;
@@ -306,7 +362,9 @@ static void *slot_main(void *arg) {
           pthread_mutex_lock(&p->mu);
           gl_pool_node_failed_locked(p, n, st, err.message);
           pthread_mutex_unlock(&p->mu);
-          drop_conn(&sc);
+          pthread_mutex_unlock(&j->mu);
+          drop_conn(sl, &sc);
+          continue;
         } else if (st == GPULEASE_INVALID_ARGUMENT || st == GPULEASE_UNSUPPORTED) {
           fail_locked(j, st, "lease of %llu bytes on %s: %s: %s",
                       (unsigned long long)j->lease_bytes, n->addr, gpulease_status_name(st),
@@ -327,9 +385,13 @@ static void *slot_main(void *arg) {
     pthread_mutex_lock(&j->mu);
     uint64_t c = UINT64_MAX;
     while (!j->stop && j->done < j->nchunks && !n->removed) {
-      c = take_locked(j, sl->node);
+      c = take_locked(j, sl);
       if (c != UINT64_MAX) break;
       timed_wait_locked(j, 20); /* the others may still fail and hand chunks back */
+    }
+    if (c != UINT64_MAX) {
+      sl->cur = c;
+      sl->cur_t0 = gl_mono_ns();
     }
     pthread_mutex_unlock(&j->mu);
     if (c == UINT64_MAX) continue;
@@ -365,6 +427,22 @@ static void *slot_main(void *arg) {
       st = gpulease_submit(sc.c, &sc.lease, &sd, &res, &err);
     }
     double ms = (double)(gl_mono_ns() - t0) / 1e6;
+    pthread_mutex_lock(&j->mu);
+    sl->cur = UINT64_MAX;
+    j->copies[c]--;
+    /* The other copy of a hedged chunk finished first, or the job ended. */
+    bool moot = j->state[c] != CH_RUNNING || j->stop;
+    if (st == GPULEASE_OK && !moot) j->state[c] = CH_WRITING; /* this copy's output lands */
+    pthread_mutex_unlock(&j->mu);
+    if (st == GPULEASE_OK && moot) {
+      gpulease_submit_result_release(&res);
+      pthread_mutex_lock(&j->mu);
+      j->running--;
+      jn->st.seconds += ms / 1e3;
+      pthread_cond_broadcast(&j->cv);
+      pthread_mutex_unlock(&j->mu);
+      continue;
+    }
     if (st == GPULEASE_OK) {
       if (d->output_bytes_per_chunk)
         memcpy((uint8_t *)d->output + c * d->output_bytes_per_chunk, res.output,
@@ -375,6 +453,7 @@ static void *slot_main(void *arg) {
       j->running--;
       j->done++;
       j->lat_ms[j->nlat++] = ms;
+      j->lat_avg_ms = j->lat_avg_ms == 0 ? ms : 0.9 * j->lat_avg_ms + 0.1 * ms;
       jn->st.chunks++;
       jn->st.bytes_in += bytes;
       jn->st.bytes_out += d->output_bytes_per_chunk;
@@ -387,27 +466,49 @@ static void *slot_main(void *arg) {
     gpulease_submit_result_release(&res);
     pthread_mutex_lock(&j->mu);
     jn->st.seconds += ms / 1e3;
-    if (!gl_pool_status_retryable(st)) {
+    if (moot || j->copies[c] > 0) {
+      /* done by the other copy, the job over (its wait maybe aborted), or
+       * the other copy still runs: only this slot's lease is its concern */
+      j->running--;
+    } else if (!gl_pool_status_retryable(st)) {
       j->running--;
       jn->st.failures++;
       fail_locked(j, st, "chunk %llu on %s: %s: %s", (unsigned long long)c, n->addr,
                   gpulease_status_name(st), err.message);
       pthread_mutex_unlock(&j->mu);
       break;
+    } else {
+      chunk_failed_locked(j, sl->node, c, st, err.message);
     }
-    chunk_failed_locked(j, sl->node, c, st, err.message);
     pthread_mutex_unlock(&j->mu);
     if (gl_pool_status_connection(st)) {
-      pthread_mutex_lock(&p->mu);
-      gl_pool_node_failed_locked(p, n, st, err.message);
-      pthread_mutex_unlock(&p->mu);
-      drop_conn(&sc); /* the lease is asked about after the reconnect */
+      if (!moot) {
+        pthread_mutex_lock(&p->mu);
+        gl_pool_node_failed_locked(p, n, st, err.message);
+        pthread_mutex_unlock(&p->mu);
+      }
+      drop_conn(sl, &sc); /* the lease is asked about after the reconnect */
     } else {
-      drop_lease(&sc); /* lost, or in doubt: a new one */
+      drop_lease(sl, &sc); /* lost, or in doubt: a new one */
     }
   }
-  drop_lease(&sc);
-  drop_conn(&sc);
+  if (sc.have_lease) {
+    gpulease_status fs =
+        sc.c ? gpulease_lease_free(sc.c, &sc.lease, &err) : GPULEASE_DISCONNECTED;
+    if (gl_pool_status_connection(fs) && !n->down) {
+      /* its connection was cut (a wait aborted at the job's end) on a node
+       * still up: a new one (a short handshake) to free the lease */
+      drop_conn(sl, &sc);
+      if (gl_pool_connect(p, n, true, &sc.c, &err) == GPULEASE_OK) {
+        set_client(sl, sc.c);
+        (void)gpulease_lease_free(sc.c, &sc.lease, &err);
+      } else {
+        sc.c = NULL;
+      }
+    }
+    sc.have_lease = false;
+  }
+  drop_conn(sl, &sc);
   pthread_mutex_lock(&j->mu);
   jn->live--;
   pthread_cond_broadcast(&j->cv);
@@ -422,7 +523,7 @@ static void *plan_probe(void *arg) {
   job *j = ((void **)arg)[1];
   gpulease_error err = {0};
   gpulease_client *c = NULL;
-  gpulease_status st = gl_pool_connect(j->p, jn->n, &c, &err);
+  gpulease_status st = gl_pool_connect(j->p, jn->n, false, &c, &err);
   if (st == GPULEASE_OK) {
     st = gpulease_inventory_get(c, &jn->inv, &err);
     if (st != GPULEASE_OK) {
@@ -460,7 +561,7 @@ static uint64_t node_room(const job *j, const gpulease_inventory *inv) {
 static gpulease_status start_slot(job *j, size_t node, gpulease_error *err) {
   if (j->nslots == j->slots_cap) return gl_lib_set_err(err, GPULEASE_INTERNAL, "too many slots");
   slot *sl = &j->slots[j->nslots];
-  *sl = (slot){.j = j, .node = node};
+  *sl = (slot){.j = j, .node = node, .cur = UINT64_MAX};
   j->nodes[node].live++;
   if (pthread_create(&sl->th, NULL, slot_main, sl) != 0) {
     j->nodes[node].live--;
@@ -624,6 +725,7 @@ static double percentile(double *v, uint64_t n, double q) {
 
 static void job_free(job *j) {
   free(j->state);
+  free(j->copies);
   free(j->attempts);
   free(j->avoid);
   free(j->queue);
@@ -684,6 +786,7 @@ gpulease_status gpulease_pool_map(gpulease_pool *p, const gpulease_map_desc *d,
   pthread_mutex_init(&j.mu, NULL);
   pthread_cond_init(&j.cv, NULL);
   j.state = calloc(j.nchunks, 1);
+  j.copies = calloc(j.nchunks, 1);
   j.attempts = calloc(j.nchunks, sizeof *j.attempts);
   j.avoid = malloc(j.nchunks * sizeof *j.avoid);
   j.queue = malloc(j.nchunks * sizeof *j.queue);
@@ -705,7 +808,7 @@ gpulease_status gpulease_pool_map(gpulease_pool *p, const gpulease_map_desc *d,
   /* Room for a slot per lease allowed, and for later nodes. */
   j.slots_cap = (size_t)p->max_leases + 64;
   j.slots = calloc(j.slots_cap, sizeof *j.slots);
-  if (!j.state || !j.attempts || !j.avoid || !j.queue || !j.lat_ms || !j.nodes || !j.slots) {
+  if (!j.state || !j.copies || !j.attempts || !j.avoid || !j.queue || !j.lat_ms || !j.nodes || !j.slots) {
     job_free(&j);
     return gl_lib_set_err(err, GPULEASE_NO_MEMORY, "map: out of memory for %llu chunks",
                           (unsigned long long)j.nchunks);
@@ -773,6 +876,11 @@ gpulease_status gpulease_pool_map(gpulease_pool *p, const gpulease_map_desc *d,
   }
   j.stop = true;
   pthread_cond_broadcast(&j.cv);
+  /* A submit still running now is a backup that lost, a copy stuck on a
+   * node that stopped answering, or one the job no longer needs: end its
+   * wait rather than wait out the reply timeout. */
+  for (size_t i = 0; i < j.nslots; i++)
+    if (j.slots[i].cur != UINT64_MAX && j.slots[i].client) gl_lib_client_abort(j.slots[i].client);
   pthread_mutex_unlock(&j.mu);
   for (size_t i = 0; i < j.nslots; i++)
     if (j.slots[i].started) pthread_join(j.slots[i].th, NULL);
@@ -784,6 +892,7 @@ gpulease_status gpulease_pool_map(gpulease_pool *p, const gpulease_map_desc *d,
     stats->chunks = j.nchunks;
     stats->done = j.done;
     stats->retries = j.retries;
+    stats->backups = j.hedges;
     stats->seconds = (double)(gl_mono_ns() - j.t0) / 1e9;
     qsort(j.lat_ms, j.nlat, sizeof *j.lat_ms, cmp_double);
     stats->chunk_p50_ms = percentile(j.lat_ms, j.nlat, 0.50);

@@ -318,6 +318,13 @@ uint8_t *gl_qclient_buf(gl_qclient *c, size_t len, size_t *cap);
  * (SYNC) watches longer, as cuStreamSynchronize spins by default. */
 void gl_qclient_set_spin(gl_qclient *c, uint64_t ns);
 
+/* Makes the connection's current or next wait (from any thread) end at
+ * once, within about 50 ms, as if the connection were lost
+ * (GL_QC_UNREACHABLE, "the wait was aborted"); the connection is dead
+ * from then on. NULL is ignored. The one call of gl_qclient that another
+ * thread may make while a wait runs. */
+void gl_qclient_abort(gl_qclient *c);
+
 int gl_qclient_wait(gl_qclient *c, uint64_t token, uint8_t **resp, size_t *resp_len, char *err,
                     size_t errlen);
 

@@ -37,6 +37,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,6 +123,7 @@ struct gl_qclient {
   bool dead;
   int dead_code;
   char dead_msg[1600];
+  atomic_bool abort; /* gl_qclient_abort: from another thread */
   uint64_t spin_ns; /* a response's wait watches the socket this long (0: default) */
 
   cstream *streams;          /* open streams */
@@ -671,10 +673,20 @@ void gl_qclient_set_spin(gl_qclient *c, uint64_t ns) {
   if (c) c->spin_ns = ns ? ns : GL_Q_SPIN_NS;
 }
 
+/* A wait sleeps in poll() at most this long, so that gl_qclient_abort from
+ * another thread is seen soon. */
+#define GL_Q_ABORT_POLL_MS 50
+
+void gl_qclient_abort(gl_qclient *c) {
+  if (c) atomic_store(&c->abort, true);
+}
+
 static int cl_wait(gl_qclient *c, enum wait_for what, const cstream *st, uint64_t deadline_ns) {
   uint64_t spin = c->spin_ns ? c->spin_ns : GL_Q_SPIN_NS;
   uint64_t spin_until = what == WAIT_RESPONSE ? gl_q_now_ns() + spin : 0;
   for (;;) {
+    if (atomic_load_explicit(&c->abort, memory_order_relaxed))
+      cl_die(c, GL_QC_UNREACHABLE, "the wait was aborted (gl_qclient_abort)");
     cl_expiry(c);
     cl_write(c);
     if (c->sock_err) cl_read(c);
@@ -687,7 +699,7 @@ static int cl_wait(gl_qclient *c, enum wait_for what, const cstream *st, uint64_
     int ms = 0;
     if (until > now && !c->more && now >= spin_until) {
       uint64_t d = (until - now + 999999) / 1000000;
-      ms = d > INT_MAX ? INT_MAX : (int)d;
+      ms = d > GL_Q_ABORT_POLL_MS ? GL_Q_ABORT_POLL_MS : (int)d;
     }
     struct pollfd pfd = {.fd = c->fd, .events = POLLIN | (c->pend_count ? POLLOUT : 0)};
     int pr = poll(&pfd, 1, ms);
@@ -1096,6 +1108,7 @@ int gl_qclient_connect(const gl_qclient_config *cfg, gl_qclient **out, char *err
     return GL_QC_NOMEM;
   }
   c->fd = -1;
+  atomic_init(&c->abort, false);
   snprintf(c->host, sizeof c->host, "%s", cfg->host);
   c->port = cfg->port;
   c->host_is_ip = is_ip_literal(c->host);

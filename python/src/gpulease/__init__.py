@@ -14,8 +14,10 @@ libgpulease (no CUDA toolkit or driver on the client)::
 
 ``lease.session()`` keeps arrays and modules on the GPU between kernels
 (``s.to_device``, ``s.load_module``, ``mod.kernel[grid, block](...)``,
-``s.sync()``). Failures raise subclasses of :class:`GpuleaseError`, one per
-status of gpulease.h. The library is ``$GPULEASE_LIBRARY``, else the copy
+``s.sync()``). :class:`Pool` runs one kernel over the chunks of an input
+on many daemons (``pool.map(image, kernel, x, chunk, args=[gpulease.IN,
+gpulease.OUT, ...])``). Failures raise subclasses of
+:class:`GpuleaseError`, one per status of gpulease.h. The library is ``$GPULEASE_LIBRARY``, else the copy
 bundled in the wheel, else the system's ``libgpulease.so.0``.
 """
 
@@ -53,6 +55,7 @@ from .errors import (
     status_name,
 )
 from .lease import Lease
+from .pool import CHUNK_BYTES, CHUNK_INDEX, IN, OUT, MapNodeStats, MapStats, Pool, PoolNode
 from .ptx import PtxError, PtxParam, ptx_kernels, ptx_params
 from .session import DeviceArray, FuncInfo, Kernel, Module, Session
 
@@ -62,6 +65,7 @@ __all__ = [
     "LIBRARY_PATH", "__version__",
     "connect", "Client", "Lease", "Session", "DeviceArray", "Module", "Kernel",
     "Inventory", "GpuInfo", "TenantInfo", "PoolInfo", "FuncInfo",
+    "Pool", "PoolNode", "MapStats", "MapNodeStats", "IN", "OUT", "CHUNK_BYTES", "CHUNK_INDEX",
     "out", "inout", "Out", "InOut", "parse_size",
     "ptx_params", "ptx_kernels", "PtxParam", "PtxError",
     "GpuleaseError", "ERROR_CLASSES", "error_for", "status_name",

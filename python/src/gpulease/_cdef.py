@@ -439,4 +439,96 @@ gpulease_status gpulease_renewer_start(const gpulease_connect_options *opts,
 gpulease_status gpulease_renewer_status(gpulease_renewer *renewer,
                                                      gpulease_error *err);
 void gpulease_renewer_stop(gpulease_renewer *renewer);
+typedef struct gpulease_pool gpulease_pool;
+#define GPULEASE_POOL_OPTIONS_VERSION 1
+typedef struct gpulease_pool_options {
+  uint32_t struct_version;
+  const char *nodes;
+  const char *nodes_file;
+  const char *srv_name;
+  const char *dns_server;
+  uint32_t srv_refresh_s;
+  const gpulease_connect_options *connect;
+  uint32_t max_leases_per_node;
+  uint32_t max_leases;
+  gpulease_lease_class lease_class;
+  uint32_t lease_ttl_s;
+  uint32_t down_backoff_ms;
+} gpulease_pool_options;
+void gpulease_pool_options_default(gpulease_pool_options *opts);
+gpulease_status gpulease_pool_open(const gpulease_pool_options *opts,
+                                                gpulease_pool **out, gpulease_error *err);
+void gpulease_pool_close(gpulease_pool *pool);
+gpulease_status gpulease_pool_refresh(gpulease_pool *pool, gpulease_error *err);
+typedef struct gpulease_pool_node {
+  char addr[272];
+  int up;
+  gpulease_status status;
+  char message[256];
+  gpulease_inventory inventory;
+} gpulease_pool_node;
+gpulease_status gpulease_pool_inventory(gpulease_pool *pool,
+                                                     gpulease_pool_node **nodes, size_t *count,
+                                                     gpulease_error *err);
+void gpulease_pool_nodes_release(gpulease_pool_node *nodes, size_t count);
+typedef enum gpulease_map_arg_kind {
+  GPULEASE_MAP_IN = 1,
+  GPULEASE_MAP_OUT = 2,
+  GPULEASE_MAP_BYTES = 3,
+  GPULEASE_MAP_INDEX = 4,
+  GPULEASE_MAP_SCALAR = 5,
+} gpulease_map_arg_kind;
+typedef struct gpulease_map_arg {
+  gpulease_map_arg_kind kind;
+  uint32_t size;
+  uint8_t value[GPULEASE_MAX_SCALAR_BYTES];
+} gpulease_map_arg;
+typedef void (*gpulease_map_progress_fn)(uint64_t done_chunks, uint64_t total_chunks, void *user);
+#define GPULEASE_MAP_DESC_VERSION 1
+typedef struct gpulease_map_desc {
+  uint32_t struct_version;
+  const void *image;
+  size_t image_size;
+  gpulease_image_format format;
+  const char *kernel;
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t shared_mem_bytes;
+  const gpulease_map_arg *args;
+  size_t arg_count;
+  const void *input;
+  uint64_t input_bytes;
+  uint64_t chunk_bytes;
+  void *output;
+  uint64_t output_bytes_per_chunk;
+  uint32_t max_attempts;
+  uint32_t deadline_ms;
+  gpulease_map_progress_fn progress;
+  void *progress_user;
+} gpulease_map_desc;
+void gpulease_map_desc_default(gpulease_map_desc *desc);
+typedef struct gpulease_map_node_stats {
+  char addr[272];
+  uint64_t chunks;
+  uint64_t retries;
+  uint64_t failures;
+  uint64_t leases;
+  uint64_t bytes_in;
+  uint64_t bytes_out;
+  double seconds;
+} gpulease_map_node_stats;
+typedef struct gpulease_map_stats {
+  uint64_t chunks;
+  uint64_t done;
+  uint64_t retries;
+  uint64_t backups;
+  double seconds;
+  double chunk_p50_ms;
+  double chunk_p99_ms;
+  size_t node_count;
+  gpulease_map_node_stats *nodes;
+} gpulease_map_stats;
+gpulease_status gpulease_pool_map(gpulease_pool *pool, const gpulease_map_desc *desc,
+                                               gpulease_map_stats *stats, gpulease_error *err);
+void gpulease_map_stats_release(gpulease_map_stats *stats);
 """
