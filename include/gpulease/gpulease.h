@@ -1255,9 +1255,8 @@ typedef struct gpulease_map_desc {
   /* Tries per chunk, the first included (default 3). */
   uint32_t max_attempts;
   /* The whole job's bound in milliseconds (default 600000; 0: the
-   * default). At the deadline the map stops taking chunks and returns
-   * TIMEOUT once the submits in flight end (each is bounded by the
-   * connect options' timeout_ms). */
+   * default). At the deadline the map stops taking chunks, aborts the
+   * submits in flight and returns TIMEOUT. */
   uint32_t deadline_ms;
   gpulease_map_progress_fn progress; /* may be NULL */
   void *progress_user;
