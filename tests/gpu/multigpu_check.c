@@ -4,7 +4,7 @@
  * prints one table. With --emu it runs the same on emulated GPUs (--emu-gpus),
  * without nvidia-smi, so the program itself is tested without a GPU.
  *
- *   multigpu_check BUILD_DIR [--emu]
+ *   multigpu_check BUILD_DIR [--emu | --pool-only]
  *
  * Rows: (1) the inventory against nvidia-smi (UUID, name, VRAM, compute
  * capability; free VRAM within 1% of NVML's); (2) placement: spread puts
@@ -700,7 +700,6 @@ static void write_nodes(const char *path, const daemon_t *const *ds, int n) {
 }
 
 static void check_pool(void) {
-  make_chunks();
   char nf[200];
   snprintf(nf, sizeof nf, "%s/nodes", g_tmp);
   double secs[2][5];
@@ -779,7 +778,12 @@ static void check_pool(void) {
     }
   }
 
-  /* two daemons on the node, one killed mid-run */
+}
+
+/* Two daemons sharing the node's GPUs, a pool over both, one killed. */
+static void check_pool_two_daemons(void) {
+  char nf[200];
+  snprintf(nf, sizeof nf, "%s/nodes2", g_tmp);
   daemon_t a, b;
   const char *x[] = {"--warm-workers", "0", NULL};
   if (daemon_start(&a, "pa", x) != 0 || daemon_start(&b, "pb", x) != 0) {
@@ -815,18 +819,32 @@ static void check_pool(void) {
     gpulease_client_close(c);
   }
   row(left == 0, "6 no lease left on the daemon that lived", "%d live leases", left);
-  b.pid = 0; /* already dead; reap it */
-  waitpid(kp.victim, NULL, 0);
+  if (kp.killed) {
+    b.pid = 0; /* already dead; reap it */
+    waitpid(kp.victim, NULL, 0);
+  } else {
+    daemon_stop(&b, SIGTERM);
+  }
   daemon_stop(&a, SIGTERM);
 }
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: multigpu_check BUILD_DIR [--emu]\n");
+    fprintf(stderr, "usage: multigpu_check BUILD_DIR [--emu | --pool-only]\n");
     return 2;
   }
   g_build = argv[1];
-  g_emu = argc > 2 && strcmp(argv[2], "--emu") == 0;
+  /* --pool-only: on a machine with one GPU, only the pool over two daemons
+   * that share it, one killed mid-run (issue 16). */
+  bool pool_only = false;
+  for (int i = 2; i < argc; i++) {
+    if (strcmp(argv[i], "--emu") == 0) g_emu = true;
+    else if (strcmp(argv[i], "--pool-only") == 0) pool_only = true;
+    else {
+      fprintf(stderr, "multigpu_check: unknown option %s\n", argv[i]);
+      return 2;
+    }
+  }
   snprintf(g_tmp, sizeof g_tmp, "/tmp/gl-mgpu-XXXXXX");
   if (!mkdtemp(g_tmp)) return 2;
   g_iota = read_ptx("iota", &g_iota_len);
@@ -834,6 +852,16 @@ int main(int argc, char **argv) {
   g_spin = read_ptx("spin", &g_spin_len);
   g_oob = read_ptx("oob", &g_oob_len);
   g_mix = read_ptx("chunk_mix", &g_mix_len);
+  make_chunks();
+  if (pool_only) {
+    printf("| %-4s | %-44s | %s\n", "", "item", "figures");
+    check_pool_two_daemons();
+    printf("multigpu_check --pool-only: %d passed, %d failed\n", g_pass, g_fail);
+    char rm0[128];
+    snprintf(rm0, sizeof rm0, "rm -rf '%s'", g_tmp);
+    if (system(rm0) != 0) fprintf(stderr, "could not remove %s\n", g_tmp);
+    return g_fail ? 1 : 0;
+  }
 
   daemon_t d;
   const char *x[] = {"--placement", "spread", "--warm-workers", "0", NULL};
@@ -855,6 +883,7 @@ int main(int argc, char **argv) {
   daemon_stop(&d, SIGTERM);
   check_accounting();
   check_pool();
+  check_pool_two_daemons();
   printf("multigpu_check: %d passed, %d failed\n", g_pass, g_fail);
   char rm[128];
   snprintf(rm, sizeof rm, "rm -rf '%s'", g_tmp);
