@@ -25,7 +25,6 @@
  * the reply timeout. The job fails when no slot is left, when every node stayed
  * down for GL_POOL_ALL_DOWN_MS, or at the deadline.
  */
-#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -718,7 +717,9 @@ static int cmp_double(const void *a, const void *b) {
 
 static double percentile(double *v, uint64_t n, double q) {
   if (n == 0) return 0;
-  uint64_t k = (uint64_t)ceil(q * (double)n);
+  double want = q * (double)n; /* nearest rank: the smallest k >= q n */
+  uint64_t k = (uint64_t)want;
+  if ((double)k < want) k++;
   if (k == 0) k = 1;
   return v[k - 1];
 }
