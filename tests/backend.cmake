@@ -15,3 +15,11 @@ target_link_libraries(gl_backend_stream_smoke PRIVATE gl_worker Threads::Threads
 if(TARGET gl_kernels)
   add_dependencies(gl_backend_stream_smoke gl_kernels)
 endif()
+
+# PTX newer than the driver (src/gpu/nvjitlink.c, src/backend/cuda_compat.c):
+# the header parser, the advice without nvJitLink, and a real compile where
+# nvJitLink is installed (skipped elsewhere).
+gl_add_test(test_nvjitlink
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/unit/test_nvjitlink.c
+  LIBS gl_backend
+  LABELS gpu unit)

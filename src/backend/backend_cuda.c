@@ -104,6 +104,7 @@
 #include "common/log.h"
 #include "gpu/cuda_api.h"
 #include "backend/backend.h"
+#include "backend/cuda_compat.h"
 #include "backend/while_cond.h"
 
 #define JIT_LOG_BYTES 16384
@@ -744,6 +745,25 @@ static gpulease_status cuda_load_module(gl_backend *b, const uint8_t *image, siz
   CUmodule mod = NULL;
   r = c->cu.cuModuleLoadDataEx(&mod, image, (unsigned)(sizeof opts / sizeof opts[0]), opts, vals);
   jit_finish(logs);
+  if (r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION && format == GPULEASE_IMAGE_PTX) {
+    /* PTX newer than the driver: nvJitLink's cubin, or advice */
+    uint8_t *cubin = NULL;
+    size_t cubin_len = 0;
+    gpulease_status st = gl_cuda_compat_compile(image, strlen((const char *)image), c->cc_major,
+                                                c->cc_minor, c->cu.driver_version, logs->error,
+                                                &cubin, &cubin_len, err, errlen);
+    free(logs);
+    if (st != GPULEASE_OK) return st;
+    r = c->cu.cuModuleLoadDataEx(&mod, cubin, 0, NULL, NULL);
+    free(cubin);
+    if (r != CUDA_SUCCESS) {
+      cu_msg(c, r, "cuModuleLoadDataEx (the cubin nvJitLink made of a PTX)", err, errlen);
+      note_failure(c, r);
+      return GPULEASE_LOAD_FAILED;
+    }
+    *module = mod;
+    return GPULEASE_OK;
+  }
   if (r != CUDA_SUCCESS) {
     char what[64];
     snprintf(what, sizeof what, "cuModuleLoadDataEx (%s image)", format_name(format));
@@ -896,6 +916,14 @@ static gpulease_status cuda_compile_ptx(gl_backend *b, const uint8_t *ptx, size_
   what = "cuLinkAddData (PTX)";
   r = c->cu.cuLinkAddData(link, CU_JIT_INPUT_PTX, (void *)(uintptr_t)ptx, len + 1, "module.ptx",
                           0, NULL, NULL);
+  if (r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION) {
+    /* PTX newer than the driver: nvJitLink's cubin (the caller caches it),
+     * or advice */
+    jit_finish(logs);
+    st = gl_cuda_compat_compile(ptx, len, c->cc_major, c->cc_minor, c->cu.driver_version,
+                                logs->error, bin, bin_len, err, errlen);
+    goto out;
+  }
   if (r != CUDA_SUCCESS) goto fail;
   what = "cuLinkComplete";
   r = c->cu.cuLinkComplete(link, &cubin, &cubin_len);

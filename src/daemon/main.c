@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "backend/backend_emu.h"
+#include "backend/cuda_compat.h"
 #include "common/log.h"
 #include "daemon/daemon.h"
 #include "daemon/options.h"
@@ -39,6 +40,8 @@ static int worker_main(gl_options *o) {
   gl_log_init("gpulease-worker", (enum gl_log_level)gl_log_level_parse(cfg->log_level));
   const char *jit_cache_dir = o->jit_cache_dir[0] ? o->jit_cache_dir : NULL;
   bool emu = o->device_given && cfg->device_mode == GL_DEVICE_EMU;
+  /* nvJitLink named by gpuleased --nvjitlink: opened before the sandbox. */
+  if (!emu) gl_cuda_compat_preload(getenv("GL_NVJITLINK"));
   /* Before any thread or the device: see src/worker/sandbox.h. */
   const char *nosb = getenv("GL_WORKER_NO_SANDBOX");
   char jit_path[PATH_MAX];
@@ -117,6 +120,9 @@ int main(int argc, char **argv) {
 
   gl_daemon_config *cfg = &o.cfg;
   gl_log_init("gpuleased", (enum gl_log_level)gl_log_level_parse(cfg->log_level));
+  /* The workers inherit the environment: each loads nvJitLink from there
+   * before its sandbox closes the file system (src/backend/cuda_compat.h). */
+  if (o.nvjitlink[0]) setenv("GL_NVJITLINK", o.nvjitlink, 1);
   {
     bool worker_sandbox = o.worker_sandbox;
     const char *nosb = getenv("GL_WORKER_NO_SANDBOX"); /* the flag's, or inherited */

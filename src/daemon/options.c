@@ -91,6 +91,9 @@ void gl_options_usage(FILE *f) {
         "                        module load and refused request (\"-\": stderr)\n"
         "  --worker-user USER    the user workers run as (default: nobody when gpuleased\n"
         "                        runs as root, else gpuleased's own user)\n"
+        "  --nvjitlink PATH      nvJitLink (libnvJitLink.so, or a folder holding it) for PTX\n"
+        "                        newer than the driver takes (default: the CUDA toolkit's,\n"
+        "                        or a pip nvidia-nvjitlink wheel's, when installed)\n"
         "  --no-worker-sandbox   workers keep every privilege (debugging only; by default\n"
         "                        each takes the worker user, no_new_privs, limits, a\n"
         "                        seccomp filter and Landlock file rules before it opens the\n"
@@ -124,7 +127,7 @@ enum { O_LISTEN = 256, O_CERT, O_KEY, O_STATE, O_TTL, O_LEASES, O_MSG, O_LOG, O_
        O_DEVICE, O_EMU_VRAM, O_EMU_THREADS, O_JIT_CACHE, O_SEQ_TIMEOUT, O_MAX_STREAMS,
        O_LOCAL_SOCKET, O_LOCAL_MODE, O_MAX_PINNED, O_NET_THREADS, O_STRIPE_PORT, O_WARM,
        O_CTX_OVERHEAD, O_CUDA_VISIBLE, O_NO_SANDBOX, O_AUTH, O_CLIENT_CA, O_TENANTS,
-       O_ALLOW_ANON, O_AUDIT, O_WORKER_USER, O_MAX_REQ_TENANT, O_MAX_CONN_ADDR, O_RETRY_ABOVE,
+       O_ALLOW_ANON, O_AUDIT, O_WORKER_USER, O_NVJITLINK, O_MAX_REQ_TENANT, O_MAX_CONN_ADDR, O_RETRY_ABOVE,
        O_TEARDOWN, O_METRICS, O_CONFIG, O_CHECK_CONFIG, O_EMU_GPUS, O_PLACEMENT };
 
 /* The command line; the configuration file's keys are the same names. */
@@ -149,6 +152,7 @@ static const struct option opts[] = {
     {"cuda-visible-devices", required_argument, 0, O_CUDA_VISIBLE}, /* worker only */
     {"no-worker-sandbox", no_argument, 0, O_NO_SANDBOX},
     {"worker-user", required_argument, 0, O_WORKER_USER},
+    {"nvjitlink", required_argument, 0, O_NVJITLINK},
     {"max-requests-per-tenant", required_argument, 0, O_MAX_REQ_TENANT},
     {"max-connections-per-address", required_argument, 0, O_MAX_CONN_ADDR},
     {"retry-above-handshakes", required_argument, 0, O_RETRY_ABOVE},
@@ -386,6 +390,9 @@ static int apply_option(gl_options *cl, int code, const char *name, const char *
     break;
   case O_NO_SANDBOX: /* main() tells the workers (GL_WORKER_NO_SANDBOX) */
     cl->worker_sandbox = !on;
+    break;
+  case O_NVJITLINK:
+    if (copy_arg(cl->nvjitlink, sizeof cl->nvjitlink, value, name, err, errlen)) return -1;
     break;
   case O_WORKER_USER:
     if (copy_arg(cl->worker_user, sizeof cl->worker_user, value, name, err, errlen)) return -1;

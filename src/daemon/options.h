@@ -40,6 +40,7 @@ typedef struct gl_options {
   bool device_given;
   int local_socket_given;       /* 1: a path, 2: none */
   char worker_user[256];        /* --worker-user */
+  char nvjitlink[512];          /* --nvjitlink: its workers get it as $GL_NVJITLINK */
   bool worker_user_given;
   bool worker_sandbox;          /* false: --no-worker-sandbox */
   bool check_config;            /* --check-config */
