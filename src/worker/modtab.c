@@ -17,7 +17,7 @@
 #include <gnutls/gnutls.h>
 
 #include "common/log.h"
-#include "worker/submit_check.h"
+#include "worker/jit_load.h"
 
 typedef struct mod_entry {
   uint8_t sha[32];
@@ -66,69 +66,6 @@ static uint8_t *nul_copy(const uint8_t *p, size_t len) {
   return c;
 }
 
-/* Loads a binary produced by compile_ptx (or read back from the disk
- * cache), whose format is found from its bytes: a cubin (ELF) or fatbin by
- * its magic, PTX text by its ".version"; anything else is taken as PTX
- * text too (an emulating backend's "binary" is the PTX it was given, which
- * need not start with ".version"), which the backend then checks. */
-static gpulease_status load_binary(gl_modtab *t, const uint8_t *bin, size_t len, void **module,
-                                   char *err, size_t errlen) {
-  gpulease_image_format f;
-  size_t text_len;
-  char why[256] = "";
-  if (gl_image_resolve(GPULEASE_IMAGE_AUTO, bin, len, &f, &text_len, why, sizeof why) !=
-          GPULEASE_OK &&
-      gl_image_resolve(GPULEASE_IMAGE_PTX, bin, len, &f, &text_len, why, sizeof why) !=
-          GPULEASE_OK) {
-    snprintf(err, errlen, "compiled PTX: %s", why);
-    return GPULEASE_LOAD_FAILED;
-  }
-  uint8_t *copy = nul_copy(bin, text_len);
-  if (!copy) {
-    snprintf(err, errlen, "out of memory copying a %zu-byte compiled module", text_len);
-    return GPULEASE_INTERNAL;
-  }
-  gpulease_status st = t->be->ops->load_module(t->be, copy, text_len, f, module, err, errlen);
-  free(copy);
-  return st;
-}
-
-/* PTX through the disk cache: the cached binary if it loads, else compile,
- * load, and store. copy is the PTX with a NUL at copy[len]. */
-static gpulease_status load_jit(gl_modtab *t, const uint8_t *copy, size_t len,
-                                const uint8_t sha[32], void **module, uint8_t *source, char *err,
-                                size_t errlen) {
-  gl_backend *be = t->be;
-  char tag[128] = "";
-  be->ops->cache_tag(be, tag, sizeof tag);
-  tag[sizeof tag - 1] = 0;
-
-  uint8_t *bin = NULL;
-  size_t blen = 0;
-  if (gl_jit_cache_get(t->jit, sha, tag, &bin, &blen)) {
-    char why[512] = "";
-    gpulease_status st = load_binary(t, bin, blen, module, why, sizeof why);
-    free(bin);
-    if (st == GPULEASE_OK) {
-      *source = GL_MODULE_CACHE_DISK;
-      return GPULEASE_OK;
-    }
-    GL_WARN("JIT cache: the cached binary for a %zu-byte PTX (%s) does not load: %s; "
-            "compiling again",
-            len, tag, why);
-  }
-
-  gpulease_status st = be->ops->compile_ptx(be, copy, len, &bin, &blen, err, errlen);
-  if (st != GPULEASE_OK) return st;
-  st = load_binary(t, bin, blen, module, err, errlen);
-  if (st == GPULEASE_OK) {
-    gl_jit_cache_put(t->jit, sha, tag, bin, blen); /* only a binary that loads */
-    *source = GL_MODULE_CACHE_LOADED;
-  }
-  free(bin);
-  return st;
-}
-
 /* Loads the image (not in the table yet). */
 static gpulease_status load_new(gl_modtab *t, const uint8_t *image, size_t len,
                                 gpulease_image_format fmt, const uint8_t sha[32], void **module,
@@ -140,8 +77,10 @@ static gpulease_status load_new(gl_modtab *t, const uint8_t *image, size_t len,
   }
   const gl_backend_ops *ops = t->be->ops;
   gpulease_status st;
-  if (fmt == GPULEASE_IMAGE_PTX && ops->compile_ptx && ops->cache_tag && t->jit) {
-    st = load_jit(t, copy, len, sha, module, source, err, errlen);
+  if (gl_jit_load_usable(t->be, t->jit, fmt)) {
+    bool from_disk = false;
+    st = gl_jit_load_ptx(t->be, t->jit, copy, len, sha, module, &from_disk, err, errlen);
+    if (st == GPULEASE_OK) *source = from_disk ? GL_MODULE_CACHE_DISK : GL_MODULE_CACHE_LOADED;
   } else {
     st = ops->load_module(t->be, copy, len, fmt, module, err, errlen);
     if (st == GPULEASE_OK) *source = GL_MODULE_CACHE_LOADED;

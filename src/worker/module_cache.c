@@ -6,6 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
+
+#include "worker/jit_load.h"
+
 uint64_t gl_fnv1a64(const uint8_t *p, size_t n) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (size_t i = 0; i < n; i++) {
@@ -80,7 +85,15 @@ gpulease_status gl_module_cache_get(gl_module_cache *c, const uint8_t *image, si
   copy[len] = 0;
 
   void *m = NULL;
-  gpulease_status st = c->backend->ops->load_module(c->backend, copy, len, format, &m, err, errlen);
+  gpulease_status st;
+  uint8_t sha[32];
+  if (gl_jit_load_usable(c->backend, c->jit, format) &&
+      gnutls_hash_fast(GNUTLS_DIG_SHA256, copy, len, sha) >= 0) {
+    bool from_disk;
+    st = gl_jit_load_ptx(c->backend, c->jit, copy, len, sha, &m, &from_disk, err, errlen);
+  } else {
+    st = c->backend->ops->load_module(c->backend, copy, len, format, &m, err, errlen);
+  }
   if (st != GPULEASE_OK) {
     free(copy);
     return st;

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "worker/jit_cache.h"
 
 #define GL_MODULE_CACHE_SLOTS 8
 #define GL_MODULE_CACHE_MAX_BYTES (256u * 1024 * 1024)
@@ -35,6 +36,7 @@ typedef struct gl_module_entry {
 
 typedef struct gl_module_cache {
   gl_backend *backend; /* borrowed */
+  gl_jit_cache *jit;   /* borrowed, may be NULL: PTX goes through it (jit_load.h) */
   gl_module_entry e[GL_MODULE_CACHE_SLOTS];
   uint64_t clock;
   size_t bytes;

@@ -303,6 +303,7 @@ static gl_wk *lease_new(gl_wkproc *p, uint64_t lease_id) {
  * cache, buffers, module table and submit lane. 0 or -1 (out of memory). */
 static int lease_start(gl_wk *w) {
   gl_module_cache_init(&w->cache, w->be);
+  w->cache.jit = w->p->jit; /* GPU_SUBMIT's PTX through the disk JIT cache too */
   w->alloc = gl_suballoc_new(w->vram_bytes, 256);
   w->modtab = w->p->jit ? gl_modtab_new(w->be, w->p->jit) : NULL;
   if (!w->alloc || !w->modtab) return -1;
