@@ -136,15 +136,22 @@ static gpulease_status parse_file(gpulease_pool *p, const char *path, gpulease_e
   return st;
 }
 
-/* Resolves the SRV name into the node list: nodes it no longer lists are
- * marked removed, new ones added. Under p->mu. */
-static gpulease_status resolve_locked(gpulease_pool *p, gpulease_error *err) {
+/* Resolves the SRV name (without the pool's mutex: a resolution may take
+ * seconds, and a map's threads need the mutex meanwhile), then, under it,
+ * updates the node list: nodes no longer listed are marked removed, new
+ * ones added. A name that does not resolve changes nothing. */
+static gpulease_status resolve(gpulease_pool *p, gpulease_error *err) {
   gl_srv_target *t = NULL;
   size_t nt = 0;
   char why[512];
   int rc = gl_srv_resolve(p->srv_name, p->dns_server, &t, &nt, why, sizeof why);
-  if (rc == -2) return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "SRV: %s", why);
-  if (rc != 0) return gl_lib_set_err(err, GPULEASE_NOT_FOUND, "SRV: %s", why);
+  pthread_mutex_lock(&p->mu);
+  p->resolved_at_ns = gl_mono_ns(); /* a failure waits a period before the next try too */
+  if (rc != 0) {
+    pthread_mutex_unlock(&p->mu);
+    if (rc == -2) return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "SRV: %s", why);
+    return gl_lib_set_err(err, GPULEASE_NOT_FOUND, "SRV: %s", why);
+  }
   for (size_t i = 0; i < p->count; i++) p->nodes[i]->removed = true;
   gpulease_status st = GPULEASE_OK;
   for (size_t i = 0; i < nt && st == GPULEASE_OK; i++) {
@@ -154,8 +161,8 @@ static gpulease_status resolve_locked(gpulease_pool *p, gpulease_error *err) {
              (unsigned)t[i].port);
     st = add_node(p, addr, "", "SRV target ", err);
   }
+  pthread_mutex_unlock(&p->mu);
   free(t);
-  p->resolved_at_ns = gl_mono_ns();
   return st;
 }
 
@@ -163,11 +170,11 @@ int gl_pool_refresh_due(gpulease_pool *p, bool force, gpulease_error *err) {
   if (!p->srv_name) return 0;
   pthread_mutex_lock(&p->mu);
   uint64_t due = p->resolved_at_ns + (uint64_t)p->srv_refresh_s * 1000000000ull;
-  int rc = 0;
-  if (force || gl_mono_ns() >= due) rc = resolve_locked(p, err) == GPULEASE_OK ? 0 : -1;
-  if (rc != 0) p->resolved_at_ns = gl_mono_ns(); /* the next try waits a period too */
+  bool now = force || gl_mono_ns() >= due;
+  if (now) p->resolved_at_ns = gl_mono_ns(); /* one resolution at a time */
   pthread_mutex_unlock(&p->mu);
-  return rc;
+  if (!now) return 0;
+  return resolve(p, err) == GPULEASE_OK ? 0 : -1;
 }
 
 /* ---- open, close, refresh ----------------------------------------------- */
@@ -229,7 +236,7 @@ gpulease_status gpulease_pool_open(const gpulease_pool_options *o, gpulease_pool
   gpulease_status st;
   if (o->nodes) st = parse_list(p, o->nodes, err);
   else if (o->nodes_file) st = parse_file(p, o->nodes_file, err);
-  else st = resolve_locked(p, err);
+  else st = resolve(p, err);
   if (st != GPULEASE_OK) {
     pool_free(p);
     return st;
