@@ -125,11 +125,20 @@ static void test_compile(void **state) {
   assert_null(cubin);
   printf("bad PTX: %s\n", err);
   assert_non_null(strstr(err, "(sm_90): nvJitLink"));
-  gl_nvjitlink_free(nj);
+  /* Not freed: nvJitLink keeps a buffer of its own for the process (72 KiB,
+   * never freed), which LeakSanitizer reports once the library is closed;
+   * kept open it is suppressed below, as the worker keeps it open too. */
+  static gl_nvjitlink *kept;
+  kept = nj;
+  (void)kept;
   /* a file that is not nvJitLink */
   assert_null(gl_nvjitlink_load("/nonexistent", err, sizeof err));
   assert_non_null(strstr(err, "cannot load /nonexistent"));
 }
+
+/* LeakSanitizer (the ASan build): nvJitLink's own allocations. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void) { return "leak:libnvJitLink\n"; }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
