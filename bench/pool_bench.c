@@ -98,6 +98,41 @@ typedef struct {
   int ok;
 } result;
 
+/* The runs of one configuration: the first kept apart, the rest for
+ * medians. */
+typedef struct {
+  double *secs, *p50, *p99;
+  int reps;
+} runs;
+
+static void runs_init(runs *x, int reps) {
+  x->reps = reps;
+  x->secs = calloc((size_t)reps, sizeof *x->secs);
+  x->p50 = calloc((size_t)reps, sizeof *x->p50);
+  x->p99 = calloc((size_t)reps, sizeof *x->p99);
+}
+
+/* Run i (0: the first) took wall seconds, a chunk p50_ms and p99_ms. */
+static void runs_add(runs *x, result *r, int i, double wall, double p50_ms, double p99_ms) {
+  if (i == 0) {
+    r->first_s = wall;
+    return;
+  }
+  x->secs[i - 1] = wall;
+  x->p50[i - 1] = p50_ms;
+  x->p99[i - 1] = p99_ms;
+}
+
+static void runs_finish(runs *x, result *r) {
+  r->med_s = median(x->secs, (size_t)x->reps);
+  r->med_rate = (double)g_nchunks / r->med_s;
+  r->p50_ms = median(x->p50, (size_t)x->reps);
+  r->p99_ms = median(x->p99, (size_t)x->reps);
+  free(x->secs);
+  free(x->p50);
+  free(x->p99);
+}
+
 static int run_pool(const char *nodes_file, int n, gpulease_lease_class cls, uint32_t per_node,
                     const uint8_t *ptx, size_t ptx_len, int reps, result *r) {
   char path[256];
@@ -117,8 +152,8 @@ static int run_pool(const char *nodes_file, int n, gpulease_lease_class cls, uin
     fprintf(stderr, "pool: %s\n", err.message);
     return -1;
   }
-  double *secs = calloc((size_t)reps, sizeof *secs), *p50 = calloc((size_t)reps, sizeof *p50),
-         *p99 = calloc((size_t)reps, sizeof *p99);
+  runs x;
+  runs_init(&x, reps);
   memset(r, 0, sizeof *r);
   r->ok = 1;
   for (int i = 0; i <= reps; i++) {
@@ -138,21 +173,10 @@ static int run_pool(const char *nodes_file, int n, gpulease_lease_class cls, uin
       r->ok = 0;
     }
     r->retries += st.retries;
-    if (i == 0) r->first_s = wall;
-    else {
-      secs[i - 1] = wall;
-      p50[i - 1] = st.chunk_p50_ms;
-      p99[i - 1] = st.chunk_p99_ms;
-    }
+    runs_add(&x, r, i, wall, st.chunk_p50_ms, st.chunk_p99_ms);
     gpulease_map_stats_release(&st);
   }
-  r->med_s = median(secs, (size_t)reps);
-  r->med_rate = (double)g_nchunks / r->med_s;
-  r->p50_ms = median(p50, (size_t)reps);
-  r->p99_ms = median(p99, (size_t)reps);
-  free(secs);
-  free(p50);
-  free(p99);
+  runs_finish(&x, r);
   gpulease_pool_close(p);
   remove(path);
   return 0;
@@ -176,8 +200,9 @@ static int run_serial(const char *nodes_file, gpulease_lease_class cls, const ui
     fprintf(stderr, "serial: %s\n", err.message);
     return -1;
   }
-  double *secs = calloc((size_t)reps, sizeof *secs), *p50 = calloc((size_t)reps, sizeof *p50),
-         *p99 = calloc((size_t)reps, sizeof *p99), *lat = calloc(g_nchunks, sizeof *lat);
+  runs x;
+  runs_init(&x, reps);
+  double *lat = calloc(g_nchunks, sizeof *lat);
   memset(r, 0, sizeof *r);
   r->ok = 1;
   uint64_t out_off = (g_chunk_words * 4 + 255) / 256 * 256;
@@ -229,21 +254,10 @@ static int run_serial(const char *nodes_file, gpulease_lease_class cls, const ui
       fprintf(stderr, "serial: WRONG OUTPUT\n");
       r->ok = 0;
     }
-    if (i == 0) r->first_s = wall;
-    else {
-      secs[i - 1] = wall;
-      p50[i - 1] = percentile(lat, g_nchunks, 0.5);
-      p99[i - 1] = percentile(lat, g_nchunks, 0.99);
-    }
+    runs_add(&x, r, i, wall, percentile(lat, g_nchunks, 0.5), percentile(lat, g_nchunks, 0.99));
   }
   gpulease_client_close(c);
-  r->med_s = median(secs, (size_t)reps);
-  r->med_rate = (double)g_nchunks / r->med_s;
-  r->p50_ms = median(p50, (size_t)reps);
-  r->p99_ms = median(p99, (size_t)reps);
-  free(secs);
-  free(p50);
-  free(p99);
+  runs_finish(&x, r);
   free(lat);
   return 0;
 }
@@ -275,8 +289,9 @@ static int run_local(const uint8_t *ptx, size_t ptx_len, int reps, result *r) {
   }
   double setup = (double)(gl_mono_ns() - t0) / 1e9;
   free(img);
-  double *secs = calloc((size_t)reps, sizeof *secs), *p50 = calloc((size_t)reps, sizeof *p50),
-         *p99 = calloc((size_t)reps, sizeof *p99), *lat = calloc(g_nchunks, sizeof *lat);
+  runs x;
+  runs_init(&x, reps);
+  double *lat = calloc(g_nchunks, sizeof *lat);
   memset(r, 0, sizeof *r);
   r->ok = 1;
   for (int i = 0; i <= reps; i++) {
@@ -299,20 +314,10 @@ static int run_local(const uint8_t *ptx, size_t ptx_len, int reps, result *r) {
     }
     double wall = (double)(gl_mono_ns() - w0) / 1e9;
     if (memcmp(g_out, g_ref, g_nchunks * g_chunk_words * 4) != 0) r->ok = 0;
-    if (i == 0) r->first_s = wall + setup;
-    else {
-      secs[i - 1] = wall;
-      p50[i - 1] = percentile(lat, g_nchunks, 0.5);
-      p99[i - 1] = percentile(lat, g_nchunks, 0.99);
-    }
+    runs_add(&x, r, i, i == 0 ? wall + setup : wall, percentile(lat, g_nchunks, 0.5),
+             percentile(lat, g_nchunks, 0.99));
   }
-  r->med_s = median(secs, (size_t)reps);
-  r->med_rate = (double)g_nchunks / r->med_s;
-  r->p50_ms = median(p50, (size_t)reps);
-  r->p99_ms = median(p99, (size_t)reps);
-  free(secs);
-  free(p50);
-  free(p99);
+  runs_finish(&x, r);
   free(lat);
   return 0;
 }

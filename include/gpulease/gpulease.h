@@ -1167,6 +1167,8 @@ typedef struct gpulease_pool_options {
   uint32_t down_backoff_ms;
 } gpulease_pool_options;
 
+/* Fills *opts (caller-owned) with the defaults above and struct_version;
+ * every pointer NULL, so a source must still be set. NULL is ignored. */
 GPULEASE_API void gpulease_pool_options_default(gpulease_pool_options *opts);
 
 /* Makes a pool: reads the node list, the nodes file, or resolves the SRV
@@ -1206,6 +1208,8 @@ GPULEASE_API gpulease_status gpulease_pool_inventory(gpulease_pool *pool,
                                                      gpulease_pool_node **nodes, size_t *count,
                                                      gpulease_error *err);
 
+/* Frees what gpulease_pool_inventory() returned (count entries). NULL is
+ * ignored. */
 GPULEASE_API void gpulease_pool_nodes_release(gpulease_pool_node *nodes, size_t count);
 
 /* A kernel parameter of a map: chunk-relative, or a plain value. */
@@ -1262,6 +1266,9 @@ typedef struct gpulease_map_desc {
   void *progress_user;
 } gpulease_map_desc;
 
+/* Fills *desc (caller-owned) with struct_version, grid and block 1x1x1,
+ * max_attempts 3 and deadline_ms 600000; every pointer NULL and every size
+ * 0, for the caller to set. NULL is ignored. */
 GPULEASE_API void gpulease_map_desc_default(gpulease_map_desc *desc);
 
 /* What one node did in a map. */
@@ -1307,6 +1314,8 @@ typedef struct gpulease_map_stats {
 GPULEASE_API gpulease_status gpulease_pool_map(gpulease_pool *pool, const gpulease_map_desc *desc,
                                                gpulease_map_stats *stats, gpulease_error *err);
 
+/* Frees stats->nodes and zeroes node_count (the other fields stay). NULL is
+ * ignored. */
 GPULEASE_API void gpulease_map_stats_release(gpulease_map_stats *stats);
 
 #ifdef __cplusplus

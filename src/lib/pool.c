@@ -337,6 +337,23 @@ bool gl_pool_status_retryable(gpulease_status st) {
   }
 }
 
+gpulease_status gl_pool_probe(gpulease_pool *p, gl_pool_node *n, gpulease_inventory *inv,
+                              gpulease_client **keep, gpulease_error *err) {
+  if (keep) *keep = NULL;
+  gpulease_client *c = NULL;
+  gpulease_status st = gl_pool_connect(p, n, false, &c, err);
+  if (st != GPULEASE_OK) return st;
+  st = gpulease_inventory_get(c, inv, err);
+  if (st != GPULEASE_OK) {
+    pthread_mutex_lock(&p->mu);
+    gl_pool_node_failed_locked(p, n, st, err ? err->message : "");
+    pthread_mutex_unlock(&p->mu);
+  }
+  if (st == GPULEASE_OK && keep) *keep = c;
+  else gpulease_client_close(c);
+  return st;
+}
+
 /* ---- the inventory of every node ---------------------------------------- */
 
 typedef struct {
@@ -350,18 +367,8 @@ typedef struct {
 static void *probe_main(void *arg) {
   probe *pr = arg;
   gpulease_error err = {0};
-  gpulease_client *c = NULL;
   snprintf(pr->out->addr, sizeof pr->out->addr, "%s", pr->n->addr);
-  gpulease_status st = gl_pool_connect(pr->p, pr->n, false, &c, &err);
-  if (st == GPULEASE_OK) {
-    st = gpulease_inventory_get(c, &pr->out->inventory, &err);
-    if (st != GPULEASE_OK) {
-      pthread_mutex_lock(&pr->p->mu);
-      gl_pool_node_failed_locked(pr->p, pr->n, st, err.message);
-      pthread_mutex_unlock(&pr->p->mu);
-    }
-    gpulease_client_close(c);
-  }
+  gpulease_status st = gl_pool_probe(pr->p, pr->n, &pr->out->inventory, NULL, &err);
   pr->out->up = st == GPULEASE_OK;
   pr->out->status = st;
   snprintf(pr->out->message, sizeof pr->out->message, "%.255s", st == GPULEASE_OK ? "" : err.message);

@@ -61,6 +61,12 @@ void gl_pool_node_options(const gpulease_pool *p, const gl_pool_node *n,
 gpulease_status gl_pool_connect(gpulease_pool *p, gl_pool_node *n, bool probe,
                                 gpulease_client **out, gpulease_error *err);
 
+/* Connects to n and reads its inventory into *inv, marking n up or failed.
+ * With keep non-NULL, an OK probe hands its connection over in *keep (the
+ * caller closes it); otherwise it is closed. OK, or the failure (err). */
+gpulease_status gl_pool_probe(gpulease_pool *p, gl_pool_node *n, gpulease_inventory *inv,
+                              gpulease_client **keep, gpulease_error *err);
+
 /* Health, under p->mu. gl_pool_node_failed_locked marks n down with
  * exponential backoff (a failure while already down and not yet due to be
  * tried again only records the message). */

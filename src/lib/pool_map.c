@@ -522,17 +522,7 @@ static void *plan_probe(void *arg) {
   job *j = ((void **)arg)[1];
   gpulease_error err = {0};
   gpulease_client *c = NULL;
-  gpulease_status st = gl_pool_connect(j->p, jn->n, false, &c, &err);
-  if (st == GPULEASE_OK) {
-    st = gpulease_inventory_get(c, &jn->inv, &err);
-    if (st != GPULEASE_OK) {
-      gpulease_client_close(c);
-      c = NULL;
-      pthread_mutex_lock(&j->p->mu);
-      gl_pool_node_failed_locked(j->p, jn->n, st, err.message);
-      pthread_mutex_unlock(&j->p->mu);
-    }
-  }
+  gpulease_status st = gl_pool_probe(j->p, jn->n, &jn->inv, &c, &err);
   jn->probe_client = c;
   jn->probed_ok = st == GPULEASE_OK;
   jn->probe_status = st;

@@ -12,9 +12,7 @@
 #include "common/log.h"
 #include "worker/submit_check.h"
 
-/* A malloc'd copy of the len bytes at p with a NUL after them; NULL when
- * out of memory. */
-static uint8_t *nul_copy(const uint8_t *p, size_t len) {
+uint8_t *gl_jit_nul_copy(const uint8_t *p, size_t len) {
   if (len == SIZE_MAX) return NULL;
   uint8_t *c = malloc(len + 1);
   if (!c) return NULL;
@@ -40,7 +38,7 @@ static gpulease_status load_binary(gl_backend *be, const uint8_t *bin, size_t le
     snprintf(err, errlen, "compiled PTX: %s", why);
     return GPULEASE_LOAD_FAILED;
   }
-  uint8_t *copy = nul_copy(bin, text_len);
+  uint8_t *copy = gl_jit_nul_copy(bin, text_len);
   if (!copy) {
     snprintf(err, errlen, "out of memory copying a %zu-byte compiled module", text_len);
     return GPULEASE_INTERNAL;

@@ -13,6 +13,10 @@
 #include "backend/backend.h"
 #include "worker/jit_cache.h"
 
+/* A malloc'd copy of the len bytes at p with a NUL after them (PTX for
+ * the driver must end in one); NULL when out of memory. */
+uint8_t *gl_jit_nul_copy(const uint8_t *p, size_t len);
+
 /* Whether images of format fmt go through the cache on this backend: PTX,
  * a cache (jit may be NULL), and a backend that compiles PTX apart from
  * loading it (compile_ptx, cache_tag). */

@@ -55,22 +55,11 @@ void gl_modtab_free(gl_modtab *t, bool forget) {
   free(t);
 }
 
-/* A malloc'd copy of the len bytes at p with a NUL after them; NULL when
- * out of memory. */
-static uint8_t *nul_copy(const uint8_t *p, size_t len) {
-  if (len == SIZE_MAX) return NULL;
-  uint8_t *c = malloc(len + 1);
-  if (!c) return NULL;
-  memcpy(c, p, len);
-  c[len] = 0;
-  return c;
-}
-
 /* Loads the image (not in the table yet). */
 static gpulease_status load_new(gl_modtab *t, const uint8_t *image, size_t len,
                                 gpulease_image_format fmt, const uint8_t sha[32], void **module,
                                 uint8_t *source, char *err, size_t errlen) {
-  uint8_t *copy = nul_copy(image, len);
+  uint8_t *copy = gl_jit_nul_copy(image, len);
   if (!copy) {
     snprintf(err, errlen, "out of memory copying a %zu-byte image", len);
     return GPULEASE_INTERNAL;
