@@ -82,7 +82,8 @@ def tenant_info(name=b"team-a", flags=3):
 def gpu_entry(i):
     return (struct.pack(">I", i) + str8(b"GPU-%08x-0000-0000-0000-000000000000" % i) +
             str8(b"NVIDIA H100 80GB HBM3") + struct.pack(">BBI", 9, 0, 132) +
-            struct.pack(">QQQIIQ", 85 << 30, 80 << 30, 1 << 30, 1, 0, 327 << 20))
+            struct.pack(">QQQIIQ", 85 << 30, 80 << 30, 1 << 30, 1, 8, 327 << 20) +
+            struct.pack(">BBBB", 9, 0, 9, 5))
 
 
 def resp(op, result=b"", status=0, msg=b""):
@@ -289,7 +290,8 @@ def corpus():
     yield "resp-gpu-submit", resp(o["GPU_SUBMIT"], struct.pack(">QI", 12345, 8) + bytes(range(8)))
     yield "resp-error-expired", resp(o["GPU_SUBMIT"], status=7, msg=b"lease 7 expired during the kernel")
     yield "resp-worker-probe", resp(o["WORKER_PROBE"], struct.pack(">H", 1) + str8(b"GPU-0") +
-                                    str8(b"NVIDIA H100") + struct.pack(">BBIQ", 9, 0, 132, 85 << 30))
+                                    str8(b"NVIDIA H100") + struct.pack(">BBIQ", 9, 0, 132, 85 << 30) +
+                                    struct.pack(">IBBBB", 13000, 9, 0, 9, 5))
     yield "resp-worker-init", resp(o["WORKER_INIT"], struct.pack(">Q", 0x7F0000000000) + str8(b"NVIDIA H100"))
     lost = (struct.pack(">QHHQH", 0x55, 4, o["LAUNCH"], 9, 5) + b"fault" +
             struct.pack(">QHHQH", 0x66, 4, 0, 0, 0))

@@ -25,3 +25,9 @@ gl_add_test(test_log SOURCES unit/test_log.c LIBS gl_common TIMEOUT 30 LABELS un
 # emulated device, failures while a job runs, DNS SRV through dnsmasq.
 add_test(NAME test_pool COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_pool.sh ${PROJECT_BINARY_DIR})
 set_tests_properties(test_pool PROPERTIES TIMEOUT 240 LABELS emu)
+# What PTX a node loads (issue 18): the inventory's targets and ISA
+# versions, the library's check of a PTX before it is sent.
+add_test(NAME test_ptx_targets
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_ptx_targets.sh ${PROJECT_BINARY_DIR})
+set_tests_properties(test_ptx_targets PROPERTIES TIMEOUT 120 LABELS emu)
+gl_add_test(test_ptx_header SOURCES unit/test_ptx_header.c LIBS gl_common LABELS unit)

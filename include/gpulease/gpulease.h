@@ -218,6 +218,8 @@ GPULEASE_API void gpulease_client_close(gpulease_client *client);
 #define GPULEASE_GPU_MIG 0x2u      /* in MIG mode: only partition leases, a MIG instance each */
 #define GPULEASE_GPU_FENCED 0x4u   /* a worker's teardown failed: no new leases until its memory
                                       comes back or an admin clears it (gpulease_admin_unfence) */
+#define GPULEASE_GPU_ARCH_SPECIFIC 0x8u /* takes its arch-specific target as well (sm_90a on
+                                           compute capability 9.0: wgmma, setmaxnreg) */
 
 typedef struct gpulease_gpu_info {
   uint32_t index;           /* the daemon's GPU index (NVML order) */
@@ -236,6 +238,13 @@ typedef struct gpulease_gpu_info {
    * as the daemon measured it; it counts in LEASE_ALLOC's capacity check.
    * 0 for an emulated device. */
   uint64_t context_overhead_bytes;
+  /* The newest PTX ISA version (major, minor) the node loads for this
+   * GPU: through the CUDA driver's JIT (9.0 for driver 13.0; the emulated
+   * device: 9.9, every 9.x), and through nvJitLink, which compiles PTX
+   * newer than the driver takes (0, 0: not installed on the node). A PTX
+   * whose .version is above both gets LOAD_FAILED. */
+  uint8_t ptx_isa_driver_major, ptx_isa_driver_minor;
+  uint8_t ptx_isa_nvjitlink_major, ptx_isa_nvjitlink_minor;
 } gpulease_gpu_info;
 
 /* gpulease_tenant_info.flags */

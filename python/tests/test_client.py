@@ -53,6 +53,8 @@ def test_inventory(client: Client, daemon: Daemon) -> None:
         assert g.name == "gpulease emulated device (PTX on CPU)"
         assert (g.cc_major, g.cc_minor) == (9, 0) and g.context_overhead_bytes == 0
         assert inv.driver_version == ""
+        assert g.sm_targets == ("sm_90", "sm_90a")
+        assert g.ptx_isa_driver == (9, 9) and g.ptx_isa_nvjitlink == (0, 0)
     t = inv.tenant
     assert isinstance(t, gpulease.TenantInfo)
     assert t.name == "" and not t.admin and not t.listed  # anonymous on loopback

@@ -305,6 +305,15 @@ static gpulease_status cuda_probe(gl_backend *b, gl_probe_resp *out, char *err, 
     g->total_vram_bytes = total;
     out->count++;
   }
+  /* What PTX the node loads: the driver's JIT, and nvJitLink's. */
+  out->cuda_driver_version = cu->driver_version > 0 ? (uint32_t)cu->driver_version : 0;
+  unsigned a, b2;
+  gl_cuda_driver_max_ptx(cu->driver_version, &a, &b2);
+  out->ptx_isa_driver[0] = (uint8_t)a;
+  out->ptx_isa_driver[1] = (uint8_t)b2;
+  gl_cuda_compat_nvjitlink_max_ptx(&a, &b2);
+  out->ptx_isa_nvjitlink[0] = (uint8_t)a;
+  out->ptx_isa_nvjitlink[1] = (uint8_t)b2;
   return GPULEASE_OK;
 }
 

@@ -70,6 +70,16 @@ void gl_cuda_driver_max_ptx(int v, unsigned *major, unsigned *minor) {
     }
 }
 
+void gl_cuda_compat_nvjitlink_max_ptx(unsigned *major, unsigned *minor) {
+  *major = *minor = 0;
+  gl_nvjitlink *nj = nvjitlink();
+  if (!nj) return;
+  unsigned a, b;
+  gl_nvjitlink_version(nj, &a, &b);
+  /* A CUDA release's ISA is the driver's of the same version. */
+  gl_cuda_driver_max_ptx((int)(a * 1000 + b * 10), major, minor);
+}
+
 /* The newest ISA the driver's log names ("current version is '9.0'"), else
  * the release-notes table. */
 static void driver_max(int driver_version, const char *log, char *out, size_t len) {

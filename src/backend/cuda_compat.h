@@ -35,4 +35,9 @@ gpulease_status gl_cuda_compat_compile(const uint8_t *ptx, size_t len, int cc_ma
  * 9.0), from NVIDIA's release notes; 0.0 for a version it does not know. */
 void gl_cuda_driver_max_ptx(int driver_version, unsigned *major, unsigned *minor);
 
+/* The newest PTX ISA version nvJitLink takes (it compiles the ISA of its
+ * own CUDA release: nvJitLink 13.0, ISA 9.0; 12.8, 8.7), loading it as a
+ * PTX that needs it would; 0.0 when none is found. */
+void gl_cuda_compat_nvjitlink_max_ptx(unsigned *major, unsigned *minor);
+
 #endif /* GL_BACKEND_CUDA_COMPAT_H */

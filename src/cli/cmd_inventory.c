@@ -71,6 +71,14 @@ static void print_tenant_text(const gpulease_tenant_info *t) {
          limit_str(t->quota_gpu_seconds_per_hour, UINT64_MAX, "", e, sizeof e));
 }
 
+/* The SM targets whose cubins and PTX a GPU runs: "sm_90", and its
+ * arch-specific "sm_90a" where it has one (else t2 is ""). */
+static void targets_of(const gpulease_gpu_info *g, char *t1, char *t2, size_t len) {
+  snprintf(t1, len, "sm_%u%u", g->cc_major, g->cc_minor);
+  if (g->flags & GPULEASE_GPU_ARCH_SPECIFIC) snprintf(t2, len, "sm_%u%ua", g->cc_major, g->cc_minor);
+  else t2[0] = 0;
+}
+
 static void print_json(const gpulease_inventory *inv, const gpulease_pool_info *pool) {
   json_object *o = json_object_new_object();
   json_object_object_add(o, "driver_version", json_object_new_string(inv->driver_version));
@@ -86,6 +94,19 @@ static void print_json(const gpulease_inventory *inv, const gpulease_pool_info *
     snprintf(cc, sizeof cc, "%u.%u", g->cc_major, g->cc_minor);
     json_object_object_add(j, "compute_capability", json_object_new_string(cc));
     json_object_object_add(j, "sm_count", json_object_new_int64(g->sm_count));
+    json_object *targets = json_object_new_array();
+    char t1[24], t2[24];
+    targets_of(g, t1, t2, sizeof t1);
+    json_object_array_add(targets, json_object_new_string(t1));
+    if (t2[0]) json_object_array_add(targets, json_object_new_string(t2));
+    json_object_object_add(j, "sm_targets", targets);
+    char isa[16];
+    snprintf(isa, sizeof isa, "%u.%u", g->ptx_isa_driver_major, g->ptx_isa_driver_minor);
+    json_object_object_add(j, "ptx_isa_driver",
+                           g->ptx_isa_driver_major ? json_object_new_string(isa) : NULL);
+    snprintf(isa, sizeof isa, "%u.%u", g->ptx_isa_nvjitlink_major, g->ptx_isa_nvjitlink_minor);
+    json_object_object_add(j, "ptx_isa_nvjitlink",
+                           g->ptx_isa_nvjitlink_major ? json_object_new_string(isa) : NULL);
     json_object_object_add(j, "total_vram_bytes", json_object_new_uint64(g->total_vram_bytes));
     json_object_object_add(j, "free_vram_bytes", json_object_new_uint64(g->free_vram_bytes));
     json_object_object_add(j, "leased_vram_bytes", json_object_new_uint64(g->leased_vram_bytes));
@@ -138,6 +159,16 @@ static void print_text(const gpulease_inventory *inv, const gpulease_pool_info *
            g->free_vram_bytes >> 20, g->leased_vram_bytes >> 20, g->active_leases,
            (g->flags & GPULEASE_GPU_EMULATED) ? "  (emulated)" : "");
     printf("    %s\n", g->uuid);
+    char t1[24], t2[24];
+    targets_of(g, t1, t2, sizeof t1);
+    printf("    targets %s%s%s", t1, t2[0] ? ", " : "", t2);
+    if (g->ptx_isa_driver_major)
+      printf("; PTX ISA up to %u.%u", g->ptx_isa_driver_major, g->ptx_isa_driver_minor);
+    if (g->ptx_isa_nvjitlink_major)
+      printf(", %u.%u through nvJitLink", g->ptx_isa_nvjitlink_major, g->ptx_isa_nvjitlink_minor);
+    else if (!(g->flags & GPULEASE_GPU_EMULATED) && g->ptx_isa_driver_major)
+      printf(" (no nvJitLink for newer PTX)");
+    printf("\n");
     if (g->flags & GPULEASE_GPU_FENCED)
       printf("    FENCED: a worker's teardown failed; no new leases until its memory comes back "
              "or an admin clears it (gpulease admin unfence %" PRIu32 ")\n",

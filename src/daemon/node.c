@@ -90,18 +90,32 @@ static void add_gpu(gl_node *n, const gl_node_gpu *g) {
 static void add_emulated(gl_node *n, const gl_node_config *cfg) {
   unsigned count = cfg->emu_gpus ? cfg->emu_gpus : 1;
   for (unsigned k = 0; k < count && n->gpu_count < GPULEASE_MAX_GPUS; k++) {
-    gl_node_gpu g = {.index = n->gpu_count, .cuda_ordinal = 0, .flags = GPULEASE_GPU_EMULATED};
+    gl_node_gpu g = {.index = n->gpu_count,
+                     .cuda_ordinal = 0,
+                     .flags = GPULEASE_GPU_EMULATED | GPULEASE_GPU_ARCH_SPECIFIC};
     snprintf(g.uuid, sizeof g.uuid, "EMU-%u", k);
     snprintf(g.name, sizeof g.name, "%s", GL_EMU_NAME);
     g.cc_major = GL_EMU_CC_MAJOR;
     g.cc_minor = GL_EMU_CC_MINOR;
     g.sm_count = cfg->emu_threads;
     g.total_vram_bytes = cfg->emu_vram_bytes;
+    g.ptx_isa_driver[0] = GL_EMU_PTX_ISA_MAJOR;
+    g.ptx_isa_driver[1] = GL_EMU_PTX_ISA_MINOR;
     add_gpu(n, &g);
   }
   GL_INFO("offering %u emulated device(s) (PTX on the CPU): %" PRIu64 " bytes of host memory "
           "as VRAM each, %u host thread(s) per launch",
           count, cfg->emu_vram_bytes, cfg->emu_threads);
+}
+
+/* What PTX the probe worker says the node loads, and the GPU's
+ * arch-specific target (sm_90a: compute capability 9.0 and up). */
+static void set_ptx_isa(gl_node_gpu *g, const gl_probe_resp *pr) {
+  if (pr) {
+    memcpy(g->ptx_isa_driver, pr->ptx_isa_driver, sizeof g->ptx_isa_driver);
+    memcpy(g->ptx_isa_nvjitlink, pr->ptx_isa_nvjitlink, sizeof g->ptx_isa_nvjitlink);
+  }
+  if (g->cc_major >= 9) g->flags |= GPULEASE_GPU_ARCH_SPECIFIC;
 }
 
 /* Real GPUs: NVML's list joined with the probe worker's CUDA view. */
@@ -148,6 +162,7 @@ static void discover_cuda(gl_node *n, const gl_node_config *cfg) {
         continue;
       }
       g.index = n->gpu_count;
+      set_ptx_isa(&g, pst == GPULEASE_OK ? pr : NULL);
       add_gpu(n, &g);
     }
   } else if (pr) {
@@ -159,6 +174,7 @@ static void discover_cuda(gl_node *n, const gl_node_config *cfg) {
       g.cc_minor = pr->gpus[k].cc_minor;
       g.sm_count = pr->gpus[k].sm_count;
       g.total_vram_bytes = pr->gpus[k].total_vram_bytes;
+      set_ptx_isa(&g, pr);
       add_gpu(n, &g);
     }
   }
@@ -190,6 +206,11 @@ void gl_node_discover(gl_node *n, const gl_node_config *cfg) {
   }
 
   if (cfg->mode != GL_DEVICE_EMU) discover_cuda(n, cfg);
+  if (n->gpu_count && n->gpus[0].ptx_isa_driver[0])
+    GL_INFO("PTX: the driver loads ISA up to %u.%u; nvJitLink %s%u.%u", n->gpus[0].ptx_isa_driver[0],
+            n->gpus[0].ptx_isa_driver[1],
+            n->gpus[0].ptx_isa_nvjitlink[0] ? "up to " : "(none found) ",
+            n->gpus[0].ptx_isa_nvjitlink[0], n->gpus[0].ptx_isa_nvjitlink[1]);
   else snprintf(n->no_gpu_reason, sizeof n->no_gpu_reason, "real GPUs not used (--device emu)");
   if (cfg->mode == GL_DEVICE_EMU || (cfg->mode == GL_DEVICE_AUTO && n->gpu_count == 0)) {
     if (cfg->mode == GL_DEVICE_AUTO) GL_INFO("%s", n->no_gpu_reason);

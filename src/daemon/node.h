@@ -42,6 +42,10 @@ typedef struct gl_node_gpu {
   uint32_t sm_count;
   uint64_t total_vram_bytes;
   uint32_t flags;      /* GPULEASE_GPU_* (GPULEASE_GPU_MIG with instances) */
+  /* The newest PTX ISA (major, minor) its workers load: through the
+   * driver's JIT (the emulated device: its parser's), through nvJitLink
+   * (0, 0: none). From the probe worker. */
+  uint8_t ptx_isa_driver[2], ptx_isa_nvjitlink[2];
   unsigned mig_count;  /* MIG instances (MIG mode); 0: the GPU is leased whole */
   gl_node_mig migs[GL_NODE_MAX_MIG];
 } gl_node_gpu;

@@ -299,6 +299,8 @@ static void op_inventory(gl_daemon *d, gl_dreq *req) {
     e->free_vram_bytes = gl_node_free_vram(&d->node, i, fallback);
     e->flags = g->flags | (gl_lease_table_fenced(d->leases, i) ? GPULEASE_GPU_FENCED : 0);
     e->context_overhead_bytes = gl_lease_table_overhead(d->leases, i);
+    memcpy(e->ptx_isa_driver, g->ptx_isa_driver, sizeof e->ptx_isa_driver);
+    memcpy(e->ptx_isa_nvjitlink, g->ptx_isa_nvjitlink, sizeof e->ptx_isa_nvjitlink);
   }
   gl_ops_tenant_info(d, gl_dreq_identity(req), &inv->tenant);
   gl_buf b;

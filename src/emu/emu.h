@@ -78,6 +78,9 @@ typedef struct gl_emu_function gl_emu_function;
 #define GL_EMU_MAX_CLUSTER_BLOCKS 8u /* portable cluster size limit */
 #define GL_EMU_CC_MAJOR 9  /* the compute capability the device reports */
 #define GL_EMU_CC_MINOR 0
+/* The newest PTX ISA version its parser takes: every 9.x (reported as 9.9). */
+#define GL_EMU_PTX_ISA_MAJOR 9
+#define GL_EMU_PTX_ISA_MINOR 9
 #define GL_EMU_NAME "gpulease emulated device (PTX on CPU)"
 
 /* Creates a device whose region is region_bytes of zeroed host memory at

@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/ptx_header.h" /* gl_ptx_header */
+
 typedef struct gl_nvjitlink gl_nvjitlink;
 
 /* Loads nvJitLink (see above; path may be NULL). NULL when none is found or
@@ -41,10 +43,5 @@ const char *gl_nvjitlink_path(const gl_nvjitlink *nj);
 int gl_nvjitlink_compile(gl_nvjitlink *nj, const uint8_t *ptx, size_t len, const char *arch,
                          uint8_t **cubin, size_t *cubin_len, char *err, size_t errlen);
 
-/* What a PTX module's header says: its ISA version (".version 9.4": 9, 4)
- * and first target (".target sm_90a": "sm_90a"). 0, or -1 when the text
- * (len bytes) has no ".version" line. Comments are skipped. */
-int gl_ptx_header(const uint8_t *ptx, size_t len, unsigned *major, unsigned *minor, char *target,
-                  size_t target_len);
 
 #endif /* GL_GPU_NVJITLINK_H */

@@ -134,6 +134,7 @@ static void client_free(gpulease_client *c) {
   gl_lib_stripes_close(c);
   gl_lib_host_free_all(c);
   gl_lib_local_close(c);
+  pthread_mutex_destroy(&c->caps_mu);
   free(c->addr);
   free(c->ca_file);
   free(c->pin_sha256);
@@ -166,7 +167,6 @@ gpulease_status gpulease_client_connect(const gpulease_connect_options *opts,
   if (gl_parse_hostport(addr, GL_DEFAULT_PORT, host, sizeof host, &port) != 0 || port == 0)
     return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT,
                           "bad address '%s': expected HOST:PORT or [IPv6]:PORT", addr);
-  gpulease_client *c = calloc(1, sizeof *c);
   bool v4 = opts->struct_version >= 4;
   if (v4 && !opts->cert_file != !opts->key_file)
     return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT,
@@ -174,6 +174,8 @@ gpulease_status gpulease_client_connect(const gpulease_connect_options *opts,
   if (v4 && opts->bearer_token && (!opts->bearer_token[0] || strlen(opts->bearer_token) > 255))
     return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT,
                           "a bearer token is 1 to 255 bytes");
+  gpulease_client *c = calloc(1, sizeof *c);
+  if (c) pthread_mutex_init(&c->caps_mu, NULL);
   if (!c || !dup_opt(addr, &c->addr) || !dup_opt(opts->ca_file, &c->ca_file) ||
       !dup_opt(opts->pin_sha256, &c->pin_sha256) ||
       (v4 && (!dup_opt(opts->cert_file, &c->cert_file) || !dup_opt(opts->key_file, &c->key_file) ||
@@ -348,6 +350,10 @@ gpulease_status gpulease_inventory_get(gpulease_client *client, gpulease_invento
       g->active_leases = e->active_leases;
       g->flags = e->flags;
       g->context_overhead_bytes = e->context_overhead_bytes;
+      g->ptx_isa_driver_major = e->ptx_isa_driver[0];
+      g->ptx_isa_driver_minor = e->ptx_isa_driver[1];
+      g->ptx_isa_nvjitlink_major = e->ptx_isa_nvjitlink[0];
+      g->ptx_isa_nvjitlink_minor = e->ptx_isa_nvjitlink[1];
     }
     const gl_tenant_info *t = &inv->tenant;
     gpulease_tenant_info *o = &out->tenant;
@@ -617,6 +623,13 @@ gpulease_status gpulease_submit(gpulease_client *client, const gpulease_lease *l
       gl_buf_free(&params);
       return gl_lib_set_err(err, pst, "kernel parameters out of range (kind, or scalar size 1..%d)",
                      GPULEASE_MAX_SCALAR_BYTES);
+    }
+  }
+  if (d->format == GPULEASE_IMAGE_PTX || d->format == GPULEASE_IMAGE_AUTO) {
+    gpulease_status cst = gl_lib_ptx_precheck(client, lease->gpu_index, d->image, d->image_size, err);
+    if (cst != GPULEASE_OK) {
+      gl_buf_free(&params);
+      return cst;
     }
   }
   gl_request req = {.op = GL_OP_GPU_SUBMIT};

@@ -9,10 +9,12 @@
 #ifndef GL_LIB_CLIENT_INTERNAL_H
 #define GL_LIB_CLIENT_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/ptx_header.h"
 #include "gpulease/gpulease.h"
 #include "net/local.h"
 #include "net/quic.h"
@@ -21,6 +23,12 @@
 #define GL_LIB_DEFAULT_TIMEOUT_MS 30000
 /* Largest reply accepted: output bytes of a submit plus framing. */
 #define GL_LIB_MAX_RESPONSE_BYTES (((size_t)1 << 30) + 65536)
+
+/* One GPU's PTX caps from the inventory (ptx_check.c). */
+typedef struct gl_lib_ptx_caps {
+  uint32_t index;
+  gl_ptx_caps caps;
+} gl_lib_ptx_caps;
 
 struct gpulease_client {
   gl_qclient *q;
@@ -44,7 +52,23 @@ struct gpulease_client {
   unsigned nstripe, stripes_max;
   int stripe_state;
   uint64_t stripe_min;
+  /* What each GPU of the node loads (ptx_check.c): state 0 not asked,
+   * 1 known, -1 not to be had; for connection generation caps_gen. */
+  pthread_mutex_t caps_mu;
+  int caps_state;
+  uint64_t caps_gen;
+  unsigned ncaps;
+  gl_lib_ptx_caps caps[GPULEASE_MAX_GPUS];
 };
+
+/* Checks a PTX image (len bytes; another image, which has no PTX header,
+ * passes) against GPU gpu_index of c's node before
+ * it is sent (GET_INVENTORY, asked once per connection): OK when it can
+ * load as far as its header tells, or when the inventory cannot be had or
+ * $GPULEASE_PTX_CHECK is 0; else LOAD_FAILED with what the node takes and
+ * what to send instead (common/ptx_header.h). */
+gpulease_status gl_lib_ptx_precheck(gpulease_client *c, uint32_t gpu_index, const void *image,
+                                    size_t len, gpulease_error *err);
 
 /* Sends AUTHENTICATE with c's bearer token on q (a fresh connection),
  * or nothing when c has none. OK, or the daemon's refusal. */
@@ -156,6 +180,7 @@ struct gpulease_session {
   gpulease_client *client; /* borrowed */
   uint64_t generation;     /* client->generation the tokens belong to */
   gl_lease_auth auth;
+  uint32_t gpu_index; /* the lease's GPU (the PTX check before MODULE_LOAD) */
   uint64_t id;
   uint64_t next_seq; /* starts at 1 */
   bool unordered;    /* every op goes with seq 0 (attached sessions) */

@@ -393,6 +393,7 @@ static gpulease_session *session_new(gpulease_client *client, const gpulease_lea
   s->generation = client->generation;
   s->auth.lease_id = lease->id;
   memcpy(s->auth.secret, lease->secret, sizeof s->auth.secret);
+  s->gpu_index = lease->gpu_index;
   s->next_seq = 1;
   s->fifo = fifo;
   s->fifo_cap = GL_SESSION_WINDOW + 1;
@@ -679,6 +680,10 @@ gpulease_status gpulease_module_load(gpulease_session *s, const void *image, siz
     return set_err(err, GPULEASE_INVALID_ARGUMENT, "image missing, empty or larger than 4 GiB");
   if ((unsigned)format > GPULEASE_IMAGE_FATBIN)
     return set_err(err, GPULEASE_INVALID_ARGUMENT, "unknown image format %u", (unsigned)format);
+  if (format == GPULEASE_IMAGE_PTX || format == GPULEASE_IMAGE_AUTO) {
+    gpulease_status cst = gl_lib_ptx_precheck(s->client, s->gpu_index, image, image_size, err);
+    if (cst != GPULEASE_OK) return cst;
+  }
   gl_request req = {.op = GL_OP_MODULE_LOAD};
   req.u.module_load.image_format = (uint8_t)format;
   req.u.module_load.image = image;

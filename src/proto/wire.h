@@ -41,7 +41,9 @@
  *                            u8 cc_minor, u32 sm_count, u64 total_vram_bytes,
  *                            u64 free_vram_bytes, u64 leased_vram_bytes,
  *                            u32 active_leases, u32 flags,
- *                            u64 context_overhead_bytes },
+ *                            u64 context_overhead_bytes,
+ *                            u8 ptx_isa_driver_major, u8 ..._minor,
+ *                            u8 ptx_isa_nvjitlink_major, u8 ..._minor },
  *              tenant_info (the caller's tenant, quota and use)
  *
  *   LEASE_ALLOC (0x0101)
@@ -187,7 +189,9 @@
  *   WORKER_PROBE (0x7F02)
  *     request: empty
  *     result : u16 count, count x { str8 uuid, str8 name, u8 cc_major,
- *              u8 cc_minor, u32 sm_count, u64 total_vram_bytes }
+ *              u8 cc_minor, u32 sm_count, u64 total_vram_bytes },
+ *              u32 cuda_driver_version, u8 ptx_isa_driver_major, u8 ..._minor,
+ *              u8 ptx_isa_nvjitlink_major, u8 ..._minor
  *              (count may be 0; status NO_DEVICE with a message when the
  *               CUDA driver cannot be loaded or initialised)
  *   WORKER_LOST (0x7F03): a notice from the worker (tag 0), not a reply
@@ -713,6 +717,9 @@ typedef struct gl_gpu_entry {
   uint32_t active_leases;
   uint32_t flags;
   uint64_t context_overhead_bytes;
+  /* The newest PTX ISA (major, minor) the node loads for it: through the
+   * driver's JIT, and through nvJitLink (0, 0: none). */
+  uint8_t ptx_isa_driver[2], ptx_isa_nvjitlink[2];
 } gl_gpu_entry;
 
 /* The caller's tenant in the inventory: its quota (UINT*_MAX: unlimited)
@@ -764,6 +771,9 @@ typedef struct gl_probe_gpu {
 typedef struct gl_probe_resp {
   uint16_t count;
   gl_probe_gpu gpus[GPULEASE_MAX_GPUS];
+  uint32_t cuda_driver_version; /* cuDriverGetVersion: 13000 */
+  uint8_t ptx_isa_driver[2];    /* the newest PTX ISA the driver's JIT takes */
+  uint8_t ptx_isa_nvjitlink[2]; /* through nvJitLink; 0, 0: none found */
 } gl_probe_resp;
 
 typedef struct gl_worker_init_resp {

@@ -149,6 +149,10 @@ static void inventory_decode(gl_wire__rd *r, gl_inventory *inv) {
     g->active_leases = gl_wire__rd_u32(r, "active_leases");
     g->flags = gl_wire__rd_u32(r, "flags");
     g->context_overhead_bytes = gl_wire__rd_u64(r, "context_overhead_bytes");
+    g->ptx_isa_driver[0] = gl_wire__rd_u8(r, "ptx_isa_driver_major");
+    g->ptx_isa_driver[1] = gl_wire__rd_u8(r, "ptx_isa_driver_minor");
+    g->ptx_isa_nvjitlink[0] = gl_wire__rd_u8(r, "ptx_isa_nvjitlink_major");
+    g->ptx_isa_nvjitlink[1] = gl_wire__rd_u8(r, "ptx_isa_nvjitlink_minor");
   }
   r->elem = NULL;
   gl_tenant_info *t = &inv->tenant;
@@ -194,6 +198,10 @@ static void inventory_put(gl_buf *b, const gl_inventory *inv) {
     gl_wire__put_u32(b, g->active_leases);
     gl_wire__put_u32(b, g->flags);
     gl_wire__put_u64(b, g->context_overhead_bytes);
+    gl_wire__put_u8(b, g->ptx_isa_driver[0]);
+    gl_wire__put_u8(b, g->ptx_isa_driver[1]);
+    gl_wire__put_u8(b, g->ptx_isa_nvjitlink[0]);
+    gl_wire__put_u8(b, g->ptx_isa_nvjitlink[1]);
   }
   const gl_tenant_info *t = &inv->tenant;
   gl_wire__put_str8(b, t->tenant, sizeof t->tenant);

@@ -74,6 +74,11 @@ static void probe_decode(gl_wire__rd *r, gl_probe_resp *pr) {
     g->total_vram_bytes = gl_wire__rd_u64(r, "total_vram_bytes");
   }
   r->elem = NULL;
+  pr->cuda_driver_version = gl_wire__rd_u32(r, "cuda_driver_version");
+  pr->ptx_isa_driver[0] = gl_wire__rd_u8(r, "ptx_isa_driver_major");
+  pr->ptx_isa_driver[1] = gl_wire__rd_u8(r, "ptx_isa_driver_minor");
+  pr->ptx_isa_nvjitlink[0] = gl_wire__rd_u8(r, "ptx_isa_nvjitlink_major");
+  pr->ptx_isa_nvjitlink[1] = gl_wire__rd_u8(r, "ptx_isa_nvjitlink_minor");
 }
 
 static bool probe_valid(const gl_probe_resp *pr) {
@@ -96,6 +101,11 @@ static void probe_put(gl_buf *b, const gl_probe_resp *pr) {
     gl_wire__put_u32(b, g->sm_count);
     gl_wire__put_u64(b, g->total_vram_bytes);
   }
+  gl_wire__put_u32(b, pr->cuda_driver_version);
+  gl_wire__put_u8(b, pr->ptx_isa_driver[0]);
+  gl_wire__put_u8(b, pr->ptx_isa_driver[1]);
+  gl_wire__put_u8(b, pr->ptx_isa_nvjitlink[0]);
+  gl_wire__put_u8(b, pr->ptx_isa_nvjitlink[1]);
 }
 
 static void check_lost_count(gl_wire__rd *r, unsigned n) {

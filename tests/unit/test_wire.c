@@ -219,6 +219,10 @@ static void fb_inventory_t(frame *f, unsigned ngpus, unsigned drv_len, unsigned 
     fb_be(f, 1, 4);
     fb_be(f, 0, 4);
     fb_be(f, 327ull << 20, 8); /* context_overhead_bytes */
+    fb_be(f, 9, 1);            /* ptx_isa_driver 9.0 */
+    fb_be(f, 0, 1);
+    fb_be(f, 9, 1);            /* ptx_isa_nvjitlink 9.5 */
+    fb_be(f, 5, 1);
   }
   fb_tenant_info(f, tenant_len, tenant_nul);
   fb_seal(f);
@@ -401,10 +405,10 @@ static void b_inv_name_nul(frame *f, long unused) {
 }
 
 /* An inventory response cut after n body bytes (body_len patched). Its
- * GPU entries end at body offset 224, its tenant block at 287. */
+ * GPU entries end at body offset 232, its tenant block at 295. */
 static void b_inv_cut(frame *f, long n) {
   fb_inventory(f, 2, 9, 40, false);
-  assert_int_equal(f->n, GL_WIRE_HEADER_SIZE + 224 + TENANT_INFO_LEN(6));
+  assert_int_equal(f->n, GL_WIRE_HEADER_SIZE + 232 + TENANT_INFO_LEN(6));
   f->n = GL_WIRE_HEADER_SIZE + (size_t)n;
   fb_seal(f);
 }
@@ -477,6 +481,11 @@ static void b_resp_probe(frame *f, long n) {
     fb_be(f, 108, 4);
     fb_be(f, 40ull << 30, 8);
   }
+  fb_be(f, 13000, 4); /* cuda_driver_version */
+  fb_be(f, 9, 1);     /* ptx_isa_driver 9.0 */
+  fb_be(f, 0, 1);
+  fb_be(f, 0, 1);     /* no nvJitLink */
+  fb_be(f, 0, 1);
   fb_seal(f);
 }
 
@@ -1011,26 +1020,26 @@ static const bad_case bad_cases[] = {
      "driver_version length 64 exceeds 63 bytes"},
     {"inventory name with NUL", DEC_RESP, b_inv_name_nul, 0, 0, GPULEASE_INVALID_ARGUMENT,
      "gpu[0].name contains a NUL byte"},
-    {"inventory cut in gpu[1]", DEC_RESP, b_inv_cut, 200, 0, GPULEASE_MALFORMED,
+    {"inventory cut in gpu[1]", DEC_RESP, b_inv_cut, 204, 0, GPULEASE_MALFORMED,
      "truncated in gpu[1]."},
     {"inventory without tenant block", DEC_RESP, b_inv_no_tenant, 0, 0, GPULEASE_MALFORMED,
-     "GET_INVENTORY: truncated in tenant: needs 1 bytes at body offset 121, 0 left"},
-    {"inventory cut before tenant", DEC_RESP, b_inv_cut, 224, 0, GPULEASE_MALFORMED,
-     "GET_INVENTORY: truncated in tenant: needs 1 bytes at body offset 224, 0 left"},
-    {"inventory cut in tenant name", DEC_RESP, b_inv_cut, 228, 0, GPULEASE_MALFORMED,
-     "GET_INVENTORY: truncated in tenant: needs 6 bytes at body offset 225, 3 left"},
-    {"inventory cut in tenant flags", DEC_RESP, b_inv_cut, 233, 0, GPULEASE_MALFORMED,
-     "GET_INVENTORY: truncated in tenant_flags: needs 4 bytes at body offset 231, 2 left"},
-    {"inventory cut in quota_vram_bytes", DEC_RESP, b_inv_cut, 236, 0, GPULEASE_MALFORMED,
-     "truncated in quota_vram_bytes: needs 8 bytes at body offset 235, 1 left"},
-    {"inventory cut in quota_gpu_seconds_per_hour", DEC_RESP, b_inv_cut, 255, 0,
-     GPULEASE_MALFORMED, "truncated in quota_gpu_seconds_per_hour: needs 8 bytes at body offset 255"},
-    {"inventory cut in used_sessions", DEC_RESP, b_inv_cut, 277, 0, GPULEASE_MALFORMED,
-     "truncated in used_sessions: needs 4 bytes at body offset 275, 2 left"},
-    {"inventory cut in used_gpu_seconds", DEC_RESP, b_inv_cut, 286, 0, GPULEASE_MALFORMED,
-     "GET_INVENTORY: truncated in used_gpu_seconds: needs 8 bytes at body offset 279, 7 left"},
-    {"inventory whole (cut at its end)", DEC_RESP, b_inv_cut, 287, 0, GPULEASE_OK, NULL},
-    {"inventory byte after tenant block", DEC_RESP, b_inv_cut, 288, 0, GPULEASE_MALFORMED,
+     "GET_INVENTORY: truncated in tenant: needs 1 bytes at body offset 125, 0 left"},
+    {"inventory cut before tenant", DEC_RESP, b_inv_cut, 232, 0, GPULEASE_MALFORMED,
+     "GET_INVENTORY: truncated in tenant: needs 1 bytes at body offset 232, 0 left"},
+    {"inventory cut in tenant name", DEC_RESP, b_inv_cut, 236, 0, GPULEASE_MALFORMED,
+     "GET_INVENTORY: truncated in tenant: needs 6 bytes at body offset 233, 3 left"},
+    {"inventory cut in tenant flags", DEC_RESP, b_inv_cut, 241, 0, GPULEASE_MALFORMED,
+     "GET_INVENTORY: truncated in tenant_flags: needs 4 bytes at body offset 239, 2 left"},
+    {"inventory cut in quota_vram_bytes", DEC_RESP, b_inv_cut, 244, 0, GPULEASE_MALFORMED,
+     "truncated in quota_vram_bytes: needs 8 bytes at body offset 243, 1 left"},
+    {"inventory cut in quota_gpu_seconds_per_hour", DEC_RESP, b_inv_cut, 263, 0,
+     GPULEASE_MALFORMED, "truncated in quota_gpu_seconds_per_hour: needs 8 bytes at body offset 263"},
+    {"inventory cut in used_sessions", DEC_RESP, b_inv_cut, 285, 0, GPULEASE_MALFORMED,
+     "truncated in used_sessions: needs 4 bytes at body offset 283, 2 left"},
+    {"inventory cut in used_gpu_seconds", DEC_RESP, b_inv_cut, 294, 0, GPULEASE_MALFORMED,
+     "GET_INVENTORY: truncated in used_gpu_seconds: needs 8 bytes at body offset 287, 7 left"},
+    {"inventory whole (cut at its end)", DEC_RESP, b_inv_cut, 295, 0, GPULEASE_OK, NULL},
+    {"inventory byte after tenant block", DEC_RESP, b_inv_cut, 296, 0, GPULEASE_MALFORMED,
      "GET_INVENTORY: 1 trailing bytes after the last field"},
     {"inventory anonymous tenant", DEC_RESP, b_inv_tenant_len, 0, 0, GPULEASE_OK, NULL},
     {"inventory tenant 255 bytes", DEC_RESP, b_inv_tenant_len, 255, 0, GPULEASE_OK, NULL},
@@ -1688,7 +1697,11 @@ static void test_resp_inventory(void **state) {
     g->leased_vram_bytes = (uint64_t)i << 30;
     g->context_overhead_bytes = (uint64_t)(300 + i) << 20;
     g->active_leases = i;
-    g->flags = i == 2 ? GPULEASE_GPU_EMULATED : 0;
+    g->flags = i == 2 ? GPULEASE_GPU_EMULATED : GPULEASE_GPU_ARCH_SPECIFIC;
+    g->ptx_isa_driver[0] = 9;
+    g->ptx_isa_driver[1] = (uint8_t)(i == 2 ? 9 : 0);
+    g->ptx_isa_nvjitlink[0] = (uint8_t)(i == 0 ? 9 : 0);
+    g->ptx_isa_nvjitlink[1] = (uint8_t)(i == 0 ? 5 : 0);
   }
   gl_tenant_info *t = &inv->tenant;
   strcpy(t->tenant, "spiffe://example.org/team-a");
@@ -1704,7 +1717,8 @@ static void test_resp_inventory(void **state) {
   t->used_gpu_seconds = 0x0102030405060708ull;
   size_t len = 12 + 2 + 4 + 1 + 9 + 2;
   for (unsigned i = 0; i < 3; i++)
-    len += 4 + 1 + strlen(inv->gpus[i].uuid) + 1 + strlen(inv->gpus[i].name) + 2 + 4 + 24 + 8 + 8;
+    len += 4 + 1 + strlen(inv->gpus[i].uuid) + 1 + strlen(inv->gpus[i].name) + 2 + 4 + 24 + 8 + 8 +
+           4;
   len += TENANT_INFO_LEN(strlen(t->tenant));
   resp_roundtrip(&resp, &out, len);
   const gl_inventory *o = &out.u.inventory;
@@ -1725,6 +1739,8 @@ static void test_resp_inventory(void **state) {
     assert_int_equal(g->context_overhead_bytes, a->context_overhead_bytes);
     assert_int_equal(g->active_leases, a->active_leases);
     assert_int_equal(g->flags, a->flags);
+    assert_memory_equal(g->ptx_isa_driver, a->ptx_isa_driver, 2);
+    assert_memory_equal(g->ptx_isa_nvjitlink, a->ptx_isa_nvjitlink, 2);
   }
   const gl_tenant_info *ot = &o->tenant;
   assert_string_equal(ot->tenant, "spiffe://example.org/team-a");
@@ -1896,7 +1912,14 @@ static void test_resp_submit_and_worker(void **state) {
     resp.u.probe.gpus[i].sm_count = 108;
     resp.u.probe.gpus[i].total_vram_bytes = 40ull << 30;
   }
-  resp_roundtrip(&resp, &out, 12 + 2 + 2 + 2 * (1 + 5 + 1 + 21 + 2 + 4 + 8));
+  resp.u.probe.cuda_driver_version = 13000;
+  resp.u.probe.ptx_isa_driver[0] = 9;
+  resp.u.probe.ptx_isa_nvjitlink[0] = 9;
+  resp.u.probe.ptx_isa_nvjitlink[1] = 5;
+  resp_roundtrip(&resp, &out, 12 + 2 + 2 + 2 * (1 + 5 + 1 + 21 + 2 + 4 + 8) + 8);
+  assert_int_equal(out.u.probe.cuda_driver_version, 13000);
+  assert_int_equal(out.u.probe.ptx_isa_driver[0], 9);
+  assert_int_equal(out.u.probe.ptx_isa_nvjitlink[1], 5);
   assert_int_equal(out.u.probe.count, 2);
   assert_string_equal(out.u.probe.gpus[1].uuid, "GPU-1");
   assert_string_equal(out.u.probe.gpus[1].name, "NVIDIA A100-SXM4-40GB");
@@ -1906,7 +1929,7 @@ static void test_resp_submit_and_worker(void **state) {
   /* A probe with no GPU is a valid answer. */
   memset(&resp, 0, sizeof resp);
   resp.op = GL_OP_WORKER_PROBE;
-  resp_roundtrip(&resp, &out, 12 + 2 + 2);
+  resp_roundtrip(&resp, &out, 12 + 2 + 2 + 8);
   assert_int_equal(out.u.probe.count, 0);
 }
 

@@ -67,6 +67,7 @@ void gpulease_client_close(gpulease_client *client);
 #define GPULEASE_GPU_EMULATED 0x1
 #define GPULEASE_GPU_MIG 0x2
 #define GPULEASE_GPU_FENCED 0x4
+#define GPULEASE_GPU_ARCH_SPECIFIC 0x8
 typedef struct gpulease_gpu_info {
   uint32_t index;
   char uuid[96];
@@ -80,6 +81,8 @@ typedef struct gpulease_gpu_info {
   uint32_t active_leases;
   uint32_t flags;
   uint64_t context_overhead_bytes;
+  uint8_t ptx_isa_driver_major, ptx_isa_driver_minor;
+  uint8_t ptx_isa_nvjitlink_major, ptx_isa_nvjitlink_minor;
 } gpulease_gpu_info;
 #define GPULEASE_TENANT_ADMIN 0x1
 #define GPULEASE_TENANT_LISTED 0x2

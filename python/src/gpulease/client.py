@@ -49,6 +49,11 @@ class GpuInfo:
         flags: GPULEASE_GPU_* bits (see ``emulated``, ``mig``, ``fenced``).
         context_overhead_bytes: VRAM a CUDA context takes beyond a lease's
             size (0 for the emulated device).
+        ptx_isa_driver: the newest PTX ISA version (major, minor) the
+            node's driver loads for it ((9, 9) on the emulated device:
+            every 9.x); (0, 0) when unknown.
+        ptx_isa_nvjitlink: the newest through nvJitLink, which compiles
+            PTX newer than the driver takes; (0, 0) when the node has none.
     """
 
     index: int
@@ -63,6 +68,8 @@ class GpuInfo:
     active_leases: int
     flags: int
     context_overhead_bytes: int
+    ptx_isa_driver: Tuple[int, int] = (0, 0)
+    ptx_isa_nvjitlink: Tuple[int, int] = (0, 0)
 
     @property
     def compute_capability(self) -> Tuple[int, int]:
@@ -84,6 +91,15 @@ class GpuInfo:
         """True while the GPU takes no new leases (a worker's teardown
         failed)."""
         return bool(self.flags & lib.GPULEASE_GPU_FENCED)
+
+    @property
+    def sm_targets(self) -> Tuple[str, ...]:
+        """The SM targets it runs: ("sm_90", "sm_90a"), the second where
+        the GPU has an arch-specific target."""
+        t = f"sm_{self.cc_major}{self.cc_minor}"
+        if self.flags & lib.GPULEASE_GPU_ARCH_SPECIFIC:
+            return (t, t + "a")
+        return (t,)
 
 
 @dataclass(frozen=True)
@@ -159,7 +175,9 @@ def _gpu_info(g: Any) -> GpuInfo:
         cc_minor=g.cc_minor, sm_count=g.sm_count, total_vram_bytes=g.total_vram_bytes,
         free_vram_bytes=g.free_vram_bytes, leased_vram_bytes=g.leased_vram_bytes,
         active_leases=g.active_leases, flags=g.flags,
-        context_overhead_bytes=g.context_overhead_bytes)
+        context_overhead_bytes=g.context_overhead_bytes,
+        ptx_isa_driver=(g.ptx_isa_driver_major, g.ptx_isa_driver_minor),
+        ptx_isa_nvjitlink=(g.ptx_isa_nvjitlink_major, g.ptx_isa_nvjitlink_minor))
 
 
 def _tenant_info(t: Any) -> TenantInfo:
