@@ -206,12 +206,17 @@ void gl_node_discover(gl_node *n, const gl_node_config *cfg) {
   }
 
   if (cfg->mode != GL_DEVICE_EMU) discover_cuda(n, cfg);
-  if (n->gpu_count && n->gpus[0].ptx_isa_driver[0])
-    GL_INFO("PTX: the driver loads ISA up to %u.%u; nvJitLink %s%u.%u", n->gpus[0].ptx_isa_driver[0],
-            n->gpus[0].ptx_isa_driver[1],
-            n->gpus[0].ptx_isa_nvjitlink[0] ? "up to " : "(none found) ",
-            n->gpus[0].ptx_isa_nvjitlink[0], n->gpus[0].ptx_isa_nvjitlink[1]);
   else snprintf(n->no_gpu_reason, sizeof n->no_gpu_reason, "real GPUs not used (--device emu)");
+  if (n->gpu_count && n->gpus[0].ptx_isa_driver[0]) {
+    const gl_node_gpu *g0 = &n->gpus[0];
+    if (g0->ptx_isa_nvjitlink[0])
+      GL_INFO("PTX: the driver loads ISA up to %u.%u, nvJitLink up to %u.%u",
+              g0->ptx_isa_driver[0], g0->ptx_isa_driver[1], g0->ptx_isa_nvjitlink[0],
+              g0->ptx_isa_nvjitlink[1]);
+    else
+      GL_INFO("PTX: the driver loads ISA up to %u.%u; no nvJitLink for newer PTX",
+              g0->ptx_isa_driver[0], g0->ptx_isa_driver[1]);
+  }
   if (cfg->mode == GL_DEVICE_EMU || (cfg->mode == GL_DEVICE_AUTO && n->gpu_count == 0)) {
     if (cfg->mode == GL_DEVICE_AUTO) GL_INFO("%s", n->no_gpu_reason);
     add_emulated(n, cfg);
