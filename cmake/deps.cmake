@@ -29,6 +29,10 @@ gl_find_lib(GL_SECCOMP_LIB seccomp)
 find_path(SECCOMP_INCLUDE_DIR seccomp.h REQUIRED)
 gl_find_lib(GL_SODIUM_LIB sodium)
 find_path(SODIUM_INCLUDE_DIR sodium.h REQUIRED)
+gl_find_lib(GL_ZSTD_LIB zstd)
+find_path(ZSTD_INCLUDE_DIR zstd.h REQUIRED)
+gl_find_lib(GL_LZ4_LIB lz4)
+find_path(LZ4_INCLUDE_DIR lz4.h REQUIRED)
 gl_find_lib(GL_INIH_LIB inih)
 find_path(INIH_INCLUDE_DIR ini.h REQUIRED)
 
@@ -57,6 +61,11 @@ target_include_directories(gl_dep_mhd INTERFACE ${MHD_INCLUDE_DIR})
 target_link_libraries(gl_dep_mhd INTERFACE ${GL_MHD_LIB} PkgConfig::GNUTLS Threads::Threads)
 
 # libinih: the daemon's config and tenants files.
+# A fatbin's compressed images (src/backend/fatbin.c).
+add_library(gl_dep_fatbin INTERFACE)
+target_include_directories(gl_dep_fatbin INTERFACE ${ZSTD_INCLUDE_DIR} ${LZ4_INCLUDE_DIR})
+target_link_libraries(gl_dep_fatbin INTERFACE ${GL_ZSTD_LIB} ${GL_LZ4_LIB})
+
 add_library(gl_dep_inih INTERFACE)
 target_include_directories(gl_dep_inih INTERFACE ${INIH_INCLUDE_DIR})
 target_link_libraries(gl_dep_inih INTERFACE ${GL_INIH_LIB})

@@ -1,7 +1,8 @@
 #!/bin/sh
 # fuzz/run.sh [SECONDS] - fuzz the gpulease/1 wire codec (fuzz_wire), the
 # emulated device's PTX parser (fuzz_ptx), the lease secrets' checks
-# (fuzz_cap) and the Prometheus text parser of `gpulease top`
+# (fuzz_cap), a fatbin's container (fuzz_fatbin) and the Prometheus text
+# parser of `gpulease top`
 # (fuzz_prom_text) with libFuzzer, ASan and UBSan, each for SECONDS
 # (default 30).
 #
@@ -26,7 +27,7 @@ esac
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build-fuzz
-targets=${FUZZ_TARGETS:-wire ptx cap prom_text}
+targets=${FUZZ_TARGETS:-wire ptx cap fatbin prom_text}
 
 CC=${CC:-clang} cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGL_FUZZ=ON -DGL_WERROR=ON -DGL_BUILD_TESTS=OFF >/dev/null
@@ -40,6 +41,7 @@ for t in $targets; do
     wire) maxlen=20000 ;;
     ptx) maxlen=65536 ;;
     cap) maxlen=512 ;;
+    fatbin) maxlen=16384 ;;
     prom_text) maxlen=65536 ;;
     *) echo "unknown fuzz target $t" >&2; exit 2 ;;
   esac

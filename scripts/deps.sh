@@ -15,7 +15,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
       libgnutls28-dev libev-dev libjson-c-dev libcmocka-dev libseccomp-dev
-      libsodium-dev libinih-dev libmicrohttpd-dev libsystemd-dev libcurl4-gnutls-dev
+      libsodium-dev libzstd-dev liblz4-dev libinih-dev libmicrohttpd-dev libsystemd-dev libcurl4-gnutls-dev
       scdoc prometheus dpkg-dev file systemd
       python3-cffi python3-numpy python3-pytest python3-tqdm python3-venv python3-pip
       dnsmasq-base)

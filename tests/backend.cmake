@@ -23,3 +23,19 @@ gl_add_test(test_nvjitlink
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/unit/test_nvjitlink.c
   LIBS gl_backend
   LABELS gpu unit)
+
+# A fatbin's images (src/backend/fatbin.c) on fatbins nvcc made
+# (tests/data/fatbin/gen.sh): zstd, LZ4 and none, the PTX picked for a
+# device, damaged containers. Its fuzz harness's replay, over the same
+# fatbins and the crashes found so far (tests/fuzz-corpus/fatbin/).
+gl_add_test(test_fatbin
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/unit/test_fatbin.c
+  LIBS gl_backend
+  LABELS unit)
+target_compile_definitions(test_fatbin PRIVATE GL_FATBIN_DIR="${PROJECT_SOURCE_DIR}/tests/data/fatbin")
+add_executable(fuzz_fatbin_replay ${PROJECT_SOURCE_DIR}/fuzz/fuzz_fatbin.c
+                                  ${PROJECT_SOURCE_DIR}/fuzz/replay_main.c)
+target_link_libraries(fuzz_fatbin_replay PRIVATE gl_backend)
+add_test(NAME fuzz_fatbin_replay
+         COMMAND fuzz_fatbin_replay ${PROJECT_SOURCE_DIR}/tests/fuzz-corpus/fatbin)
+set_tests_properties(fuzz_fatbin_replay PROPERTIES TIMEOUT 60 LABELS "fuzz;unit")

@@ -105,6 +105,7 @@
 #include "gpu/cuda_api.h"
 #include "backend/backend.h"
 #include "backend/cuda_compat.h"
+#include "backend/fatbin.h"
 #include "backend/while_cond.h"
 
 #define JIT_LOG_BYTES 16384
@@ -735,7 +736,8 @@ static gpulease_status cuda_load_module(gl_backend *b, const uint8_t *image, siz
                                         gpulease_image_format format, void **module, char *err,
                                         size_t errlen) {
   cuda_backend *c = as_cuda(b);
-  (void)len; /* PTX is NUL-terminated; cubin and fatbin carry their size */
+  /* PTX is NUL-terminated; cubin and fatbin carry their size (len is
+   * used to read a fatbin's images when the driver refuses them all) */
   CUresult r = make_current(c);
   if (r != CUDA_SUCCESS) {
     cu_msg(c, r, "cuModuleLoadDataEx: cuCtxSetCurrent", err, errlen);
@@ -754,13 +756,36 @@ static gpulease_status cuda_load_module(gl_backend *b, const uint8_t *image, siz
   CUmodule mod = NULL;
   r = c->cu.cuModuleLoadDataEx(&mod, image, (unsigned)(sizeof opts / sizeof opts[0]), opts, vals);
   jit_finish(logs);
-  if (r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION && format == GPULEASE_IMAGE_PTX) {
-    /* PTX newer than the driver: nvJitLink's cubin, or advice */
+  bool fatbin_refused = format == GPULEASE_IMAGE_FATBIN &&
+                        (r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION || r == CUDA_ERROR_NO_BINARY_FOR_GPU);
+  if ((r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION && format == GPULEASE_IMAGE_PTX) || fatbin_refused) {
+    /* PTX newer than the driver (a fatbin's newest PTX for this GPU when
+     * no image in it loads): nvJitLink's cubin, or advice */
+    char *fptx = NULL;
+    size_t fptx_len = 0;
+    unsigned farch = 0;
+    const uint8_t *ptx = image;
+    size_t ptx_len = format == GPULEASE_IMAGE_PTX ? strlen((const char *)image) : 0;
+    if (fatbin_refused) {
+      char why[768];
+      if (gl_fatbin_pick_ptx(image, len, (unsigned)(c->cc_major * 10 + c->cc_minor), &fptx,
+                             &fptx_len, &farch, why, sizeof why) != 0) {
+        char name[64];
+        gl_cuda_error_name(&c->cu, r, name, sizeof name);
+        snprintf(err, errlen, "cuModuleLoadDataEx (fatbin image): %s: no image in it runs on this "
+                 "GPU (sm_%d%d): %s", name, c->cc_major, c->cc_minor, why);
+        free(logs);
+        return GPULEASE_LOAD_FAILED;
+      }
+      ptx = (const uint8_t *)fptx;
+      ptx_len = fptx_len;
+    }
     uint8_t *cubin = NULL;
     size_t cubin_len = 0;
-    gpulease_status st = gl_cuda_compat_compile(image, strlen((const char *)image), c->cc_major,
-                                                c->cc_minor, c->cu.driver_version, logs->error,
-                                                &cubin, &cubin_len, err, errlen);
+    gpulease_status st = gl_cuda_compat_compile(ptx, ptx_len, c->cc_major, c->cc_minor,
+                                                c->cu.driver_version, logs->error, &cubin,
+                                                &cubin_len, err, errlen);
+    free(fptx);
     free(logs);
     if (st != GPULEASE_OK) return st;
     r = c->cu.cuModuleLoadDataEx(&mod, cubin, 0, NULL, NULL);
@@ -770,6 +795,7 @@ static gpulease_status cuda_load_module(gl_backend *b, const uint8_t *image, siz
       note_failure(c, r);
       return GPULEASE_LOAD_FAILED;
     }
+    if (fatbin_refused) GL_INFO("fatbin: its PTX for sm_%u compiled by nvJitLink", farch);
     *module = mod;
     return GPULEASE_OK;
   }

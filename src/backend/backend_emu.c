@@ -37,6 +37,7 @@
  * the whole pages too, giving the host memory back.
  */
 #include "backend/backend_emu.h"
+#include "backend/fatbin.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -285,16 +286,30 @@ static gpulease_status emu_load(gl_backend *b, const uint8_t *image, size_t len,
                                 gpulease_image_format format, void **module, char *err,
                                 size_t errlen) {
   emu_backend *e = as_emu(b);
-  if (format != GPULEASE_IMAGE_PTX) {
-    snprintf(err, errlen, "the emulated device runs PTX only: a %s image needs a real GPU",
-             format == GPULEASE_IMAGE_CUBIN ? "cubin" : "fatbin");
+  if (format == GPULEASE_IMAGE_CUBIN) {
+    snprintf(err, errlen, "the emulated device runs PTX only: a cubin image needs a real GPU "
+                          "(send PTX, or a fatbin that holds PTX)");
     return GPULEASE_UNSUPPORTED;
+  }
+  char *ptx = NULL; /* a fatbin's PTX for the device's SM */
+  if (format == GPULEASE_IMAGE_FATBIN) {
+    size_t ptx_len = 0;
+    unsigned arch = 0;
+    char why[768];
+    if (gl_fatbin_pick_ptx(image, len, GL_EMU_CC_MAJOR * 10 + GL_EMU_CC_MINOR, &ptx, &ptx_len,
+                           &arch, why, sizeof why) != 0) {
+      snprintf(err, errlen, "the emulated device runs PTX only, and %s", why);
+      return GPULEASE_UNSUPPORTED;
+    }
+    image = (const uint8_t *)ptx;
+    len = ptx_len;
   }
   gl_emu_module *m = NULL;
   pthread_rwlock_wrlock(&e->mod_lock);
   drain_pending_locked(e); /* their data space may be needed */
   gpulease_status st = gl_emu_module_load(e->dev, (const char *)image, len, &m, err, errlen);
   pthread_rwlock_unlock(&e->mod_lock);
+  free(ptx);
   if (st == GPULEASE_OK) *module = m;
   return st;
 }

@@ -2,7 +2,7 @@
 # What PTX a node loads (issue 18): the inventory's SM targets and PTX ISA
 # versions, and the client library's check of a PTX's .version and
 # .target before it sends it, against a real gpuleased on the emulated
-# device. Usage: test_ptx_targets.sh BUILD_DIR
+# device; fatbins on the emulated device. Usage: test_ptx_targets.sh BUILD_DIR
 set -uo pipefail
 build=$1
 bin=$build/src
@@ -58,6 +58,17 @@ run t100 > $out 2> $err
 check ".target sm_100 refused" 1 $? "PTX for .target sm_100 needs a newer GPU: this GPU is compute capability 9.0, which runs sm_90 and sm_90a and older targets" $err
 run t80a > $out 2> $err
 check ".target sm_80a refused" 1 $? "PTX for .target sm_80a needs another GPU's arch-specific features" $err
+# Fatbins (tests/data/fatbin/): the emulated device runs the PTX inside.
+fb=$(cd "$(dirname "$0")/../data/fatbin" && pwd)
+fbrun() { cli submit --binary "$fb/$1" --kernel k --block 4 --output-size 16 --format u32 "${@:2}"; }
+fbrun multi.fatbin > $out 2> $err
+check "fatbin (zstd; cubins sm_75, sm_90, PTX sm_90) runs its PTX" 0 $? "\[    0\] *1 *2 *3 *4$" $out
+fbrun multi_lz4.fatbin --image-format fatbin > $out 2> $err
+check "fatbin (LZ4) runs" 0 $? "\[    0\] *1 *2 *3 *4$" $out
+fbrun ptx75.fatbin > $out 2> $err
+check "fatbin of compute_75 PTX runs" 0 $? "\[    0\] *1 *2 *3 *4$" $out
+fbrun cubins.fatbin > $out 2> $err
+check "fatbin of cubins only: refused, with what it holds" 1 $? "UNSUPPORTED: the emulated device runs PTX only, and the fatbin holds no PTX for sm_90 or older (it holds: cubin sm_75, cubin sm_80)" $err
 if grep -q "checked before sending" "$dir/daemon.log"; then
   fail=$((fail+1)); echo "FAIL the library's refusals reached the daemon"
 else pass=$((pass+1)); echo "ok   the library's refusals never reached the daemon"; fi
