@@ -45,10 +45,12 @@ add_custom_target(gl_emu_kernels ALL DEPENDS ${gl_emu_kernel_outputs})
 add_library(gl_corpus STATIC
   ${GL_EMU_CORPUS_DIR}/corpus.c
   ${GL_EMU_CORPUS_DIR}/corpus_cases.c
+  ${GL_EMU_CORPUS_DIR}/corpus_triton.c
   ${GL_EMU_CORPUS_DIR}/corpus_emu.c)
 target_include_directories(gl_corpus PUBLIC ${GL_EMU_CORPUS_DIR})
 target_link_libraries(gl_corpus PUBLIC gl_emu gl_common m)
-set_source_files_properties(${GL_EMU_CORPUS_DIR}/corpus_cases.c PROPERTIES
+set_source_files_properties(${GL_EMU_CORPUS_DIR}/corpus_cases.c ${GL_EMU_CORPUS_DIR}/corpus_triton.c
+  PROPERTIES
   COMPILE_OPTIONS "-ffp-contract=off;-frounding-math;-fno-fast-math")
 
 gl_add_test(test_corpus_emu
@@ -56,14 +58,20 @@ gl_add_test(test_corpus_emu
   LIBS gl_corpus gl_emu gl_common
   TIMEOUT 300
   LABELS emu)
-target_compile_definitions(test_corpus_emu PRIVATE GL_EMU_KERNEL_DIR="${GL_EMU_KERNEL_DIR}")
+target_compile_definitions(test_corpus_emu PRIVATE GL_EMU_KERNEL_DIR="${GL_EMU_KERNEL_DIR}"
+  GL_TRITON_PTX_DIR="${GL_EMU_CORPUS_DIR}/triton")
+# Triton's tutorial kernels (tests/emu/triton/, compiled by Triton 3.9 for
+# sm_80 and sm_90a with gen.py; checked in, so CI needs no Triton).
+add_test(NAME test_triton_emu COMMAND test_corpus_emu --triton)
+set_tests_properties(test_triton_emu PROPERTIES TIMEOUT 300 LABELS emu)
 add_dependencies(test_corpus_emu gl_emu_kernels)
 
 # The same cases on a real GPU and on the emulator, compared bit for bit.
 # Not a ctest (CI has no GPU); by hand: ./gl_corpus_gpu emu-kernels
 add_executable(gl_corpus_gpu ${CMAKE_CURRENT_LIST_DIR}/gpu/corpus_gpu.c)
 target_link_libraries(gl_corpus_gpu PRIVATE gl_corpus gl_emu gl_gpu gl_common)
-target_compile_definitions(gl_corpus_gpu PRIVATE GL_EMU_KERNEL_DIR="${GL_EMU_KERNEL_DIR}")
+target_compile_definitions(gl_corpus_gpu PRIVATE GL_EMU_KERNEL_DIR="${GL_EMU_KERNEL_DIR}"
+  GL_TRITON_PTX_DIR="${GL_EMU_CORPUS_DIR}/triton")
 add_dependencies(gl_corpus_gpu gl_emu_kernels)
 
 # With nvcc: the checked-in PTX must be what nvcc makes of the .cu today

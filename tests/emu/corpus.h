@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #define GL_CORPUS_MAX_BUFS 8
-#define GL_CORPUS_MAX_PARAMS 12
+#define GL_CORPUS_MAX_PARAMS 16
 #define GL_CORPUS_MAX_OUTS 8
 #define GL_CORPUS_MAX_PARAM_BYTES 64
 
@@ -99,6 +99,11 @@ struct gl_corpus_case {
 
 extern const gl_corpus_case gl_corpus_cases[];
 extern const size_t gl_corpus_ncases;
+
+/* Triton's tutorial kernels (corpus_triton.c): PTX in tests/emu/triton/
+ * for sm_80 and sm_90a. */
+extern const gl_corpus_case gl_corpus_triton_cases[];
+extern const size_t gl_corpus_triton_ncases;
 
 /* ---- Runners ------------------------------------------------------------ */
 

@@ -6,8 +6,10 @@
  * the two runs must be bit-identical, otherwise the second run is checked
  * against the reference too.
  *
- *   test_corpus_emu [-k] [CASE...]
+ *   test_corpus_emu [-k] [--triton] [CASE...]
  * PTX comes from $GL_CORPUS_PTX_DIR, else the build's emu-kernels folder.
+ * --triton runs Triton's tutorial kernels instead (corpus_triton.c), for
+ * sm_80 and sm_90a, from tests/emu/triton/ (or $GL_CORPUS_PTX_DIR).
  * A case that needs a newer target (clusters: sm_90) is skipped on the
  * older one and not counted.
  * -k keeps going after a failure (the default too; exit status says).
@@ -24,6 +26,9 @@
 
 #ifndef GL_EMU_KERNEL_DIR
 #define GL_EMU_KERNEL_DIR "emu-kernels"
+#endif
+#ifndef GL_TRITON_PTX_DIR
+#define GL_TRITON_PTX_DIR "tests/emu/triton"
 #endif
 
 static bool selected(const char *name, int argc, char **argv) {
@@ -101,9 +106,14 @@ out:
 }
 
 int main(int argc, char **argv) {
+  bool triton = false;
+  for (int i = 1; i < argc; i++) triton |= strcmp(argv[i], "--triton") == 0;
   const char *dir = getenv("GL_CORPUS_PTX_DIR");
-  if (!dir || !*dir) dir = GL_EMU_KERNEL_DIR;
-  static const char *const archs[] = {"sm_75", "sm_90"};
+  if (!dir || !*dir) dir = triton ? GL_TRITON_PTX_DIR : GL_EMU_KERNEL_DIR;
+  const char *const *archs = triton ? (const char *const[]){"sm_80", "sm_90a"}
+                                    : (const char *const[]){"sm_75", "sm_90"};
+  const gl_corpus_case *cases = triton ? gl_corpus_triton_cases : gl_corpus_cases;
+  size_t ncases = triton ? gl_corpus_triton_ncases : gl_corpus_ncases;
   gl_corpus_emu emu;
   gl_corpus_dev dev;
   if (gl_corpus_emu_init(&emu, &dev, 64u << 20, 1) != 0) {
@@ -112,8 +122,8 @@ int main(int argc, char **argv) {
   }
   unsigned total = 0, passed = 0;
   for (size_t a = 0; a < 2; a++)
-    for (size_t i = 0; i < gl_corpus_ncases; i++) {
-      const gl_corpus_case *c = &gl_corpus_cases[i];
+    for (size_t i = 0; i < ncases; i++) {
+      const gl_corpus_case *c = &cases[i];
       if (!selected(c->name, argc, argv)) continue;
       int r = run_case(c, dir, archs[a], &emu, &dev);
       if (r < 0) continue;

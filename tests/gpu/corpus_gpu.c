@@ -4,8 +4,12 @@
  * against the reference, and GPU against emulator bit for bit.
  *
  *   gl_corpus_gpu [PTX_DIR] [CASE...]
+ *   gl_corpus_gpu --triton [PTX_DIR] [CASE...]
  * PTX_DIR holds sm_75/ and sm_90/ (default: the build's emu-kernels). The
- * sm_90 PTX is skipped on GPUs below compute capability 9.0.
+ * sm_90 PTX is skipped on GPUs below compute capability 9.0. --triton runs
+ * Triton's tutorial kernels (corpus_triton.c) from PTX_DIR/sm_80 and
+ * sm_90a (default: tests/emu/triton of the source tree); the sm_90a PTX
+ * runs on compute capability 9.0 only.
  *
  * The CUDA driver is reached through gl_cuda (src/gpu/cuda_api.h, dlopen'd
  * at run time): the device's primary context, cuMemAlloc/cuMemcpy, PTX
@@ -29,6 +33,9 @@
 
 #ifndef GL_EMU_KERNEL_DIR
 #define GL_EMU_KERNEL_DIR "emu-kernels"
+#endif
+#ifndef GL_TRITON_PTX_DIR
+#define GL_TRITON_PTX_DIR "tests/emu/triton"
 #endif
 
 #define MAX_ALLOCS 16
@@ -127,6 +134,11 @@ static int gpu_launch(void *self, void *mod, const char *kernel, const uint32_t 
         return -1;
       }
     }
+  }
+  if (shared_bytes > 48 * 1024) { /* above the default: opt in (Triton's matmuls) */
+    r = g->cu.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                 (int)shared_bytes);
+    if (r != CUDA_SUCCESS) return cu_fail(g, r, "cuFuncSetAttribute", err, errlen);
   }
   bool has_cluster = cluster[0] || cluster[1] || cluster[2];
   if (cooperative || has_cluster) {
@@ -265,10 +277,16 @@ out:
 }
 
 int main(int argc, char **argv) {
-  const char *dir = argc > 1 ? argv[1] : GL_EMU_KERNEL_DIR;
+  bool triton = argc > 1 && strcmp(argv[1], "--triton") == 0;
+  if (triton) { /* the rest as without it */
+    argv++;
+    argc--;
+  }
+  const char *dir = argc > 1 ? argv[1] : triton ? GL_TRITON_PTX_DIR : GL_EMU_KERNEL_DIR;
   if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-    printf("usage: %s [PTX_DIR] [CASE...]\n  PTX_DIR holds sm_75/ and sm_90/ (default %s)\n",
-           argv[0], GL_EMU_KERNEL_DIR);
+    printf("usage: %s [--triton] [PTX_DIR] [CASE...]\n  PTX_DIR holds sm_75/ and sm_90/ "
+           "(default %s), or with --triton sm_80/ and sm_90a/ (default %s)\n",
+           argv[0], GL_EMU_KERNEL_DIR, GL_TRITON_PTX_DIR);
     return 0;
   }
   static gpu g;
@@ -289,17 +307,21 @@ int main(int argc, char **argv) {
     return 1;
   }
   tally t = {0, 0, 0, 0, 0};
-  static const char *const archs[] = {"sm_75", "sm_90"};
-  static const int arch_cc[] = {75, 90};
+  const char *const *archs = triton ? (const char *const[]){"sm_80", "sm_90a"}
+                                    : (const char *const[]){"sm_75", "sm_90"};
+  const int *arch_cc = triton ? (const int[]){80, 90} : (const int[]){75, 90};
+  const gl_corpus_case *cases = triton ? gl_corpus_triton_cases : gl_corpus_cases;
+  size_t ncases = triton ? gl_corpus_triton_ncases : gl_corpus_ncases;
   for (size_t a = 0; a < 2; a++) {
-    if (cc < arch_cc[a]) {
+    /* sm_90a: only compute capability 9.0 itself runs arch-specific PTX */
+    if (cc < arch_cc[a] || (triton && a == 1 && cc != 90)) {
       printf("corpus_gpu: skipping %s PTX (the GPU is compute capability %d.%d)\n", archs[a],
              cc / 10, cc % 10);
       continue;
     }
-    for (size_t i = 0; i < gl_corpus_ncases; i++)
-      if (selected(gl_corpus_cases[i].name, argc, argv))
-        run_case(&gl_corpus_cases[i], dir, archs[a], &gdev, &edev, &t);
+    for (size_t i = 0; i < ncases; i++)
+      if (selected(cases[i].name, argc, argv))
+        run_case(&cases[i], dir, archs[a], &gdev, &edev, &t);
   }
   gl_corpus_emu_fini(&emu);
   g.cu.cuDevicePrimaryCtxRelease(g.dev);
