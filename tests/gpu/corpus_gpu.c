@@ -30,6 +30,7 @@
 #include "corpus.h"
 #include "corpus_emu.h"
 #include "gpu/cuda_api.h"
+#include "gpu/nvjitlink.h"
 
 #ifndef GL_EMU_KERNEL_DIR
 #define GL_EMU_KERNEL_DIR "emu-kernels"
@@ -49,6 +50,7 @@ typedef struct gpu {
   unsigned nallocs;
   CUmodule mods[MAX_MODS];
   unsigned nmods;
+  bool njl_said; /* printed that nvJitLink compiled a PTX */
 } gpu;
 
 static int cu_fail(gpu *g, CUresult r, const char *what, char *err, size_t errlen) {
@@ -100,6 +102,34 @@ static int gpu_load(void *self, const char *ptx, size_t len, void **mod, char *e
   void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
   CUmodule m = NULL;
   CUresult r = g->cu.cuModuleLoadDataEx(&m, ptx, 2, opts, vals);
+  if (r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION) {
+    /* PTX newer than the driver (Triton's sm_90a): compiled by nvJitLink
+     * ($GL_NVJITLINK, else the usual places) for the PTX's own target, as
+     * the worker does (src/backend/cuda_compat.c) */
+    static gl_nvjitlink *nj;
+    char why[2048];
+    if (!nj) nj = gl_nvjitlink_load(getenv("GL_NVJITLINK"), why, sizeof why);
+    unsigned va, vb;
+    char target[32];
+    uint8_t *cubin = NULL;
+    size_t cubin_len = 0;
+    if (!nj || gl_ptx_header((const uint8_t *)ptx, len, &va, &vb, target, sizeof target) != 0 ||
+        gl_nvjitlink_compile(nj, (const uint8_t *)ptx, len, target, &cubin, &cubin_len, why,
+                             sizeof why) != 0) {
+      snprintf(err, errlen, "the driver refuses the PTX's ISA version, and nvJitLink %s: %s",
+               nj ? "failed" : "is not found", why);
+      return -1;
+    }
+    r = g->cu.cuModuleLoadDataEx(&m, cubin, 0, NULL, NULL);
+    free(cubin);
+    if (r == CUDA_SUCCESS && !g->njl_said) {
+      unsigned a, b;
+      gl_nvjitlink_version(nj, &a, &b);
+      printf("corpus_gpu: PTX ISA %u.%u compiled by nvJitLink %u.%u for %s\n", va, vb, a, b,
+             target);
+      g->njl_said = true;
+    }
+  }
   if (r != CUDA_SUCCESS) {
     cu_fail(g, r, "cuModuleLoadDataEx", err, errlen);
     size_t w = strlen(err);
