@@ -179,10 +179,368 @@ static void test_triton_sm90a_f16(void **state) {
   triton_f16("triton/sm_90a/matmul_f16.ptx", 8192);
 }
 
+
+/* ---- Element formats ----------------------------------------------------- */
+
+static double from_bf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static double from_f32(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+/* tf32: the hardware reads an f32 register and ignores its low 13 bits */
+static double from_tf32(uint32_t u) { return from_f32(u & ~0x1fffu); }
+
+/* Random finite inputs with full mantissas in about [-2, 2]. */
+static uint16_t rand_f16(void) { return (uint16_t)((rnd() & 0x83ffu) | ((13 + rnd() % 4) << 10)); }
+static uint16_t rand_bf16(void) { return (uint16_t)((rnd() & 0x807fu) | ((125 + rnd() % 4) << 7)); }
+static uint32_t rand_f32(void) {
+  return (rnd() & 0x807fffffu) | ((125u + rnd() % 4) << 23);
+}
+
+/* ---- mma.sync ------------------------------------------------------------ */
+
+enum { T_F16, T_BF16, T_TF32, T_F64, T_S8, T_U8, T_F32, T_S32 };
+
+typedef struct mma_case {
+  const char *kernel;
+  int m, n, k;
+  int at, bt, ct, dt;
+  int na, nb, nc, nd; /* registers a lane */
+  int sat;
+} mma_case;
+
+/* The PTX ISA's fragment tables for mma.sync, shape by shape: element i of
+ * lane l's fragment of A (M x K), B (K x N) and C/D (M x N). */
+static void pos_a(const mma_case *c, int l, int i, int *r, int *col) {
+  int g = l >> 2, t = l & 3;
+  if (c->at == T_F16 || c->at == T_BF16) {
+    if (c->k == 16) {
+      *r = (i < 2 || (i >= 4 && i < 6)) ? g : g + 8;
+      *col = t * 2 + (i & 1) + (i >= 4 ? 8 : 0);
+    } else {
+      *r = i < 2 ? g : g + 8;
+      *col = t * 2 + (i & 1);
+    }
+  } else if (c->at == T_TF32) {
+    if (c->k == 8) {
+      *r = (i == 0 || i == 2) ? g : g + 8;
+      *col = i < 2 ? t : t + 4;
+    } else {
+      *r = i == 0 ? g : g + 8;
+      *col = t;
+    }
+  } else if (c->at == T_F64) {
+    *r = g;
+    *col = t;
+  } else if (c->m == 8) { /* m8n8k16 s8/u8 */
+    *r = g;
+    *col = t * 4 + i;
+  } else if (c->k == 32) {
+    *r = (i < 4 || (i >= 8 && i < 12)) ? g : g + 8;
+    *col = t * 4 + (i & 3) + (i >= 8 ? 16 : 0);
+  } else {
+    *r = i < 4 ? g : g + 8;
+    *col = t * 4 + (i & 3);
+  }
+}
+
+static void pos_b(const mma_case *c, int l, int i, int *r, int *col) {
+  int g = l >> 2, t = l & 3;
+  *col = g;
+  if (c->bt == T_F16 || c->bt == T_BF16)
+    *r = c->k == 16 ? t * 2 + (i & 1) + (i >= 2 ? 8 : 0) : t * 2 + i;
+  else if (c->bt == T_TF32)
+    *r = i == 0 ? t : t + 4;
+  else if (c->bt == T_F64)
+    *r = t;
+  else if (c->k == 32)
+    *r = t * 4 + (i & 3) + (i >= 4 ? 16 : 0);
+  else
+    *r = t * 4 + i;
+}
+
+static void pos_c(const mma_case *c, int l, int i, int *r, int *col) {
+  int g = l >> 2, t = l & 3;
+  *r = c->m == 8 ? g : (i < 2 ? g : g + 8);
+  *col = t * 2 + (i & 1);
+}
+
+static int type_bits(int t) {
+  return t == T_F16 || t == T_BF16 ? 16 : t == T_S8 || t == T_U8 ? 8 : t == T_F64 ? 64 : 32;
+}
+
+/* Element value from its bits. */
+static double value_of(int t, uint64_t v) {
+  switch (t) {
+  case T_F16: return from_f16((uint16_t)v);
+  case T_BF16: return from_bf16((uint16_t)v);
+  case T_TF32: return from_tf32((uint32_t)v);
+  case T_F32: return from_f32((uint32_t)v);
+  case T_S8: return (int8_t)v;
+  case T_U8: return (uint8_t)v;
+  case T_S32: return (int32_t)v;
+  default: {
+    double d;
+    memcpy(&d, &v, 8);
+    return d;
+  }
+  }
+}
+
+static uint64_t rand_elem(int t) {
+  switch (t) {
+  case T_F16: return rand_f16();
+  case T_BF16: return rand_bf16();
+  case T_TF32:
+  case T_F32: return rand_f32();
+  case T_S8:
+  case T_U8: return rnd() & 0xffu;
+  case T_S32: return rnd() % 2001u - 1000u;
+  default: {
+    double d = ((int)(rnd() % 2001) - 1000) / 97.0;
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    return u;
+  }
+  }
+}
+
+/* Fills a lane-major register file (nregs a lane) from matrix X (rows x
+ * cols, bits) through pos(). */
+typedef void (*pos_fn)(const mma_case *, int, int, int *, int *);
+static void pack(const mma_case *c, pos_fn pos, int t, int nregs, const uint64_t *X, int cols,
+                 uint64_t *regs) {
+  int bits = type_bits(t), per = bits >= 32 ? 1 : 32 / bits;
+  memset(regs, 0, sizeof(uint64_t) * 32 * (size_t)nregs);
+  for (int l = 0; l < 32; l++)
+    for (int i = 0; i < nregs * per; i++) {
+      int r, col;
+      pos(c, l, i, &r, &col);
+      uint64_t mask = bits == 64 ? UINT64_MAX : (1ull << bits) - 1;
+      regs[l * nregs + i / per] |= (X[r * cols + col] & mask) << ((i % per) * bits);
+    }
+}
+
+static void run_mma(env *e, const mma_case *c, int big_c) {
+  uint64_t A[16 * 32], B[32 * 8], C[16 * 8];
+  for (int i = 0; i < c->m * c->k; i++)
+    A[i] = rand_elem(c->at);
+  for (int i = 0; i < c->k * c->n; i++)
+    B[i] = rand_elem(c->bt);
+  for (int i = 0; i < c->m * c->n; i++) {
+    C[i] = rand_elem(c->ct == T_F16 ? T_F16 : c->ct);
+    if (big_c) /* near the s32 limits, so sums overflow */
+      C[i] = (uint32_t)((i & 1) ? INT32_MIN + (int32_t)(rnd() % 1000) : INT32_MAX - (int32_t)(rnd() % 1000));
+  }
+  uint64_t ra[32 * 4], rb[32 * 2], rc[32 * 4];
+  pack(c, pos_a, c->at, c->na, A, c->k, ra);
+  pack(c, pos_b, c->bt, c->nb, B, c->n, rb);
+  pack(c, pos_c, c->ct, c->nc, C, c->n, rc);
+  int w64 = c->at == T_F64;
+  size_t es = w64 ? 8 : 4;
+  uint8_t buf[32 * 4 * 8];
+  uint64_t dev[4];
+  const uint64_t *srcs[3] = {ra, rb, rc};
+  int ns[3] = {c->na, c->nb, c->nc};
+  for (int s = 0; s < 3; s++) {
+    for (int i = 0; i < 32 * ns[s]; i++) {
+      if (w64)
+        memcpy(buf + i * 8, &srcs[s][i], 8);
+      else {
+        uint32_t v = (uint32_t)srcs[s][i];
+        memcpy(buf + i * 4, &v, 4);
+      }
+    }
+    dev[s] = dput(e, buf, 32 * (size_t)ns[s] * es);
+  }
+  dev[3] = dput(e, NULL, 32 * (size_t)c->nd * es);
+  void *args[] = {&dev[0], &dev[1], &dev[2], &dev[3]};
+  RUN_OK(e, c->kernel, 1, 32, 0, args);
+  dget(e, dev[3], buf, 32 * (size_t)c->nd * es);
+  int dbits = type_bits(c->dt), per = dbits >= 32 ? 1 : 32 / dbits;
+  for (int l = 0; l < 32; l++)
+    for (int i = 0; i < c->nd * per; i++) {
+      int r, col;
+      pos_c(c, l, i, &r, &col);
+      uint64_t reg = 0;
+      memcpy(&reg, buf + (size_t)(l * c->nd + i / per) * es, es);
+      uint64_t bits = dbits == 64 ? reg : (reg >> ((i % per) * dbits)) & ((1ull << dbits) - 1);
+      if (c->dt == T_S32) {
+        int64_t want = (int32_t)(uint32_t)C[r * c->n + col];
+        for (int k = 0; k < c->k; k++)
+          want += (int64_t)value_of(c->at, A[r * c->k + k]) * (int64_t)value_of(c->bt, B[k * c->n + col]);
+        if (c->sat)
+          want = want > INT32_MAX ? INT32_MAX : want < INT32_MIN ? INT32_MIN : want;
+        else
+          want = (int32_t)(uint32_t)(uint64_t)want;
+        if ((int32_t)bits != (int32_t)want)
+          fail_msg("%s: D[%d][%d] = %d, want %lld", c->kernel, r, col, (int32_t)bits,
+                   (long long)want);
+        continue;
+      }
+      long double want = value_of(c->ct, C[r * c->n + col]), mag = fabsl(want);
+      for (int k = 0; k < c->k; k++) {
+        long double p = (long double)value_of(c->at, A[r * c->k + k]) *
+                        value_of(c->bt, B[k * c->n + col]);
+        want += p;
+        mag += fabsl(p);
+      }
+      double got = value_of(c->dt, bits);
+      /* the stated tolerance: a few ulps of the largest terms */
+      double tol = c->dt == T_F64 ? ldexp((double)mag, -50)
+                   : c->dt == T_F16 ? ldexp((double)mag, -10) : ldexp((double)mag, -21);
+      if (!(fabs(got - (double)want) <= tol))
+        fail_msg("%s: D[%d][%d] = %.9g, want %.9Lg (tol %g)", c->kernel, r, col, got, want, tol);
+    }
+}
+
+static const mma_case mma_cases[] = {
+    {"mma_f16_16816_f32", 16, 8, 16, T_F16, T_F16, T_F32, T_F32, 4, 2, 4, 4, 0},
+    {"mma_f16_16816_f16", 16, 8, 16, T_F16, T_F16, T_F16, T_F16, 4, 2, 2, 2, 0},
+    {"mma_f16_1688_f32", 16, 8, 8, T_F16, T_F16, T_F32, T_F32, 2, 1, 4, 4, 0},
+    {"mma_f16_1688_mix", 16, 8, 8, T_F16, T_F16, T_F16, T_F32, 2, 1, 2, 4, 0},
+    {"mma_bf16_16816", 16, 8, 16, T_BF16, T_BF16, T_F32, T_F32, 4, 2, 4, 4, 0},
+    {"mma_bf16_1688", 16, 8, 8, T_BF16, T_BF16, T_F32, T_F32, 2, 1, 4, 4, 0},
+    {"mma_tf32_1688", 16, 8, 8, T_TF32, T_TF32, T_F32, T_F32, 4, 2, 4, 4, 0},
+    {"mma_tf32_1684", 16, 8, 4, T_TF32, T_TF32, T_F32, T_F32, 2, 1, 4, 4, 0},
+    {"mma_f64_884", 8, 8, 4, T_F64, T_F64, T_F64, T_F64, 1, 1, 2, 2, 0},
+    {"mma_s8_16832", 16, 8, 32, T_S8, T_S8, T_S32, T_S32, 4, 2, 4, 4, 0},
+    {"mma_u8s8_16832_sat", 16, 8, 32, T_U8, T_S8, T_S32, T_S32, 4, 2, 4, 4, 1},
+    {"mma_s8u8_16816", 16, 8, 16, T_S8, T_U8, T_S32, T_S32, 2, 1, 4, 4, 0},
+    {"mma_s8_8816", 8, 8, 16, T_S8, T_S8, T_S32, T_S32, 1, 1, 2, 2, 0},
+};
+
+static void test_mma(void **state) {
+  (void)state;
+  env e;
+  env_open(&e, "mma/mma_sm80.ptx");
+  for (size_t i = 0; i < sizeof mma_cases / sizeof mma_cases[0]; i++) {
+    for (int rep = 0; rep < 4; rep++)
+      run_mma(&e, &mma_cases[i], 0);
+    if (mma_cases[i].dt == T_S32) /* wrap-around, or saturation with .satfinite */
+      run_mma(&e, &mma_cases[i], 1);
+  }
+  env_close(&e);
+}
+
+/* ---- ldmatrix / stmatrix / movmatrix ------------------------------------- */
+
+/* Element (r, c) of matrix j among 4 random 8x8 b16 matrices. */
+#define MAT(mats, j, r, c) ((mats)[(j) * 64 + (r) * 8 + (c)])
+
+static void test_ldmatrix(void **state) {
+  (void)state;
+  env e;
+  env_open(&e, "mma/mma_sm80.ptx");
+  static const char *const names[2][3] = {{"ldm_x1", "ldm_x2", "ldm_x4"},
+                                          {"ldm_x1_t", "ldm_x2_t", "ldm_x4_t"}};
+  for (int tr = 0; tr < 2; tr++)
+    for (int v = 0; v < 3; v++) {
+      int n = 1 << v;
+      uint16_t mats[256];
+      for (int i = 0; i < 256; i++)
+        mats[i] = (uint16_t)rnd();
+      uint64_t dm = dput(&e, mats, sizeof mats), dout = dput(&e, NULL, 32 * 4 * 4);
+      void *args[] = {&dm, &dout};
+      RUN_OK(&e, names[tr][v], 1, 32, 0, args);
+      uint32_t out[128];
+      dget(&e, dout, out, sizeof out);
+      for (int l = 0; l < 32; l++)
+        for (int j = 0; j < 4; j++) {
+          uint32_t want = 0;
+          if (j < n) {
+            /* ISA: thread l gets row l/4, elements 2(l%4) and 2(l%4)+1 of
+             * matrix j (of its transpose with .trans) */
+            int row = l / 4, col = 2 * (l % 4);
+            want = tr ? (uint32_t)MAT(mats, j, col, row) | (uint32_t)MAT(mats, j, col + 1, row) << 16
+                      : (uint32_t)MAT(mats, j, row, col) | (uint32_t)MAT(mats, j, row, col + 1) << 16;
+          }
+          if (out[l * 4 + j] != want)
+            fail_msg("%s: lane %d reg %d = 0x%08x, want 0x%08x", names[tr][v], l, j,
+                     out[l * 4 + j], want);
+        }
+    }
+  env_close(&e);
+}
+
+static void test_movmatrix(void **state) {
+  (void)state;
+  env e;
+  env_open(&e, "mma/mma_sm80.ptx");
+  uint32_t in[32], out[32];
+  for (int i = 0; i < 32; i++)
+    in[i] = rnd() ^ (rnd() << 16);
+  uint64_t di = dput(&e, in, sizeof in), dout = dput(&e, NULL, sizeof out);
+  void *args[] = {&di, &dout};
+  RUN_OK(&e, "movm", 1, 32, 0, args);
+  dget(&e, dout, out, sizeof out);
+  /* the source: lane l holds M[l/4][2(l%4)] (low) and M[l/4][2(l%4)+1] */
+  uint16_t M[8][8];
+  for (int l = 0; l < 32; l++) {
+    M[l / 4][2 * (l % 4)] = (uint16_t)in[l];
+    M[l / 4][2 * (l % 4) + 1] = (uint16_t)(in[l] >> 16);
+  }
+  for (int l = 0; l < 32; l++) {
+    uint32_t want = (uint32_t)M[2 * (l % 4)][l / 4] | (uint32_t)M[2 * (l % 4) + 1][l / 4] << 16;
+    if (out[l] != want)
+      fail_msg("movmatrix: lane %d = 0x%08x, want 0x%08x", l, out[l], want);
+  }
+  env_close(&e);
+}
+
+static void test_stmatrix(void **state) {
+  (void)state;
+  env e;
+  env_open(&e, "mma/mma_sm90.ptx");
+  static const char *const names[2][3] = {{"stm_x1", "stm_x2", "stm_x4"},
+                                          {"stm_x1_t", "stm_x2_t", "stm_x4_t"}};
+  for (int tr = 0; tr < 2; tr++)
+    for (int v = 0; v < 3; v++) {
+      int n = 1 << v;
+      uint32_t in[128];
+      for (int i = 0; i < 128; i++)
+        in[i] = rnd() ^ (rnd() << 16);
+      uint64_t di = dput(&e, in, sizeof in), dm = dput(&e, NULL, 512);
+      void *args[] = {&di, &dm};
+      RUN_OK(&e, names[tr][v], 1, 32, 0, args);
+      uint16_t mats[256], want[256];
+      dget(&e, dm, mats, sizeof mats);
+      for (int i = 0; i < 256; i++)
+        want[i] = 0xdead;
+      for (int l = 0; l < 32; l++)
+        for (int j = 0; j < n; j++) {
+          int row = l / 4, col = 2 * (l % 4);
+          uint16_t lo = (uint16_t)in[l * 4 + j], hi = (uint16_t)(in[l * 4 + j] >> 16);
+          if (tr) {
+            MAT(want, j, col, row) = lo;
+            MAT(want, j, col + 1, row) = hi;
+          } else {
+            MAT(want, j, row, col) = lo;
+            MAT(want, j, row, col + 1) = hi;
+          }
+        }
+      for (int i = 0; i < 256; i++)
+        if (mats[i] != want[i])
+          fail_msg("%s: matrix %d (%d,%d) = 0x%04x, want 0x%04x", names[tr][v], i / 64,
+                   (i / 8) % 8, i % 8, mats[i], want[i]);
+    }
+  env_close(&e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_triton_sm80_f16),
       cmocka_unit_test(test_triton_sm90a_f16),
+      cmocka_unit_test(test_mma),
+      cmocka_unit_test(test_ldmatrix),
+      cmocka_unit_test(test_movmatrix),
+      cmocka_unit_test(test_stmatrix),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
