@@ -533,6 +533,171 @@ static void test_stmatrix(void **state) {
   env_close(&e);
 }
 
+/* ---- wgmma.mma_async ------------------------------------------------------ */
+
+/* Where one operand lives in shared memory, and the descriptor fields. */
+typedef struct wg_layout {
+  int mn_major; /* 0: K-major */
+  int W;        /* swizzle width in bytes: 0 (none), 32, 64, 128 */
+  uint32_t lbo, sbo;
+  uint32_t base, step; /* shared offset of k-step 0, bytes a k-step */
+} wg_layout;
+
+typedef struct wg_case {
+  const char *kernel;
+  int n, k, ksteps;
+  int t;        /* T_F16, T_BF16, T_TF32 */
+  int dt;       /* T_F32 or T_F16 */
+  int nd;       /* accumulator registers a lane */
+  int a_regs;   /* A from registers */
+  int neg_a;    /* imm-scale-a = -1 */
+  int scale_d;
+  wg_layout la, lb;
+} wg_case;
+
+/* The canonical layouts of the PTX ISA's "Shared memory matrix layout": a
+ * swizzled operand is made of rows of W bytes, and inside each 128-byte
+ * line of the address space the 16-byte chunk index is XORed with the
+ * line number modulo W/16 (rows of 8 x 128 bytes repeat every 1 KiB). */
+static uint32_t wg_place(const wg_layout *L, int es, int mn, int k, int kper) {
+  int ks = k / kper, kk = k % kper;
+  uint32_t o = L->base + (uint32_t)ks * L->step;
+  if (!L->mn_major) {
+    int kb = kk * es;
+    if (L->W == 0)
+      o += (uint32_t)((mn % 8) * 16 + kb % 16) + (uint32_t)(mn / 8) * L->sbo + (uint32_t)(kb / 16) * L->lbo;
+    else
+      o += (uint32_t)((mn % 8) * L->W + kb) + (uint32_t)(mn / 8) * L->sbo;
+  } else {
+    int mb = mn * es;
+    if (L->W == 0)
+      o += (uint32_t)(mb % 16 + (kk % 8) * 16) + (uint32_t)(mb / 16) * L->sbo + (uint32_t)(kk / 8) * L->lbo;
+    else
+      o += (uint32_t)(mb % L->W + (kk % 8) * L->W) + (uint32_t)(mb / L->W) * L->lbo + (uint32_t)(kk / 8) * L->sbo;
+  }
+  if (L->W) {
+    uint32_t line = (o / 128) % (uint32_t)(L->W / 16);
+    uint32_t in_row = o % (uint32_t)L->W;
+    o = o - in_row + ((in_row / 16) ^ line) * 16 + in_row % 16;
+  }
+  return o;
+}
+
+/* The descriptor of L, its start address relative to the shared memory
+ * base (the kernel adds the base). */
+static uint64_t wg_desc(const wg_layout *L) {
+  uint64_t sw = L->W == 128 ? 1 : L->W == 64 ? 2 : L->W == 32 ? 3 : 0;
+  return (uint64_t)(L->base >> 4) | (uint64_t)((L->lbo >> 4) & 0x3fff) << 16 |
+         (uint64_t)((L->sbo >> 4) & 0x3fff) << 32 | sw << 62;
+}
+
+static void run_wgmma(env *e, const wg_case *c) {
+  int es = c->t == T_TF32 ? 4 : 2, K = c->k * c->ksteps, N = c->n;
+  static uint64_t A[64 * 64], B[64 * 256];
+  static uint8_t img[32768];
+  static uint32_t din[128 * 128], dout[128 * 128], areg[128 * 4];
+  memset(img, 0, sizeof img);
+  uint32_t img_bytes = 0;
+  for (int m = 0; m < 64; m++)
+    for (int k = 0; k < K; k++) {
+      A[m * K + k] = c->t == T_F16 ? rand_f16() : c->t == T_BF16 ? rand_bf16() : rand_f32();
+      if (c->a_regs)
+        continue;
+      uint32_t o = wg_place(&c->la, es, m, k, c->k);
+      assert_true(o + (uint32_t)es <= sizeof img);
+      memcpy(img + o, &A[m * K + k], (size_t)es);
+      if (o + (uint32_t)es > img_bytes)
+        img_bytes = o + (uint32_t)es;
+    }
+  for (int k = 0; k < K; k++)
+    for (int n = 0; n < N; n++) {
+      B[k * N + n] = c->t == T_F16 ? rand_f16() : c->t == T_BF16 ? rand_bf16() : rand_f32();
+      uint32_t o = wg_place(&c->lb, es, n, k, c->k);
+      assert_true(o + (uint32_t)es <= sizeof img);
+      memcpy(img + o, &B[k * N + n], (size_t)es);
+      if (o + (uint32_t)es > img_bytes)
+        img_bytes = o + (uint32_t)es;
+    }
+  img_bytes = (img_bytes + 15) & ~15u;
+  for (int i = 0; i < 128 * c->nd; i++)
+    din[i] = c->dt == T_F32 ? rand_f32() : (uint32_t)rand_f16() | (uint32_t)rand_f16() << 16;
+  if (c->a_regs) { /* each warp: the m16n8k16 A fragment of its 16 rows */
+    mma_case frag = {"", 16, 8, 16, T_F16, T_F16, T_F32, T_F32, 4, 2, 4, 4, 0};
+    memset(areg, 0, sizeof areg);
+    for (int t = 0; t < 128; t++)
+      for (int i = 0; i < 8; i++) {
+        int r, col;
+        pos_a(&frag, t % 32, i, &r, &col);
+        areg[t * 4 + i / 2] |= (uint32_t)A[(16 * (t / 32) + r) * K + col] << (16 * (i % 2));
+      }
+  }
+  uint64_t dimg = dput(e, img, img_bytes), ddin = dput(e, din, 128 * 4 * (size_t)c->nd);
+  uint64_t ddout = dput(e, NULL, 128 * 4 * (size_t)c->nd), dareg = dput(e, areg, sizeof areg);
+  uint32_t img16 = img_bytes / 16, astep = c->la.step >> 4, bstep = c->lb.step >> 4;
+  uint64_t da = wg_desc(&c->la), db = wg_desc(&c->lb);
+  int32_t ks = c->ksteps, sd = c->scale_d;
+  void *args[] = {&dimg, &img16, &da, &db, &astep, &bstep, &ks, &ddin, &ddout, &sd, &dareg};
+  RUN_OK(e, c->kernel, 1, 128, img_bytes, args);
+  dget(e, ddout, dout, 128 * 4 * (size_t)c->nd);
+  int per = c->dt == T_F32 ? 1 : 2;
+  for (int t = 0; t < 128; t++)
+    for (int i = 0; i < c->nd * per; i++) {
+      /* accumulator fragment: warp w holds rows 16w..16w+15; element i of
+       * lane l sits at row g (+8 for i%4 >= 2), column 8*(i/4) + 2*(l%4) + i%2 */
+      int w = t / 32, l = t % 32;
+      int row = 16 * w + l / 4 + ((i % 4) >= 2 ? 8 : 0), col = 8 * (i / 4) + 2 * (l % 4) + i % 2;
+      uint32_t rin = din[t * c->nd + i / per], rout = dout[t * c->nd + i / per];
+      uint32_t bin = per == 1 ? rin : (rin >> (16 * (i % 2))) & 0xffff;
+      uint32_t bout = per == 1 ? rout : (rout >> (16 * (i % 2))) & 0xffff;
+      long double want = c->scale_d ? value_of(c->dt, bin) : 0, mag = fabsl(want);
+      for (int k = 0; k < K; k++) {
+        long double p = (long double)value_of(c->t, A[row * K + k]) * value_of(c->t, B[k * N + col]);
+        if (c->neg_a)
+          p = -p;
+        want += p;
+        mag += fabsl(p);
+      }
+      double got = value_of(c->dt, bout);
+      double tol = ldexp((double)mag, c->dt == T_F16 ? -10 : -21);
+      if (!(fabs(got - (double)want) <= tol))
+        fail_msg("%s: D[%d][%d] = %.9g, want %.9Lg (tol %g)", c->kernel, row, col, got, want, tol);
+    }
+}
+
+static const wg_case wg_cases[] = {
+    /* 128B swizzle, both K-major, four k-steps inside the 128-byte rows */
+    {"wg_f16_n64_kk", 64, 16, 4, T_F16, T_F32, 32, 0, 0, 1,
+     {0, 128, 16, 1024, 0, 32}, {0, 128, 16, 1024, 8192, 32}},
+    /* both MN-major: A 64B swizzle in two 64-byte blocks, B 128B */
+    {"wg_f16_n64_mm", 64, 16, 2, T_F16, T_F32, 32, 0, 0, 0,
+     {1, 64, 1024, 512, 0, 2048}, {1, 128, 16, 1024, 4096, 2048}},
+    /* no swizzle: A K-major, B N-major */
+    {"wg_bf16_n16_km", 16, 16, 2, T_BF16, T_F32, 8, 0, 0, 1,
+     {0, 0, 128, 256, 0, 2048}, {1, 0, 256, 128, 4096, 512}},
+    /* N = 256 (128 accumulators): A 32B swizzle, B 64B swizzle */
+    {"wg_f16_n256_kk", 256, 16, 2, T_F16, T_F32, 128, 0, 0, 1,
+     {0, 32, 16, 256, 0, 2048}, {0, 64, 16, 512, 4096, 32}},
+    /* f16 accumulators, imm-scale-a = -1 */
+    {"wg_f16acc_n32", 32, 16, 1, T_F16, T_F16, 8, 0, 1, 1,
+     {0, 128, 16, 1024, 0, 0}, {0, 0, 128, 256, 8192, 0}},
+    /* tf32 (K-major only), N = 24 */
+    {"wg_tf32_n24", 24, 8, 3, T_TF32, T_F32, 12, 0, 0, 1,
+     {0, 32, 16, 256, 0, 2048}, {0, 128, 16, 1024, 6144, 32}},
+    /* A from registers, scale-d false */
+    {"wg_f16_n8_ra", 8, 16, 1, T_F16, T_F32, 4, 1, 0, 0,
+     {0, 0, 0, 0, 0, 0}, {0, 0, 128, 256, 0, 0}},
+};
+
+static void test_wgmma(void **state) {
+  (void)state;
+  env e;
+  env_open(&e, "mma/mma_sm90.ptx");
+  for (size_t i = 0; i < sizeof wg_cases / sizeof wg_cases[0]; i++)
+    for (int rep = 0; rep < 2; rep++)
+      run_wgmma(&e, &wg_cases[i]);
+  env_close(&e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_triton_sm80_f16),
@@ -541,6 +706,7 @@ int main(void) {
       cmocka_unit_test(test_ldmatrix),
       cmocka_unit_test(test_movmatrix),
       cmocka_unit_test(test_stmatrix),
+      cmocka_unit_test(test_wgmma),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
