@@ -698,6 +698,112 @@ static void test_wgmma(void **state) {
   env_close(&e);
 }
 
+/* ---- What the device refuses, and faults ----------------------------------- */
+
+static gpulease_status load_text(env *e, const char *body) {
+  char ptx[4096];
+  snprintf(ptx, sizeof ptx,
+           ".version 8.0\n.target sm_90a\n.address_size 64\n"
+           ".visible .entry k(.param .u64 p)\n{\n.reg .pred %%p<4>;\n.reg .b32 %%r<40>;\n"
+           ".reg .b64 %%rd<8>;\n.reg .f64 %%fd<8>;\n%s\nret;\n}\n",
+           body);
+  memset(e, 0, sizeof *e);
+  e->dev = gl_emu_device_new(REGION);
+  assert_non_null(e->dev);
+  e->next = GL_EMU_REGION_BASE;
+  return gl_emu_module_load(e->dev, ptx, strlen(ptx), &e->mod, e->err, sizeof e->err);
+}
+
+static void test_refused(void **state) {
+  (void)state;
+  static const struct {
+    const char *insn;
+    gpulease_status want;
+  } cases[] = {
+      /* valid PTX outside what the emulated device runs */
+      {"mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32 {%r0,%r1,%r2,%r3,%r4,%r5,%r6,%r7}, "
+       "{%r8,%r9}, {%r10,%r11}, {%r12,%r13,%r14,%r15,%r16,%r17,%r18,%r19};",
+       GPULEASE_UNSUPPORTED},
+      {"mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%r0,%r1,%r2,%r3}, "
+       "{%r4,%r5,%r6,%r7}, {%r8,%r9}, {%r10,%r11,%r12,%r13};",
+       GPULEASE_UNSUPPORTED},
+      {"ldmatrix.sync.aligned.m16n16.x1.trans.shared.b8 {%r0,%r1}, [%r2];", GPULEASE_UNSUPPORTED},
+      {"wmma.load.a.sync.aligned.row.m16n16k16.f16 {%r0,%r1,%r2,%r3,%r4,%r5,%r6,%r7}, [%rd0];",
+       GPULEASE_UNSUPPORTED},
+      {"wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%r0,%r1,%r2,%r3}, %rd0, %rd1, "
+       "%p0, 1, 1;",
+       GPULEASE_UNSUPPORTED},
+      /* malformed */
+      {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%r0,%r1,%r2}, {%r4,%r5,%r6,%r7}, "
+       "{%r8,%r9}, {%r10,%r11,%r12,%r13};",
+       GPULEASE_LOAD_FAILED},
+      {"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r0,%r1}, [%r2];", GPULEASE_LOAD_FAILED},
+      {"wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%r0,%r1,%r2,%r3}, %rd0, %rd1, "
+       "%p0, 1, 1, 0, 2;",
+       GPULEASE_LOAD_FAILED},
+      /* accepted */
+      {"fence.proxy.async.shared::cta;\nwgmma.fence.sync.aligned;\n"
+       "wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 1;",
+       GPULEASE_OK},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    env e;
+    gpulease_status st = load_text(&e, cases[i].insn);
+    if (st != cases[i].want)
+      fail_msg("'%s': status %d, want %d (%s)", cases[i].insn, st, cases[i].want, e.err);
+    if (st == GPULEASE_OK)
+      gl_emu_module_unload(e.dev, e.mod);
+    gl_emu_device_free(e.dev);
+  }
+}
+
+/* A .sync.aligned matrix instruction reached by part of the warp (a
+ * branch, or a guard false in some lanes) fails the launch. */
+static void test_not_converged(void **state) {
+  (void)state;
+  static const char *const bodies[] = {
+      "mov.u32 %r30, %tid.x;\nsetp.lt.u32 %p1, %r30, 16;\n@!%p1 bra DONE;\n"
+      "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%r1,%r2,%r3,%r4}, {%r5,%r6}, {%r7}, "
+      "{%r8,%r9,%r10,%r11};\nDONE:",
+      "mov.u32 %r30, %tid.x;\nsetp.lt.u32 %p1, %r30, 16;\n"
+      "@%p1 movmatrix.sync.aligned.m8n8.trans.b16 %r1, %r2;",
+  };
+  for (size_t i = 0; i < 2; i++) {
+    env e;
+    gpulease_status st = load_text(&e, bodies[i]);
+    if (st != GPULEASE_OK)
+      fail_msg("load: %s", e.err);
+    uint64_t zero = 0;
+    void *args[] = {&zero};
+    assert_int_equal(run(&e, "k", 1, 32, 0, args), GPULEASE_LAUNCH_FAILED);
+    assert_non_null(strstr(e.err, "CUDA_ERROR_ILLEGAL_INSTRUCTION"));
+    assert_non_null(strstr(e.err, "0x0000ffff"));
+    env_close(&e);
+  }
+}
+
+/* wgmma needs its whole warpgroup in the block; a descriptor must stay
+ * inside the block's shared memory. */
+static void test_wgmma_faults(void **state) {
+  (void)state;
+  env e;
+  env_open(&e, "mma/mma_sm90.ptx");
+  static uint32_t zeros[128 * 4];
+  uint64_t dz = dput(&e, zeros, sizeof zeros), dout = dput(&e, NULL, sizeof zeros);
+  uint64_t img = dput(&e, zeros, 256);
+  uint32_t img16 = 16, step = 0;
+  int32_t ks = 1, sd = 0;
+  uint64_t da = 0, db = (uint64_t)(128 >> 4) << 16 | (uint64_t)(256 >> 4) << 32;
+  void *args[] = {&img, &img16, &da, &db, &step, &step, &ks, &dz, &dout, &sd, &dz};
+  RUN_OK(&e, "wg_f16_n8_ra", 1, 128, 256, args);
+  assert_int_equal(run(&e, "wg_f16_n8_ra", 1, 64, 256, args), GPULEASE_LAUNCH_FAILED);
+  assert_non_null(strstr(e.err, "warpgroup"));
+  db |= 0x3000; /* start at 0x30000: past the 256 bytes */
+  assert_int_equal(run(&e, "wg_f16_n8_ra", 1, 128, 256, args), GPULEASE_LAUNCH_FAILED);
+  assert_non_null(strstr(e.err, "CUDA_ERROR_ILLEGAL_ADDRESS"));
+  env_close(&e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_triton_sm80_f16),
@@ -707,6 +813,9 @@ int main(void) {
       cmocka_unit_test(test_movmatrix),
       cmocka_unit_test(test_stmatrix),
       cmocka_unit_test(test_wgmma),
+      cmocka_unit_test(test_refused),
+      cmocka_unit_test(test_not_converged),
+      cmocka_unit_test(test_wgmma_faults),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
