@@ -621,14 +621,17 @@ static void run_wgmma(env *e, const wg_case *c) {
   img_bytes = (img_bytes + 15) & ~15u;
   for (int i = 0; i < 128 * c->nd; i++)
     din[i] = c->dt == T_F32 ? rand_f32() : (uint32_t)rand_f16() | (uint32_t)rand_f16() << 16;
-  if (c->a_regs) { /* each warp: the m16n8k16 A fragment of its 16 rows */
+  if (c->a_regs) { /* each warp: the m16n8k16 (tf32: m16n8k8) A fragment of its 16 rows */
     mma_case frag = {"", 16, 8, 16, T_F16, T_F16, T_F32, T_F32, 4, 2, 4, 4, 0};
+    if (c->t == T_TF32)
+      frag = (mma_case){"", 16, 8, 8, T_TF32, T_TF32, T_F32, T_F32, 4, 2, 4, 4, 0};
+    int per = c->t == T_TF32 ? 1 : 2;
     memset(areg, 0, sizeof areg);
     for (int t = 0; t < 128; t++)
-      for (int i = 0; i < 8; i++) {
+      for (int i = 0; i < 4 * per; i++) {
         int r, col;
         pos_a(&frag, t % 32, i, &r, &col);
-        areg[t * 4 + i / 2] |= (uint32_t)A[(16 * (t / 32) + r) * K + col] << (16 * (i % 2));
+        areg[t * 4 + i / per] |= (uint32_t)A[(16 * (t / 32) + r) * K + col] << (16 * (i % per));
       }
   }
   uint64_t dimg = dput(e, img, img_bytes), ddin = dput(e, din, 128 * 4 * (size_t)c->nd);
@@ -686,6 +689,12 @@ static const wg_case wg_cases[] = {
     /* A from registers, scale-d false */
     {"wg_f16_n8_ra", 8, 16, 1, T_F16, T_F32, 4, 1, 0, 0,
      {0, 0, 0, 0, 0, 0}, {0, 0, 128, 256, 0, 0}},
+    /* both MN-major with the 32B swizzle: A in four 32-byte blocks */
+    {"wg_bf16_n16_mm", 16, 16, 2, T_BF16, T_F32, 8, 0, 0, 1,
+     {1, 32, 512, 256, 0, 2048}, {1, 32, 16, 256, 4096, 512}},
+    /* tf32 with A from registers */
+    {"wg_tf32_n16_ra", 16, 8, 1, T_TF32, T_F32, 8, 1, 0, 1,
+     {0, 0, 0, 0, 0, 0}, {0, 64, 16, 512, 0, 0}},
 };
 
 static void test_wgmma(void **state) {

@@ -130,6 +130,8 @@ WGMMAS = [
     ("wg_f16acc_n32", "m64n32k16.f16.f16.f16", 8, False, 0, 0, -1),
     ("wg_tf32_n24", "m64n24k8.f32.tf32.tf32", 12, False, None, None, 1),
     ("wg_f16_n8_ra", "m64n8k16.f32.f16.f16", 4, True, None, 0, 1),
+    ("wg_bf16_n16_mm", "m64n16k16.f32.bf16.bf16", 8, False, 1, 1, 1),
+    ("wg_tf32_n16_ra", "m64n16k8.f32.tf32.tf32", 8, True, None, None, 1),
 ]
 
 
@@ -154,7 +156,7 @@ def wg_kernel(name, shape, nd, a_regs, ta, tb, sa):
     if a_regs:
         aop = regs(nd, 4)
         bop, pop = "%%%d" % (nd + 4), "%%%d" % (nd + 5)
-        imms = "%d, 1, %d" % (sa, tb)
+        imms = "%d, 1" % sa if tb is None else "%d, 1, %d" % (sa, tb)
         ins = ", ".join(['"r"(areg[t * 4 + %d])' % i for i in range(4)] + ['"l"(b)', '"r"(sd)'])
     else:
         aop, bop, pop = "%%%d" % nd, "%%%d" % (nd + 1), "%%%d" % (nd + 2)

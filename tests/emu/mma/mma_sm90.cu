@@ -238,3 +238,47 @@ extern "C" __global__ void wg_f16_n8_ra(const uint4 *img, unsigned img16, unsign
   for (int i = 0; i < 4; i++) dout[t * 4 + i] = D[i];
 }
 
+extern "C" __global__ void wg_bf16_n16_mm(const uint4 *img, unsigned img16, unsigned long long da,
+    unsigned long long db, unsigned astep, unsigned bstep, int ksteps, const unsigned *din,
+    unsigned *dout, int scale_d, const unsigned *areg) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  unsigned t = threadIdx.x;
+  for (unsigned i = t; i < img16; i += blockDim.x) ((uint4 *)smem)[i] = img[i];
+  __syncthreads();
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  unsigned base = (unsigned)__cvta_generic_to_shared(smem) >> 4;
+  unsigned D[8];
+  for (int i = 0; i < 8; i++) D[i] = din[t * 8 + i];
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+  for (int ks = 0; ks < ksteps; ks++) {
+    unsigned long long a = da + base + ks * astep, b = db + base + ks * bstep;
+    int sd = ks > 0 || scale_d;
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %10, 0; wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7}, %8, %9, p, 1, 1, 1, 1; }" : "+r"(D[0]), "+r"(D[1]), "+r"(D[2]), "+r"(D[3]), "+r"(D[4]), "+r"(D[5]), "+r"(D[6]), "+r"(D[7]) : "l"(a), "l"(b), "r"(sd));
+  }
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  for (int i = 0; i < 8; i++) dout[t * 8 + i] = D[i];
+}
+
+extern "C" __global__ void wg_tf32_n16_ra(const uint4 *img, unsigned img16, unsigned long long da,
+    unsigned long long db, unsigned astep, unsigned bstep, int ksteps, const unsigned *din,
+    unsigned *dout, int scale_d, const unsigned *areg) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  unsigned t = threadIdx.x;
+  for (unsigned i = t; i < img16; i += blockDim.x) ((uint4 *)smem)[i] = img[i];
+  __syncthreads();
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  unsigned base = (unsigned)__cvta_generic_to_shared(smem) >> 4;
+  unsigned D[8];
+  for (int i = 0; i < 8; i++) D[i] = din[t * 8 + i];
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+  for (int ks = 0; ks < ksteps; ks++) {
+    unsigned long long a = da + base + ks * astep, b = db + base + ks * bstep;
+    int sd = ks > 0 || scale_d;
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %13, 0; wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 {%0,%1,%2,%3,%4,%5,%6,%7}, {%8,%9,%10,%11}, %12, p, 1, 1; }" : "+r"(D[0]), "+r"(D[1]), "+r"(D[2]), "+r"(D[3]), "+r"(D[4]), "+r"(D[5]), "+r"(D[6]), "+r"(D[7]) : "r"(areg[t * 4 + 0]), "r"(areg[t * 4 + 1]), "r"(areg[t * 4 + 2]), "r"(areg[t * 4 + 3]), "l"(b), "r"(sd));
+  }
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  for (int i = 0; i < 8; i++) dout[t * 8 + i] = D[i];
+}
+
