@@ -136,7 +136,8 @@ static int exec_mma(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in) {
       unsigned row = g + 8 * ((i / ua) % mdup);
       unsigned col = t * ua + i % ua + 4 * ua * (i / (ua * mdup));
       A[row][col] = gl_emu__mma_elem(v, mi.atype);
-      IA[row][col] = (int64_t)A[row][col];
+      if (integer) /* s8/u8: exact */
+        IA[row][col] = (int64_t)A[row][col];
     }
     for (unsigned i = 0; i < eb; i++) {
       unsigned r, sh;
@@ -144,7 +145,8 @@ static int exec_mma(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in) {
       uint64_t v = (gl_emu__row(b, w, rb[r])[l] >> sh) & elem_mask(mi.btype);
       unsigned row = t * ub + i % ub + 4 * ub * (i / ub);
       B[row][g] = gl_emu__mma_elem(v, mi.btype);
-      IB[row][g] = (int64_t)B[row][g];
+      if (integer)
+        IB[row][g] = (int64_t)B[row][g];
     }
     for (unsigned i = 0; i < ec; i++) {
       unsigned r, sh;

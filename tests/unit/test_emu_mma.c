@@ -121,7 +121,7 @@ static uint16_t to_f16(double x) {
 }
 static double from_f16(uint16_t h) {
   int e = (h >> 10) & 31, man = h & 1023;
-  double v = e ? ldexp(1024 + man, e - 25) : ldexp(man, -24);
+  double v = e == 31 ? (man ? NAN : INFINITY) : e ? ldexp(1024 + man, e - 25) : ldexp(man, -24);
   return (h & 0x8000u) ? -v : v;
 }
 
@@ -426,8 +426,24 @@ static void run_mma(env *e, const mma_case *c, int big_c) {
     B[i] = rand_elem(c->bt);
   for (int i = 0; i < c->m * c->n; i++) {
     C[i] = rand_elem(c->ct == T_F16 ? T_F16 : c->ct);
-    if (big_c) /* near the s32 limits, so sums overflow */
+    if (big_c && c->dt == T_S32) /* near the s32 limits, so sums overflow */
       C[i] = (uint32_t)((i & 1) ? INT32_MIN + (int32_t)(rnd() % 1000) : INT32_MAX - (int32_t)(rnd() % 1000));
+  }
+  if (big_c && c->at == T_F16 && c->ct == T_F32) {
+    /* NaN and infinities: row 0 has a NaN input, row 1 inf * 0 in column
+     * 1, row 2 a -inf accumulator, row 3 inf + -inf in column 3 */
+    for (int i = 0; i < c->m * c->k; i++)
+      A[i] = 0x3c00; /* 1.0 */
+    for (int i = 0; i < c->k * c->n; i++)
+      B[i] = 0x3c00;
+    for (int i = 0; i < c->m * c->n; i++)
+      C[i] = 0;
+    A[0 * c->k + 3] = 0x7e00;
+    A[1 * c->k + 0] = 0x7c00;
+    B[0 * c->n + 1] = 0;
+    C[2 * c->n + 5] = 0xff800000u;
+    A[3 * c->k + 2] = 0x7c00;
+    C[3 * c->n + 3] = 0xff800000u;
   }
   uint64_t ra[32 * 4], rb[32 * 2], rc[32 * 4];
   pack(c, pos_a, c->at, c->na, A, c->k, ra);
@@ -483,6 +499,14 @@ static void run_mma(env *e, const mma_case *c, int big_c) {
         mag += fabsl(p);
       }
       double got = value_of(c->dt, bits);
+      if (isnan((double)want) || isinf((double)want)) {
+        /* a NaN result is the canonical NaN; infinities are exact */
+        uint64_t canon = c->dt == T_F16 ? 0x7fff : c->dt == T_F32 ? 0x7fffffff : bits;
+        if (isnan((double)want) ? bits != canon || !isnan(got) : got != (double)want)
+          fail_msg("%s: D[%d][%d] = %g (0x%llx), want %Lg", c->kernel, r, col, got,
+                   (unsigned long long)bits, want);
+        continue;
+      }
       /* the stated tolerance: a few ulps of the largest terms */
       double tol = c->dt == T_F64 ? ldexp((double)mag, -50)
                    : c->dt == T_F16 ? ldexp((double)mag, -10) : ldexp((double)mag, -21);
@@ -514,8 +538,9 @@ static void test_mma(void **state) {
   for (size_t i = 0; i < sizeof mma_cases / sizeof mma_cases[0]; i++) {
     for (int rep = 0; rep < 4; rep++)
       run_mma(&e, &mma_cases[i], 0);
-    if (mma_cases[i].dt == T_S32) /* wrap-around, or saturation with .satfinite */
-      run_mma(&e, &mma_cases[i], 1);
+    /* s32: wrap-around, or saturation with .satfinite; f16 in, f32 out:
+     * NaN and infinities */
+    run_mma(&e, &mma_cases[i], 1);
   }
   env_close(&e);
 }
