@@ -67,6 +67,17 @@ static inline void gl_mma_info_get(const gl_ptx_insn *in, gl_mma_info *mi) {
   memcpy((uint8_t *)mi + 8, &in->dst[1].imm, 8);
 }
 
+/* An opcode this header's encoding covers. */
+static inline int gl_mma_is_matrix_op(unsigned op) {
+  return op == GL_PTX_OP_MMA || op == GL_PTX_OP_WGMMA || op == GL_PTX_OP_LDMATRIX ||
+         op == GL_PTX_OP_STMATRIX || op == GL_PTX_OP_MOVMATRIX;
+}
+
+/* Instructions from `in` to the one after it and its carriers. */
+static inline unsigned gl_mma_next(const gl_ptx_insn *in) {
+  return 1u + (in->op == GL_PTX_OP_MMA || in->op == GL_PTX_OP_WGMMA ? in->mode : 0u);
+}
+
 /* Bits of one element of type t in a register (tf32: a 32-bit slot). */
 static inline unsigned gl_mma_type_bits(unsigned t) {
   switch (t) {
