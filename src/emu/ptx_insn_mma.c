@@ -11,7 +11,7 @@
  *   stmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}{.shared{::cta}}.b16
  *   movmatrix.sync.aligned.m8n8.trans.b16
  *   mma.sync.aligned.SHAPE.row.col{.satfinite}.D.A.B.C with
- *     m16n8k16, m16n8k8: f32|f16 . f16 . f16 . f32|f16, f32.bf16.bf16.f32
+ *     m16n8k16, m16n8k8: f32.f16.f16.f32, f16.f16.f16.f16, f32.bf16.bf16.f32
  *     m16n8k8, m16n8k4:  f32.tf32.tf32.f32
  *     m8n8k4:            f64.f64.f64.f64
  *     m16n8k32, m16n8k16, m8n8k16: s32.{s8,u8}.{s8,u8}.s32
@@ -353,9 +353,8 @@ static void decode_mma(mctx *c, gl_ptx_insn *in) {
   unsigned d = t[0], a = t[1], b = t[2], cc = t[3];
   int ok = 0;
   if (m == 16 && n == 8 && (k == 16 || k == 8)) {
-    if (a == GL_MMA_T_F16 && b == a && (d == GL_MMA_T_F32 || d == GL_MMA_T_F16) &&
-        (cc == GL_MMA_T_F32 || cc == GL_MMA_T_F16))
-      ok = 1;
+    if (a == GL_MMA_T_F16 && b == a && (d == GL_MMA_T_F32 || d == GL_MMA_T_F16) && cc == d)
+      ok = 1; /* ptxas: C and D of one type */
     if (a == GL_MMA_T_BF16 && b == a && d == GL_MMA_T_F32 && cc == GL_MMA_T_F32) ok = 1;
   }
   if (m == 16 && n == 8 && (k == 8 || k == 4) && a == GL_MMA_T_TF32 && b == a &&

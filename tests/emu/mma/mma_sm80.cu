@@ -138,16 +138,6 @@ extern "C" __global__ void mma_f16_1688_f32(const unsigned *a, const unsigned *b
   for (int i = 0; i < 4; i++) d[l * 4 + i] = D[i];
 }
 
-extern "C" __global__ void mma_f16_1688_mix(const unsigned *a, const unsigned *b, const unsigned *c, unsigned *d) {
-  unsigned l = threadIdx.x;
-  unsigned A[2], B[1], C[2], D[4];
-  for (int i = 0; i < 2; i++) A[i] = a[l * 2 + i];
-  for (int i = 0; i < 1; i++) B[i] = b[l * 1 + i];
-  for (int i = 0; i < 2; i++) C[i] = c[l * 2 + i];
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f16 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%8};" : "=r"(D[0]), "=r"(D[1]), "=r"(D[2]), "=r"(D[3]) : "r"(A[0]), "r"(A[1]), "r"(B[0]), "r"(C[0]), "r"(C[1]));
-  for (int i = 0; i < 4; i++) d[l * 4 + i] = D[i];
-}
-
 extern "C" __global__ void mma_bf16_16816(const unsigned *a, const unsigned *b, const unsigned *c, unsigned *d) {
   unsigned l = threadIdx.x;
   unsigned A[4], B[2], C[4], D[4];
