@@ -931,6 +931,157 @@ static void test_wgmma_faults(void **state) {
   env_close(&e);
 }
 
+/* ---- Against recorded GPU results (tests/emu/mma/gpu) ---------------------- */
+
+/* The recording programs' generator, calls in the order their host
+ * compiler made them. */
+static uint32_t gpu_lcg;
+static uint32_t glcg(void) {
+  gpu_lcg = gpu_lcg * 1664525u + 1013904223u;
+  return gpu_lcg >> 8;
+}
+static uint32_t g_h(int lo, int n) {
+  uint32_t a = glcg(), b = glcg();
+  return (a & 0x83ffu) | ((uint32_t)(lo + (int)(b % (uint32_t)n)) << 10);
+}
+static uint32_t g_f(int lo, int n) {
+  uint32_t a = glcg(), b = glcg();
+  return (a & 0x807fffffu) | ((uint32_t)(lo + (int)(b % (uint32_t)n)) << 23);
+}
+static uint32_t g_bf(void) {
+  uint32_t a = glcg(), b = glcg();
+  return (a & 0x807fu) | ((117u + b % 20u) << 7);
+}
+
+static void *read_bin(const char *rel, size_t want) {
+  size_t len = 0;
+  char *b = read_file(rel, &len);
+  if (len != want)
+    fail_msg("%s: %zu bytes, want %zu", rel, len, want);
+  return b;
+}
+
+static float f32v(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* Compares emulated results with a GPU's: identical, or within tol_units
+ * * 2^-24 of the magnitude sum (|c| + sum |a*b|, from a run on the
+ * inputs' absolute values). Returns the worst difference in those units. */
+static double compare_gpu(const char *what, const uint32_t *emu, const uint32_t *gpu,
+                          const uint32_t *mag, size_t n, double tol_units, size_t *same) {
+  double worst = 0;
+  *same = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (emu[i] == gpu[i]) {
+      (*same)++;
+      continue;
+    }
+    double d = fabs((double)f32v(emu[i]) - f32v(gpu[i])) / f32v(mag[i]) / ldexp(1, -24);
+    if (!(d <= tol_units))
+      fail_msg("%s: result %zu = %.9g, the GPU's %.9g (magnitude %g): %.2f x 2^-24", what, i,
+               (double)f32v(emu[i]), (double)f32v(gpu[i]), (double)f32v(mag[i]), d);
+    if (d > worst)
+      worst = d;
+  }
+  return worst;
+}
+
+/* mma.sync f16, tf32, bf16 (acc.cu): 64 blocks x 32 lanes x 3 fragments of
+ * 4 results, as an H200 computed them. */
+static void test_gpu_mma(void **state) {
+  (void)state;
+  enum { B = 64, NIN = B * 32 * 30, NOUT = B * 32 * 12 };
+  env e;
+  env_open(&e, "mma/gpu/acc.ptx");
+  static uint32_t in[NIN], emu[NOUT], mag[NOUT];
+  uint32_t *gpu = read_bin("mma/gpu/acc_h200.bin", sizeof emu);
+  gpu_lcg = 7;
+  for (int i = 0; i < NIN; i++) {
+    int j = i % 30;
+    if (j < 6) {
+      uint32_t lo = g_h(5, 21);
+      in[i] = lo | g_h(5, 21) << 16;
+    } else if (j >= 20 && j < 26) {
+      uint32_t lo = g_bf();
+      in[i] = lo | g_bf() << 16;
+    } else {
+      in[i] = j >= 10 && j < 16 ? g_f(117, 20) : g_f(100, 50);
+    }
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    static uint32_t ab[NIN];
+    for (int i = 0; i < NIN; i++) {
+      int j = i % 30;
+      ab[i] = pass == 0 ? in[i] : (j < 6 || (j >= 20 && j < 26)) ? in[i] & 0x7fff7fffu : in[i] & 0x7fffffffu;
+    }
+    uint64_t da = dput(&e, ab, sizeof ab), dd = dput(&e, NULL, sizeof emu);
+    void *args[] = {&da, &dd};
+    RUN_OK(&e, "k", B, 32, 0, args);
+    dget(&e, dd, pass == 0 ? emu : mag, sizeof emu);
+  }
+  static const char *const names[3] = {"f16 m16n8k16", "tf32 m16n8k8", "bf16 m16n8k16"};
+  for (int t = 0; t < 3; t++) {
+    static uint32_t ge[NOUT / 3], gg[NOUT / 3], gm[NOUT / 3];
+    size_t n = 0, same;
+    for (size_t i = 0; i < NOUT; i++)
+      if ((i % 12) / 4 == (size_t)t) {
+        ge[n] = emu[i];
+        gg[n] = gpu[i];
+        gm[n++] = mag[i];
+      }
+    double worst = compare_gpu(names[t], ge, gg, gm, n, 8.0, &same);
+    print_message("%s: %zu of %zu results bit-identical to the H200, worst %.2f x 2^-24 of "
+                  "sum|terms|\n", names[t], same, n, worst);
+    assert_true(same > n / 8); /* the same rounding most of the time */
+  }
+  free(gpu);
+  env_close(&e);
+}
+
+/* wgmma m64n64k16 f16 (wg.cu): one random image under eight descriptor
+ * layouts, as an H200 computed them. */
+static void test_gpu_wgmma(void **state) {
+  (void)state;
+  env e;
+  env_open(&e, "mma/gpu/wg.ptx");
+  static uint16_t img[8192], aimg[8192];
+  static uint32_t emu[4096], mag[4096];
+  uint32_t *gpu = read_bin("mma/gpu/wg_h200.bin", 8 * sizeof emu);
+  gpu_lcg = 9;
+  for (int i = 0; i < 8192; i++) {
+    img[i] = (uint16_t)g_h(5, 21);
+    aimg[i] = img[i] & 0x7fff;
+  }
+  static const int C[8][4] = {{0, 16, 1024, 1}, {0, 128, 256, 0}, {0, 16, 256, 3},
+                              {0, 16, 512, 2},  {1, 16, 1024, 1}, {1, 1024, 512, 2},
+                              {1, 512, 256, 3}, {1, 1024, 128, 0}};
+  static const char *const sw[4] = {"none", "128B", "64B", "32B"};
+  for (int k = 0; k < 8; k++) {
+    const char *kn = C[k][0] ? "_Z1wILi1ELi1EEvPK5uint4mmPf" : "_Z1wILi0ELi0EEvPK5uint4mmPf";
+    for (int pass = 0; pass < 2; pass++) {
+      uint64_t dg = dput(&e, pass ? aimg : img, sizeof img), dout = dput(&e, NULL, sizeof emu);
+      uint64_t da = (uint64_t)(C[k][1] / 16) << 16 | (uint64_t)(C[k][2] / 16) << 32 |
+                    (uint64_t)C[k][3] << 62;
+      uint64_t db = da | 8192 / 16;
+      void *args[] = {&dg, &da, &db, &dout};
+      RUN_OK(&e, kn, 1, 128, 16384, args);
+      dget(&e, dout, pass ? mag : emu, sizeof emu);
+    }
+    char what[64];
+    snprintf(what, sizeof what, "%s-major %s", C[k][0] ? "MN" : "K", sw[C[k][3]]);
+    size_t same;
+    double worst = compare_gpu(what, emu, gpu + k * 4096, mag, 4096, 8.0, &same);
+    print_message("wgmma %s: %zu of 4096 bit-identical to the H200, worst %.2f x 2^-24\n", what,
+                  same, worst);
+    assert_true(same > 4096 / 8);
+  }
+  free(gpu);
+  env_close(&e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_triton_sm80_f16),
@@ -945,6 +1096,8 @@ int main(void) {
       cmocka_unit_test(test_refused),
       cmocka_unit_test(test_not_converged),
       cmocka_unit_test(test_wgmma_faults),
+      cmocka_unit_test(test_gpu_mma),
+      cmocka_unit_test(test_gpu_wgmma),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
