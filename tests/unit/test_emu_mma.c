@@ -1082,6 +1082,127 @@ static void test_gpu_wgmma(void **state) {
   env_close(&e);
 }
 
+/* movmatrix and stmatrix (lay.cu): bit-identical to the H200. */
+static void test_gpu_layout(void **state) {
+  (void)state;
+  enum { B = 64, N = B * 160 };
+  env e;
+  env_open(&e, "mma/gpu/lay.ptx");
+  static uint32_t in[N], o[B * 32];
+  static uint16_t m[B * 512];
+  uint8_t *gpu = read_bin("mma/gpu/lay_h200.bin", sizeof o + sizeof m);
+  gpu_lcg = 5;
+  for (int i = 0; i < N; i++) {
+    in[i] = glcg();
+    in[i] ^= glcg() << 16;
+  }
+  uint64_t da = dput(&e, in, sizeof in), dout = dput(&e, NULL, sizeof o),
+           dm = dput(&e, NULL, sizeof m);
+  void *args[] = {&da, &dout, &dm};
+  RUN_OK(&e, "_Z1kPKjPjPt", B, 32, 0, args);
+  dget(&e, dout, o, sizeof o);
+  dget(&e, dm, m, sizeof m);
+  for (int i = 0; i < B * 32; i++) {
+    uint32_t g;
+    memcpy(&g, gpu + 4 * i, 4);
+    if (o[i] != g)
+      fail_msg("movmatrix: block %d lane %d = 0x%08x, the H200's 0x%08x", i / 32, i % 32, o[i], g);
+  }
+  for (int i = 0; i < B * 512; i++) {
+    uint16_t g;
+    memcpy(&g, gpu + sizeof o + 2 * i, 2);
+    if (m[i] != g)
+      fail_msg("stmatrix%s: block %d half %d = 0x%04x, the H200's 0x%04x",
+               (i % 512) >= 256 ? ".trans" : "", i / 512, i % 512, m[i], g);
+  }
+  free(gpu);
+  env_close(&e);
+}
+
+static uint32_t ari_h(void) {
+  uint32_t m = glcg() & 0x83ffu;
+  return m | (8u + glcg() % 10u) << 10;
+}
+
+/* u8*s8 .satfinite, f16 accumulators, f64 (ari.cu) against the H200. */
+static void test_gpu_arith(void **state) {
+  (void)state;
+  enum { B = 64, N = B * 32 * 18, P = B * 32 * 4 };
+  env e;
+  env_open(&e, "mma/gpu/ari.ptx");
+  static uint32_t in[N], o[B * 32 * 6];
+  static double f[P], q[B * 32 * 2];
+  uint8_t *gpu = read_bin("mma/gpu/ari_h200.bin", sizeof o + sizeof q);
+  gpu_lcg = 3;
+  for (int i = 0; i < N; i++) {
+    int j = i % 18;
+    uint32_t u = glcg();
+    if (j < 6) {
+      u ^= glcg() << 16;
+    } else if (j < 10) {
+      u = (u & 1) ? 0x7fffffffu - u % 65536 : u % 2001 - 1000;
+    } else {
+      u = ari_h();
+      u |= ari_h() << 16;
+    }
+    in[i] = u;
+  }
+  for (int i = 0; i < P; i++)
+    f[i] = ((int)(glcg() % 2000001) - 1000000) / 977.0;
+  uint64_t da = dput(&e, in, sizeof in), df = dput(&e, f, sizeof f),
+           dout = dput(&e, NULL, sizeof o), dq = dput(&e, NULL, sizeof q);
+  void *args[] = {&da, &df, &dout, &dq};
+  RUN_OK(&e, "_Z1kPKjPKdPjPd", B, 32, 0, args);
+  dget(&e, dout, o, sizeof o);
+  dget(&e, dq, q, sizeof q);
+  int sat = 0, f16_same = 0, f16_n = 0, f64_same = 0;
+  double f16_worst = 0, f64_worst = 0;
+  for (int t = 0; t < B * 32; t++) {
+    for (int r = 0; r < 6; r++) {
+      uint32_t g;
+      memcpy(&g, gpu + 4 * (t * 6 + r), 4);
+      if (r < 4) { /* integer: exact */
+        if (o[t * 6 + r] != g)
+          fail_msg("u8*s8 satfinite: thread %d reg %d = %d, the H200's %d", t, r,
+                   (int32_t)o[t * 6 + r], (int32_t)g);
+        sat += g == 0x7fffffffu;
+        continue;
+      }
+      for (int h = 0; h < 2; h++, f16_n++) {
+        uint16_t a = (uint16_t)(o[t * 6 + r] >> (16 * h)), b = (uint16_t)(g >> (16 * h));
+        if (a == b) {
+          f16_same++;
+          continue;
+        }
+        double d = fabs(from_f16(a) - from_f16(b)) / ldexp(1, ilogb(fabs(from_f16(b))) - 10);
+        if (d > f16_worst)
+          f16_worst = d;
+      }
+    }
+    for (int r = 0; r < 2; r++) {
+      double g;
+      memcpy(&g, gpu + sizeof o + 8 * (t * 2 + r), 8);
+      if (q[t * 2 + r] == g) {
+        f64_same++;
+        continue;
+      }
+      double d = fabs(q[t * 2 + r] - g) / ldexp(1, ilogb(fabs(g)) - 52);
+      if (d > f64_worst)
+        f64_worst = d;
+    }
+  }
+  print_message("u8*s8 .satfinite: all %d identical (%d saturated); f16 accumulators: %d of %d "
+                "identical, worst %.1f ulp; f64: %d of %d identical, worst %.1f ulp\n",
+                B * 32 * 4, sat, f16_same, f16_n, f16_worst, f64_same, B * 32 * 2, f64_worst);
+  /* on these inputs the H200 rounds every f16 and f64 result as the
+   * emulator does */
+  assert_true(sat > 0);
+  assert_int_equal(f16_same, f16_n);
+  assert_int_equal(f64_same, B * 32 * 2);
+  free(gpu);
+  env_close(&e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_triton_sm80_f16),
@@ -1098,6 +1219,8 @@ int main(void) {
       cmocka_unit_test(test_wgmma_faults),
       cmocka_unit_test(test_gpu_mma),
       cmocka_unit_test(test_gpu_wgmma),
+      cmocka_unit_test(test_gpu_layout),
+      cmocka_unit_test(test_gpu_arith),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,7 @@
 // test_emu_mma.c regenerates the inputs with the same generator, runs
 // acc.ptx on the emulated device and compares. Made with
 //   nvcc -gencode arch=compute_90a,code=sm_90a -o acc acc.cu && ./acc acc.bin
+//   (acc_h200.bin: the first 64 * 32 * 12 output words of acc.bin)
 //   nvcc --ptx -arch=sm_80 -o acc.ptx acc.cu
 #include <cstdio>
 #include <cstdint>

@@ -4,6 +4,7 @@
 // test_emu_mma.c regenerates the image, runs wg.ptx on the emulated device
 // and compares. Made with
 //   nvcc -gencode arch=compute_90a,code=sm_90a -o wg wg.cu && ./wg wg.bin
+//   (wg_h200.bin: wg.bin after its 16384-byte image)
 //   nvcc --ptx -gencode arch=compute_90a,code=compute_90a -o wg.ptx wg.cu
 #include <cstdint>
 #include <cstdio>
