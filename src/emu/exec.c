@@ -36,6 +36,7 @@
 
 #include "common/util.h"
 #include "emu/exec_internal.h"
+#include "emu/mma.h"
 
 #define WARP_SLICE 20000u     /* warp instructions before the next warp runs */
 #define CHECK_EVERY 8192u     /* warp instructions between deadline checks */
@@ -341,7 +342,7 @@ static void warp_force_switch(gl_emu_warp *w) {
 
 static inline int is_warp_sync(unsigned op) {
   return op == GL_PTX_OP_SHFL || op == GL_PTX_OP_VOTE || op == GL_PTX_OP_MATCH ||
-         op == GL_PTX_OP_ACTIVEMASK;
+         op == GL_PTX_OP_ACTIVEMASK || gl_mma_is_matrix_op(op);
 }
 
 /* ---- Calls -------------------------------------------------------------- */
@@ -637,6 +638,16 @@ static int warp_run(gl_emu_block *b, gl_emu_warp *w, uint32_t budget, uint32_t *
     case GL_PTX_OP_MEMBAR:
     case GL_PTX_OP_PREFETCH:
       move_group(w, w->pc + 1);
+      break;
+    case GL_PTX_OP_MMA:
+    case GL_PTX_OP_WGMMA:
+    case GL_PTX_OP_LDMATRIX:
+    case GL_PTX_OP_STMATRIX:
+    case GL_PTX_OP_MOVMATRIX:
+      /* mma/wgmma: skip the register-list carriers that follow (mma.h) */
+      if (m && (rc = gl_emu__exec_matrix(b, w, in, m)))
+        goto out;
+      move_group(w, w->pc + gl_mma_next(in));
       break;
     default:
       rc = fail_illegal(b, in, "unknown opcode");

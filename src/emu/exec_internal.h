@@ -233,6 +233,12 @@ int gl_emu__exec_st(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint
 int gl_emu__exec_atom(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
 int gl_emu__exec_cvta(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
 int gl_emu__exec_mapa(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
+/* Host pointer for `size` bytes at `addr` in `space` (gl_ptx_space) for
+ * lane `lane`, checked as ld/st check it (bounds, alignment to size, a
+ * store to read-only memory when write); NULL after gl_emu__fail. */
+uint8_t *gl_emu__mem_ptr(gl_emu_block *b, gl_emu_warp *w, unsigned lane,
+                         const gl_ptx_insn *in, unsigned space, uint64_t addr, uint64_t size,
+                         int write);
 /* Host pointer for `size` bytes at local offset off of lane l, or NULL
  * after gl_emu__fail (line for the message). */
 uint8_t *gl_emu__local_ptr(gl_emu_block *b, gl_emu_warp *w, unsigned lane, uint64_t off,
@@ -253,6 +259,12 @@ void gl_emu__bar_recheck(gl_emu_block *b);
  * group to the next instruction, as for bar). */
 int gl_emu__exec_barcluster(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in,
                             uint32_t m);
+
+/* ---- exec_mma.c, exec_wgmma.c ------------------------------------------ */
+
+/* mma, wgmma.mma_async, ldmatrix, stmatrix, movmatrix (mma.h) for the
+ * lanes m, which must be the warp's 32 lanes. 0, or -1 after gl_emu__fail. */
+int gl_emu__exec_matrix(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
 
 /* Writes the group's PC back to lane_pc[] and clears the group. */
 static inline void gl_emu__warp_flush(gl_emu_warp *w) {

@@ -1057,6 +1057,8 @@ void gl_ptx_parse_insn(gl_ptx_parser *p) {
   }
   c->mn = t;
   in->line = t.line;
+  if (gl_ptx_parse_mma(p, in, &t))
+    return;
   split_mnemonic(c);
   in->op = c->def->op;
   if (c->def->kind == K_CALL) {

@@ -238,6 +238,12 @@ uint64_t gl_ptx_literal_value(gl_ptx_parser *p, const gl_ptx_token *t, int negat
  * (ptx_insn.c) and appends it to the module. */
 void gl_ptx_parse_insn(gl_ptx_parser *p);
 
+/* The matrix instructions (ptx_insn_mma.c): when mnemonic token mn is
+ * mma, wgmma, ldmatrix, stmatrix, movmatrix or fence.proxy.async, parses
+ * its operands up to ';', fills *in and appends it (with its register list
+ * carriers, mma.h) and returns 1; returns 0 for any other mnemonic. */
+int gl_ptx_parse_mma(gl_ptx_parser *p, gl_ptx_insn *in, const gl_ptx_token *mn);
+
 /* Appends *in to the module (checks the instruction limit). */
 void gl_ptx_push_insn(gl_ptx_parser *p, const gl_ptx_insn *in);
 

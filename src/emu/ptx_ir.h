@@ -164,6 +164,11 @@ typedef enum gl_ptx_op {
   GL_PTX_OP_BARCLUSTER, /* barrier.cluster.arrive / .wait (mode) */
   GL_PTX_OP_MAPA,     /* mapa{.shared::cluster}.u32/.u64 d, a, rank */
   GL_PTX_OP_GETCTARANK, /* getctarank{.shared::cluster}.u32/.u64 d, a */
+  /* matrix instructions: operands as mma.h describes */
+  GL_PTX_OP_MMA,       /* mma.sync.aligned */
+  GL_PTX_OP_WGMMA,     /* wgmma.mma_async.sync.aligned */
+  GL_PTX_OP_LDMATRIX, GL_PTX_OP_STMATRIX, GL_PTX_OP_MOVMATRIX,
+  GL_PTX_OP_RLIST,     /* register list carrier of an mma/wgmma: never run */
   GL_PTX_OP_COUNT
 } gl_ptx_op;
 
