@@ -154,6 +154,11 @@ static inline __attribute__((always_inline)) uint8_t *xlat(gl_emu_block *b, gl_e
   return host + off;
 }
 
+uint8_t *gl_emu__generic_ptr(gl_emu_block *b, gl_emu_warp *w, unsigned lane,
+                             const gl_ptx_insn *in, uint64_t addr, uint64_t size) {
+  return xlat(b, w, lane, in, GL_PTX_SPACE_GENERIC, addr, size, 0);
+}
+
 uint8_t *gl_emu__local_ptr(gl_emu_block *b, gl_emu_warp *w, unsigned lane, uint64_t off,
                            uint64_t size, uint32_t line) {
   uint64_t limit = b->L->local_bytes;

@@ -1,0 +1,5 @@
+# Kernel output: device-side printf and assert on the emulated device
+# (src/emu/kprintf.c), with nvcc-compiled kernels in tests/emu/kprint/.
+gl_add_test(test_emu_kprintf SOURCES ${CMAKE_CURRENT_LIST_DIR}/unit/test_emu_kprintf.c LIBS gl_emu
+            LABELS emu)
+target_compile_definitions(test_emu_kprintf PRIVATE GL_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
