@@ -3,3 +3,8 @@
 gl_add_test(test_emu_kprintf SOURCES ${CMAKE_CURRENT_LIST_DIR}/unit/test_emu_kprintf.c LIBS gl_emu
             LABELS emu)
 target_compile_definitions(test_emu_kprintf PRIVATE GL_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+
+# End to end: daemon on the emulated device and the CLI.
+add_test(NAME test_kprint_cli
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_kprint.sh ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR})
+set_tests_properties(test_kprint_cli PROPERTIES TIMEOUT 120 LABELS daemon)

@@ -207,6 +207,50 @@ GPULEASE_API gpulease_status gpulease_client_connect(const gpulease_connect_opti
 GPULEASE_API void gpulease_client_close(gpulease_client *client);
 
 /* ------------------------------------------------------------------------
+ * Kernel output (device-side printf and assert; docs/protocol.md "Kernel
+ * output")
+ * ---------------------------------------------------------------------- */
+
+/* Flags of a gpulease_kernel_output_fn call. */
+#define GPULEASE_KOUT_TRUNCATED 0x1u /* `dropped` bytes were lost: the lease
+                                        keeps at most 64 KiB pending */
+#define GPULEASE_KOUT_DISCARDED 0x2u /* the lease is of class shared: its
+                                        worker serves other leases too, so
+                                        its kernels' output is not captured
+                                        (it is thrown away, never shown to
+                                        another lease) */
+
+/* Receives what a lease's kernels printed (CUDA printf) since the last
+ * delivery, in the order they printed it.
+ *   user: as given to gpulease_client_set_kernel_output.
+ *   lease_id: the lease whose kernels printed.
+ *   text: len bytes, not NUL-terminated, as the kernels wrote them (not
+ *     necessarily UTF-8, not necessarily ending in a newline); borrowed for
+ *     the call only. len is 0 when only flags have news.
+ *   dropped: bytes lost over the lease's bound (64 KiB pending) since the
+ *     last delivery; flags has GPULEASE_KOUT_TRUNCATED exactly when it is
+ *     not 0.
+ *   flags: GPULEASE_KOUT_*.
+ * Called on the thread that called gpulease_submit, before that returns,
+ * and only when there is something to say (text, dropped bytes, or
+ * DISCARDED). The text of a failed device-side assert is not delivered
+ * here: it is in the error message of the submit's LAUNCH_FAILED. */
+typedef void (*gpulease_kernel_output_fn)(void *user, uint64_t lease_id, const char *text,
+                                          size_t len, uint64_t dropped, uint32_t flags);
+
+/* Asks for the kernels' printf output of every later gpulease_submit on
+ * this client (GPU_SUBMIT with flags bit 3, docs/protocol.md), handed to
+ * fn(user, ...); fn NULL stops asking (the daemon then keeps a lease's
+ * output pending, at most 64 KiB, until a submit asks for it). Without a
+ * callback nothing is asked and nothing changes on the wire. A daemon that
+ * predates kernel output refuses the flag as MALFORMED: the library then
+ * sends the submit again without it and stops asking on this client.
+ * client: borrowed; fn and user are kept until replaced. Not thread-safe
+ * against submits running on the same client. */
+GPULEASE_API void gpulease_client_set_kernel_output(gpulease_client *client,
+                                                    gpulease_kernel_output_fn fn, void *user);
+
+/* ------------------------------------------------------------------------
  * Inventory (GET_INVENTORY, docs/protocol.md)
  * ---------------------------------------------------------------------- */
 

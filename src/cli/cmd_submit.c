@@ -133,6 +133,7 @@ int cmd_submit(gl_cli *cli) {
     free(input);
     return EXIT_FAILED;
   }
+  cli_kernel_output_on(c);
   gpulease_error err;
   rc = EXIT_OK;
   if (oneshot) {

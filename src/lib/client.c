@@ -646,11 +646,27 @@ gpulease_status gpulease_submit(gpulease_client *client, const gpulease_lease *l
   s->input = d->input;
   s->input_len = (uint32_t)d->input_size;
 
+  bool want_kout = client && client->kout_fn && !client->kout_refused;
+  if (want_kout) s->flags |= GL_SUBMIT_F_KOUT;
   gl_response resp;
   uint8_t *raw;
   gpulease_status st = gl_lib_exchange(client, &req, &resp, &raw, err);
+  if (st == GPULEASE_MALFORMED && want_kout) {
+    /* A daemon older than kernel output refuses flags bit 3 (the request
+     * never ran): again without it, and not asked on this client again. */
+    client->kout_refused = true;
+    want_kout = false;
+    s->flags &= (uint8_t)~GL_SUBMIT_F_KOUT;
+    st = gl_lib_exchange(client, &req, &resp, &raw, err);
+  }
   gl_buf_free(&params);
   if (st != GPULEASE_OK) return st;
+  if (want_kout && resp.u.submit.has_kout) {
+    const gl_kout *k = &resp.u.submit.kout;
+    if (k->len || k->dropped || k->flags)
+      client->kout_fn(client->kout_user, lease->id, (const char *)k->text, k->len, k->dropped,
+                      k->flags);
+  }
   memset(result, 0, sizeof *result);
   result->gpu_time_ns = resp.u.submit.gpu_time_ns;
   result->output_size = resp.u.submit.output_len;
@@ -664,6 +680,13 @@ gpulease_status gpulease_submit(gpulease_client *client, const gpulease_lease *l
   memcpy(result->output, resp.u.submit.output, result->output_size);
   free(raw);
   return GPULEASE_OK;
+}
+
+void gpulease_client_set_kernel_output(gpulease_client *client, gpulease_kernel_output_fn fn,
+                                       void *user) {
+  if (!client) return;
+  client->kout_fn = fn;
+  client->kout_user = user;
 }
 
 void gpulease_submit_result_release(gpulease_submit_result *result) {

@@ -44,6 +44,11 @@ struct gpulease_client {
   unsigned nstripe, stripes_max;
   int stripe_state;
   uint64_t stripe_min;
+  /* Kernel output (gpulease_client_set_kernel_output): the callback, and
+   * whether the daemon refused to carry output (an older one). */
+  gpulease_kernel_output_fn kout_fn;
+  void *kout_user;
+  bool kout_refused;
 };
 
 /* Sends AUTHENTICATE with c's bearer token on q (a fresh connection),

@@ -422,7 +422,8 @@ typedef struct gl_submit_req {
 #define GL_SUBMIT_F_PARAMS 0x01      /* the param list is used */
 #define GL_SUBMIT_F_COOPERATIVE 0x02 /* a cooperative launch (grid-wide sync) */
 #define GL_SUBMIT_F_CLUSTER 0x04     /* cluster dimensions follow shared_mem_bytes */
-#define GL_SUBMIT_F_ALL 0x07
+#define GL_SUBMIT_F_KOUT 0x08        /* the OK result carries the kernel output */
+#define GL_SUBMIT_F_ALL 0x0F
 
 /* One decoded kernel parameter (see gl_param_next). */
 typedef struct gl_param {
@@ -747,10 +748,27 @@ typedef struct gl_lease_info {
   uint8_t lease_class; /* gpulease_lease_class */
 } gl_lease_info;
 
+/* Kernel output (printf text) of a lease, as GPU_SUBMIT's result carries
+ * it (docs/protocol.md, "Kernel output"): u8 flags, u64 dropped, u32 len,
+ * len bytes. */
+typedef struct gl_kout {
+  uint8_t flags;       /* GL_KOUT_F_* */
+  uint64_t dropped;    /* bytes dropped over the lease's bound since the last delivery */
+  const uint8_t *text; /* borrowed; len bytes, not NUL-terminated */
+  uint32_t len;        /* at most GL_KOUT_MAX */
+} gl_kout;
+
+#define GL_KOUT_F_TRUNCATED 0x01 /* bytes were dropped: exactly when dropped > 0 */
+#define GL_KOUT_F_DISCARDED 0x02 /* the lease shares its worker: output is not captured */
+#define GL_KOUT_F_ALL 0x03
+#define GL_KOUT_MAX 65536u       /* bytes of kernel output a lease keeps pending */
+
 typedef struct gl_submit_resp {
   uint64_t gpu_time_ns;
   const uint8_t *output; /* borrowed */
   uint32_t output_len;
+  bool has_kout;         /* the request had GL_SUBMIT_F_KOUT: kout follows output */
+  gl_kout kout;
 } gl_submit_resp;
 
 typedef struct gl_probe_gpu {
