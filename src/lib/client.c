@@ -250,8 +250,16 @@ gpulease_status gl_lib_send_write(gl_qclient *q, const gl_request *req, uint64_t
 
 gpulease_status gl_lib_decode_reply(uint16_t op, const uint8_t *raw, size_t len,
                                     gl_response *resp, gpulease_error *err) {
+  gl_request only_op = {.op = op};
+  return gl_lib_decode_reply_for(&only_op, raw, len, resp, err);
+}
+
+gpulease_status gl_lib_decode_reply_for(const gl_request *req, const uint8_t *raw, size_t len,
+                                        gl_response *resp, gpulease_error *err) {
+  uint16_t op = req->op;
   char derr[256];
-  if (gl_response_decode(raw, len, MAX_RESPONSE_BYTES, resp, derr, sizeof derr) != GPULEASE_OK)
+  if (gl_response_decode_for(req, raw, len, MAX_RESPONSE_BYTES, resp, derr, sizeof derr) !=
+      GPULEASE_OK)
     return gl_lib_set_err(err, GPULEASE_PROTOCOL_ERROR, "%s: bad reply from the daemon: %s",
                           gl_op_name(op), derr);
   if (resp->op != op && resp->status == GPULEASE_OK)
@@ -283,7 +291,7 @@ gpulease_status gl_lib_exchange(gpulease_client *c, const gl_request *req, gl_re
   gl_buf_free(&b);
   if (rc != GL_QC_OK)
     return gl_lib_set_err(err, gl_lib_map_qc(rc), "%s: %s", gl_op_name(req->op), why);
-  st = gl_lib_decode_reply(req->op, *raw, len, resp, err);
+  st = gl_lib_decode_reply_for(req, *raw, len, resp, err);
   if (st != GPULEASE_OK) {
     free(*raw);
     *raw = NULL;

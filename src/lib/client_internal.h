@@ -110,6 +110,10 @@ gpulease_status gl_lib_encode(const gl_request *req, gl_buf *b, gpulease_error *
  * message in err. The caller frees raw in every case. */
 gpulease_status gl_lib_decode_reply(uint16_t op, const uint8_t *raw, size_t len,
                                     gl_response *resp, gpulease_error *err);
+/* The same for the reply to req (borrowed): a result whose layout depends
+ * on the request (GPU_SUBMIT's kernel output) decoded as req asked. */
+gpulease_status gl_lib_decode_reply_for(const gl_request *req, const uint8_t *raw, size_t len,
+                                        gl_response *resp, gpulease_error *err);
 
 /* Sends a MEM_WRITE encoded straight into a warm buffer of q, which takes
  * it as it is (gl_qclient_buf, gl_qclient_send_take): one copy of the

@@ -940,6 +940,15 @@ gpulease_status gl_request_decode_ref(const uint8_t *msg, size_t len, size_t max
 gpulease_status gl_response_decode(const uint8_t *msg, size_t len, size_t max_body,
                                    gl_response *out, char *err, size_t errlen);
 
+/* gl_response_decode for the reply to req (borrowed), whose result layout
+ * can depend on the request: GPU_SUBMIT with GL_SUBMIT_F_KOUT has the
+ * kernel output block after its output (gl_submit_resp.has_kout set), and
+ * its absence is MALFORMED; plain gl_response_decode takes a GPU_SUBMIT
+ * result without it. req NULL: as gl_response_decode. */
+gpulease_status gl_response_decode_for(const gl_request *req, const uint8_t *msg, size_t len,
+                                       size_t max_body, gl_response *out, char *err,
+                                       size_t errlen);
+
 /* ---- encode ------------------------------------------------------------- */
 
 /* Appends a whole request message for req to out. Fields are validated the

@@ -167,16 +167,13 @@ void gl_wire__kout_put(gl_buf *b, const gl_kout *k) {
   gl_wire__put_bytes(b, k->text, k->len);
 }
 
-/* The kernel output follows when the request asked for it (flags bit 3);
- * the response alone shows it by the bytes after the output. */
+/* The kernel output follows when the request asked for it (flags bit 3):
+ * gl_response_decode_for sets has_kout from the request before this runs. */
 static void submit_result_decode(gl_wire__rd *r, gl_response *out) {
   out->u.submit.gpu_time_ns = gl_wire__rd_u64(r, "gpu_time_ns");
   out->u.submit.output_len = gl_wire__rd_u32(r, "output_len");
   out->u.submit.output = gl_wire__rd_take(r, out->u.submit.output_len, "output");
-  if (gl_wire__rd_ok(r) && r->pos < r->len) {
-    out->u.submit.has_kout = true;
-    gl_wire__kout_decode(r, &out->u.submit.kout);
-  }
+  if (out->u.submit.has_kout) gl_wire__kout_decode(r, &out->u.submit.kout);
 }
 
 static bool submit_result_valid(const gl_response *resp) {
