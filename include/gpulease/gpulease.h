@@ -243,8 +243,9 @@ typedef void (*gpulease_kernel_output_fn)(void *user, uint64_t lease_id, const c
  * fn(user, ...); fn NULL stops asking (the daemon then keeps a lease's
  * output pending, at most 64 KiB, until a submit asks for it). Without a
  * callback nothing is asked and nothing changes on the wire. A daemon that
- * predates kernel output refuses the flag as MALFORMED: the library then
- * sends the submit again without it and stops asking on this client.
+ * predates kernel output refuses the flag (INVALID_ARGUMENT, "flags 0x..
+ * has unknown bits 0x08") before running anything: the library then sends
+ * the submit again without it and stops asking on this client.
  * client: borrowed; fn and user are kept until replaced. Not thread-safe
  * against submits running on the same client. */
 GPULEASE_API void gpulease_client_set_kernel_output(gpulease_client *client,

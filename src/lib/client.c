@@ -658,14 +658,18 @@ gpulease_status gpulease_submit(gpulease_client *client, const gpulease_lease *l
   if (want_kout) s->flags |= GL_SUBMIT_F_KOUT;
   gl_response resp;
   uint8_t *raw;
-  gpulease_status st = gl_lib_exchange(client, &req, &resp, &raw, err);
-  if (st == GPULEASE_MALFORMED && want_kout) {
-    /* A daemon older than kernel output refuses flags bit 3 (the request
-     * never ran): again without it, and not asked on this client again. */
+  gpulease_error first;
+  gpulease_status st = gl_lib_exchange(client, &req, &resp, &raw, want_kout ? &first : err);
+  if (want_kout && st == GPULEASE_INVALID_ARGUMENT && strstr(first.message, "has unknown bits 0x08")) {
+    /* A daemon older than kernel output refuses flags bit 3 as it decodes
+     * the request (which never ran): again without it, and not asked on
+     * this client again. */
     client->kout_refused = true;
     want_kout = false;
     s->flags &= (uint8_t)~GL_SUBMIT_F_KOUT;
     st = gl_lib_exchange(client, &req, &resp, &raw, err);
+  } else if (want_kout && err) {
+    *err = first;
   }
   gl_buf_free(&params);
   if (st != GPULEASE_OK) return st;
