@@ -231,15 +231,16 @@ GPULEASE_API void gpulease_client_close(gpulease_client *client);
  *     last delivery; flags has GPULEASE_KOUT_TRUNCATED exactly when it is
  *     not 0.
  *   flags: GPULEASE_KOUT_*.
- * Called on the thread that called gpulease_submit, before that returns,
- * and only when there is something to say (text, dropped bytes, or
- * DISCARDED). The text of a failed device-side assert is not delivered
+ * Called on the thread that called gpulease_submit, gpulease_session_sync
+ * or gpulease_session_kernel_output, before that returns, and only when
+ * there is something to say (text, dropped bytes, or DISCARDED). The text of a failed device-side assert is not delivered
  * here: it is in the error message of the submit's LAUNCH_FAILED. */
 typedef void (*gpulease_kernel_output_fn)(void *user, uint64_t lease_id, const char *text,
                                           size_t len, uint64_t dropped, uint32_t flags);
 
-/* Asks for the kernels' printf output of every later gpulease_submit on
- * this client (GPU_SUBMIT with flags bit 3, docs/protocol.md), handed to
+/* Asks for the kernels' printf output of every later gpulease_submit
+ * (GPU_SUBMIT with flags bit 3, docs/protocol.md) and gpulease_session_sync
+ * (a KERNEL_OUTPUT after the SYNC) on this client, handed to
  * fn(user, ...); fn NULL stops asking (the daemon then keeps a lease's
  * output pending, at most 64 KiB, until a submit asks for it). Without a
  * callback nothing is asked and nothing changes on the wire. A daemon that
@@ -711,6 +712,20 @@ GPULEASE_API gpulease_status gpulease_session_sync(gpulease_session *session,
 GPULEASE_API gpulease_status gpulease_session_acknowledge(gpulease_session *session,
                                                           uint64_t failed_seq,
                                                           gpulease_error *err);
+
+/* Fetches the lease's pending kernel output now (KERNEL_OUTPUT,
+ * docs/protocol.md): waits for the session's earlier ops, as sync does,
+ * and hands what their kernels printed (and anything else the lease's
+ * kernels printed since the last delivery) to the client's
+ * gpulease_client_set_kernel_output callback, on this thread, before it
+ * returns. Does nothing without a callback. gpulease_session_sync does the
+ * same after its SYNC whenever a callback is set, so a caller that syncs
+ * needs this only to see output sooner. A daemon that predates kernel
+ * output answers UNSUPPORTED: the call returns OK, and the client stops
+ * asking. Errors: the lease's (NOT_FOUND, UNAUTHORIZED, LEASE_EXPIRED),
+ * the session's (NOT_FOUND after close), connection errors. */
+GPULEASE_API gpulease_status gpulease_session_kernel_output(gpulease_session *session,
+                                                            gpulease_error *err);
 
 /* Sends the session's pipelined ops that the library still holds (see
  * gpulease_session_set_batch) without waiting for them. Every call that

@@ -264,6 +264,7 @@ enum gl_op {
   GL_OP_SESSION_OPEN = 0x0301,
   GL_OP_SESSION_CLOSE = 0x0302,
   GL_OP_SYNC = 0x0303,
+  GL_OP_KERNEL_OUTPUT = 0x0304,
   GL_OP_MEM_ALLOC = 0x0311,
   GL_OP_MEM_FREE = 0x0312,
   GL_OP_MEM_WRITE = 0x0313,
@@ -896,6 +897,7 @@ typedef struct gl_response {
     gl_worker_lost_resp worker_lost; /* WORKER_LOST */
     gl_batch_resp batch;      /* BATCH */
     gl_sync_resp sync;        /* SYNC */
+    gl_kout kout;             /* KERNEL_OUTPUT */
     gl_mem_read_resp mem_read; /* MEM_READ */
     gl_module_load_resp module_load; /* MODULE_LOAD */
     gl_func_info_resp func_info; /* FUNC_INFO */

@@ -1954,6 +1954,52 @@ static void test_resp_submit_kout(void **state) {
   gl_buf_free(&b);
 }
 
+/* KERNEL_OUTPUT (0x0304): a session_ref, and the kout block as result. */
+static void test_kernel_output_op(void **state) {
+  (void)state;
+  static gl_request req, rout;
+  memset(&req, 0, sizeof req);
+  req.op = GL_OP_KERNEL_OUTPUT;
+  req.u.session.auth.lease_id = 7;
+  req.u.session.session_id = 9;
+  req.u.session.seq = 0;
+  gl_buf b;
+  gl_buf_init(&b);
+  assert_status(gl_request_encode(&req, &b), GPULEASE_OK);
+  assert_int_equal(b.len, 12 + 64);
+  assert_int_equal(b.data[4], 0x03);
+  assert_int_equal(b.data[5], 0x04);
+  char err[256];
+  assert_status(gl_request_decode(b.data, b.len, MAX_BODY, &rout, NULL, err, sizeof err),
+                GPULEASE_OK);
+  assert_int_equal(rout.u.session.session_id, 9);
+  assert_ptr_equal(gl_request_session(&rout), &rout.u.session);
+  /* a byte more is refused */
+  uint8_t longer[12 + 65];
+  memcpy(longer, b.data, b.len);
+  longer[b.len] = 0;
+  longer[11] = 65;
+  assert_status(gl_request_decode(longer, sizeof longer, MAX_BODY, &rout, NULL, err, sizeof err),
+                GPULEASE_MALFORMED);
+  gl_buf_free(&b);
+  static gl_response resp, out;
+  memset(&resp, 0, sizeof resp);
+  resp.op = GL_OP_KERNEL_OUTPUT;
+  resp.u.kout.flags = GL_KOUT_F_DISCARDED;
+  resp_roundtrip(&resp, &out, 12 + 2 + 13);
+  assert_int_equal(out.u.kout.flags, GL_KOUT_F_DISCARDED);
+  assert_int_equal(out.u.kout.len, 0);
+  resp.u.kout.flags = 0;
+  resp.u.kout.text = (const uint8_t *)"ab\n";
+  resp.u.kout.len = 3;
+  resp_roundtrip(&resp, &out, 12 + 2 + 13 + 3);
+  assert_memory_equal(out.u.kout.text, "ab\n", 3);
+  resp.u.kout.dropped = 4; /* without the truncated flag */
+  gl_buf_init(&b);
+  assert_int_not_equal(gl_response_encode(&resp, &b), GPULEASE_OK);
+  gl_buf_free(&b);
+}
+
 static void test_resp_submit_and_worker(void **state) {
   (void)state;
   static gl_response resp, out;
@@ -2345,7 +2391,7 @@ static void test_status_names(void **state) {
       {GL_OP_MODULE_UNLOAD, "MODULE_UNLOAD"}, {GL_OP_FUNC_INFO, "FUNC_INFO"},
       {GL_OP_LAUNCH, "LAUNCH"},               {GL_OP_LAUNCH_EX, "LAUNCH_EX"},
       {GL_OP_BURST, "BURST"},                 {GL_OP_EVENT_RECORD, "EVENT_RECORD"},
-      {GL_OP_EVENT_ELAPSED, "EVENT_ELAPSED"},
+      {GL_OP_EVENT_ELAPSED, "EVENT_ELAPSED"}, {GL_OP_KERNEL_OUTPUT, "KERNEL_OUTPUT"},
   };
   for (size_t i = 0; i < sizeof ses / sizeof ses[0]; i++) {
     assert_string_equal(gl_op_name(ses[i].op), ses[i].name);
@@ -2356,7 +2402,7 @@ static void test_status_names(void **state) {
   assert_int_equal(ses[9].op, 0x0321);
   assert_int_equal(ses[12].op, 0x0331);
   const uint16_t not_ses[] = {0,      GL_OP_GET_INVENTORY, GL_OP_LEASE_FREE, GL_OP_GPU_SUBMIT,
-                              0x0300, 0x0304,              0x0319,           0x0330,
+                              0x0300, 0x0305,              0x0319,           0x0330,
                               0x0334, GL_OP_WORKER_INIT,   GL_OP_WORKER_PROBE};
   for (size_t i = 0; i < sizeof not_ses / sizeof not_ses[0]; i++) {
     assert_false(gl_op_is_session(not_ses[i]));
@@ -5044,6 +5090,7 @@ int main(void) {
       cmocka_unit_test(test_resp_lease_info),
       cmocka_unit_test(test_resp_submit_and_worker),
       cmocka_unit_test(test_resp_submit_kout),
+      cmocka_unit_test(test_kernel_output_op),
       cmocka_unit_test(test_resp_errors),
       cmocka_unit_test(test_encode_error_limits),
       cmocka_unit_test(test_buf_append_and_steal),
