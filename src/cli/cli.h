@@ -112,8 +112,9 @@ void cli_json_add_output(struct json_object *o, const uint8_t *p, size_t n, int 
 /* Connects with the global options; on failure reports and returns NULL. */
 gpulease_client *cli_connect(const gl_cli *cli);
 
-/* Prints the kernels' printf output of c's later submits on stderr, each
- * line prefixed "kernel: " (kout.c). */
+/* Prints the kernels' printf output of c's later submits and session
+ * syncs on stderr, each line prefixed "kernel: " (kout.c). cli_connect
+ * does it for every command. */
 void cli_kernel_output_on(gpulease_client *c);
 
 /* Reports a failed call: "gpulease: WHAT: STATUS: message" on stderr, or a

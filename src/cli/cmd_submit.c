@@ -133,7 +133,6 @@ int cmd_submit(gl_cli *cli) {
     free(input);
     return EXIT_FAILED;
   }
-  cli_kernel_output_on(c);
   gpulease_error err;
   rc = EXIT_OK;
   if (oneshot) {

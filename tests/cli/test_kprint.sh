@@ -88,7 +88,18 @@ if [ $rc = 1 ] && grep -qF "submit failed: LAUNCH_FAILED: " $err &&
 then ok "assert: LAUNCH_FAILED with the assertion text"
 else bad "assert: LAUNCH_FAILED with the assertion text (rc $rc)" $err; fi
 
-# 6. none of it in the daemon's log (debug level)
+# 6. a session through the CLI: the lines come with the launch or the sync
+alloc se --vram 1M || true
+L="--lease $se_id --secret $se_secret"
+cli session open $L > $out 2> $err; sid=$(awk '{print $1; exit}' $out)
+cli module load --session "$sid" --binary "$ptx" $L > $out 2> $err; mod=$(awk '{print $1; exit}' $out)
+cli launch --session "$sid" --module "$mod" --kernel lines --arg i32:2 $L > $out 2> $dir/err1
+cli session sync "$sid" $L > $out 2> $dir/err2
+cat $dir/err1 $dir/err2 > $err
+if [ "$(grep -c '^kernel: line 000000[01] ..$' $err)" = 2 ]; then ok "session via the CLI: kernel lines once"
+else bad "session via the CLI: kernel lines once (session $sid, module $mod)" $err; fi
+
+# 7. none of it in the daemon's log (debug level)
 if grep -q 'hello from thread\|line 0000000\|checking [0-9]' "$dir/daemon.log"; then
   bad "kernel text absent from the daemon's log" "$dir/daemon.log"
 else ok "kernel text absent from the daemon's log"; fi
