@@ -12,6 +12,19 @@
 #include "common/log.h"
 #include "proto/wire.h"
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GL_KOUT_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(GL_KOUT_ASAN)
+#define GL_KOUT_ASAN 1
+#endif
+#ifdef GL_KOUT_ASAN
+/* The sanitizers' reports stay on the log's stream, not the pipe. */
+void __sanitizer_set_report_fd(void *fd);
+#endif
+
 /* ---- a lease's pending output ------------------------------------------- */
 
 void gl_kout_buf_init(gl_kout_buf *b) {
@@ -119,6 +132,9 @@ int gl_kout_capture_start(char *err, size_t errlen) {
   fflush(stdout);
   fflush(stderr);
   gl_log_set_stream(log); /* the worker's own log: the daemon's stderr, as before */
+#ifdef GL_KOUT_ASAN
+  __sanitizer_set_report_fd((void *)(intptr_t)log_fd);
+#endif
   if (dup2(fds[1], STDOUT_FILENO) < 0 || dup2(fds[1], STDERR_FILENO) < 0) {
     gl_log_set_stream(NULL);
     snprintf(err, errlen, "dup2: %s", strerror(errno));
