@@ -14,7 +14,7 @@
 // Every case of kprint_cases.h, once.
 extern "C" __global__ void formats(int i, unsigned u, long long ll, unsigned long long ull,
                                    double d, float f, char c, short h, const char *s, void *p,
-                                   int w, int pr) {
+                                   int w, int pr, double n) {
   printf("plain text, no arguments\n");
   KP_CASES(KP_CALL)
 }

@@ -2,7 +2,8 @@
 // which formats each with the host's snprintf and compares the kernel's
 // text. Variables: i (int), u (unsigned), ll (long long), ull (unsigned
 // long long), d (double), f (float), c (char), h (short), s (a string),
-// p (a pointer), w (a width), pr (a precision).
+// p (a pointer), w (a width), pr (a precision), n (a NaN of the caller's
+// bits: a NaN's sign is the compiler's choice in 0.0 / 0.0).
 #define KP_CASES(X)                                                                   \
   X("ints: %d %i %u %o %x %X\n", i, i, u, u, u, u)                                    \
   X("flags: [%5d] [%-5d] [%05d] [%+d] [% d] [%#o] [%#x] [%#X]\n", i, i, i, i, i, u, u, u) \
@@ -16,7 +17,7 @@
   X("general: %g %G %.3g %10g %#g %g %g\n", d, d, d, d, d, 1e-10, 1e20)              \
   X("hex float: %a %A %.2a\n", d, d, d)                                               \
   X("float promoted: %f %e %g\n", f, f, f)                                            \
-  X("special: %f %e %g %F %E %G\n", 1.0 / 0.0, -1.0 / 0.0, 0.0 / 0.0, 1.0 / 0.0, -1.0 / 0.0, 0.0 / 0.0) \
+  X("special: %f %e %g %F %E %G\n", 1.0 / 0.0, -1.0 / 0.0, n, 1.0 / 0.0, -1.0 / 0.0, n) \
   X("strings: [%s] [%10s] [%-10s] [%.3s] [%s]\n", s, s, s, s, "literal")              \
   X("pointer: %p\n", p)                                                               \
   X("star: [%*d] [%-*d] [%.*f] [%*.*e] [%*d]\n", w, i, w, i, pr, d, w, pr, d, -w, i)  \
