@@ -156,7 +156,7 @@ static void test_formats(void **state) {
   check_formats(42, 3054198966u, -1234567890123ll, 18446744073709551615ull, 3.14159265358979,
                 2.5f, 'Z', (short)-321, "hello", 7, 3);
   check_formats(0, 0, 0, 0, 0.0, 0.0f, ' ', 0, "", 0, 0);
-  check_formats(-2147483647 - 1, 1u, 9223372036854775807ll, 1ull << 63, -1.5e-300,
+  check_formats(-2147483647, 1u, 9223372036854775807ll, 1ull << 63, -1.5e-300,
                 -3.4028235e38f, '\t', (short)32767, "a longer string, past widths", 30, 12);
   check_formats(123456, 0xdeadbeefu, 77, 0x0123456789abcdefull, 6.02214076e23, 1e-7f, '%',
                 (short)-32768, "%d %s", -4, -1);
