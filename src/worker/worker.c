@@ -561,8 +561,9 @@ static gpulease_status check_args(gl_wk *w, void *fn, const gl_submit_req *req,
  * success *output (malloc'd, may be NULL for 0 bytes) and *gpu_time_ns. */
 static gpulease_status run_submit(gl_wk *w, const gl_submit_req *req, uint8_t **output,
                                   uint64_t *gpu_time_ns) {
-  gpulease_status st = gl_submit_check(req, w->vram_bytes, GL_WORKER_MAX_OUTPUT, w->err,
-                                       GL_WK_ERR_MAX);
+  uint64_t kout_room = req->flags & GL_SUBMIT_F_KOUT ? GL_KOUT_MAX + 13 : 0;
+  gpulease_status st = gl_submit_check(req, w->vram_bytes, GL_WORKER_MAX_OUTPUT - kout_room,
+                                       w->err, GL_WK_ERR_MAX);
   if (st != GPULEASE_OK) return st;
 
   gpulease_image_format fmt;
