@@ -13,3 +13,7 @@ set_tests_properties(test_kprint_cli PROPERTIES TIMEOUT 120 LABELS daemon)
 gl_add_test(test_e2e_kprint SOURCES e2e/test_e2e_kprint.c e2e/daemon_harness.c
   LIBS gpulease_static gl_common Threads::Threads TIMEOUT 120 LABELS emu)
 add_dependencies(test_e2e_kprint gpuleased gpulease_cli)
+
+# The worker's capture of fd 1 and 2 (src/worker/kout.c), in a child process.
+gl_add_test(test_worker_kout SOURCES ${CMAKE_CURRENT_LIST_DIR}/unit/test_worker_kout.c
+            LIBS gl_worker LABELS gpu)
