@@ -49,6 +49,7 @@ struct gpulease_client {
   gpulease_kernel_output_fn kout_fn;
   void *kout_user;
   bool kout_refused;
+  bool kout_known; /* a KERNEL_OUTPUT was answered: the daemon has it */
 };
 
 /* Sends AUTHENTICATE with c's bearer token on q (a fresh connection),

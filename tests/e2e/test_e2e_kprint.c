@@ -130,6 +130,16 @@ static void test_kernel_output(void **state) {
   memset(&ss, 0, sizeof ss);
   CHECK(gpulease_session_sync(s, NULL, E));
   assert_int_equal(ss.calls, 0);
+  /* a sync once the daemon is known to answer KERNEL_OUTPUT (it then goes
+   * right behind the SYNC): the same text, in order, once */
+  CHECK(gpulease_launch(s, fn, grid, block, 0, &arg, 1, E));
+  CHECK(gpulease_launch(s, fn, grid, block, 0, &arg, 1, E));
+  CHECK(gpulease_session_sync(s, NULL, E));
+  assert_int_equal(ss.calls, 1);
+  assert_string_equal(ss.text, "hello from thread 0 of block 0\nhello from thread 1 of block 0\n"
+                               "hello from thread 0 of block 1\nhello from thread 1 of block 1\n"
+                               "hello from thread 0 of block 0\nhello from thread 1 of block 0\n"
+                               "hello from thread 0 of block 1\nhello from thread 1 of block 1\n");
   CHECK(gpulease_session_close(s, E));
   /* lease b saw none of a's */
   assert_null(strstr(sb.text, "hello"));
