@@ -207,6 +207,52 @@ GPULEASE_API gpulease_status gpulease_client_connect(const gpulease_connect_opti
 GPULEASE_API void gpulease_client_close(gpulease_client *client);
 
 /* ------------------------------------------------------------------------
+ * Kernel output (device-side printf and assert; docs/protocol.md "Kernel
+ * output")
+ * ---------------------------------------------------------------------- */
+
+/* Flags of a gpulease_kernel_output_fn call. */
+#define GPULEASE_KOUT_TRUNCATED 0x1u /* `dropped` bytes were lost: the lease
+                                        keeps at most 64 KiB pending */
+#define GPULEASE_KOUT_DISCARDED 0x2u /* the lease is of class shared: its
+                                        worker serves other leases too, so
+                                        its kernels' output is not captured
+                                        (it is thrown away, never shown to
+                                        another lease) */
+
+/* Receives what a lease's kernels printed (CUDA printf) since the last
+ * delivery, in the order they printed it.
+ *   user: as given to gpulease_client_set_kernel_output.
+ *   lease_id: the lease whose kernels printed.
+ *   text: len bytes, not NUL-terminated, as the kernels wrote them (not
+ *     necessarily UTF-8, not necessarily ending in a newline); borrowed for
+ *     the call only. len is 0 when only flags have news.
+ *   dropped: bytes lost over the lease's bound (64 KiB pending) since the
+ *     last delivery; flags has GPULEASE_KOUT_TRUNCATED exactly when it is
+ *     not 0.
+ *   flags: GPULEASE_KOUT_*.
+ * Called on the thread that called gpulease_submit, gpulease_session_sync
+ * or gpulease_session_kernel_output, before that returns, and only when
+ * there is something to say (text, dropped bytes, or DISCARDED). The text of a failed device-side assert is not delivered
+ * here: it is in the error message of the submit's LAUNCH_FAILED. */
+typedef void (*gpulease_kernel_output_fn)(void *user, uint64_t lease_id, const char *text,
+                                          size_t len, uint64_t dropped, uint32_t flags);
+
+/* Asks for the kernels' printf output of every later gpulease_submit
+ * (GPU_SUBMIT with flags bit 3, docs/protocol.md) and gpulease_session_sync
+ * (a KERNEL_OUTPUT after the SYNC) on this client, handed to
+ * fn(user, ...); fn NULL stops asking (the daemon then keeps a lease's
+ * output pending, at most 64 KiB, until a submit asks for it). Without a
+ * callback nothing is asked and nothing changes on the wire. A daemon that
+ * predates kernel output refuses the flag (INVALID_ARGUMENT, "flags 0x..
+ * has unknown bits 0x08") before running anything: the library then sends
+ * the submit again without it and stops asking on this client.
+ * client: borrowed; fn and user are kept until replaced. Not thread-safe
+ * against submits running on the same client. */
+GPULEASE_API void gpulease_client_set_kernel_output(gpulease_client *client,
+                                                    gpulease_kernel_output_fn fn, void *user);
+
+/* ------------------------------------------------------------------------
  * Inventory (GET_INVENTORY, docs/protocol.md)
  * ---------------------------------------------------------------------- */
 
@@ -675,6 +721,20 @@ GPULEASE_API gpulease_status gpulease_session_sync(gpulease_session *session,
 GPULEASE_API gpulease_status gpulease_session_acknowledge(gpulease_session *session,
                                                           uint64_t failed_seq,
                                                           gpulease_error *err);
+
+/* Fetches the lease's pending kernel output now (KERNEL_OUTPUT,
+ * docs/protocol.md): waits for the session's earlier ops, as sync does,
+ * and hands what their kernels printed (and anything else the lease's
+ * kernels printed since the last delivery) to the client's
+ * gpulease_client_set_kernel_output callback, on this thread, before it
+ * returns. Does nothing without a callback. gpulease_session_sync does the
+ * same after its SYNC whenever a callback is set, so a caller that syncs
+ * needs this only to see output sooner. A daemon that predates kernel
+ * output answers UNSUPPORTED: the call returns OK, and the client stops
+ * asking. Errors: the lease's (NOT_FOUND, UNAUTHORIZED, LEASE_EXPIRED),
+ * the session's (NOT_FOUND after close), connection errors. */
+GPULEASE_API gpulease_status gpulease_session_kernel_output(gpulease_session *session,
+                                                            gpulease_error *err);
 
 /* Sends the session's pipelined ops that the library still holds (see
  * gpulease_session_set_batch) without waiting for them. Every call that

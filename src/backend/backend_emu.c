@@ -84,6 +84,7 @@ typedef struct emu_backend {
   pthread_mutex_t pending_mu; /* pending */
   gl_emu_module **pending;    /* unloads deferred while launches ran */
   size_t npending, cap_pending;
+  size_t out_limit;           /* kernel output a launch may leave (set_limits' printf FIFO) */
 } emu_backend;
 
 static emu_backend *as_emu(gl_backend *b) { return (emu_backend *)b; }
@@ -170,6 +171,7 @@ static gpulease_status open_region(emu_backend *e, uint32_t ordinal, uint64_t by
                           "device", bytes);
     return GPULEASE_CAPACITY_EXCEEDED;
   }
+  if (e->out_limit) gl_emu_device_set_output_limit(e->dev, e->out_limit);
   e->region_bytes = bytes;
   *region_base = GL_EMU_REGION_BASE;
   snprintf(device_name, name_len, "%s", GL_EMU_NAME);
@@ -470,6 +472,37 @@ static gpulease_status emu_read(gl_backend *b, uint64_t offset, void *dst, size_
 
 /* ---- launches ------------------------------------------------------------------ */
 
+/* Kernel output: what the launch printed goes to the process's stdout once
+ * it has finished, as the CUDA driver prints a kernel's printf text when
+ * the host synchronizes (the worker captures it: worker/kout.h). Text over
+ * the device's limit (the printf FIFO's size) is dropped, as a full FIFO
+ * drops it on a GPU. */
+static void emit_output(emu_backend *e) {
+  size_t len;
+  char *text = gl_emu_device_take_output(e->dev, &len, NULL);
+  if (!text) return;
+  flockfile(stdout);
+  fwrite(text, 1, len, stdout);
+  fflush(stdout);
+  funlockfile(stdout);
+  free(text);
+}
+
+/* The printf FIFO's size bounds the output a launch leaves; the emulated
+ * device has no malloc heap to size. */
+static gpulease_status emu_set_limits(gl_backend *b, uint64_t printf_fifo_bytes,
+                                      uint64_t malloc_heap_bytes, char *err, size_t errlen) {
+  (void)malloc_heap_bytes;
+  (void)err;
+  (void)errlen;
+  emu_backend *e = as_emu(b);
+  if (printf_fifo_bytes) {
+    e->out_limit = (size_t)printf_fifo_bytes;
+    if (e->dev) gl_emu_device_set_output_limit(e->dev, e->out_limit);
+  }
+  return GPULEASE_OK;
+}
+
 /* Runs l to completion under the read side of mod_lock. A fault (LAUNCH_FAILED)
  * loses the context; bad launch settings (INVALID_ARGUMENT) do not. */
 static gpulease_status run_kernel(emu_backend *e, void *fn, const gl_launch *l, char *err,
@@ -484,6 +517,7 @@ static gpulease_status run_kernel(emu_backend *e, void *fn, const gl_launch *l, 
   pthread_rwlock_rdlock(&e->mod_lock);
   gpulease_status st = gl_emu_launch(e->dev, fn, &cfg, NULL, why, sizeof why);
   pthread_rwlock_unlock(&e->mod_lock);
+  emit_output(e);
   try_drain(e);
   if (st == GPULEASE_OK) return GPULEASE_OK;
   char msg[FAULT_BYTES];
@@ -681,6 +715,7 @@ static const gl_backend_ops k_emu_ops = {
     .probe = emu_probe,
     .init = emu_init,
     .reset = emu_reset,
+    .set_limits = emu_set_limits,
     .open_shared = emu_open_shared,
     .region_add = emu_region_add,
     .region_remove = emu_region_remove,

@@ -112,6 +112,11 @@ void cli_json_add_output(struct json_object *o, const uint8_t *p, size_t n, int 
 /* Connects with the global options; on failure reports and returns NULL. */
 gpulease_client *cli_connect(const gl_cli *cli);
 
+/* Prints the kernels' printf output of c's later submits and session
+ * syncs on stderr, each line prefixed "kernel: " (kout.c). cli_connect
+ * does it for every command. */
+void cli_kernel_output_on(gpulease_client *c);
+
 /* Reports a failed call: "gpulease: WHAT: STATUS: message" on stderr, or a
  * JSON error object on stdout with --json. Returns EXIT_FAILED. */
 int cli_fail(const gl_cli *cli, const char *what, const gpulease_error *err);

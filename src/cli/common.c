@@ -34,6 +34,7 @@ gpulease_client *cli_connect(const gl_cli *cli) {
     cli_fail(cli, "connect", &err);
     return NULL;
   }
+  cli_kernel_output_on(c); /* submit, session sync: "kernel: " lines on stderr */
   return c;
 }
 

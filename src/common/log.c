@@ -15,6 +15,9 @@
 static char g_program[32] = "gpulease";
 static _Atomic int g_level = GL_LOG_INFO;
 static bool g_journal; /* stderr is the journal: "<N>message" lines */
+static FILE *_Atomic g_stream; /* where lines go; NULL: stderr */
+
+void gl_log_set_stream(FILE *f) { atomic_store(&g_stream, f); }
 
 /* True when stderr is the stream systemd connected to the journal:
  * $JOURNAL_STREAM is "DEVICE:INODE" of that stream (systemd.exec(5)), and
@@ -78,5 +81,6 @@ void gl_log(enum gl_log_level level, const char *fmt, ...) {
     line[len] = '\n';
     line[len + 1] = 0;
   }
-  fputs(line, stderr);
+  FILE *out = atomic_load(&g_stream);
+  fputs(line, out ? out : stderr);
 }

@@ -9,6 +9,7 @@
 #define GL_COMMON_LOG_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 enum gl_log_level { GL_LOG_ERROR = 0, GL_LOG_WARN = 1, GL_LOG_INFO = 2, GL_LOG_DEBUG = 3 };
 
@@ -18,6 +19,11 @@ void gl_log_init(const char *program, enum gl_log_level level);
 
 /* Changes the most verbose level printed (a configuration reload).
  * Thread-safe. */
+/* Sends the log's lines to f instead of stderr (NULL: stderr again). The
+ * worker does so when its stderr captures kernel output (worker/kout.h).
+ * f must stay open while anything logs. */
+void gl_log_set_stream(FILE *f);
+
 void gl_log_set_level(enum gl_log_level level);
 
 /* True when gl_log_init found stderr to be the journal. */

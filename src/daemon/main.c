@@ -19,6 +19,7 @@
 #include "daemon/options.h"
 #include "daemon/reload.h"
 #include "worker/counters.h"
+#include "worker/kout.h"
 #include "worker/sandbox.h"
 #include "worker/worker.h"
 
@@ -54,6 +55,12 @@ static int worker_main(gl_options *o) {
       return 1;
     }
     if (jit_path[0]) jit_cache_dir = jit_path; /* maybe through a descriptor */
+  }
+  {
+    /* Kernel printf/assert text: captured per lease, never into the log. */
+    char why[256];
+    if (gl_kout_capture_start(why, sizeof why) != 0)
+      GL_WARN("worker: kernel output is not captured: %s", why);
   }
   if (o->visible[0]) GL_INFO("worker: bound to %s (CUDA_VISIBLE_DEVICES)", o->visible);
   gl_worker_set_jit_cache_dir(jit_cache_dir);

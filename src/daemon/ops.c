@@ -672,10 +672,13 @@ static void op_submit(gl_daemon *d, gl_dreq *req, const gl_request *r, const uin
   const gl_submit_req *s = &r->u.submit;
   gl_lease *l = gl_ops_auth(d, req, r, &s->auth);
   if (!l) return;
-  if (s->output_size > d->cfg.max_message_bytes - 4096) {
+  /* room for the kernel output block when it is asked for (flags bit 3) */
+  size_t kout_room = s->flags & GL_SUBMIT_F_KOUT ? GL_KOUT_MAX + 13 : 0;
+  if (s->output_size > d->cfg.max_message_bytes - 4096 - kout_room) {
     gl_ops_reply_error(req, GL_OP_GPU_SUBMIT, GPULEASE_INVALID_ARGUMENT,
-                "output_size %" PRIu64 " exceeds the daemon's message limit of %zu bytes",
-                s->output_size, d->cfg.max_message_bytes - 4096);
+                "output_size %" PRIu64 " exceeds the daemon's message limit of %zu bytes%s",
+                s->output_size, d->cfg.max_message_bytes - 4096 - kout_room,
+                kout_room ? " (with room for the kernel output)" : "");
     return;
   }
   char err[512];

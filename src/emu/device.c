@@ -31,7 +31,10 @@ gl_emu_device *gl_emu_device_new(uint64_t region_bytes) {
   if (!dev)
     return NULL;
   dev->region = calloc(1, region_bytes ? (size_t)region_bytes : 1);
-  if (!dev->region) {
+  dev->kout = gl_emu__kout_new();
+  if (!dev->region || !dev->kout) {
+    free(dev->region);
+    gl_emu__kout_free(dev->kout);
     free(dev);
     return NULL;
   }
@@ -62,6 +65,7 @@ void gl_emu_device_free(gl_emu_device *dev) {
     m = next;
   }
   free(dev->region);
+  gl_emu__kout_free(dev->kout);
   free(dev);
 }
 

@@ -153,6 +153,26 @@ uint32_t gl_emu_occupancy(const gl_emu_function *fn, uint32_t block_threads,
 uint32_t gl_emu_max_cluster_size(const gl_emu_function *fn, uint32_t block_threads,
                                  uint32_t dyn_shared_bytes);
 
+/* ---- Kernel output (printf) -------------------------------------------- */
+
+/* Bytes of kernel output a device keeps until taken, by default. */
+#define GL_EMU_KOUT_DEFAULT_LIMIT ((size_t)64 << 10)
+
+/* Sets how many bytes of kernel output (vprintf text) the device keeps
+ * until gl_emu_device_take_output takes them; text beyond is dropped and
+ * counted. bytes 0 keeps none. Not while a launch runs. */
+void gl_emu_device_set_output_limit(gl_emu_device *dev, size_t bytes);
+
+/* Takes the kernel output the device's launches wrote since the last
+ * call: the text of every vprintf (each call's text whole, in the order
+ * the emulator ran the calls: with threads = 1, blocks in linear order and
+ * within a warp lanes in ascending order). Returns a malloc'd buffer the
+ * caller frees, *len bytes (not NUL-terminated; NULL with *len 0 when there
+ * is none), and in *dropped (may be NULL) the bytes dropped over the limit
+ * since the last call. NULL with *len 0 too when out of memory (the text
+ * is then counted as dropped). Not while a launch runs. */
+char *gl_emu_device_take_output(gl_emu_device *dev, size_t *len, uint64_t *dropped);
+
 typedef struct gl_emu_launch_cfg {
   uint32_t grid[3];
   uint32_t block[3];

@@ -367,6 +367,12 @@ static int exec_call(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uin
   const gl_ptx_func *callee = &L->funcs[c->func];
   uint32_t target = L->func_pc[c->func];
   uint32_t nargs = c->nargs < callee->nparams ? c->nargs : callee->nparams;
+  if (callee->builtin) { /* vprintf, __assertfail: kprintf.c */
+    if (gl_emu__builtin_call(b, w, in, c, callee->builtin, m))
+      return -1;
+    move_group(w, w->pc + 1);
+    return 0;
+  }
   for (uint32_t mm = m; mm; mm &= mm - 1) {
     unsigned l = (unsigned)__builtin_ctz(mm);
     if (w->depth[l] >= L->max_depth)

@@ -80,6 +80,7 @@ struct gl_emu_device {
   uint8_t *region;
   uint64_t region_bytes;
   gl_emu_module *modules;
+  struct gl_emu_kout *kout; /* kernel output not yet taken (kprintf.c) */
 };
 
 /* ---- A launch ----------------------------------------------------------- */
@@ -243,6 +244,22 @@ uint8_t *gl_emu__mem_ptr(gl_emu_block *b, gl_emu_warp *w, unsigned lane,
  * after gl_emu__fail (line for the message). */
 uint8_t *gl_emu__local_ptr(gl_emu_block *b, gl_emu_warp *w, unsigned lane, uint64_t off,
                            uint64_t size, uint32_t line);
+
+/* ---- kprintf.c ---------------------------------------------------------- */
+
+/* The device's kernel output buffer: a new empty one (limit
+ * GL_EMU_KOUT_DEFAULT_LIMIT), or NULL when out of memory; freed by
+ * gl_emu__kout_free (NULL is fine). */
+struct gl_emu_kout *gl_emu__kout_new(void);
+void gl_emu__kout_free(struct gl_emu_kout *k);
+
+/* Runs builtin `kind` (GL_PTX_BUILTIN_*) of call site c for the lanes m, in
+ * lane order: vprintf appends each lane's text to the device's output and
+ * writes its return value; __assertfail fails the launch with
+ * CUDA_ERROR_ASSERT and CUDA's assertion text. 0, or -1 after
+ * gl_emu__fail. The caller moves the warp on. */
+int gl_emu__builtin_call(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in,
+                         const gl_ptx_call *c, int kind, uint32_t m);
 
 /* ---- exec_warp.c -------------------------------------------------------- */
 

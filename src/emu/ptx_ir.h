@@ -363,7 +363,18 @@ typedef struct gl_ptx_func {
   uint32_t reqnctapercluster[3]; /* .reqnctapercluster, 0 if absent */
   uint32_t maxclusterrank;  /* .maxclusterrank, 0 if absent */
   int explicit_cluster;     /* .explicitcluster: must launch as clusters */
+  int builtin;              /* GL_PTX_BUILTIN_*: an .extern .func the
+                               emulator provides (kprintf.c); 0 none */
 } gl_ptx_func;
+
+/* .extern .funcs the emulated device provides (src/emu/kprintf.c). */
+#define GL_PTX_BUILTIN_VPRINTF 1    /* vprintf(fmt, args) -> int */
+#define GL_PTX_BUILTIN_ASSERTFAIL 2 /* __assertfail(msg, file, line, func, charSize) */
+
+/* Which builtin an .extern .func declaration f stands for: its name and
+ * parameters (count and sizes) must be CUDA's. 0 when none (a call to it
+ * is then refused as an external function). Defined in kprintf.c. */
+int gl_ptx_builtin_kind(const gl_ptx_func *f);
 
 typedef struct gl_ptx_module {
   int version_major, version_minor; /* .version */

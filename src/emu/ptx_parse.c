@@ -931,6 +931,9 @@ static void check_calls(gl_ptx_parser *p) {
   for (uint32_t i = 0; i < p->nedges; i++) {
     const gl_ptx_edge *e = &p->edges[i];
     if (p->fstate[e->callee].defined) continue;
+    if (p->fstate[e->callee].is_extern &&
+        (m->funcs[e->callee].builtin = gl_ptx_builtin_kind(&m->funcs[e->callee])))
+      continue;
     if (p->fstate[e->callee].is_extern)
       gl_ptx_fail(p, GPULEASE_UNSUPPORTED, e->line, "call to external function '%s' "
                   "(not defined in this module) is not supported by the emulated device",

@@ -252,8 +252,16 @@ gpulease_status gl_lib_send_write(gl_qclient *q, const gl_request *req, uint64_t
 
 gpulease_status gl_lib_decode_reply(uint16_t op, const uint8_t *raw, size_t len,
                                     gl_response *resp, gpulease_error *err) {
+  gl_request only_op = {.op = op};
+  return gl_lib_decode_reply_for(&only_op, raw, len, resp, err);
+}
+
+gpulease_status gl_lib_decode_reply_for(const gl_request *req, const uint8_t *raw, size_t len,
+                                        gl_response *resp, gpulease_error *err) {
+  uint16_t op = req->op;
   char derr[256];
-  if (gl_response_decode(raw, len, MAX_RESPONSE_BYTES, resp, derr, sizeof derr) != GPULEASE_OK)
+  if (gl_response_decode_for(req, raw, len, MAX_RESPONSE_BYTES, resp, derr, sizeof derr) !=
+      GPULEASE_OK)
     return gl_lib_set_err(err, GPULEASE_PROTOCOL_ERROR, "%s: bad reply from the daemon: %s",
                           gl_op_name(op), derr);
   if (resp->op != op && resp->status == GPULEASE_OK)
@@ -285,7 +293,7 @@ gpulease_status gl_lib_exchange(gpulease_client *c, const gl_request *req, gl_re
   gl_buf_free(&b);
   if (rc != GL_QC_OK)
     return gl_lib_set_err(err, gl_lib_map_qc(rc), "%s: %s", gl_op_name(req->op), why);
-  st = gl_lib_decode_reply(req->op, *raw, len, resp, err);
+  st = gl_lib_decode_reply_for(req, *raw, len, resp, err);
   if (st != GPULEASE_OK) {
     free(*raw);
     *raw = NULL;
@@ -659,11 +667,31 @@ gpulease_status gpulease_submit(gpulease_client *client, const gpulease_lease *l
   s->input = d->input;
   s->input_len = (uint32_t)d->input_size;
 
+  bool want_kout = client && client->kout_fn && !client->kout_refused;
+  if (want_kout) s->flags |= GL_SUBMIT_F_KOUT;
   gl_response resp;
   uint8_t *raw;
-  gpulease_status st = gl_lib_exchange(client, &req, &resp, &raw, err);
+  gpulease_error first;
+  gpulease_status st = gl_lib_exchange(client, &req, &resp, &raw, want_kout ? &first : err);
+  if (want_kout && st == GPULEASE_INVALID_ARGUMENT && strstr(first.message, "has unknown bits 0x08")) {
+    /* A daemon older than kernel output refuses flags bit 3 as it decodes
+     * the request (which never ran): again without it, and not asked on
+     * this client again. */
+    client->kout_refused = true;
+    want_kout = false;
+    s->flags &= (uint8_t)~GL_SUBMIT_F_KOUT;
+    st = gl_lib_exchange(client, &req, &resp, &raw, err);
+  } else if (want_kout && err) {
+    *err = first;
+  }
   gl_buf_free(&params);
   if (st != GPULEASE_OK) return st;
+  if (want_kout && resp.u.submit.has_kout) {
+    const gl_kout *k = &resp.u.submit.kout;
+    if (k->len || k->dropped || k->flags)
+      client->kout_fn(client->kout_user, lease->id, (const char *)k->text, k->len, k->dropped,
+                      k->flags);
+  }
   memset(result, 0, sizeof *result);
   result->gpu_time_ns = resp.u.submit.gpu_time_ns;
   result->output_size = resp.u.submit.output_len;
@@ -677,6 +705,13 @@ gpulease_status gpulease_submit(gpulease_client *client, const gpulease_lease *l
   memcpy(result->output, resp.u.submit.output, result->output_size);
   free(raw);
   return GPULEASE_OK;
+}
+
+void gpulease_client_set_kernel_output(gpulease_client *client, gpulease_kernel_output_fn fn,
+                                       void *user) {
+  if (!client) return;
+  client->kout_fn = fn;
+  client->kout_user = user;
 }
 
 void gpulease_submit_result_release(gpulease_submit_result *result) {

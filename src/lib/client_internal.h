@@ -59,6 +59,12 @@ struct gpulease_client {
   uint64_t caps_gen;
   unsigned ncaps;
   gl_lib_ptx_caps caps[GPULEASE_MAX_GPUS];
+  /* Kernel output (gpulease_client_set_kernel_output): the callback, and
+   * whether the daemon refused to carry output (an older one). */
+  gpulease_kernel_output_fn kout_fn;
+  void *kout_user;
+  bool kout_refused;
+  bool kout_known; /* a KERNEL_OUTPUT was answered: the daemon has it */
 };
 
 /* Checks a PTX image (len bytes; another image, which has no PTX header,
@@ -129,6 +135,10 @@ gpulease_status gl_lib_encode(const gl_request *req, gl_buf *b, gpulease_error *
  * message in err. The caller frees raw in every case. */
 gpulease_status gl_lib_decode_reply(uint16_t op, const uint8_t *raw, size_t len,
                                     gl_response *resp, gpulease_error *err);
+/* The same for the reply to req (borrowed): a result whose layout depends
+ * on the request (GPU_SUBMIT's kernel output) decoded as req asked. */
+gpulease_status gl_lib_decode_reply_for(const gl_request *req, const uint8_t *raw, size_t len,
+                                        gl_response *resp, gpulease_error *err);
 
 /* Sends a MEM_WRITE encoded straight into a warm buffer of q, which takes
  * it as it is (gl_qclient_buf, gl_qclient_send_take): one copy of the

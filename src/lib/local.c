@@ -97,7 +97,7 @@ static gpulease_status local_exchange(gpulease_client *c, const gl_request *req,
   gl_buf_free(&b);
   if (rc == 0) rc = gl_lclient_wait(c->local, token, raw, &len, why, sizeof why);
   if (rc != 0) return set_err(err, GPULEASE_DISCONNECTED, "%s: %s", gl_op_name(req->op), why);
-  st = gl_lib_decode_reply(req->op, *raw, len, resp, err);
+  st = gl_lib_decode_reply_for(req, *raw, len, resp, err);
   if (st != GPULEASE_OK) {
     free(*raw);
     *raw = NULL;

@@ -32,6 +32,7 @@ static gl_session_ref *session_ref(gl_request *req) {
   switch (req->op) {
   case GL_OP_SESSION_CLOSE: return &req->u.session;
   case GL_OP_SYNC: return &req->u.sync.s;
+  case GL_OP_KERNEL_OUTPUT: return &req->u.session;
   case GL_OP_MEM_ALLOC: return &req->u.mem_alloc.s;
   case GL_OP_MEM_FREE:
   case GL_OP_MODULE_UNLOAD: return &req->u.handle.s;
@@ -519,6 +520,53 @@ static void failure_set(gpulease_op_failure *f, gpulease_status st, uint16_t op,
   f->seq = seq;
 }
 
+/* KERNEL_OUTPUT, unordered (seq 0: it runs after every op of the session
+ * sent before it, and a daemon that predates it refuses it without a seq
+ * going missing): hands the lease's pending kernel output to the client's
+ * callback. UNSUPPORTED from such a daemon stops asking on this client. */
+static void kout_deliver(gpulease_session *s, const gl_kout *k) {
+  gpulease_client *c = s->client;
+  c->kout_known = true;
+  if (c->kout_fn && (k->len || k->dropped || k->flags))
+    c->kout_fn(c->kout_user, s->auth.lease_id, (const char *)k->text, k->len, k->dropped,
+               k->flags);
+}
+
+static gpulease_status kout_fetch(gpulease_session *s, gpulease_error *err) {
+  gpulease_client *c = s->client;
+  if (!c->kout_fn || c->kout_refused) return gl_lib_ok(err);
+  gpulease_status st = batch_flush(s, err);
+  if (st != GPULEASE_OK) return st;
+  while (s->fifo_len && (st = fifo_pop(s, err)) == GPULEASE_OK) {
+  }
+  if (st != GPULEASE_OK) return st;
+  gl_request req = {.op = GL_OP_KERNEL_OUTPUT};
+  bool was = s->unordered;
+  s->unordered = true;
+  uint64_t token, seq;
+  st = gl_session_send(s, &req, &token, &seq, err);
+  s->unordered = was;
+  if (st != GPULEASE_OK) return st;
+  gl_response resp;
+  uint8_t *raw = NULL;
+  st = gl_session_wait(s, token, GL_OP_KERNEL_OUTPUT, &resp, &raw, err);
+  if (st == GPULEASE_UNSUPPORTED) {
+    c->kout_refused = true;
+    free(raw);
+    return gl_lib_ok(err);
+  }
+  if (st == GPULEASE_OK) kout_deliver(s, &resp.u.kout);
+  free(raw);
+  return st;
+}
+
+gpulease_status gpulease_session_kernel_output(gpulease_session *session, gpulease_error *err) {
+  if (!session) return set_err(err, GPULEASE_INVALID_ARGUMENT, "session is NULL");
+  gpulease_status st = gl_session_begin(session, err);
+  if (st != GPULEASE_OK) return st;
+  return kout_fetch(session, err);
+}
+
 /* Sends SYNC with ack_seq (in one BATCH with the ops batched before it),
  * reads the older replies still outstanding, then the SYNC's: reports the
  * daemon's failure. One round trip. */
@@ -535,6 +583,18 @@ static gpulease_status sync_op(gpulease_session *s, uint64_t ack_seq,
     failure_set(failure, st, 0, 0);
     return st;
   }
+  /* Kernel output: with a daemon known to answer KERNEL_OUTPUT, it goes
+   * right behind the SYNC, in the session's order, and both answers come
+   * in one round trip; otherwise it is asked after the SYNC (below). */
+  gpulease_client *c = s->client;
+  bool kout_piped = false;
+  uint64_t ktoken = 0;
+  if (c->kout_fn && !c->kout_refused && c->kout_known) {
+    gl_request kreq = {.op = GL_OP_KERNEL_OUTPUT};
+    uint64_t kseq;
+    gpulease_error kerr;
+    kout_piped = gl_session_send(s, &kreq, &ktoken, &kseq, &kerr) == GPULEASE_OK;
+  }
   gl_response resp;
   uint8_t *raw;
   uint64_t seq = w.seq;
@@ -543,12 +603,25 @@ static gpulease_status sync_op(gpulease_session *s, uint64_t ack_seq,
   gl_qclient_set_spin(s->client->q, GL_SESSION_SYNC_SPIN_NS);
   st = wait_end(s, &w, &resp, &raw, err);
   gl_qclient_set_spin(s->client->q, 0);
+  if (kout_piped) {
+    gl_response kresp;
+    uint8_t *kraw = NULL;
+    gpulease_error kerr;
+    if (gl_session_wait(s, ktoken, GL_OP_KERNEL_OUTPUT, &kresp, &kraw, &kerr) == GPULEASE_OK)
+      kout_deliver(s, &kresp.u.kout);
+    free(kraw);
+  }
   if (st != GPULEASE_OK) {
     /* The SYNC itself failed (lease gone, unknown session, connection). */
     failure_set(failure, st, gl_lib_conn_error(st) ? 0 : GL_OP_SYNC, seq);
     return st;
   }
   const gl_sync_resp r = resp.u.sync;
+  if (!kout_piped && c->kout_fn && !c->kout_refused) {
+    /* what the kernels printed before this SYNC, to the callback */
+    gpulease_error kerr;
+    (void)kout_fetch(s, &kerr);
+  }
   /* The reply reports the failure as it stood when the SYNC ran; the
    * acknowledgement it carried clears it afterwards. */
   bool acked = ack_seq && (r.error_seq == ack_seq || ack_seq == GL_SYNC_ACK_ANY);

@@ -446,8 +446,9 @@ gpulease_status gl_request_encode(const gl_request *req, gl_buf *out) {
  * Responses
  * ====================================================================== */
 
-gpulease_status gl_response_decode(const uint8_t *msg, size_t len, size_t max_body,
-                                   gl_response *out, char *err, size_t errlen) {
+/* kout: the reply's GPU_SUBMIT result carries the kernel output block. */
+static gpulease_status response_decode(const uint8_t *msg, size_t len, size_t max_body,
+                                       bool kout, gl_response *out, char *err, size_t errlen) {
   uint16_t op = 0;
   gl_header h;
   err_clear(err, errlen);
@@ -468,10 +469,23 @@ gpulease_status gl_response_decode(const uint8_t *msg, size_t len, size_t max_bo
   out->status = h.status;
   out->msg_len = gl_wire__rd_u16(&r, "msg_len");
   out->msg = (const char *)gl_wire__rd_take(&r, out->msg_len, "msg");
+  out->u.submit.has_kout = kout && op == GL_OP_GPU_SUBMIT; /* read by its result_decode */
   if (h.status == GPULEASE_OK && fam) fam->result_decode(&r, out);
   rd_end(&r);
   if (r.st != GPULEASE_OK) memset(out, 0, sizeof *out);
   return r.st;
+}
+
+gpulease_status gl_response_decode(const uint8_t *msg, size_t len, size_t max_body,
+                                   gl_response *out, char *err, size_t errlen) {
+  return response_decode(msg, len, max_body, false, out, err, errlen);
+}
+
+gpulease_status gl_response_decode_for(const gl_request *req, const uint8_t *msg, size_t len,
+                                       size_t max_body, gl_response *out, char *err,
+                                       size_t errlen) {
+  bool kout = req && req->op == GL_OP_GPU_SUBMIT && (req->u.submit.flags & GL_SUBMIT_F_KOUT);
+  return response_decode(msg, len, max_body, kout, out, err, errlen);
 }
 
 /* What gl_response_decode() would refuse, the encoder refuses too. */

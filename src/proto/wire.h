@@ -268,6 +268,7 @@ enum gl_op {
   GL_OP_SESSION_OPEN = 0x0301,
   GL_OP_SESSION_CLOSE = 0x0302,
   GL_OP_SYNC = 0x0303,
+  GL_OP_KERNEL_OUTPUT = 0x0304,
   GL_OP_MEM_ALLOC = 0x0311,
   GL_OP_MEM_FREE = 0x0312,
   GL_OP_MEM_WRITE = 0x0313,
@@ -426,7 +427,8 @@ typedef struct gl_submit_req {
 #define GL_SUBMIT_F_PARAMS 0x01      /* the param list is used */
 #define GL_SUBMIT_F_COOPERATIVE 0x02 /* a cooperative launch (grid-wide sync) */
 #define GL_SUBMIT_F_CLUSTER 0x04     /* cluster dimensions follow shared_mem_bytes */
-#define GL_SUBMIT_F_ALL 0x07
+#define GL_SUBMIT_F_KOUT 0x08        /* the OK result carries the kernel output */
+#define GL_SUBMIT_F_ALL 0x0F
 
 /* One decoded kernel parameter (see gl_param_next). */
 typedef struct gl_param {
@@ -754,10 +756,27 @@ typedef struct gl_lease_info {
   uint8_t lease_class; /* gpulease_lease_class */
 } gl_lease_info;
 
+/* Kernel output (printf text) of a lease, as GPU_SUBMIT's result carries
+ * it (docs/protocol.md, "Kernel output"): u8 flags, u64 dropped, u32 len,
+ * len bytes. */
+typedef struct gl_kout {
+  uint8_t flags;       /* GL_KOUT_F_* */
+  uint64_t dropped;    /* bytes dropped over the lease's bound since the last delivery */
+  const uint8_t *text; /* borrowed; len bytes, not NUL-terminated */
+  uint32_t len;        /* at most GL_KOUT_MAX */
+} gl_kout;
+
+#define GL_KOUT_F_TRUNCATED 0x01 /* bytes were dropped: exactly when dropped > 0 */
+#define GL_KOUT_F_DISCARDED 0x02 /* the lease shares its worker: output is not captured */
+#define GL_KOUT_F_ALL 0x03
+#define GL_KOUT_MAX 65536u       /* bytes of kernel output a lease keeps pending */
+
 typedef struct gl_submit_resp {
   uint64_t gpu_time_ns;
   const uint8_t *output; /* borrowed */
   uint32_t output_len;
+  bool has_kout;         /* the request had GL_SUBMIT_F_KOUT: kout follows output */
+  gl_kout kout;
 } gl_submit_resp;
 
 typedef struct gl_probe_gpu {
@@ -888,6 +907,7 @@ typedef struct gl_response {
     gl_worker_lost_resp worker_lost; /* WORKER_LOST */
     gl_batch_resp batch;      /* BATCH */
     gl_sync_resp sync;        /* SYNC */
+    gl_kout kout;             /* KERNEL_OUTPUT */
     gl_mem_read_resp mem_read; /* MEM_READ */
     gl_module_load_resp module_load; /* MODULE_LOAD */
     gl_func_info_resp func_info; /* FUNC_INFO */
@@ -931,6 +951,15 @@ gpulease_status gl_request_decode_ref(const uint8_t *msg, size_t len, size_t max
  * filled. */
 gpulease_status gl_response_decode(const uint8_t *msg, size_t len, size_t max_body,
                                    gl_response *out, char *err, size_t errlen);
+
+/* gl_response_decode for the reply to req (borrowed), whose result layout
+ * can depend on the request: GPU_SUBMIT with GL_SUBMIT_F_KOUT has the
+ * kernel output block after its output (gl_submit_resp.has_kout set), and
+ * its absence is MALFORMED; plain gl_response_decode takes a GPU_SUBMIT
+ * result without it. req NULL: as gl_response_decode. */
+gpulease_status gl_response_decode_for(const gl_request *req, const uint8_t *msg, size_t len,
+                                       size_t max_body, gl_response *out, char *err,
+                                       size_t errlen);
 
 /* ---- encode ------------------------------------------------------------- */
 

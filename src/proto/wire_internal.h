@@ -200,6 +200,13 @@ typedef struct gl_wire__family {
   void (*result_put)(gl_buf *b, const gl_response *resp);
 } gl_wire__family;
 
+/* The kernel output block (gl_kout, wire.h): decode (checked: known
+ * flags, truncated exactly when dropped > 0, len <= GL_KOUT_MAX), the same
+ * checks on a struct, and encode. wire_submit.c. */
+void gl_wire__kout_decode(gl_wire__rd *r, gl_kout *k);
+bool gl_wire__kout_valid(const gl_kout *k);
+void gl_wire__kout_put(gl_buf *b, const gl_kout *k);
+
 extern const gl_wire__family gl_wire__lease;   /* GET_INVENTORY, LEASE_* */
 extern const gl_wire__family gl_wire__submit;  /* GPU_SUBMIT */
 extern const gl_wire__family gl_wire__session; /* SESSION_OPEN .. LAUNCH */

@@ -23,6 +23,7 @@ bool gl_op_is_session(uint16_t op) {
   case GL_OP_SESSION_OPEN:
   case GL_OP_SESSION_CLOSE:
   case GL_OP_SYNC:
+  case GL_OP_KERNEL_OUTPUT:
   case GL_OP_MEM_ALLOC:
   case GL_OP_MEM_FREE:
   case GL_OP_MEM_WRITE:
@@ -66,7 +67,8 @@ bool gl_request_peek_lease(const uint8_t *msg, size_t len, uint64_t *lease_id) {
 const gl_session_ref *gl_request_session(const gl_request *r) {
   if (!r) return NULL;
   switch (r->op) {
-  case GL_OP_SESSION_CLOSE: return &r->u.session;
+  case GL_OP_SESSION_CLOSE:
+  case GL_OP_KERNEL_OUTPUT: return &r->u.session;
   case GL_OP_SYNC: return &r->u.sync.s;
   case GL_OP_MEM_ALLOC: return &r->u.mem_alloc.s;
   case GL_OP_MEM_FREE:
@@ -168,6 +170,7 @@ static void session_decode(gl_wire__rd *r, gl_request *q) {
     gl_wire__auth_decode(r, &q->u.auth);
     break;
   case GL_OP_SESSION_CLOSE:
+  case GL_OP_KERNEL_OUTPUT:
     gl_wire__session_ref_decode(r, &q->u.session);
     break;
   case GL_OP_SYNC:
@@ -401,6 +404,9 @@ static void session_result_decode(gl_wire__rd *r, gl_response *out) {
     check_id(r, "buffer", out->u.mem_alloc.buffer);
     out->u.mem_alloc.region_offset = gl_wire__rd_u64(r, "region_offset");
     break;
+  case GL_OP_KERNEL_OUTPUT:
+    gl_wire__kout_decode(r, &out->u.kout);
+    break;
   case GL_OP_SYNC:
     out->u.sync.error_status = gl_wire__rd_u16(r, "error_status");
     check_sync_error_status(r, out->u.sync.error_status);
@@ -460,6 +466,8 @@ static bool session_result_valid(const gl_response *resp) {
   case GL_OP_SYNC:
     check_sync_error_status(&r, resp->u.sync.error_status);
     break;
+  case GL_OP_KERNEL_OUTPUT:
+    return gl_wire__kout_valid(&resp->u.kout);
   case GL_OP_MEM_READ:
     check_chunk(&r, "data_len", resp->u.mem_read.data_len, true);
     if (resp->u.mem_read.data_len > 0 && !resp->u.mem_read.data) return false;
@@ -486,6 +494,9 @@ static void session_result_put(gl_buf *b, const gl_response *resp) {
   case GL_OP_MEM_ALLOC:
     gl_wire__put_u64(b, resp->u.mem_alloc.buffer);
     gl_wire__put_u64(b, resp->u.mem_alloc.region_offset);
+    break;
+  case GL_OP_KERNEL_OUTPUT:
+    gl_wire__kout_put(b, &resp->u.kout);
     break;
   case GL_OP_SYNC:
     gl_wire__put_u16(b, resp->u.sync.error_status);

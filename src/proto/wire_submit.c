@@ -22,7 +22,7 @@ static void params_scan(gl_wire__rd *r, unsigned count) {
 static void check_flags(gl_wire__rd *r, uint8_t flags) {
   if (gl_wire__rd_ok(r) && (flags & ~GL_SUBMIT_F_ALL))
     gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
-                     "flags 0x%02x has unknown bits 0x%02x (only bits 0-2 are defined)", flags,
+                     "flags 0x%02x has unknown bits 0x%02x (only bits 0-3 are defined)", flags,
                      flags & ~GL_SUBMIT_F_ALL & 0xFF);
 }
 
@@ -140,20 +140,52 @@ static void submit_put(gl_buf *b, const gl_request *q) {
  * GPU_SUBMIT result: u64 gpu_time_ns, u32 output_len, output
  * ====================================================================== */
 
+void gl_wire__kout_decode(gl_wire__rd *r, gl_kout *k) {
+  k->flags = gl_wire__rd_u8(r, "kout_flags");
+  if (gl_wire__rd_ok(r) && (k->flags & ~GL_KOUT_F_ALL))
+    gl_wire__rd_fail(r, GPULEASE_MALFORMED, "kout_flags 0x%02x has unknown bits", k->flags);
+  k->dropped = gl_wire__rd_u64(r, "kout_dropped");
+  if (gl_wire__rd_ok(r) && !(k->flags & GL_KOUT_F_TRUNCATED) != (k->dropped == 0))
+    gl_wire__rd_fail(r, GPULEASE_MALFORMED,
+                     "kout_flags bit 0 (truncated) must be set exactly when kout_dropped > 0");
+  k->len = gl_wire__rd_u32(r, "kout_len");
+  if (gl_wire__rd_ok(r) && k->len > GL_KOUT_MAX)
+    gl_wire__rd_fail(r, GPULEASE_MALFORMED, "kout_len %u is over the %u bytes a lease keeps",
+                     k->len, GL_KOUT_MAX);
+  k->text = gl_wire__rd_take(r, k->len, "kout");
+}
+
+bool gl_wire__kout_valid(const gl_kout *k) {
+  return !(k->flags & ~GL_KOUT_F_ALL) && !(k->flags & GL_KOUT_F_TRUNCATED) == (k->dropped == 0) &&
+         k->len <= GL_KOUT_MAX && (k->len == 0 || k->text);
+}
+
+void gl_wire__kout_put(gl_buf *b, const gl_kout *k) {
+  gl_wire__put_u8(b, k->flags);
+  gl_wire__put_u64(b, k->dropped);
+  gl_wire__put_u32(b, k->len);
+  gl_wire__put_bytes(b, k->text, k->len);
+}
+
+/* The kernel output follows when the request asked for it (flags bit 3):
+ * gl_response_decode_for sets has_kout from the request before this runs. */
 static void submit_result_decode(gl_wire__rd *r, gl_response *out) {
   out->u.submit.gpu_time_ns = gl_wire__rd_u64(r, "gpu_time_ns");
   out->u.submit.output_len = gl_wire__rd_u32(r, "output_len");
   out->u.submit.output = gl_wire__rd_take(r, out->u.submit.output_len, "output");
+  if (out->u.submit.has_kout) gl_wire__kout_decode(r, &out->u.submit.kout);
 }
 
 static bool submit_result_valid(const gl_response *resp) {
-  return resp->u.submit.output_len == 0 || resp->u.submit.output;
+  return (resp->u.submit.output_len == 0 || resp->u.submit.output) &&
+         (!resp->u.submit.has_kout || gl_wire__kout_valid(&resp->u.submit.kout));
 }
 
 static void submit_result_put(gl_buf *b, const gl_response *resp) {
   gl_wire__put_u64(b, resp->u.submit.gpu_time_ns);
   gl_wire__put_u32(b, resp->u.submit.output_len);
   gl_wire__put_bytes(b, resp->u.submit.output, resp->u.submit.output_len);
+  if (resp->u.submit.has_kout) gl_wire__kout_put(b, &resp->u.submit.kout);
 }
 
 const gl_wire__family gl_wire__submit = {

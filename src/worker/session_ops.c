@@ -563,8 +563,23 @@ static void op_launch(gl_wsession *s, gl_job *job) {
 }
 
 /* ======================================================================
- * SYNC, SESSION_CLOSE
+ * SYNC, KERNEL_OUTPUT, SESSION_CLOSE
  * ==================================================================== */
+
+/* KERNEL_OUTPUT: after the session's earlier work, the lease's pending
+ * kernel output; answered OK whatever the session's failure, as SYNC. */
+static void op_kernel_output(gl_wsession *s, gl_job *job) {
+  gl_wk *w = s->w;
+  bool failed = false;
+  if (!atomic_load(&w->p->lost))
+    (void)gl_sop_wait_stream(s, GL_OP_KERNEL_OUTPUT, job->req.u.session.seq, &failed);
+  gl_wk_kout_collect(w, NULL, 0);
+  gl_response resp = {.op = GL_OP_KERNEL_OUTPUT, .status = GPULEASE_OK, .msg = ""};
+  char *text = NULL;
+  gl_wk_kout_take(w, &resp.u.kout, &text);
+  gl_wk_job_reply(w, job, &resp);
+  free(text);
+}
 
 static void op_sync(gl_wsession *s, gl_job *job) {
   gl_wk *w = s->w;
@@ -592,6 +607,7 @@ static void op_sync(gl_wsession *s, gl_job *job) {
     gl_wk_job_reply(w, job, &resp);
     return;
   }
+  gl_wk_kout_collect(w, NULL, 0); /* what the kernels printed is the lease's now */
   gl_response resp = {.op = GL_OP_SYNC, .status = GPULEASE_OK};
   resp.msg = s->f_status ? s->f_msg : "";
   resp.msg_len = (uint16_t)strlen(resp.msg);
@@ -735,6 +751,11 @@ void gl_session_run(void *ctx, gl_job *job) {
   }
   if (op == GL_OP_SYNC) {
     op_sync(s, job);
+    gl_job_free(job);
+    return;
+  }
+  if (op == GL_OP_KERNEL_OUTPUT) {
+    op_kernel_output(s, job);
     gl_job_free(job);
     return;
   }

@@ -289,10 +289,13 @@ static gl_wk *lease_new(gl_wkproc *p, uint64_t lease_id) {
   w->seq_timeout_ms = p->seq_timeout_ms;
   pthread_mutex_init(&w->sess_mu, NULL);
   pthread_mutex_init(&w->seg_mu, NULL);
+  gl_kout_buf_init(&w->kout);
+  gl_kout_drain(NULL, NULL, 0); /* nothing an earlier lease printed */
   w->err = malloc(GL_WK_ERR_MAX);
   if (!w->err || gl_argbuf_init(&w->submit_args) != 0) {
     free(w->err);
     gl_argbuf_free(&w->submit_args);
+    gl_kout_buf_free(&w->kout);
     free(w);
     return NULL;
   }
@@ -336,6 +339,8 @@ static void lease_end(gl_wk *w) {
   }
   free(w->err);
   gl_argbuf_free(&w->submit_args);
+  gl_kout_drain(NULL, NULL, 0); /* never to the next lease of this process */
+  gl_kout_buf_free(&w->kout);
   pthread_mutex_destroy(&w->sess_mu);
   pthread_mutex_destroy(&w->seg_mu);
   free(w);
@@ -556,8 +561,9 @@ static gpulease_status check_args(gl_wk *w, void *fn, const gl_submit_req *req,
  * success *output (malloc'd, may be NULL for 0 bytes) and *gpu_time_ns. */
 static gpulease_status run_submit(gl_wk *w, const gl_submit_req *req, uint8_t **output,
                                   uint64_t *gpu_time_ns) {
-  gpulease_status st = gl_submit_check(req, w->vram_bytes, GL_WORKER_MAX_OUTPUT, w->err,
-                                       GL_WK_ERR_MAX);
+  uint64_t kout_room = req->flags & GL_SUBMIT_F_KOUT ? GL_KOUT_MAX + 13 : 0;
+  gpulease_status st = gl_submit_check(req, w->vram_bytes, GL_WORKER_MAX_OUTPUT - kout_room,
+                                       w->err, GL_WK_ERR_MAX);
   if (st != GPULEASE_OK) return st;
 
   gpulease_image_format fmt;
@@ -623,6 +629,22 @@ static gpulease_status run_submit(gl_wk *w, const gl_submit_req *req, uint8_t **
   return GPULEASE_OK;
 }
 
+void gl_wk_kout_collect(gl_wk *w, char *asserts, size_t cap) {
+  gl_kout_drain(w->p->shared ? NULL : &w->kout, asserts, cap);
+}
+
+void gl_wk_kout_take(gl_wk *w, gl_kout *k, char **owned) {
+  memset(k, 0, sizeof *k);
+  *owned = NULL;
+  if (w->p->shared) {
+    k->flags = GL_KOUT_F_DISCARDED;
+    return;
+  }
+  gl_kout_buf_take(&w->kout, owned, &k->len, &k->dropped);
+  k->text = (const uint8_t *)*owned;
+  if (k->dropped) k->flags |= GL_KOUT_F_TRUNCATED;
+}
+
 /* The submit lane's run function: one GPU_SUBMIT. */
 static void run_submit_job(void *ctx, gl_job *job) {
   gl_wk *w = ctx;
@@ -638,6 +660,12 @@ static void run_submit_job(void *ctx, gl_job *job) {
   uint8_t *output = NULL;
   uint64_t ns = 0;
   gpulease_status st = run_submit(w, req, &output, &ns);
+  char asserts[2048] = "";
+  gl_wk_kout_collect(w, st == GPULEASE_OK ? NULL : asserts, sizeof asserts);
+  if (st != GPULEASE_OK && asserts[0]) {
+    size_t n = strlen(w->err);
+    snprintf(w->err + n, GL_WK_ERR_MAX - n, "%s%s", n ? ": " : "", asserts);
+  }
   if (st != GPULEASE_OK) {
     if (gl_wk_check_lost(w, w->err) && w->p->shared) {
       size_t n = strlen(w->err);
@@ -656,8 +684,14 @@ static void run_submit_job(void *ctx, gl_job *job) {
     resp.u.submit.gpu_time_ns = ns;
     resp.u.submit.output = output;
     resp.u.submit.output_len = (uint32_t)req->output_size;
+    char *kout = NULL;
+    if (req->flags & GL_SUBMIT_F_KOUT) {
+      resp.u.submit.has_kout = true;
+      gl_wk_kout_take(w, &resp.u.submit.kout, &kout);
+    }
     gl_wk_reply(w, job->tag, &resp);
     free(output);
+    free(kout);
   }
   gl_job_free(job);
 }

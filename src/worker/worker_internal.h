@@ -27,6 +27,7 @@
 #include "worker/hmap.h"
 #include "worker/ipc.h"
 #include "worker/jit_cache.h"
+#include "worker/kout.h"
 #include "worker/lane.h"
 #include "worker/modtab.h"
 #include "worker/module_cache.h"
@@ -131,6 +132,9 @@ struct gl_wk {
   char *err; /* GL_WK_ERR_MAX */
   gl_argbuf submit_args;
   uint64_t submits;
+
+  /* Kernel output captured for this lease (kout.h); none in a shared worker. */
+  gl_kout_buf kout;
 };
 
 /* ---- replies (any thread) ---- */
@@ -154,6 +158,19 @@ int gl_wk_job_ok(gl_wk *w, gl_job *job, uint16_t op);
  * for the daemon (WORKER_LOST) and exits. True when the context is lost
  * now. */
 bool gl_wk_check_lost(gl_wk *w, const char *why);
+
+/* ---- kernel output (worker.c, over kout.h) ---- */
+
+/* After a synchronization of the lease's work: moves the kernel output
+ * printed since into the lease's pending output (discarded in a shared
+ * worker). asserts (may be NULL): receives the lines of failed device-side
+ * asserts instead, as gl_kout_drain says. Any thread. */
+void gl_wk_kout_collect(gl_wk *w, char *asserts, size_t cap);
+
+/* Takes the lease's pending output into *k for a reply; *owned is the
+ * buffer behind k->text, which the caller frees after the reply. A shared
+ * worker's: empty, with GL_KOUT_F_DISCARDED. */
+void gl_wk_kout_take(gl_wk *w, gl_kout *k, char **owned);
 
 /* ---- sessions (session.c) ---- */
 

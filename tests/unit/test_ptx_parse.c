@@ -981,10 +981,15 @@ static void test_unsupported(void **state) {
                    ".entry k() { .reg .b64 %rd<2>; { .param .b32 param0;\n"
                    "call %rd1, (param0), proto; } ret; }\n",
                GPULEASE_UNSUPPORTED, "line 6: indirect calls");
-  /* external functions (printf) */
-  expect_error(HDR ".extern .func (.param .b32 func_retval0) vprintf(.param .b64 a, .param .b64 b);\n"
-                   ".entry k() {\n{ .param .b64 param0; .param .b64 param1; .param .b32 retval0;\n"
-                   "call.uni (retval0), vprintf, (param0, param1);\n}\nret; }\n",
+  /* external functions: vprintf and __assertfail are provided (kprintf.c),
+   * with CUDA's signatures only; any other is refused */
+  expect_error(HDR ".extern .func (.param .b64 func_retval0) malloc(.param .b64 a);\n"
+                   ".entry k() {\n{ .param .b64 param0; .param .b64 retval0;\n"
+                   "call.uni (retval0), malloc, (param0);\n}\nret; }\n",
+               GPULEASE_UNSUPPORTED, "line 7: call to external function 'malloc'");
+  expect_error(HDR ".extern .func (.param .b32 func_retval0) vprintf(.param .b64 a);\n"
+                   ".entry k() {\n{ .param .b64 param0; .param .b32 retval0;\n"
+                   "call.uni (retval0), vprintf, (param0);\n}\nret; }\n",
                GPULEASE_UNSUPPORTED, "line 7: call to external function 'vprintf'");
   expect_error(HDR ".global .texref tr;\n.entry k() { ret; }\n", GPULEASE_UNSUPPORTED, "line 4:");
   expect_error(".version 9.0\n.target sm_90\n.address_size 32\n.entry k() { ret; }\n",

@@ -999,8 +999,8 @@ static const bad_case bad_cases[] = {
      "image_format 4 out of range 0..3"},
     {"image_format 255", DEC_REQ, b_sub_format, 255, 0, GPULEASE_INVALID_ARGUMENT,
      "image_format 255"},
-    {"flags 0x08", DEC_REQ, b_sub_flags, 0x08, 0, GPULEASE_INVALID_ARGUMENT,
-     "flags 0x08 has unknown bits 0x08"},
+    {"flags 0x10", DEC_REQ, b_sub_flags, 0x10, 0, GPULEASE_INVALID_ARGUMENT,
+     "flags 0x10 has unknown bits 0x10"},
     {"flags 0x81", DEC_REQ, b_sub_flags, 0x81, 0, GPULEASE_INVALID_ARGUMENT,
      "flags 0x81 has unknown bits 0x80"},
     {"body == max_body", DEC_REQ, b_sub_default, 0, MB_BODY, GPULEASE_OK, NULL},
@@ -1878,6 +1878,144 @@ static void test_resp_lease_info(void **state) {
   resp_roundtrip(&resp, &out, 12 + 2);
 }
 
+/* GPU_SUBMIT's result with the kernel output block (flags bit 3): its
+ * bytes after the output, and what the decoder refuses in it. */
+static void test_resp_submit_kout(void **state) {
+  (void)state;
+  static gl_response resp, out;
+  uint8_t output[3] = {1, 2, 3};
+  const char text[] = "hello from thread 0\n";
+  memset(&resp, 0, sizeof resp);
+  resp.op = GL_OP_GPU_SUBMIT;
+  resp.u.submit.gpu_time_ns = 99;
+  resp.u.submit.output = output;
+  resp.u.submit.output_len = 3;
+  resp.u.submit.has_kout = true;
+  resp.u.submit.kout.flags = GL_KOUT_F_TRUNCATED;
+  resp.u.submit.kout.dropped = 0x0102030405060708ull;
+  resp.u.submit.kout.text = (const uint8_t *)text;
+  resp.u.submit.kout.len = (uint32_t)strlen(text);
+  size_t n = 12 + 2 + 12 + 3 + 13 + strlen(text);
+  static gl_request sreq; /* the request that asked for it */
+  sreq.op = GL_OP_GPU_SUBMIT;
+  sreq.u.submit.flags = GL_SUBMIT_F_KOUT;
+  gl_buf b;
+  gl_buf_init(&b);
+  assert_status(gl_response_encode(&resp, &b), GPULEASE_OK);
+  assert_int_equal(b.len, n);
+  char err[256];
+  assert_status(gl_response_decode_for(&sreq, b.data, b.len, MAX_BODY, &out, err, sizeof err),
+                GPULEASE_OK);
+  assert_true(out.u.submit.has_kout);
+  assert_int_equal(out.u.submit.output_len, 3);
+  assert_int_equal(out.u.submit.kout.flags, GL_KOUT_F_TRUNCATED);
+  assert_int_equal(out.u.submit.kout.dropped, 0x0102030405060708ull);
+  assert_int_equal(out.u.submit.kout.len, strlen(text));
+  assert_memory_equal(out.u.submit.kout.text, text, strlen(text));
+  /* the bytes: u8 flags, u64 dropped, u32 len, text, after the output */
+  static const uint8_t block[13] = {0x01, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 20};
+  assert_memory_equal(b.data + 12 + 2 + 12 + 3, block, sizeof block);
+  /* every shorter body (body_len patched) is refused when kout is asked */
+  static uint8_t cut[256];
+  for (size_t k = 12; k < n; k++) {
+    memcpy(cut, b.data, k);
+    uint32_t bl = (uint32_t)(k - 12);
+    cut[8] = (uint8_t)(bl >> 24), cut[9] = (uint8_t)(bl >> 16), cut[10] = (uint8_t)(bl >> 8),
+    cut[11] = (uint8_t)bl;
+    if (gl_response_decode_for(&sreq, cut, k, MAX_BODY, &out, err, sizeof err) !=
+        GPULEASE_MALFORMED)
+      fail_msg("body of %zu bytes decoded", k - 12);
+  }
+  /* a reply to a request that did not ask: the block is trailing bytes */
+  assert_status(gl_response_decode(b.data, b.len, MAX_BODY, &out, err, sizeof err),
+                GPULEASE_MALFORMED);
+  gl_buf_free(&b);
+  /* without has_kout the result ends after the output */
+  resp.u.submit.has_kout = false;
+  resp_roundtrip(&resp, &out, 12 + 2 + 12 + 3);
+  assert_false(out.u.submit.has_kout);
+  gl_buf_init(&b);
+  assert_status(gl_response_encode(&resp, &b), GPULEASE_OK);
+  assert_status(gl_response_decode_for(&sreq, b.data, b.len, MAX_BODY, &out, err, sizeof err),
+                GPULEASE_MALFORMED); /* asked for, missing */
+  gl_buf_free(&b);
+  /* refused: truncated without dropped bytes, dropped bytes without the
+   * flag, unknown flags, more than GL_KOUT_MAX bytes */
+  resp.u.submit.has_kout = true;
+  struct {
+    uint8_t flags;
+    uint64_t dropped;
+    uint32_t len;
+  } bad[] = {{GL_KOUT_F_TRUNCATED, 0, 3}, {0, 5, 3}, {0x04, 0, 3}, {0, 0, GL_KOUT_MAX + 1}};
+  static uint8_t big[GL_KOUT_MAX + 1];
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    resp.u.submit.kout.flags = bad[i].flags;
+    resp.u.submit.kout.dropped = bad[i].dropped;
+    resp.u.submit.kout.len = bad[i].len;
+    resp.u.submit.kout.text = big;
+    gl_buf_init(&b);
+    assert_int_not_equal(gl_response_encode(&resp, &b), GPULEASE_OK);
+    gl_buf_free(&b);
+  }
+  /* and the same bytes built by hand are refused by the decoder */
+  resp.u.submit.kout.flags = GL_KOUT_F_TRUNCATED;
+  resp.u.submit.kout.dropped = 1;
+  resp.u.submit.kout.len = 0;
+  gl_buf_init(&b);
+  assert_status(gl_response_encode(&resp, &b), GPULEASE_OK);
+  b.data[12 + 2 + 12 + 3] = 0x00; /* flag cleared, dropped 1 */
+  assert_status(gl_response_decode_for(&sreq, b.data, b.len, MAX_BODY, &out, err, sizeof err),
+                GPULEASE_MALFORMED);
+  assert_contains(err, "kout_flags bit 0");
+  gl_buf_free(&b);
+}
+
+/* KERNEL_OUTPUT (0x0304): a session_ref, and the kout block as result. */
+static void test_kernel_output_op(void **state) {
+  (void)state;
+  static gl_request req, rout;
+  memset(&req, 0, sizeof req);
+  req.op = GL_OP_KERNEL_OUTPUT;
+  req.u.session.auth.lease_id = 7;
+  req.u.session.session_id = 9;
+  req.u.session.seq = 0;
+  gl_buf b;
+  gl_buf_init(&b);
+  assert_status(gl_request_encode(&req, &b), GPULEASE_OK);
+  assert_int_equal(b.len, 12 + 64);
+  assert_int_equal(b.data[4], 0x03);
+  assert_int_equal(b.data[5], 0x04);
+  char err[256];
+  assert_status(gl_request_decode(b.data, b.len, MAX_BODY, &rout, NULL, err, sizeof err),
+                GPULEASE_OK);
+  assert_int_equal(rout.u.session.session_id, 9);
+  assert_ptr_equal(gl_request_session(&rout), &rout.u.session);
+  /* a byte more is refused */
+  uint8_t longer[12 + 65];
+  memcpy(longer, b.data, b.len);
+  longer[b.len] = 0;
+  longer[11] = 65;
+  assert_status(gl_request_decode(longer, sizeof longer, MAX_BODY, &rout, NULL, err, sizeof err),
+                GPULEASE_MALFORMED);
+  gl_buf_free(&b);
+  static gl_response resp, out;
+  memset(&resp, 0, sizeof resp);
+  resp.op = GL_OP_KERNEL_OUTPUT;
+  resp.u.kout.flags = GL_KOUT_F_DISCARDED;
+  resp_roundtrip(&resp, &out, 12 + 2 + 13);
+  assert_int_equal(out.u.kout.flags, GL_KOUT_F_DISCARDED);
+  assert_int_equal(out.u.kout.len, 0);
+  resp.u.kout.flags = 0;
+  resp.u.kout.text = (const uint8_t *)"ab\n";
+  resp.u.kout.len = 3;
+  resp_roundtrip(&resp, &out, 12 + 2 + 13 + 3);
+  assert_memory_equal(out.u.kout.text, "ab\n", 3);
+  resp.u.kout.dropped = 4; /* without the truncated flag */
+  gl_buf_init(&b);
+  assert_int_not_equal(gl_response_encode(&resp, &b), GPULEASE_OK);
+  gl_buf_free(&b);
+}
+
 static void test_resp_submit_and_worker(void **state) {
   (void)state;
   static gl_response resp, out;
@@ -2276,7 +2414,7 @@ static void test_status_names(void **state) {
       {GL_OP_MODULE_UNLOAD, "MODULE_UNLOAD"}, {GL_OP_FUNC_INFO, "FUNC_INFO"},
       {GL_OP_LAUNCH, "LAUNCH"},               {GL_OP_LAUNCH_EX, "LAUNCH_EX"},
       {GL_OP_BURST, "BURST"},                 {GL_OP_EVENT_RECORD, "EVENT_RECORD"},
-      {GL_OP_EVENT_ELAPSED, "EVENT_ELAPSED"},
+      {GL_OP_EVENT_ELAPSED, "EVENT_ELAPSED"}, {GL_OP_KERNEL_OUTPUT, "KERNEL_OUTPUT"},
   };
   for (size_t i = 0; i < sizeof ses / sizeof ses[0]; i++) {
     assert_string_equal(gl_op_name(ses[i].op), ses[i].name);
@@ -2287,7 +2425,7 @@ static void test_status_names(void **state) {
   assert_int_equal(ses[9].op, 0x0321);
   assert_int_equal(ses[12].op, 0x0331);
   const uint16_t not_ses[] = {0,      GL_OP_GET_INVENTORY, GL_OP_LEASE_FREE, GL_OP_GPU_SUBMIT,
-                              0x0300, 0x0304,              0x0319,           0x0330,
+                              0x0300, 0x0305,              0x0319,           0x0330,
                               0x0334, GL_OP_WORKER_INIT,   GL_OP_WORKER_PROBE};
   for (size_t i = 0; i < sizeof not_ses / sizeof not_ses[0]; i++) {
     assert_false(gl_op_is_session(not_ses[i]));
@@ -3422,7 +3560,7 @@ static void test_exec_ops(void **state) {
   assert_int_equal(out.u.submit.output_size, 77);
   sr->cluster[1] = 0;
   decode_fails(&req, GPULEASE_INVALID_ARGUMENT, "at least 1");
-  sr->flags = 0x08;
+  sr->flags = 0x10;
   decode_fails(&req, GPULEASE_INVALID_ARGUMENT, "unknown bits");
 }
 
@@ -4974,6 +5112,8 @@ int main(void) {
       cmocka_unit_test(test_resp_inventory),
       cmocka_unit_test(test_resp_lease_info),
       cmocka_unit_test(test_resp_submit_and_worker),
+      cmocka_unit_test(test_resp_submit_kout),
+      cmocka_unit_test(test_kernel_output_op),
       cmocka_unit_test(test_resp_errors),
       cmocka_unit_test(test_encode_error_limits),
       cmocka_unit_test(test_buf_append_and_steal),

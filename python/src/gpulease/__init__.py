@@ -54,6 +54,7 @@ from .errors import (
     error_for,
     status_name,
 )
+from .kout import KernelOutput
 from .lease import Lease
 from .pool import CHUNK_BYTES, CHUNK_INDEX, IN, OUT, MapNodeStats, MapStats, Pool, PoolNode
 from .ptx import PtxError, PtxParam, ptx_kernels, ptx_params
@@ -64,7 +65,7 @@ __version__ = "0.1.0"
 __all__ = [
     "LIBRARY_PATH", "__version__",
     "connect", "Client", "Lease", "Session", "DeviceArray", "Module", "Kernel",
-    "Inventory", "GpuInfo", "TenantInfo", "PoolInfo", "FuncInfo",
+    "Inventory", "GpuInfo", "TenantInfo", "PoolInfo", "FuncInfo", "KernelOutput",
     "Pool", "PoolNode", "MapStats", "MapNodeStats", "IN", "OUT", "CHUNK_BYTES", "CHUNK_INDEX",
     "out", "inout", "Out", "InOut", "parse_size",
     "ptx_params", "ptx_kernels", "PtxParam", "PtxError",

@@ -63,6 +63,12 @@ gpulease_status gpulease_client_connect(const gpulease_connect_options *opts,
                                                      gpulease_client **out,
                                                      gpulease_error *err);
 void gpulease_client_close(gpulease_client *client);
+#define GPULEASE_KOUT_TRUNCATED 1
+#define GPULEASE_KOUT_DISCARDED 2
+typedef void (*gpulease_kernel_output_fn)(void *user, uint64_t lease_id, const char *text,
+                                          size_t len, uint64_t dropped, uint32_t flags);
+void gpulease_client_set_kernel_output(gpulease_client *client,
+                                       gpulease_kernel_output_fn fn, void *user);
 #define GPULEASE_MAX_GPUS 64
 #define GPULEASE_GPU_EMULATED 0x1
 #define GPULEASE_GPU_MIG 0x2
@@ -271,6 +277,7 @@ gpulease_status gpulease_session_flush(gpulease_session *session,
 gpulease_status gpulease_session_set_batch(gpulease_session *session,
                                                         unsigned max_ops, gpulease_error *err);
 typedef void (*gpulease_progress_fn)(uint64_t done_bytes, uint64_t total_bytes, void *user);
+gpulease_status gpulease_session_kernel_output(gpulease_session *session, gpulease_error *err);
 void gpulease_session_set_progress(gpulease_session *session,
                                                 gpulease_progress_fn fn, void *user);
 gpulease_status gpulease_host_alloc(gpulease_client *client, size_t size_bytes,

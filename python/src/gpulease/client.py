@@ -13,6 +13,7 @@ from ._cdef import ANY_GPU
 from ._lib import ffi, lib
 from ._util import DimLike, ImageLike, SizeLike, parse_size
 from .errors import Disconnected, check
+from .kout import KernelOutputHandler, make_callback
 from .lease import Lease, run_call
 
 if TYPE_CHECKING:
@@ -212,6 +213,23 @@ class Client:
         self._addr = addr
         self._lock = threading.RLock()
         self._sessions: "weakref.WeakSet[Session]" = weakref.WeakSet()
+        self._kout_cb: Any = None  # the cffi callback the library holds
+
+    def set_kernel_output(self, handler: KernelOutputHandler) -> None:
+        """Where the kernels' printf output of this client's later calls
+        goes (gpulease_client_set_kernel_output): a callable taking a
+        :class:`gpulease.KernelOutput`, called on the calling thread before
+        :meth:`Lease.call` or :meth:`Session.sync` returns; "stderr" to
+        write it to sys.stderr; None to ask for none (the daemon then keeps
+        a lease's output pending, up to 64 KiB, for a later call that
+        asks). The text of a failed device-side assert is not delivered
+        here: it is in the LaunchFailed error's message. ValueError for any
+        other handler."""
+        cb = make_callback(handler)
+        with self._lock:
+            lib.gpulease_client_set_kernel_output(self._handle(), cb if cb is not None else ffi.NULL,
+                                                  ffi.NULL)
+            self._kout_cb = cb
 
     @property
     def addr(self) -> str:
@@ -366,7 +384,8 @@ class Client:
 def connect(addr: str, *, pin_sha256: Optional[str] = None, ca_file: Optional[str] = None,
             insecure: bool = False, cert_file: Optional[str] = None,
             key_file: Optional[str] = None, token: Optional[str] = None,
-            timeout: float = 30.0, no_local: bool = False) -> Client:
+            timeout: float = 30.0, no_local: bool = False,
+            kernel_output: KernelOutputHandler = "stderr") -> Client:
     """Connects to a gpuleased daemon over QUIC with TLS 1.3
     (gpulease_client_connect).
 
@@ -386,6 +405,9 @@ def connect(addr: str, *, pin_sha256: Optional[str] = None, ca_file: Optional[st
             shared memory with a daemon on this machine (by default
             transfers of 1 MiB and more to a daemon on the same machine
             take its local socket when its file mode admits the caller).
+        kernel_output: where the kernels' printf text goes: "stderr" (the
+            default), a callable taking a :class:`gpulease.KernelOutput`, or
+            None; see :meth:`Client.set_kernel_output`.
     Returns a :class:`Client` (a context manager that closes it).
     Raises InvalidArgument (bad address, unreadable certificate or key),
     Disconnected (cannot reach the daemon), TlsFailed (verification
@@ -420,5 +442,10 @@ def connect(addr: str, *, pin_sha256: Optional[str] = None, ca_file: Optional[st
     opts.no_local = 1 if no_local else 0
     out = ffi.new("gpulease_client **")
     err = ffi.new("gpulease_error *")
+    cb = make_callback(kernel_output)  # ValueError before connecting
     check(lib.gpulease_client_connect(opts, out, err), err)
-    return Client(out[0], opts, keep, addr)
+    client = Client(out[0], opts, keep, addr)
+    if cb is not None:
+        lib.gpulease_client_set_kernel_output(client._ptr, cb, ffi.NULL)
+        client._kout_cb = cb
+    return client

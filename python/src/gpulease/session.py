@@ -280,6 +280,16 @@ class Session:
                       img.ptx)
 
     # -- ordering and failures -------------------------------------------
+    def kernel_output(self) -> None:
+        """Hands the lease's pending kernel output to the client's handler
+        now (KERNEL_OUTPUT), after the session's earlier ops, as
+        :meth:`sync` does after its SYNC; for output sooner than the next
+        sync. Nothing without a handler. Raises the lease's and session's
+        errors and the connection errors."""
+        err = ffi.new("gpulease_error *")
+        with self._client._lock:
+            check(lib.gpulease_session_kernel_output(self._handle(), err), err)
+
     def sync(self) -> None:
         """Waits until every earlier op of the session has finished on the
         GPU (SYNC), then raises the session's failure, if any: the
