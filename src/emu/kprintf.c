@@ -186,14 +186,17 @@ typedef struct kctx {
   const gl_ptx_insn *in;
 } kctx;
 
+/* The little-endian value of the size bytes at p. */
+static uint64_t le_bytes(const uint8_t *p, unsigned size) {
+  uint64_t x = 0;
+  for (unsigned i = 0; i < size; i++) x |= (uint64_t)p[i] << (8 * i);
+  return x;
+}
+
 static int rd(const kctx *k, uint64_t addr, unsigned size, uint64_t *v) {
   uint8_t *p = gl_emu__mem_ptr(k->b, k->w, k->lane, k->in, GL_PTX_SPACE_GENERIC, addr, size, 0);
-  if (!p)
-    return -1;
-  uint64_t x = 0;
-  for (unsigned i = 0; i < size; i++)
-    x |= (uint64_t)p[i] << (8 * i);
-  *v = x;
+  if (!p) return -1;
+  *v = le_bytes(p, size);
   return 0;
 }
 
@@ -221,12 +224,8 @@ static int rd_string(const kctx *k, uint64_t addr, size_t max, kstr *s) {
 static int call_arg(const kctx *k, const gl_ptx_call *c, uint32_t i, unsigned size,
                     uint64_t *v) {
   uint8_t *p = gl_emu__local_ptr(k->b, k->w, k->lane, c->arg_off[i], size, k->in->line);
-  if (!p)
-    return -1;
-  uint64_t x = 0;
-  for (unsigned j = 0; j < size; j++)
-    x |= (uint64_t)p[j] << (8 * j);
-  *v = x;
+  if (!p) return -1;
+  *v = le_bytes(p, size);
   return 0;
 }
 

@@ -15,7 +15,7 @@ dir=$(mktemp -d /tmp/gl-kprint-XXXXXX)
 "$bin/daemon/gpuleased" --device emu --emu-vram 64M --listen 127.0.0.1:0 --state-dir "$dir" \
   --ready-file "$dir/ready" --max-ttl 60 --log-level debug 2> "$dir/daemon.log" &
 daemon=$!
-trap 'kill $daemon 2>/dev/null; wait $daemon 2>/dev/null; [ -n "${KEEP:-}" ] && cp "$dir/daemon.log" "$dir/err" /tmp/kp/; rm -rf "$dir"' EXIT
+trap 'kill $daemon 2>/dev/null; wait $daemon 2>/dev/null; rm -rf "$dir"' EXIT
 for _ in $(seq 1 300); do [ -s "$dir/ready" ] && break; sleep 0.1; done
 read -r port fp < "$dir/ready"
 cli() { "$bin/cli/gpulease" --addr "127.0.0.1:$port" --pin-sha256 "$fp" "$@"; }

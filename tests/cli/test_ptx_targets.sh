@@ -5,23 +5,7 @@
 # device; fatbins on the emulated device. Usage: test_ptx_targets.sh BUILD_DIR
 set -uo pipefail
 build=$1
-bin=$build/src
-dir=$(mktemp -d /tmp/gl-ptxt-XXXXXX)
-"$bin/daemon/gpuleased" --device emu --emu-vram 64M --listen 127.0.0.1:0 --state-dir "$dir" \
-  --ready-file "$dir/ready" --max-ttl 60 2> "$dir/daemon.log" &
-daemon=$!
-trap 'kill $daemon 2>/dev/null; wait $daemon 2>/dev/null; rm -rf "$dir"' EXIT
-for _ in $(seq 1 300); do [ -s "$dir/ready" ] && break; sleep 0.1; done
-read -r port fp < "$dir/ready"
-cli() { "$bin/cli/gpulease" --addr "127.0.0.1:$port" --pin-sha256 "$fp" "$@"; }
-pass=0 fail=0
-check() { # check NAME EXPECTED_RC ACTUAL_RC [PATTERN FILE]
-  local ok=1
-  [ "$2" = "$3" ] || ok=0
-  if [ $# -ge 5 ] && ! grep -q -- "$4" "$5"; then ok=0; fi
-  if [ $ok = 1 ]; then pass=$((pass+1)); echo "ok   $1";
-  else fail=$((fail+1)); echo "FAIL $1 (rc $3, want $2)"; [ $# -ge 5 ] && cat "$5"; fi
-}
+. "$(dirname "$0")/emu_daemon.sh"
 out=$dir/out err=$dir/err
 
 cli inventory > $out 2> $err
