@@ -39,6 +39,7 @@
 
 #define GL_EMU_NBARRIERS 16
 #define GL_EMU_CLUSTER_BAR GL_EMU_NBARRIERS /* bar_id of lanes at barrier.cluster.wait */
+#define GL_EMU_MBAR_WAIT (GL_EMU_NBARRIERS + 1) /* bar_id of lanes in an mbarrier wait */
 #define GL_EMU_GROUP_WARP_SLICE 1024u /* a warp's turn when blocks are interleaved */
 /* Warp instructions a group of co-resident blocks may issue without a
  * store, atomic, barrier completion or exit before the launch fails as
@@ -169,6 +170,7 @@ typedef struct gl_emu_block {
   uint32_t cl_arrived;   /* rank 0 keeps the cluster barrier: threads arrived */
   uint32_t cl_phase;     /* and completed phases */
   uint64_t events;       /* stores, atomics, barrier completions, exits */
+  uint64_t mbar_stall_mark; /* events + 1 when mbarrier waits last timed out */
   int done;              /* grouped: every thread exited */
   uint64_t *regs;
   uint8_t *shared;
@@ -237,6 +239,41 @@ int gl_emu__exec_mapa(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, ui
  * after gl_emu__fail (line for the message). */
 uint8_t *gl_emu__local_ptr(gl_emu_block *b, gl_emu_warp *w, unsigned lane, uint64_t off,
                            uint64_t size, uint32_t line);
+
+/* Host pointer for `size` bytes (a power of two, the alignment it needs)
+ * at addr in `space`, checked as ld/st check theirs, or NULL after failing
+ * the launch. write: the access stores. */
+uint8_t *gl_emu__mem_ptr(gl_emu_block *b, gl_emu_warp *w, unsigned lane, const gl_ptx_insn *in,
+                         unsigned space, uint64_t addr, uint64_t size, int write);
+
+/* ---- exec_async.c, exec_mbar.c, exec_redux.c ---------------------------- */
+
+/* cp.async.ca/.cg for lanes m: copies (and zero-fills) at once. */
+int gl_emu__exec_cpasync(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
+/* cp.async.bulk for lanes m: copies at once and completes the bytes on
+ * the mbarrier. The caller has flushed the group to the next instruction
+ * (a completed phase wakes waiting lanes, as a barrier does). */
+int gl_emu__exec_cpbulk(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
+/* mbarrier.* and cp.async.mbarrier.arrive for lanes m. The caller has
+ * flushed the group to the next instruction; lanes whose wait is not
+ * complete park (bar_id GL_EMU_MBAR_WAIT) with lane_pc[] back at this
+ * instruction, to run it again once a phase completes. */
+int gl_emu__exec_mbarrier(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
+/* Subtracts `bytes` from the tx-count of the mbarrier at addr (space:
+ * SHARED, SHARED_CLUSTER or GENERIC) for lane `lane`, completing its phase
+ * when that ends it. 0, or -1 after gl_emu__fail. */
+int gl_emu__mbar_complete_tx(gl_emu_block *b, gl_emu_warp *w, unsigned lane,
+                             const gl_ptx_insn *in, unsigned space, uint64_t addr,
+                             uint64_t bytes);
+/* No warp of blocks[0..n) can run. Returns 0 when no lane waits on an
+ * mbarrier (the caller reports its deadlock); 1 after ending every such
+ * wait as timed out (the wait's predicate false, the lane at the next
+ * instruction), as a try_wait's time limit would; -1 after failing the
+ * launch when nothing happened since the previous time-out, so that the
+ * waits can never complete. */
+int gl_emu__mbar_stalled(gl_emu_block *const *blocks, uint32_t n);
+int gl_emu__exec_redux(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
+int gl_emu__exec_elect(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
 
 /* ---- exec_warp.c -------------------------------------------------------- */
 

@@ -29,6 +29,9 @@ static const char *insn_name(const gl_ptx_insn *in) {
   case GL_PTX_OP_ST: return "st";
   case GL_PTX_OP_ATOM: return "atom";
   case GL_PTX_OP_RED: return "red";
+  case GL_PTX_OP_CPASYNC: return "cp.async";
+  case GL_PTX_OP_CPBULK: return "cp.async.bulk";
+  case GL_PTX_OP_MBARRIER: return "mbarrier";
   default: return "access";
   }
 }
@@ -152,6 +155,11 @@ static inline __attribute__((always_inline)) uint8_t *xlat(gl_emu_block *b, gl_e
     return NULL;
   }
   return host + off;
+}
+
+uint8_t *gl_emu__mem_ptr(gl_emu_block *b, gl_emu_warp *w, unsigned lane, const gl_ptx_insn *in,
+                         unsigned space, uint64_t addr, uint64_t size, int write) {
+  return xlat(b, w, lane, in, space, addr, size, write);
 }
 
 uint8_t *gl_emu__local_ptr(gl_emu_block *b, gl_emu_warp *w, unsigned lane, uint64_t off,

@@ -1057,6 +1057,7 @@ void gl_ptx_parse_insn(gl_ptx_parser *p) {
   }
   c->mn = t;
   in->line = t.line;
+  if (gl_ptx_parse_async_insn(p, in, &t)) return; /* cp.async, mbarrier, ... */
   split_mnemonic(c);
   in->op = c->def->op;
   if (c->def->kind == K_CALL) {

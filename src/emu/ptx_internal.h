@@ -238,6 +238,13 @@ uint64_t gl_ptx_literal_value(gl_ptx_parser *p, const gl_ptx_token *t, int negat
  * (ptx_insn.c) and appends it to the module. */
 void gl_ptx_parse_insn(gl_ptx_parser *p);
 
+/* Asynchronous copies, mbarriers, redux, elect and the other sm_80+
+ * synchronisation instructions (ptx_insn_async.c): when the mnemonic mn
+ * is one of them, decodes the rest of the statement into *in (guard and
+ * line already set), appends it and returns 1; returns 0, consuming
+ * nothing, for any other instruction. Errors unwind via gl_ptx_fail. */
+int gl_ptx_parse_async_insn(gl_ptx_parser *p, gl_ptx_insn *in, const gl_ptx_token *mn);
+
 /* Appends *in to the module (checks the instruction limit). */
 void gl_ptx_push_insn(gl_ptx_parser *p, const gl_ptx_insn *in);
 

@@ -164,6 +164,13 @@ typedef enum gl_ptx_op {
   GL_PTX_OP_BARCLUSTER, /* barrier.cluster.arrive / .wait (mode) */
   GL_PTX_OP_MAPA,     /* mapa{.shared::cluster}.u32/.u64 d, a, rank */
   GL_PTX_OP_GETCTARANK, /* getctarank{.shared::cluster}.u32/.u64 d, a */
+  /* asynchronous copies, mbarriers, warp reductions (ptx_insn_async.c;
+   * exec_async.c, exec_mbar.c, exec_redux.c) */
+  GL_PTX_OP_CPASYNC,  /* cp.async.ca/.cg.shared.global [d], [s], cp-size ... */
+  GL_PTX_OP_CPBULK,   /* cp.async.bulk (mode: GL_PTX_BULK_*) */
+  GL_PTX_OP_MBARRIER, /* mbarrier.*, cp.async.mbarrier.arrive (mode) */
+  GL_PTX_OP_REDUX,    /* redux.sync.op.type d, a, membermask */
+  GL_PTX_OP_ELECT,    /* elect.sync d|p, membermask */
   GL_PTX_OP_COUNT
 } gl_ptx_op;
 
@@ -213,6 +220,19 @@ enum { GL_PTX_BAR_SYNC, GL_PTX_BAR_ARRIVE, GL_PTX_BAR_RED_POPC,
 enum { GL_PTX_BARCLUSTER_ARRIVE, GL_PTX_BARCLUSTER_WAIT };
 /* mode for CVTA: direction (space holds the non-generic space) */
 enum { GL_PTX_CVTA_TO_GENERIC = 0, GL_PTX_CVTA_TO_SPACE };
+/* mode for MBARRIER: the operation in the low 4 bits, modifiers above */
+enum { GL_PTX_MBAR_INIT, GL_PTX_MBAR_INVAL, GL_PTX_MBAR_ARRIVE, GL_PTX_MBAR_EXPECT_TX,
+       GL_PTX_MBAR_COMPLETE_TX, GL_PTX_MBAR_TEST_WAIT, GL_PTX_MBAR_TRY_WAIT,
+       GL_PTX_MBAR_PENDING_COUNT, GL_PTX_MBAR_CP_ARRIVE, GL_PTX_MBAR_CP_ARRIVE_NOINC };
+#define GL_PTX_MBAR_OP(mode) ((mode) & 15u)
+#define GL_PTX_MBAR_DROP 0x10u       /* ARRIVE: arrive_drop */
+#define GL_PTX_MBAR_NOCOMPLETE 0x20u /* ARRIVE: .noComplete */
+#define GL_PTX_MBAR_WITH_TX 0x40u    /* ARRIVE: .expect_tx (tx count in src[2]) */
+#define GL_PTX_MBAR_PARITY 0x80u     /* TEST_WAIT, TRY_WAIT: .parity */
+/* mode for CPBULK: the direction */
+enum { GL_PTX_BULK_G2S, /* global -> shared (space: ::cta or ::cluster), mbarrier */
+       GL_PTX_BULK_S2S, /* shared::cta -> shared::cluster, mbarrier */
+       GL_PTX_BULK_S2G  /* shared::cta -> global, bulk async-group */ };
 
 /* flags (gl_ptx_insn.flags) */
 #define GL_PTX_F_FTZ 0x0001u     /* .ftz */
@@ -229,6 +249,7 @@ enum { GL_PTX_CVTA_TO_GENERIC = 0, GL_PTX_CVTA_TO_SPACE };
 #define GL_PTX_F_XORSIGN_ABS 0x0800u /* .xorsign.abs on min/max */
 #define GL_PTX_F_NONCOHERENT 0x1000u /* ld.global.nc, ldu: read-only path */
 #define GL_PTX_F_WAIT 0x2000u    /* bar with a thread count operand (src[1]) */
+#define GL_PTX_F_ABS 0x4000u     /* .abs on redux.sync.min/max.f32 */
 
 /* ---- Operands ----------------------------------------------------------- */
 
@@ -291,6 +312,27 @@ typedef struct gl_ptx_operand {
  *   MAPA          dst[0], src[0] address (generic, or .shared::cluster when
  *                 space says so), src[1] target CTA rank; type u32/u64.
  *   GETCTARANK    dst[0], src[0] address (as MAPA); type is the address's.
+ *   CPASYNC       src[0] ADDR in .shared, src[1] ADDR in .global; mode =
+ *                 cp-size (4, 8, 16); src[2] src-size (REG/IMM) or NONE
+ *                 (= cp-size); src[3] ignore-src predicate (REG, maybe
+ *                 neg) or NONE. space = SHARED.
+ *   CPBULK        src[0] destination ADDR, src[1] source ADDR, src[2] size
+ *                 in bytes, src[3] mbarrier ADDR (G2S, S2S) or NONE; space
+ *                 = the destination's space for G2S (SHARED or
+ *                 SHARED_CLUSTER, the mbarrier's too), else unused.
+ *   MBARRIER      src[0] the object's ADDR (space: SHARED, SHARED_CLUSTER
+ *                 or GENERIC), except PENDING_COUNT. INIT: src[1] count.
+ *                 ARRIVE: dst[0] state (NOREG for '_'), src[1] count (IMM 1
+ *                 when not written), src[2] tx count with MBAR_WITH_TX.
+ *                 EXPECT_TX, COMPLETE_TX: src[1] tx count. TEST_WAIT,
+ *                 TRY_WAIT: dst[0] predicate, src[1] state or phase parity
+ *                 (the suspend-time hint is dropped). PENDING_COUNT:
+ *                 dst[0], src[0] state. CP_ARRIVE{_NOINC}: src[0] only.
+ *   REDUX         dst[0], src[0] value, src[1] membermask; mode =
+ *                 gl_ptx_atom_op (ADD, MIN, MAX, AND, OR, XOR); type U32,
+ *                 S32, B32 or F32 (min/max; flags GL_PTX_F_ABS, _NAN).
+ *   ELECT         dst[0] leader's lane (NOREG for '_'), dst[1] predicate;
+ *                 src[0] membermask.
  */
 typedef struct gl_ptx_insn {
   uint16_t op;     /* gl_ptx_op */

@@ -103,15 +103,15 @@ static const gl_ptx_op_def ops[] = {
     {"prefetchu", K_PREFETCH, GL_PTX_OP_PREFETCH, 0, 0},
     {"mapa", K_MAPA, GL_PTX_OP_MAPA, 0, 0},
     {"getctarank", K_GETCTARANK, GL_PTX_OP_GETCTARANK, 0, 0},
+    /* cp, mbarrier, redux, elect, setmaxnreg, griddepcontrol and the
+     * fence.proxy/.mbarrier_init forms: ptx_insn_async.c. */
     /* Valid PTX outside the emulated device's instruction set. */
     {"tex", K_UNSUP, 0, 0, 0}, {"tld4", K_UNSUP, 0, 0, 0}, {"txq", K_UNSUP, 0, 0, 0},
     {"suld", K_UNSUP, 0, 0, 0}, {"sust", K_UNSUP, 0, 0, 0}, {"sured", K_UNSUP, 0, 0, 0},
     {"suq", K_UNSUP, 0, 0, 0}, {"mma", K_UNSUP, 0, 0, 0}, {"wmma", K_UNSUP, 0, 0, 0},
     {"wgmma", K_UNSUP, 0, 0, 0}, {"ldmatrix", K_UNSUP, 0, 0, 0},
     {"stmatrix", K_UNSUP, 0, 0, 0}, {"movmatrix", K_UNSUP, 0, 0, 0},
-    {"cp", K_UNSUP, 0, 0, 0}, {"mbarrier", K_UNSUP, 0, 0, 0},
-    {"griddepcontrol", K_UNSUP, 0, 0, 0}, {"setmaxnreg", K_UNSUP, 0, 0, 0},
-    {"multimem", K_UNSUP, 0, 0, 0}, {"redux", K_UNSUP, 0, 0, 0},
+    {"multimem", K_UNSUP, 0, 0, 0},
     {"istypep", K_UNSUP, 0, 0, 0}, {"isspacep", K_UNSUP, 0, 0, 0},
     {"vadd", K_UNSUP, 0, 0, 0}, {"vsub", K_UNSUP, 0, 0, 0}, {"vabsdiff", K_UNSUP, 0, 0, 0},
     {"vmin", K_UNSUP, 0, 0, 0}, {"vmax", K_UNSUP, 0, 0, 0}, {"vshl", K_UNSUP, 0, 0, 0},
@@ -122,7 +122,7 @@ static const gl_ptx_op_def ops[] = {
     {"vsub4", K_UNSUP, 0, 0, 0}, {"vavrg4", K_UNSUP, 0, 0, 0},
     {"vabsdiff4", K_UNSUP, 0, 0, 0}, {"vmin4", K_UNSUP, 0, 0, 0},
     {"vmax4", K_UNSUP, 0, 0, 0}, {"vset4", K_UNSUP, 0, 0, 0}, {"brx", K_UNSUP, 0, 0, 0},
-    {"elect", K_UNSUP, 0, 0, 0}, {"applypriority", K_UNSUP, 0, 0, 0},
+    {"applypriority", K_UNSUP, 0, 0, 0},
     {"discard", K_UNSUP, 0, 0, 0}, {"createpolicy", K_UNSUP, 0, 0, 0},
     {"tensormap", K_UNSUP, 0, 0, 0}, {"stacksave", K_UNSUP, 0, 0, 0},
     {"stackrestore", K_UNSUP, 0, 0, 0}, {"alloca", K_UNSUP, 0, 0, 0},

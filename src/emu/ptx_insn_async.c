@@ -1,0 +1,820 @@
+/*
+ * ptx_insn_async.c - the parser's decoders for asynchronous copies,
+ * mbarriers and the warp-level synchronisation instructions of sm_80 and
+ * later:
+ *   cp.async.{ca,cg}.shared.global, cp.async.{commit_group, wait_group,
+ *   wait_all}, cp.async.mbarrier.arrive{.noinc}, cp.async.bulk (global ->
+ *   shared, shared::cta -> shared::cluster, shared::cta -> global,
+ *   commit_group, wait_group{.read}, prefetch.L2), mbarrier.*,
+ *   redux.sync, elect.sync, setmaxnreg, griddepcontrol, and the fences
+ *   fence.proxy.* and fence.mbarrier_init.
+ *
+ * gl_ptx_parse_insn hands a statement over when its mnemonic's base is one
+ * of these (for fence: when .proxy or .mbarrier_init follows). It is
+ * decoded here from the mnemonic to the ';', because these mnemonics carry
+ * two state spaces and "::" qualifiers that the general modifier table
+ * (ptx_optab.c) does not model. Modifiers may come in any order; each must
+ * be understood, or the statement fails with a message naming it.
+ *
+ * What the emulator gets for free becomes a GL_PTX_OP_MEMBAR no-op: the
+ * cp.async groups and waits (every copy completes when it is issued, so
+ * any wait finds its group complete), the proxy fences (one memory, one
+ * proxy: every access is visible to the next in the emulator's
+ * sequentially consistent order), setmaxnreg (registers are not a shared
+ * resource here) and griddepcontrol (a launch starts only after the
+ * previous one on its stream has finished, so the dependency it waits
+ * for has always resolved; launching dependents early is a hint).
+ */
+#include <string.h>
+
+#include "emu/ptx_internal.h"
+
+#define MAX_MODS 16
+#define MAX_AOPS 8
+
+enum { AO_REG = 1, AO_SINK, AO_IMM, AO_ADDR };
+
+/* An operand as written. */
+typedef struct aop {
+  uint8_t kind;
+  uint8_t neg;      /* !p */
+  uint8_t has_pair; /* d|p */
+  uint8_t is_pred;  /* a register declared .pred */
+  uint32_t reg;     /* REG; ADDR: base register or GL_PTX_NOREG */
+  uint32_t pair;    /* the p of d|p, GL_PTX_NOREG for '_' */
+  int64_t imm;      /* IMM: the value; ADDR: the offset */
+  const gl_ptx_sym *sym; /* ADDR based on a variable */
+  uint32_t line;
+} aop;
+
+typedef struct actx {
+  gl_ptx_parser *p;
+  gl_ptx_token mn;
+  gl_ptx_insn *in;
+  const char *mod[MAX_MODS]; /* modifiers after the base, with their dot */
+  uint32_t modn[MAX_MODS];
+  unsigned nmods;
+  uint32_t used;             /* bit i: mod[i] understood */
+  aop ops[MAX_AOPS];
+  unsigned nops;
+} actx;
+
+static _Noreturn void bad(actx *c, const char *what) {
+  gl_ptx_fail(c->p, GPULEASE_LOAD_FAILED, c->in->line, "%s in '%.*s'", what,
+              (int)(c->mn.n > 80 ? 80 : c->mn.n), c->mn.s);
+}
+
+static _Noreturn void unsupported(actx *c, const char *why) {
+  gl_ptx_fail(c->p, GPULEASE_UNSUPPORTED, c->in->line,
+              "'%.*s' is not supported by the emulated device (%s)",
+              (int)(c->mn.n > 80 ? 80 : c->mn.n), c->mn.s, why);
+}
+
+/* ==== Modifiers =========================================================== */
+
+static void split_mods(actx *c, uint32_t base_len) {
+  const char *s = c->mn.s + base_len, *end = c->mn.s + c->mn.n;
+  while (s < end) {
+    const char *q = s + 1;
+    while (q < end && *q != '.') q++;
+    if (q - s < 2) bad(c, "empty modifier");
+    if (c->nmods >= MAX_MODS) bad(c, "too many modifiers");
+    c->mod[c->nmods] = s;
+    c->modn[c->nmods++] = (uint32_t)(q - s);
+    s = q;
+  }
+}
+
+static int mod_is(const actx *c, unsigned i, const char *w) {
+  size_t n = strlen(w);
+  return c->modn[i] == n && memcmp(c->mod[i], w, n) == 0;
+}
+
+/* Takes modifier w if written (and not yet taken). */
+static int take(actx *c, const char *w) {
+  for (unsigned i = 0; i < c->nmods; i++)
+    if (!(c->used & (1u << i)) && mod_is(c, i, w)) {
+      c->used |= 1u << i;
+      return 1;
+    }
+  return 0;
+}
+
+/* Index of the first of ws[] written, taken; -1 if none. */
+static int take_one(actx *c, const char *const *ws, unsigned n) {
+  for (unsigned k = 0; k < n; k++)
+    if (take(c, ws[k])) return (int)k;
+  return -1;
+}
+
+/* Memory-ordering and scope qualifiers: no effect on the emulator, whose
+ * accesses are sequentially consistent. */
+static void take_order(actx *c) {
+  static const char *const ord[] = {".release", ".acquire", ".relaxed", ".acq_rel", ".sc",
+                                    ".cta", ".cluster", ".gpu", ".sys", ".aligned"};
+  for (unsigned k = 0; k < sizeof ord / sizeof ord[0]; k++) (void)take(c, ord[k]);
+}
+
+/* .L2::cache_hint (adds a trailing 64-bit policy operand) and the cache
+ * prefetch/eviction qualifiers: hints without effect here. Returns 1 when
+ * the policy operand is present. */
+static int take_cache_hints(actx *c) {
+  int hint = take(c, ".L2::cache_hint");
+  for (unsigned i = 0; i < c->nmods; i++)
+    if (!(c->used & (1u << i)) && c->modn[i] > 5 &&
+        (memcmp(c->mod[i], ".L2::", 5) == 0 || memcmp(c->mod[i], ".L1::", 5) == 0))
+      c->used |= 1u << i;
+  return hint;
+}
+
+static void all_used(actx *c) {
+  for (unsigned i = 0; i < c->nmods; i++)
+    if (!(c->used & (1u << i)))
+      gl_ptx_fail(c->p, GPULEASE_LOAD_FAILED, c->in->line, "unexpected modifier '%.*s' in '%.*s'",
+                  (int)(c->modn[i] > 40 ? 40 : c->modn[i]), c->mod[i],
+                  (int)(c->mn.n > 80 ? 80 : c->mn.n), c->mn.s);
+}
+
+/* The state space of an mbarrier operand: .shared{::cta}, .shared::cluster
+ * or generic when none is written. */
+static int take_shared_space(actx *c, int cluster_ok) {
+  if (take(c, ".shared") || take(c, ".shared::cta")) return GL_PTX_SPACE_SHARED;
+  if (take(c, ".shared::cluster")) {
+    if (!cluster_ok) bad(c, ".shared::cluster is not allowed");
+    return GL_PTX_SPACE_SHARED_CLUSTER;
+  }
+  return GL_PTX_SPACE_GENERIC;
+}
+
+/* ==== Operands ============================================================ */
+
+static int is_punct(const gl_ptx_token *t, char ch) {
+  return t->kind == GL_PTX_TK_PUNCT && t->c == ch;
+}
+
+/* Register index of a name, with whether it is declared .pred. */
+static uint32_t find_reg(actx *c, const gl_ptx_token *t, uint8_t *is_pred) {
+  uint32_t r = gl_ptx_find_reg(c->p, t->s, t->n);
+  if (r == GL_PTX_NOREG) return r;
+  const gl_ptx_sym *e = gl_ptx_symtab_find(&c->p->syms, t->s, t->n);
+  if (!e) { /* an element of a %p<N> range */
+    uint32_t k = t->n;
+    while (k > 0 && t->s[k - 1] >= '0' && t->s[k - 1] <= '9') k--;
+    e = gl_ptx_symtab_find(&c->p->syms, t->s, k);
+  }
+  *is_pred = e && e->type == GL_PTX_T_PRED;
+  return r;
+}
+
+static uint32_t expect_reg(actx *c, const gl_ptx_token *t, int sink_ok, uint8_t *is_pred) {
+  if (t->kind == GL_PTX_TK_WORD) {
+    if (sink_ok && t->n == 1 && t->s[0] == '_') return GL_PTX_NOREG;
+    uint32_t r = find_reg(c, t, is_pred);
+    if (r != GL_PTX_NOREG) return r;
+    gl_ptx_fail(c->p, GPULEASE_LOAD_FAILED, t->line, "'%.*s' is not a declared register",
+                (int)(t->n > 80 ? 80 : t->n), t->s);
+  }
+  bad(c, "expected a register");
+}
+
+static void parse_addr(actx *c, aop *o) {
+  gl_ptx_parser *p = c->p;
+  gl_ptx_token t;
+  o->kind = AO_ADDR;
+  o->reg = GL_PTX_NOREG;
+  gl_ptx_next(p, &t);
+  if (t.kind == GL_PTX_TK_WORD) {
+    uint8_t pr;
+    o->reg = find_reg(c, &t, &pr);
+    if (o->reg == GL_PTX_NOREG) {
+      const gl_ptx_sym *s = gl_ptx_symtab_find(&p->syms, t.s, t.n);
+      if (!s || s->kind != GL_PTX_SYM_VAR)
+        gl_ptx_fail(p, GPULEASE_LOAD_FAILED, t.line, "'%.*s' is not a register or variable",
+                    (int)(t.n > 80 ? 80 : t.n), t.s);
+      o->sym = s;
+    }
+    const gl_ptx_token *n = gl_ptx_peek(p, 0);
+    if (is_punct(n, '+') || is_punct(n, '-')) {
+      int neg = n->c == '-';
+      gl_ptx_next(p, NULL);
+      if (gl_ptx_accept(p, '-')) neg = !neg;
+      gl_ptx_next(p, &t);
+      if (t.kind != GL_PTX_TK_INT) bad(c, "bad address offset");
+      o->imm = neg ? (int64_t)((uint64_t)0 - t.u) : (int64_t)t.u;
+    }
+  } else if (t.kind == GL_PTX_TK_INT) {
+    o->imm = (int64_t)t.u;
+  } else {
+    bad(c, "bad address");
+  }
+  if (is_punct(gl_ptx_peek(p, 0), ','))
+    unsupported(c, "tensor coordinates");
+  gl_ptx_expect(p, ']');
+}
+
+static void parse_operand(actx *c, aop *o) {
+  gl_ptx_parser *p = c->p;
+  gl_ptx_token t;
+  gl_ptx_next(p, &t);
+  memset(o, 0, sizeof *o);
+  o->line = t.line;
+  if (is_punct(&t, '!')) {
+    gl_ptx_next(p, &t);
+    o->kind = AO_REG;
+    o->reg = expect_reg(c, &t, 0, &o->is_pred);
+    o->neg = 1;
+    return;
+  }
+  int neg = 0;
+  if (is_punct(&t, '-')) {
+    neg = 1;
+    gl_ptx_next(p, &t);
+    if (t.kind != GL_PTX_TK_INT) bad(c, "expected a number after '-'");
+  }
+  if (t.kind == GL_PTX_TK_INT) {
+    o->kind = AO_IMM;
+    o->imm = neg ? (int64_t)((uint64_t)0 - t.u) : (int64_t)t.u;
+    return;
+  }
+  if (is_punct(&t, '[')) {
+    parse_addr(c, o);
+    return;
+  }
+  if (t.kind != GL_PTX_TK_WORD) bad(c, "bad operand");
+  o->kind = AO_REG;
+  if (t.n == 1 && t.s[0] == '_') {
+    o->kind = AO_SINK;
+    o->reg = GL_PTX_NOREG;
+  } else {
+    o->reg = expect_reg(c, &t, 0, &o->is_pred);
+  }
+  if (gl_ptx_accept(p, '|')) {
+    gl_ptx_next(p, &t);
+    uint8_t pr;
+    o->has_pair = 1;
+    o->pair = expect_reg(c, &t, 1, &pr);
+  }
+}
+
+static void parse_operands(actx *c) {
+  if (gl_ptx_accept(c->p, ';')) return;
+  for (;;) {
+    if (c->nops >= MAX_AOPS) bad(c, "too many operands");
+    parse_operand(c, &c->ops[c->nops++]);
+    if (gl_ptx_accept(c->p, ';')) break;
+    gl_ptx_expect(c->p, ',');
+  }
+}
+
+static void need_ops(actx *c, unsigned lo, unsigned hi) {
+  if (c->nops < lo || c->nops > hi) bad(c, "wrong number of operands");
+}
+
+/* ==== Operand encoding ==================================================== */
+
+static gl_ptx_operand *src_slot(actx *c, unsigned si) {
+  if (c->in->nsrc < si + 1) c->in->nsrc = (uint8_t)(si + 1);
+  return &c->in->src[si];
+}
+
+/* [address] operand i as src[si] in state space `space`. */
+static void enc_addr(actx *c, unsigned i, unsigned si, int space) {
+  gl_ptx_parser *p = c->p;
+  const aop *a = &c->ops[i];
+  if (a->kind != AO_ADDR) bad(c, "expected an [address]");
+  gl_ptx_operand *o = src_slot(c, si);
+  memset(o, 0, sizeof *o);
+  o->kind = GL_PTX_O_ADDR;
+  o->reg = a->reg;
+  o->imm = a->imm;
+  const gl_ptx_sym *s = a->sym;
+  if (!s) return;
+  gl_ptx_use_var(p, s);
+  int64_t base = (int64_t)s->addr;
+  int ok;
+  switch (s->space) {
+  case GL_PTX_SPACE_SHARED:
+    ok = space == GL_PTX_SPACE_SHARED || space == GL_PTX_SPACE_SHARED_CLUSTER ||
+         space == GL_PTX_SPACE_GENERIC;
+    if (space == GL_PTX_SPACE_GENERIC) base += (int64_t)GL_EMU_SHARED_WINDOW;
+    break;
+  case GL_PTX_SPACE_GLOBAL:
+  case GL_PTX_SPACE_CONST:
+    ok = space == GL_PTX_SPACE_GENERIC || space == s->space;
+    base = (int64_t)(p->data_base + s->addr);
+    break;
+  default:
+    ok = 0;
+  }
+  if (!ok)
+    gl_ptx_fail(p, GPULEASE_LOAD_FAILED, a->line, "variable in the wrong state space in '%.*s'",
+                (int)(c->mn.n > 80 ? 80 : c->mn.n), c->mn.s);
+  o->imm += base;
+  if (s->dyn_shared) {
+    gl_ptx_grow(p, (void **)&p->dyn_fix, &p->dyn_fix_cap, (uint64_t)p->ndyn_fix + 1,
+                sizeof *p->dyn_fix);
+    gl_ptx_fixup *f = &p->dyn_fix[p->ndyn_fix++];
+    memset(f, 0, sizeof *f);
+    f->insn = p->m->ninsns;
+    f->slot = (uint8_t)(2 + si);
+  }
+}
+
+/* Value operand i (register or integer) as src[si]; a predicate may be
+ * negated when pred_ok. */
+static void enc_val(actx *c, unsigned i, unsigned si, int pred_ok) {
+  const aop *a = &c->ops[i];
+  gl_ptx_operand *o = src_slot(c, si);
+  memset(o, 0, sizeof *o);
+  if (a->has_pair) bad(c, "unexpected d|p operand");
+  if (a->kind == AO_IMM) {
+    o->kind = GL_PTX_O_IMM;
+    o->reg = GL_PTX_NOREG;
+    o->imm = a->imm;
+  } else if (a->kind == AO_REG && (!a->neg || pred_ok)) {
+    o->kind = GL_PTX_O_REG;
+    o->reg = a->reg;
+    o->neg = a->neg;
+  } else {
+    bad(c, a->kind == AO_ADDR ? "unexpected address operand" : "bad source operand");
+  }
+}
+
+static void enc_imm(actx *c, unsigned si, int64_t v) {
+  gl_ptx_operand *o = src_slot(c, si);
+  memset(o, 0, sizeof *o);
+  o->kind = GL_PTX_O_IMM;
+  o->reg = GL_PTX_NOREG;
+  o->imm = v;
+}
+
+/* Destination operand i as dst[di]: a register, or '_' when sink_ok. */
+static void enc_dst(actx *c, unsigned i, unsigned di, int sink_ok) {
+  const aop *a = &c->ops[i];
+  gl_ptx_operand *o = &c->in->dst[di];
+  memset(o, 0, sizeof *o);
+  o->kind = GL_PTX_O_REG;
+  if (a->kind == AO_SINK && sink_ok)
+    o->reg = GL_PTX_NOREG;
+  else if (a->kind == AO_REG && !a->neg)
+    o->reg = a->reg;
+  else
+    bad(c, "destination must be a register");
+  if (c->in->ndst < di + 1) c->in->ndst = (uint8_t)(di + 1);
+}
+
+/* An immediate operand i in [lo, hi]. */
+static int64_t imm_in(actx *c, unsigned i, int64_t lo, int64_t hi, const char *what) {
+  const aop *a = &c->ops[i];
+  if (a->kind != AO_IMM || a->imm < lo || a->imm > hi) {
+    gl_ptx_fail(c->p, GPULEASE_LOAD_FAILED, c->in->line,
+                "%s must be an integer constant in %lld..%lld in '%.*s'", what, (long long)lo,
+                (long long)hi, (int)(c->mn.n > 80 ? 80 : c->mn.n), c->mn.s);
+  }
+  return a->imm;
+}
+
+static void as_nop(actx *c) {
+  c->in->op = GL_PTX_OP_MEMBAR;
+  c->in->nsrc = 0;
+  c->in->ndst = 0;
+}
+
+/* ==== cp.async ============================================================ */
+
+/* cp.async.{ca,cg}.shared{::cta}.global{.L2::...} [d], [s], cp-size
+ * {, src-size | , ignore-src}{, cache-policy} */
+static void decode_cp_async_copy(actx *c, int cg) {
+  gl_ptx_insn *in = c->in;
+  for (unsigned i = 0; i < c->nmods; i++) { /* the destination's space comes first */
+    if (mod_is(c, i, ".global")) bad(c, "missing .shared destination before .global");
+    if (mod_is(c, i, ".shared") || mod_is(c, i, ".shared::cta")) break;
+  }
+  if (!take(c, ".shared") && !take(c, ".shared::cta")) bad(c, "missing .shared destination");
+  if (!take(c, ".global")) bad(c, "missing .global source");
+  int hint = take_cache_hints(c);
+  all_used(c);
+  parse_operands(c);
+  if (hint) {
+    if (c->nops < 4) bad(c, "missing cache-policy operand");
+    c->nops--;
+  }
+  need_ops(c, 3, 4);
+  in->op = GL_PTX_OP_CPASYNC;
+  in->space = GL_PTX_SPACE_SHARED;
+  int64_t sz = imm_in(c, 2, 4, 16, "cp-size");
+  if (sz != 4 && sz != 8 && sz != 16) bad(c, "cp-size must be 4, 8 or 16");
+  if (cg && sz != 16) bad(c, "cp.async.cg copies 16 bytes only");
+  in->mode = (uint8_t)sz;
+  enc_addr(c, 0, 0, GL_PTX_SPACE_SHARED);
+  enc_addr(c, 1, 1, GL_PTX_SPACE_GLOBAL);
+  src_slot(c, 3);
+  in->src[2].kind = in->src[3].kind = GL_PTX_O_NONE;
+  in->src[2].reg = in->src[3].reg = GL_PTX_NOREG;
+  if (c->nops == 4) {
+    const aop *a = &c->ops[3];
+    if (a->kind == AO_REG && (a->is_pred || a->neg)) {
+      enc_val(c, 3, 3, 1); /* ignore-src */
+    } else {
+      if (a->kind == AO_IMM) (void)imm_in(c, 3, 0, sz, "src-size");
+      enc_val(c, 3, 2, 0); /* src-size */
+    }
+  }
+}
+
+/* cp.async.bulk.dst.src.completion [d], [s], size{, [mbar]}{, policy} */
+static void decode_cp_bulk_copy(actx *c) {
+  gl_ptx_insn *in = c->in;
+  static const char *const sp[] = {".shared::cluster", ".shared::cta", ".global"};
+  /* the first space written is the destination */
+  int dst = -1, src = -1;
+  for (unsigned i = 0; i < c->nmods; i++) {
+    for (unsigned k = 0; k < 3; k++) {
+      if (!(c->used & (1u << i)) && mod_is(c, i, sp[k])) {
+        c->used |= 1u << i;
+        if (dst < 0)
+          dst = (int)k;
+        else if (src < 0)
+          src = (int)k;
+        else
+          bad(c, "three state spaces");
+      }
+    }
+  }
+  if (dst < 0 || src < 0) bad(c, "missing destination or source state space");
+  if (take(c, ".multicast::cluster")) unsupported(c, "multicast bulk copies");
+  if (take(c, ".cp_mask")) unsupported(c, "byte-masked bulk copies");
+  int hint = take_cache_hints(c);
+  in->op = GL_PTX_OP_CPBULK;
+  int mbar = 0;
+  if (src == 2 && dst != 2) { /* global -> shared */
+    in->mode = GL_PTX_BULK_G2S;
+    in->space = dst == 0 ? GL_PTX_SPACE_SHARED_CLUSTER : GL_PTX_SPACE_SHARED;
+    mbar = 1;
+  } else if (src == 1 && dst == 0) {
+    in->mode = GL_PTX_BULK_S2S;
+    in->space = GL_PTX_SPACE_SHARED_CLUSTER;
+    mbar = 1;
+  } else if (src == 1 && dst == 2) {
+    in->mode = GL_PTX_BULK_S2G;
+    in->space = GL_PTX_SPACE_GLOBAL;
+    if (!take(c, ".bulk_group")) bad(c, "missing .bulk_group");
+  } else {
+    bad(c, "unsupported pair of state spaces");
+  }
+  if (mbar && !take(c, ".mbarrier::complete_tx::bytes"))
+    bad(c, "missing .mbarrier::complete_tx::bytes");
+  all_used(c);
+  parse_operands(c);
+  if (hint) {
+    if (c->nops < 4) bad(c, "missing cache-policy operand");
+    c->nops--;
+  }
+  need_ops(c, mbar ? 4 : 3, mbar ? 4 : 3);
+  enc_addr(c, 0, 0, in->mode == GL_PTX_BULK_S2G ? GL_PTX_SPACE_GLOBAL : in->space);
+  enc_addr(c, 1, 1, in->mode == GL_PTX_BULK_G2S ? GL_PTX_SPACE_GLOBAL : GL_PTX_SPACE_SHARED);
+  enc_val(c, 2, 2, 0);
+  if (c->ops[2].kind == AO_IMM) (void)imm_in(c, 2, 16, UINT32_MAX, "size");
+  if (mbar) {
+    enc_addr(c, 3, 3, in->space);
+  } else {
+    in->src[3].kind = GL_PTX_O_NONE;
+    in->src[3].reg = GL_PTX_NOREG;
+  }
+}
+
+static void decode_cp(actx *c) {
+  if (take(c, ".reduce")) unsupported(c, "cp.reduce.async.bulk");
+  if (!take(c, ".async")) bad(c, "missing .async");
+  if (take(c, ".bulk")) {
+    if (take(c, ".tensor")) unsupported(c, "tensor copies");
+    if (take(c, ".commit_group")) {
+      all_used(c);
+      parse_operands(c);
+      need_ops(c, 0, 0);
+      as_nop(c);
+      return;
+    }
+    if (take(c, ".wait_group")) {
+      (void)take(c, ".read");
+      all_used(c);
+      parse_operands(c);
+      need_ops(c, 1, 1);
+      (void)imm_in(c, 0, 0, 255, "group count");
+      as_nop(c);
+      return;
+    }
+    if (take(c, ".prefetch")) {
+      if (take(c, ".tensor")) unsupported(c, "tensor prefetches");
+      if (!take(c, ".L2") || !take(c, ".global")) bad(c, "expected .L2.global");
+      int hint = take_cache_hints(c);
+      all_used(c);
+      parse_operands(c);
+      if (hint && c->nops == 3) c->nops--;
+      need_ops(c, 2, 2);
+      enc_addr(c, 0, 0, GL_PTX_SPACE_GLOBAL);
+      enc_val(c, 1, 1, 0);
+      as_nop(c);
+      return;
+    }
+    decode_cp_bulk_copy(c);
+    return;
+  }
+  if (take(c, ".commit_group")) {
+    all_used(c);
+    parse_operands(c);
+    need_ops(c, 0, 0);
+    as_nop(c);
+    return;
+  }
+  int wait_group = take(c, ".wait_group");
+  if (wait_group || take(c, ".wait_all")) {
+    all_used(c);
+    parse_operands(c);
+    need_ops(c, wait_group ? 1 : 0, wait_group ? 1 : 0);
+    if (wait_group) (void)imm_in(c, 0, 0, 255, "group count");
+    as_nop(c);
+    return;
+  }
+  if (take(c, ".mbarrier")) {
+    if (!take(c, ".arrive")) bad(c, "missing .arrive");
+    int noinc = take(c, ".noinc");
+    int space = take_shared_space(c, 0);
+    if (!take(c, ".b64")) {
+      all_used(c);
+      bad(c, "missing .b64");
+    }
+    all_used(c);
+    parse_operands(c);
+    need_ops(c, 1, 1);
+    c->in->op = GL_PTX_OP_MBARRIER;
+    c->in->mode = noinc ? GL_PTX_MBAR_CP_ARRIVE_NOINC : GL_PTX_MBAR_CP_ARRIVE;
+    c->in->space = (uint8_t)space;
+    c->in->type = GL_PTX_T_B64;
+    enc_addr(c, 0, 0, space);
+    return;
+  }
+  int cg = take(c, ".cg");
+  if (cg || take(c, ".ca")) {
+    decode_cp_async_copy(c, cg);
+    return;
+  }
+  bad(c, "unknown cp.async form");
+}
+
+/* ==== mbarrier ============================================================ */
+
+static void decode_mbarrier(actx *c) {
+  gl_ptx_insn *in = c->in;
+  static const char *const ops[] = {".init", ".inval", ".arrive", ".arrive_drop",
+                                    ".expect_tx", ".complete_tx", ".test_wait", ".try_wait",
+                                    ".pending_count"};
+  int k = take_one(c, ops, sizeof ops / sizeof ops[0]);
+  if (k < 0) bad(c, "unknown mbarrier operation");
+  in->op = GL_PTX_OP_MBARRIER;
+  in->type = GL_PTX_T_B64;
+  unsigned mode = 0;
+  switch (k) {
+  case 0: mode = GL_PTX_MBAR_INIT; break;
+  case 1: mode = GL_PTX_MBAR_INVAL; break;
+  case 2:
+  case 3:
+    mode = GL_PTX_MBAR_ARRIVE | (k == 3 ? GL_PTX_MBAR_DROP : 0);
+    if (take(c, ".noComplete")) mode |= GL_PTX_MBAR_NOCOMPLETE;
+    if (take(c, ".expect_tx")) mode |= GL_PTX_MBAR_WITH_TX;
+    if ((mode & GL_PTX_MBAR_NOCOMPLETE) && (mode & GL_PTX_MBAR_WITH_TX))
+      bad(c, ".noComplete with .expect_tx");
+    break;
+  case 4: mode = GL_PTX_MBAR_EXPECT_TX; break;
+  case 5: mode = GL_PTX_MBAR_COMPLETE_TX; break;
+  case 6:
+  case 7:
+    mode = k == 6 ? GL_PTX_MBAR_TEST_WAIT : GL_PTX_MBAR_TRY_WAIT;
+    if (take(c, ".parity")) mode |= GL_PTX_MBAR_PARITY;
+    break;
+  default: mode = GL_PTX_MBAR_PENDING_COUNT; break;
+  }
+  in->mode = (uint8_t)mode;
+  unsigned op = GL_PTX_MBAR_OP(mode);
+  take_order(c);
+  /* remote (.shared::cluster) forms: arrive without a state, expect_tx,
+   * complete_tx */
+  int cluster_ok = op == GL_PTX_MBAR_ARRIVE || op == GL_PTX_MBAR_EXPECT_TX ||
+                   op == GL_PTX_MBAR_COMPLETE_TX;
+  int space = op == GL_PTX_MBAR_PENDING_COUNT ? GL_PTX_SPACE_GENERIC
+                                              : take_shared_space(c, cluster_ok);
+  in->space = (uint8_t)space;
+  if (!take(c, ".b64")) {
+    all_used(c);
+    bad(c, "missing .b64");
+  }
+  all_used(c);
+  parse_operands(c);
+  switch (op) {
+  case GL_PTX_MBAR_INIT:
+    need_ops(c, 2, 2);
+    enc_addr(c, 0, 0, space);
+    enc_val(c, 1, 1, 0);
+    if (c->ops[1].kind == AO_IMM) (void)imm_in(c, 1, 1, (1 << 20) - 1, "count");
+    break;
+  case GL_PTX_MBAR_INVAL:
+    need_ops(c, 1, 1);
+    enc_addr(c, 0, 0, space);
+    break;
+  case GL_PTX_MBAR_ARRIVE: {
+    unsigned want = (mode & GL_PTX_MBAR_WITH_TX) ? 3 : 2;
+    need_ops(c, (mode & GL_PTX_MBAR_NOCOMPLETE) ? 3 : want, want + 1);
+    enc_dst(c, 0, 0, 1);
+    if (space == GL_PTX_SPACE_SHARED_CLUSTER && in->dst[0].reg != GL_PTX_NOREG)
+      bad(c, "a .shared::cluster arrive returns no state (use '_')");
+    enc_addr(c, 1, 0, space);
+    unsigned next = 2;
+    if (mode & GL_PTX_MBAR_WITH_TX) {
+      enc_val(c, 2, 2, 0);
+      next = 3;
+    }
+    if (c->nops > next) {
+      enc_val(c, next, 1, 0);
+      if (c->ops[next].kind == AO_IMM) (void)imm_in(c, next, 1, (1 << 20) - 1, "count");
+    } else {
+      enc_imm(c, 1, 1);
+    }
+    break;
+  }
+  case GL_PTX_MBAR_EXPECT_TX:
+  case GL_PTX_MBAR_COMPLETE_TX:
+    need_ops(c, 2, 2);
+    enc_addr(c, 0, 0, space);
+    enc_val(c, 1, 1, 0);
+    break;
+  case GL_PTX_MBAR_TEST_WAIT:
+  case GL_PTX_MBAR_TRY_WAIT:
+    need_ops(c, 3, op == GL_PTX_MBAR_TRY_WAIT ? 4 : 3);
+    enc_dst(c, 0, 0, 0);
+    if (c->ops[0].kind != AO_REG || !c->ops[0].is_pred) bad(c, "waitComplete must be a .pred");
+    enc_addr(c, 1, 0, space);
+    enc_val(c, 2, 1, 0);
+    if (c->nops == 4) enc_val(c, 3, 2, 0); /* suspendTimeHint: checked, unused */
+    in->nsrc = 2;
+    break;
+  default: /* pending_count */
+    need_ops(c, 2, 2);
+    enc_dst(c, 0, 0, 0);
+    enc_val(c, 1, 0, 0);
+    break;
+  }
+}
+
+/* ==== Warp-level ========================================================== */
+
+/* redux.sync.op{.abs}{.NaN}.type d, a, membermask */
+static void decode_redux(actx *c) {
+  gl_ptx_insn *in = c->in;
+  static const char *const opw[] = {".add", ".min", ".max", ".and", ".or", ".xor"};
+  static const uint8_t opv[] = {GL_PTX_ATOM_ADD, GL_PTX_ATOM_MIN, GL_PTX_ATOM_MAX,
+                                GL_PTX_ATOM_AND, GL_PTX_ATOM_OR, GL_PTX_ATOM_XOR};
+  static const char *const tyw[] = {".u32", ".s32", ".b32", ".f32"};
+  static const uint8_t tyv[] = {GL_PTX_T_U32, GL_PTX_T_S32, GL_PTX_T_B32, GL_PTX_T_F32};
+  if (!take(c, ".sync")) bad(c, "missing .sync");
+  int k = take_one(c, opw, 6);
+  if (k < 0) bad(c, "missing reduction operation");
+  int t = take_one(c, tyw, 4);
+  if (t < 0) bad(c, "missing or unsupported type");
+  in->op = GL_PTX_OP_REDUX;
+  in->mode = opv[k];
+  in->type = tyv[t];
+  if (take(c, ".abs")) in->flags |= GL_PTX_F_ABS;
+  if (take(c, ".NaN")) in->flags |= GL_PTX_F_NAN;
+  all_used(c);
+  int logic = k >= 3, fl = in->type == GL_PTX_T_F32;
+  if (fl ? (k != 1 && k != 2) : (logic != (in->type == GL_PTX_T_B32)))
+    bad(c, "operation and type do not match");
+  if (!fl && in->flags) bad(c, ".abs/.NaN need .f32");
+  parse_operands(c);
+  need_ops(c, 3, 3);
+  enc_dst(c, 0, 0, 0);
+  enc_val(c, 1, 0, 0);
+  enc_val(c, 2, 1, 0);
+}
+
+/* elect.sync d|p, membermask */
+static void decode_elect(actx *c) {
+  gl_ptx_insn *in = c->in;
+  if (!take(c, ".sync")) bad(c, "missing .sync");
+  all_used(c);
+  parse_operands(c);
+  need_ops(c, 2, 2);
+  const aop *a = &c->ops[0];
+  if (!a->has_pair || a->pair == GL_PTX_NOREG) bad(c, "expected d|p destinations");
+  in->op = GL_PTX_OP_ELECT;
+  in->type = GL_PTX_T_B32;
+  enc_dst(c, 0, 0, 1);
+  in->dst[1].kind = GL_PTX_O_REG;
+  in->dst[1].reg = a->pair;
+  in->ndst = 2;
+  enc_val(c, 1, 0, 0);
+}
+
+/* setmaxnreg.{inc,dec}.sync.aligned.u32 N */
+static void decode_setmaxnreg(actx *c) {
+  if (!take(c, ".inc") && !take(c, ".dec")) bad(c, "missing .inc/.dec");
+  if (!take(c, ".sync") || !take(c, ".aligned") || !take(c, ".u32"))
+    bad(c, "expected .sync.aligned.u32");
+  all_used(c);
+  parse_operands(c);
+  need_ops(c, 1, 1);
+  int64_t n = imm_in(c, 0, 24, 256, "register count");
+  if (n % 8) bad(c, "register count must be a multiple of 8");
+  as_nop(c);
+}
+
+/* griddepcontrol.launch_dependents, griddepcontrol.wait */
+static void decode_griddepcontrol(actx *c) {
+  int ok = take(c, ".launch_dependents") || take(c, ".wait");
+  all_used(c);
+  if (!ok) bad(c, "missing .launch_dependents/.wait");
+  parse_operands(c);
+  need_ops(c, 0, 0);
+  as_nop(c);
+}
+
+/* fence.proxy.{alias, async{.space}, tensormap::generic.sem.scope,
+ * async::generic.sem.sync_restrict::...}, fence.mbarrier_init.release.cluster */
+static void decode_fence(actx *c) {
+  int tensormap_acquire = 0;
+  if (take(c, ".mbarrier_init")) {
+    if (!take(c, ".release") || !take(c, ".cluster")) bad(c, "expected .release.cluster");
+  } else {
+    if (!take(c, ".proxy")) bad(c, "expected .proxy");
+    if (take(c, ".alias")) {
+      /* nothing more */
+    } else if (take(c, ".async")) {
+      (void)(take(c, ".global") || take(c, ".shared::cta") || take(c, ".shared::cluster"));
+    } else if (take(c, ".tensormap::generic")) {
+      if (take(c, ".acquire"))
+        tensormap_acquire = 1;
+      else if (!take(c, ".release"))
+        bad(c, "missing .release/.acquire");
+      static const char *const sc[] = {".cta", ".cluster", ".gpu", ".sys"};
+      if (take_one(c, sc, 4) < 0) bad(c, "missing scope");
+    } else if (take(c, ".async::generic")) {
+      if (!take(c, ".acquire") && !take(c, ".release")) bad(c, "missing .release/.acquire");
+      if (!take(c, ".sync_restrict::shared::cluster") && !take(c, ".sync_restrict::shared::cta"))
+        bad(c, "missing .sync_restrict");
+      (void)take(c, ".cluster");
+    } else {
+      bad(c, "unknown proxy kind");
+    }
+  }
+  all_used(c);
+  parse_operands(c);
+  if (tensormap_acquire) {
+    need_ops(c, 2, 2);
+    enc_addr(c, 0, 0, GL_PTX_SPACE_GENERIC);
+    (void)imm_in(c, 1, 128, 128, "size");
+  } else {
+    need_ops(c, 0, 0);
+  }
+  as_nop(c);
+}
+
+/* ==== Entry =============================================================== */
+
+int gl_ptx_parse_async_insn(gl_ptx_parser *p, gl_ptx_insn *in, const gl_ptx_token *mn) {
+  static const char *const bases[] = {"cp", "mbarrier", "redux", "elect", "setmaxnreg",
+                                      "griddepcontrol", "fence"};
+  const char *dot = memchr(mn->s, '.', mn->n);
+  uint32_t blen = (uint32_t)(dot ? (uint32_t)(dot - mn->s) : mn->n);
+  int which = -1;
+  for (unsigned k = 0; k < sizeof bases / sizeof bases[0]; k++)
+    if (strlen(bases[k]) == blen && memcmp(bases[k], mn->s, blen) == 0) which = (int)k;
+  if (which < 0) return 0;
+  if (which == 6) { /* only the proxy and mbarrier_init fences are ours */
+    static const char *const fw[] = {".proxy.", ".mbarrier_init."};
+    int ours = 0;
+    for (unsigned k = 0; k < 2; k++) {
+      size_t n = strlen(fw[k]);
+      if (mn->n - blen >= n && memcmp(mn->s + blen, fw[k], n) == 0) ours = 1;
+    }
+    if (!ours) return 0;
+  }
+  actx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  actx *c = &ctx;
+  c->p = p;
+  c->mn = *mn;
+  c->in = in;
+  in->vec = 1;
+  split_mods(c, blen);
+  switch (which) {
+  case 0: decode_cp(c); break;
+  case 1: decode_mbarrier(c); break;
+  case 2: decode_redux(c); break;
+  case 3: decode_elect(c); break;
+  case 4: decode_setmaxnreg(c); break;
+  case 5: decode_griddepcontrol(c); break;
+  default: decode_fence(c); break;
+  }
+  gl_ptx_push_insn(p, in);
+  return 1;
+}
