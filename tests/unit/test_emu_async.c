@@ -197,6 +197,26 @@ static void test_pipeline_sum(void **state) {
   env_close(&e);
 }
 
+static void test_cuda_barrier_copy(void **state) {
+  env e;
+  env_open(&e, state);
+  int in[1024], out[1024];
+  for (int i = 0; i < 1024; i++)
+    in[i] = rnd();
+  uint64_t din = dput(&e, in, sizeof in), dout = dput(&e, NULL, sizeof out);
+  static const int ns[] = {4, 256, 1020, 1024};
+  static const uint32_t blocks[] = {32, 96, 256, 64};
+  for (int k = 0; k < 4; k++) {
+    int n = ns[k];
+    void *args[] = {&din, &dout, &n};
+    RUN_OK(&e, "cuda_barrier_copy", ((lcfg){.block = blocks[k]}), args);
+    dget(&e, dout, out, sizeof out);
+    for (int i = 0; i < n; i++)
+      assert_int_equal(out[i], in[n - 1 - i] + i);
+  }
+  env_close(&e);
+}
+
 /* The cp.async form Triton emits for masked loads: src-size in a register,
  * 0 for masked-off lanes whose address is garbage. */
 static const char triton_ptx[] =
@@ -797,6 +817,7 @@ int main(void) {
       cmocka_unit_test(test_parse_fields),
       BOTH(test_cp_async_fill),
       BOTH(test_pipeline_sum),
+      BOTH(test_cuda_barrier_copy),
       cmocka_unit_test(test_triton_cp_async),
       cmocka_unit_test(test_triton_kernels_parse),
       BOTH(test_redux),

@@ -1,8 +1,10 @@
 // Asynchronous copies, mbarriers, redux and elect on the emulated device
 // (tests/unit/test_emu_async.c checks every kernel against a C reference).
 // PTX checked in next to this file, made by tests/emu/async/regen.sh:
-//   nvcc --ptx -arch=sm_80  -o async_sm80.ptx  async.cu
-//   nvcc --ptx -arch=sm_90a -o async_sm90a.ptx async.cu
+//   nvcc --ptx -arch=sm_80  -diag-suppress 20054 -o async_sm80.ptx  async.cu
+//   nvcc --ptx -arch=sm_90a -diag-suppress 20054 -o async_sm90a.ptx async.cu
+#include <cooperative_groups.h>
+#include <cuda/barrier>
 #include <cuda_pipeline.h>
 #include <stdint.h>
 
@@ -78,6 +80,23 @@ extern "C" __global__ void pipeline_sum(const float4 *in, float *out, int ntiles
     __syncwarp();
   }
   out[blockIdx.x * 32 + t] = acc;
+}
+
+// cuda::barrier with cuda::memcpy_async: libcu++ picks cp.async with
+// cp.async.mbarrier.arrive on sm_80 and cp.async.bulk with expect_tx on
+// sm_90. n ints, a multiple of 4, at most 1024; blockDim.x threads.
+extern "C" __global__ void cuda_barrier_copy(const int *in, int *out, int n) {
+  using barrier = cuda::barrier<cuda::thread_scope_block>;
+  __shared__ alignas(16) int buf[1024];
+  __shared__ barrier bar;
+  auto block = cooperative_groups::this_thread_block();
+  if (block.thread_rank() == 0) init(&bar, block.size());
+  block.sync();
+  cuda::memcpy_async(block, buf, in, cuda::aligned_size_t<16>(sizeof(int) * n), bar);
+  bar.arrive_and_wait();
+  for (int i = threadIdx.x; i < n; i += blockDim.x) out[i] = buf[n - 1 - i] + i;
+  barrier::arrival_token tok = bar.arrive();
+  bar.wait(std::move(tok));
 }
 
 // ---- redux.sync ---------------------------------------------------------
