@@ -11,10 +11,17 @@
  * that keeps to the rules cannot tell an early copy from a late one, so
  * the groups and waits are no-ops (ptx_insn_async.c) and the bulk copy
  * completes its bytes on the mbarrier at once.
+ *
+ * cp.async.bulk.tensor (.tile, ranks 1-5) reads the tensor map the
+ * program names (emu.h has its encoding), copies the box at the given
+ * coordinates element by element, the elements outside the tensor read as
+ * the map's fill value (G2S) or left alone (S2G), the shared side
+ * swizzled as the map says, and completes the box's bytes on the mbarrier.
  */
 #include <string.h>
 
 #include "emu/exec_internal.h"
+#include "emu/tensormap.h"
 
 static uint64_t addr_of(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_operand *o,
                         unsigned lane) {
@@ -28,7 +35,10 @@ static int fail_copy(gl_emu_block *b, gl_emu_warp *w, unsigned lane, const gl_pt
   gl_emu__thread_of(b, w, lane, t);
   return gl_emu__fail(b, GPULEASE_LAUNCH_FAILED,
                       "%s: line %u: %s %s 0x%llx (thread (%u,%u,%u), block (%u,%u,%u))", err,
-                      in->line, in->op == GL_PTX_OP_CPASYNC ? "cp.async" : "cp.async.bulk",
+                      in->line,
+                      in->op == GL_PTX_OP_CPASYNC  ? "cp.async"
+                      : in->op == GL_PTX_OP_CPBULK ? "cp.async.bulk"
+                                                   : "cp.async.bulk.tensor",
                       what, (unsigned long long)v, t[0], t[1], t[2], b->ctaid[0], b->ctaid[1],
                       b->ctaid[2]);
 }
@@ -128,6 +138,110 @@ int gl_emu__exec_cpbulk(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, 
                                                   ? GL_PTX_SPACE_SHARED_CLUSTER
                                                   : in->space,
                                  addr_of(b, w, &in->src[3], l), n))
+      return -1;
+  }
+  return 0;
+}
+
+/* ---- Tensor copies ------------------------------------------------------- */
+
+/* The shared address a swizzle moves off to: the 16-byte chunk index
+ * (bits 4-6) XOR the 128-byte row (bits 7-9), as many bits as the mode. */
+static inline uint64_t swizzle(uint64_t off, unsigned mode) {
+  static const uint64_t mask[4] = {0, 1, 3, 7};
+  return off ^ (((off >> 7) & mask[mode & 3]) << 4);
+}
+
+static void fill_value(const gl_emu_tmap *t, uint8_t *v) {
+  memset(v, 0, 8);
+  if (!t->oob_nan)
+    return;
+  static const uint64_t nan[] = {0, 0x7fffu, 0x7fffffffu, 0, 0x7fffffffffffffffull};
+  uint64_t x = nan[t->esize == 8 ? 4 : t->esize == 4 ? 2 : 1];
+  memcpy(v, &x, 8);
+}
+
+int gl_emu__exec_cptensor(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in,
+                          uint32_t m) {
+  const gl_ptx_operand *co = &in->src[2];
+  unsigned rank = in->vec;
+  for (uint32_t mm = m; mm; mm &= mm - 1) {
+    unsigned l = (unsigned)__builtin_ctz(mm);
+    uint64_t ta = addr_of(b, w, &in->src[1], l);
+    const uint8_t *h0 = gl_emu__mem_ptr(b, w, l, in, GL_PTX_SPACE_GENERIC, ta, 64, 0);
+    if (!h0)
+      return -1;
+    const uint8_t *h1 = gl_emu__mem_ptr(b, w, l, in, GL_PTX_SPACE_GENERIC, ta + 64, 64, 0);
+    if (!h1)
+      return -1;
+    uint8_t raw[GL_EMU_TMAP_BYTES];
+    memcpy(raw, h0, 64);
+    memcpy(raw + 64, h1, 64);
+    gl_emu_tmap t;
+    if (gl_emu__tmap_load(raw, &t))
+      return fail_copy(b, w, l, in, "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+                       "names no tensor map (gl_emu_tensormap_encode_tiled makes them) at", ta);
+    if (t.rank != rank)
+      return fail_copy(b, w, l, in, "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+                       "dimension differs from the rank of the tensor map at", ta);
+    int64_t c[5] = {0, 0, 0, 0, 0};
+    for (unsigned k = 0; k < rank; k++) {
+      uint32_t r = k < 4 ? co->vec[k] : co->reg;
+      c[k] = (int32_t)gl_emu__row(b, w, r)[l];
+    }
+    uint64_t box_bytes = (uint64_t)t.esize * t.box[0] * t.box[1] * t.box[2] * t.box[3] * t.box[4];
+    uint64_t sa = addr_of(b, w, &in->src[0], l);
+    int g2s = in->mode == GL_PTX_BULK_G2S;
+    uint8_t *sh = span(b, w, l, in, in->space, sa, box_bytes, 128, g2s);
+    if (!sh)
+      return -1;
+    uint8_t fill[8];
+    fill_value(&t, fill);
+    uint64_t row = 0; /* the box row (k1..k4 linearised) */
+    for (uint32_t k4 = 0; k4 < t.box[4]; k4++)
+      for (uint32_t k3 = 0; k3 < t.box[3]; k3++)
+        for (uint32_t k2 = 0; k2 < t.box[2]; k2++)
+          for (uint32_t k1 = 0; k1 < t.box[1]; k1++, row++) {
+            int64_t g[5] = {0, c[1] + k1, c[2] + k2, c[3] + k3, c[4] + k4};
+            int row_in = 1;
+            uint64_t gbase = t.addr;
+            for (unsigned k = 1; k < 5; k++) {
+              if (g[k] < 0 || g[k] >= (int64_t)t.dim[k])
+                row_in = 0;
+              else
+                gbase += (uint64_t)g[k] * t.stride[k - 1];
+            }
+            /* the elements of the row inside dimension 0: [lo, hi) */
+            int64_t lo = c[0] < 0 ? -c[0] : 0, hi = (int64_t)t.dim[0] - c[0];
+            if (hi > (int64_t)t.box[0])
+              hi = t.box[0];
+            if (!row_in || lo >= hi)
+              lo = hi = 0;
+            uint8_t *gp = NULL;
+            if (hi > lo) {
+              gp = span(b, w, l, in, GL_PTX_SPACE_GLOBAL,
+                        gbase + (uint64_t)(c[0] + lo) * t.esize,
+                        (uint64_t)(hi - lo) * t.esize, t.esize, !g2s);
+              if (!gp)
+                return -1;
+            }
+            for (uint32_t k0 = 0; k0 < t.box[0]; k0++) {
+              uint64_t lin = (row * t.box[0] + k0) * t.esize;
+              uint64_t off = swizzle(sa + lin, t.swizzle) - sa;
+              if (off + t.esize > box_bytes)
+                return fail_copy(b, w, l, in, "CUDA_ERROR_MISALIGNED_ADDRESS",
+                                 "swizzled box leaves its shared memory at", sa);
+              int inside = (int64_t)k0 >= lo && (int64_t)k0 < hi;
+              uint8_t *ge = inside ? gp + (uint64_t)((int64_t)k0 - lo) * t.esize : NULL;
+              if (g2s)
+                memcpy(sh + off, inside ? ge : fill, t.esize);
+              else if (inside)
+                memcpy(ge, sh + off, t.esize);
+            }
+          }
+    b->events++;
+    if (g2s && gl_emu__mbar_complete_tx(b, w, l, in, in->space, addr_of(b, w, &in->src[3], l),
+                                        box_bytes))
       return -1;
   }
   return 0;

@@ -254,6 +254,10 @@ int gl_emu__exec_cpasync(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in,
  * the mbarrier. The caller has flushed the group to the next instruction
  * (a completed phase wakes waiting lanes, as a barrier does). */
 int gl_emu__exec_cpbulk(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
+/* cp.async.bulk.tensor (.tile) for lanes m, as cp.async.bulk (the caller
+ * has flushed the group). */
+int gl_emu__exec_cptensor(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in,
+                          uint32_t m);
 /* mbarrier.* and cp.async.mbarrier.arrive for lanes m. The caller has
  * flushed the group to the next instruction; lanes whose wait is not
  * complete park (bar_id GL_EMU_MBAR_WAIT) with lane_pc[] back at this

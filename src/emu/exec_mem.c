@@ -31,6 +31,7 @@ static const char *insn_name(const gl_ptx_insn *in) {
   case GL_PTX_OP_RED: return "red";
   case GL_PTX_OP_CPASYNC: return "cp.async";
   case GL_PTX_OP_CPBULK: return "cp.async.bulk";
+  case GL_PTX_OP_CPTENSOR: return "cp.async.bulk.tensor";
   case GL_PTX_OP_MBARRIER: return "mbarrier";
   default: return "access";
   }

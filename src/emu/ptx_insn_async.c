@@ -42,6 +42,8 @@ typedef struct aop {
   uint8_t is_pred;  /* a register declared .pred */
   uint32_t reg;     /* REG; ADDR: base register or GL_PTX_NOREG */
   uint32_t pair;    /* the p of d|p, GL_PTX_NOREG for '_' */
+  uint8_t ncoord;   /* ADDR [tmap, {c0, ...}]: the coordinates */
+  uint32_t coord[5];
   int64_t imm;      /* IMM: the value; ADDR: the offset */
   const gl_ptx_sym *sym; /* ADDR based on a variable */
   uint32_t line;
@@ -207,8 +209,17 @@ static void parse_addr(actx *c, aop *o) {
   } else {
     bad(c, "bad address");
   }
-  if (is_punct(gl_ptx_peek(p, 0), ','))
-    unsupported(c, "tensor coordinates");
+  if (gl_ptx_accept(p, ',')) { /* [tensorMap, {c0, c1, ...}] */
+    gl_ptx_expect(p, '{');
+    for (;;) {
+      if (o->ncoord >= 5) bad(c, "more than 5 tensor coordinates");
+      gl_ptx_next(p, &t);
+      uint8_t pr;
+      o->coord[o->ncoord++] = expect_reg(c, &t, 0, &pr);
+      if (gl_ptx_accept(p, '}')) break;
+      gl_ptx_expect(p, ',');
+    }
+  }
   gl_ptx_expect(p, ']');
 }
 
@@ -282,6 +293,7 @@ static void enc_addr(actx *c, unsigned i, unsigned si, int space) {
   gl_ptx_parser *p = c->p;
   const aop *a = &c->ops[i];
   if (a->kind != AO_ADDR) bad(c, "expected an [address]");
+  if (a->ncoord) bad(c, "unexpected tensor coordinates");
   gl_ptx_operand *o = src_slot(c, si);
   memset(o, 0, sizeof *o);
   o->kind = GL_PTX_O_ADDR;
@@ -483,11 +495,101 @@ static void decode_cp_bulk_copy(actx *c) {
   }
 }
 
+/* The tensor map operand i, [tmap, {c0, ...}], as src[1] (the map) and
+ * src[2] (the coordinates) for a rank-`rank` copy. */
+static void enc_tensor(actx *c, unsigned i, unsigned rank) {
+  aop a = c->ops[i];
+  if (a.kind != AO_ADDR || a.ncoord == 0) bad(c, "expected [tensorMap, {coordinates}]");
+  if (a.ncoord != rank) bad(c, "the coordinates do not match the dimension");
+  c->ops[i].ncoord = 0;
+  enc_addr(c, i, 1, GL_PTX_SPACE_GENERIC);
+  gl_ptx_operand *o = src_slot(c, 2);
+  memset(o, 0, sizeof *o);
+  o->kind = GL_PTX_O_VEC;
+  o->vec_n = (uint8_t)(rank > 4 ? 4 : rank);
+  o->reg = rank > 4 ? a.coord[4] : GL_PTX_NOREG;
+  for (unsigned k = 0; k < rank && k < 4; k++) o->vec[k] = a.coord[k];
+}
+
+/* cp.async.bulk.tensor.Nd.{shared::cluster|shared::cta}.global{.tile}
+ *   .mbarrier::complete_tx::bytes [dst], [tmap, {c...}], [mbar]{, policy}
+ * cp.async.bulk.tensor.Nd.global.shared::cta{.tile}.bulk_group
+ *   [tmap, {c...}], [src]{, policy}
+ * cp.async.bulk.prefetch.tensor.Nd.L2.global{.tile} [tmap, {c...}]: no-op */
+static void decode_cp_bulk_tensor(actx *c, int prefetch) {
+  gl_ptx_insn *in = c->in;
+  static const char *const dims[] = {".1d", ".2d", ".3d", ".4d", ".5d"};
+  int d = take_one(c, dims, 5);
+  if (d < 0) bad(c, "missing .1d-.5d");
+  unsigned rank = (unsigned)d + 1;
+  static const char *const modes[] = {".im2col", ".im2col::w", ".im2col::w::128",
+                                      ".tile::gather4", ".tile::scatter4", ".im2col_no_offs"};
+  if (take_one(c, modes, 6) >= 0) unsupported(c, "tensor copies other than .tile");
+  (void)take(c, ".tile");
+  if (take(c, ".multicast::cluster")) unsupported(c, "multicast tensor copies");
+  if (take(c, ".cta_group::1") || take(c, ".cta_group::2")) unsupported(c, ".cta_group");
+  int hint = take_cache_hints(c);
+  if (prefetch) {
+    if (!take(c, ".L2") || !take(c, ".global")) bad(c, "expected .L2.global");
+    all_used(c);
+    parse_operands(c);
+    if (hint && c->nops == 2) c->nops--;
+    need_ops(c, 1, 1);
+    enc_tensor(c, 0, rank);
+    as_nop(c);
+    return;
+  }
+  int dst = -1; /* the first space written is the destination */
+  for (unsigned i = 0; i < c->nmods && dst < 0; i++) {
+    if (mod_is(c, i, ".global")) dst = 0;
+    if (mod_is(c, i, ".shared::cluster") || mod_is(c, i, ".shared::cta")) dst = 1;
+  }
+  in->op = GL_PTX_OP_CPTENSOR;
+  in->vec = (uint8_t)rank;
+  if (dst == 1) {
+    in->mode = GL_PTX_BULK_G2S;
+    in->space = take(c, ".shared::cluster") ? GL_PTX_SPACE_SHARED_CLUSTER : GL_PTX_SPACE_SHARED;
+    if (in->space == GL_PTX_SPACE_SHARED) (void)take(c, ".shared::cta");
+    if (!take(c, ".global")) bad(c, "missing .global source");
+    if (!take(c, ".mbarrier::complete_tx::bytes")) bad(c, "missing .mbarrier::complete_tx::bytes");
+  } else if (dst == 0) {
+    in->mode = GL_PTX_BULK_S2G;
+    in->space = GL_PTX_SPACE_SHARED;
+    (void)take(c, ".global");
+    if (!take(c, ".shared::cta")) bad(c, "missing .shared::cta source");
+    if (!take(c, ".bulk_group")) bad(c, "missing .bulk_group");
+  } else {
+    bad(c, "missing state spaces");
+  }
+  all_used(c);
+  parse_operands(c);
+  unsigned want = in->mode == GL_PTX_BULK_G2S ? 3 : 2;
+  if (hint) {
+    if (c->nops != want + 1) bad(c, "missing cache-policy operand");
+    c->nops--;
+  }
+  need_ops(c, want, want);
+  if (in->mode == GL_PTX_BULK_G2S) {
+    enc_addr(c, 0, 0, in->space);
+    enc_tensor(c, 1, rank);
+    enc_addr(c, 2, 3, in->space);
+  } else {
+    enc_tensor(c, 0, rank);
+    enc_addr(c, 1, 0, GL_PTX_SPACE_SHARED);
+    src_slot(c, 3);
+    in->src[3].kind = GL_PTX_O_NONE;
+    in->src[3].reg = GL_PTX_NOREG;
+  }
+}
+
 static void decode_cp(actx *c) {
   if (take(c, ".reduce")) unsupported(c, "cp.reduce.async.bulk");
   if (!take(c, ".async")) bad(c, "missing .async");
   if (take(c, ".bulk")) {
-    if (take(c, ".tensor")) unsupported(c, "tensor copies");
+    if (take(c, ".tensor")) {
+      decode_cp_bulk_tensor(c, take(c, ".prefetch"));
+      return;
+    }
     if (take(c, ".commit_group")) {
       all_used(c);
       parse_operands(c);
@@ -505,7 +607,6 @@ static void decode_cp(actx *c) {
       return;
     }
     if (take(c, ".prefetch")) {
-      if (take(c, ".tensor")) unsupported(c, "tensor prefetches");
       if (!take(c, ".L2") || !take(c, ".global")) bad(c, "expected .L2.global");
       int hint = take_cache_hints(c);
       all_used(c);

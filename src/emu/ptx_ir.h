@@ -171,6 +171,7 @@ typedef enum gl_ptx_op {
   GL_PTX_OP_MBARRIER, /* mbarrier.*, cp.async.mbarrier.arrive (mode) */
   GL_PTX_OP_REDUX,    /* redux.sync.op.type d, a, membermask */
   GL_PTX_OP_ELECT,    /* elect.sync d|p, membermask */
+  GL_PTX_OP_CPTENSOR, /* cp.async.bulk.tensor.Nd ... .tile (mode: G2S or S2G) */
   GL_PTX_OP_COUNT
 } gl_ptx_op;
 
@@ -333,6 +334,12 @@ typedef struct gl_ptx_operand {
  *                 S32, B32 or F32 (min/max; flags GL_PTX_F_ABS, _NAN).
  *   ELECT         dst[0] leader's lane (NOREG for '_'), dst[1] predicate;
  *                 src[0] membermask.
+ *   CPTENSOR      mode = GL_PTX_BULK_G2S or _S2G; vec = rank (1-5);
+ *                 src[0] the shared ADDR (destination of G2S, source of
+ *                 S2G; space: SHARED or SHARED_CLUSTER, the mbarrier's
+ *                 too), src[1] the tensor map's generic ADDR, src[2] a VEC
+ *                 of the .s32 coordinate registers (vec[0..3], the fifth
+ *                 in .reg), src[3] the mbarrier ADDR (G2S) or NONE.
  */
 typedef struct gl_ptx_insn {
   uint16_t op;     /* gl_ptx_op */

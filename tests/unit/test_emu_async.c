@@ -9,7 +9,9 @@
  * phase/arrival/tx-count rules and the object's encoding, waits that time
  * out and waits that can never complete, cp.async.mbarrier.arrive, and on
  * sm_90a cp.async.bulk, remote arrives in a cluster, elect.sync,
- * setmaxnreg and griddepcontrol. Hand-written PTX covers the forms nvcc
+ * setmaxnreg, griddepcontrol, and tensor copies (TMA: tile loads with
+ * out-of-bounds fill and every swizzle, tile stores) through tensor maps
+ * from gl_emu_tensormap_encode_tiled. Hand-written PTX covers the forms nvcc
  * does not emit (redux .f32, Triton's cp.async) and the parser's answers
  * to every new form, to malformed ones and to the ones still refused.
  */
@@ -641,6 +643,164 @@ static void test_cluster_mbar(void **state) {
   env_close(&e);
 }
 
+/* ---- sm_90a: tensor maps -------------------------------------------------- */
+
+static void test_tma_load(void **state) {
+  env e;
+  env_open(&e, state);
+  enum { W = 100, H = 40 }; /* a W x H float matrix, rows padded to 112 */
+  static float g[H * 112];
+  for (int i = 0; i < H * 112; i++)
+    g[i] = (float)(rnd() % 100000);
+  uint64_t dg = dput(&e, g, sizeof g);
+  uint64_t dout = dput(&e, NULL, 16 * 32 * 4);
+  static const struct {
+    int x, y;
+    uint32_t swz;
+  } cases[] = {{0, 0, 0}, {8, 3, 0}, {80, 30, 0}, {-5, -2, 0}, {90, 35, 3},
+               {4, 1, 3}, {-31, 39, 3}, {200, 0, 0}, {16, 8, 2}, {24, 5, 1}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    _Alignas(64) uint8_t tmap[GL_EMU_TMAP_BYTES];
+    uint64_t dims[2] = {W, H}, strides[1] = {112 * 4};
+    uint32_t box[2] = {cases[k].swz == 1 ? 8 : cases[k].swz == 2 ? 16 : 32, 16},
+             es[2] = {1, 1};
+    char err[256];
+    gpulease_status st = gl_emu_tensormap_encode_tiled(tmap, 7 /* FLOAT32 */, 2, dg, dims,
+                                                      strides, box, es, 0, cases[k].swz, 0, 0,
+                                                      err, sizeof err);
+    if (st != GPULEASE_OK)
+      fail_msg("encode: %d %s", st, err);
+    int x = cases[k].x, y = cases[k].y, bytes = (int)(box[0] * 16 * 4);
+    void *args[] = {tmap, &dout, &x, &y, &bytes};
+    RUN_OK(&e, "tma_load_2d", ((lcfg){.block = 128}), args);
+    float out[16 * 32];
+    dget(&e, dout, out, sizeof out);
+    float want[16 * 32];
+    for (int i = 0; i < 16 * 32; i++)
+      want[i] = -7.0f; /* beyond a narrow box: untouched */
+    uint32_t bw = box[0];
+    for (uint32_t r = 0; r < 16; r++)
+      for (uint32_t c = 0; c < bw; c++) {
+        uint32_t off = (r * bw + c) * 4;
+        static const uint32_t mask[4] = {0, 1, 3, 7};
+        off ^= ((off >> 7) & mask[cases[k].swz]) << 4; /* the tile is 1024-aligned */
+        int gx = x + (int)c, gy = y + (int)r;
+        int in = gx >= 0 && gx < W && gy >= 0 && gy < H;
+        want[off / 4] = in ? g[gy * 112 + gx] : 0.0f;
+      }
+    for (int i = 0; i < 16 * 32; i++)
+      if (out[i] != want[i])
+        fail_msg("case %zu: word %d is %g, want %g", k, i, out[i], want[i]);
+  }
+  env_close(&e);
+}
+
+static void test_tma_store(void **state) {
+  env e;
+  env_open(&e, state);
+  enum { X = 20, Y = 10, Z = 6, XP = 24 }; /* ints; rows padded to XP */
+  static int g[Z * Y * XP];
+  uint64_t dg = dput(&e, NULL, sizeof g);
+  static const int cases[][3] = {{0, 0, 0}, {4, 3, 1}, {16, 6, 4}, {-3, -5, -2}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    for (int i = 0; i < Z * Y * XP; i++)
+      g[i] = -1 - i;
+    uint8_t *p = gl_emu_device_ptr(e.dev, dg, sizeof g);
+    memcpy(p, g, sizeof g);
+    _Alignas(64) uint8_t tmap[GL_EMU_TMAP_BYTES];
+    uint64_t dims[3] = {X, Y, Z}, strides[2] = {XP * 4, XP * 4 * Y};
+    uint32_t box[3] = {8, 8, 4}, es[3] = {1, 1, 1};
+    assert_int_equal(gl_emu_tensormap_encode_tiled(tmap, 3 /* INT32 */, 3, dg, dims, strides,
+                                                   box, es, 0, 0, 0, 0, NULL, 0),
+                     GPULEASE_OK);
+    int x = cases[k][0], y = cases[k][1], z = cases[k][2], base = (int)k * 100000;
+    void *args[] = {tmap, &x, &y, &z, &base};
+    RUN_OK(&e, "tma_store_3d", ((lcfg){.block = 64}), args);
+    int out[Z * Y * XP];
+    dget(&e, dg, out, sizeof out);
+    for (int zz = 0; zz < Z; zz++)
+      for (int yy = 0; yy < Y; yy++)
+        for (int xx = 0; xx < XP; xx++) {
+          int i = (zz * Y + yy) * XP + xx;
+          int bx = xx - x, by = yy - y, bz = zz - z;
+          int inbox = xx < X && bx >= 0 && bx < 8 && by >= 0 && by < 8 && bz >= 0 && bz < 4;
+          int want = inbox ? ((bz * 8 + by) * 8 + bx) * 10 + base : g[i];
+          if (out[i] != want)
+            fail_msg("case %zu: (%d,%d,%d) is %d, want %d", k, xx, yy, zz, out[i], want);
+        }
+  }
+  env_close(&e);
+}
+
+/* The encoder's checks, and a map the copy refuses. */
+static void test_tensormap_encode(void **state) {
+  (void)state;
+  _Alignas(64) uint8_t tmap[GL_EMU_TMAP_BYTES];
+  uint64_t dims[2] = {64, 64}, strides[1] = {256};
+  uint32_t box[2] = {32, 8}, es[2] = {1, 1};
+  char err[256];
+  assert_int_equal(gl_emu_tensormap_encode_tiled(tmap, 7, 2, 0x1000, dims, strides, box, es, 0,
+                                                 3, 0, 1, err, sizeof err),
+                   GPULEASE_OK);
+  uint32_t magic;
+  memcpy(&magic, tmap, 4);
+  assert_int_equal(magic, GL_EMU_TMAP_MAGIC);
+  assert_int_equal(tmap[5], 2);
+  assert_int_equal(tmap[6], 3);
+  assert_int_equal(tmap[7], 4);
+  static const struct {
+    uint32_t type, rank, swz, oob, es0;
+    uint64_t addr, stride;
+    uint32_t box0;
+    gpulease_status st;
+    const char *needle;
+  } bad[] = {{13, 2, 0, 0, 1, 0x1000, 256, 32, GPULEASE_INVALID_ARGUMENT, "data type"},
+             {7, 6, 0, 0, 1, 0x1000, 256, 32, GPULEASE_INVALID_ARGUMENT, "rank"},
+             {7, 2, 0, 0, 1, 0x1008, 256, 32, GPULEASE_INVALID_ARGUMENT, "aligned"},
+             {7, 2, 0, 0, 1, 0x1000, 100, 32, GPULEASE_INVALID_ARGUMENT, "stride"},
+             {7, 2, 0, 0, 1, 0x1000, 256, 3, GPULEASE_INVALID_ARGUMENT, "multiple of 16"},
+             {7, 2, 3, 0, 1, 0x1000, 256, 64, GPULEASE_INVALID_ARGUMENT, "swizzle span"},
+             {3, 2, 0, 1, 1, 0x1000, 256, 32, GPULEASE_INVALID_ARGUMENT, "OOB fill"},
+             {7, 2, 0, 0, 2, 0x1000, 256, 32, GPULEASE_UNSUPPORTED, "element stride"},
+             {7, 2, 4, 0, 1, 0x1000, 256, 32, GPULEASE_INVALID_ARGUMENT, "swizzle"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    uint64_t st1[1] = {bad[i].stride};
+    uint32_t b2[2] = {bad[i].box0, 8}, e2[2] = {bad[i].es0, 1};
+    err[0] = 0;
+    gpulease_status st = gl_emu_tensormap_encode_tiled(tmap, bad[i].type, bad[i].rank,
+                                                      bad[i].addr, dims, st1, b2, e2, 0,
+                                                      bad[i].swz, 0, bad[i].oob, err, sizeof err);
+    if (st != bad[i].st || !strstr(err, bad[i].needle))
+      fail_msg("case %zu: want %d '%s', got %d '%s'", i, bad[i].st, bad[i].needle, st, err);
+  }
+  assert_int_equal(gl_emu_tensormap_encode_tiled(tmap, 7, 2, 0x1000, dims, strides, box, es, 1,
+                                                 0, 0, 0, NULL, 0),
+                   GPULEASE_UNSUPPORTED);
+}
+
+static void test_tma_bad_map(void **state) {
+  env e;
+  env_open(&e, state);
+  _Alignas(64) uint8_t tmap[GL_EMU_TMAP_BYTES];
+  memset(tmap, 0x5a, sizeof tmap); /* not a map */
+  uint64_t dout = dput(&e, NULL, 4096);
+  int x = 0, y = 0, bytes = 2048;
+  void *args[] = {tmap, &dout, &x, &y, &bytes};
+  gpulease_status st = run_k(&e, "tma_load_2d", ((lcfg){.block = 32}), args);
+  assert_int_equal(st, GPULEASE_LAUNCH_FAILED);
+  assert_non_null(strstr(e.err, "names no tensor map"));
+  /* a 3-d map in a 2-d copy */
+  uint64_t dims[3] = {64, 64, 2}, strides[2] = {256, 256 * 64};
+  uint32_t box[3] = {32, 16, 1}, es[3] = {1, 1, 1};
+  assert_int_equal(gl_emu_tensormap_encode_tiled(tmap, 7, 3, GL_EMU_REGION_BASE, dims, strides,
+                                                 box, es, 0, 0, 0, 0, NULL, 0),
+                   GPULEASE_OK);
+  st = run_k(&e, "tma_load_2d", ((lcfg){.block = 32}), args);
+  assert_int_equal(st, GPULEASE_LAUNCH_FAILED);
+  assert_non_null(strstr(e.err, "rank of the tensor map"));
+  env_close(&e);
+}
+
 /* ---- Parser ------------------------------------------------------------------ */
 
 static gpulease_status parse_body(const char *body, gl_ptx_module **m, char *err, size_t n) {
@@ -698,7 +858,14 @@ static void test_parse_forms(void **state) {
       "fence.proxy.alias;", "fence.mbarrier_init.release.cluster;",
       "fence.proxy.tensormap::generic.release.gpu;",
       "fence.proxy.tensormap::generic.acquire.gpu [%rd1], 128;",
-      "fence.acq_rel.cluster;", "@%p1 cp.async.wait_all;"};
+      "fence.acq_rel.cluster;", "@%p1 cp.async.wait_all;",
+      "cp.async.bulk.tensor.1d.shared::cta.global.mbarrier::complete_tx::bytes [%r1], [%rd1, "
+      "{%r2}], [%r3];",
+      "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      ".L2::cache_hint [%r1], [%rd1, {%r2, %r3, %r4, %r5, %r6}], [%r3], %rd2;",
+      "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%rd1, {%r2, %r3, %r4, %r5}], "
+      "[%r1];",
+      "cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%rd1, {%r1, %r2, %r3}];"};
   for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
     gl_ptx_module *m;
     char err[512];
@@ -748,9 +915,16 @@ static void test_parse_forms(void **state) {
       {"setmaxnreg.inc.sync.aligned.u32 %r1;", "integer constant", GPULEASE_LOAD_FAILED},
       {"griddepcontrol.go;", "unexpected modifier '.go'", GPULEASE_LOAD_FAILED},
       {"fence.proxy.weird;", "unknown proxy kind", GPULEASE_LOAD_FAILED},
+      {"cp.async.bulk.tensor.2d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes "
+       "[%r1], [%rd1, {%r2, %r3}], [%r4], {%rs1};",
+       "other than .tile", GPULEASE_UNSUPPORTED},
       {"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-       "[%r1], [%rd1, {%r2, %r3}], [%r4];",
-       "tensor copies", GPULEASE_UNSUPPORTED},
+       "[%r1], [%rd1, {%r2}], [%r4];",
+       "do not match the dimension", GPULEASE_LOAD_FAILED},
+      {"cp.async.bulk.tensor.2d.global.shared::cta.tile [%rd1, {%r2, %r3}], [%r4];",
+       "missing .bulk_group", GPULEASE_LOAD_FAILED},
+      {"cp.async.ca.shared.global [%r1], [%rd1, {%r2}], 4;", "unexpected tensor coordinates",
+       GPULEASE_LOAD_FAILED},
       {"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
        "[%r1], [%rd1], 32, [%r2], %rs1;",
        "multicast", GPULEASE_UNSUPPORTED},
@@ -830,6 +1004,10 @@ int main(void) {
       SM90(test_bulk_stream),
       SM90(test_cluster_mbar),
       SM90(test_elect_misc),
+      cmocka_unit_test(test_tensormap_encode),
+      SM90(test_tma_load),
+      SM90(test_tma_store),
+      SM90(test_tma_bad_map),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

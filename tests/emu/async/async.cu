@@ -4,6 +4,7 @@
 //   nvcc --ptx -arch=sm_80  -diag-suppress 20054 -o async_sm80.ptx  async.cu
 //   nvcc --ptx -arch=sm_90a -diag-suppress 20054 -o async_sm90a.ptx async.cu
 #include <cooperative_groups.h>
+#include <cuda.h>
 #include <cuda/barrier>
 #include <cuda_pipeline.h>
 #include <stdint.h>
@@ -428,6 +429,56 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) cluster_mbar(const int *in,
   // nobody may exit while its shared memory can still be reached
   asm volatile("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;" ::
                    : "memory");
+}
+
+// Tensor copies (TMA). tma_load_2d: a box of 16 rows of 32 floats at
+// (x0, y0) (box_bytes: 16 rows of 32, 16 or 8) lands in a 1024-aligned tile; out gets the tile's raw words
+// (swizzled as the map says). 128 threads.
+extern "C" __global__ void tma_load_2d(const __grid_constant__ CUtensorMap tmap, float *out,
+                                       int x0, int y0, int box_bytes) {
+  __shared__ alignas(1024) float tile[16 * 32];
+  __shared__ uint64_t bar;
+  unsigned t = threadIdx.x;
+  for (int i = t; i < 16 * 32; i += blockDim.x) tile[i] = -7.0f;
+  if (t == 0) {
+    mb_init(&bar, 1);
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
+  __syncthreads();
+  if (t == 0) {
+    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(&tmap),
+                 "r"(x0), "r"(y0)
+                 : "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem(&bar)),
+                 "r"(box_bytes)
+                 : "memory");
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];" ::"r"(smem(tile)),
+                 "l"(&tmap), "r"(x0), "r"(y0), "r"(smem(&bar))
+                 : "memory");
+  }
+  mb_wait_parity(&bar, 0);
+  for (int i = t; i < 16 * 32; i += blockDim.x) out[i] = tile[i];
+}
+
+// tma_store_3d: fills a box of 4 x 8 x 8 ints (z, y, x) with box index *
+// 10 + base and stores it at (x0, y0, z0); elements outside the tensor are
+// not written. 64 threads.
+extern "C" __global__ void tma_store_3d(const __grid_constant__ CUtensorMap tmap, int x0, int y0,
+                                        int z0, int base) {
+  __shared__ alignas(128) int box[4 * 8 * 8];
+  unsigned t = threadIdx.x;
+  for (int i = t; i < 256; i += blockDim.x) box[i] = i * 10 + base;
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+  if (t == 0) {
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group"
+                 " [%0, {%1, %2, %3}], [%4];" ::"l"(&tmap),
+                 "r"(x0), "r"(y0), "r"(z0), "r"(smem(box))
+                 : "memory");
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+  }
 }
 
 // out[t * 4 + ...]: elect over the full warp, elect among the lanes of a
