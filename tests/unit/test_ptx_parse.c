@@ -939,8 +939,8 @@ static void test_unsupported(void **state) {
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1}, {%r1}, {%r2}, {%f2};",
       "wgmma.fence.sync.aligned;",
       "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1, %r2, %r3, %r4}, [%r5];",
-      ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-       "[%r1], [%rd1, {%r2, %r3}], [%r4];"),
+      ("cp.async.bulk.tensor.2d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes "
+       "[%r1], [%rd1, {%r2, %r3}], [%r4], {%rs1};"),
       /* cp.async, mbarrier, redux, ...: tests/unit/test_emu_async.c */
       "multimem.ld_reduce.relaxed.sys.global.add.u32 %r1, [%rd1];",
       "istypep.texref %p1, %rd1;",
