@@ -56,7 +56,8 @@ static const gl_ptx_mod_def mods[] = {
     {".subnormal", MC_WORD, W_SUBNORMAL}, {".xorsign", MC_WORD, W_XORSIGN},
     {".abs", MC_WORD, W_ABS}, {".cluster", MC_WORD, W_CLUSTER}, {".wait", MC_WORD, W_WAIT},
     {".shared::cluster", MC_SPACE, GL_PTX_SPACE_SHARED_CLUSTER}, {".v8", MC_UNSUP, 0}, {".async", MC_UNSUP, 0},
-    {".bulk", MC_UNSUP, 0}, {".tensormap", MC_UNSUP, 0}, {".pack", MC_UNSUP, 0},
+    {".bulk", MC_UNSUP, 0}, {".tensormap", MC_IGNORE, 0} /* prefetch.tensormap */,
+    {".pack", MC_UNSUP, 0},
     {".rs", MC_UNSUP, 0}, {".satfinite", MC_UNSUP, 0}, {".proxy", MC_UNSUP, 0},
     {".mbarrier_init", MC_UNSUP, 0}, {".multicast::cluster", MC_UNSUP, 0},
 };

@@ -865,7 +865,8 @@ static void test_parse_forms(void **state) {
       ".L2::cache_hint [%r1], [%rd1, {%r2, %r3, %r4, %r5, %r6}], [%r3], %rd2;",
       "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%rd1, {%r2, %r3, %r4, %r5}], "
       "[%r1];",
-      "cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%rd1, {%r1, %r2, %r3}];"};
+      "cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%rd1, {%r1, %r2, %r3}];",
+      "prefetch.tensormap [%rd1];"};
   for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
     gl_ptx_module *m;
     char err[512];
