@@ -51,6 +51,14 @@
  *     dims (1024, 1024, 64), grid dims (2^31-1, 65535, 65535), 48 KiB static
  *     shared memory, GL_EMU_MAX_SHARED_BYTES static plus dynamic (static:
  *     the kernel's own, not other kernels' of the same module).
+ *   - Asynchronous copies (cp.async, cp.async.bulk{.tensor}) complete when
+ *     they issue; their groups and waits have nothing left to wait for. An
+ *     mbarrier test_wait/try_wait that finds its phase incomplete parks
+ *     the lane until a phase of an mbarrier of its block (or cluster)
+ *     completes. When nothing else can run, parked waits return false (a
+ *     try_wait's time limit); a second such stall with nothing stored,
+ *     arrived or exited in between fails the launch ("can never
+ *     complete"), naming the mbarrier and its state.
  *   - Every global, shared, local and parameter access is checked: outside
  *     the device region, a module's data or the space's size, the launch
  *     fails with CUDA_ERROR_ILLEGAL_ADDRESS in the message (misaligned:

@@ -44,8 +44,8 @@ static int fail_copy(gl_emu_block *b, gl_emu_warp *w, unsigned lane, const gl_pt
 }
 
 /* Host pointer for size > 0 bytes at addr in space, aligned to align (a
- * power of two): its first and last byte checked like any access, and
- * both in one piece of memory. NULL after failing the launch. */
+ * power of two): its first bytes and its last byte checked like any
+ * access, and both in one piece of memory. NULL after failing the launch. */
 static uint8_t *span(gl_emu_block *b, gl_emu_warp *w, unsigned lane, const gl_ptx_insn *in,
                      unsigned space, uint64_t addr, uint64_t size, uint64_t align, int write) {
   if (addr & (align - 1)) {
@@ -54,7 +54,11 @@ static uint8_t *span(gl_emu_block *b, gl_emu_warp *w, unsigned lane, const gl_pt
               addr);
     return NULL;
   }
-  uint8_t *p = gl_emu__mem_ptr(b, w, lane, in, space, addr, 1, write);
+  /* the first piece as one access (its message then names its size) */
+  uint64_t first = 1;
+  while (first * 2 <= size && first * 2 <= align)
+    first *= 2;
+  uint8_t *p = gl_emu__mem_ptr(b, w, lane, in, space, addr, first, write);
   if (!p)
     return NULL;
   if (size > 1) {
