@@ -276,6 +276,9 @@ int gl_emu__mbar_complete_tx(gl_emu_block *b, gl_emu_warp *w, unsigned lane,
  * launch when nothing happened since the previous time-out, so that the
  * waits can never complete. */
 int gl_emu__mbar_stalled(gl_emu_block *const *blocks, uint32_t n);
+/* redux.sync / elect.sync for lanes m: the participants are the executing
+ * lanes in each lane's membermask (all executing lanes when it names
+ * none). Always 0. */
 int gl_emu__exec_redux(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
 int gl_emu__exec_elect(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
 
