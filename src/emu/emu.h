@@ -56,8 +56,8 @@
  *     mbarrier test_wait/try_wait that finds its phase incomplete parks
  *     the lane until a phase of an mbarrier of its block (or cluster)
  *     completes. When nothing else can run, parked waits return false (a
- *     try_wait's time limit); a second such stall with nothing stored,
- *     arrived or exited in between fails the launch ("can never
+ *     try_wait's time limit); 1024 such stalls in a row with nothing
+ *     stored, arrived or exited in between fail the launch ("can never
  *     complete"), naming the mbarrier and its state.
  *   - Every global, shared, local and parameter access is checked: outside
  *     the device region, a module's data or the space's size, the launch

@@ -171,6 +171,7 @@ typedef struct gl_emu_block {
   uint32_t cl_phase;     /* and completed phases */
   uint64_t events;       /* stores, atomics, barrier completions, exits */
   uint64_t mbar_stall_mark; /* events + 1 when mbarrier waits last timed out */
+  uint32_t mbar_stalls;  /* time-outs in a row with mbar_stall_mark unchanged */
   int done;              /* grouped: every thread exited */
   uint64_t *regs;
   uint8_t *shared;
@@ -273,8 +274,8 @@ int gl_emu__mbar_complete_tx(gl_emu_block *b, gl_emu_warp *w, unsigned lane,
  * mbarrier (the caller reports its deadlock); 1 after ending every such
  * wait as timed out (the wait's predicate false, the lane at the next
  * instruction), as a try_wait's time limit would; -1 after failing the
- * launch when nothing happened since the previous time-out, so that the
- * waits can never complete. */
+ * launch when 1024 time-outs in a row saw nothing happen in between, so
+ * that the waits can never complete. */
 int gl_emu__mbar_stalled(gl_emu_block *const *blocks, uint32_t n);
 /* redux.sync / elect.sync for lanes m: the participants are the executing
  * lanes in each lane's membermask (all executing lanes when it names

@@ -33,8 +33,9 @@
  * never complete a detectable deadlock. When no warp of the block (of the
  * co-resident group) can run, every parked wait returns false, as after
  * its time limit (gl_emu__mbar_stalled): a program that does other work
- * when a wait fails keeps going; if nothing happened since the previous
- * time-out the launch fails, naming the wait and the object's state.
+ * when a wait fails keeps going; after MB_STALL_LIMIT time-outs in a row
+ * with nothing stored, arrived or exited in between, the launch fails,
+ * naming the wait and the object's state.
  *
  * Errors that are undefined behaviour in PTX fail the launch with
  * CUDA_ERROR_ILLEGAL_INSTRUCTION and the line: an object used before init
@@ -49,6 +50,10 @@
 #define MB_MAX ((1u << 20) - 1)
 #define MB_VALID (1ull << 62)
 #define MB_PHASE (1ull << 63)
+/* Time-outs in a row, with nothing stored, arrived or exited in between,
+ * before the waits count as never completing: a loop may retry a failed
+ * wait a bounded number of times before it does something else. */
+#define MB_STALL_LIMIT 1024u
 
 typedef struct mbar {
   uint32_t pending, expected;
@@ -344,9 +349,13 @@ int gl_emu__mbar_stalled(gl_emu_block *const *blocks, uint32_t n) {
   }
   if (!fw)
     return 0;
-  if (blocks[0]->mbar_stall_mark == events + 1)
+  gl_emu_block *b0 = blocks[0];
+  if (b0->mbar_stall_mark != events + 1) {
+    b0->mbar_stall_mark = events + 1;
+    b0->mbar_stalls = 0;
+  }
+  if (++b0->mbar_stalls > MB_STALL_LIMIT)
     return fail_stalled(fb, fw, fl);
-  blocks[0]->mbar_stall_mark = events + 1;
   for (uint32_t i = 0; i < n; i++) {
     gl_emu_block *b = blocks[i];
     for (uint32_t k = 0; k < b->L->nwarps; k++) {

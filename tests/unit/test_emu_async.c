@@ -547,6 +547,10 @@ static void test_mbar_timeout(void **state) {
   dget(&e, dout, out, sizeof out);
   for (int t = 0; t < 64; t++) /* one failed wait, one arrive, then done */
     assert_int_equal(out[t], 1);
+  RUN_OK(&e, "mbar_bounded_spin", ((lcfg){.block = 64}), args);
+  dget(&e, dout, out, sizeof out);
+  for (int t = 0; t < 64; t++) /* 200 failed waits, then its own arrive */
+    assert_int_equal(out[t], 200);
   gpulease_status st = run_k(&e, "mbar_deadlock", ((lcfg){.block = 32}), args);
   assert_int_equal(st, GPULEASE_LAUNCH_FAILED);
   assert_non_null(strstr(e.err, "can never complete"));

@@ -321,6 +321,20 @@ extern "C" __global__ void mbar_selfarrive(int *out) {
   out[t] = fails;
 }
 
+// Waits a bounded number of times, then arrives itself: every wait of
+// the first 200 fails, as nobody else arrives. out[t] = 200.
+extern "C" __global__ void mbar_bounded_spin(int *out) {
+  __shared__ uint64_t bar;
+  unsigned t = threadIdx.x;
+  if (t == 0) mb_init(&bar, blockDim.x);
+  __syncthreads();
+  int spins = 0;
+  while (spins < 200 && !mb_try_parity(&bar, 0)) spins++;
+  if (spins == 200) mb_arrive(&bar);
+  mb_wait_parity(&bar, 0);
+  out[t] = spins;
+}
+
 // Expects 64 arrivals from 32 threads: the wait can never complete.
 extern "C" __global__ void mbar_deadlock(int *out) {
   __shared__ uint64_t bar;
