@@ -104,6 +104,23 @@ int gl_emu__exec_cpasync(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in,
   return 0;
 }
 
+/* The offset inside its block of a .shared::cluster address. */
+static inline uint64_t cta_offset(uint64_t a) {
+  return a >= GL_EMU_CLUSTER_STRIDE ? (a & (GL_EMU_CLUSTER_STRIDE - 1)) : a;
+}
+
+/* The cluster ranks a ctaMask names, checked against the cluster. */
+static int multicast_ranks(gl_emu_block *b, gl_emu_warp *w, unsigned lane,
+                           const gl_ptx_insn *in, uint64_t mask, uint32_t *ranks) {
+  uint32_t r = (uint32_t)(mask & 0xffffu);
+  uint32_t n = b->L->cluster_size;
+  if (r == 0 || (n < 16 && (r >> n)))
+    return fail_copy(b, w, lane, in, "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+                     "ctaMask names no block of the cluster or one outside it:", mask);
+  *ranks = r;
+  return 0;
+}
+
 int gl_emu__exec_cpbulk(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m) {
   const uint64_t *sz = gl_emu__src_row(b, w, &in->src[2], 2);
   unsigned dsp, ssp;
@@ -121,28 +138,38 @@ int gl_emu__exec_cpbulk(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, 
     ssp = GL_PTX_SPACE_SHARED;
     break;
   }
+  const uint64_t *mask =
+      (in->flags & GL_PTX_F_MULTICAST) ? gl_emu__src_row(b, w, &in->dst[0], 0) : NULL;
+  unsigned msp = in->mode == GL_PTX_BULK_S2S ? GL_PTX_SPACE_SHARED_CLUSTER : in->space;
   for (uint32_t mm = m; mm; mm &= mm - 1) {
     unsigned l = (unsigned)__builtin_ctz(mm);
     uint64_t n = sz[l] & 0xffffffffu;
     if (n % 16)
       return fail_copy(b, w, l, in, "CUDA_ERROR_ILLEGAL_INSTRUCTION",
                        "size not a multiple of 16:", n);
-    if (n) {
-      uint8_t *d = span(b, w, l, in, dsp, addr_of(b, w, &in->src[0], l), n, 16, 1);
-      if (!d)
-        return -1;
-      const uint8_t *s = span(b, w, l, in, ssp, addr_of(b, w, &in->src[1], l), n, 16, 0);
-      if (!s)
-        return -1;
-      memmove(d, s, n);
-      b->events++;
-    }
-    if (in->mode != GL_PTX_BULK_S2G &&
-        gl_emu__mbar_complete_tx(b, w, l, in, in->mode == GL_PTX_BULK_S2S
-                                                  ? GL_PTX_SPACE_SHARED_CLUSTER
-                                                  : in->space,
-                                 addr_of(b, w, &in->src[3], l), n))
+    uint64_t da = addr_of(b, w, &in->src[0], l), ma = addr_of(b, w, &in->src[3], l);
+    uint32_t ranks = 1;
+    if (mask && multicast_ranks(b, w, l, in, mask[l], &ranks))
       return -1;
+    for (uint32_t rr = ranks; rr; rr &= rr - 1) {
+      uint64_t d_r = da, m_r = ma;
+      if (mask) { /* the same offset in each destination block */
+        d_r = GL_EMU_CLUSTER_SHARED(__builtin_ctz(rr)) + cta_offset(da);
+        m_r = GL_EMU_CLUSTER_SHARED(__builtin_ctz(rr)) + cta_offset(ma);
+      }
+      if (n) {
+        uint8_t *d = span(b, w, l, in, dsp, d_r, n, 16, 1);
+        if (!d)
+          return -1;
+        const uint8_t *s = span(b, w, l, in, ssp, addr_of(b, w, &in->src[1], l), n, 16, 0);
+        if (!s)
+          return -1;
+        memmove(d, s, n);
+        b->events++;
+      }
+      if (in->mode != GL_PTX_BULK_S2G && gl_emu__mbar_complete_tx(b, w, l, in, msp, m_r, n))
+        return -1;
+    }
   }
   return 0;
 }
@@ -165,10 +192,16 @@ static void fill_value(const gl_emu_tmap *t, uint8_t *v) {
   memcpy(v, &x, 8);
 }
 
+static int tensor_box(gl_emu_block *b, gl_emu_warp *w, unsigned l, const gl_ptx_insn *in,
+                      const gl_emu_tmap *tm, const int64_t *c, uint64_t sa,
+                      uint64_t box_bytes);
+
 int gl_emu__exec_cptensor(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in,
                           uint32_t m) {
   const gl_ptx_operand *co = &in->src[2];
   unsigned rank = in->vec;
+  const uint64_t *mask =
+      (in->flags & GL_PTX_F_MULTICAST) ? gl_emu__src_row(b, w, &in->dst[0], 0) : NULL;
   for (uint32_t mm = m; mm; mm &= mm - 1) {
     unsigned l = (unsigned)__builtin_ctz(mm);
     uint64_t ta = addr_of(b, w, &in->src[1], l);
@@ -190,63 +223,86 @@ int gl_emu__exec_cptensor(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in
                        "dimension differs from the rank of the tensor map at", ta);
     int64_t c[5] = {0, 0, 0, 0, 0};
     for (unsigned k = 0; k < rank; k++) {
-      uint32_t r = k < 4 ? co->vec[k] : co->reg;
+      uint32_t r = k < 4 ? co->vec[k] : in->dst[1].reg;
       c[k] = (int32_t)gl_emu__row(b, w, r)[l];
     }
     uint64_t box_bytes = (uint64_t)t.esize * t.box[0] * t.box[1] * t.box[2] * t.box[3] * t.box[4];
-    uint64_t sa = addr_of(b, w, &in->src[0], l);
+    uint64_t sa = addr_of(b, w, &in->src[0], l), ma = 0;
     int g2s = in->mode == GL_PTX_BULK_G2S;
-    uint8_t *sh = span(b, w, l, in, in->space, sa, box_bytes, 128, g2s);
-    if (!sh)
+    if (g2s)
+      ma = addr_of(b, w, &in->src[3], l);
+    uint32_t ranks = 1;
+    if (mask && multicast_ranks(b, w, l, in, mask[l], &ranks))
       return -1;
-    uint8_t fill[8];
-    fill_value(&t, fill);
-    uint64_t row = 0; /* the box row (k1..k4 linearised) */
-    for (uint32_t k4 = 0; k4 < t.box[4]; k4++)
-      for (uint32_t k3 = 0; k3 < t.box[3]; k3++)
-        for (uint32_t k2 = 0; k2 < t.box[2]; k2++)
-          for (uint32_t k1 = 0; k1 < t.box[1]; k1++, row++) {
-            int64_t g[5] = {0, c[1] + k1, c[2] + k2, c[3] + k3, c[4] + k4};
-            int row_in = 1;
-            uint64_t gbase = t.addr;
-            for (unsigned k = 1; k < 5; k++) {
-              if (g[k] < 0 || g[k] >= (int64_t)t.dim[k])
-                row_in = 0;
-              else
-                gbase += (uint64_t)g[k] * t.stride[k - 1];
-            }
-            /* the elements of the row inside dimension 0: [lo, hi) */
-            int64_t lo = c[0] < 0 ? -c[0] : 0, hi = (int64_t)t.dim[0] - c[0];
-            if (hi > (int64_t)t.box[0])
-              hi = t.box[0];
-            if (!row_in || lo >= hi)
-              lo = hi = 0;
-            uint8_t *gp = NULL;
-            if (hi > lo) {
-              gp = span(b, w, l, in, GL_PTX_SPACE_GLOBAL,
-                        gbase + (uint64_t)(c[0] + lo) * t.esize,
-                        (uint64_t)(hi - lo) * t.esize, t.esize, !g2s);
-              if (!gp)
-                return -1;
-            }
-            for (uint32_t k0 = 0; k0 < t.box[0]; k0++) {
-              uint64_t lin = (row * t.box[0] + k0) * t.esize;
-              uint64_t off = swizzle(sa + lin, t.swizzle) - sa;
-              if (off + t.esize > box_bytes)
-                return fail_copy(b, w, l, in, "CUDA_ERROR_MISALIGNED_ADDRESS",
-                                 "swizzled box leaves its shared memory at", sa);
-              int inside = (int64_t)k0 >= lo && (int64_t)k0 < hi;
-              uint8_t *ge = inside ? gp + (uint64_t)((int64_t)k0 - lo) * t.esize : NULL;
-              if (g2s)
-                memcpy(sh + off, inside ? ge : fill, t.esize);
-              else if (inside)
-                memcpy(ge, sh + off, t.esize);
-            }
-          }
-    b->events++;
-    if (g2s && gl_emu__mbar_complete_tx(b, w, l, in, in->space, addr_of(b, w, &in->src[3], l),
-                                        box_bytes))
-      return -1;
+    for (uint32_t rr = ranks; rr; rr &= rr - 1) {
+      uint64_t s_r = sa, m_r = ma;
+      if (mask) {
+        s_r = GL_EMU_CLUSTER_SHARED(__builtin_ctz(rr)) + cta_offset(sa);
+        m_r = GL_EMU_CLUSTER_SHARED(__builtin_ctz(rr)) + cta_offset(ma);
+      }
+      if (tensor_box(b, w, l, in, &t, c, s_r, box_bytes))
+        return -1;
+      if (g2s && gl_emu__mbar_complete_tx(b, w, l, in, in->space, m_r, box_bytes))
+        return -1;
+    }
   }
+  return 0;
+}
+
+/* Copies the box at coordinates c between the tensor and shared address
+ * sa (in->space), as in->mode says. 0, or -1 after failing the launch. */
+static int tensor_box(gl_emu_block *b, gl_emu_warp *w, unsigned l, const gl_ptx_insn *in,
+                      const gl_emu_tmap *tm, const int64_t *c, uint64_t sa,
+                      uint64_t box_bytes) {
+  const gl_emu_tmap t = *tm;
+  int g2s = in->mode == GL_PTX_BULK_G2S;
+  uint8_t *sh = span(b, w, l, in, in->space, sa, box_bytes, 128, g2s);
+  if (!sh)
+    return -1;
+  uint8_t fill[8];
+  fill_value(&t, fill);
+  uint64_t row = 0; /* the box row (k1..k4 linearised) */
+  for (uint32_t k4 = 0; k4 < t.box[4]; k4++)
+    for (uint32_t k3 = 0; k3 < t.box[3]; k3++)
+      for (uint32_t k2 = 0; k2 < t.box[2]; k2++)
+        for (uint32_t k1 = 0; k1 < t.box[1]; k1++, row++) {
+          int64_t g[5] = {0, c[1] + k1, c[2] + k2, c[3] + k3, c[4] + k4};
+          int row_in = 1;
+          uint64_t gbase = t.addr;
+          for (unsigned k = 1; k < 5; k++) {
+            if (g[k] < 0 || g[k] >= (int64_t)t.dim[k])
+              row_in = 0;
+            else
+              gbase += (uint64_t)g[k] * t.stride[k - 1];
+          }
+          /* the elements of the row inside dimension 0: [lo, hi) */
+          int64_t lo = c[0] < 0 ? -c[0] : 0, hi = (int64_t)t.dim[0] - c[0];
+          if (hi > (int64_t)t.box[0])
+            hi = t.box[0];
+          if (!row_in || lo >= hi)
+            lo = hi = 0;
+          uint8_t *gp = NULL;
+          if (hi > lo) {
+            gp = span(b, w, l, in, GL_PTX_SPACE_GLOBAL,
+                      gbase + (uint64_t)(c[0] + lo) * t.esize,
+                      (uint64_t)(hi - lo) * t.esize, t.esize, !g2s);
+            if (!gp)
+              return -1;
+          }
+          for (uint32_t k0 = 0; k0 < t.box[0]; k0++) {
+            uint64_t lin = (row * t.box[0] + k0) * t.esize;
+            uint64_t off = swizzle(sa + lin, t.swizzle) - sa;
+            if (off + t.esize > box_bytes)
+              return fail_copy(b, w, l, in, "CUDA_ERROR_MISALIGNED_ADDRESS",
+                               "swizzled box leaves its shared memory at", sa);
+            int inside = (int64_t)k0 >= lo && (int64_t)k0 < hi;
+            uint8_t *ge = inside ? gp + (uint64_t)((int64_t)k0 - lo) * t.esize : NULL;
+            if (g2s)
+              memcpy(sh + off, inside ? ge : fill, t.esize);
+            else if (inside)
+              memcpy(ge, sh + off, t.esize);
+          }
+        }
+  b->events++;
   return 0;
 }

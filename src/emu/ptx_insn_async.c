@@ -360,6 +360,20 @@ static void enc_imm(actx *c, unsigned si, int64_t v) {
   o->imm = v;
 }
 
+/* The ctaMask operand i of a .multicast::cluster copy, kept in dst[0]
+ * (these copies write no register). */
+static void enc_ctamask(actx *c, unsigned i) {
+  const aop *a = &c->ops[i];
+  if ((a->kind != AO_IMM && a->kind != AO_REG) || a->neg || a->has_pair)
+    bad(c, "bad ctaMask operand");
+  gl_ptx_operand *o = &c->in->dst[0];
+  memset(o, 0, sizeof *o);
+  o->kind = a->kind == AO_IMM ? GL_PTX_O_IMM : GL_PTX_O_REG;
+  o->reg = a->kind == AO_IMM ? GL_PTX_NOREG : a->reg;
+  o->imm = a->kind == AO_IMM ? a->imm : 0;
+  c->in->flags |= GL_PTX_F_MULTICAST;
+}
+
 /* Destination operand i as dst[di]: a register, or '_' when sink_ok. */
 static void enc_dst(actx *c, unsigned i, unsigned di, int sink_ok) {
   const aop *a = &c->ops[i];
@@ -454,7 +468,7 @@ static void decode_cp_bulk_copy(actx *c) {
     }
   }
   if (dst < 0 || src < 0) bad(c, "missing destination or source state space");
-  if (take(c, ".multicast::cluster")) unsupported(c, "multicast bulk copies");
+  int mc = take(c, ".multicast::cluster");
   if (take(c, ".cp_mask")) unsupported(c, "byte-masked bulk copies");
   int hint = take_cache_hints(c);
   in->op = GL_PTX_OP_CPBULK;
@@ -476,13 +490,17 @@ static void decode_cp_bulk_copy(actx *c) {
   }
   if (mbar && !take(c, ".mbarrier::complete_tx::bytes"))
     bad(c, "missing .mbarrier::complete_tx::bytes");
+  if (mc && (in->mode != GL_PTX_BULK_G2S || in->space != GL_PTX_SPACE_SHARED_CLUSTER))
+    bad(c, ".multicast::cluster needs .shared::cluster.global");
   all_used(c);
   parse_operands(c);
+  unsigned want = (mbar ? 4u : 3u) + (mc ? 1u : 0u);
   if (hint) {
-    if (c->nops < 4) bad(c, "missing cache-policy operand");
+    if (c->nops != want + 1) bad(c, "missing cache-policy operand");
     c->nops--;
   }
-  need_ops(c, mbar ? 4 : 3, mbar ? 4 : 3);
+  need_ops(c, want, want);
+  if (mc) enc_ctamask(c, 4);
   enc_addr(c, 0, 0, in->mode == GL_PTX_BULK_S2G ? GL_PTX_SPACE_GLOBAL : in->space);
   enc_addr(c, 1, 1, in->mode == GL_PTX_BULK_G2S ? GL_PTX_SPACE_GLOBAL : GL_PTX_SPACE_SHARED);
   enc_val(c, 2, 2, 0);
@@ -507,9 +525,14 @@ static void enc_tensor(actx *c, unsigned i, unsigned rank) {
   memset(o, 0, sizeof *o);
   o->kind = GL_PTX_O_VEC;
   o->vec_n = (uint8_t)(rank > 4 ? 4 : rank);
-  o->reg = rank > 4 ? a.coord[4] : GL_PTX_NOREG;
+  o->reg = GL_PTX_NOREG;
   for (unsigned k = 0; k < rank && k < 4; k++) o->vec[k] = a.coord[k];
+  if (rank > 4) {
+    c->in->dst[1].kind = GL_PTX_O_REG;
+    c->in->dst[1].reg = a.coord[4];
+  }
 }
+
 
 /* cp.async.bulk.tensor.Nd.{shared::cluster|shared::cta}.global{.tile}
  *   .mbarrier::complete_tx::bytes [dst], [tmap, {c...}], [mbar]{, policy}
@@ -526,7 +549,7 @@ static void decode_cp_bulk_tensor(actx *c, int prefetch) {
                                       ".tile::gather4", ".tile::scatter4", ".im2col_no_offs"};
   if (take_one(c, modes, 6) >= 0) unsupported(c, "tensor copies other than .tile");
   (void)take(c, ".tile");
-  if (take(c, ".multicast::cluster")) unsupported(c, "multicast tensor copies");
+  int mc = take(c, ".multicast::cluster");
   if (take(c, ".cta_group::1") || take(c, ".cta_group::2")) unsupported(c, ".cta_group");
   int hint = take_cache_hints(c);
   if (prefetch) {
@@ -561,14 +584,17 @@ static void decode_cp_bulk_tensor(actx *c, int prefetch) {
   } else {
     bad(c, "missing state spaces");
   }
+  if (mc && (in->mode != GL_PTX_BULK_G2S || in->space != GL_PTX_SPACE_SHARED_CLUSTER))
+    bad(c, ".multicast::cluster needs .shared::cluster.global");
   all_used(c);
   parse_operands(c);
-  unsigned want = in->mode == GL_PTX_BULK_G2S ? 3 : 2;
+  unsigned want = (in->mode == GL_PTX_BULK_G2S ? 3u : 2u) + (mc ? 1u : 0u);
   if (hint) {
     if (c->nops != want + 1) bad(c, "missing cache-policy operand");
     c->nops--;
   }
   need_ops(c, want, want);
+  if (mc) enc_ctamask(c, 3);
   if (in->mode == GL_PTX_BULK_G2S) {
     enc_addr(c, 0, 0, in->space);
     enc_tensor(c, 1, rank);

@@ -251,6 +251,7 @@ enum { GL_PTX_BULK_G2S, /* global -> shared (space: ::cta or ::cluster), mbarrie
 #define GL_PTX_F_NONCOHERENT 0x1000u /* ld.global.nc, ldu: read-only path */
 #define GL_PTX_F_WAIT 0x2000u    /* bar with a thread count operand (src[1]) */
 #define GL_PTX_F_ABS 0x4000u     /* .abs on redux.sync.min/max.f32 */
+#define GL_PTX_F_MULTICAST 0x8000u /* cp.async.bulk{.tensor} .multicast::cluster */
 
 /* ---- Operands ----------------------------------------------------------- */
 
@@ -338,8 +339,12 @@ typedef struct gl_ptx_operand {
  *                 src[0] the shared ADDR (destination of G2S, source of
  *                 S2G; space: SHARED or SHARED_CLUSTER, the mbarrier's
  *                 too), src[1] the tensor map's generic ADDR, src[2] a VEC
- *                 of the .s32 coordinate registers (vec[0..3], the fifth
- *                 in .reg), src[3] the mbarrier ADDR (G2S) or NONE.
+ *                 of the first four .s32 coordinate registers, src[3] the
+ *                 mbarrier ADDR (G2S) or NONE.
+ *   CPBULK and CPTENSOR write no register (ndst 0) and keep two more
+ *   sources in dst[]: dst[0] the ctaMask of .multicast::cluster (REG or
+ *   IMM, flag GL_PTX_F_MULTICAST; NONE without), dst[1] CPTENSOR's fifth
+ *   coordinate register (5-d only; NONE otherwise).
  */
 typedef struct gl_ptx_insn {
   uint16_t op;     /* gl_ptx_op */

@@ -736,6 +736,78 @@ static void test_tma_store(void **state) {
   env_close(&e);
 }
 
+static void test_tma_5d(void **state) {
+  env e;
+  env_open(&e, state);
+  enum { D0 = 8, D1 = 3, D2 = 4, D3 = 3, D4 = 5 }; /* ints, dimension 0 fastest */
+  static int g[D4][D3][D2][D1][D0];
+  int *flat = &g[0][0][0][0][0];
+  for (int i = 0; i < D0 * D1 * D2 * D3 * D4; i++)
+    flat[i] = rnd() % 1000000 + 1;
+  uint64_t dg = dput(&e, g, sizeof g), dout = dput(&e, NULL, 64 * 4);
+  _Alignas(64) uint8_t tmap[GL_EMU_TMAP_BYTES];
+  uint64_t dims[5] = {D0, D1, D2, D3, D4};
+  uint64_t strides[4] = {D0 * 4, D0 * D1 * 4, D0 * D1 * D2 * 4, D0 * D1 * D2 * D3 * 4};
+  uint32_t box[5] = {4, 2, 2, 2, 2}, es[5] = {1, 1, 1, 1, 1};
+  assert_int_equal(gl_emu_tensormap_encode_tiled(tmap, 3, 5, dg, dims, strides, box, es, 0, 0,
+                                                 0, 0, NULL, 0),
+                   GPULEASE_OK);
+  static const int cs[][5] = {{0, 0, 0, 0, 0}, {4, 1, 2, 1, 3}, {6, 2, 3, 2, 4}, {-2, -1, 1, 0, 2}};
+  for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+    int c[5];
+    memcpy(c, cs[k], sizeof c);
+    void *args[] = {tmap, &dout, &c[0], &c[1], &c[2], &c[3], &c[4]};
+    RUN_OK(&e, "tma_load_5d", ((lcfg){.block = 32}), args);
+    int out[64];
+    dget(&e, dout, out, sizeof out);
+    for (int i = 0; i < 64; i++) {
+      int k0 = i % 4, k1 = (i / 4) % 2, k2 = (i / 8) % 2, k3 = (i / 16) % 2, k4 = i / 32;
+      int x0 = c[0] + k0, x1 = c[1] + k1, x2 = c[2] + k2, x3 = c[3] + k3, x4 = c[4] + k4;
+      int in = x0 >= 0 && x0 < D0 && x1 >= 0 && x1 < D1 && x2 >= 0 && x2 < D2 && x3 >= 0 &&
+               x3 < D3 && x4 >= 0 && x4 < D4;
+      assert_int_equal(out[i], in ? g[x4][x3][x2][x1][x0] : 0);
+    }
+  }
+  env_close(&e);
+}
+
+static void test_tma_multicast(void **state) {
+  env e;
+  env_open(&e, state);
+  enum { W = 64, H = 32, NB = 4 };
+  static float g[H * W], src[128];
+  for (int i = 0; i < H * W; i++)
+    g[i] = (float)(rnd() % 100000);
+  for (int i = 0; i < 128; i++)
+    src[i] = (float)(rnd() % 1000);
+  uint64_t dg = dput(&e, g, sizeof g), dsrc = dput(&e, src, sizeof src);
+  uint64_t dout = dput(&e, NULL, NB * 1024 * 4);
+  _Alignas(64) uint8_t tmap[GL_EMU_TMAP_BYTES];
+  uint64_t dims[2] = {W, H}, strides[1] = {W * 4};
+  uint32_t box[2] = {32, 16}, es[2] = {1, 1};
+  assert_int_equal(gl_emu_tensormap_encode_tiled(tmap, 7, 2, dg, dims, strides, box, es, 0, 3,
+                                                 0, 0, NULL, 0),
+                   GPULEASE_OK);
+  int x = 40, y = 20;
+  void *args[] = {tmap, &dsrc, &dout, &x, &y};
+  RUN_OK(&e, "tma_multicast", ((lcfg){.grid = NB, .block = 32, .cluster = 2}), args);
+  static float out[NB * 1024];
+  dget(&e, dout, out, sizeof out);
+  for (int b = 0; b < NB; b++) {
+    for (uint32_t r = 0; r < 16; r++)
+      for (uint32_t c = 0; c < 32; c++) {
+        uint32_t off = (r * 32 + c) * 4;
+        off ^= ((off >> 7) & 7) << 4;
+        int gx = x + (int)c, gy = y + (int)r;
+        float want = gx < W && gy < H ? g[gy * W + gx] : 0.0f;
+        assert_true(out[b * 1024 + off / 4] == want);
+      }
+    for (int i = 0; i < 128; i++)
+      assert_true(out[b * 1024 + 512 + i] == src[i]);
+  }
+  env_close(&e);
+}
+
 /* The encoder's checks, and a map the copy refuses. */
 static void test_tensormap_encode(void **state) {
   (void)state;
@@ -870,7 +942,11 @@ static void test_parse_forms(void **state) {
       "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%rd1, {%r2, %r3, %r4, %r5}], "
       "[%r1];",
       "cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%rd1, {%r1, %r2, %r3}];",
-      "prefetch.tensormap [%rd1];"};
+      "prefetch.tensormap [%rd1];",
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+      "[%r1], [%rd1], 32, [%r2], 3;",
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      ".multicast::cluster.L2::cache_hint [%r1], [%rd1, {%r2, %r3}], [%r4], %r5, %rd2;"};
   for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
     gl_ptx_module *m;
     char err[512];
@@ -930,9 +1006,12 @@ static void test_parse_forms(void **state) {
        "missing .bulk_group", GPULEASE_LOAD_FAILED},
       {"cp.async.ca.shared.global [%r1], [%rd1, {%r2}], 4;", "unexpected tensor coordinates",
        GPULEASE_LOAD_FAILED},
+      {"cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes.multicast::cluster "
+       "[%r1], [%rd1], 32, [%r2], %r3;",
+       "needs .shared::cluster", GPULEASE_LOAD_FAILED},
       {"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
-       "[%r1], [%rd1], 32, [%r2], %rs1;",
-       "multicast", GPULEASE_UNSUPPORTED},
+       "[%r1], [%rd1], 32, [%r2];",
+       "wrong number of operands", GPULEASE_LOAD_FAILED},
       {"cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u32 [%rd1], [%r1], 32;",
        "cp.reduce", GPULEASE_UNSUPPORTED},
   };
@@ -1013,6 +1092,8 @@ int main(void) {
       SM90(test_tma_load),
       SM90(test_tma_store),
       SM90(test_tma_bad_map),
+      SM90(test_tma_5d),
+      SM90(test_tma_multicast),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

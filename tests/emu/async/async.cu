@@ -495,6 +495,72 @@ extern "C" __global__ void tma_store_3d(const __grid_constant__ CUtensorMap tmap
   }
 }
 
+// tma_load_5d: a box of 2 x 2 x 2 x 2 x 4 ints at (c0..c4); out gets the
+// 64 words of shared memory. 32 threads.
+extern "C" __global__ void tma_load_5d(const __grid_constant__ CUtensorMap tmap, int *out, int c0,
+                                       int c1, int c2, int c3, int c4) {
+  __shared__ alignas(128) int box[64];
+  __shared__ uint64_t bar;
+  unsigned t = threadIdx.x;
+  if (t == 0) {
+    mb_init(&bar, 1);
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 256;" ::"r"(smem(&bar))
+                 : "memory");
+    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4, %5, %6}], [%7];" ::"r"(smem(box)),
+                 "l"(&tmap), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(smem(&bar))
+                 : "memory");
+  }
+  mb_wait_parity(&bar, 0);
+  out[t] = box[t];
+  out[t + 32] = box[t + 32];
+}
+
+// Clusters of 2 blocks of 32 threads: rank 0 multicasts a 2-d tile of 16
+// rows of 32 floats at (x0, y0) to both blocks, rank 1 multicasts 512
+// bytes of src with a bulk copy; every block arrives with its own
+// expect_tx and waits. out[block * 1024 + ...]: the tile, then the bytes.
+extern "C" __global__ void __cluster_dims__(2, 1, 1)
+    tma_multicast(const __grid_constant__ CUtensorMap tmap, const float *src, float *out, int x0,
+                  int y0) {
+  __shared__ alignas(1024) float tile[16 * 32];
+  __shared__ alignas(128) float raw[128];
+  __shared__ uint64_t bar[2];
+  unsigned t = threadIdx.x, rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  if (t == 0) {
+    mb_init(&bar[0], 1);
+    mb_init(&bar[1], 1);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  asm volatile("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
+  if (t == 0) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 2048;" ::"r"(smem(&bar[0]))
+                 : "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 512;" ::"r"(smem(&bar[1]))
+                 : "memory");
+    unsigned short mask = 3;
+    if (rank == 0)
+      asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::"
+                   "bytes.multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(smem(tile)),
+                   "l"(&tmap), "r"(x0), "r"(y0), "r"(smem(&bar[0])), "h"(mask)
+                   : "memory");
+    else
+      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+                   ".multicast::cluster [%0], [%1], 512, [%2], %3;" ::"r"(smem(raw)),
+                   "l"(src), "r"(smem(&bar[1])), "h"(mask)
+                   : "memory");
+  }
+  mb_wait_parity(&bar[0], 0);
+  mb_wait_parity(&bar[1], 0);
+  for (int i = t; i < 512; i += 32) out[blockIdx.x * 1024 + i] = tile[i];
+  for (int i = t; i < 128; i += 32) out[blockIdx.x * 1024 + 512 + i] = raw[i];
+  asm volatile("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
+}
+
 // out[t * 4 + ...]: elect over the full warp, elect among the lanes of a
 // divergent branch, and that setmaxnreg/griddepcontrol change nothing.
 extern "C" __global__ void elect_misc(const int *in, int *out) {
