@@ -593,7 +593,8 @@ static int warp_run(gl_emu_block *b, gl_emu_warp *w, uint32_t budget, uint32_t *
     case GL_PTX_OP_BARCLUSTER:
     case GL_PTX_OP_MBARRIER:
     case GL_PTX_OP_CPBULK:
-    case GL_PTX_OP_CPTENSOR: {
+    case GL_PTX_OP_CPTENSOR:
+    case GL_PTX_OP_CPREDUCE: {
       uint32_t next = w->pc + 1;
       for (uint32_t gg = g; gg; gg &= gg - 1)
         w->lane_pc[__builtin_ctz(gg)] = next;
@@ -602,6 +603,7 @@ static int warp_run(gl_emu_block *b, gl_emu_warp *w, uint32_t budget, uint32_t *
                      : op == GL_PTX_OP_MBARRIER ? gl_emu__exec_mbarrier(b, w, in, m)
                      : op == GL_PTX_OP_CPBULK   ? gl_emu__exec_cpbulk(b, w, in, m)
                      : op == GL_PTX_OP_CPTENSOR ? gl_emu__exec_cptensor(b, w, in, m)
+                     : op == GL_PTX_OP_CPREDUCE ? gl_emu__exec_cpreduce(b, w, in, m)
                                                 : gl_emu__exec_barcluster(b, w, in, m)))
         goto out;
       break;

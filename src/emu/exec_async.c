@@ -12,6 +12,10 @@
  * the groups and waits are no-ops (ptx_insn_async.c) and the bulk copy
  * completes its bytes on the mbarrier at once.
  *
+ * cp.reduce.async.bulk{.tensor} goes the same ways, each element combined
+ * into the destination with the atomics' read-modify-write (several host
+ * threads may reduce into one global buffer).
+ *
  * cp.async.bulk.tensor (.tile, ranks 1-5) reads the tensor map the
  * program names (emu.h has its encoding), copies the box at the given
  * coordinates element by element, the elements outside the tensor read as
@@ -194,38 +198,59 @@ static void fill_value(const gl_emu_tmap *t, uint8_t *v) {
 
 static int tensor_box(gl_emu_block *b, gl_emu_warp *w, unsigned l, const gl_ptx_insn *in,
                       const gl_emu_tmap *tm, const int64_t *c, uint64_t sa,
-                      uint64_t box_bytes);
+                      uint64_t box_bytes, int g2s, const gl_ptx_insn *red);
+
+/* The tensor map src[1] names and the coordinates (src[2], dst[1]) of
+ * lane l. 0, or -1 after failing the launch. */
+static int tensor_args(gl_emu_block *b, gl_emu_warp *w, unsigned l, const gl_ptx_insn *in,
+                       gl_emu_tmap *t, int64_t *c) {
+  uint64_t ta = addr_of(b, w, &in->src[1], l);
+  const uint8_t *h0 = gl_emu__mem_ptr(b, w, l, in, GL_PTX_SPACE_GENERIC, ta, 64, 0);
+  if (!h0)
+    return -1;
+  const uint8_t *h1 = gl_emu__mem_ptr(b, w, l, in, GL_PTX_SPACE_GENERIC, ta + 64, 64, 0);
+  if (!h1)
+    return -1;
+  uint8_t raw[GL_EMU_TMAP_BYTES];
+  memcpy(raw, h0, 64);
+  memcpy(raw + 64, h1, 64);
+  if (gl_emu__tmap_load(raw, t))
+    return fail_copy(b, w, l, in, "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+                     "names no tensor map (gl_emu_tensormap_encode_tiled makes them) at", ta);
+  if (t->rank != in->vec)
+    return fail_copy(b, w, l, in, "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+                     "dimension differs from the rank of the tensor map at", ta);
+  for (unsigned k = 0; k < 5; k++) {
+    uint32_t r = k < 4 ? in->src[2].vec[k] : in->dst[1].reg;
+    c[k] = k < in->vec ? (int32_t)gl_emu__row(b, w, r)[l] : 0;
+  }
+  return 0;
+}
+
+/* dst (sz bytes) = dst op src, atomically, with red's operation and type. */
+static int reduce_elem(gl_emu_block *b, gl_emu_warp *w, unsigned l, const gl_ptx_insn *in,
+                       const gl_ptx_insn *red, uint8_t *dst, const uint8_t *src, unsigned sz) {
+  uint64_t v = 0;
+  memcpy(&v, src, sz);
+  int ok = sz == 2 || sz == 4 || sz == 8;
+  if (ok)
+    (void)gl_emu__atom_rmw(red, dst, sz, v, &ok);
+  if (!ok)
+    return fail_copy(b, w, l, in, "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+                     "reduction the element type does not have, type", red->type);
+  return 0;
+}
 
 int gl_emu__exec_cptensor(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in,
                           uint32_t m) {
-  const gl_ptx_operand *co = &in->src[2];
-  unsigned rank = in->vec;
   const uint64_t *mask =
       (in->flags & GL_PTX_F_MULTICAST) ? gl_emu__src_row(b, w, &in->dst[0], 0) : NULL;
   for (uint32_t mm = m; mm; mm &= mm - 1) {
     unsigned l = (unsigned)__builtin_ctz(mm);
-    uint64_t ta = addr_of(b, w, &in->src[1], l);
-    const uint8_t *h0 = gl_emu__mem_ptr(b, w, l, in, GL_PTX_SPACE_GENERIC, ta, 64, 0);
-    if (!h0)
-      return -1;
-    const uint8_t *h1 = gl_emu__mem_ptr(b, w, l, in, GL_PTX_SPACE_GENERIC, ta + 64, 64, 0);
-    if (!h1)
-      return -1;
-    uint8_t raw[GL_EMU_TMAP_BYTES];
-    memcpy(raw, h0, 64);
-    memcpy(raw + 64, h1, 64);
     gl_emu_tmap t;
-    if (gl_emu__tmap_load(raw, &t))
-      return fail_copy(b, w, l, in, "CUDA_ERROR_ILLEGAL_INSTRUCTION",
-                       "names no tensor map (gl_emu_tensormap_encode_tiled makes them) at", ta);
-    if (t.rank != rank)
-      return fail_copy(b, w, l, in, "CUDA_ERROR_ILLEGAL_INSTRUCTION",
-                       "dimension differs from the rank of the tensor map at", ta);
-    int64_t c[5] = {0, 0, 0, 0, 0};
-    for (unsigned k = 0; k < rank; k++) {
-      uint32_t r = k < 4 ? co->vec[k] : in->dst[1].reg;
-      c[k] = (int32_t)gl_emu__row(b, w, r)[l];
-    }
+    int64_t c[5];
+    if (tensor_args(b, w, l, in, &t, c))
+      return -1;
     uint64_t box_bytes = (uint64_t)t.esize * t.box[0] * t.box[1] * t.box[2] * t.box[3] * t.box[4];
     uint64_t sa = addr_of(b, w, &in->src[0], l), ma = 0;
     int g2s = in->mode == GL_PTX_BULK_G2S;
@@ -240,7 +265,7 @@ int gl_emu__exec_cptensor(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in
         s_r = GL_EMU_CLUSTER_SHARED(__builtin_ctz(rr)) + cta_offset(sa);
         m_r = GL_EMU_CLUSTER_SHARED(__builtin_ctz(rr)) + cta_offset(ma);
       }
-      if (tensor_box(b, w, l, in, &t, c, s_r, box_bytes))
+      if (tensor_box(b, w, l, in, &t, c, s_r, box_bytes, g2s, NULL))
         return -1;
       if (g2s && gl_emu__mbar_complete_tx(b, w, l, in, in->space, m_r, box_bytes))
         return -1;
@@ -250,12 +275,13 @@ int gl_emu__exec_cptensor(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in
 }
 
 /* Copies the box at coordinates c between the tensor and shared address
- * sa (in->space), as in->mode says. 0, or -1 after failing the launch. */
+ * sa (in->space): into shared memory when g2s, else out of it, each
+ * element combined into the tensor by red's atomic operation when red is
+ * not NULL. 0, or -1 after failing the launch. */
 static int tensor_box(gl_emu_block *b, gl_emu_warp *w, unsigned l, const gl_ptx_insn *in,
                       const gl_emu_tmap *tm, const int64_t *c, uint64_t sa,
-                      uint64_t box_bytes) {
+                      uint64_t box_bytes, int g2s, const gl_ptx_insn *red) {
   const gl_emu_tmap t = *tm;
-  int g2s = in->mode == GL_PTX_BULK_G2S;
   uint8_t *sh = span(b, w, l, in, in->space, sa, box_bytes, 128, g2s);
   if (!sh)
     return -1;
@@ -299,10 +325,70 @@ static int tensor_box(gl_emu_block *b, gl_emu_warp *w, unsigned l, const gl_ptx_
             uint8_t *ge = inside ? gp + (uint64_t)((int64_t)k0 - lo) * t.esize : NULL;
             if (g2s)
               memcpy(sh + off, inside ? ge : fill, t.esize);
-            else if (inside)
+            else if (inside && !red)
               memcpy(ge, sh + off, t.esize);
+            else if (inside && reduce_elem(b, w, l, in, red, ge, sh + off, t.esize))
+              return -1;
           }
         }
   b->events++;
+  return 0;
+}
+
+/* ---- Bulk reductions ------------------------------------------------------ */
+
+/* The PTX type of a tensor map's elements (CUtensorMapDataType order). */
+static uint8_t tmap_ptx_type(const gl_emu_tmap *t) {
+  static const uint8_t ty[13] = {GL_PTX_T_U8,  GL_PTX_T_U16, GL_PTX_T_U32,  GL_PTX_T_S32,
+                                 GL_PTX_T_U64, GL_PTX_T_S64, GL_PTX_T_F16,  GL_PTX_T_F32,
+                                 GL_PTX_T_F64, GL_PTX_T_BF16, GL_PTX_T_F32, GL_PTX_T_NONE,
+                                 GL_PTX_T_NONE};
+  return t->data_type < 13 ? ty[t->data_type] : GL_PTX_T_NONE;
+}
+
+int gl_emu__exec_cpreduce(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in,
+                          uint32_t m) {
+  gl_ptx_insn red = *in; /* mode: the operation; type: the element's */
+  if (in->vec) {         /* a tensor */
+    for (uint32_t mm = m; mm; mm &= mm - 1) {
+      unsigned l = (unsigned)__builtin_ctz(mm);
+      gl_emu_tmap t;
+      int64_t c[5];
+      if (tensor_args(b, w, l, in, &t, c))
+        return -1;
+      red.type = tmap_ptx_type(&t);
+      uint64_t box_bytes =
+          (uint64_t)t.esize * t.box[0] * t.box[1] * t.box[2] * t.box[3] * t.box[4];
+      if (tensor_box(b, w, l, in, &t, c, addr_of(b, w, &in->src[0], l), box_bytes, 0, &red))
+        return -1;
+    }
+    return 0;
+  }
+  const uint64_t *sz = gl_emu__src_row(b, w, &in->src[2], 2);
+  unsigned esz = gl_ptx_type_size((gl_ptx_type)in->type);
+  for (uint32_t mm = m; mm; mm &= mm - 1) {
+    unsigned l = (unsigned)__builtin_ctz(mm);
+    uint64_t n = sz[l] & 0xffffffffu;
+    if (n % 16)
+      return fail_copy(b, w, l, in, "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+                       "size not a multiple of 16:", n);
+    if (n) {
+      uint8_t *d = span(b, w, l, in, in->space, addr_of(b, w, &in->src[0], l), n, 16, 1);
+      if (!d)
+        return -1;
+      const uint8_t *s =
+          span(b, w, l, in, GL_PTX_SPACE_SHARED, addr_of(b, w, &in->src[1], l), n, 16, 0);
+      if (!s)
+        return -1;
+      for (uint64_t off = 0; off < n; off += esz)
+        if (reduce_elem(b, w, l, in, &red, d + off, s + off, esz))
+          return -1;
+      b->events++;
+    }
+    if (in->space == GL_PTX_SPACE_SHARED_CLUSTER &&
+        gl_emu__mbar_complete_tx(b, w, l, in, GL_PTX_SPACE_SHARED_CLUSTER,
+                                 addr_of(b, w, &in->src[3], l), n))
+      return -1;
+  }
   return 0;
 }

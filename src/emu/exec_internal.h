@@ -247,6 +247,13 @@ uint8_t *gl_emu__local_ptr(gl_emu_block *b, gl_emu_warp *w, unsigned lane, uint6
 uint8_t *gl_emu__mem_ptr(gl_emu_block *b, gl_emu_warp *w, unsigned lane, const gl_ptx_insn *in,
                          unsigned space, uint64_t addr, uint64_t size, int write);
 
+/* One atomic read-modify-write of in->mode (gl_ptx_atom_op, not CAS) on
+ * in->type at host memory p (sz bytes: 2, 4 or 8, aligned) with operand
+ * bv; returns the old value. *ok = 0 (nothing written) for an operation
+ * the type does not have. */
+uint64_t gl_emu__atom_rmw(const gl_ptx_insn *in, uint8_t *p, unsigned sz, uint64_t bv,
+                          int *ok);
+
 /* ---- exec_async.c, exec_mbar.c, exec_redux.c ---------------------------- */
 
 /* cp.async.ca/.cg for lanes m: copies (and zero-fills) at once. */
@@ -255,6 +262,10 @@ int gl_emu__exec_cpasync(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in,
  * the mbarrier. The caller has flushed the group to the next instruction
  * (a completed phase wakes waiting lanes, as a barrier does). */
 int gl_emu__exec_cpbulk(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
+/* cp.reduce.async.bulk{.tensor} for lanes m: each element of the source
+ * combined into the destination atomically (the caller has flushed the
+ * group). */
+int gl_emu__exec_cpreduce(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
 /* cp.async.bulk.tensor (.tile) for lanes m, as cp.async.bulk (the caller
  * has flushed the group). */
 int gl_emu__exec_cptensor(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in,

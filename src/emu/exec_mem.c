@@ -32,6 +32,7 @@ static const char *insn_name(const gl_ptx_insn *in) {
   case GL_PTX_OP_CPASYNC: return "cp.async";
   case GL_PTX_OP_CPBULK: return "cp.async.bulk";
   case GL_PTX_OP_CPTENSOR: return "cp.async.bulk.tensor";
+  case GL_PTX_OP_CPREDUCE: return "cp.reduce.async.bulk";
   case GL_PTX_OP_MBARRIER: return "mbarrier";
   default: return "access";
   }
@@ -490,6 +491,11 @@ static uint64_t atom_rmw(const gl_ptx_insn *in, uint8_t *p, unsigned sz, uint64_
     }
   }
   }
+}
+
+uint64_t gl_emu__atom_rmw(const gl_ptx_insn *in, uint8_t *p, unsigned sz, uint64_t bv,
+                          int *ok) {
+  return atom_rmw(in, p, sz, bv, 0, ok);
 }
 
 int gl_emu__exec_atom(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m) {

@@ -608,8 +608,104 @@ static void decode_cp_bulk_tensor(actx *c, int prefetch) {
   }
 }
 
+/* cp.reduce.async.bulk.{global.shared::cta.bulk_group |
+ *   shared::cluster.shared::cta.mbarrier::complete_tx::bytes}.op.type
+ *   [dst], [src], size{, [mbar]}{, policy}
+ * cp.reduce.async.bulk.tensor.Nd.global.shared::cta.op{.tile}.bulk_group
+ *   [tmap, {c...}], [src]{, policy} */
+static void decode_cp_reduce(actx *c) {
+  gl_ptx_insn *in = c->in;
+  if (!take(c, ".async") || !take(c, ".bulk")) bad(c, "expected .async.bulk");
+  static const char *const opw[] = {".add", ".min", ".max", ".and", ".or", ".xor", ".inc",
+                                    ".dec"};
+  static const uint8_t opv[] = {GL_PTX_ATOM_ADD, GL_PTX_ATOM_MIN, GL_PTX_ATOM_MAX,
+                                GL_PTX_ATOM_AND, GL_PTX_ATOM_OR,  GL_PTX_ATOM_XOR,
+                                GL_PTX_ATOM_INC, GL_PTX_ATOM_DEC};
+  int tensor = take(c, ".tensor");
+  int k = take_one(c, opw, 8);
+  if (k < 0) bad(c, "missing reduction operation");
+  in->op = GL_PTX_OP_CPREDUCE;
+  in->mode = opv[k];
+  (void)take(c, ".noftz");
+  int hint = take_cache_hints(c);
+  if (tensor) {
+    static const char *const dims[] = {".1d", ".2d", ".3d", ".4d", ".5d"};
+    int d = take_one(c, dims, 5);
+    if (d < 0) bad(c, "missing .1d-.5d");
+    if (take(c, ".im2col_no_offs")) unsupported(c, "tensor reductions other than .tile");
+    (void)take(c, ".tile");
+    if (!take(c, ".global") || !take(c, ".shared::cta") || !take(c, ".bulk_group"))
+      bad(c, "expected .global.shared::cta...bulk_group");
+    all_used(c);
+    in->vec = (uint8_t)(d + 1);
+    in->space = GL_PTX_SPACE_SHARED;
+    parse_operands(c);
+    if (hint) {
+      if (c->nops != 3) bad(c, "missing cache-policy operand");
+      c->nops--;
+    }
+    need_ops(c, 2, 2);
+    enc_tensor(c, 0, (unsigned)d + 1);
+    enc_addr(c, 1, 0, GL_PTX_SPACE_SHARED);
+    src_slot(c, 3);
+    in->src[3].kind = GL_PTX_O_NONE;
+    in->src[3].reg = GL_PTX_NOREG;
+    return;
+  }
+  static const char *const tyw[] = {".u32", ".s32", ".u64", ".s64", ".b32", ".b64",
+                                    ".f32", ".f64", ".f16", ".bf16"};
+  static const uint8_t tyv[] = {GL_PTX_T_U32, GL_PTX_T_S32, GL_PTX_T_U64, GL_PTX_T_S64,
+                                GL_PTX_T_B32, GL_PTX_T_B64, GL_PTX_T_F32, GL_PTX_T_F64,
+                                GL_PTX_T_F16, GL_PTX_T_BF16};
+  int t = take_one(c, tyw, 10);
+  if (t < 0) bad(c, "missing or unsupported type");
+  in->type = tyv[t];
+  in->vec = 0; /* not a tensor */
+  int mbar;
+  if (take(c, ".global")) {
+    if (!take(c, ".shared::cta") || !take(c, ".bulk_group"))
+      bad(c, "expected .global.shared::cta.bulk_group");
+    in->space = GL_PTX_SPACE_GLOBAL;
+    mbar = 0;
+  } else if (take(c, ".shared::cluster")) {
+    if (!take(c, ".shared::cta") || !take(c, ".mbarrier::complete_tx::bytes"))
+      bad(c, "expected .shared::cluster.shared::cta.mbarrier::complete_tx::bytes");
+    in->space = GL_PTX_SPACE_SHARED_CLUSTER;
+    mbar = 1;
+  } else {
+    bad(c, "missing state spaces");
+  }
+  all_used(c);
+  /* the pairs atomics have */
+  int logic = k >= 3 && k <= 5, fl = t >= 6, b = t == 4 || t == 5;
+  if (logic ? !b : b) bad(c, "operation and type do not match");
+  if (fl && k != 0 && !(t <= 7 && (k == 1 || k == 2))) bad(c, "operation and type do not match");
+  if ((k == 6 || k == 7) && t != 0) bad(c, "operation and type do not match");
+  parse_operands(c);
+  unsigned want = mbar ? 4 : 3;
+  if (hint) {
+    if (c->nops != want + 1) bad(c, "missing cache-policy operand");
+    c->nops--;
+  }
+  need_ops(c, want, want);
+  enc_addr(c, 0, 0, in->space);
+  enc_addr(c, 1, 1, GL_PTX_SPACE_SHARED);
+  enc_val(c, 2, 2, 0);
+  if (c->ops[2].kind == AO_IMM) (void)imm_in(c, 2, 16, UINT32_MAX, "size");
+  if (mbar) {
+    enc_addr(c, 3, 3, in->space);
+  } else {
+    src_slot(c, 3);
+    in->src[3].kind = GL_PTX_O_NONE;
+    in->src[3].reg = GL_PTX_NOREG;
+  }
+}
+
 static void decode_cp(actx *c) {
-  if (take(c, ".reduce")) unsupported(c, "cp.reduce.async.bulk");
+  if (take(c, ".reduce")) {
+    decode_cp_reduce(c);
+    return;
+  }
   if (!take(c, ".async")) bad(c, "missing .async");
   if (take(c, ".bulk")) {
     if (take(c, ".tensor")) {

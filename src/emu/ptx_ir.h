@@ -172,6 +172,7 @@ typedef enum gl_ptx_op {
   GL_PTX_OP_REDUX,    /* redux.sync.op.type d, a, membermask */
   GL_PTX_OP_ELECT,    /* elect.sync d|p, membermask */
   GL_PTX_OP_CPTENSOR, /* cp.async.bulk.tensor.Nd ... .tile (mode: G2S or S2G) */
+  GL_PTX_OP_CPREDUCE, /* cp.reduce.async.bulk{.tensor} (mode: gl_ptx_atom_op) */
   GL_PTX_OP_COUNT
 } gl_ptx_op;
 
@@ -341,6 +342,14 @@ typedef struct gl_ptx_operand {
  *                 too), src[1] the tensor map's generic ADDR, src[2] a VEC
  *                 of the first four .s32 coordinate registers, src[3] the
  *                 mbarrier ADDR (G2S) or NONE.
+ *   CPREDUCE      mode = gl_ptx_atom_op (ADD, MIN, MAX, AND, OR, XOR, INC,
+ *                 DEC). vec = 0: a bulk reduction, type its element type,
+ *                 space the destination's (GLOBAL: bulk_group, or
+ *                 SHARED_CLUSTER with src[3] the mbarrier ADDR), src[0]
+ *                 destination ADDR, src[1] source ADDR (shared::cta),
+ *                 src[2] size in bytes. vec = rank (1-5): a tensor
+ *                 reduction into global memory, type from the tensor map,
+ *                 operands as CPTENSOR's S2G.
  *   CPBULK and CPTENSOR write no register (ndst 0) and keep two more
  *   sources in dst[]: dst[0] the ctaMask of .multicast::cluster (REG or
  *   IMM, flag GL_PTX_F_MULTICAST; NONE without), dst[1] CPTENSOR's fifth

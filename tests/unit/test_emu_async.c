@@ -808,6 +808,94 @@ static void test_tma_multicast(void **state) {
   env_close(&e);
 }
 
+static void test_bulk_reduce(void **state) {
+  env e;
+  env_open(&e, state);
+  enum { NB = 8 };
+  static float fin[NB * 128];
+  static int iin[NB * 64];
+  static unsigned long long bin[NB * 32];
+  for (int i = 0; i < NB * 128; i++)
+    fin[i] = (float)(rnd() % 64); /* small integers: every order sums exactly */
+  for (int i = 0; i < NB * 64; i++)
+    iin[i] = rnd() - (1 << 30);
+  for (int i = 0; i < NB * 32; i++)
+    bin[i] = ((unsigned long long)(uint32_t)rnd() << 32 | (uint32_t)rnd()) | 0x0101010101010101ull;
+  float f0[128];
+  int i0[64];
+  unsigned long long b0[32];
+  for (int i = 0; i < 128; i++)
+    f0[i] = (float)i;
+  for (int i = 0; i < 64; i++)
+    i0[i] = rnd();
+  for (int i = 0; i < 32; i++)
+    b0[i] = ~0ull;
+  uint64_t dfin = dput(&e, fin, sizeof fin), diin = dput(&e, iin, sizeof iin),
+           dbin = dput(&e, bin, sizeof bin);
+  uint64_t dfs = dput(&e, f0, sizeof f0), dim = dput(&e, i0, sizeof i0),
+           dba = dput(&e, b0, sizeof b0);
+  void *args[] = {&dfin, &diin, &dbin, &dfs, &dim, &dba};
+  lcfg c = {.grid = NB, .block = 128, .threads = 4}; /* blocks reduce concurrently */
+  RUN_OK(&e, "bulk_reduce", c, args);
+  float fs[128];
+  int im[64];
+  unsigned long long ba[32];
+  dget(&e, dfs, fs, sizeof fs);
+  dget(&e, dim, im, sizeof im);
+  dget(&e, dba, ba, sizeof ba);
+  for (int i = 0; i < 128; i++) {
+    float want = f0[i];
+    for (int k = 0; k < NB; k++)
+      want += fin[k * 128 + i];
+    assert_true(fs[i] == want);
+  }
+  for (int i = 0; i < 64; i++) {
+    int want = i0[i];
+    for (int k = 0; k < NB; k++)
+      want = iin[k * 64 + i] < want ? iin[k * 64 + i] : want;
+    assert_int_equal(im[i], want);
+  }
+  for (int i = 0; i < 32; i++) {
+    unsigned long long want = b0[i];
+    for (int k = 0; k < NB; k++)
+      want &= bin[k * 32 + i];
+    assert_int_equal(ba[i], want);
+  }
+  env_close(&e);
+}
+
+static void test_tma_reduce(void **state) {
+  env e;
+  env_open(&e, state);
+  enum { W = 30, H = 12, NB = 6 };
+  static int g[H * 32];
+  for (int i = 0; i < H * 32; i++)
+    g[i] = rnd() % 1000;
+  uint64_t dg = dput(&e, g, sizeof g);
+  _Alignas(64) uint8_t tmap[GL_EMU_TMAP_BYTES];
+  uint64_t dims[2] = {W, H}, strides[1] = {32 * 4};
+  uint32_t box[2] = {8, 8}, es[2] = {1, 1};
+  assert_int_equal(gl_emu_tensormap_encode_tiled(tmap, 3, 2, dg, dims, strides, box, es, 0, 0,
+                                                 0, 0, NULL, 0),
+                   GPULEASE_OK);
+  int x0 = -2, y0 = 7;
+  void *args[] = {tmap, &x0, &y0};
+  RUN_OK(&e, "tma_reduce_2d", ((lcfg){.grid = NB, .block = 64, .threads = 3}), args);
+  int out[H * 32];
+  dget(&e, dg, out, sizeof out);
+  for (int y = 0; y < H; y++)
+    for (int x = 0; x < 32; x++) {
+      int want = g[y * 32 + x];
+      for (int blk = 0; blk < NB; blk++) {
+        int bx = x - (x0 + 3 * blk), by = y - y0;
+        if (x < W && bx >= 0 && bx < 8 && by >= 0 && by < 8)
+          want += blk * 1000 + by * 8 + bx;
+      }
+      assert_int_equal(out[y * 32 + x], want);
+    }
+  env_close(&e);
+}
+
 /* The encoder's checks, and a map the copy refuses. */
 static void test_tensormap_encode(void **state) {
   (void)state;
@@ -943,6 +1031,12 @@ static void test_parse_forms(void **state) {
       "[%r1];",
       "cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%rd1, {%r1, %r2, %r3}];",
       "prefetch.tensormap [%rd1];",
+      "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u32 [%rd1], [%r1], 32;",
+      "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.noftz.bf16 [%rd1], [%r1], %r2;",
+      "cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.inc.u32 "
+      "[%r1], [%r2], 64, [%r3];",
+      "cp.reduce.async.bulk.tensor.3d.global.shared::cta.max.tile.bulk_group [%rd1, {%r1, %r2, "
+      "%r3}], [%r4];",
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
       "[%r1], [%rd1], 32, [%r2], 3;",
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
@@ -1012,8 +1106,15 @@ static void test_parse_forms(void **state) {
       {"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
        "[%r1], [%rd1], 32, [%r2];",
        "wrong number of operands", GPULEASE_LOAD_FAILED},
-      {"cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u32 [%rd1], [%r1], 32;",
-       "cp.reduce", GPULEASE_UNSUPPORTED},
+      {"cp.reduce.async.bulk.global.shared::cta.bulk_group.and.u32 [%rd1], [%r1], 32;",
+       "operation and type do not match", GPULEASE_LOAD_FAILED},
+      {"cp.reduce.async.bulk.global.shared::cta.bulk_group.min.f16 [%rd1], [%r1], 32;",
+       "operation and type do not match", GPULEASE_LOAD_FAILED},
+      {"cp.reduce.async.bulk.global.shared::cta.add.u32 [%rd1], [%r1], 32;",
+       "expected .global.shared::cta.bulk_group", GPULEASE_LOAD_FAILED},
+      {"cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.im2col_no_offs.bulk_group "
+       "[%rd1, {%r2, %r3}], [%r1];",
+       "other than .tile", GPULEASE_UNSUPPORTED},
   };
   for (size_t i = 0; i < sizeof badf / sizeof badf[0]; i++) {
     gl_ptx_module *m;
@@ -1094,6 +1195,8 @@ int main(void) {
       SM90(test_tma_bad_map),
       SM90(test_tma_5d),
       SM90(test_tma_multicast),
+      SM90(test_bulk_reduce),
+      SM90(test_tma_reduce),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -561,6 +561,58 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1)
                    : "memory");
 }
 
+// Bulk reductions into global memory: every block adds its 128 floats
+// into fsum, takes the minimum of its 64 ints into imin and ands its 32
+// 64-bit words into band. 128 threads.
+extern "C" __global__ void bulk_reduce(const float *fin, const int *iin,
+                                       const unsigned long long *bin, float *fsum, int *imin,
+                                       unsigned long long *band) {
+  __shared__ alignas(16) float f[128];
+  __shared__ alignas(16) int v[64];
+  __shared__ alignas(16) unsigned long long u[32];
+  unsigned t = threadIdx.x, blk = blockIdx.x;
+  f[t] = fin[blk * 128 + t];
+  if (t < 64) v[t] = iin[blk * 64 + t];
+  if (t < 32) u[t] = bin[blk * 32 + t];
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+  if (t == 0) {
+    asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], 512;" ::"l"(
+                     fsum),
+                 "r"(smem(f))
+                 : "memory");
+    asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.min.s32 [%0], [%1], 256;" ::"l"(
+                     imin),
+                 "r"(smem(v))
+                 : "memory");
+    asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.and.b64 [%0], [%1], 256;" ::"l"(
+                     band),
+                 "r"(smem(u))
+                 : "memory");
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+  }
+}
+
+// Tensor reduction: each block adds a box of 8 x 8 ints (value
+// blockIdx.x * 1000 + index) at (x0 + 3 * blockIdx.x, y0) into the tensor.
+extern "C" __global__ void tma_reduce_2d(const __grid_constant__ CUtensorMap tmap, int x0,
+                                         int y0) {
+  __shared__ alignas(128) int box[64];
+  unsigned t = threadIdx.x;
+  box[t] = blockIdx.x * 1000 + t;
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+  if (t == 0) {
+    asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group"
+                 " [%0, {%1, %2}], [%3];" ::"l"(&tmap),
+                 "r"(x0 + 3 * (int)blockIdx.x), "r"(y0), "r"(smem(box))
+                 : "memory");
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+  }
+}
+
 // out[t * 4 + ...]: elect over the full warp, elect among the lanes of a
 // divergent branch, and that setmaxnreg/griddepcontrol change nothing.
 extern "C" __global__ void elect_misc(const int *in, int *out) {
