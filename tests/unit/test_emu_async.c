@@ -647,6 +647,23 @@ static void test_cluster_mbar(void **state) {
   env_close(&e);
 }
 
+static void test_cluster_reduce(void **state) {
+  env e;
+  env_open(&e, state);
+  enum { NB = 4 };
+  int in[NB * 64], out[NB * 64];
+  for (int i = 0; i < NB * 64; i++)
+    in[i] = rnd() % 100000;
+  uint64_t din = dput(&e, in, sizeof in), dout = dput(&e, NULL, sizeof out);
+  void *args[] = {&din, &dout};
+  RUN_OK(&e, "cluster_reduce", ((lcfg){.grid = NB, .block = 64, .cluster = 2}), args);
+  dget(&e, dout, out, sizeof out);
+  for (int b = 0; b < NB; b++)
+    for (int t = 0; t < 64; t++)
+      assert_int_equal(out[b * 64 + t], in[b * 64 + t] + in[(b ^ 1) * 64 + t] * 3);
+  env_close(&e);
+}
+
 /* ---- sm_90a: tensor maps -------------------------------------------------- */
 
 static void test_tma_load(void **state) {
@@ -1188,6 +1205,7 @@ int main(void) {
       cmocka_unit_test(test_mbar_errors),
       SM90(test_bulk_stream),
       SM90(test_cluster_mbar),
+      SM90(test_cluster_reduce),
       SM90(test_elect_misc),
       cmocka_unit_test(test_tensormap_encode),
       SM90(test_tma_load),

@@ -613,6 +613,40 @@ extern "C" __global__ void tma_reduce_2d(const __grid_constant__ CUtensorMap tma
   }
 }
 
+// Clusters of 2 blocks of 64 threads: each block adds its 64 ints into the
+// peer's buffer (which starts as its own input) with a bulk reduction that
+// completes on the peer's mbarrier. out[block * 64 + t]: the sums.
+extern "C" __global__ void __cluster_dims__(2, 1, 1) cluster_reduce(const int *in, int *out) {
+  __shared__ alignas(16) int acc[64];
+  __shared__ alignas(16) int mine[64];
+  __shared__ uint64_t bar;
+  unsigned t = threadIdx.x, rank, racc, rbar;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  acc[t] = in[blockIdx.x * 64 + t];
+  mine[t] = in[blockIdx.x * 64 + t] * 3;
+  if (t == 0) {
+    mb_init(&bar, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  asm volatile("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
+  if (t == 0) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 256;" ::"r"(smem(&bar))
+                 : "memory");
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(racc) : "r"(smem(acc)), "r"(rank ^ 1));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rbar) : "r"(smem(&bar)), "r"(rank ^ 1));
+    asm volatile("cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes"
+                 ".add.u32 [%0], [%1], 256, [%2];" ::"r"(racc),
+                 "r"(smem(mine)), "r"(rbar)
+                 : "memory");
+  }
+  mb_wait_parity(&bar, 0);
+  out[blockIdx.x * 64 + t] = acc[t];
+  asm volatile("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
+}
+
 // out[t * 4 + ...]: elect over the full warp, elect among the lanes of a
 // divergent branch, and that setmaxnreg/griddepcontrol change nothing.
 extern "C" __global__ void elect_misc(const int *in, int *out) {
