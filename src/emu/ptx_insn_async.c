@@ -6,8 +6,8 @@
  *   wait_all}, cp.async.mbarrier.arrive{.noinc}, cp.async.bulk (global ->
  *   shared, shared::cta -> shared::cluster, shared::cta -> global,
  *   commit_group, wait_group{.read}, prefetch.L2), mbarrier.*,
- *   redux.sync, elect.sync, setmaxnreg, griddepcontrol, and the fences
- *   fence.proxy.* and fence.mbarrier_init.
+ *   redux.sync, elect.sync, setmaxnreg, griddepcontrol, createpolicy, and
+ *   the fences fence.proxy.* and fence.mbarrier_init.
  *
  * gl_ptx_parse_insn hands a statement over when its mnemonic's base is one
  * of these (for fence: when .proxy or .mbarrier_init follows). It is
@@ -40,6 +40,7 @@ typedef struct aop {
   uint8_t neg;      /* !p */
   uint8_t has_pair; /* d|p */
   uint8_t is_pred;  /* a register declared .pred */
+  uint8_t is_float; /* IMM: a floating-point literal (value not kept) */
   uint32_t reg;     /* REG; ADDR: base register or GL_PTX_NOREG */
   uint32_t pair;    /* the p of d|p, GL_PTX_NOREG for '_' */
   uint8_t ncoord;   /* ADDR [tmap, {c0, ...}]: the coordinates */
@@ -240,11 +241,17 @@ static void parse_operand(actx *c, aop *o) {
   if (is_punct(&t, '-')) {
     neg = 1;
     gl_ptx_next(p, &t);
-    if (t.kind != GL_PTX_TK_INT) bad(c, "expected a number after '-'");
+    if (t.kind != GL_PTX_TK_INT && t.kind != GL_PTX_TK_FLOAT)
+      bad(c, "expected a number after '-'");
   }
   if (t.kind == GL_PTX_TK_INT) {
     o->kind = AO_IMM;
     o->imm = neg ? (int64_t)((uint64_t)0 - t.u) : (int64_t)t.u;
+    return;
+  }
+  if (t.kind == GL_PTX_TK_FLOAT) { /* createpolicy's fraction: only checked */
+    o->kind = AO_IMM;
+    o->is_float = 1;
     return;
   }
   if (is_punct(&t, '[')) {
@@ -339,6 +346,7 @@ static void enc_val(actx *c, unsigned i, unsigned si, int pred_ok) {
   gl_ptx_operand *o = src_slot(c, si);
   memset(o, 0, sizeof *o);
   if (a->has_pair) bad(c, "unexpected d|p operand");
+  if (a->is_float) bad(c, "unexpected floating-point operand");
   if (a->kind == AO_IMM) {
     o->kind = GL_PTX_O_IMM;
     o->reg = GL_PTX_NOREG;
@@ -364,7 +372,7 @@ static void enc_imm(actx *c, unsigned si, int64_t v) {
  * (these copies write no register). */
 static void enc_ctamask(actx *c, unsigned i) {
   const aop *a = &c->ops[i];
-  if ((a->kind != AO_IMM && a->kind != AO_REG) || a->neg || a->has_pair)
+  if ((a->kind != AO_IMM && a->kind != AO_REG) || a->neg || a->has_pair || a->is_float)
     bad(c, "bad ctaMask operand");
   gl_ptx_operand *o = &c->in->dst[0];
   memset(o, 0, sizeof *o);
@@ -380,6 +388,7 @@ static void enc_dst(actx *c, unsigned i, unsigned di, int sink_ok) {
   gl_ptx_operand *o = &c->in->dst[di];
   memset(o, 0, sizeof *o);
   o->kind = GL_PTX_O_REG;
+  if (a->has_pair) bad(c, "unexpected d|p operand");
   if (a->kind == AO_SINK && sink_ok)
     o->reg = GL_PTX_NOREG;
   else if (a->kind == AO_REG && !a->neg)
@@ -392,7 +401,7 @@ static void enc_dst(actx *c, unsigned i, unsigned di, int sink_ok) {
 /* An immediate operand i in [lo, hi]. */
 static int64_t imm_in(actx *c, unsigned i, int64_t lo, int64_t hi, const char *what) {
   const aop *a = &c->ops[i];
-  if (a->kind != AO_IMM || a->imm < lo || a->imm > hi) {
+  if (a->kind != AO_IMM || a->is_float || a->imm < lo || a->imm > hi) {
     gl_ptx_fail(c->p, GPULEASE_LOAD_FAILED, c->in->line,
                 "%s must be an integer constant in %lld..%lld in '%.*s'", what, (long long)lo,
                 (long long)hi, (int)(c->mn.n > 80 ? 80 : c->mn.n), c->mn.s);
@@ -927,13 +936,15 @@ static void decode_elect(actx *c) {
   all_used(c);
   parse_operands(c);
   need_ops(c, 2, 2);
-  const aop *a = &c->ops[0];
+  aop *a = &c->ops[0];
   if (!a->has_pair || a->pair == GL_PTX_NOREG) bad(c, "expected d|p destinations");
   in->op = GL_PTX_OP_ELECT;
   in->type = GL_PTX_T_B32;
+  uint32_t pred = a->pair;
+  a->has_pair = 0;
   enc_dst(c, 0, 0, 1);
   in->dst[1].kind = GL_PTX_O_REG;
-  in->dst[1].reg = a->pair;
+  in->dst[1].reg = pred;
   in->ndst = 2;
   enc_val(c, 1, 0, 0);
 }
@@ -949,6 +960,32 @@ static void decode_setmaxnreg(actx *c) {
   int64_t n = imm_in(c, 0, 24, 256, "register count");
   if (n % 8) bad(c, "register count must be a multiple of 8");
   as_nop(c);
+}
+
+/* createpolicy.fractional.L2::primary{.L2::secondary}.b64 d{, [a], size,
+ * total}{, fraction}, createpolicy.cvt.L2.b64 d, a: a cache policy is
+ * only ever a hint to the cache, so d gets 0 (mov.b64 d, 0). */
+static void decode_createpolicy(actx *c) {
+  gl_ptx_insn *in = c->in;
+  int frac = take(c, ".fractional");
+  if (!frac && !take(c, ".cvt")) bad(c, "missing .fractional/.cvt");
+  if (!frac && !take(c, ".L2")) bad(c, "missing .L2");
+  (void)take_cache_hints(c);
+  if (!take(c, ".b64")) {
+    all_used(c);
+    bad(c, "missing .b64");
+  }
+  all_used(c);
+  parse_operands(c);
+  need_ops(c, frac ? 1 : 2, frac ? 4 : 2);
+  for (unsigned i = 1; i < c->nops; i++)
+    if (c->ops[i].kind == AO_SINK || c->ops[i].has_pair || c->ops[i].ncoord)
+      bad(c, "bad operand");
+  enc_dst(c, 0, 0, 0);
+  in->op = GL_PTX_OP_MOV;
+  in->type = GL_PTX_T_B64;
+  in->nsrc = 0;
+  enc_imm(c, 0, 0);
 }
 
 /* griddepcontrol.launch_dependents, griddepcontrol.wait */
@@ -1004,8 +1041,8 @@ static void decode_fence(actx *c) {
 /* ==== Entry =============================================================== */
 
 int gl_ptx_parse_async_insn(gl_ptx_parser *p, gl_ptx_insn *in, const gl_ptx_token *mn) {
-  static const char *const bases[] = {"cp", "mbarrier", "redux", "elect", "setmaxnreg",
-                                      "griddepcontrol", "fence"};
+  static const char *const bases[] = {"cp",    "mbarrier",       "redux", "elect",
+                                      "setmaxnreg", "griddepcontrol", "fence", "createpolicy"};
   const char *dot = memchr(mn->s, '.', mn->n);
   uint32_t blen = (uint32_t)(dot ? (uint32_t)(dot - mn->s) : mn->n);
   int which = -1;
@@ -1036,7 +1073,8 @@ int gl_ptx_parse_async_insn(gl_ptx_parser *p, gl_ptx_insn *in, const gl_ptx_toke
   case 3: decode_elect(c); break;
   case 4: decode_setmaxnreg(c); break;
   case 5: decode_griddepcontrol(c); break;
-  default: decode_fence(c); break;
+  case 6: decode_fence(c); break;
+  default: decode_createpolicy(c); break;
   }
   gl_ptx_push_insn(p, in);
   return 1;

@@ -104,8 +104,8 @@ static const gl_ptx_op_def ops[] = {
     {"prefetchu", K_PREFETCH, GL_PTX_OP_PREFETCH, 0, 0},
     {"mapa", K_MAPA, GL_PTX_OP_MAPA, 0, 0},
     {"getctarank", K_GETCTARANK, GL_PTX_OP_GETCTARANK, 0, 0},
-    /* cp, mbarrier, redux, elect, setmaxnreg, griddepcontrol and the
-     * fence.proxy/.mbarrier_init forms: ptx_insn_async.c. */
+    /* cp, mbarrier, redux, elect, setmaxnreg, griddepcontrol, createpolicy
+     * and the fence.proxy/.mbarrier_init forms: ptx_insn_async.c. */
     /* Valid PTX outside the emulated device's instruction set. */
     {"tex", K_UNSUP, 0, 0, 0}, {"tld4", K_UNSUP, 0, 0, 0}, {"txq", K_UNSUP, 0, 0, 0},
     {"suld", K_UNSUP, 0, 0, 0}, {"sust", K_UNSUP, 0, 0, 0}, {"sured", K_UNSUP, 0, 0, 0},
@@ -124,7 +124,7 @@ static const gl_ptx_op_def ops[] = {
     {"vabsdiff4", K_UNSUP, 0, 0, 0}, {"vmin4", K_UNSUP, 0, 0, 0},
     {"vmax4", K_UNSUP, 0, 0, 0}, {"vset4", K_UNSUP, 0, 0, 0}, {"brx", K_UNSUP, 0, 0, 0},
     {"applypriority", K_UNSUP, 0, 0, 0},
-    {"discard", K_UNSUP, 0, 0, 0}, {"createpolicy", K_UNSUP, 0, 0, 0},
+    {"discard", K_UNSUP, 0, 0, 0},
     {"tensormap", K_UNSUP, 0, 0, 0}, {"stacksave", K_UNSUP, 0, 0, 0},
     {"stackrestore", K_UNSUP, 0, 0, 0}, {"alloca", K_UNSUP, 0, 0, 0},
     {"pmevent", K_UNSUP, 0, 0, 0}, {"szext", K_UNSUP, 0, 0, 0},

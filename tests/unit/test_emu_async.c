@@ -1048,6 +1048,10 @@ static void test_parse_forms(void **state) {
       "[%r1];",
       "cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%rd1, {%r1, %r2, %r3}];",
       "prefetch.tensormap [%rd1];",
+      "createpolicy.fractional.L2::evict_last.b64 %rd1, 1.0;",
+      "createpolicy.fractional.L2::evict_last.L2::evict_unchanged.b64 %rd1, [%rd2], 128, 256;",
+      "createpolicy.fractional.L2::evict_first.b64 %rd1, 0f3F000000;",
+      "createpolicy.cvt.L2.b64 %rd1, %rd2;",
       "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.u32 [%rd1], [%r1], 32;",
       "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.noftz.bf16 [%rd1], [%r1], %r2;",
       "cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.inc.u32 "
@@ -1106,6 +1110,12 @@ static void test_parse_forms(void **state) {
       {"setmaxnreg.inc.sync.aligned.u32 100;", "multiple of 8", GPULEASE_LOAD_FAILED},
       {"setmaxnreg.inc.sync.aligned.u32 %r1;", "integer constant", GPULEASE_LOAD_FAILED},
       {"griddepcontrol.go;", "unexpected modifier '.go'", GPULEASE_LOAD_FAILED},
+      {"createpolicy.fractional.L2::evict_last.b64 %rd1|%p2, 1.0;", "unexpected d|p",
+       GPULEASE_LOAD_FAILED},
+      {"createpolicy.L2::evict_last.b64 %rd1, 1.0;", "missing .fractional/.cvt",
+       GPULEASE_LOAD_FAILED},
+      {"cp.async.ca.shared.global [%r1], [%rd1], 4, 1.5;", "src-size must be an integer",
+       GPULEASE_LOAD_FAILED},
       {"fence.proxy.weird;", "unknown proxy kind", GPULEASE_LOAD_FAILED},
       {"cp.async.bulk.tensor.2d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes "
        "[%r1], [%rd1, {%r2, %r3}], [%r4], {%rs1};",

@@ -45,7 +45,8 @@ extern "C" __global__ void cp_async_fill(const int *in, int *out, int n, const i
                : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
   // a cache policy operand, and an immediate src-size of 3 (one byte zeroed)
-  uint64_t policy = 0x12345678u;
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
   asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 4, 3, %2;" ::"r"(
                    smem(&sh[t])),
                "l"(in + t), "l"(policy)
