@@ -237,6 +237,51 @@ static const char triton_ptx[] =
     "ld.shared.u32 %r7, [%r5]; add.s64 %rd6, %rd2, %rd3; st.global.u32 [%rd6], %r7;\n"
     "ret;\n}\n";
 
+/* Variables as operands: a static and a dynamic (.extern) shared array,
+ * read back through ordinary loads of the same names. */
+static const char dynsym_ptx[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".shared .align 16 .b8 pad[48];\n"
+    ".extern .shared .align 16 .b8 dsm[];\n"
+    ".visible .entry k(.param .u64 in, .param .u64 out)\n{\n"
+    ".reg .b32 %r<4>; .reg .b64 %rd<12>; .reg .pred %p<2>;\n"
+    "ld.param.u64 %rd1, [in]; ld.param.u64 %rd2, [out];\n"
+    "mbarrier.init.shared.b64 [dsm+8], 5;\n"
+    "mbarrier.init.shared.b64 [pad+32], 7;\n"
+    "cp.async.cg.shared.global [dsm+16], [%rd1], 16;\n"
+    "cp.async.ca.shared.global [pad+16], [%rd1+16], 16, 8;\n"
+    "cp.async.wait_all;\n"
+    "mbarrier.arrive.shared.b64 %rd3, [dsm+8], 2;\n"
+    "ld.shared.u64 %rd4, [dsm+8]; ld.shared.v2.u64 {%rd5, %rd6}, [dsm+16];\n"
+    "ld.shared.u64 %rd7, [pad+32]; ld.shared.v2.u64 {%rd8, %rd9}, [pad+16];\n"
+    "st.global.v2.u64 [%rd2], {%rd4, %rd5}; st.global.v2.u64 [%rd2+16], {%rd6, %rd7};\n"
+    "st.global.v2.u64 [%rd2+32], {%rd8, %rd9};\n"
+    "ret;\n}\n";
+
+static void test_variable_operands(void **state) {
+  (void)state;
+  env e;
+  env_text(&e, dynsym_ptx, sizeof dynsym_ptx - 1);
+  uint64_t in[4] = {0x1111222233334444ull, 0x5555666677778888ull, 0x99990000aaaabbbbull,
+                    0xccccddddeeeeffffull};
+  uint64_t out[6];
+  uint64_t din = dput(&e, in, sizeof in), dout = dput(&e, NULL, sizeof out);
+  void *args[] = {&din, &dout};
+  const gl_emu_function *fn = gl_emu_module_function(e.mod, "k");
+  gl_emu_launch_cfg cfg = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .shared_bytes = 64,
+                           .args = args};
+  if (gl_emu_launch(e.dev, fn, &cfg, NULL, e.err, sizeof e.err) != GPULEASE_OK)
+    fail_msg("%s", e.err);
+  dget(&e, dout, out, sizeof out);
+  assert_int_equal(out[0], 3ull | 5ull << 20 | 1ull << 62); /* 5 - 2 pending */
+  assert_int_equal(out[1], in[0]);
+  assert_int_equal(out[2], in[1]);
+  assert_int_equal(out[3], 7ull | 7ull << 20 | 1ull << 62);
+  assert_int_equal(out[4], in[2]);
+  assert_int_equal(out[5], 0); /* src-size 8: the second half zeroed */
+  env_close(&e);
+}
+
 static void test_triton_cp_async(void **state) {
   (void)state;
   env e;
@@ -1205,6 +1250,7 @@ int main(void) {
       BOTH(test_pipeline_sum),
       BOTH(test_cuda_barrier_copy),
       cmocka_unit_test(test_triton_cp_async),
+      cmocka_unit_test(test_variable_operands),
       cmocka_unit_test(test_triton_kernels_parse),
       BOTH(test_redux),
       cmocka_unit_test(test_redux_f32),
