@@ -594,7 +594,9 @@ static int warp_run(gl_emu_block *b, gl_emu_warp *w, uint32_t budget, uint32_t *
     case GL_PTX_OP_MBARRIER:
     case GL_PTX_OP_CPBULK:
     case GL_PTX_OP_CPTENSOR:
-    case GL_PTX_OP_CPREDUCE: {
+    case GL_PTX_OP_CPREDUCE:
+    case GL_PTX_OP_STASYNC:
+    case GL_PTX_OP_REDASYNC: {
       uint32_t next = w->pc + 1;
       for (uint32_t gg = g; gg; gg &= gg - 1)
         w->lane_pc[__builtin_ctz(gg)] = next;
@@ -604,6 +606,8 @@ static int warp_run(gl_emu_block *b, gl_emu_warp *w, uint32_t budget, uint32_t *
                      : op == GL_PTX_OP_CPBULK   ? gl_emu__exec_cpbulk(b, w, in, m)
                      : op == GL_PTX_OP_CPTENSOR ? gl_emu__exec_cptensor(b, w, in, m)
                      : op == GL_PTX_OP_CPREDUCE ? gl_emu__exec_cpreduce(b, w, in, m)
+                     : op == GL_PTX_OP_STASYNC || op == GL_PTX_OP_REDASYNC
+                         ? gl_emu__exec_stasync(b, w, in, m)
                                                 : gl_emu__exec_barcluster(b, w, in, m)))
         goto out;
       break;

@@ -12,6 +12,10 @@
  * the groups and waits are no-ops (ptx_insn_async.c) and the bulk copy
  * completes its bytes on the mbarrier at once.
  *
+ * st.async and red.async store or combine one value (or vector) into a
+ * cluster block's shared memory and complete its bytes on the mbarrier
+ * there.
+ *
  * cp.reduce.async.bulk{.tensor} goes the same ways, each element combined
  * into the destination with the atomics' read-modify-write (several host
  * threads may reduce into one global buffer).
@@ -40,9 +44,11 @@ static int fail_copy(gl_emu_block *b, gl_emu_warp *w, unsigned lane, const gl_pt
   return gl_emu__fail(b, GPULEASE_LAUNCH_FAILED,
                       "%s: line %u: %s %s 0x%llx (thread (%u,%u,%u), block (%u,%u,%u))", err,
                       in->line,
-                      in->op == GL_PTX_OP_CPASYNC  ? "cp.async"
-                      : in->op == GL_PTX_OP_CPBULK ? "cp.async.bulk"
-                                                   : "cp.async.bulk.tensor",
+                      in->op == GL_PTX_OP_CPASYNC    ? "cp.async"
+                      : in->op == GL_PTX_OP_CPBULK   ? "cp.async.bulk"
+                      : in->op == GL_PTX_OP_STASYNC  ? "st.async"
+                      : in->op == GL_PTX_OP_REDASYNC ? "red.async"
+                                                     : "cp.async.bulk.tensor",
                       what, (unsigned long long)v, t[0], t[1], t[2], b->ctaid[0], b->ctaid[1],
                       b->ctaid[2]);
 }
@@ -388,6 +394,38 @@ int gl_emu__exec_cpreduce(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in
     if (in->space == GL_PTX_SPACE_SHARED_CLUSTER &&
         gl_emu__mbar_complete_tx(b, w, l, in, GL_PTX_SPACE_SHARED_CLUSTER,
                                  addr_of(b, w, &in->src[3], l), n))
+      return -1;
+  }
+  return 0;
+}
+
+/* ---- st.async, red.async -------------------------------------------------- */
+
+int gl_emu__exec_stasync(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m) {
+  unsigned esz = gl_ptx_type_size((gl_ptx_type)in->type), n = in->vec;
+  const gl_ptx_operand *v = &in->src[1];
+  const uint64_t *val = v->kind == GL_PTX_O_VEC ? NULL : gl_emu__src_row(b, w, v, 1);
+  for (uint32_t mm = m; mm; mm &= mm - 1) {
+    unsigned l = (unsigned)__builtin_ctz(mm);
+    uint64_t a = addr_of(b, w, &in->src[0], l);
+    uint8_t *p = gl_emu__mem_ptr(b, w, l, in, GL_PTX_SPACE_SHARED_CLUSTER, a, (uint64_t)esz * n, 1);
+    if (!p)
+      return -1;
+    if (in->op == GL_PTX_OP_REDASYNC) {
+      int ok;
+      (void)gl_emu__atom_rmw(in, p, esz, val[l], &ok);
+      if (!ok)
+        return fail_copy(b, w, l, in, "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+                         "reduction the type does not have, type", in->type);
+    } else {
+      for (unsigned i = 0; i < n; i++) {
+        uint64_t x = val ? val[l] : gl_emu__row(b, w, v->vec[i])[l];
+        memcpy(p + (size_t)i * esz, &x, esz); /* little-endian: the low bytes */
+      }
+    }
+    b->events++;
+    if (gl_emu__mbar_complete_tx(b, w, l, in, GL_PTX_SPACE_SHARED_CLUSTER,
+                                 addr_of(b, w, &in->src[2], l), (uint64_t)esz * n))
       return -1;
   }
   return 0;

@@ -266,6 +266,10 @@ int gl_emu__exec_cpbulk(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, 
  * combined into the destination atomically (the caller has flushed the
  * group). */
 int gl_emu__exec_cpreduce(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
+/* st.async / red.async for lanes m: the store or reduction into cluster
+ * shared memory, then its bytes completed on the mbarrier (the caller has
+ * flushed the group). */
+int gl_emu__exec_stasync(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
 /* cp.async.bulk.tensor (.tile) for lanes m, as cp.async.bulk (the caller
  * has flushed the group). */
 int gl_emu__exec_cptensor(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in,

@@ -33,6 +33,8 @@ static const char *insn_name(const gl_ptx_insn *in) {
   case GL_PTX_OP_CPBULK: return "cp.async.bulk";
   case GL_PTX_OP_CPTENSOR: return "cp.async.bulk.tensor";
   case GL_PTX_OP_CPREDUCE: return "cp.reduce.async.bulk";
+  case GL_PTX_OP_STASYNC: return "st.async";
+  case GL_PTX_OP_REDASYNC: return "red.async";
   case GL_PTX_OP_MBARRIER: return "mbarrier";
   default: return "access";
   }

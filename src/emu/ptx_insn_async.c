@@ -6,8 +6,9 @@
  *   wait_all}, cp.async.mbarrier.arrive{.noinc}, cp.async.bulk (global ->
  *   shared, shared::cta -> shared::cluster, shared::cta -> global,
  *   commit_group, wait_group{.read}, prefetch.L2), mbarrier.*,
- *   redux.sync, elect.sync, setmaxnreg, griddepcontrol, createpolicy, and
- *   the fences fence.proxy.* and fence.mbarrier_init.
+ *   st.async, red.async, redux.sync, elect.sync, setmaxnreg,
+ *   griddepcontrol, createpolicy, and the fences fence.proxy.* and
+ *   fence.mbarrier_init.
  *
  * gl_ptx_parse_insn hands a statement over when its mnemonic's base is one
  * of these (for fence: when .proxy or .mbarrier_init follows). It is
@@ -32,7 +33,7 @@
 #define MAX_MODS 16
 #define MAX_AOPS 8
 
-enum { AO_REG = 1, AO_SINK, AO_IMM, AO_ADDR };
+enum { AO_REG = 1, AO_SINK, AO_IMM, AO_ADDR, AO_VEC };
 
 /* An operand as written. */
 typedef struct aop {
@@ -43,7 +44,7 @@ typedef struct aop {
   uint8_t is_float; /* IMM: a floating-point literal (value not kept) */
   uint32_t reg;     /* REG; ADDR: base register or GL_PTX_NOREG */
   uint32_t pair;    /* the p of d|p, GL_PTX_NOREG for '_' */
-  uint8_t ncoord;   /* ADDR [tmap, {c0, ...}]: the coordinates */
+  uint8_t ncoord;   /* ADDR [tmap, {c0, ...}]: the coordinates; VEC: size */
   uint32_t coord[5];
   int64_t imm;      /* IMM: the value; ADDR: the offset */
   const gl_ptx_sym *sym; /* ADDR based on a variable */
@@ -258,6 +259,18 @@ static void parse_operand(actx *c, aop *o) {
     parse_addr(c, o);
     return;
   }
+  if (is_punct(&t, '{')) { /* {%r1, %r2, ...}: registers in coord[] */
+    o->kind = AO_VEC;
+    for (;;) {
+      if (o->ncoord >= 4) bad(c, "more than 4 vector elements");
+      gl_ptx_next(p, &t);
+      uint8_t pr;
+      o->coord[o->ncoord++] = expect_reg(c, &t, 0, &pr);
+      if (gl_ptx_accept(p, '}')) break;
+      gl_ptx_expect(p, ',');
+    }
+    return;
+  }
   if (t.kind != GL_PTX_TK_WORD) bad(c, "bad operand");
   o->kind = AO_REG;
   if (t.n == 1 && t.s[0] == '_') {
@@ -347,6 +360,7 @@ static void enc_val(actx *c, unsigned i, unsigned si, int pred_ok) {
   memset(o, 0, sizeof *o);
   if (a->has_pair) bad(c, "unexpected d|p operand");
   if (a->is_float) bad(c, "unexpected floating-point operand");
+  if (a->kind == AO_VEC) bad(c, "unexpected vector operand");
   if (a->kind == AO_IMM) {
     o->kind = GL_PTX_O_IMM;
     o->reg = GL_PTX_NOREG;
@@ -988,6 +1002,70 @@ static void decode_createpolicy(actx *c) {
   enc_imm(c, 0, 0);
 }
 
+/* st.async{.weak}{.cluster}{.shared::cluster}{.mbarrier::complete_tx::bytes}
+ *   {.v2|.v4}.type [a], b, [mbar]
+ * red.async{.relaxed}{.cluster}{.shared::cluster}{.mbarrier::complete_tx::bytes}
+ *   .op.type [a], b, [mbar] */
+static void decode_st_red_async(actx *c, int red) {
+  gl_ptx_insn *in = c->in;
+  (void)take(c, ".async");
+  (void)take(c, red ? ".relaxed" : ".weak");
+  (void)take(c, ".cluster");
+  (void)take(c, ".shared::cluster");
+  (void)take(c, ".mbarrier::complete_tx::bytes");
+  static const char *const tyw[] = {".b32", ".u32", ".s32", ".f32", ".b64", ".u64", ".s64",
+                                    ".f64"};
+  static const uint8_t tyv[] = {GL_PTX_T_B32, GL_PTX_T_U32, GL_PTX_T_S32, GL_PTX_T_F32,
+                                GL_PTX_T_B64, GL_PTX_T_U64, GL_PTX_T_S64, GL_PTX_T_F64};
+  in->op = red ? GL_PTX_OP_REDASYNC : GL_PTX_OP_STASYNC;
+  in->space = GL_PTX_SPACE_SHARED_CLUSTER;
+  in->vec = 1;
+  int k = -1;
+  if (red) {
+    static const char *const opw[] = {".add", ".min", ".max", ".and", ".or", ".xor", ".inc",
+                                      ".dec"};
+    static const uint8_t opv[] = {GL_PTX_ATOM_ADD, GL_PTX_ATOM_MIN, GL_PTX_ATOM_MAX,
+                                  GL_PTX_ATOM_AND, GL_PTX_ATOM_OR,  GL_PTX_ATOM_XOR,
+                                  GL_PTX_ATOM_INC, GL_PTX_ATOM_DEC};
+    k = take_one(c, opw, 8);
+    if (k < 0) bad(c, "missing reduction operation");
+    in->mode = opv[k];
+  } else if (take(c, ".v2")) {
+    in->vec = 2;
+  } else if (take(c, ".v4")) {
+    in->vec = 4;
+  }
+  int t = take_one(c, tyw, 8);
+  if (t < 0) bad(c, "missing or unsupported type");
+  in->type = tyv[t];
+  all_used(c);
+  if (in->vec == 4 && t >= 4) bad(c, ".v4 needs a 32-bit type");
+  if (red) { /* the pairs red.async has */
+    int ok = (k == 0 && (t == 1 || t == 2 || t == 5)) || ((k == 1 || k == 2) && (t == 1 || t == 2)) ||
+             (k >= 3 && k <= 5 && t == 0) || (k >= 6 && t == 1);
+    if (!ok) bad(c, "operation and type do not match");
+  }
+  parse_operands(c);
+  need_ops(c, 3, 3);
+  enc_addr(c, 0, 0, GL_PTX_SPACE_SHARED_CLUSTER);
+  const aop *v = &c->ops[1];
+  if (in->vec > 1) {
+    if (v->kind != AO_VEC || v->ncoord != in->vec) bad(c, "vector size does not match");
+    gl_ptx_operand *o = src_slot(c, 1);
+    memset(o, 0, sizeof *o);
+    o->kind = GL_PTX_O_VEC;
+    o->reg = GL_PTX_NOREG;
+    o->vec_n = in->vec;
+    for (unsigned i = 0; i < in->vec; i++) o->vec[i] = v->coord[i];
+  } else {
+    if (v->kind == AO_VEC) bad(c, "unexpected vector operand");
+    enc_val(c, 1, 1, 0);
+    if (c->in->src[1].kind == GL_PTX_O_IMM && gl_ptx_type_is_float((gl_ptx_type)in->type))
+      bad(c, "floating-point immediates are not supported here");
+  }
+  enc_addr(c, 2, 2, GL_PTX_SPACE_SHARED_CLUSTER);
+}
+
 /* griddepcontrol.launch_dependents, griddepcontrol.wait */
 static void decode_griddepcontrol(actx *c) {
   int ok = take(c, ".launch_dependents") || take(c, ".wait");
@@ -1042,7 +1120,8 @@ static void decode_fence(actx *c) {
 
 int gl_ptx_parse_async_insn(gl_ptx_parser *p, gl_ptx_insn *in, const gl_ptx_token *mn) {
   static const char *const bases[] = {"cp",    "mbarrier",       "redux", "elect",
-                                      "setmaxnreg", "griddepcontrol", "fence", "createpolicy"};
+                                      "setmaxnreg", "griddepcontrol", "fence", "createpolicy",
+                                      "st",    "red"};
   const char *dot = memchr(mn->s, '.', mn->n);
   uint32_t blen = (uint32_t)(dot ? (uint32_t)(dot - mn->s) : mn->n);
   int which = -1;
@@ -1057,6 +1136,11 @@ int gl_ptx_parse_async_insn(gl_ptx_parser *p, gl_ptx_insn *in, const gl_ptx_toke
       if (mn->n - blen >= n && memcmp(mn->s + blen, fw[k], n) == 0) ours = 1;
     }
     if (!ours) return 0;
+  }
+  if (which >= 8) { /* st.async, red.async only */
+    const char *q = mn->s + blen;
+    if (mn->n - blen < 6 || memcmp(q, ".async", 6) != 0 || (mn->n - blen > 6 && q[6] != '.'))
+      return 0;
   }
   actx ctx;
   memset(&ctx, 0, sizeof ctx);
@@ -1074,7 +1158,8 @@ int gl_ptx_parse_async_insn(gl_ptx_parser *p, gl_ptx_insn *in, const gl_ptx_toke
   case 4: decode_setmaxnreg(c); break;
   case 5: decode_griddepcontrol(c); break;
   case 6: decode_fence(c); break;
-  default: decode_createpolicy(c); break;
+  case 7: decode_createpolicy(c); break;
+  default: decode_st_red_async(c, which == 9); break;
   }
   gl_ptx_push_insn(p, in);
   return 1;

@@ -173,6 +173,8 @@ typedef enum gl_ptx_op {
   GL_PTX_OP_ELECT,    /* elect.sync d|p, membermask */
   GL_PTX_OP_CPTENSOR, /* cp.async.bulk.tensor.Nd ... .tile (mode: G2S or S2G) */
   GL_PTX_OP_CPREDUCE, /* cp.reduce.async.bulk{.tensor} (mode: gl_ptx_atom_op) */
+  GL_PTX_OP_STASYNC,  /* st.async ... .mbarrier::complete_tx::bytes [a], b, [mbar] */
+  GL_PTX_OP_REDASYNC, /* red.async ... .op.type [a], b, [mbar] (mode: gl_ptx_atom_op) */
   GL_PTX_OP_COUNT
 } gl_ptx_op;
 
@@ -350,6 +352,10 @@ typedef struct gl_ptx_operand {
  *                 src[2] size in bytes. vec = rank (1-5): a tensor
  *                 reduction into global memory, type from the tensor map,
  *                 operands as CPTENSOR's S2G.
+ *   STASYNC,      src[0] ADDR in .shared::cluster (space SHARED_CLUSTER),
+ *   REDASYNC      src[1] the value (REG or IMM; STASYNC: a VEC when vec is 2
+ *                 or 4), src[2] the mbarrier ADDR (same space); type; vec.
+ *                 REDASYNC: mode = gl_ptx_atom_op.
  *   CPBULK and CPTENSOR write no register (ndst 0) and keep two more
  *   sources in dst[]: dst[0] the ctaMask of .multicast::cluster (REG or
  *   IMM, flag GL_PTX_F_MULTICAST; NONE without), dst[1] CPTENSOR's fifth

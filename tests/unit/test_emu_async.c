@@ -709,6 +709,37 @@ static void test_cluster_reduce(void **state) {
   env_close(&e);
 }
 
+static void test_st_red_async(void **state) {
+  env e;
+  env_open(&e, state);
+  enum { NB = 4 };
+  int in[NB * 64], out[NB * 160];
+  for (int i = 0; i < NB * 64; i++)
+    in[i] = rnd() % 200000 - 100000;
+  uint64_t din = dput(&e, in, sizeof in), dout = dput(&e, NULL, sizeof out);
+  void *args[] = {&din, &dout};
+  RUN_OK(&e, "st_red_async", ((lcfg){.grid = NB, .block = 64, .cluster = 2}), args);
+  dget(&e, dout, out, sizeof out);
+  for (int b = 0; b < NB; b++) {
+    const int *o = out + b * 160, *pin = in + (b ^ 1) * 64;
+    int prank = (b ^ 1) & 1, mx = INT32_MIN;
+    for (int t = 0; t < 64; t++) {
+      assert_int_equal(o[t], pin[t] * 5);
+      int q = t / 4, k = t % 4;
+      assert_int_equal(o[64 + t], k == 0 ? q + prank : q + k);
+      mx = pin[t] > mx ? pin[t] : mx;
+    }
+    for (int c = 0; c < 8; c++) { /* threads c, c+8, ..., c+56 add t + 1 */
+      int want = 0;
+      for (int t = c; t < 64; t += 8)
+        want += t + 1;
+      assert_int_equal(o[128 + c], want);
+    }
+    assert_int_equal(o[136], mx);
+  }
+  env_close(&e);
+}
+
 /* ---- sm_90a: tensor maps -------------------------------------------------- */
 
 static void test_tma_load(void **state) {
@@ -1093,6 +1124,12 @@ static void test_parse_forms(void **state) {
       "[%r1];",
       "cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%rd1, {%r1, %r2, %r3}];",
       "prefetch.tensormap [%rd1];",
+      "st.async.b64 [%r1], %rd1, [%r2];",
+      "st.async.weak.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%r1], {%r2, "
+      "%r3}, [%r4];",
+      "red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.inc.u32 [%r1], "
+      "%r2, [%r3];",
+      "red.async.add.u64 [%r1], %rd1, [%r3];",
       "createpolicy.fractional.L2::evict_last.b64 %rd1, 1.0;",
       "createpolicy.fractional.L2::evict_last.L2::evict_unchanged.b64 %rd1, [%rd2], 128, 256;",
       "createpolicy.fractional.L2::evict_first.b64 %rd1, 0f3F000000;",
@@ -1155,6 +1192,13 @@ static void test_parse_forms(void **state) {
       {"setmaxnreg.inc.sync.aligned.u32 100;", "multiple of 8", GPULEASE_LOAD_FAILED},
       {"setmaxnreg.inc.sync.aligned.u32 %r1;", "integer constant", GPULEASE_LOAD_FAILED},
       {"griddepcontrol.go;", "unexpected modifier '.go'", GPULEASE_LOAD_FAILED},
+      {"st.async.v4.b64 [%r1], {%rd1, %rd2, %rd3, %rd4}, [%r2];", ".v4 needs a 32-bit type",
+       GPULEASE_LOAD_FAILED},
+      {"st.async.v2.b32 [%r1], %r2, [%r3];", "vector size does not match",
+       GPULEASE_LOAD_FAILED},
+      {"red.async.and.u32 [%r1], %r2, [%r3];", "operation and type do not match",
+       GPULEASE_LOAD_FAILED},
+      {"st.async.b32 [%r1], %r2;", "wrong number of operands", GPULEASE_LOAD_FAILED},
       {"createpolicy.fractional.L2::evict_last.b64 %rd1|%p2, 1.0;", "unexpected d|p",
        GPULEASE_LOAD_FAILED},
       {"createpolicy.L2::evict_last.b64 %rd1, 1.0;", "missing .fractional/.cvt",
@@ -1262,6 +1306,7 @@ int main(void) {
       SM90(test_bulk_stream),
       SM90(test_cluster_mbar),
       SM90(test_cluster_reduce),
+      SM90(test_st_red_async),
       SM90(test_elect_misc),
       cmocka_unit_test(test_tensormap_encode),
       SM90(test_tma_load),

@@ -648,6 +648,64 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) cluster_reduce(const int *i
                    : "memory");
 }
 
+// Clusters of 2 blocks of 64 threads: st.async and red.async into the
+// peer block's shared memory, each completing its bytes on the peer's
+// mbarrier (1024 bytes in all). out[block * 160 + ...]: slot[64],
+// quad[64], counter[8], mx, then 23 unused.
+extern "C" __global__ void __cluster_dims__(2, 1, 1) st_red_async(const int *in, int *out) {
+  __shared__ alignas(16) int slot[64];
+  __shared__ alignas(16) int quad[64];
+  __shared__ unsigned counter[8];
+  __shared__ int mx;
+  __shared__ uint64_t bar;
+  unsigned t = threadIdx.x, rank, peer, a;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  peer = rank ^ 1;
+  if (t < 8) counter[t] = 0;
+  if (t == 0) {
+    mx = -2147483647 - 1;
+    mb_init(&bar, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  asm volatile("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
+  if (t == 0)
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 1024;" ::"r"(smem(&bar))
+                 : "memory");
+  unsigned rbar;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rbar) : "r"(smem(&bar)), "r"(peer));
+  int v = in[blockIdx.x * 64 + t];
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(smem(&slot[t])), "r"(peer));
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(a),
+               "r"(v * 5), "r"(rbar)
+               : "memory");
+  if (t < 16) {
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(smem(&quad[t * 4])), "r"(peer));
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], "
+                 "{%1, %2, %3, %4}, [%5];" ::"r"(a),
+                 "r"(t + rank), "r"(t + 1), "r"(t + 2), "r"(t + 3), "r"(rbar)
+                 : "memory");
+  }
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(smem(&counter[t % 8])), "r"(peer));
+  asm volatile("red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.add.u32 "
+               "[%0], %1, [%2];" ::"r"(a),
+               "r"(t + 1), "r"(rbar)
+               : "memory");
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(smem(&mx)), "r"(peer));
+  asm volatile("red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.max.s32 "
+               "[%0], %1, [%2];" ::"r"(a),
+               "r"(v), "r"(rbar)
+               : "memory");
+  mb_wait_parity(&bar, 0);
+  int *o = out + blockIdx.x * 160;
+  o[t] = slot[t];
+  o[64 + t] = quad[t];
+  if (t < 8) o[128 + t] = (int)counter[t];
+  if (t == 0) o[136] = mx;
+  asm volatile("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
+}
+
 // out[t * 4 + ...]: elect over the full warp, elect among the lanes of a
 // divergent branch, and that setmaxnreg/griddepcontrol change nothing.
 extern "C" __global__ void elect_misc(const int *in, int *out) {
