@@ -1041,8 +1041,9 @@ static void decode_st_red_async(actx *c, int red) {
   all_used(c);
   if (in->vec == 4 && t >= 4) bad(c, ".v4 needs a 32-bit type");
   if (red) { /* the pairs red.async has */
-    int ok = (k == 0 && (t == 1 || t == 2 || t == 5)) || ((k == 1 || k == 2) && (t == 1 || t == 2)) ||
-             (k >= 3 && k <= 5 && t == 0) || (k >= 6 && t == 1);
+    int ok = (k == 0 && (t == 1 || t == 2 || t == 5)) ||
+             ((k == 1 || k == 2) && (t == 1 || t == 2)) || (k >= 3 && k <= 5 && t == 0) ||
+             (k >= 6 && t == 1);
     if (!ok) bad(c, "operation and type do not match");
   }
   parse_operands(c);
