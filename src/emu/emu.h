@@ -210,8 +210,10 @@ gpulease_status gl_emu_launch(gl_emu_device *dev, const gl_emu_function *fn,
  *   72  u16 box_dim[5] (elements; unused 1)
  *   82  u8  oob_fill (0 zeros, 1 NaN for float types)
  *   83-127 zero
- * The tile copies read elements outside the tensor as the fill value and
- * never write them; with a swizzle the 16-byte chunk c of the shared
+ * The tile copies need the box's first coordinate (dimension 0) to be a
+ * multiple of 16 bytes, inside the tensor or not (CUDA_ERROR_ILLEGAL_-
+ * INSTRUCTION otherwise, as an H200); they read elements outside the
+ * tensor as the fill value and never write them; with a swizzle the 16-byte chunk c of the shared
  * memory row r (rows of 128 bytes, counted from the address's own bits)
  * moves to c XOR (r mod 8, 4, 2) for 128B, 64B, 32B, as the hardware. */
 #define GL_EMU_TMAP_BYTES 128u

@@ -230,6 +230,11 @@ static int tensor_args(gl_emu_block *b, gl_emu_warp *w, unsigned l, const gl_ptx
     uint32_t r = k < 4 ? in->src[2].vec[k] : in->dst[1].reg;
     c[k] = k < in->vec ? (int32_t)gl_emu__row(b, w, r)[l] : 0;
   }
+  /* the box starts on a 16-byte boundary of dimension 0 (an H200 traps
+   * otherwise, also outside the tensor) */
+  if ((c[0] * t->esize) % 16)
+    return fail_copy(b, w, l, in, "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+                     "coordinate 0 is not a multiple of 16 bytes:", (uint64_t)c[0]);
   return 0;
 }
 

@@ -13,9 +13,10 @@
  *   bit  61     0
  *   bit  62     1 once initialised (init sets it, inval clears it)
  *   bit  63     the current phase's parity
- * The state an arrive returns: bits 0-19 the pending arrivals it left
- * (what pending_count reads), bit 62 set, bit 63 the parity of the phase
- * it arrived in; other bits 0.
+ * The state an arrive returns: bits 0-19 the phase's pending arrivals just
+ * before it (its own count included: what pending_count reads, as an H200
+ * answers), bit 62 set, bit 63 the parity of the phase it arrived in;
+ * other bits 0.
  *
  * A phase completes when its pending arrivals and its tx-count are both
  * zero: the parity flips, pending becomes expected and tx-count 0. A wait
@@ -196,9 +197,9 @@ static int mb_arrive(gl_emu_block *b, gl_emu_warp *w, unsigned lane, const gl_pt
     if (mb_add_tx(b, w, lane, in, addr, &o, (int64_t)txc))
       return -1;
   }
-  uint64_t st = MB_VALID | (o.phase ? MB_PHASE : 0);
+  uint64_t st = MB_VALID | (o.phase ? MB_PHASE : 0) | o.pending;
   if (op == GL_PTX_MBAR_CP_ARRIVE) {
-    *state = st | o.pending;
+    *state = st;
     b->events++;
     return 0;
   }
@@ -213,7 +214,7 @@ static int mb_arrive(gl_emu_block *b, gl_emu_warp *w, unsigned lane, const gl_pt
   if (op == GL_PTX_MBAR_ARRIVE && (mode & GL_PTX_MBAR_NOCOMPLETE) && o.pending == 0 &&
       o.tx == 0)
     return fail_mb(b, w, lane, in, addr, "a .noComplete arrive would complete the phase");
-  *state = st | o.pending;
+  *state = st;
   mb_settle(b, p, &o);
   return 0;
 }

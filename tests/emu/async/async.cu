@@ -596,7 +596,7 @@ extern "C" __global__ void bulk_reduce(const float *fin, const int *iin,
 }
 
 // Tensor reduction: each block adds a box of 8 x 8 ints (value
-// blockIdx.x * 1000 + index) at (x0 + 3 * blockIdx.x, y0) into the tensor.
+// blockIdx.x * 1000 + index) at (x0 + 4 * blockIdx.x, y0) into the tensor.
 extern "C" __global__ void tma_reduce_2d(const __grid_constant__ CUtensorMap tmap, int x0,
                                          int y0) {
   __shared__ alignas(128) int box[64];
@@ -607,7 +607,7 @@ extern "C" __global__ void tma_reduce_2d(const __grid_constant__ CUtensorMap tma
   if (t == 0) {
     asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group"
                  " [%0, {%1, %2}], [%3];" ::"l"(&tmap),
-                 "r"(x0 + 3 * (int)blockIdx.x), "r"(y0), "r"(smem(box))
+                 "r"(x0 + 4 * (int)blockIdx.x), "r"(y0), "r"(smem(box))
                  : "memory");
     asm volatile("cp.async.bulk.commit_group;" ::: "memory");
     asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
