@@ -51,6 +51,14 @@
  *     dims (1024, 1024, 64), grid dims (2^31-1, 65535, 65535), 48 KiB static
  *     shared memory, GL_EMU_MAX_SHARED_BYTES static plus dynamic (static:
  *     the kernel's own, not other kernels' of the same module).
+ *   - Asynchronous copies (cp.async, cp.async.bulk{.tensor}) complete when
+ *     they issue; their groups and waits have nothing left to wait for. An
+ *     mbarrier test_wait/try_wait that finds its phase incomplete parks
+ *     the lane until a phase of an mbarrier of its block (or cluster)
+ *     completes. When nothing else can run, parked waits return false (a
+ *     try_wait's time limit); 1024 such stalls in a row with nothing
+ *     stored, arrived or exited in between fail the launch ("can never
+ *     complete"), naming the mbarrier and its state.
  *   - Every global, shared, local and parameter access is checked: outside
  *     the device region, a module's data or the space's size, the launch
  *     fails with CUDA_ERROR_ILLEGAL_ADDRESS in the message (misaligned:
@@ -209,5 +217,50 @@ typedef struct gl_emu_stats {
 gpulease_status gl_emu_launch(gl_emu_device *dev, const gl_emu_function *fn,
                               const gl_emu_launch_cfg *cfg, gl_emu_stats *stats, char *err,
                               size_t errlen);
+
+/* ---- Tensor maps (cp.async.bulk.tensor) --------------------------------
+ * A kernel's tensor map (CUtensorMap: 128 bytes, 64-byte aligned, passed
+ * as a __grid_constant__ parameter or in global memory) is opaque in CUDA;
+ * on the emulated device it holds, little-endian:
+ *   0   u32 magic GL_EMU_TMAP_MAGIC
+ *   4   u8  data type (CUtensorMapDataType's numbering, 0-12)
+ *   5   u8  rank (1-5)
+ *   6   u8  swizzle (CUtensorMapSwizzle: 0 none, 1 32B, 2 64B, 3 128B)
+ *   7   u8  element size in bytes
+ *   8   u64 global address
+ *   16  u32 global_dim[5] (elements; unused dimensions 1)
+ *   40  u64 global_strides[4] (bytes, of dimensions 1-4)
+ *   72  u16 box_dim[5] (elements; unused 1)
+ *   82  u8  oob_fill (0 zeros, 1 NaN for float types)
+ *   83-127 zero
+ * The tile copies need the box's first coordinate (dimension 0) to be a
+ * multiple of 16 bytes, inside the tensor or not (CUDA_ERROR_ILLEGAL_-
+ * INSTRUCTION otherwise, as an H200); they read elements outside the
+ * tensor as the fill value and never write them; with a swizzle the 16-byte chunk c of the shared
+ * memory row r (rows of 128 bytes, counted from the address's own bits)
+ * moves to c XOR (r mod 8, 4, 2) for 128B, 64B, 32B, as the hardware. */
+#define GL_EMU_TMAP_BYTES 128u
+#define GL_EMU_TMAP_MAGIC 0x50414d54u /* "TMAP" */
+
+/* Writes the tensor map of a tiled tensor into tmap (GL_EMU_TMAP_BYTES),
+ * with cuTensorMapEncodeTiled's arguments and rules: data_type 0-12 (its
+ * CUtensorMapDataType), rank 1-5, global_address 16-byte aligned,
+ * global_dim[rank] each 1..2^32, global_strides[rank - 1] (bytes, of
+ * dimensions 1.. : multiples of 16 below 2^40), box_dim[rank] each 1..256
+ * with box_dim[0] * element size a multiple of 16 bytes (at most the
+ * swizzle's span with a swizzle), element_strides[rank] (only 1 here),
+ * interleave 0 (none), swizzle 0-3, l2_promotion (ignored), oob_fill 0-1
+ * (1 only for float types). GPULEASE_INVALID_ARGUMENT when an argument
+ * breaks those rules, GPULEASE_UNSUPPORTED for interleaved layouts and
+ * element strides other than 1; err (may be NULL) says which. */
+gpulease_status gl_emu_tensormap_encode_tiled(void *tmap, uint32_t data_type, uint32_t rank,
+                                              uint64_t global_address,
+                                              const uint64_t *global_dim,
+                                              const uint64_t *global_strides,
+                                              const uint32_t *box_dim,
+                                              const uint32_t *element_strides,
+                                              uint32_t interleave, uint32_t swizzle,
+                                              uint32_t l2_promotion, uint32_t oob_fill,
+                                              char *err, size_t errlen);
 
 #endif /* GL_EMU_EMU_H */

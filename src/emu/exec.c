@@ -342,7 +342,8 @@ static void warp_force_switch(gl_emu_warp *w) {
 
 static inline int is_warp_sync(unsigned op) {
   return op == GL_PTX_OP_SHFL || op == GL_PTX_OP_VOTE || op == GL_PTX_OP_MATCH ||
-         op == GL_PTX_OP_ACTIVEMASK || gl_mma_is_matrix_op(op);
+         op == GL_PTX_OP_ACTIVEMASK || op == GL_PTX_OP_REDUX || op == GL_PTX_OP_ELECT ||
+         gl_mma_is_matrix_op(op);
 }
 
 /* ---- Calls -------------------------------------------------------------- */
@@ -597,16 +598,43 @@ static int warp_run(gl_emu_block *b, gl_emu_warp *w, uint32_t budget, uint32_t *
         lanes_exit(b, w, m);
       break;
     case GL_PTX_OP_BAR:
-    case GL_PTX_OP_BARCLUSTER: {
+    case GL_PTX_OP_BARCLUSTER:
+    case GL_PTX_OP_MBARRIER:
+    case GL_PTX_OP_CPBULK:
+    case GL_PTX_OP_CPTENSOR:
+    case GL_PTX_OP_CPREDUCE:
+    case GL_PTX_OP_STASYNC:
+    case GL_PTX_OP_REDASYNC: {
       uint32_t next = w->pc + 1;
       for (uint32_t gg = g; gg; gg &= gg - 1)
         w->lane_pc[__builtin_ctz(gg)] = next;
       w->group = 0;
-      if (m && (rc = op == GL_PTX_OP_BAR ? gl_emu__exec_bar(b, w, in, m)
-                                          : gl_emu__exec_barcluster(b, w, in, m)))
+      if (m && (rc = op == GL_PTX_OP_BAR        ? gl_emu__exec_bar(b, w, in, m)
+                     : op == GL_PTX_OP_MBARRIER ? gl_emu__exec_mbarrier(b, w, in, m)
+                     : op == GL_PTX_OP_CPBULK   ? gl_emu__exec_cpbulk(b, w, in, m)
+                     : op == GL_PTX_OP_CPTENSOR ? gl_emu__exec_cptensor(b, w, in, m)
+                     : op == GL_PTX_OP_CPREDUCE ? gl_emu__exec_cpreduce(b, w, in, m)
+                     : op == GL_PTX_OP_STASYNC || op == GL_PTX_OP_REDASYNC
+                         ? gl_emu__exec_stasync(b, w, in, m)
+                                                : gl_emu__exec_barcluster(b, w, in, m)))
         goto out;
       break;
     }
+    case GL_PTX_OP_CPASYNC:
+      if (m) {
+        if ((rc = gl_emu__exec_cpasync(b, w, in, m)))
+          goto out;
+        b->events++;
+      }
+      move_group(w, w->pc + 1);
+      break;
+    case GL_PTX_OP_REDUX:
+    case GL_PTX_OP_ELECT:
+      if (m && (rc = op == GL_PTX_OP_REDUX ? gl_emu__exec_redux(b, w, in, m)
+                                           : gl_emu__exec_elect(b, w, in, m)))
+        goto out;
+      move_group(w, w->pc + 1);
+      break;
     case GL_PTX_OP_SHFL:
       if (m && (rc = gl_emu__exec_shfl(b, w, in, m)))
         goto out;
@@ -779,8 +807,14 @@ int gl_emu__block_run(gl_emu_block *b) {
       return -1;
     if (!alive)
       return 0;
-    if (!progress)
+    if (!progress) {
+      int st = gl_emu__mbar_stalled(&b, 1); /* mbarrier waits time out first */
+      if (st < 0)
+        return -1;
+      if (st)
+        continue;
       return fail_deadlock(b);
+    }
   }
 }
 
@@ -813,6 +847,11 @@ int gl_emu__group_run(gl_emu_block *const *blocks, uint32_t n) {
     if (!any_alive)
       return 0;
     if (!any_progress) {
+      int st = gl_emu__mbar_stalled(blocks, n); /* mbarrier waits time out first */
+      if (st < 0)
+        return -1;
+      if (st)
+        continue;
       /* every block still alive waits at a barrier: report one */
       for (uint32_t i = 0; i < n; i++)
         if (!blocks[i]->done)

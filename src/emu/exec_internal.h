@@ -39,6 +39,7 @@
 
 #define GL_EMU_NBARRIERS 16
 #define GL_EMU_CLUSTER_BAR GL_EMU_NBARRIERS /* bar_id of lanes at barrier.cluster.wait */
+#define GL_EMU_MBAR_WAIT (GL_EMU_NBARRIERS + 1) /* bar_id of lanes in an mbarrier wait */
 #define GL_EMU_GROUP_WARP_SLICE 1024u /* a warp's turn when blocks are interleaved */
 /* Warp instructions a group of co-resident blocks may issue without a
  * store, atomic, barrier completion or exit before the launch fails as
@@ -170,6 +171,8 @@ typedef struct gl_emu_block {
   uint32_t cl_arrived;   /* rank 0 keeps the cluster barrier: threads arrived */
   uint32_t cl_phase;     /* and completed phases */
   uint64_t events;       /* stores, atomics, barrier completions, exits */
+  uint64_t mbar_stall_mark; /* events + 1 when mbarrier waits last timed out */
+  uint32_t mbar_stalls;  /* time-outs in a row with mbar_stall_mark unchanged */
   int done;              /* grouped: every thread exited */
   uint64_t *regs;
   uint8_t *shared;
@@ -244,6 +247,57 @@ uint8_t *gl_emu__mem_ptr(gl_emu_block *b, gl_emu_warp *w, unsigned lane,
  * after gl_emu__fail (line for the message). */
 uint8_t *gl_emu__local_ptr(gl_emu_block *b, gl_emu_warp *w, unsigned lane, uint64_t off,
                            uint64_t size, uint32_t line);
+
+/* One atomic read-modify-write of in->mode (gl_ptx_atom_op, not CAS) on
+ * in->type at host memory p (sz bytes: 2, 4 or 8, aligned) with operand
+ * bv; returns the old value. *ok = 0 (nothing written) for an operation
+ * the type does not have. */
+uint64_t gl_emu__atom_rmw(const gl_ptx_insn *in, uint8_t *p, unsigned sz, uint64_t bv,
+                          int *ok);
+
+/* ---- exec_async.c, exec_mbar.c, exec_redux.c ---------------------------- */
+
+/* cp.async.ca/.cg for lanes m: copies (and zero-fills) at once. */
+int gl_emu__exec_cpasync(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
+/* cp.async.bulk for lanes m: copies at once and completes the bytes on
+ * the mbarrier. The caller has flushed the group to the next instruction
+ * (a completed phase wakes waiting lanes, as a barrier does). */
+int gl_emu__exec_cpbulk(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
+/* cp.reduce.async.bulk{.tensor} for lanes m: each element of the source
+ * combined into the destination atomically (the caller has flushed the
+ * group). */
+int gl_emu__exec_cpreduce(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
+/* st.async / red.async for lanes m: the store or reduction into cluster
+ * shared memory, then its bytes completed on the mbarrier (the caller has
+ * flushed the group). */
+int gl_emu__exec_stasync(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
+/* cp.async.bulk.tensor (.tile) for lanes m, as cp.async.bulk (the caller
+ * has flushed the group). */
+int gl_emu__exec_cptensor(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in,
+                          uint32_t m);
+/* mbarrier.* and cp.async.mbarrier.arrive for lanes m. The caller has
+ * flushed the group to the next instruction; lanes whose wait is not
+ * complete park (bar_id GL_EMU_MBAR_WAIT) with lane_pc[] back at this
+ * instruction, to run it again once a phase completes. */
+int gl_emu__exec_mbarrier(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
+/* Subtracts `bytes` from the tx-count of the mbarrier at addr (space:
+ * SHARED, SHARED_CLUSTER or GENERIC) for lane `lane`, completing its phase
+ * when that ends it. 0, or -1 after gl_emu__fail. */
+int gl_emu__mbar_complete_tx(gl_emu_block *b, gl_emu_warp *w, unsigned lane,
+                             const gl_ptx_insn *in, unsigned space, uint64_t addr,
+                             uint64_t bytes);
+/* No warp of blocks[0..n) can run. Returns 0 when no lane waits on an
+ * mbarrier (the caller reports its deadlock); 1 after ending every such
+ * wait as timed out (the wait's predicate false, the lane at the next
+ * instruction), as a try_wait's time limit would; -1 after failing the
+ * launch when 1024 time-outs in a row saw nothing happen in between, so
+ * that the waits can never complete. */
+int gl_emu__mbar_stalled(gl_emu_block *const *blocks, uint32_t n);
+/* redux.sync / elect.sync for lanes m: the participants are the executing
+ * lanes in each lane's membermask (all executing lanes when it names
+ * none). Always 0. */
+int gl_emu__exec_redux(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
+int gl_emu__exec_elect(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m);
 
 /* ---- kprintf.c ---------------------------------------------------------- */
 

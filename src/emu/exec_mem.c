@@ -29,6 +29,13 @@ static const char *insn_name(const gl_ptx_insn *in) {
   case GL_PTX_OP_ST: return "st";
   case GL_PTX_OP_ATOM: return "atom";
   case GL_PTX_OP_RED: return "red";
+  case GL_PTX_OP_CPASYNC: return "cp.async";
+  case GL_PTX_OP_CPBULK: return "cp.async.bulk";
+  case GL_PTX_OP_CPTENSOR: return "cp.async.bulk.tensor";
+  case GL_PTX_OP_CPREDUCE: return "cp.reduce.async.bulk";
+  case GL_PTX_OP_STASYNC: return "st.async";
+  case GL_PTX_OP_REDASYNC: return "red.async";
+  case GL_PTX_OP_MBARRIER: return "mbarrier";
   default: return "access";
   }
 }
@@ -154,9 +161,8 @@ static inline __attribute__((always_inline)) uint8_t *xlat(gl_emu_block *b, gl_e
   return host + off;
 }
 
-uint8_t *gl_emu__mem_ptr(gl_emu_block *b, gl_emu_warp *w, unsigned lane,
-                         const gl_ptx_insn *in, unsigned space, uint64_t addr, uint64_t size,
-                         int write) {
+uint8_t *gl_emu__mem_ptr(gl_emu_block *b, gl_emu_warp *w, unsigned lane, const gl_ptx_insn *in,
+                         unsigned space, uint64_t addr, uint64_t size, int write) {
   return xlat(b, w, lane, in, space, addr, size, write);
 }
 
@@ -487,6 +493,11 @@ static uint64_t atom_rmw(const gl_ptx_insn *in, uint8_t *p, unsigned sz, uint64_
     }
   }
   }
+}
+
+uint64_t gl_emu__atom_rmw(const gl_ptx_insn *in, uint8_t *p, unsigned sz, uint64_t bv,
+                          int *ok) {
+  return atom_rmw(in, p, sz, bv, 0, ok);
 }
 
 int gl_emu__exec_atom(gl_emu_block *b, gl_emu_warp *w, const gl_ptx_insn *in, uint32_t m) {

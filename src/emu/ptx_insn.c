@@ -789,8 +789,8 @@ static void decode_bar(insn_ctx *c) {
 
 static void decode_membar(insn_ctx *c) {
   /* membar.{cta,gl,sys}, fence.{sc,acq_rel}.scope: ordering is already
-   * sequential on the emulator. fence.proxy.* and friends were refused
-   * as MC_UNSUP modifiers. */
+   * sequential on the emulator. fence.proxy.* and fence.mbarrier_init
+   * are decoded in ptx_insn_async.c. */
   c->words_used = ~0ull;
   if (c->ntypes || c->space >= 0 || c->vec != 1) fail_syntax(c, "unexpected modifier");
   if (c->nops != 0) fail_unsupported(c);
@@ -1057,8 +1057,8 @@ void gl_ptx_parse_insn(gl_ptx_parser *p) {
   }
   c->mn = t;
   in->line = t.line;
-  if (gl_ptx_parse_mma(p, in, &t))
-    return;
+  if (gl_ptx_parse_async_insn(p, in, &t)) return; /* cp.async, mbarrier, ... */
+  if (gl_ptx_parse_mma(p, in, &t)) return; /* mma, wgmma, ldmatrix, ... */
   split_mnemonic(c);
   in->op = c->def->op;
   if (c->def->kind == K_CALL) {

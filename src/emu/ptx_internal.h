@@ -244,6 +244,13 @@ void gl_ptx_parse_insn(gl_ptx_parser *p);
  * carriers, mma.h) and returns 1; returns 0 for any other mnemonic. */
 int gl_ptx_parse_mma(gl_ptx_parser *p, gl_ptx_insn *in, const gl_ptx_token *mn);
 
+/* Asynchronous copies, mbarriers, redux, elect and the other sm_80+
+ * synchronisation instructions (ptx_insn_async.c): when the mnemonic mn
+ * is one of them, decodes the rest of the statement into *in (guard and
+ * line already set), appends it and returns 1; returns 0, consuming
+ * nothing, for any other instruction. Errors unwind via gl_ptx_fail. */
+int gl_ptx_parse_async_insn(gl_ptx_parser *p, gl_ptx_insn *in, const gl_ptx_token *mn);
+
 /* Appends *in to the module (checks the instruction limit). */
 void gl_ptx_push_insn(gl_ptx_parser *p, const gl_ptx_insn *in);
 

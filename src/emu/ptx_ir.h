@@ -169,6 +169,17 @@ typedef enum gl_ptx_op {
   GL_PTX_OP_WGMMA,     /* wgmma.mma_async.sync.aligned */
   GL_PTX_OP_LDMATRIX, GL_PTX_OP_STMATRIX, GL_PTX_OP_MOVMATRIX,
   GL_PTX_OP_RLIST,     /* register list carrier of an mma/wgmma: never run */
+  /* asynchronous copies, mbarriers, warp reductions (ptx_insn_async.c;
+   * exec_async.c, exec_mbar.c, exec_redux.c) */
+  GL_PTX_OP_CPASYNC,  /* cp.async.ca/.cg.shared.global [d], [s], cp-size ... */
+  GL_PTX_OP_CPBULK,   /* cp.async.bulk (mode: GL_PTX_BULK_*) */
+  GL_PTX_OP_MBARRIER, /* mbarrier.*, cp.async.mbarrier.arrive (mode) */
+  GL_PTX_OP_REDUX,    /* redux.sync.op.type d, a, membermask */
+  GL_PTX_OP_ELECT,    /* elect.sync d|p, membermask */
+  GL_PTX_OP_CPTENSOR, /* cp.async.bulk.tensor.Nd ... .tile (mode: G2S or S2G) */
+  GL_PTX_OP_CPREDUCE, /* cp.reduce.async.bulk{.tensor} (mode: gl_ptx_atom_op) */
+  GL_PTX_OP_STASYNC,  /* st.async ... .mbarrier::complete_tx::bytes [a], b, [mbar] */
+  GL_PTX_OP_REDASYNC, /* red.async ... .op.type [a], b, [mbar] (mode: gl_ptx_atom_op) */
   GL_PTX_OP_COUNT
 } gl_ptx_op;
 
@@ -218,6 +229,19 @@ enum { GL_PTX_BAR_SYNC, GL_PTX_BAR_ARRIVE, GL_PTX_BAR_RED_POPC,
 enum { GL_PTX_BARCLUSTER_ARRIVE, GL_PTX_BARCLUSTER_WAIT };
 /* mode for CVTA: direction (space holds the non-generic space) */
 enum { GL_PTX_CVTA_TO_GENERIC = 0, GL_PTX_CVTA_TO_SPACE };
+/* mode for MBARRIER: the operation in the low 4 bits, modifiers above */
+enum { GL_PTX_MBAR_INIT, GL_PTX_MBAR_INVAL, GL_PTX_MBAR_ARRIVE, GL_PTX_MBAR_EXPECT_TX,
+       GL_PTX_MBAR_COMPLETE_TX, GL_PTX_MBAR_TEST_WAIT, GL_PTX_MBAR_TRY_WAIT,
+       GL_PTX_MBAR_PENDING_COUNT, GL_PTX_MBAR_CP_ARRIVE, GL_PTX_MBAR_CP_ARRIVE_NOINC };
+#define GL_PTX_MBAR_OP(mode) ((mode) & 15u)
+#define GL_PTX_MBAR_DROP 0x10u       /* ARRIVE: arrive_drop */
+#define GL_PTX_MBAR_NOCOMPLETE 0x20u /* ARRIVE: .noComplete */
+#define GL_PTX_MBAR_WITH_TX 0x40u    /* ARRIVE: .expect_tx (tx count in src[2]) */
+#define GL_PTX_MBAR_PARITY 0x80u     /* TEST_WAIT, TRY_WAIT: .parity */
+/* mode for CPBULK: the direction */
+enum { GL_PTX_BULK_G2S, /* global -> shared (space: ::cta or ::cluster), mbarrier */
+       GL_PTX_BULK_S2S, /* shared::cta -> shared::cluster, mbarrier */
+       GL_PTX_BULK_S2G  /* shared::cta -> global, bulk async-group */ };
 
 /* flags (gl_ptx_insn.flags) */
 #define GL_PTX_F_FTZ 0x0001u     /* .ftz */
@@ -234,6 +258,8 @@ enum { GL_PTX_CVTA_TO_GENERIC = 0, GL_PTX_CVTA_TO_SPACE };
 #define GL_PTX_F_XORSIGN_ABS 0x0800u /* .xorsign.abs on min/max */
 #define GL_PTX_F_NONCOHERENT 0x1000u /* ld.global.nc, ldu: read-only path */
 #define GL_PTX_F_WAIT 0x2000u    /* bar with a thread count operand (src[1]) */
+#define GL_PTX_F_ABS 0x4000u     /* .abs on redux.sync.min/max.f32 */
+#define GL_PTX_F_MULTICAST 0x8000u /* cp.async.bulk{.tensor} .multicast::cluster */
 
 /* ---- Operands ----------------------------------------------------------- */
 
@@ -296,6 +322,49 @@ typedef struct gl_ptx_operand {
  *   MAPA          dst[0], src[0] address (generic, or .shared::cluster when
  *                 space says so), src[1] target CTA rank; type u32/u64.
  *   GETCTARANK    dst[0], src[0] address (as MAPA); type is the address's.
+ *   CPASYNC       src[0] ADDR in .shared, src[1] ADDR in .global; mode =
+ *                 cp-size (4, 8, 16); src[2] src-size (REG/IMM) or NONE
+ *                 (= cp-size); src[3] ignore-src predicate (REG, maybe
+ *                 neg) or NONE. space = SHARED.
+ *   CPBULK        src[0] destination ADDR, src[1] source ADDR, src[2] size
+ *                 in bytes, src[3] mbarrier ADDR (G2S, S2S) or NONE; space
+ *                 = the destination's space for G2S (SHARED or
+ *                 SHARED_CLUSTER, the mbarrier's too), else unused.
+ *   MBARRIER      src[0] the object's ADDR (space: SHARED, SHARED_CLUSTER
+ *                 or GENERIC), except PENDING_COUNT. INIT: src[1] count.
+ *                 ARRIVE: dst[0] state (NOREG for '_'), src[1] count (IMM 1
+ *                 when not written), src[2] tx count with MBAR_WITH_TX.
+ *                 EXPECT_TX, COMPLETE_TX: src[1] tx count. TEST_WAIT,
+ *                 TRY_WAIT: dst[0] predicate, src[1] state or phase parity
+ *                 (the suspend-time hint is dropped). PENDING_COUNT:
+ *                 dst[0], src[0] state. CP_ARRIVE{_NOINC}: src[0] only.
+ *   REDUX         dst[0], src[0] value, src[1] membermask; mode =
+ *                 gl_ptx_atom_op (ADD, MIN, MAX, AND, OR, XOR); type U32,
+ *                 S32, B32 or F32 (min/max; flags GL_PTX_F_ABS, _NAN).
+ *   ELECT         dst[0] leader's lane (NOREG for '_'), dst[1] predicate;
+ *                 src[0] membermask.
+ *   CPTENSOR      mode = GL_PTX_BULK_G2S or _S2G; vec = rank (1-5);
+ *                 src[0] the shared ADDR (destination of G2S, source of
+ *                 S2G; space: SHARED or SHARED_CLUSTER, the mbarrier's
+ *                 too), src[1] the tensor map's generic ADDR, src[2] a VEC
+ *                 of the first four .s32 coordinate registers, src[3] the
+ *                 mbarrier ADDR (G2S) or NONE.
+ *   CPREDUCE      mode = gl_ptx_atom_op (ADD, MIN, MAX, AND, OR, XOR, INC,
+ *                 DEC). vec = 0: a bulk reduction, type its element type,
+ *                 space the destination's (GLOBAL: bulk_group, or
+ *                 SHARED_CLUSTER with src[3] the mbarrier ADDR), src[0]
+ *                 destination ADDR, src[1] source ADDR (shared::cta),
+ *                 src[2] size in bytes. vec = rank (1-5): a tensor
+ *                 reduction into global memory, type from the tensor map,
+ *                 operands as CPTENSOR's S2G.
+ *   STASYNC,      src[0] ADDR in .shared::cluster (space SHARED_CLUSTER),
+ *   REDASYNC      src[1] the value (REG or IMM; STASYNC: a VEC when vec is 2
+ *                 or 4), src[2] the mbarrier ADDR (same space); type; vec.
+ *                 REDASYNC: mode = gl_ptx_atom_op.
+ *   CPBULK and CPTENSOR write no register (ndst 0) and keep two more
+ *   sources in dst[]: dst[0] the ctaMask of .multicast::cluster (REG or
+ *   IMM, flag GL_PTX_F_MULTICAST; NONE without), dst[1] CPTENSOR's fifth
+ *   coordinate register (5-d only; NONE otherwise).
  */
 typedef struct gl_ptx_insn {
   uint16_t op;     /* gl_ptx_op */

@@ -6,7 +6,7 @@
  * kernel parameters (.param .u64 .ptr .global .align 4 name), floats kept in
  * .b32 registers, literal operands where registers are usual. Everything
  * outside the emulator's instruction set (textures, surfaces, mma, wgmma,
- * cp.async, TMA, ...) is refused here, at load time, never at launch.
+ * tensor-map copies, ...) is refused here, at load time, never at launch.
  */
 #ifndef GL_EMU_PTX_PARSE_H
 #define GL_EMU_PTX_PARSE_H

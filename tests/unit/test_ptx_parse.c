@@ -939,14 +939,11 @@ static void test_unsupported(void **state) {
       "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%f1}, {%r1}, {%r2}, {%f2};",
       "wmma.load.a.sync.aligned.row.m16n16k16.f16 {%r1, %r2, %r3, %r4}, [%rd1];",
       "ldmatrix.sync.aligned.m16n16.x1.trans.shared.b8 {%r1, %r2}, [%r5];",
-      "cp.async.ca.shared.global [%r1], [%rd1], 4;",
-      ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-       "[%r1], [%rd1, {%r2, %r3}], [%r4];"),
-      "mbarrier.init.shared.b64 [%r1], 32;",
-      "griddepcontrol.wait;",
-      "setmaxnreg.inc.sync.aligned.u32 240;",
+      ("cp.async.bulk.tensor.2d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes "
+       "[%r1], [%rd1, {%r2, %r3}], [%r4], {%rs1};"),
+      /* cp.async, mbarrier, redux, ...: tests/unit/test_emu_async.c; mma, wgmma,
+       * ldmatrix, ...: tests/unit/test_emu_mma.c */
       "multimem.ld_reduce.relaxed.sys.global.add.u32 %r1, [%rd1];",
-      "redux.sync.add.u32 %r1, %r2, -1;",
       "istypep.texref %p1, %rd1;",
       "vmad.s32.s32.s32 %r1, %r2, %r3, %r4;",
       "vabsdiff4.u32.u32.u32 %r1, %r2, %r3, %r4;",
@@ -956,8 +953,6 @@ static void test_unsupported(void **state) {
       "ld.global.v8.f32 {%f1, %f2, %f3, %f4, %f5, %f6, %f7, %f1}, [%rd1];",
       "ld.global.b128 %rd1, [%rd2];",
       "cvt.rn.satfinite.e4m3x2.f32 %rs1, %f1, %f2;",
-      "fence.proxy.tensormap::generic.release.gpu;",
-      "mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], %r2;",
       "mov.u32 %r1, %aggr_smem_size;",
       "mov.u32 %r1, %envreg32;",
   };
