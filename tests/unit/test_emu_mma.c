@@ -169,45 +169,6 @@ static void triton_f16(const char *rel, uint32_t shared) {
   env_close(&e);
 }
 
-/* The tf32 matmuls also copy with cp.async, which this branch's device
- * does not run: until it does, the test rewrites each
- *   cp.async.ca.shared.global [ %rS + 0 ], [ %rdG + 0 ], 0x4, %rN;
- * into a synchronous copy of the 4 bytes (zeros when the source size %rN
- * is 0) and drops commit_group / wait_group, which keeps the kernel's
- * meaning: it waits for every copy before a barrier and the reads. */
-static char *without_cp_async(const char *ptx, size_t len, size_t *out_len) {
-  size_t cap = len * 3 + 1, n = 0;
-  char *out = malloc(cap);
-  assert_non_null(out);
-  const char *p = ptx, *end = ptx + len;
-  while (p < end) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    size_t ll = nl ? (size_t)(nl - p) + 1 : (size_t)(end - p);
-    char line[512];
-    snprintf(line, sizeof line, "%.*s", (int)(ll < 511 ? ll : 511), p);
-    char sreg[64], greg[64], nreg[64];
-    const char *cp = strstr(line, "cp.async");
-    if (cp && sscanf(cp, "cp.async.ca.shared.global [ %63[^ ] + 0 ], [ %63[^ ] + 0 ], 0x4, %63[^;];",
-                     sreg, greg, nreg) == 3) {
-      n += (size_t)snprintf(out + n, cap - n,
-                            "{ .reg .pred cpq; .reg .b32 cpv; setp.ne.b32 cpq, %s, 0; "
-                            "mov.b32 cpv, 0; @cpq ld.global.b32 cpv, [%s]; "
-                            "st.shared.b32 [%s], cpv; }\n",
-                            nreg, greg, sreg);
-    } else if (!cp) {
-      memcpy(out + n, p, ll);
-      n += ll;
-    } else {
-      assert_true(strstr(cp, "commit_group") || strstr(cp, "wait_group"));
-      out[n++] = '\n';
-    }
-    p += ll;
-  }
-  out[n] = '\0';
-  *out_len = n;
-  return out;
-}
-
 /* C = A * B, f32 in and out with tf32 products: inputs are multiples of
  * 1/8 (exact in tf32), so the result must be exact. */
 static void triton_tf32(const char *rel, uint32_t shared) {
@@ -217,11 +178,9 @@ static void triton_tf32(const char *rel, uint32_t shared) {
   e.dev = gl_emu_device_new(REGION);
   assert_non_null(e.dev);
   e.next = GL_EMU_REGION_BASE;
-  size_t len = 0, plen = 0;
-  char *orig = read_file(rel, &len);
-  char *ptx = without_cp_async(orig, len, &plen);
-  free(orig);
-  gpulease_status st = gl_emu_module_load(e.dev, ptx, plen, &e.mod, e.err, sizeof e.err);
+  size_t len = 0;
+  char *ptx = read_file(rel, &len); /* as Triton wrote it, cp.async included */
+  gpulease_status st = gl_emu_module_load(e.dev, ptx, len, &e.mod, e.err, sizeof e.err);
   free(ptx);
   if (st != GPULEASE_OK)
     fail_msg("load %s: %d %s", rel, st, e.err);
