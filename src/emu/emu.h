@@ -236,7 +236,9 @@ gpulease_status gl_emu_launch(gl_emu_device *dev, const gl_emu_function *fn,
  * The tile copies need the box's first coordinate (dimension 0) to be a
  * multiple of 16 bytes, inside the tensor or not (CUDA_ERROR_ILLEGAL_-
  * INSTRUCTION otherwise, as an H200); they read elements outside the
- * tensor as the fill value and never write them; with a swizzle the 16-byte chunk c of the shared
+ * tensor as the fill value. Stores and reductions trap at a negative
+ * coordinate and write dimension 0 in whole 16-byte pieces (elements past
+ * its end inside its last 16 bytes are written; none beyond), as an H200; with a swizzle the 16-byte chunk c of the shared
  * memory row r (rows of 128 bytes, counted from the address's own bits)
  * moves to c XOR (r mod 8, 4, 2) for 128B, 64B, 32B, as the hardware. */
 #define GL_EMU_TMAP_BYTES 128u

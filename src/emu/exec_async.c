@@ -293,6 +293,17 @@ static int tensor_box(gl_emu_block *b, gl_emu_warp *w, unsigned l, const gl_ptx_
                       const gl_emu_tmap *tm, const int64_t *c, uint64_t sa,
                       uint64_t box_bytes, int g2s, const gl_ptx_insn *red) {
   const gl_emu_tmap t = *tm;
+  /* Stores and reductions (as an H200): no coordinate below 0, and
+   * dimension 0 written in whole 16-byte pieces, so the elements past its
+   * end inside its last 16 bytes are written too. */
+  uint64_t dim0 = t.dim[0];
+  if (!g2s) {
+    for (unsigned k = 0; k < t.rank; k++)
+      if (c[k] < 0)
+        return fail_copy(b, w, l, in, "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+                         "tensor store or reduction at a negative coordinate:", (uint64_t)c[k]);
+    dim0 = (dim0 * t.esize + 15) / 16 * 16 / t.esize;
+  }
   uint8_t *sh = span(b, w, l, in, in->space, sa, box_bytes, 128, g2s);
   if (!sh)
     return -1;
@@ -313,7 +324,7 @@ static int tensor_box(gl_emu_block *b, gl_emu_warp *w, unsigned l, const gl_ptx_
               gbase += (uint64_t)g[k] * t.stride[k - 1];
           }
           /* the elements of the row inside dimension 0: [lo, hi) */
-          int64_t lo = c[0] < 0 ? -c[0] : 0, hi = (int64_t)t.dim[0] - c[0];
+          int64_t lo = c[0] < 0 ? -c[0] : 0, hi = (int64_t)dim0 - c[0];
           if (hi > (int64_t)t.box[0])
             hi = t.box[0];
           if (!row_in || lo >= hi)

@@ -170,6 +170,14 @@ static void test_cp_async_fill(void **state) {
   static const int ns[] = {0, 1, 2, 3, 5, 130, 255, 256};
   for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)
     check_fill(&e, in, ns[k]);
+  /* a cache policy from createpolicy */
+  uint64_t din = dput(&e, in, 256), dout = dput(&e, NULL, 256);
+  void *args[] = {&din, &dout};
+  RUN_OK(&e, "cp_async_hint", ((lcfg){.block = 64}), args);
+  int out[64];
+  dget(&e, dout, out, sizeof out);
+  for (int t = 0; t < 64; t++)
+    assert_int_equal((uint32_t)out[t], (uint32_t)in[t] & 0x00ffffffu);
   env_close(&e);
 }
 
@@ -800,7 +808,7 @@ static void test_tma_store(void **state) {
   enum { X = 20, Y = 10, Z = 6, XP = 24 }; /* ints; rows padded to XP */
   static int g[Z * Y * XP];
   uint64_t dg = dput(&e, NULL, sizeof g);
-  static const int cases[][3] = {{0, 0, 0}, {4, 3, 1}, {16, 6, 4}, {-4, -5, -2}};
+  static const int cases[][3] = {{0, 0, 0}, {4, 3, 1}, {16, 6, 4}, {12, 2, 2}};
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     for (int i = 0; i < Z * Y * XP; i++)
       g[i] = -1 - i;
@@ -827,6 +835,31 @@ static void test_tma_store(void **state) {
           if (out[i] != want)
             fail_msg("case %zu: (%d,%d,%d) is %d, want %d", k, xx, yy, zz, out[i], want);
         }
+  }
+  /* dimension 0 of 18 ints (72 bytes): the store writes x 16..19, the
+   * whole last 16 bytes (as an H200), and nothing from x = 20 */
+  {
+    for (int i = 0; i < Z * Y * XP; i++)
+      g[i] = -1 - i;
+    memcpy(gl_emu_device_ptr(e.dev, dg, sizeof g), g, sizeof g);
+    _Alignas(64) uint8_t tmap[GL_EMU_TMAP_BYTES];
+    uint64_t dims[3] = {18, Y, Z}, strides[2] = {XP * 4, XP * 4 * Y};
+    uint32_t box[3] = {8, 8, 4}, es[3] = {1, 1, 1};
+    assert_int_equal(gl_emu_tensormap_encode_tiled(tmap, 3, 3, dg, dims, strides, box, es, 0, 0,
+                                                   0, 0, NULL, 0),
+                     GPULEASE_OK);
+    int x = 16, y = 0, z = 0, base = 5;
+    void *args[] = {tmap, &x, &y, &z, &base};
+    RUN_OK(&e, "tma_store_3d", ((lcfg){.block = 64}), args);
+    int out[Z * Y * XP];
+    dget(&e, dg, out, sizeof out);
+    for (int xx = 16; xx < XP; xx++) /* row (y 0, z 0) */
+      assert_int_equal(out[xx], xx < 20 ? (xx - 16) * 10 + base : g[xx]);
+    /* a negative coordinate traps (as an H200), even on a 16-byte boundary */
+    x = -4;
+    gpulease_status st = run_k(&e, "tma_store_3d", ((lcfg){.block = 64}), args);
+    assert_int_equal(st, GPULEASE_LAUNCH_FAILED);
+    assert_non_null(strstr(e.err, "negative coordinate"));
   }
   env_close(&e);
 }
@@ -962,7 +995,7 @@ static void test_bulk_reduce(void **state) {
 static void test_tma_reduce(void **state) {
   env e;
   env_open(&e, state);
-  enum { W = 30, H = 12, NB = 6 };
+  enum { W = 26, H = 12, NB = 6 };
   static int g[H * 32];
   for (int i = 0; i < H * 32; i++)
     g[i] = rnd() % 1000;
@@ -973,7 +1006,7 @@ static void test_tma_reduce(void **state) {
   assert_int_equal(gl_emu_tensormap_encode_tiled(tmap, 3, 2, dg, dims, strides, box, es, 0, 0,
                                                  0, 0, NULL, 0),
                    GPULEASE_OK);
-  int x0 = -4, y0 = 7;
+  int x0 = 0, y0 = 7;
   void *args[] = {tmap, &x0, &y0};
   RUN_OK(&e, "tma_reduce_2d", ((lcfg){.grid = NB, .block = 64, .threads = 3}), args);
   int out[H * 32];
@@ -983,7 +1016,8 @@ static void test_tma_reduce(void **state) {
       int want = g[y * 32 + x];
       for (int blk = 0; blk < NB; blk++) {
         int bx = x - (x0 + 4 * blk), by = y - y0;
-        if (x < W && bx >= 0 && bx < 8 && by >= 0 && by < 8)
+        /* written up to x 27: the last 16 bytes of W = 26 ints (as an H200) */
+        if (x < 28 && bx >= 0 && bx < 8 && by >= 0 && by < 8)
           want += blk * 1000 + by * 8 + bx;
       }
       assert_int_equal(out[y * 32 + x], want);

@@ -44,12 +44,8 @@ extern "C" __global__ void cp_async_fill(const int *in, int *out, int n, const i
                "l"((t & 1) ? bogus : in + t), "r"(t & 1)
                : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
-  // a cache policy operand, and an immediate src-size of 3 (one byte zeroed)
-  uint64_t policy;
-  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-  asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 4, 3, %2;" ::"r"(
-                   smem(&sh[t])),
-               "l"(in + t), "l"(policy)
+  // an immediate src-size of 3 (one byte zeroed)
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, 3;" ::"r"(smem(&sh[t])), "l"(in + t)
                : "memory");
   asm volatile("cp.async.commit_group;" ::: "memory");
   asm volatile("cp.async.wait_group 1;" ::: "memory");
@@ -59,6 +55,22 @@ extern "C" __global__ void cp_async_fill(const int *in, int *out, int n, const i
   for (int i = t; i < 128; i += 64) out[256 + i] = s8[i];
   out[384 + t] = s4[t];
   out[448 + t] = sh[t];
+}
+
+// A cache policy from createpolicy on a cp.async (emulator only: an H200
+// traps when this copy shares a kernel with cp_async_fill's .cg copy).
+// out[t] = in[t] with its top byte zeroed (src-size 3).
+extern "C" __global__ void cp_async_hint(const int *in, int *out) {
+  __shared__ __align__(16) int sh[64];
+  unsigned t = threadIdx.x;
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 4, 3, %2;" ::"r"(
+                   smem(&sh[t])),
+               "l"(in + t), "l"(policy)
+               : "memory");
+  asm volatile("cp.async.wait_all;" ::: "memory");
+  out[t] = sh[t];
 }
 
 // cuda_pipeline.h's primitives, double-buffered: block sums of tiles of
