@@ -338,18 +338,22 @@ int gl_corpus_diff(const gl_corpus_inst *inst, uint8_t *const a[GL_CORPUS_MAX_OU
         snprintf(part, sizeof part, "%s DIFFERENT multiset", o->what);
     } else {
       uint64_t worst = 0;
-      size_t nan_mismatch = 0;
+      double worst_abs = 0; /* ulps mislead near zero: the absolute gap too */
+      size_t nan_mismatch = 0, same_bits = 0;
       for (size_t i = 0; i < n; i++) {
         uint64_t x = load_elem(a[k], o->elem, i), y = load_elem(b[k], o->elem, i);
         if (bits_nan(x, o->elem) || bits_nan(y, o->elem)) {
           nan_mismatch += bits_nan(x, o->elem) != bits_nan(y, o->elem);
           continue;
         }
+        same_bits += x == y;
         uint64_t d = ulp_dist(x, y, o->elem);
         if (d > worst) worst = d;
+        double gap = fabs(bits_value(x, o->elem) - bits_value(y, o->elem));
+        if (gap > worst_abs) worst_abs = gap;
       }
-      snprintf(part, sizeof part, "%s max %" PRIu64 " ulp%s", o->what, worst,
-               nan_mismatch ? " (NaN mismatch)" : "");
+      snprintf(part, sizeof part, "%s max %" PRIu64 " ulp, %.2g apart, %zu of %zu identical%s",
+               o->what, worst, worst_abs, same_bits, n, nan_mismatch ? " (NaN mismatch)" : "");
     }
     int r = snprintf(msg + w, msglen - w, "%s%s", k ? ", " : "", part);
     if (r < 0 || (size_t)r >= msglen - w) break;
