@@ -560,7 +560,9 @@ typedef enum gpulease_param_kind {
   GPULEASE_PARAM_SCALAR = 2,
 } gpulease_param_kind;
 
-#define GPULEASE_MAX_SCALAR_BYTES 64
+/* The largest by-value parameter: 128 bytes holds a CUtensorMap (see
+ * gpulease_tensormap_encode_tiled). */
+#define GPULEASE_MAX_SCALAR_BYTES 128
 #define GPULEASE_MAX_PARAMS 256
 
 /* One kernel parameter. */
