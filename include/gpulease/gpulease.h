@@ -932,10 +932,11 @@ typedef enum gpulease_tensormap_type {
 typedef struct gpulease_tensormap_desc {
   uint32_t data_type;  /* gpulease_tensormap_type */
   uint32_t rank;       /* 1..GPULEASE_TENSORMAP_MAX_RANK */
-  uint64_t global_dim[GPULEASE_TENSORMAP_MAX_RANK];         /* elements, each >= 1 */
-  uint64_t global_strides[GPULEASE_TENSORMAP_MAX_RANK - 1]; /* bytes between consecutive
-                                                               indices of dimensions 1..;
-                                                               multiples of 16 */
+  /* Elements in each dimension, each >= 1. */
+  uint64_t global_dim[GPULEASE_TENSORMAP_MAX_RANK];
+  /* Bytes between consecutive indices of dimensions 1 .. rank - 1
+   * (multiples of 16); dimension 0's stride is the element size. */
+  uint64_t global_strides[GPULEASE_TENSORMAP_MAX_RANK - 1];
   uint32_t box_dim[GPULEASE_TENSORMAP_MAX_RANK];         /* elements one copy moves (1..256) */
   uint32_t element_strides[GPULEASE_TENSORMAP_MAX_RANK]; /* 1: every element of the box */
   uint32_t interleave;   /* CUtensorMapInterleave: 0 none, 1 16 bytes, 2 32 bytes */
@@ -954,15 +955,17 @@ typedef struct gpulease_tensormap_desc {
  * GPULEASE_TENSORMAP_BYTES). desc is only read during the call; out
  * receives the map (meaningful to that lease's device only, and only while
  * the buffer lives). Waits for the daemon's answer, which needs no earlier
- * op to finish on the GPU. Errors: INVALID_ARGUMENT (rank not 1..5, data
- * type not 0..12, NULL desc or out; from the daemon: a tensor whose last
- * byte, offset + sum of (global_dim[i] - 1) x stride i + the element size,
- * lies past the buffer's end, and what the encoder refuses, with its
- * reason), INVALID_HANDLE (not a buffer of this session), UNSUPPORTED (a
- * driver without cuTensorMapEncodeTiled, the emulated device's interleaved
- * layouts and element strides other than 1, a daemon that predates the
- * op); and, as for every session op, a refusal becomes the session's
- * failure until gpulease_session_acknowledge(). */
+ * op to finish on the GPU. offset is in bytes. Errors: INVALID_ARGUMENT
+ * (checked here, nothing sent: rank not 1..5, data type not 0..12, NULL
+ * desc or out; from the daemon: a tensor whose end, offset + the sum over
+ * dimensions of (global_dim[i] - 1) x stride_i + the element size with
+ * stride_0 the element size, exceeds the buffer's size; what the encoder
+ * refuses, with its reason), INVALID_HANDLE (0, or not a live buffer of
+ * this session), UNSUPPORTED (a driver without cuTensorMapEncodeTiled,
+ * the emulated device's interleaved layouts and element strides other
+ * than 1, a daemon that predates the op), connection errors. As for every
+ * session op, the daemon's refusal becomes the session's failure until
+ * gpulease_session_acknowledge(). */
 GPULEASE_API gpulease_status gpulease_tensormap_encode_tiled(
     gpulease_session *session, gpulease_buffer buffer, uint64_t offset,
     const gpulease_tensormap_desc *desc, uint8_t out[GPULEASE_TENSORMAP_BYTES],
