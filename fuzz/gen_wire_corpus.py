@@ -27,7 +27,7 @@ OPS = dict(GET_INVENTORY=0x0001, LEASE_ALLOC=0x0101, LEASE_RENEW=0x0102,
            WORKER_RELEASE=0x7F07, LAUNCH_EX=0x0332, BURST=0x0333, EVENT_RECORD=0x0351,
            EVENT_ELAPSED=0x0352, GRAPH_BEGIN=0x0361, GRAPH_END=0x0362, GRAPH_LAUNCH=0x0363,
            GRAPH_SET_ARGS=0x0364, GRAPH_DESTROY=0x0365, AUTHENTICATE=0x0005,
-           LEASE_DELEGATE=0x0107, LEASE_REVOKE=0x0108, ADMIN_UNFENCE=0x0109)
+           TENSORMAP_ENCODE=0x0305, LEASE_DELEGATE=0x0107, LEASE_REVOKE=0x0108, ADMIN_UNFENCE=0x0109)
 
 
 def cap(generation=1, rights=0xFF, not_after=0, audience=0, mac=bytes(range(0xA0, 0xB0))):
@@ -127,6 +127,13 @@ def func_info_result(sizes=(8, 8, 4), count=None):
             b"".join(struct.pack(">H", n) for n in sizes))
 
 
+def tmap_body(rank=2):
+    return (sref(1, 15) + struct.pack(">IIQQ", 7, rank, BUF1, 0) +
+            struct.pack(">5Q", 64, 32, 0, 0, 0) + struct.pack(">4Q", 256, 0, 0, 0) +
+            struct.pack(">5I", 16, 8, 0, 0, 0) + struct.pack(">5I", 1, 1, 0, 0, 0) +
+            struct.pack(">4I", 0, 0, 0, 0))
+
+
 def session_corpus():
     o = OPS
     yield "req-session-open", frame(REQ, o["SESSION_OPEN"], auth())
@@ -219,6 +226,11 @@ def session_corpus():
     yield "resp-graph-end", resp(o["GRAPH_END"], struct.pack(">QII", 0x6A01, 100, 102))
     yield "bad-func-info-count", resp(o["FUNC_INFO"], func_info_result(sizes=(), count=257))
     yield "bad-module-load-cache-3", resp(o["MODULE_LOAD"], struct.pack(">QB", MOD, 3))
+    # TENSORMAP_ENCODE: a 2D FLOAT32 tensor of 64 x 32 in BUF1, boxes of 16 x 8.
+    yield "req-tensormap-encode", frame(REQ, o["TENSORMAP_ENCODE"], tmap_body())
+    yield "resp-tensormap-encode", resp(o["TENSORMAP_ENCODE"], bytes(range(128)))
+    yield "bad-tensormap-rank-6", frame(REQ, o["TENSORMAP_ENCODE"], tmap_body(rank=6))
+    yield "bad-tensormap-unused-slot", frame(REQ, o["TENSORMAP_ENCODE"], tmap_body(rank=1))
 
 
 def corpus():
@@ -303,7 +315,7 @@ def corpus():
     yield "bad-version-2", frame(REQ, o["LEASE_QUERY"], auth(), version=2)
     yield "bad-kernel-name-0", frame(REQ, o["GPU_SUBMIT"], submit_body(name=b""))
     yield "bad-trailing-byte", frame(REQ, o["LEASE_FREE"], auth() + b"\x00")
-    yield "bad-scalar-size-65", frame(REQ, o["GPU_SUBMIT"], submit_body(params=[("scalar", bytes(65))]))
+    yield "bad-scalar-size-129", frame(REQ, o["GPU_SUBMIT"], submit_body(params=[("scalar", bytes(129))]))
     yield from session_corpus()
 
 

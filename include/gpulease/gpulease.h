@@ -560,7 +560,9 @@ typedef enum gpulease_param_kind {
   GPULEASE_PARAM_SCALAR = 2,
 } gpulease_param_kind;
 
-#define GPULEASE_MAX_SCALAR_BYTES 64
+/* The largest by-value parameter: 128 bytes holds a CUtensorMap (see
+ * gpulease_tensormap_encode_tiled). */
+#define GPULEASE_MAX_SCALAR_BYTES 128
 #define GPULEASE_MAX_PARAMS 256
 
 /* One kernel parameter. */
@@ -899,6 +901,75 @@ typedef struct gpulease_arg {
 
 GPULEASE_API gpulease_arg gpulease_arg_buffer(gpulease_buffer buffer, uint64_t offset);
 GPULEASE_API gpulease_arg gpulease_arg_scalar(const void *value, uint32_t size);
+
+/* ------------------------------------------------------------------------
+ * Tensor maps (docs/protocol.md, "TENSORMAP_ENCODE")
+ * ---------------------------------------------------------------------- */
+
+#define GPULEASE_TENSORMAP_BYTES 128  /* a CUtensorMap */
+#define GPULEASE_TENSORMAP_MAX_RANK 5
+
+/* Element types of a tensor map: CUtensorMapDataType's values. */
+typedef enum gpulease_tensormap_type {
+  GPULEASE_TENSORMAP_UINT8 = 0,
+  GPULEASE_TENSORMAP_UINT16 = 1,
+  GPULEASE_TENSORMAP_UINT32 = 2,
+  GPULEASE_TENSORMAP_INT32 = 3,
+  GPULEASE_TENSORMAP_UINT64 = 4,
+  GPULEASE_TENSORMAP_INT64 = 5,
+  GPULEASE_TENSORMAP_FLOAT16 = 6,
+  GPULEASE_TENSORMAP_FLOAT32 = 7,
+  GPULEASE_TENSORMAP_FLOAT64 = 8,
+  GPULEASE_TENSORMAP_BFLOAT16 = 9,
+  GPULEASE_TENSORMAP_FLOAT32_FTZ = 10,
+  GPULEASE_TENSORMAP_TFLOAT32 = 11,
+  GPULEASE_TENSORMAP_TFLOAT32_FTZ = 12,
+} gpulease_tensormap_type;
+
+/* A tiled tensor as cuTensorMapEncodeTiled describes it, less its address.
+ * Dimension 0 is the innermost (contiguous) one. Only the first `rank`
+ * entries of each array are read (global_strides: rank - 1). */
+typedef struct gpulease_tensormap_desc {
+  uint32_t data_type;  /* gpulease_tensormap_type */
+  uint32_t rank;       /* 1..GPULEASE_TENSORMAP_MAX_RANK */
+  /* Elements in each dimension, each >= 1. */
+  uint64_t global_dim[GPULEASE_TENSORMAP_MAX_RANK];
+  /* Bytes between consecutive indices of dimensions 1 .. rank - 1
+   * (multiples of 16); dimension 0's stride is the element size. */
+  uint64_t global_strides[GPULEASE_TENSORMAP_MAX_RANK - 1];
+  uint32_t box_dim[GPULEASE_TENSORMAP_MAX_RANK];         /* elements one copy moves (1..256) */
+  uint32_t element_strides[GPULEASE_TENSORMAP_MAX_RANK]; /* 1: every element of the box */
+  uint32_t interleave;   /* CUtensorMapInterleave: 0 none, 1 16 bytes, 2 32 bytes */
+  uint32_t swizzle;      /* CUtensorMapSwizzle: 0 none, 1 32 B, 2 64 B, 3 128 B */
+  uint32_t l2_promotion; /* CUtensorMapL2promotion: 0 none, 1 64 B, 2 128 B, 3 256 B */
+  uint32_t oob_fill;     /* CUtensorMapFloatOOBfill: 0 zeros, 1 NaN (float types) */
+} gpulease_tensormap_desc;
+
+/* Builds on the node the tensor map (CUtensorMap, GPULEASE_TENSORMAP_BYTES
+ * bytes) of a tiled tensor that starts `offset` bytes into `buffer`, one of
+ * this session's buffers (TENSORMAP_ENCODE; cuTensorMapEncodeTiled on a
+ * GPU, the emulated device's own encoding on an emulated one), for a
+ * client that has no CUDA driver of its own. Pass the bytes to a TMA
+ * kernel (cp.async.bulk.tensor) as its `const __grid_constant__
+ * CUtensorMap` parameter with gpulease_arg_scalar(out,
+ * GPULEASE_TENSORMAP_BYTES). desc is only read during the call; out
+ * receives the map (meaningful to that lease's device only, and only while
+ * the buffer lives). Waits for the daemon's answer, which needs no earlier
+ * op to finish on the GPU. offset is in bytes. Errors: INVALID_ARGUMENT
+ * (checked here, nothing sent: rank not 1..5, data type not 0..12, NULL
+ * desc or out; from the daemon: a tensor whose end, offset + the sum over
+ * dimensions of (global_dim[i] - 1) x stride_i + the element size with
+ * stride_0 the element size, exceeds the buffer's size; what the encoder
+ * refuses, with its reason), INVALID_HANDLE (0, or not a live buffer of
+ * this session), UNSUPPORTED (a driver without cuTensorMapEncodeTiled,
+ * the emulated device's interleaved layouts and element strides other
+ * than 1, a daemon that predates the op), connection errors. As for every
+ * session op, the daemon's refusal becomes the session's failure until
+ * gpulease_session_acknowledge(). */
+GPULEASE_API gpulease_status gpulease_tensormap_encode_tiled(
+    gpulease_session *session, gpulease_buffer buffer, uint64_t offset,
+    const gpulease_tensormap_desc *desc, uint8_t out[GPULEASE_TENSORMAP_BYTES],
+    gpulease_error *err);
 
 /* Launches fn (LAUNCH; cuLaunchKernel on the session's stream) with grid
  * and block dimensions (blocks, threads), shared_mem_bytes of dynamic

@@ -345,6 +345,19 @@ typedef struct gl_backend_ops {
   gpulease_status (*host_register)(gl_backend *b, void *p, size_t len, char *err, size_t errlen);
   void (*host_unregister)(gl_backend *b, void *p);
 
+  /* Optional (NULL: UNSUPPORTED). Encodes a tiled tensor map
+   * (cuTensorMapEncodeTiled) of the tensor at region offset `offset` (the
+   * backend adds the region's device address) into out, GL_TMAP_BYTES
+   * bytes, with t's fields as cuTensorMapEncodeTiled's arguments (t->s,
+   * t->buffer and t->offset are not read: the worker has resolved them to
+   * `offset` and checked the tensor's extent against the buffer). Touches
+   * no memory and no stream. INVALID_ARGUMENT with the encoder's reason
+   * (naming the CUDA error); UNSUPPORTED when the device cannot (a driver
+   * without cuTensorMapEncodeTiled, the emulated device's interleaved
+   * layouts). */
+  gpulease_status (*tensormap_encode)(gl_backend *b, uint64_t offset, const gl_tmap_req *t,
+                                      uint8_t out[GL_TMAP_BYTES], char *err, size_t errlen);
+
   /* Writes a short string naming what a compiled binary depends on (device
    * kind, compute capability, driver version), e.g. "cuda-sm90-drv13000",
    * for the disk cache's keys. */

@@ -874,6 +874,49 @@ static gpulease_status cuda_param_sizes(gl_backend *b, void *fn, size_t *sizes, 
   return GPULEASE_OK;
 }
 
+/* TENSORMAP_ENCODE: cuTensorMapEncodeTiled at the region's address +
+ * offset, into a CUtensorMap of our own (64-byte aligned) copied to out.
+ * The encoder's CUDA_ERROR_INVALID_VALUE is INVALID_ARGUMENT. */
+static gpulease_status cuda_tensormap_encode(gl_backend *b, uint64_t offset, const gl_tmap_req *t,
+                                             uint8_t out[GL_TMAP_BYTES], char *err,
+                                             size_t errlen) {
+  cuda_backend *c = as_cuda(b);
+  _Static_assert(sizeof(CUtensorMap) == GL_TMAP_BYTES, "a CUtensorMap is 128 bytes");
+  if (!c->cu.cuTensorMapEncodeTiled) {
+    snprintf(err, errlen, "the CUDA driver (version %d) has no cuTensorMapEncodeTiled (CUDA "
+             "12.0+)", c->cu.driver_version);
+    return GPULEASE_UNSUPPORTED;
+  }
+  CUresult r = make_current(c);
+  if (r != CUDA_SUCCESS) {
+    cu_msg(c, r, "cuTensorMapEncodeTiled: cuCtxSetCurrent", err, errlen);
+    return GPULEASE_INTERNAL;
+  }
+  CUtensorMap map;
+  memset(&map, 0, sizeof map);
+  cuuint64_t dims[GL_TMAP_MAX_RANK], strides[GL_TMAP_MAX_RANK - 1];
+  cuuint32_t box[GL_TMAP_MAX_RANK], es[GL_TMAP_MAX_RANK];
+  for (unsigned i = 0; i < GL_TMAP_MAX_RANK; i++) {
+    dims[i] = t->global_dim[i];
+    box[i] = t->box_dim[i];
+    es[i] = t->element_strides[i];
+    if (i < GL_TMAP_MAX_RANK - 1) strides[i] = t->global_strides[i];
+  }
+  r = c->cu.cuTensorMapEncodeTiled(
+      &map, (CUtensorMapDataType)t->data_type, t->rank, (void *)(uintptr_t)(c->region + offset),
+      dims, strides, box, es, (CUtensorMapInterleave)t->interleave,
+      (CUtensorMapSwizzle)t->swizzle, (CUtensorMapL2promotion)t->l2_promotion,
+      (CUtensorMapFloatOOBfill)t->oob_fill);
+  if (r != CUDA_SUCCESS) {
+    cu_msg(c, r, "cuTensorMapEncodeTiled", err, errlen);
+    return r == CUDA_ERROR_INVALID_VALUE   ? GPULEASE_INVALID_ARGUMENT
+           : r == CUDA_ERROR_NOT_SUPPORTED ? GPULEASE_UNSUPPORTED
+                                           : GPULEASE_INTERNAL;
+  }
+  memcpy(out, &map, GL_TMAP_BYTES);
+  return GPULEASE_OK;
+}
+
 static gpulease_status cuda_func_info(gl_backend *b, void *fn, gl_func_info_resp *out,
                                       char *err, size_t errlen) {
   cuda_backend *c = as_cuda(b);
@@ -2416,6 +2459,7 @@ static void cuda_destroy(gl_backend *b) {
 
 static const gl_backend_ops k_cuda_ops = {
     .name = "cuda",
+    .tensormap_encode = cuda_tensormap_encode,
     .probe = cuda_probe,
     .warm = cuda_warm,
     .reset = cuda_reset,

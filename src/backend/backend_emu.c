@@ -457,6 +457,20 @@ static gpulease_status emu_write(gl_backend *b, uint64_t offset, const void *src
   return GPULEASE_OK;
 }
 
+/* TENSORMAP_ENCODE: the emulated device's own encoding (emu.h), of the
+ * tensor at the region's device address + offset, which its
+ * cp.async.bulk.tensor decodes. */
+static gpulease_status emu_tensormap_encode(gl_backend *b, uint64_t offset, const gl_tmap_req *t,
+                                            uint8_t out[GL_TMAP_BYTES], char *err,
+                                            size_t errlen) {
+  (void)b;
+  _Static_assert(GL_EMU_TMAP_BYTES == GL_TMAP_BYTES, "one tensor map size");
+  return gl_emu_tensormap_encode_tiled(out, t->data_type, t->rank, GL_EMU_REGION_BASE + offset,
+                                       t->global_dim, t->global_strides, t->box_dim,
+                                       t->element_strides, t->interleave, t->swizzle,
+                                       t->l2_promotion, t->oob_fill, err, errlen);
+}
+
 static gpulease_status emu_read(gl_backend *b, uint64_t offset, void *dst, size_t len,
                                 char *err, size_t errlen) {
   emu_backend *e = as_emu(b);
@@ -745,6 +759,7 @@ static const gl_backend_ops k_emu_ops = {
     .cache_tag = emu_cache_tag,
     .host_register = emu_host_register,
     .host_unregister = emu_host_unregister,
+    .tensormap_encode = emu_tensormap_encode,
 };
 
 gl_backend *gl_backend_emu_new(uint64_t capacity_bytes, unsigned threads) {

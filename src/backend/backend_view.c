@@ -305,6 +305,18 @@ static gpulease_status view_memset_async(gl_backend *b, void *stream, uint64_t o
                                     count, err, errlen);
 }
 
+/* The tensor's first byte must be the lease's; the worker has checked the
+ * rest of its extent against the session's buffer, which is inside the
+ * lease's range. */
+static gpulease_status view_tensormap_encode(gl_backend *b, uint64_t offset, const gl_tmap_req *t,
+                                             uint8_t out[GL_TMAP_BYTES], char *err,
+                                             size_t errlen) {
+  view_backend *v = as_view(b);
+  if (!inside(v, offset, 1))
+    return outside(v, "tensor map", offset, 1, GPULEASE_INVALID_ARGUMENT, err, errlen);
+  return v->real->ops->tensormap_encode(v->real, v->offset + offset, t, out, err, errlen);
+}
+
 static gpulease_status view_stream_sync(gl_backend *b, void *stream, char *err, size_t errlen) {
   gl_backend *r = as_view(b)->real;
   return r->ops->stream_sync(r, stream, err, errlen);
@@ -356,6 +368,7 @@ static const gl_backend_ops k_view_ops = {
     .host_register = view_host_register,
     .host_unregister = view_host_unregister,
     .cache_tag = view_cache_tag,
+    .tensormap_encode = view_tensormap_encode,
 };
 
 gl_backend *gl_backend_view_new(gl_backend *real, uint64_t offset, uint64_t bytes,
@@ -399,6 +412,7 @@ gl_backend *gl_backend_view_new(gl_backend *real, uint64_t offset, uint64_t byte
   VIEW_LIKE_REAL(host_register);
   VIEW_LIKE_REAL(host_unregister);
   VIEW_LIKE_REAL(cache_tag);
+  VIEW_LIKE_REAL(tensormap_encode);
 #undef VIEW_LIKE_REAL
   v->base.ops = &v->ops;
   v->real = real;

@@ -95,6 +95,7 @@ static const sym k_syms[] = {
     OPT(cuGraphAddNode, "cuGraphAddNode_v2", 12030),
     OPT(cuGraphConditionalHandleCreate, "cuGraphConditionalHandleCreate", 12030),
     OPT(cuStreamBeginCaptureToGraph, "cuStreamBeginCaptureToGraph", 12030),
+    OPT(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", 12000),
 };
 
 /* dlsym returns void *; converting that to a function pointer is what POSIX

@@ -41,6 +41,7 @@
 typedef int CUresult;
 typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
+typedef uint32_t cuuint32_t;
 typedef uint64_t cuuint64_t;
 typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
@@ -81,6 +82,7 @@ enum {
   CUDA_ERROR_INVALID_PC = 718,
   CUDA_ERROR_LAUNCH_FAILED = 719,
   CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE = 720,
+  CUDA_ERROR_NOT_SUPPORTED = 801,
   CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
   CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
   CUDA_ERROR_INVALID_CLUSTER_SIZE = 912,
@@ -236,6 +238,57 @@ typedef struct CUgraphNodeParams_st {
 } CUgraphNodeParams;
 _Static_assert(sizeof(CUgraphNodeParams) == 256, "CUgraphNodeParams is 256 bytes in cuda.h");
 
+/* Tensor maps (CUDA 12.0+, compute capability 9.0+): the 128-byte
+ * descriptor of a tiled tensor in global memory that the Hopper TMA unit
+ * reads (cp.async.bulk.tensor), filled by cuTensorMapEncodeTiled and
+ * passed to a kernel by value. The driver needs 64-byte alignment; CUDA
+ * 13's cuda.h declares 128, which we follow. */
+typedef struct CUtensorMap_st {
+  _Alignas(128) cuuint64_t opaque[16];
+} CUtensorMap;
+
+/* Element types, numbered as the driver numbers them. */
+typedef enum CUtensorMapDataType_enum {
+  CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0,
+  CU_TENSOR_MAP_DATA_TYPE_UINT16 = 1,
+  CU_TENSOR_MAP_DATA_TYPE_UINT32 = 2,
+  CU_TENSOR_MAP_DATA_TYPE_INT32 = 3,
+  CU_TENSOR_MAP_DATA_TYPE_UINT64 = 4,
+  CU_TENSOR_MAP_DATA_TYPE_INT64 = 5,
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6,
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT32 = 7,
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT64 = 8,
+  CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ = 10,
+  CU_TENSOR_MAP_DATA_TYPE_TFLOAT32 = 11,
+  CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ = 12,
+} CUtensorMapDataType;
+
+typedef enum CUtensorMapInterleave_enum {
+  CU_TENSOR_MAP_INTERLEAVE_NONE = 0,
+  CU_TENSOR_MAP_INTERLEAVE_16B = 1,
+  CU_TENSOR_MAP_INTERLEAVE_32B = 2,
+} CUtensorMapInterleave;
+
+typedef enum CUtensorMapSwizzle_enum {
+  CU_TENSOR_MAP_SWIZZLE_NONE = 0,
+  CU_TENSOR_MAP_SWIZZLE_32B = 1,
+  CU_TENSOR_MAP_SWIZZLE_64B = 2,
+  CU_TENSOR_MAP_SWIZZLE_128B = 3,
+} CUtensorMapSwizzle;
+
+typedef enum CUtensorMapL2promotion_enum {
+  CU_TENSOR_MAP_L2_PROMOTION_NONE = 0,
+  CU_TENSOR_MAP_L2_PROMOTION_L2_64B = 1,
+  CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2,
+  CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3,
+} CUtensorMapL2promotion;
+
+typedef enum CUtensorMapFloatOOBfill_enum {
+  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0,
+  CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA = 1,
+} CUtensorMapFloatOOBfill;
+
 typedef enum CUstreamCaptureMode_enum {
   CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
   CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
@@ -379,6 +432,21 @@ typedef struct gl_cuda {
    * parameter paramIndex; CUDA_ERROR_INVALID_VALUE past the last one. */
   CUresult (*cuFuncGetParamInfo)(CUfunction func, size_t param_index, size_t *param_offset,
                                  size_t *param_size);
+
+  /* Optional (CUDA 12.0+; NULL where the driver lacks it): encodes the
+   * tensor map of a tiled tensor at globalAddress (16-byte aligned);
+   * globalStrides are in bytes, rank - 1 of them; dims and box in
+   * elements. CUDA_ERROR_INVALID_VALUE for arguments it refuses. */
+  CUresult (*cuTensorMapEncodeTiled)(CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType,
+                                     cuuint32_t tensorRank, void *globalAddress,
+                                     const cuuint64_t *globalDim,
+                                     const cuuint64_t *globalStrides,
+                                     const cuuint32_t *boxDim,
+                                     const cuuint32_t *elementStrides,
+                                     CUtensorMapInterleave interleave,
+                                     CUtensorMapSwizzle swizzle,
+                                     CUtensorMapL2promotion l2Promotion,
+                                     CUtensorMapFloatOOBfill oobFill);
 } gl_cuda;
 
 /* Loads libcuda.so.1 and resolves every entry point of the table.

@@ -40,6 +40,7 @@ static gl_session_ref *session_ref(gl_request *req) {
   case GL_OP_MEM_READ: return &req->u.mem_read.s;
   case GL_OP_MEM_COPY: return &req->u.mem_copy.s;
   case GL_OP_MEMSET: return &req->u.memset.s;
+  case GL_OP_TENSORMAP_ENCODE: return &req->u.tmap.s;
   case GL_OP_MODULE_LOAD: return &req->u.module_load.s;
   case GL_OP_FUNC_INFO: return &req->u.func_info.s;
   case GL_OP_LAUNCH:

@@ -64,6 +64,7 @@ const char *gl_op_name(uint16_t op) {
   case GL_OP_SESSION_CLOSE: return "SESSION_CLOSE";
   case GL_OP_SYNC: return "SYNC";
   case GL_OP_KERNEL_OUTPUT: return "KERNEL_OUTPUT";
+  case GL_OP_TENSORMAP_ENCODE: return "TENSORMAP_ENCODE";
   case GL_OP_MEM_ALLOC: return "MEM_ALLOC";
   case GL_OP_MEM_FREE: return "MEM_FREE";
   case GL_OP_MEM_WRITE: return "MEM_WRITE";

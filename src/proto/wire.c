@@ -352,6 +352,7 @@ static const gl_wire__family *family_of(uint16_t op) {
   case GL_OP_GRAPH_LAUNCH:
   case GL_OP_GRAPH_SET_ARGS:
   case GL_OP_GRAPH_DESTROY: return &gl_wire__exec;
+  case GL_OP_TENSORMAP_ENCODE: return &gl_wire__tmap;
   default: return gl_op_is_session(op) ? &gl_wire__session : NULL;
   }
 }

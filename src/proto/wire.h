@@ -100,7 +100,7 @@
  *              u16 param_count (<= 256),
  *              param_count x { u8 kind (1 = pointer, 2 = scalar),
  *                              pointer: u64 offset
- *                              scalar : u8 size (1..64), size bytes },
+ *                              scalar : u8 size (1..128), size bytes },
  *              u32 image_len (>= 1), image_len bytes,
  *              u32 input_len, input_len bytes
  *              The body must end exactly after the input bytes.
@@ -115,6 +115,13 @@
  *   SESSION_CLOSE (0x0302) req: session_ref           -> empty
  *   SYNC          (0x0303) req: session_ref, u64 ack_seq
  *                          -> u16 error_status, u16 error_op, u64 error_seq
+ *   TENSORMAP_ENCODE (0x0305) req: session_ref, u32 data_type (0..12),
+ *                          u32 rank (1..5), u64 buffer, u64 offset,
+ *                          u64 global_dim[5], u64 global_strides[4],
+ *                          u32 box_dim[5], u32 element_strides[5],
+ *                          u32 interleave, u32 swizzle, u32 l2_promotion,
+ *                          u32 oob_fill (slots past rank, and strides past
+ *                          rank - 1, are 0) -> 128 bytes: the tensor map
  *   MEM_ALLOC     (0x0311) req: session_ref, u64 size_bytes (>= 1)
  *                          -> u64 buffer, u64 region_offset
  *   MEM_FREE      (0x0312) req: session_ref, u64 buffer -> empty
@@ -144,7 +151,7 @@
  *                          u16 param_count (<= 256),
  *                          param_count x { u8 kind (1 = buffer, 2 = scalar),
  *                                          buffer: u64 buffer, u64 offset
- *                                          scalar: u8 size (1..64), bytes },
+ *                                          scalar: u8 size (1..128), bytes },
  *                          (list <= GL_WIRE_MAX_LAUNCH_PARAM_BYTES) -> empty
  *   LAUNCH_EX     (0x0332) req: session_ref, u64 function, u32 grid[3],
  *                          u32 block[3], u32 shared_mem_bytes, u8 flags
@@ -269,6 +276,7 @@ enum gl_op {
   GL_OP_SESSION_CLOSE = 0x0302,
   GL_OP_SYNC = 0x0303,
   GL_OP_KERNEL_OUTPUT = 0x0304,
+  GL_OP_TENSORMAP_ENCODE = 0x0305,
   GL_OP_MEM_ALLOC = 0x0311,
   GL_OP_MEM_FREE = 0x0312,
   GL_OP_MEM_WRITE = 0x0313,
@@ -507,6 +515,25 @@ typedef struct gl_memset_req {
   uint64_t count; /* elements */
 } gl_memset_req;
 
+/* TENSORMAP_ENCODE: cuTensorMapEncodeTiled's arguments, the address as a
+ * buffer of the session and an offset in it. Fixed slots: entries past
+ * rank (strides: past rank - 1) are 0 on the wire. */
+#define GL_TMAP_MAX_RANK 5
+#define GL_TMAP_BYTES 128          /* a CUtensorMap */
+#define GL_TMAP_MAX_DATA_TYPE 12   /* CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ */
+typedef struct gl_tmap_req {
+  gl_session_ref s;
+  uint32_t data_type; /* CUtensorMapDataType, 0..12 */
+  uint32_t rank;      /* 1..5 */
+  uint64_t buffer;
+  uint64_t offset;                               /* bytes into the buffer */
+  uint64_t global_dim[GL_TMAP_MAX_RANK];         /* elements */
+  uint64_t global_strides[GL_TMAP_MAX_RANK - 1]; /* bytes, of dimensions 1.. */
+  uint32_t box_dim[GL_TMAP_MAX_RANK];            /* elements */
+  uint32_t element_strides[GL_TMAP_MAX_RANK];
+  uint32_t interleave, swizzle, l2_promotion, oob_fill; /* CUDA's enums */
+} gl_tmap_req;
+
 typedef struct gl_module_load_req {
   gl_session_ref s;
   uint8_t image_format;
@@ -617,7 +644,7 @@ typedef struct gl_launch_param {
 bool gl_launch_param_next(const gl_launch_req *req, size_t *pos, gl_launch_param *out);
 
 /* Appends one LAUNCH param to out (for encoders): kind BUFFER uses
- * buffer/offset, SCALAR size (1..64) and value. OK, INVALID_ARGUMENT or
+ * buffer/offset, SCALAR size (1..128) and value. OK, INVALID_ARGUMENT or
  * NO_MEMORY. */
 gpulease_status gl_launch_param_put(gl_buf *out, const gl_launch_param *p);
 
@@ -679,6 +706,7 @@ typedef struct gl_request {
     gl_mem_read_req mem_read;     /* MEM_READ */
     gl_mem_copy_req mem_copy;     /* MEM_COPY */
     gl_memset_req memset;         /* MEMSET */
+    gl_tmap_req tmap;             /* TENSORMAP_ENCODE */
     gl_module_load_req module_load; /* MODULE_LOAD */
     gl_func_info_req func_info;   /* FUNC_INFO */
     gl_launch_req launch;         /* LAUNCH, LAUNCH_EX */
@@ -908,6 +936,7 @@ typedef struct gl_response {
     gl_batch_resp batch;      /* BATCH */
     gl_sync_resp sync;        /* SYNC */
     gl_kout kout;             /* KERNEL_OUTPUT */
+    uint8_t tmap[GL_TMAP_BYTES]; /* TENSORMAP_ENCODE */
     gl_mem_read_resp mem_read; /* MEM_READ */
     gl_module_load_resp module_load; /* MODULE_LOAD */
     gl_func_info_resp func_info; /* FUNC_INFO */

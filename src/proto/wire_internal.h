@@ -216,5 +216,6 @@ extern const gl_wire__family gl_wire__net;     /* NET_INFO */
 extern const gl_wire__family gl_wire__pool;    /* POOL_INFO */
 extern const gl_wire__family gl_wire__shm;     /* NODE_INFO, SHM_*, MEM_*_SHM */
 extern const gl_wire__family gl_wire__exec;    /* LAUNCH_EX, BURST, EVENT_* */
+extern const gl_wire__family gl_wire__tmap;    /* TENSORMAP_ENCODE */
 
 #endif

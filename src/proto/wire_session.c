@@ -24,6 +24,7 @@ bool gl_op_is_session(uint16_t op) {
   case GL_OP_SESSION_CLOSE:
   case GL_OP_SYNC:
   case GL_OP_KERNEL_OUTPUT:
+  case GL_OP_TENSORMAP_ENCODE:
   case GL_OP_MEM_ALLOC:
   case GL_OP_MEM_FREE:
   case GL_OP_MEM_WRITE:
@@ -77,6 +78,7 @@ const gl_session_ref *gl_request_session(const gl_request *r) {
   case GL_OP_MEM_READ: return &r->u.mem_read.s;
   case GL_OP_MEM_COPY: return &r->u.mem_copy.s;
   case GL_OP_MEMSET: return &r->u.memset.s;
+  case GL_OP_TENSORMAP_ENCODE: return &r->u.tmap.s;
   case GL_OP_MODULE_LOAD: return &r->u.module_load.s;
   case GL_OP_FUNC_INFO: return &r->u.func_info.s;
   case GL_OP_LAUNCH:

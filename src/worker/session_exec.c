@@ -459,6 +459,7 @@ bool gl_sop_graph_capture(gl_wsession *s, gl_job *job) {
   case GL_OP_MEM_ALLOC:
   case GL_OP_MODULE_LOAD:
   case GL_OP_FUNC_INFO:
+  case GL_OP_TENSORMAP_ENCODE:
   case GL_OP_GRAPH_END:
     return false; /* not stream ops: as usual (GRAPH_END ends it) */
   default:

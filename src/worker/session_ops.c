@@ -806,6 +806,7 @@ void gl_session_run(void *ctx, gl_job *job) {
   case GL_OP_MEM_WRITE_ARENA:
   case GL_OP_MEM_READ_ARENA: st = op_shm(s, op, &job->req.u.mem_shm, &failed); break;
   case GL_OP_MEMSET: st = op_memset(s, &job->req.u.memset); break;
+  case GL_OP_TENSORMAP_ENCODE: st = gl_sop_tensormap(s, &job->req.u.tmap, &resp); break;
   case GL_OP_MODULE_LOAD: st = op_module_load(s, &job->req.u.module_load, &resp); break;
   case GL_OP_MODULE_UNLOAD: st = op_module_unload(s, &job->req.u.handle, &failed); break;
   case GL_OP_FUNC_INFO: st = op_func_info(s, &job->req.u.func_info, &resp); break;

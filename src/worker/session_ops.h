@@ -65,6 +65,12 @@ gpulease_status gl_sop_memset_check(gl_wsession *s, const gl_memset_req *r, uint
 gpulease_status gl_sop_copy_check(gl_wsession *s, const gl_mem_copy_req *r, uint64_t *dst,
                                   uint64_t *src);
 
+/* ---- session_tmap.c ---- */
+
+/* TENSORMAP_ENCODE: r's buffer and extent checked, the map encoded by the
+ * backend into resp->u.tmap. */
+gpulease_status gl_sop_tensormap(gl_wsession *s, const gl_tmap_req *r, gl_response *resp);
+
 /* ---- session_exec.c ---- */
 
 /* BURST, answered (and failed) by itself. */

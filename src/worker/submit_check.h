@@ -49,7 +49,7 @@ const char *gl_image_format_name(gpulease_image_format f);
  *   - input_offset + input_len <= vram_bytes;
  *   - output_offset + output_size <= vram_bytes, output_size <= max_output;
  *   - with GL_SUBMIT_F_PARAMS, every pointer param's offset < vram_bytes,
- *     and every param is a pointer or a 1..64 byte scalar;
+ *     and every param is a pointer or a 1..128 byte scalar;
  *   - the kernel name is 1..1024 bytes without a NUL.
  * All sums are overflow-safe. Returns OK, INVALID_ARGUMENT or TOO_LARGE
  * (output_size above max_output) with err filled. */

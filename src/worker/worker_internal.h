@@ -37,9 +37,10 @@
  * GL_WIRE_MAX_MESSAGE bytes anyway. */
 #define GL_WK_ERR_MAX 24576
 
-/* Each kernel argument is copied into its own 64-byte slot of an argument
- * area (a scalar is at most GPULEASE_MAX_SCALAR_BYTES = 64). */
-#define GL_WK_SLOT_BYTES 64
+/* Each kernel argument is copied into its own slot of an argument area,
+ * as large as the largest scalar (GPULEASE_MAX_SCALAR_BYTES = 128, a
+ * CUtensorMap). */
+#define GL_WK_SLOT_BYTES GPULEASE_MAX_SCALAR_BYTES
 #define GL_WK_SLOT_AREA (GPULEASE_MAX_PARAMS * GL_WK_SLOT_BYTES)
 
 /* Bytes of compiled PTX kept in the disk cache. */

@@ -110,7 +110,7 @@ static void test_local_checks(void **state) {
                GPULEASE_INVALID_ARGUMENT, &err, "at most 256");
   expect_local(gpulease_launch(s, 7, zero, one, 0, NULL, 0, &err), GPULEASE_INVALID_ARGUMENT, &err,
                ">= 1");
-  args[0] = gpulease_arg_scalar(host, 65); /* the helper makes it size 0 */
+  args[0] = gpulease_arg_scalar(host, GPULEASE_MAX_SCALAR_BYTES + 1); /* the helper makes it size 0 */
   expect_local(gpulease_launch(s, 7, one, one, 0, args, 1, &err), GPULEASE_INVALID_ARGUMENT, &err,
                "scalar size");
   /* 256 scalars of 64 bytes do not fit the 16 KiB encoded list. */

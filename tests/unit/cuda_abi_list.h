@@ -65,6 +65,7 @@
   X(sizeof(CUfunction_attribute))                                                              \
   X(sizeof(CUlimit))                                                                         \
   X(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)                                                 \
+  X(CUDA_ERROR_NOT_SUPPORTED)                                                                \
   X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)                                                   \
   X(CUDA_ERROR_INVALID_CLUSTER_SIZE)                                                         \
   X(CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)                                                  \
@@ -117,4 +118,20 @@
   X(offsetof(CUgraphNodeParams, reserved0))                                                  \
   X(offsetof(CUgraphNodeParams, conditional))                                                \
   X(offsetof(CUgraphNodeParams, reserved2))                                                  \
-  X(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
+  X(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)                                                   \
+  X(sizeof(CUtensorMap))                                                                     \
+  X(_Alignof(CUtensorMap))                                                                   \
+  X(sizeof(CUtensorMapDataType))                                                             \
+  X(CU_TENSOR_MAP_DATA_TYPE_UINT8)                                                           \
+  X(CU_TENSOR_MAP_DATA_TYPE_FLOAT16)                                                         \
+  X(CU_TENSOR_MAP_DATA_TYPE_FLOAT32)                                                         \
+  X(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16)                                                        \
+  X(CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ)                                                    \
+  X(CU_TENSOR_MAP_INTERLEAVE_NONE)                                                           \
+  X(CU_TENSOR_MAP_INTERLEAVE_32B)                                                            \
+  X(CU_TENSOR_MAP_SWIZZLE_NONE)                                                              \
+  X(CU_TENSOR_MAP_SWIZZLE_128B)                                                              \
+  X(CU_TENSOR_MAP_L2_PROMOTION_NONE)                                                         \
+  X(CU_TENSOR_MAP_L2_PROMOTION_L2_256B)                                                      \
+  X(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)                                                       \
+  X(CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA)

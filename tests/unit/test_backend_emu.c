@@ -849,6 +849,61 @@ static void test_view_launch(void **state) {
   env_close(e);
 }
 
+/* TENSORMAP_ENCODE's backend op: the emulated device's encoding of the
+ * region's address + offset (the address at bytes 8-15), through a view
+ * the same map as the real backend's at the view's range + offset, and a
+ * view refuses an offset outside its range; the encoder's refusals come
+ * through with their reasons. */
+static void test_tensormap_encode(void **state) {
+  (void)state;
+  env env_, *e = &env_;
+  env_open_shared(e);
+  uint64_t a = 0, b = 0;
+  OK(e->ops->region_add(e->b, 4096, &a, e->err, sizeof e->err));
+  OK(e->ops->region_add(e->b, 8192, &b, e->err, sizeof e->err));
+  pthread_mutex_t submit_mu = PTHREAD_MUTEX_INITIALIZER;
+  gl_backend *v = gl_backend_view_new(e->b, b, 8192, &submit_mu);
+  assert_non_null(v);
+  assert_non_null(e->ops->tensormap_encode);
+  assert_non_null(v->ops->tensormap_encode);
+  gl_tmap_req t;
+  memset(&t, 0, sizeof t);
+  t.data_type = 3; /* INT32 */
+  t.rank = 2;
+  t.global_dim[0] = 16;
+  t.global_dim[1] = 8;
+  t.global_strides[0] = 64;
+  t.box_dim[0] = 8;
+  t.box_dim[1] = 4;
+  t.element_strides[0] = t.element_strides[1] = 1;
+  uint8_t real[GL_TMAP_BYTES], view[GL_TMAP_BYTES];
+  OK(e->ops->tensormap_encode(e->b, b + 256, &t, real, e->err, sizeof e->err));
+  OK(v->ops->tensormap_encode(v, 256, &t, view, e->err, sizeof e->err));
+  assert_memory_equal(real, view, GL_TMAP_BYTES);
+  uint64_t addr;
+  memcpy(&addr, view + 8, 8);
+  assert_int_equal(addr, e->base + b + 256);
+  OK(e->ops->tensormap_encode(e->b, a + 256, &t, real, e->err, sizeof e->err));
+  assert_memory_not_equal(real, view, GL_TMAP_BYTES);
+  /* outside the view's range: refused, nothing encoded */
+  memset(view, 0xAB, sizeof view);
+  assert_int_equal(v->ops->tensormap_encode(v, 8192, &t, view, e->err, sizeof e->err),
+                   GPULEASE_INVALID_ARGUMENT);
+  assert_non_null(strstr(e->err, "outside the lease's range"));
+  assert_int_equal(view[0], 0xAB);
+  /* the encoder's refusals */
+  assert_int_equal(v->ops->tensormap_encode(v, 8, &t, view, e->err, sizeof e->err),
+                   GPULEASE_INVALID_ARGUMENT);
+  assert_non_null(strstr(e->err, "16-byte aligned"));
+  t.interleave = 1;
+  assert_int_equal(v->ops->tensormap_encode(v, 0, &t, view, e->err, sizeof e->err),
+                   GPULEASE_UNSUPPORTED);
+  v->ops->destroy(v);
+  e->ops->region_remove(e->b, b);
+  e->ops->region_remove(e->b, a);
+  env_close(e);
+}
+
 int main(void) {
   if (getenv("GL_TEST_FILTER")) cmocka_set_test_filter(getenv("GL_TEST_FILTER"));
   const struct CMUnitTest tests[] = {
@@ -857,6 +912,7 @@ int main(void) {
       cmocka_unit_test(test_out_of_range),       cmocka_unit_test(test_fault_is_sticky),
       cmocka_unit_test(test_concurrent_sessions), cmocka_unit_test(test_unload_during_launch),
       cmocka_unit_test(test_shared_ranges),      cmocka_unit_test(test_view_launch),
+      cmocka_unit_test(test_tensormap_encode),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -100,6 +100,7 @@ SAME(cuGraphDestroy, cuGraphDestroy);
 SAME(cuGraphAddNode, cuGraphAddNode_v2); /* the field's name is mapped to _v2 too */
 SAME(cuGraphConditionalHandleCreate, cuGraphConditionalHandleCreate);
 SAME(cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph);
+SAME(cuTensorMapEncodeTiled, cuTensorMapEncodeTiled);
 
 extern const long long gl_abi_ours[];
 extern const size_t gl_abi_ours_count;

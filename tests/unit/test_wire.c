@@ -978,11 +978,11 @@ static const bad_case bad_cases[] = {
     {"param_count past the list", DEC_REQ, b_sub_count_plus_one, 0, 0, GPULEASE_INVALID_ARGUMENT,
      "param[2].kind 0 unknown"},
     {"scalar size 0", DEC_REQ, b_sub_scalar_size, 0, 0, GPULEASE_INVALID_ARGUMENT,
-     "param[0].size 0 out of range 1..64"},
-    {"scalar size 65", DEC_REQ, b_sub_scalar_size, 65, 0, GPULEASE_INVALID_ARGUMENT,
-     "param[0].size 65 out of range 1..64"},
+     "param[0].size 0 out of range 1..128"},
+    {"scalar size 129", DEC_REQ, b_sub_scalar_size, 129, 0, GPULEASE_INVALID_ARGUMENT,
+     "param[0].size 129 out of range 1..128"},
     {"scalar size 1", DEC_REQ, b_sub_scalar_size, 1, 0, GPULEASE_OK, NULL},
-    {"scalar size 64", DEC_REQ, b_sub_scalar_size, 64, 0, GPULEASE_OK, NULL},
+    {"scalar size 128", DEC_REQ, b_sub_scalar_size, 128, 0, GPULEASE_OK, NULL},
     {"param kind 0", DEC_REQ, b_sub_kind, 0, 0, GPULEASE_INVALID_ARGUMENT,
      "param[2].kind 0 unknown"},
     {"param kind 3", DEC_REQ, b_sub_kind, 3, 0, GPULEASE_INVALID_ARGUMENT,
@@ -1171,11 +1171,11 @@ static const bad_case bad_cases[] = {
     {"LAUNCH param_count 257", DEC_REQ, b_launch_n_buf, 257, 0, GPULEASE_INVALID_ARGUMENT,
      "LAUNCH: param_count 257 exceeds 256"},
     {"LAUNCH scalar size 0", DEC_REQ, b_launch_scalar_size, 0, 0, GPULEASE_INVALID_ARGUMENT,
-     "LAUNCH: param[0].size 0 out of range 1..64"},
-    {"LAUNCH scalar size 65", DEC_REQ, b_launch_scalar_size, 65, 0, GPULEASE_INVALID_ARGUMENT,
-     "LAUNCH: param[0].size 65 out of range 1..64"},
+     "LAUNCH: param[0].size 0 out of range 1..128"},
+    {"LAUNCH scalar size 129", DEC_REQ, b_launch_scalar_size, 129, 0, GPULEASE_INVALID_ARGUMENT,
+     "LAUNCH: param[0].size 129 out of range 1..128"},
     {"LAUNCH scalar size 1", DEC_REQ, b_launch_scalar_size, 1, 0, GPULEASE_OK, NULL},
-    {"LAUNCH scalar size 64", DEC_REQ, b_launch_scalar_size, 64, 0, GPULEASE_OK, NULL},
+    {"LAUNCH scalar size 128", DEC_REQ, b_launch_scalar_size, 128, 0, GPULEASE_OK, NULL},
     {"LAUNCH param kind 0", DEC_REQ, b_launch_kind, 0, 0, GPULEASE_INVALID_ARGUMENT,
      "LAUNCH: param[3].kind 0 unknown (1 = buffer, 2 = scalar)"},
     {"LAUNCH param kind 3", DEC_REQ, b_launch_kind, 3, 0, GPULEASE_INVALID_ARGUMENT,
@@ -2016,6 +2016,146 @@ static void test_kernel_output_op(void **state) {
   gl_buf_free(&b);
 }
 
+static void assert_req_refused(const gl_request *req, const char *want);
+
+/* TENSORMAP_ENCODE (0x0305): a request of 216 fixed bytes (session_ref,
+ * cuTensorMapEncodeTiled's arguments in 5 slots), its refusals, and the
+ * 128-byte result. */
+static void tmap_fill(gl_request *req) {
+  memset(req, 0, sizeof *req);
+  req->op = GL_OP_TENSORMAP_ENCODE;
+  gl_tmap_req *t = &req->u.tmap;
+  t->s.auth.lease_id = 7;
+  t->s.session_id = 9;
+  t->s.seq = 3;
+  t->data_type = 7; /* FLOAT32 */
+  t->rank = 2;
+  t->buffer = 0x1122334455667788ull;
+  t->offset = 256;
+  t->global_dim[0] = 64;
+  t->global_dim[1] = 32;
+  t->global_strides[0] = 256;
+  t->box_dim[0] = 16;
+  t->box_dim[1] = 8;
+  t->element_strides[0] = 1;
+  t->element_strides[1] = 1;
+  t->swizzle = 3;
+  t->l2_promotion = 2;
+  t->oob_fill = 1;
+}
+
+/* Decodes msg with byte `at` of the body set to v: the status, err set. */
+static gpulease_status tmap_decode_with(const gl_buf *b, size_t at, uint8_t v, char *err,
+                                        size_t errlen) {
+  static uint8_t m[12 + 216];
+  static gl_request out;
+  memcpy(m, b->data, b->len);
+  m[12 + at] = v;
+  return gl_request_decode(m, b->len, MAX_BODY, &out, NULL, err, errlen);
+}
+
+static void test_tensormap_op(void **state) {
+  (void)state;
+  static gl_request req, rout;
+  tmap_fill(&req);
+  gl_buf b;
+  gl_buf_init(&b);
+  assert_status(gl_request_encode(&req, &b), GPULEASE_OK);
+  assert_int_equal(b.len, 12 + 216);
+  assert_int_equal(b.data[4], 0x03);
+  assert_int_equal(b.data[5], 0x05);
+  const uint8_t *body = b.data + 12;
+  /* a few fields at their documented offsets (big-endian) */
+  assert_int_equal(body[67], 7);   /* data_type */
+  assert_int_equal(body[71], 2);   /* rank */
+  assert_int_equal(body[72], 0x11); /* buffer */
+  assert_int_equal(body[86], 1);   /* offset 256 */
+  assert_int_equal(body[95], 64);  /* global_dim[0] */
+  assert_int_equal(body[103], 32); /* global_dim[1] */
+  assert_int_equal(body[134], 1);  /* global_strides[0] = 256 */
+  assert_int_equal(body[163], 16); /* box_dim[0] */
+  assert_int_equal(body[167], 8);  /* box_dim[1] */
+  assert_int_equal(body[183], 1);  /* element_strides[0] */
+  assert_int_equal(body[207], 3);  /* swizzle */
+  assert_int_equal(body[211], 2);  /* l2_promotion */
+  assert_int_equal(body[215], 1);  /* oob_fill */
+  char err[256];
+  assert_status(gl_request_decode(b.data, b.len, MAX_BODY, &rout, NULL, err, sizeof err),
+                GPULEASE_OK);
+  assert_memory_equal(&rout.u.tmap, &req.u.tmap, sizeof req.u.tmap);
+  assert_ptr_equal(gl_request_session(&rout), &rout.u.tmap.s);
+  assert_true(gl_op_is_session(GL_OP_TENSORMAP_ENCODE));
+
+  /* malformed bodies */
+  assert_status(tmap_decode_with(&b, 71, 0, err, sizeof err), GPULEASE_INVALID_ARGUMENT);
+  assert_contains(err, "rank 0 out of range 1..5");
+  assert_status(tmap_decode_with(&b, 71, 6, err, sizeof err), GPULEASE_INVALID_ARGUMENT);
+  assert_contains(err, "rank 6 out of range 1..5");
+  assert_status(tmap_decode_with(&b, 67, 13, err, sizeof err), GPULEASE_INVALID_ARGUMENT);
+  assert_contains(err, "data_type 13 out of range 0..12");
+  assert_status(tmap_decode_with(&b, 111, 1, err, sizeof err), GPULEASE_INVALID_ARGUMENT);
+  assert_contains(err, "dimension 2 is past rank 2");     /* global_dim[2] */
+  assert_status(tmap_decode_with(&b, 171, 1, err, sizeof err), GPULEASE_INVALID_ARGUMENT);
+  assert_contains(err, "dimension 2 is past rank 2");     /* box_dim[2] */
+  assert_status(tmap_decode_with(&b, 199, 1, err, sizeof err), GPULEASE_INVALID_ARGUMENT);
+  assert_contains(err, "dimension 4 is past rank 2");     /* element_strides[4] */
+  assert_status(tmap_decode_with(&b, 143, 16, err, sizeof err), GPULEASE_INVALID_ARGUMENT);
+  assert_contains(err, "global_strides[1] must be 0 with rank 2");
+  /* truncated, and a byte too many */
+  static uint8_t m[12 + 217];
+  memcpy(m, b.data, b.len);
+  m[11] = 215;
+  assert_status(gl_request_decode(m, 12 + 215, MAX_BODY, &rout, NULL, err, sizeof err),
+                GPULEASE_MALFORMED);
+  assert_contains(err, "truncated in oob_fill");
+  m[11] = 217;
+  m[12 + 216] = 0;
+  assert_status(gl_request_decode(m, 12 + 217, MAX_BODY, &rout, NULL, err, sizeof err),
+                GPULEASE_MALFORMED);
+  gl_buf_free(&b);
+
+  /* the encoder refuses what the decoder refuses */
+  gl_buf_init(&b);
+  req.u.tmap.rank = 1; /* global_dim[1], box_dim[1] ... now past rank */
+  assert_req_refused(&req, "dimension 1 is past rank 1");
+  tmap_fill(&req);
+  req.u.tmap.rank = 0;
+  assert_req_refused(&req, "rank 0 out of range");
+  tmap_fill(&req);
+  req.u.tmap.s.session_id = 0;
+  assert_req_refused(&req, "session_id 0");
+  /* rank 5: every slot used */
+  tmap_fill(&req);
+  req.u.tmap.rank = 5;
+  for (int i = 0; i < 5; i++) {
+    req.u.tmap.global_dim[i] = 2;
+    req.u.tmap.box_dim[i] = 1;
+    req.u.tmap.element_strides[i] = 1;
+    if (i < 4) req.u.tmap.global_strides[i] = 16u << i;
+  }
+  assert_status(gl_request_encode(&req, &b), GPULEASE_OK);
+  assert_status(gl_request_decode(b.data, b.len, MAX_BODY, &rout, NULL, err, sizeof err),
+                GPULEASE_OK);
+  assert_memory_equal(&rout.u.tmap, &req.u.tmap, sizeof req.u.tmap);
+  gl_buf_free(&b);
+
+  /* the result: 128 bytes after the message */
+  static gl_response resp, out;
+  memset(&resp, 0, sizeof resp);
+  resp.op = GL_OP_TENSORMAP_ENCODE;
+  for (int i = 0; i < 128; i++) resp.u.tmap[i] = (uint8_t)(i * 7 + 1);
+  resp_roundtrip(&resp, &out, 12 + 2 + 128);
+  assert_memory_equal(out.u.tmap, resp.u.tmap, 128);
+  gl_buf_init(&b);
+  assert_status(gl_response_encode(&resp, &b), GPULEASE_OK);
+  b.len--;
+  b.data[11]--; /* body one byte short */
+  assert_status(gl_response_decode(b.data, b.len, MAX_BODY, &out, err, sizeof err),
+                GPULEASE_MALFORMED);
+  assert_contains(err, "tensormap");
+  gl_buf_free(&b);
+}
+
 static void test_resp_submit_and_worker(void **state) {
   (void)state;
   static gl_response resp, out;
@@ -2415,6 +2555,7 @@ static void test_status_names(void **state) {
       {GL_OP_LAUNCH, "LAUNCH"},               {GL_OP_LAUNCH_EX, "LAUNCH_EX"},
       {GL_OP_BURST, "BURST"},                 {GL_OP_EVENT_RECORD, "EVENT_RECORD"},
       {GL_OP_EVENT_ELAPSED, "EVENT_ELAPSED"}, {GL_OP_KERNEL_OUTPUT, "KERNEL_OUTPUT"},
+      {GL_OP_TENSORMAP_ENCODE, "TENSORMAP_ENCODE"},
   };
   for (size_t i = 0; i < sizeof ses / sizeof ses[0]; i++) {
     assert_string_equal(gl_op_name(ses[i].op), ses[i].name);
@@ -2425,7 +2566,7 @@ static void test_status_names(void **state) {
   assert_int_equal(ses[9].op, 0x0321);
   assert_int_equal(ses[12].op, 0x0331);
   const uint16_t not_ses[] = {0,      GL_OP_GET_INVENTORY, GL_OP_LEASE_FREE, GL_OP_GPU_SUBMIT,
-                              0x0300, 0x0305,              0x0319,           0x0330,
+                              0x0300, 0x0306,              0x0319,           0x0330,
                               0x0334, GL_OP_WORKER_INIT,   GL_OP_WORKER_PROBE};
   for (size_t i = 0; i < sizeof not_ses / sizeof not_ses[0]; i++) {
     assert_false(gl_op_is_session(not_ses[i]));
@@ -2509,7 +2650,7 @@ static void test_request_encode_refuses(void **state) {
 
   /* params_raw must hold exactly param_count valid params. */
   static const uint8_t one_ptr[9] = {1, 0, 0, 0, 0, 0, 0, 0, 8};
-  static const uint8_t bad_scalar[3] = {2, 65, 0};
+  static const uint8_t bad_scalar[3] = {2, 129, 0};
   valid_submit(&req);
   req.u.submit.flags = GL_SUBMIT_F_PARAMS;
   req.u.submit.param_count = 2;
@@ -2525,7 +2666,7 @@ static void test_request_encode_refuses(void **state) {
   req.u.submit.param_count = 1;
   req.u.submit.params_raw = bad_scalar;
   req.u.submit.params_raw_len = 3;
-  assert_req_refused(&req, "param[0].size 65 out of range");
+  assert_req_refused(&req, "param[0].size 129 out of range");
   req.u.submit.params_raw = NULL;
   assert_req_refused(&req, "params_raw is NULL");
   req.u.submit.params_raw = one_ptr;
@@ -2580,7 +2721,7 @@ static void test_params_encode(void **state) {
   gpulease_param p = param_scalar(v, 4);
   p.size = 0;
   assert_status(gl_params_encode(&p, 1, &b), GPULEASE_INVALID_ARGUMENT);
-  p.size = 65;
+  p.size = 129;
   assert_status(gl_params_encode(&p, 1, &b), GPULEASE_INVALID_ARGUMENT);
   p.size = 4;
   p.kind = (gpulease_param_kind)3;
@@ -3257,7 +3398,7 @@ static void test_session_encode_refuses(void **state) {
   SPOIL(GL_OP_LAUNCH, req.u.launch.params_raw_len = 39, "truncated in param[2].value");
   SPOIL(GL_OP_LAUNCH, params.data[17] = 3,
         "LAUNCH: param[1].kind 3 unknown (1 = buffer, 2 = scalar)");
-  SPOIL(GL_OP_LAUNCH, params.data[35] = 65, "LAUNCH: param[2].size 65 out of range 1..64");
+  SPOIL(GL_OP_LAUNCH, params.data[35] = 129, "LAUNCH: param[2].size 129 out of range 1..128");
 #undef SPOIL
 
   /* A list over 16384 bytes, each param valid: 249 scalars of 64 bytes. */
@@ -3592,7 +3733,7 @@ static void test_launch_params(void **state) {
   p.value = big;
   p.size = 0;
   assert_status(gl_launch_param_put(&b, &p), GPULEASE_INVALID_ARGUMENT);
-  p.size = 65;
+  p.size = 129;
   assert_status(gl_launch_param_put(&b, &p), GPULEASE_INVALID_ARGUMENT);
   p.size = 4;
   p.value = NULL;
@@ -5114,6 +5255,7 @@ int main(void) {
       cmocka_unit_test(test_resp_submit_and_worker),
       cmocka_unit_test(test_resp_submit_kout),
       cmocka_unit_test(test_kernel_output_op),
+      cmocka_unit_test(test_tensormap_op),
       cmocka_unit_test(test_resp_errors),
       cmocka_unit_test(test_encode_error_limits),
       cmocka_unit_test(test_buf_append_and_steal),

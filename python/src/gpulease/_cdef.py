@@ -208,7 +208,7 @@ typedef enum gpulease_param_kind {
   GPULEASE_PARAM_POINTER = 1,
   GPULEASE_PARAM_SCALAR = 2,
 } gpulease_param_kind;
-#define GPULEASE_MAX_SCALAR_BYTES 64
+#define GPULEASE_MAX_SCALAR_BYTES 128
 #define GPULEASE_MAX_PARAMS 256
 typedef struct gpulease_param {
   gpulease_param_kind kind;
