@@ -442,7 +442,7 @@ typedef struct gl_ptx_func {
 
 /* Which builtin an .extern .func declaration f stands for: its name and
  * parameters (count and sizes) must be CUDA's. 0 when none (a call to it
- * is then refused as an external function). Defined in kprintf.c. */
+ * is then refused as an external function). Defined in ptx_sym.c. */
 int gl_ptx_builtin_kind(const gl_ptx_func *f);
 
 typedef struct gl_ptx_module {

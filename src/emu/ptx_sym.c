@@ -82,3 +82,28 @@ void gl_ptx_symtab_free(gl_ptx_symtab *t) {
   free(t->bucket);
   memset(t, 0, sizeof *t);
 }
+
+/* The parser's view of the emulated device's builtins (ptx_ir.h); the
+ * executor runs them (kprintf.c). */
+int gl_ptx_builtin_kind(const gl_ptx_func *f) {
+  static const uint32_t vprintf_sizes[] = {8, 8};
+  static const uint32_t assert_sizes[] = {8, 8, 4, 8, 8};
+  const uint32_t *sizes;
+  uint32_t n;
+  int kind;
+  if (strcmp(f->name, "vprintf") == 0) {
+    sizes = vprintf_sizes, n = 2, kind = GL_PTX_BUILTIN_VPRINTF;
+  } else if (strcmp(f->name, "__assertfail") == 0) {
+    sizes = assert_sizes, n = 5, kind = GL_PTX_BUILTIN_ASSERTFAIL;
+  } else {
+    return 0;
+  }
+  if (f->nparams != n)
+    return 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (f->params[i].size != sizes[i])
+      return 0;
+  if (kind == GL_PTX_BUILTIN_VPRINTF && f->ret_off >= 0 && f->ret_size != 4)
+    return 0;
+  return kind;
+}
