@@ -622,9 +622,10 @@ typedef struct gpulease_submit_result {
  * the output (cuMemcpyDtoH). *result is written on success.
  * Errors: UNAUTHORIZED, NOT_FOUND, LEASE_EXPIRED (also when the TTL ran out
  * during the kernel: the daemon killed it), INVALID_ARGUMENT (ranges outside
- * the lease, dimensions), LOAD_FAILED (with the JIT log), LAUNCH_FAILED
- * (with the CUDA error name), WRITE_FAILED, READ_FAILED, TOO_LARGE, and the
- * connection errors. */
+ * the lease, dimensions), LOAD_FAILED (with the JIT log; or locally, before
+ * sending, for PTX the lease's GPU cannot load, as gpulease_module_load
+ * says), LAUNCH_FAILED (with the CUDA error name), WRITE_FAILED,
+ * READ_FAILED, TOO_LARGE, and the connection errors. */
 GPULEASE_API gpulease_status gpulease_submit(gpulease_client *client, const gpulease_lease *lease,
                                              const gpulease_submit_desc *desc,
                                              gpulease_submit_result *result,
@@ -846,6 +847,12 @@ typedef enum gpulease_module_source {
 /* Loads a module image (PTX, cubin, fatbin; image_size bytes, borrowed) into
  * the session (MODULE_LOAD; cuModuleLoadDataEx). source (may be NULL)
  * says whether a cache had it. Waits for the answer.
+ * A PTX image (or an auto-detected one that is PTX) is first checked
+ * against the lease's GPU (its .version and .target against the inventory,
+ * asked once per connection): LOAD_FAILED locally, with what the node
+ * takes, when it cannot load (docs/protocol.md, GET_INVENTORY;
+ * GPULEASE_PTX_CHECK=0 in the environment when the client connected
+ * sends it unchecked).
  * Errors: LOAD_FAILED (with the JIT log), UNSUPPORTED, INVALID_ARGUMENT,
  * TOO_LARGE, the session's failure, connection errors. */
 GPULEASE_API gpulease_status gpulease_module_load(gpulease_session *session, const void *image,

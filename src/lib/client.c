@@ -175,7 +175,10 @@ gpulease_status gpulease_client_connect(const gpulease_connect_options *opts,
     return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT,
                           "a bearer token is 1 to 255 bytes");
   gpulease_client *c = calloc(1, sizeof *c);
-  if (c) pthread_mutex_init(&c->caps_mu, NULL);
+  if (c) {
+    pthread_mutex_init(&c->caps_mu, NULL);
+    c->ptx_check_off = gl_lib_ptx_check_off();
+  }
   if (!c || !dup_opt(addr, &c->addr) || !dup_opt(opts->ca_file, &c->ca_file) ||
       !dup_opt(opts->pin_sha256, &c->pin_sha256) ||
       (v4 && (!dup_opt(opts->cert_file, &c->cert_file) || !dup_opt(opts->key_file, &c->key_file) ||

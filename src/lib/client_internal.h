@@ -55,6 +55,7 @@ struct gpulease_client {
   /* What each GPU of the node loads (ptx_check.c): state 0 not asked,
    * 1 known, -1 not to be had; for connection generation caps_gen. */
   pthread_mutex_t caps_mu;
+  bool ptx_check_off; /* $GPULEASE_PTX_CHECK=0 when the client connected */
   int caps_state;
   uint64_t caps_gen;
   unsigned ncaps;
@@ -75,6 +76,10 @@ struct gpulease_client {
  * what to send instead (common/ptx_header.h). */
 gpulease_status gl_lib_ptx_precheck(gpulease_client *c, uint32_t gpu_index, const void *image,
                                     size_t len, gpulease_error *err);
+
+/* Whether the environment turns the check off (GPULEASE_PTX_CHECK=0):
+ * read once, when a client connects. */
+bool gl_lib_ptx_check_off(void);
 
 /* Sends AUTHENTICATE with c's bearer token on q (a fresh connection),
  * or nothing when c has none. OK, or the daemon's refusal. */

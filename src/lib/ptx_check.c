@@ -12,13 +12,6 @@
 #include "client_internal.h"
 #include "common/ptx_header.h"
 
-/* GPULEASE_PTX_CHECK=0 in the environment sends every PTX unchecked (the
- * node then answers LOAD_FAILED with the same advice). */
-static bool check_wanted(void) {
-  const char *v = getenv("GPULEASE_PTX_CHECK");
-  return !(v && strcmp(v, "0") == 0);
-}
-
 /* Asks for the inventory and keeps each GPU's caps; false when it cannot
  * be had (the check is then skipped, and the node has the last word). */
 static bool fetch_caps(gpulease_client *c, uint64_t gen) {
@@ -47,9 +40,14 @@ static bool fetch_caps(gpulease_client *c, uint64_t gen) {
   return ok;
 }
 
+bool gl_lib_ptx_check_off(void) {
+  const char *v = getenv("GPULEASE_PTX_CHECK");
+  return v && strcmp(v, "0") == 0;
+}
+
 gpulease_status gl_lib_ptx_precheck(gpulease_client *c, uint32_t gpu_index, const void *image,
                                     size_t len, gpulease_error *err) {
-  if (!check_wanted()) return GPULEASE_OK;
+  if (c->ptx_check_off) return GPULEASE_OK;
   pthread_mutex_lock(&c->caps_mu);
   uint64_t gen = c->generation;
   bool have = c->caps_state != 0 && c->caps_gen == gen;

@@ -24,6 +24,7 @@
 
 #include "common/util.h"
 #include "gpulease/gpulease.h"
+#include "spawn_daemon.h"
 #include "tmap_cases.h"
 
 static int g_fail, g_pass;
@@ -58,27 +59,8 @@ static int daemon_start(daemon_t *d, const char *build, bool emu) {
   const char *argv[] = {bin,      "--listen",  "127.0.0.1:0", "--state-dir", d->dir,
                         "--ready-file", ready, "--device",    emu ? "emu" : "cuda",
                         emu ? "--emu-vram" : NULL, "256M", NULL};
-  pid_t pid = fork();
-  if (pid == 0) {
-    int fd = open(logf, O_WRONLY | O_CREAT | O_APPEND, 0600);
-    if (fd >= 0) dup2(fd, 2);
-    execv(bin, (char *const *)argv);
-    _exit(127);
-  }
-  d->pid = pid;
-  for (int i = 0; i < 1200; i++) {
-    FILE *f = fopen(ready, "r");
-    unsigned port;
-    if (f && fscanf(f, "%u %79s", &port, d->fp) == 2) {
-      fclose(f);
-      snprintf(d->addr, sizeof d->addr, "127.0.0.1:%u", port);
-      return 0;
-    }
-    if (f) fclose(f);
-    int st;
-    if (waitpid(pid, &st, WNOHANG) == pid) break;
-    usleep(50000);
-  }
+  if (gl_spawn_daemon(argv, ready, logf, &d->pid, d->addr, sizeof d->addr, d->fp) == 0)
+    return 0;
   fprintf(stderr, "gpuleased did not start (see %s)\n", logf);
   return -1;
 }

@@ -28,6 +28,7 @@
 
 #include "emu/emu.h"
 #include "emu/ptx_parse.h"
+#include "emu_fixture.h"
 
 #define REGION (16u << 20)
 
@@ -35,77 +36,18 @@ extern uint64_t gl_emu__no_progress_limit;
 
 /* ---- Fixture ------------------------------------------------------------ */
 
-typedef struct env {
-  gl_emu_device *dev;
-  gl_emu_module *mod;
-  uint64_t next;
-  char err[1024];
-} env;
-
-static char *read_file(const char *rel, size_t *len) {
-  const char *src = getenv("GL_TEST_SRC_DIR");
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s", src ? src : GL_SOURCE_DIR, rel);
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    fail_msg("cannot open %s", path);
-    return NULL;
-  }
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  assert_non_null(buf);
-  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-  buf[n] = '\0';
-  fclose(f);
-  *len = (size_t)n;
-  return buf;
-}
-
 static const char *variant(void **state) { return (const char *)*state; }
 static int is90(void **state) { return strcmp(variant(state), "sm90a") == 0; }
 
-static void env_text(env *e, const char *ptx, size_t len) {
-  memset(e, 0, sizeof *e);
-  e->dev = gl_emu_device_new(REGION);
-  assert_non_null(e->dev);
-  e->next = GL_EMU_REGION_BASE;
-  gpulease_status st = gl_emu_module_load(e->dev, ptx, len, &e->mod, e->err, sizeof e->err);
-  if (st != GPULEASE_OK)
-    fail_msg("load: %d %s", st, e->err);
-}
+static void env_text(env *e, const char *ptx, size_t len) { env_load(e, REGION, ptx, len, "PTX"); }
 
 static void env_open(env *e, void **state) {
   char rel[256];
   snprintf(rel, sizeof rel, "tests/emu/async/async_%s.ptx", variant(state));
-  size_t len;
-  char *ptx = read_file(rel, &len);
+  size_t len = 0;
+  char *ptx = read_src(rel, &len);
   env_text(e, ptx, len);
   free(ptx);
-}
-
-static void env_close(env *e) {
-  gl_emu_module_unload(e->dev, e->mod);
-  gl_emu_device_free(e->dev);
-}
-
-static uint64_t dput(env *e, const void *src, size_t n) {
-  uint64_t a = e->next;
-  e->next += (n + 255) & ~(uint64_t)255;
-  uint8_t *p = gl_emu_device_ptr(e->dev, a, n);
-  assert_non_null(p);
-  if (src)
-    memcpy(p, src, n);
-  else
-    memset(p, 0, n);
-  return a;
-}
-
-static void dget(env *e, uint64_t a, void *dst, size_t n) {
-  uint8_t *p = gl_emu_device_ptr(e->dev, a, n);
-  assert_non_null(p);
-  memcpy(dst, p, n);
 }
 
 typedef struct lcfg {
@@ -327,7 +269,7 @@ static void test_triton_kernels_parse(void **state) {
     char rel[128];
     snprintf(rel, sizeof rel, "tests/emu/triton/%s.ptx", files[i]);
     size_t len, n = 0, ncp = 0;
-    char *ptx = read_file(rel, &len);
+    char *ptx = read_src(rel, &len);
     char *keep = malloc(len + 1);
     assert_non_null(keep);
     for (char *line = ptx; line < ptx + len;) {

@@ -23,77 +23,28 @@
 
 #include "common/util.h"
 #include "emu/emu.h"
+#include "emu_fixture.h"
 
 #define REGION (64u << 20)
 
 /* ---- Fixture ------------------------------------------------------------ */
 
-typedef struct env {
-  gl_emu_device *dev;
-  gl_emu_module *mod;
-  uint64_t next; /* bump allocator in the region */
-  char err[1024];
-} env;
-
 static const char *variant(void **state) { return *state ? (const char *)*state : ""; }
 
+/* The sample's PTX for this test's target (tests/emu/exec-samples/). */
 static char *read_sample(const char *name, const char *var, size_t *len) {
-  const char *src = getenv("GL_TEST_SRC_DIR");
-  char path[1024];
-  snprintf(path, sizeof path, "%s/tests/emu/exec-samples/%s%s.ptx", src ? src : GL_SOURCE_DIR,
-           name, var);
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    fail_msg("cannot open %s", path);
-    return NULL;
-  }
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  assert_non_null(buf);
-  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-  buf[n] = '\0';
-  fclose(f);
-  *len = (size_t)n;
-  return buf;
+  char rel[256];
+  snprintf(rel, sizeof rel, "tests/emu/exec-samples/%s%s.ptx", name, var);
+  return read_src(rel, len);
 }
 
 static void env_open(env *e, const char *sample, void **state) {
-  memset(e, 0, sizeof *e);
-  e->dev = gl_emu_device_new(REGION);
-  assert_non_null(e->dev);
-  e->next = GL_EMU_REGION_BASE;
-  size_t len;
+  char what[128];
+  snprintf(what, sizeof what, "%s%s", sample, variant(state));
+  size_t len = 0;
   char *ptx = read_sample(sample, variant(state), &len);
-  gpulease_status st = gl_emu_module_load(e->dev, ptx, len, &e->mod, e->err, sizeof e->err);
+  env_load(e, REGION, ptx, len, what);
   free(ptx);
-  if (st != GPULEASE_OK)
-    fail_msg("load %s%s: %d %s", sample, variant(state), st, e->err);
-}
-
-static void env_close(env *e) {
-  gl_emu_module_unload(e->dev, e->mod);
-  gl_emu_device_free(e->dev);
-}
-
-/* Device memory holding a copy of n bytes of src (zeros if NULL). */
-static uint64_t dput(env *e, const void *src, size_t n) {
-  uint64_t a = e->next;
-  e->next += (n + 255) & ~(uint64_t)255;
-  uint8_t *p = gl_emu_device_ptr(e->dev, a, n);
-  assert_non_null(p);
-  if (src)
-    memcpy(p, src, n);
-  else
-    memset(p, 0, n);
-  return a;
-}
-
-static void dget(env *e, uint64_t a, void *dst, size_t n) {
-  uint8_t *p = gl_emu_device_ptr(e->dev, a, n);
-  assert_non_null(p);
-  memcpy(dst, p, n);
 }
 
 typedef struct lcfg {

@@ -18,71 +18,22 @@
 #include <cmocka.h>
 
 #include "emu/emu.h"
+#include "emu_fixture.h"
 
 #define REGION (64u << 20)
 
-typedef struct env {
-  gl_emu_device *dev;
-  gl_emu_module *mod;
-  uint64_t next;
-  char err[1024];
-} env;
-
+/* A file under tests/emu/ (NUL-terminated, malloc'd). */
 static char *read_file(const char *rel, size_t *len) {
-  const char *src = getenv("GL_TEST_SRC_DIR");
-  char path[1024];
-  snprintf(path, sizeof path, "%s/tests/emu/%s", src ? src : GL_SOURCE_DIR, rel);
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    fail_msg("cannot open %s", path);
-    return NULL;
-  }
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  assert_non_null(buf);
-  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-  buf[n] = '\0';
-  fclose(f);
-  *len = (size_t)n;
-  return buf;
+  char path[512];
+  snprintf(path, sizeof path, "tests/emu/%s", rel);
+  return read_src(path, len);
 }
 
 static void env_open(env *e, const char *rel) {
-  memset(e, 0, sizeof *e);
-  e->dev = gl_emu_device_new(REGION);
-  assert_non_null(e->dev);
-  e->next = GL_EMU_REGION_BASE;
   size_t len = 0;
   char *ptx = read_file(rel, &len);
-  gpulease_status st = gl_emu_module_load(e->dev, ptx, len, &e->mod, e->err, sizeof e->err);
+  env_load(e, REGION, ptx, len, rel);
   free(ptx);
-  if (st != GPULEASE_OK)
-    fail_msg("load %s: %d %s", rel, st, e->err);
-}
-
-static void env_close(env *e) {
-  gl_emu_module_unload(e->dev, e->mod);
-  gl_emu_device_free(e->dev);
-}
-
-static uint64_t dput(env *e, const void *src, size_t n) {
-  uint64_t a = e->next;
-  e->next += (n + 255) & ~(uint64_t)255;
-  uint8_t *p = gl_emu_device_ptr(e->dev, a, n);
-  assert_non_null(p);
-  if (src)
-    memcpy(p, src, n);
-  else
-    memset(p, 0, n);
-  return a;
-}
-
-static void dget(env *e, uint64_t a, void *dst, size_t n) {
-  uint8_t *p = gl_emu_device_ptr(e->dev, a, n);
-  assert_non_null(p);
-  memcpy(dst, p, n);
 }
 
 static gpulease_status run(env *e, const char *kernel, uint32_t grid, uint32_t block,
@@ -174,16 +125,7 @@ static void triton_f16(const char *rel, uint32_t shared) {
 static void triton_tf32(const char *rel, uint32_t shared) {
   enum { M = 128, N = 128, K = 128 };
   env e;
-  memset(&e, 0, sizeof e);
-  e.dev = gl_emu_device_new(REGION);
-  assert_non_null(e.dev);
-  e.next = GL_EMU_REGION_BASE;
-  size_t len = 0;
-  char *ptx = read_file(rel, &len); /* as Triton wrote it, cp.async included */
-  gpulease_status st = gl_emu_module_load(e.dev, ptx, len, &e.mod, e.err, sizeof e.err);
-  free(ptx);
-  if (st != GPULEASE_OK)
-    fail_msg("load %s: %d %s", rel, st, e.err);
+  env_open(&e, rel); /* as Triton wrote it, cp.async included */
   static float A[M * K], B[K * N], C[M * N];
   static double R[M * N];
   for (int i = 0; i < M * K; i++)
