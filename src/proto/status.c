@@ -1,9 +1,9 @@
 /*
- * status.c - names of gpulease status codes and of wire ops.
+ * status.c - names of gpulease status codes and of rights.
  *
  * gpulease_status_name() is part of the public API (gpulease.h) but lives
  * with the codec because the daemon, the worker and the CLI print the same
- * names; keeping the table next to gl_op_name() keeps both in one place.
+ * names (the ops' names are the op table's, optable.c).
  * Every name is the enumerator without its GPULEASE_ prefix, which is also
  * how docs/protocol.md spells them.
  */
@@ -38,61 +38,6 @@ GPULEASE_API const char *gpulease_status_name(int status) {
   case GPULEASE_PROTOCOL_ERROR: return "PROTOCOL_ERROR";
   case GPULEASE_NO_MEMORY: return "NO_MEMORY";
   case GPULEASE_TIMEOUT: return "TIMEOUT";
-  default: return "UNKNOWN";
-  }
-}
-
-const char *gl_op_name(uint16_t op) {
-  switch (op) {
-  case GL_OP_GET_INVENTORY: return "GET_INVENTORY";
-  case GL_OP_NODE_INFO: return "NODE_INFO";
-  case GL_OP_NET_INFO: return "NET_INFO";
-  case GL_OP_POOL_INFO: return "POOL_INFO";
-  case GL_OP_AUTHENTICATE: return "AUTHENTICATE";
-  case GL_OP_LEASE_DELEGATE: return "LEASE_DELEGATE";
-  case GL_OP_LEASE_REVOKE: return "LEASE_REVOKE";
-  case GL_OP_ADMIN_UNFENCE: return "ADMIN_UNFENCE";
-  case GL_OP_SHM_ATTACH: return "SHM_ATTACH";
-  case GL_OP_SHM_DETACH: return "SHM_DETACH";
-  case GL_OP_MEM_WRITE_SHM: return "MEM_WRITE_SHM";
-  case GL_OP_MEM_READ_SHM: return "MEM_READ_SHM";
-  case GL_OP_LEASE_ALLOC: return "LEASE_ALLOC";
-  case GL_OP_LEASE_RENEW: return "LEASE_RENEW";
-  case GL_OP_LEASE_QUERY: return "LEASE_QUERY";
-  case GL_OP_LEASE_FREE: return "LEASE_FREE";
-  case GL_OP_SESSION_OPEN: return "SESSION_OPEN";
-  case GL_OP_SESSION_CLOSE: return "SESSION_CLOSE";
-  case GL_OP_SYNC: return "SYNC";
-  case GL_OP_KERNEL_OUTPUT: return "KERNEL_OUTPUT";
-  case GL_OP_TENSORMAP_ENCODE: return "TENSORMAP_ENCODE";
-  case GL_OP_MEM_ALLOC: return "MEM_ALLOC";
-  case GL_OP_MEM_FREE: return "MEM_FREE";
-  case GL_OP_MEM_WRITE: return "MEM_WRITE";
-  case GL_OP_MEM_READ: return "MEM_READ";
-  case GL_OP_MEM_COPY: return "MEM_COPY";
-  case GL_OP_MEMSET: return "MEMSET";
-  case GL_OP_MODULE_LOAD: return "MODULE_LOAD";
-  case GL_OP_MODULE_UNLOAD: return "MODULE_UNLOAD";
-  case GL_OP_FUNC_INFO: return "FUNC_INFO";
-  case GL_OP_LAUNCH: return "LAUNCH";
-  case GL_OP_LAUNCH_EX: return "LAUNCH_EX";
-  case GL_OP_BURST: return "BURST";
-  case GL_OP_EVENT_RECORD: return "EVENT_RECORD";
-  case GL_OP_EVENT_ELAPSED: return "EVENT_ELAPSED";
-  case GL_OP_GRAPH_BEGIN: return "GRAPH_BEGIN";
-  case GL_OP_GRAPH_END: return "GRAPH_END";
-  case GL_OP_GRAPH_LAUNCH: return "GRAPH_LAUNCH";
-  case GL_OP_GRAPH_SET_ARGS: return "GRAPH_SET_ARGS";
-  case GL_OP_GRAPH_DESTROY: return "GRAPH_DESTROY";
-  case GL_OP_BATCH: return "BATCH";
-  case GL_OP_GPU_SUBMIT: return "GPU_SUBMIT";
-  case GL_OP_WORKER_INIT: return "WORKER_INIT";
-  case GL_OP_WORKER_PROBE: return "WORKER_PROBE";
-  case GL_OP_WORKER_LOST: return "WORKER_LOST";
-  case GL_OP_MEM_WRITE_ARENA: return "MEM_WRITE_ARENA";
-  case GL_OP_MEM_READ_ARENA: return "MEM_READ_ARENA";
-  case GL_OP_WORKER_WARM: return "WORKER_WARM";
-  case GL_OP_WORKER_RELEASE: return "WORKER_RELEASE";
   default: return "UNKNOWN";
   }
 }

@@ -311,50 +311,20 @@ void gl_wire__check_kernel_name(gl_wire__rd *r, const char *name, size_t n) {
  * Op families
  * ====================================================================== */
 
-static bool op_known(uint16_t op) { return strcmp(gl_op_name(op), "UNKNOWN") != 0; }
+static bool op_known(uint16_t op) { return gl_op_info_of(op) != NULL; }
 
-/* The codec of op's family. NULL for an op of no family: one gl_op_name()
- * does not know, which the entry points refuse, or one it knows that no
- * family claims, whose body and result are empty. */
+/* The codec of each op's family (ops.def's FAMILY column). */
+static const gl_wire__family *const k_family[GL_OP_COUNT] = {
+#define GL_OP(NAME, CODE, FAMILY, ...) [GL_OPI_##NAME] = &gl_wire__##FAMILY,
+#include "proto/ops.def"
+#undef GL_OP
+};
+
+/* The codec of op's family; NULL for an op the table does not have, which
+ * the entry points refuse. */
 static const gl_wire__family *family_of(uint16_t op) {
-  switch (op) {
-  case GL_OP_GET_INVENTORY:
-  case GL_OP_AUTHENTICATE:
-  case GL_OP_LEASE_DELEGATE:
-  case GL_OP_LEASE_REVOKE:
-  case GL_OP_ADMIN_UNFENCE:
-  case GL_OP_LEASE_ALLOC:
-  case GL_OP_LEASE_RENEW:
-  case GL_OP_LEASE_QUERY:
-  case GL_OP_LEASE_FREE: return &gl_wire__lease;
-  case GL_OP_GPU_SUBMIT: return &gl_wire__submit;
-  case GL_OP_WORKER_INIT:
-  case GL_OP_WORKER_PROBE:
-  case GL_OP_WORKER_LOST:
-  case GL_OP_WORKER_WARM:
-  case GL_OP_WORKER_RELEASE: return &gl_wire__worker;
-  case GL_OP_BATCH: return &gl_wire__batch;
-  case GL_OP_NET_INFO: return &gl_wire__net;
-  case GL_OP_POOL_INFO: return &gl_wire__pool;
-  case GL_OP_NODE_INFO:
-  case GL_OP_SHM_ATTACH:
-  case GL_OP_SHM_DETACH:
-  case GL_OP_MEM_WRITE_SHM:
-  case GL_OP_MEM_READ_SHM:
-  case GL_OP_MEM_WRITE_ARENA:
-  case GL_OP_MEM_READ_ARENA: return &gl_wire__shm;
-  case GL_OP_LAUNCH_EX:
-  case GL_OP_BURST:
-  case GL_OP_EVENT_RECORD:
-  case GL_OP_EVENT_ELAPSED:
-  case GL_OP_GRAPH_BEGIN:
-  case GL_OP_GRAPH_END:
-  case GL_OP_GRAPH_LAUNCH:
-  case GL_OP_GRAPH_SET_ARGS:
-  case GL_OP_GRAPH_DESTROY: return &gl_wire__exec;
-  case GL_OP_TENSORMAP_ENCODE: return &gl_wire__tmap;
-  default: return gl_op_is_session(op) ? &gl_wire__session : NULL;
-  }
+  const gl_op_info *i = gl_op_info_of(op);
+  return i ? k_family[i - gl_op_table(NULL)] : NULL;
 }
 
 /* ========================================================================

@@ -256,56 +256,19 @@
 #define GL_LAUNCH_PARAM_BUFFER 1
 #define GL_LAUNCH_PARAM_SCALAR 2
 
+/* The op codes, one per row of the op table (src/proto/ops.def). */
 enum gl_op {
-  GL_OP_GET_INVENTORY = 0x0001,
-  GL_OP_NODE_INFO = 0x0002,
-  GL_OP_NET_INFO = 0x0003,
-  GL_OP_POOL_INFO = 0x0004,
-  GL_OP_AUTHENTICATE = 0x0005,
-  GL_OP_LEASE_ALLOC = 0x0101,
-  GL_OP_LEASE_RENEW = 0x0102,
-  GL_OP_LEASE_QUERY = 0x0103,
-  GL_OP_LEASE_FREE = 0x0104,
-  GL_OP_SHM_ATTACH = 0x0105,
-  GL_OP_SHM_DETACH = 0x0106,
-  GL_OP_LEASE_DELEGATE = 0x0107,
-  GL_OP_LEASE_REVOKE = 0x0108,
-  GL_OP_ADMIN_UNFENCE = 0x0109,
-  GL_OP_GPU_SUBMIT = 0x0201,
-  GL_OP_SESSION_OPEN = 0x0301,
-  GL_OP_SESSION_CLOSE = 0x0302,
-  GL_OP_SYNC = 0x0303,
-  GL_OP_KERNEL_OUTPUT = 0x0304,
-  GL_OP_TENSORMAP_ENCODE = 0x0305,
-  GL_OP_MEM_ALLOC = 0x0311,
-  GL_OP_MEM_FREE = 0x0312,
-  GL_OP_MEM_WRITE = 0x0313,
-  GL_OP_MEM_READ = 0x0314,
-  GL_OP_MEM_COPY = 0x0315,
-  GL_OP_MEMSET = 0x0316,
-  GL_OP_MEM_WRITE_SHM = 0x0317,
-  GL_OP_MEM_READ_SHM = 0x0318,
-  GL_OP_MODULE_LOAD = 0x0321,
-  GL_OP_MODULE_UNLOAD = 0x0322,
-  GL_OP_FUNC_INFO = 0x0323,
-  GL_OP_LAUNCH = 0x0331,
-  GL_OP_LAUNCH_EX = 0x0332,
-  GL_OP_BURST = 0x0333,
-  GL_OP_EVENT_RECORD = 0x0351,
-  GL_OP_EVENT_ELAPSED = 0x0352,
-  GL_OP_GRAPH_BEGIN = 0x0361,
-  GL_OP_GRAPH_END = 0x0362,
-  GL_OP_GRAPH_LAUNCH = 0x0363,
-  GL_OP_GRAPH_SET_ARGS = 0x0364,
-  GL_OP_GRAPH_DESTROY = 0x0365,
-  GL_OP_BATCH = 0x0340,
-  GL_OP_WORKER_INIT = 0x7F01,
-  GL_OP_WORKER_PROBE = 0x7F02,
-  GL_OP_WORKER_LOST = 0x7F03,
-  GL_OP_MEM_WRITE_ARENA = 0x7F04, /* internal: MEM_WRITE through the daemon's arena */
-  GL_OP_MEM_READ_ARENA = 0x7F05,  /* internal: MEM_READ through the daemon's arena */
-  GL_OP_WORKER_WARM = 0x7F06,     /* internal: open the device ahead of a lease */
-  GL_OP_WORKER_RELEASE = 0x7F07,  /* internal: end one lease of a shared worker */
+#define GL_OP(NAME, CODE, ...) GL_OP_##NAME = CODE,
+#include "proto/ops.def"
+#undef GL_OP
+};
+
+/* Each op's index in the op table, 0 .. GL_OP_COUNT - 1. */
+enum gl_op_index {
+#define GL_OP(NAME, ...) GL_OPI_##NAME,
+#include "proto/ops.def"
+#undef GL_OP
+  GL_OP_COUNT
 };
 
 /* The local socket's path in NODE_INFO (sun_path holds 108 bytes). */
@@ -333,6 +296,54 @@ enum gl_op {
 
 /* Returns "GPU_SUBMIT" etc., or "UNKNOWN". Static string. */
 const char *gl_op_name(uint16_t op);
+
+/* ---- the op table (src/proto/ops.def, optable.c) ------------------------ */
+
+/* Who may send an op (ops.def's SERVED column). */
+typedef enum gl_op_served {
+  GL_OP_SERVED_NET,      /* QUIC and the local socket */
+  GL_OP_SERVED_LOCAL,    /* the local socket only (it carries a file descriptor) */
+  GL_OP_SERVED_INTERNAL, /* the daemon and its workers only */
+} gl_op_served;
+
+/* What an op's request names (TARGET). */
+typedef enum gl_op_target {
+  GL_OP_TARGET_NONE,    /* nothing: node ops, LEASE_ALLOC, admin ops, internal ops */
+  GL_OP_TARGET_LEASE,   /* a lease_auth */
+  GL_OP_TARGET_SESSION, /* a session_ref (whose auth names the lease) */
+} gl_op_target;
+
+/* Where an op runs (WHERE). */
+typedef enum gl_op_where {
+  GL_OP_WHERE_DAEMON, /* the daemon's network process */
+  GL_OP_WHERE_WORKER, /* the lease's worker, which holds the CUDA context */
+} gl_op_where;
+
+/* Op flags (FLAGS). */
+#define GL_OPF_SESSION 0x01u /* a session op, ordered by seq */
+#define GL_OPF_BATCH 0x02u   /* may ride in a BATCH */
+#define GL_OPF_AUDIT 0x04u   /* every answer is audited (else only refusals) */
+#define GL_OPF_LATE 0x08u    /* body checked by the worker: refusals consume the seq */
+
+/* One row of the op table. */
+typedef struct gl_op_info {
+  uint16_t code;
+  const char *name;  /* "MEM_ALLOC": logs, metrics labels, the CLI */
+  gl_op_served served;
+  gl_op_target target;
+  size_t ref;        /* offsetof(gl_request, <REF>) where target != NONE */
+  uint32_t rights;   /* GPULEASE_RIGHT_* a token needs (BATCH: see access.c) */
+  gl_op_where where;
+  unsigned flags;    /* GL_OPF_* */
+  const char *since; /* the release that added it, "0.1" */
+} gl_op_info;
+
+/* The row of op, or NULL for a code no row has. Constant time. */
+const gl_op_info *gl_op_info_of(uint16_t op);
+
+/* The whole table, in ops.def's order (index = enum gl_op_index); *n gets
+ * GL_OP_COUNT. Static storage. */
+const gl_op_info *gl_op_table(size_t *n);
 
 /* ---- growable output buffer -------------------------------------------- */
 
@@ -456,10 +467,11 @@ bool gl_param_next(const gl_submit_req *req, size_t *pos, gl_param *out);
 /* True for the session ops (SESSION_OPEN .. LAUNCH). */
 bool gl_op_is_session(uint16_t op);
 
-/* The lease an encoded request acts on, without decoding it: every op whose
- * body starts with lease_auth (GPU_SUBMIT, SHM_ATTACH, SHM_DETACH and the
- * session ops, whose session_ref starts with it) has its lease_id in the
- * body's first 8 bytes. False for other ops or a message too short. */
+/* The lease an encoded request for a worker acts on, without decoding it:
+ * every op the op table has running in a worker on a lease (GPU_SUBMIT,
+ * SHM_ATTACH, SHM_DETACH and the session ops, whose session_ref starts
+ * with the lease_auth) has its lease_id in the body's first 8 bytes. False
+ * for other ops or a message too short. */
 bool gl_request_peek_lease(const uint8_t *msg, size_t len, uint64_t *lease_id);
 
 typedef struct gl_session_ref {
@@ -725,6 +737,11 @@ typedef struct gl_request {
 /* The session part of any decoded session request other than SESSION_OPEN
  * (whose lease_auth is r->u.auth); NULL for other ops. */
 const gl_session_ref *gl_request_session(const gl_request *r);
+
+/* The lease_auth of any decoded request that names a lease (the op
+ * table's TARGET LEASE or SESSION: the session_ref's auth); NULL for the
+ * ops that name none. Points into *r. */
+const gl_lease_auth *gl_request_auth(const gl_request *r);
 
 /* Appends a whole message (len bytes, copied; len < 4 GiB) behind its u32
  * length to a BATCH's list of requests or replies. On failure list->oom. */

@@ -1,8 +1,8 @@
 /*
  * wire_session.c - the codec of the session ops, SESSION_OPEN .. LAUNCH:
  * their requests, each (but SESSION_OPEN's) opening with a session_ref,
- * and their results (gl_wire__session, called by wire.c's entry points),
- * with gl_op_is_session() and gl_request_session(). Layouts in wire.h and
+ * and their results (gl_wire__session, called by wire.c's entry points).
+ * Which ops are session ops is the op table's (ops.def). Layouts in wire.h and
  * docs/protocol.md; LAUNCH's param list is read by wire_params.c.
  *
  * Handles in requests (buffers, modules, functions) are not checked here:
@@ -13,92 +13,6 @@
 /* Body bytes of a MODULE_LOAD request besides the image: session_ref (48 +
  * 8 + 8), image_format, image_len. */
 #define MODULE_LOAD_FIXED_BYTES 69
-
-/* ========================================================================
- * Which ops are session ops, and their session_ref
- * ====================================================================== */
-
-bool gl_op_is_session(uint16_t op) {
-  switch (op) {
-  case GL_OP_SESSION_OPEN:
-  case GL_OP_SESSION_CLOSE:
-  case GL_OP_SYNC:
-  case GL_OP_KERNEL_OUTPUT:
-  case GL_OP_TENSORMAP_ENCODE:
-  case GL_OP_MEM_ALLOC:
-  case GL_OP_MEM_FREE:
-  case GL_OP_MEM_WRITE:
-  case GL_OP_MEM_READ:
-  case GL_OP_MEM_COPY:
-  case GL_OP_MEMSET:
-  case GL_OP_MODULE_LOAD:
-  case GL_OP_MODULE_UNLOAD:
-  case GL_OP_FUNC_INFO:
-  case GL_OP_LAUNCH:
-  case GL_OP_LAUNCH_EX:
-  case GL_OP_BURST:
-  case GL_OP_EVENT_RECORD:
-  case GL_OP_EVENT_ELAPSED:
-  case GL_OP_GRAPH_BEGIN:
-  case GL_OP_GRAPH_END:
-  case GL_OP_GRAPH_LAUNCH:
-  case GL_OP_GRAPH_SET_ARGS:
-  case GL_OP_GRAPH_DESTROY:
-  case GL_OP_MEM_WRITE_SHM:
-  case GL_OP_MEM_READ_SHM:
-  case GL_OP_MEM_WRITE_ARENA:
-  case GL_OP_MEM_READ_ARENA:
-  case GL_OP_BATCH: return true;
-  default: return false;
-  }
-}
-
-bool gl_request_peek_lease(const uint8_t *msg, size_t len, uint64_t *lease_id) {
-  gl_header h;
-  if (gl_header_decode(msg, len, &h) != GPULEASE_OK || len < GL_WIRE_HEADER_SIZE + 8) return false;
-  if (!gl_op_is_session(h.op) && h.op != GL_OP_GPU_SUBMIT && h.op != GL_OP_SHM_ATTACH &&
-      h.op != GL_OP_SHM_DETACH)
-    return false;
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v = v << 8 | msg[GL_WIRE_HEADER_SIZE + i];
-  *lease_id = v;
-  return true;
-}
-
-const gl_session_ref *gl_request_session(const gl_request *r) {
-  if (!r) return NULL;
-  switch (r->op) {
-  case GL_OP_SESSION_CLOSE:
-  case GL_OP_KERNEL_OUTPUT: return &r->u.session;
-  case GL_OP_SYNC: return &r->u.sync.s;
-  case GL_OP_MEM_ALLOC: return &r->u.mem_alloc.s;
-  case GL_OP_MEM_FREE:
-  case GL_OP_MODULE_UNLOAD: return &r->u.handle.s;
-  case GL_OP_MEM_WRITE: return &r->u.mem_write.s;
-  case GL_OP_MEM_READ: return &r->u.mem_read.s;
-  case GL_OP_MEM_COPY: return &r->u.mem_copy.s;
-  case GL_OP_MEMSET: return &r->u.memset.s;
-  case GL_OP_TENSORMAP_ENCODE: return &r->u.tmap.s;
-  case GL_OP_MODULE_LOAD: return &r->u.module_load.s;
-  case GL_OP_FUNC_INFO: return &r->u.func_info.s;
-  case GL_OP_LAUNCH:
-  case GL_OP_LAUNCH_EX: return &r->u.launch.s;
-  case GL_OP_BURST: return &r->u.burst.s;
-  case GL_OP_EVENT_RECORD:
-  case GL_OP_EVENT_ELAPSED: return &r->u.event.s;
-  case GL_OP_GRAPH_BEGIN: return &r->u.graph_begin.s;
-  case GL_OP_GRAPH_END:
-  case GL_OP_GRAPH_LAUNCH:
-  case GL_OP_GRAPH_SET_ARGS:
-  case GL_OP_GRAPH_DESTROY: return &r->u.graph.s;
-  case GL_OP_BATCH: return &r->u.batch.s;
-  case GL_OP_MEM_WRITE_SHM:
-  case GL_OP_MEM_READ_SHM:
-  case GL_OP_MEM_WRITE_ARENA:
-  case GL_OP_MEM_READ_ARENA: return &r->u.mem_shm.s;
-  default: return NULL; /* SESSION_OPEN (r->u.auth) and the other ops */
-  }
-}
 
 /* ========================================================================
  * Checks
