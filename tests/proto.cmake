@@ -12,3 +12,8 @@ target_link_libraries(fuzz_wire_replay PRIVATE gl_proto gl_common)
 add_test(NAME fuzz_wire_replay
          COMMAND fuzz_wire_replay ${PROJECT_SOURCE_DIR}/tests/fuzz-corpus/wire)
 set_tests_properties(fuzz_wire_replay PROPERTIES TIMEOUT 120 LABELS fuzz)
+
+# The op table (src/proto/ops.def) against itself, the codec, and
+# docs/protocol.md's op and rights tables; decode once (detach/attach).
+gl_add_test(test_optable SOURCES unit/test_optable.c LIBS gl_proto gl_common)
+target_compile_definitions(test_optable PRIVATE GL_SOURCE_DIR="${PROJECT_SOURCE_DIR}")

@@ -24,22 +24,11 @@ int gl_auth_mode_parse(const char *s, gl_auth_mode *out) {
   return -1;
 }
 
-/* The rights of one op, by its code (BATCH entries and plain requests). */
+/* The rights of one op, by its code (BATCH entries and plain requests):
+ * the op table's RIGHTS column; 0 for an op it does not have. */
 static uint32_t rights_of_op(uint16_t op) {
-  switch (op) {
-  case GL_OP_LEASE_QUERY: return GPULEASE_RIGHT_QUERY;
-  case GL_OP_LEASE_RENEW: return GPULEASE_RIGHT_RENEW;
-  case GL_OP_LEASE_FREE: return GPULEASE_RIGHT_FREE;
-  case GL_OP_LEASE_DELEGATE: return GPULEASE_RIGHT_DELEGATE;
-  case GL_OP_GPU_SUBMIT: return GPULEASE_RIGHT_SUBMIT;
-  case GL_OP_MEM_WRITE:
-  case GL_OP_MEM_WRITE_SHM: return GPULEASE_RIGHT_WRITE;
-  case GL_OP_MEM_READ:
-  case GL_OP_MEM_READ_SHM: return GPULEASE_RIGHT_READ;
-  case GL_OP_SHM_ATTACH:
-  case GL_OP_SHM_DETACH: return GPULEASE_RIGHT_READ | GPULEASE_RIGHT_WRITE;
-  default: return gl_op_is_session(op) ? GPULEASE_RIGHT_SESSION : 0;
-  }
+  const gl_op_info *i = gl_op_info_of(op);
+  return i ? i->rights : 0;
 }
 
 uint32_t gl_access_op_rights(const gl_request *r) {
@@ -51,7 +40,7 @@ uint32_t gl_access_op_rights(const gl_request *r) {
   const uint8_t *m;
   size_t n;
   while (gl_batch_next(r->u.batch.ops, r->u.batch.ops_len, &pos, &m, &n))
-    if (n >= GL_WIRE_HEADER_SIZE) need |= rights_of_op((uint16_t)(m[4] << 8 | m[5]));
+    need |= rights_of_op(gl_message_peek_op(m, n));
   return need ? need : GPULEASE_RIGHT_SESSION;
 }
 

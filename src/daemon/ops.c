@@ -688,7 +688,7 @@ static void op_submit(gl_daemon *d, gl_dreq *req, const gl_request *r, const uin
     return;
   }
   call *c = call_new(d, req, GL_OP_GPU_SUBMIT, l->id);
-  if (!c || gl_wproc_call(((lease_rt *)l->owner)->w, msg, len, submit_done, c) != 0) {
+  if (!c || gl_wproc_call_req(((lease_rt *)l->owner)->w, msg, len, r, submit_done, c) != 0) {
     free(c);
     gl_ops_reply_error(req, GL_OP_GPU_SUBMIT, GPULEASE_INTERNAL, "cannot reach the lease's worker");
   }
@@ -758,14 +758,10 @@ static void session_done(void *ctx, gpulease_status status, const uint8_t *msg, 
   gl_lease *l = gl_lease_table_find(c->d->leases, c->lease_id);
   lease_rt *rt = l ? l->owner : NULL;
   if (status == GPULEASE_OK) {
-    gl_header h;
-    if (c->op == GL_OP_SESSION_OPEN && rt && gl_header_decode(msg, len, &h) == GPULEASE_OK &&
-        h.status == GPULEASE_OK && len >= GL_WIRE_HEADER_SIZE + 10) {
-      /* A new session's id (after the empty message) is no ended one's. */
-      uint64_t id = 0;
-      for (int i = 0; i < 8; i++) id = id << 8 | msg[len - 8 + i];
+    uint64_t id;
+    /* A new session's id is no ended one's. */
+    if (c->op == GL_OP_SESSION_OPEN && rt && gl_response_peek_session_id(msg, len, &id))
       gl_ended_remove(&rt->ended, id);
-    }
     quota_settle(c, l, msg, len);
     gl_dreq_reply(c->req, msg, len);
     free(c);
@@ -808,15 +804,13 @@ static bool batch_has_close(const gl_batch_req *b) {
   const uint8_t *m;
   size_t n;
   while (gl_batch_next(b->ops, b->ops_len, &pos, &m, &n))
-    if (n >= GL_WIRE_HEADER_SIZE && (m[4] << 8 | m[5]) == GL_OP_SESSION_CLOSE) return true;
+    if (gl_message_peek_op(m, n) == GL_OP_SESSION_CLOSE) return true;
   return false;
 }
 
 static void op_session(gl_daemon *d, gl_dreq *req, const gl_request *r, const uint8_t *msg,
                        size_t len) {
-  const gl_session_ref *ref = gl_request_session(r);
-  const gl_lease_auth *auth = r->op == GL_OP_SESSION_OPEN ? &r->u.auth : &ref->auth;
-  gl_lease *l = gl_ops_auth(d, req, r, auth);
+  gl_lease *l = gl_ops_auth(d, req, r, gl_request_auth(r));
   if (!l) return;
   lease_rt *rt = l->owner;
   char err[512];
@@ -841,7 +835,7 @@ static void op_session(gl_daemon *d, gl_dreq *req, const gl_request *r, const ui
     gl_ops_reply_error(req, r->op, GPULEASE_NOT_FOUND,
                 "no session %" PRIu64 " on lease %" PRIu64
                 " (the lease's worker ended; its sessions are gone)",
-                ref->session_id, l->id);
+                gl_request_session(r)->session_id, l->id);
     return;
   }
   if ((r->op == GL_OP_MEM_WRITE_SHM || r->op == GL_OP_MEM_READ_SHM) &&
@@ -861,7 +855,7 @@ static void op_session(gl_daemon *d, gl_dreq *req, const gl_request *r, const ui
     c->closes = r->op == GL_OP_SESSION_CLOSE ||
                 (r->op == GL_OP_BATCH && batch_has_close(&r->u.batch));
   }
-  if (!c || gl_wproc_call(rt->w, msg, len, session_done, c) != 0) {
+  if (!c || gl_wproc_call_req(rt->w, msg, len, r, session_done, c) != 0) {
     free(c);
     if (quota_session) gl_quota_session_end(d->quota, l->tenant);
     gl_ops_reply_error(req, r->op, GPULEASE_INTERNAL, "cannot reach the lease's worker");
@@ -1108,30 +1102,16 @@ void gl_daemon_sessions_by_gpu(gl_daemon *d, uint32_t per_gpu[GPULEASE_MAX_GPUS]
  * Entry point
  * ==================================================================== */
 
-/* What the audit log records of a decoded request: every answer of the
- * lease ops, AUTHENTICATE, GPU_SUBMIT, SHM_ATTACH/DETACH, SESSION_OPEN,
- * SESSION_CLOSE and MODULE_LOAD; only the refusals of the others (the
- * session's steady stream of launches and transfers). */
-static void audit_mark(gl_daemon *d, gl_dreq *req, const gl_request *r, const uint8_t *msg,
-                       size_t len) {
-  uint64_t lease = 0;
-  if (r->op == GL_OP_LEASE_REVOKE) lease = r->u.revoke.lease_id;
-  else if (r->op == GL_OP_LEASE_RENEW) lease = r->u.renew.auth.lease_id;
-  else if (r->op == GL_OP_LEASE_QUERY || r->op == GL_OP_LEASE_FREE) lease = r->u.auth.lease_id;
-  else if (r->op == GL_OP_LEASE_DELEGATE) lease = r->u.delegate.auth.lease_id;
-  else gl_request_peek_lease(msg, len, &lease);
-  bool always;
-  switch (r->op) {
-  case GL_OP_GET_INVENTORY:
-  case GL_OP_NODE_INFO:
-  case GL_OP_NET_INFO:
-  case GL_OP_POOL_INFO: always = false; break;
-  case GL_OP_SESSION_OPEN:
-  case GL_OP_SESSION_CLOSE:
-  case GL_OP_MODULE_LOAD: always = true; break;
-  default: always = !gl_op_is_session(r->op);
-  }
-  gl_dreq_audit(req, d->audit, r->op, lease, always);
+/* What the audit log records of a decoded request: every answer of the ops
+ * the op table marks AUDIT (the lease ops, AUTHENTICATE, GPU_SUBMIT,
+ * SHM_ATTACH/DETACH, SESSION_OPEN, SESSION_CLOSE, MODULE_LOAD); only the
+ * refusals of the others (the node queries, and a session's steady stream
+ * of launches and transfers). */
+static void audit_mark(gl_daemon *d, gl_dreq *req, const gl_request *r) {
+  const gl_lease_auth *a = gl_request_auth(r);
+  uint64_t lease = r->op == GL_OP_LEASE_REVOKE ? r->u.revoke.lease_id : a ? a->lease_id : 0;
+  const gl_op_info *i = gl_op_info_of(r->op);
+  gl_dreq_audit(req, d->audit, r->op, lease, i && (i->flags & GL_OPF_AUDIT));
 }
 
 static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, int err) {
@@ -1211,7 +1191,7 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
     return;
   }
   GL_DEBUG("request %s (%zu bytes)", gl_op_name(r->op), len);
-  if (d->audit) audit_mark(d, req, r, msg, len);
+  if (d->audit) audit_mark(d, req, r);
   switch (r->op) {
   case GL_OP_GET_INVENTORY:
     op_inventory(d, req);

@@ -42,8 +42,9 @@ typedef struct wcall {
   gl_wproc_reply_cb cb;
   void *ctx;
   uint64_t tag;          /* the channel's call tag (ipc.h) */
-  uint8_t *data;         /* tag + request message */
+  uint8_t *data;         /* tag + request message [+ decoded request] */
   size_t len, off;
+  size_t msg_len;        /* the request message's bytes */
   int fd;                /* sent with the first bytes (SCM_RIGHTS), then closed; -1: none */
   bool queued;           /* on the write queue */
   bool answered;         /* cb called */
@@ -147,7 +148,7 @@ static void fail_pending(gl_wproc *w, gpulease_status status, const char *why) {
     }
     p->answered = true;
     if (status == GPULEASE_BUSY)
-      p->cb(p->ctx, status, p->data + GL_IPC_TAG_BYTES, p->len - GL_IPC_TAG_BYTES, why);
+      p->cb(p->ctx, status, p->data + GL_IPC_TAG_BYTES, p->msg_len, why);
     else p->cb(p->ctx, status, NULL, 0, why);
     call_release(p);
     p = next;
@@ -463,11 +464,26 @@ int gl_wproc_call(gl_wproc *w, const uint8_t *msg, size_t len, gl_wproc_reply_cb
   return gl_wproc_call_fd(w, msg, len, -1, cb, ctx);
 }
 
+/* The call itself: msg, then (decoded non-NULL) the decoded request. */
+static int call_send(gl_wproc *w, const uint8_t *msg, size_t len, const gl_request *decoded,
+                     int fd, gl_wproc_reply_cb cb, void *ctx);
+
 int gl_wproc_call_fd(gl_wproc *w, const uint8_t *msg, size_t len, int fd, gl_wproc_reply_cb cb,
                      void *ctx) {
+  return call_send(w, msg, len, NULL, fd, cb, ctx);
+}
+
+int gl_wproc_call_req(gl_wproc *w, const uint8_t *msg, size_t len, const gl_request *decoded,
+                      gl_wproc_reply_cb cb, void *ctx) {
+  return call_send(w, msg, len, decoded, -1, cb, ctx);
+}
+
+static int call_send(gl_wproc *w, const uint8_t *msg, size_t len, const gl_request *decoded,
+                     int fd, gl_wproc_reply_cb cb, void *ctx) {
   if (w->dead || w->killed) return -1;
   wcall *p = calloc(1, sizeof *p);
-  uint8_t *copy = malloc(GL_IPC_TAG_BYTES + len);
+  size_t extra = decoded ? sizeof *decoded : 0;
+  uint8_t *copy = malloc(GL_IPC_TAG_BYTES + len + extra);
   if (!p || !copy) {
     free(p);
     free(copy);
@@ -480,10 +496,21 @@ int gl_wproc_call_fd(gl_wproc *w, const uint8_t *msg, size_t len, int fd, gl_wpr
     return -1;
   }
   p->tag = ++w->next_tag;
-  gl_ipc_put_tag(copy, p->tag);
+  gl_ipc_put_tag(copy, decoded ? p->tag | GL_IPC_TAG_DECODED : p->tag);
   memcpy(copy + GL_IPC_TAG_BYTES, msg, len);
+  if (decoded) {
+    gl_request r = *decoded;
+    if (gl_request_detach(&r, msg, len) != GPULEASE_OK) {
+      if (p->fd >= 0) close(p->fd);
+      free(p);
+      free(copy);
+      return -1;
+    }
+    memcpy(copy + GL_IPC_TAG_BYTES + len, &r, sizeof r);
+  }
   p->data = copy;
-  p->len = GL_IPC_TAG_BYTES + len;
+  p->len = GL_IPC_TAG_BYTES + len + extra;
+  p->msg_len = len;
   p->cb = cb;
   p->ctx = ctx;
   p->queued = true;
@@ -512,7 +539,7 @@ void gl_wproc_cancel_lease(gl_wproc *w, uint64_t lease_id, gpulease_status statu
   for (wcall *p = w->head; p; p = p->next) {
     uint64_t id;
     if (p->answered || p->cancelled ||
-        !gl_request_peek_lease(p->data + GL_IPC_TAG_BYTES, p->len - GL_IPC_TAG_BYTES, &id) ||
+        !gl_request_peek_lease(p->data + GL_IPC_TAG_BYTES, p->msg_len, &id) ||
         id != lease_id)
       continue;
     p->cancelled = true;

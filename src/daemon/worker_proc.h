@@ -22,6 +22,7 @@
 #include <sys/types.h>
 
 #include "gpulease/gpulease.h"
+#include "proto/wire.h"
 
 struct ev_loop;
 
@@ -90,6 +91,12 @@ size_t gl_wproc_pending(const gl_wproc *w);
  * worker that serves several (class shared) when it ends. */
 void gl_wproc_cancel_lease(gl_wproc *w, uint64_t lease_id, gpulease_status status,
                            const char *why);
+
+/* As gl_wproc_call, for a request the daemon has decoded (decoded, from
+ * msg's bytes, borrowed for the call): the worker gets the decoded request
+ * beside the message and does not decode it again (GL_IPC_TAG_DECODED). */
+int gl_wproc_call_req(gl_wproc *w, const uint8_t *msg, size_t len, const gl_request *decoded,
+                      gl_wproc_reply_cb cb, void *ctx);
 
 /* As gl_wproc_call, with file descriptor fd (duplicated; the caller keeps
  * its own) sent beside the message (SCM_RIGHTS): SHM_ATTACH's segment. */

@@ -27,34 +27,10 @@
  * Plumbing
  * ==================================================================== */
 
-/* The session_ref of a session request other than SESSION_OPEN. */
+/* The session_ref of a session request other than SESSION_OPEN (the op
+ * table's, through gl_request_session; writable: the caller owns req). */
 static gl_session_ref *session_ref(gl_request *req) {
-  switch (req->op) {
-  case GL_OP_SESSION_CLOSE: return &req->u.session;
-  case GL_OP_SYNC: return &req->u.sync.s;
-  case GL_OP_KERNEL_OUTPUT: return &req->u.session;
-  case GL_OP_MEM_ALLOC: return &req->u.mem_alloc.s;
-  case GL_OP_MEM_FREE:
-  case GL_OP_MODULE_UNLOAD: return &req->u.handle.s;
-  case GL_OP_MEM_WRITE: return &req->u.mem_write.s;
-  case GL_OP_MEM_READ: return &req->u.mem_read.s;
-  case GL_OP_MEM_COPY: return &req->u.mem_copy.s;
-  case GL_OP_MEMSET: return &req->u.memset.s;
-  case GL_OP_TENSORMAP_ENCODE: return &req->u.tmap.s;
-  case GL_OP_MODULE_LOAD: return &req->u.module_load.s;
-  case GL_OP_FUNC_INFO: return &req->u.func_info.s;
-  case GL_OP_LAUNCH:
-  case GL_OP_LAUNCH_EX: return &req->u.launch.s;
-  case GL_OP_BURST: return &req->u.burst.s;
-  case GL_OP_EVENT_RECORD:
-  case GL_OP_EVENT_ELAPSED: return &req->u.event.s;
-  case GL_OP_GRAPH_BEGIN: return &req->u.graph_begin.s;
-  case GL_OP_GRAPH_END:
-  case GL_OP_GRAPH_LAUNCH:
-  case GL_OP_GRAPH_SET_ARGS:
-  case GL_OP_GRAPH_DESTROY: return &req->u.graph.s;
-  default: return NULL;
-  }
+  return (gl_session_ref *)gl_request_session(req);
 }
 
 static void fifo_clear(gpulease_session *s, bool cancel) {

@@ -1,10 +1,13 @@
 /*
  * optable.c - the op table as data (wire.h's gl_op_info), built from
  * src/proto/ops.def, and the lookups every part of gpulease makes by op:
- * its name, whether it is a session op, the lease_auth or session_ref a
- * decoded request carries, and the lease an encoded request names.
+ * its name, whether it is a session op, and the lease_auth or session_ref
+ * a decoded request carries. (What an encoded message says without a full
+ * decode is wire_peek.c's.)
  */
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "proto/wire.h"
 
@@ -73,15 +76,52 @@ const gl_lease_auth *gl_request_auth(const gl_request *r) {
                                          : &((const gl_session_ref *)p)->auth;
 }
 
-bool gl_request_peek_lease(const uint8_t *msg, size_t len, uint64_t *lease_id) {
-  gl_header h;
-  if (gl_header_decode(msg, len, &h) != GPULEASE_OK || len < GL_WIRE_HEADER_SIZE + 8) return false;
-  const gl_op_info *i = gl_op_info_of(h.op);
-  /* The ops a worker serves for a lease: their bodies start with its
-   * lease_auth (a session_ref starts with one too). */
-  if (!i || i->target == GL_OP_TARGET_NONE || i->where != GL_OP_WHERE_WORKER) return false;
-  uint64_t v = 0;
-  for (int k = 0; k < 8; k++) v = v << 8 | msg[GL_WIRE_HEADER_SIZE + k];
-  *lease_id = v;
-  return true;
+/* ---- carrying a decoded request to another process ---------------------- */
+
+/* Where each op's borrowed pointers are (ops.def's GL_OP_PTR rows). */
+typedef struct op_ptr {
+  uint16_t op;
+  size_t off; /* offsetof(gl_request, member) */
+} op_ptr;
+
+static const op_ptr k_ptrs[] = {
+#define GL_OP_PTR(NAME, MEMBER) {GL_OP_##NAME, offsetof(gl_request, MEMBER)},
+#include "proto/ops.def"
+#undef GL_OP_PTR
+};
+
+/* A pointer slot's value, read and written as bytes (the members are
+ * `const uint8_t *` or `const char *`: pointers of one representation). */
+static uintptr_t slot_get(const gl_request *r, size_t off) {
+  const void *p;
+  memcpy(&p, (const char *)r + off, sizeof p);
+  return (uintptr_t)p;
+}
+
+static void slot_set(gl_request *r, size_t off, uintptr_t v) {
+  const void *p = (const void *)v;
+  memcpy((char *)r + off, &p, sizeof p);
+}
+
+gpulease_status gl_request_detach(gl_request *r, const uint8_t *msg, size_t len) {
+  for (size_t i = 0; i < sizeof k_ptrs / sizeof k_ptrs[0]; i++) {
+    if (k_ptrs[i].op != r->op) continue;
+    uintptr_t v = slot_get(r, k_ptrs[i].off);
+    if (!v) continue; /* NULL stays 0 */
+    if (v < (uintptr_t)msg || v > (uintptr_t)msg + len) return GPULEASE_INVALID_ARGUMENT;
+    slot_set(r, k_ptrs[i].off, v - (uintptr_t)msg + 1);
+  }
+  return GPULEASE_OK;
+}
+
+gpulease_status gl_request_attach(gl_request *r, const uint8_t *msg, size_t len) {
+  if (!gl_op_info_of(r->op)) return GPULEASE_INVALID_ARGUMENT;
+  for (size_t i = 0; i < sizeof k_ptrs / sizeof k_ptrs[0]; i++) {
+    if (k_ptrs[i].op != r->op) continue;
+    uintptr_t v = slot_get(r, k_ptrs[i].off);
+    if (!v) continue;
+    if (v - 1 > len) return GPULEASE_INVALID_ARGUMENT;
+    slot_set(r, k_ptrs[i].off, (uintptr_t)msg + (v - 1));
+  }
+  return GPULEASE_OK;
 }

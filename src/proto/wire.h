@@ -474,6 +474,16 @@ bool gl_op_is_session(uint16_t op);
  * for other ops or a message too short. */
 bool gl_request_peek_lease(const uint8_t *msg, size_t len, uint64_t *lease_id);
 
+/* The op of an encoded message (a request, a response or a BATCH entry)
+ * from its header; 0 when the header cannot be read (short, bad magic or
+ * version). */
+uint16_t gl_message_peek_op(const uint8_t *msg, size_t len);
+
+/* The session id of an OK SESSION_OPEN response (len bytes, the whole
+ * message), read from its result. False for anything else: another op, an
+ * error, a body of the wrong length, an id of 0. */
+bool gl_response_peek_session_id(const uint8_t *msg, size_t len, uint64_t *session_id);
+
 typedef struct gl_session_ref {
   gl_lease_auth auth;
   uint64_t session_id;
@@ -742,6 +752,18 @@ const gl_session_ref *gl_request_session(const gl_request *r);
  * table's TARGET LEASE or SESSION: the session_ref's auth); NULL for the
  * ops that name none. Points into *r. */
 const gl_lease_auth *gl_request_auth(const gl_request *r);
+
+/* Decode once: a request decoded in one process (the daemon) travels to
+ * another (its worker, the same program) as its message's bytes plus the
+ * gl_request itself, whose borrowed pointers (ops.def's GL_OP_PTR rows)
+ * are made offsets into the message first and pointers into the
+ * receiver's copy after. gl_request_detach: every borrowed pointer of r,
+ * which must point into msg[0..len], becomes its offset + 1 (NULL stays
+ * 0); INVALID_ARGUMENT (r partly changed) for one outside. gl_request_attach:
+ * the reverse onto the receiver's copy of the message (len bytes);
+ * INVALID_ARGUMENT for an op the table lacks or an offset past len. */
+gpulease_status gl_request_detach(gl_request *r, const uint8_t *msg, size_t len);
+gpulease_status gl_request_attach(gl_request *r, const uint8_t *msg, size_t len);
 
 /* Appends a whole message (len bytes, copied; len < 4 GiB) behind its u32
  * length to a BATCH's list of requests or replies. On failure list->oom. */

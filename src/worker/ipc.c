@@ -180,6 +180,16 @@ gl_ipc_result gl_ipc_read_call_fds(int fd, size_t max_body, uint64_t *tag, gl_he
   return read_rest(fd, t + GL_IPC_TAG_BYTES, max_body, hdr, msg, len, hdr_status);
 }
 
+int gl_ipc_read_exact(int fd, void *buf, size_t n) {
+  ssize_t r = read_full(fd, buf, n);
+  if (r < 0) return -1;
+  if ((size_t)r != n) {
+    errno = ECONNRESET;
+    return -1;
+  }
+  return 0;
+}
+
 int gl_ipc_write_call(int fd, uint64_t tag, const void *msg, size_t len) {
   uint8_t t[GL_IPC_TAG_BYTES];
   gl_ipc_put_tag(t, tag);

@@ -51,6 +51,17 @@ int gl_ipc_write_all(int fd, const void *buf, size_t len);
  * calls use tags from 1 up. */
 #define GL_IPC_NOTICE_TAG 0
 
+/* A daemon's call whose tag has this bit carries, after its message, the
+ * request as the daemon decoded it: sizeof(gl_request) bytes with its
+ * borrowed pointers as offsets (gl_request_detach), so the worker does not
+ * decode it again (docs/protocol.md section 7). The worker's reply echoes
+ * the tag without the bit. */
+#define GL_IPC_TAG_DECODED (1ull << 63)
+
+/* Reads exactly n bytes (after a message: a decoded request). 0, or -1
+ * with errno set (ECONNRESET at an early end). */
+int gl_ipc_read_exact(int fd, void *buf, size_t n);
+
 /* Reads a tag and the message after it; results as gl_ipc_read (GL_IPC_EOF
  * only at a clean end before a tag). *tag is set whenever the tag was read.
  * A file descriptor sent with the message is closed. */

@@ -721,16 +721,8 @@ static void serve_segment(gl_wk *w, gl_job *job) {
 
 /* The lease a request names (its lease_auth); 0 for the ops that name none. */
 static uint64_t request_lease(const gl_request *q) {
-  switch (q->op) {
-  case GL_OP_GPU_SUBMIT: return q->u.submit.auth.lease_id;
-  case GL_OP_SHM_ATTACH: return q->u.shm_attach.auth.lease_id;
-  case GL_OP_SHM_DETACH: return q->u.shm_detach.auth.lease_id;
-  case GL_OP_SESSION_OPEN: return q->u.auth.lease_id;
-  default: {
-    const gl_session_ref *s = gl_request_session(q);
-    return s ? s->auth.lease_id : 0;
-  }
-  }
+  const gl_lease_auth *a = gl_request_auth(q);
+  return a ? a->lease_id : 0;
 }
 
 /* The lease a request goes to: a worker of one isolated lease serves it
@@ -751,8 +743,11 @@ static gl_wk *route(gl_wkproc *p, const gl_request *q, char *msg, size_t len) {
 }
 
 /* Main thread: serves or routes one whole message (ownership of msg
- * passes here). 0 to go on, -1 when a reply could not be written. */
-static int serve(gl_wkproc *p, uint64_t tag, uint8_t *msg, size_t len) {
+ * passes here). decoded: the request as the daemon decoded it, its
+ * pointers still offsets into msg (GL_IPC_TAG_DECODED), or NULL for a
+ * message to decode here. 0 to go on, -1 when a reply could not be
+ * written. */
+static int serve(gl_wkproc *p, uint64_t tag, uint8_t *msg, size_t len, gl_request *decoded) {
   gl_job *job = calloc(1, sizeof *job);
   if (!job) {
     free(msg);
@@ -765,11 +760,19 @@ static int serve(gl_wkproc *p, uint64_t tag, uint8_t *msg, size_t len) {
   char err[512] = "";
   /* A BURST's launches are checked on its lane (session_exec.c), where a
    * loop's repeated burst is recognised without walking them again. */
-  gl_header h;
-  gpulease_status st =
-      gl_header_decode(msg, len, &h) == GPULEASE_OK && h.op == GL_OP_BURST
-          ? gl_request_decode_ref(msg, len, GL_IPC_MAX_BODY, &job->req, &op, err, sizeof err)
-          : gl_request_decode(msg, len, GL_IPC_MAX_BODY, &job->req, &op, err, sizeof err);
+  gpulease_status st;
+  if (decoded) {
+    /* Decoded once, by the daemon (a BURST's launches as far as
+     * gl_request_decode_ref goes, as below). */
+    job->req = *decoded;
+    op = job->req.op;
+    st = gl_request_attach(&job->req, msg, len);
+    if (st != GPULEASE_OK) snprintf(err, sizeof err, "the daemon's decoded request does not fit its message");
+  } else if (gl_message_peek_op(msg, len) == GL_OP_BURST) {
+    st = gl_request_decode_ref(msg, len, GL_IPC_MAX_BODY, &job->req, &op, err, sizeof err);
+  } else {
+    st = gl_request_decode(msg, len, GL_IPC_MAX_BODY, &job->req, &op, err, sizeof err);
+  }
   if (st != GPULEASE_OK) {
     gl_job_free(job);
     return proc_reply_error(p, tag, op, st, err[0] ? err : "malformed request");
@@ -969,6 +972,19 @@ int gl_worker_run(int fd, gl_backend *backend) {
     gl_ipc_result r =
         gl_ipc_read_call_fds(fd, GL_IPC_MAX_BODY, &tag, &h, &msg, &len, &hst, &p->fdq);
     GL_LAT(GL_LAT_W_READ);
+    bool has_decoded = tag & GL_IPC_TAG_DECODED;
+    tag &= ~GL_IPC_TAG_DECODED;
+    gl_request decoded, *dp = NULL;
+    if (has_decoded && (r == GL_IPC_MESSAGE || r == GL_IPC_TOO_LARGE)) {
+      /* The request as the daemon decoded it follows the message. */
+      if (gl_ipc_read_exact(fd, &decoded, sizeof decoded) != 0) {
+        free(msg);
+        GL_WARN("worker: reading a decoded request failed; exiting");
+        rc = GL_WORKER_EXIT_IO;
+        break;
+      }
+      dp = &decoded;
+    }
     if (r == GL_IPC_EOF) break;
     if (r == GL_IPC_IO_ERROR) {
       if (!atomic_load(&p->lost)) GL_WARN("worker: reading a request failed; exiting");
@@ -994,7 +1010,7 @@ int gl_worker_run(int fd, gl_backend *backend) {
       }
       continue;
     }
-    if (serve(p, tag, msg, len) != 0) {
+    if (serve(p, tag, msg, len, dp) != 0) {
       rc = GL_WORKER_EXIT_IO;
       break;
     }
