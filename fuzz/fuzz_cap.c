@@ -16,7 +16,7 @@
  *     NUL-terminated message when it refuses.
  *
  * Built with -fsanitize=fuzzer by fuzz/CMakeLists.txt (GL_FUZZ) and with
- * fuzz/replay_main.c as fuzz_cap_replay (tests/auth.cmake).
+ * fuzz/replay_main.c as fuzz_cap_replay (tests/fuzz-corpus/CMakeLists.txt).
  */
 #include <stdint.h>
 #include <stdio.h>

@@ -11,7 +11,7 @@
  *   - a refusal always leaves a NUL-terminated message.
  *
  * Built with -fsanitize=fuzzer by fuzz/CMakeLists.txt (GL_FUZZ) and with
- * fuzz/replay_main.c as fuzz_fatbin_replay (tests/backend.cmake).
+ * fuzz/replay_main.c as fuzz_fatbin_replay (tests/fuzz-corpus/CMakeLists.txt).
  */
 #include <stdint.h>
 #include <stdio.h>

@@ -16,7 +16,8 @@
  *
  * Built two ways: with -fsanitize=fuzzer by fuzz/CMakeLists.txt (GL_FUZZ),
  * and with fuzz/replay_main.c as fuzz_ptx_replay, which replays the seed
- * corpus tests/fuzz-corpus/ptx/ under ctest (tests/emu_parse.cmake).
+ * corpus tests/fuzz-corpus/ptx/ under ctest
+ * (tests/fuzz-corpus/CMakeLists.txt).
  */
 #include <stdint.h>
 #include <stdio.h>

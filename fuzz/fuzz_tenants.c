@@ -17,7 +17,7 @@
  *
  * Built two ways: with -fsanitize=fuzzer by fuzz/CMakeLists.txt (GL_FUZZ),
  * and with fuzz/replay_main.c as fuzz_tenants_replay, which replays a few
- * seeds under ctest (tests/tenancy.cmake).
+ * seeds under ctest (tests/fuzz-corpus/CMakeLists.txt).
  */
 #include <stdint.h>
 #include <stdio.h>

@@ -20,7 +20,8 @@
  *
  * Built two ways: with -fsanitize=fuzzer by fuzz/CMakeLists.txt (GL_FUZZ),
  * and with fuzz/replay_main.c as a plain program that replays the seed
- * corpus under ctest (tests/proto.cmake, test fuzz_wire_replay).
+ * corpus under ctest (tests/fuzz-corpus/CMakeLists.txt, test
+ * fuzz_wire_replay).
  */
 #include <stdint.h>
 #include <stdio.h>
