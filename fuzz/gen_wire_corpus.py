@@ -8,26 +8,32 @@ byte layout in docs/protocol.md, independently of the C encoder, so the
 corpus also cross-checks the codec: test_wire asserts the C side's view of
 the same layout. Files named req-* / resp-* are valid messages, bad-* are
 refused by the decoder. Inputs a fuzzer crashed on are added by hand as
-crash-<sha1> and are not touched by this script.
+crash-<sha1> and are not touched by this script. The op codes come from
+the op table, src/proto/ops.def.
 """
 import os
+import re
 import struct
 import sys
 
 REQ, RESP = 0, 1
-OPS = dict(GET_INVENTORY=0x0001, LEASE_ALLOC=0x0101, LEASE_RENEW=0x0102,
-           LEASE_QUERY=0x0103, LEASE_FREE=0x0104, GPU_SUBMIT=0x0201,
-           SESSION_OPEN=0x0301, SESSION_CLOSE=0x0302, SYNC=0x0303,
-           MEM_ALLOC=0x0311, MEM_FREE=0x0312, MEM_WRITE=0x0313, MEM_READ=0x0314,
-           MEM_COPY=0x0315, MEMSET=0x0316, MODULE_LOAD=0x0321,
-           MODULE_UNLOAD=0x0322, FUNC_INFO=0x0323, LAUNCH=0x0331,
-           BATCH=0x0340, NODE_INFO=0x0002, NET_INFO=0x0003, POOL_INFO=0x0004, SHM_ATTACH=0x0105, SHM_DETACH=0x0106,
-           MEM_WRITE_SHM=0x0317, MEM_READ_SHM=0x0318, WORKER_INIT=0x7F01, WORKER_PROBE=0x7F02, WORKER_LOST=0x7F03,
-           MEM_WRITE_ARENA=0x7F04, MEM_READ_ARENA=0x7F05, WORKER_WARM=0x7F06,
-           WORKER_RELEASE=0x7F07, LAUNCH_EX=0x0332, BURST=0x0333, EVENT_RECORD=0x0351,
-           EVENT_ELAPSED=0x0352, GRAPH_BEGIN=0x0361, GRAPH_END=0x0362, GRAPH_LAUNCH=0x0363,
-           GRAPH_SET_ARGS=0x0364, GRAPH_DESTROY=0x0365, AUTHENTICATE=0x0005,
-           TENSORMAP_ENCODE=0x0305, LEASE_DELEGATE=0x0107, LEASE_REVOKE=0x0108, ADMIN_UNFENCE=0x0109)
+
+
+def read_op_table():
+    """The op codes from the op table, src/proto/ops.def (one GL_OP row per op)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    ops = {}
+    with open(os.path.join(here, "..", "src", "proto", "ops.def")) as f:
+        for line in f:
+            m = re.match(r"GL_OP\((\w+),\s*(0x[0-9A-Fa-f]+),", line)
+            if m:
+                ops[m.group(1)] = int(m.group(2), 16)
+    if len(ops) < 49:
+        sys.exit("gen_wire_corpus.py: src/proto/ops.def gave only %d ops" % len(ops))
+    return ops
+
+
+OPS = read_op_table()
 
 
 def cap(generation=1, rights=0xFF, not_after=0, audience=0, mac=bytes(range(0xA0, 0xB0))):
