@@ -228,7 +228,7 @@ static void batch_result_put(gl_buf *out, const gl_response *resp) {
   gl_wire__put_bytes(out, resp->u.batch.replies, resp->u.batch.replies_len);
 }
 
-const gl_wire__family gl_wire__batch = {
+const gl_wire__codec gl_wire__op_BATCH = {
     .decode = batch_decode,
     .validate = batch_validate,
     .put = batch_put,

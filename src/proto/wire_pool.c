@@ -7,16 +7,6 @@
  */
 #include "proto/wire_internal.h"
 
-static void pool_decode(gl_wire__rd *r, gl_request *q) {
-  (void)r;
-  (void)q; /* empty body */
-}
-
-static void pool_put(gl_buf *b, const gl_request *q) {
-  (void)b;
-  (void)q;
-}
-
 static void pool_result_decode(gl_wire__rd *r, gl_response *out) {
   gl_pool_info *p = &out->u.pool_info;
   p->gpu_count = gl_wire__rd_u16(r, "gpu_count");
@@ -55,9 +45,7 @@ static void pool_result_put(gl_buf *b, const gl_response *resp) {
   }
 }
 
-const gl_wire__family gl_wire__pool = {
-    .decode = pool_decode,
-    .put = pool_put,
+const gl_wire__codec gl_wire__op_POOL_INFO = {
     .result_decode = pool_result_decode,
     .result_valid = pool_result_valid,
     .result_put = pool_result_put,

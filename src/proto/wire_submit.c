@@ -188,7 +188,7 @@ static void submit_result_put(gl_buf *b, const gl_response *resp) {
   if (resp->u.submit.has_kout) gl_wire__kout_put(b, &resp->u.submit.kout);
 }
 
-const gl_wire__family gl_wire__submit = {
+const gl_wire__codec gl_wire__op_GPU_SUBMIT = {
     .decode = submit_decode,
     .validate = submit_validate,
     .put = submit_put,

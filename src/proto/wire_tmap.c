@@ -91,20 +91,14 @@ static void tmap_result_decode(gl_wire__rd *r, gl_response *out) {
   if (p) memcpy(out->u.tmap, p, GL_TMAP_BYTES);
 }
 
-static bool tmap_result_valid(const gl_response *resp) {
-  (void)resp; /* any 128 bytes */
-  return true;
-}
-
 static void tmap_result_put(gl_buf *b, const gl_response *resp) {
   gl_wire__put_bytes(b, resp->u.tmap, GL_TMAP_BYTES);
 }
 
-const gl_wire__family gl_wire__tmap = {
+const gl_wire__codec gl_wire__op_TENSORMAP_ENCODE = {
     .decode = tmap_decode,
     .validate = tmap_validate,
     .put = tmap_put,
     .result_decode = tmap_result_decode,
-    .result_valid = tmap_result_valid,
     .result_put = tmap_result_put,
 };
