@@ -5,9 +5,10 @@
  * This file holds what every op shares: the output buffer, the reader's
  * out-of-line half (wire_internal.h holds the rest and explains its sticky
  * error), the header and framing, the fields several op families use, and
- * the entry points, which check the frame and hand the body to the file of
- * the op's family (wire_lease.c, wire_submit.c, wire_session.c,
- * wire_worker.c) through its gl_wire__family table.
+ * the entry points, which check the frame and hand the body to the op's
+ * codec (gl_wire__op_<NAME>, wire_internal.h; NULL functions are nothing
+ * to do), defined in the file that ops.def's FAMILY column names
+ * (wire_<FAMILY>.c).
  *
  * The decoder never allocates and never reads past `len`; variable-length
  * fields (kernel name, image, input, message, output) are BORROWED pointers

@@ -1,7 +1,7 @@
 /*
  * wire_batch.c - the codec of BATCH (docs/protocol.md, "BATCH"): several
  * ops of one session in one request, answered in one response
- * (gl_wire__batch, called by wire.c's entry points), with gl_batch_next()
+ * (gl_wire__op_BATCH, called by wire.c's entry points), with gl_batch_next()
  * and gl_batch_add() to walk and build the lists.
  *
  * A BATCH carries whole request messages, each behind a u32 length, and

@@ -2,9 +2,12 @@
  * wire_exec.c - the codec of the launch ops beyond LAUNCH: LAUNCH_EX (a
  * launch with attributes: cooperative, thread-block cluster), BURST (many
  * launches in one op), the events (EVENT_RECORD, EVENT_ELAPSED) and the
- * graphs (GRAPH_BEGIN .. GRAPH_DESTROY), as the family gl_wire__exec; and the body every launch shares after its
- * session_ref, which LAUNCH (wire_session.c) uses too. Layouts in wire.h
- * and docs/protocol.md, "Launch attributes, bursts and events".
+ * graphs (GRAPH_BEGIN .. GRAPH_DESTROY), one codec per op
+ * (gl_wire__op_<NAME>, at the end, called by wire.c's entry points;
+ * GRAPH_LAUNCH and GRAPH_DESTROY share theirs); and the body every launch
+ * shares after its session_ref, which LAUNCH (wire_session.c) uses too.
+ * Layouts in wire.h and docs/protocol.md, "Launch attributes, bursts and
+ * events".
  */
 #include "proto/wire_internal.h"
 
@@ -320,10 +323,6 @@ static void graph_decode(gl_wire__rd *r, gl_request *q) {
   q->u.graph.graph = gl_wire__rd_u64(r, "graph");
 }
 
-static void graph_validate(gl_wire__rd *r, const gl_request *q) {
-  check_session(r, &q->u.graph.s);
-}
-
 static void graph_put(gl_buf *b, const gl_request *q) {
   gl_wire__session_ref_put(b, &q->u.graph.s);
   gl_wire__put_u64(b, q->u.graph.graph);
@@ -438,7 +437,7 @@ const gl_wire__codec gl_wire__op_GRAPH_END = {
 
 const gl_wire__codec gl_wire__op_GRAPH_LAUNCH = {
     .decode = graph_decode,
-    .validate = graph_validate,
+    .validate = gl_wire__ref_only_validate,
     .put = graph_put,
 };
 
@@ -450,6 +449,6 @@ const gl_wire__codec gl_wire__op_GRAPH_SET_ARGS = {
 
 const gl_wire__codec gl_wire__op_GRAPH_DESTROY = {
     .decode = graph_decode,
-    .validate = graph_validate,
+    .validate = gl_wire__ref_only_validate,
     .put = graph_put,
 };

@@ -1,9 +1,10 @@
 /*
  * wire_internal.h - what the codec's files share: the bounds-checked
  * reader, the big-endian writers, the fields and checks more than one op
- * family uses, and the table through which wire.c hands a message to the
- * file of its op family (wire_lease.c, wire_submit.c, wire_session.c,
- * wire_worker.c). wire_params.c reads the param lists of two of them.
+ * family uses, and the per-op codec (gl_wire__codec) through which wire.c
+ * hands a message to its op's functions: gl_wire__op_<NAME>, defined by
+ * the file that ops.def's FAMILY column names (wire_<FAMILY>.c).
+ * wire_params.c reads the param lists of GPU_SUBMIT and of the launches.
  *
  * Nothing here is part of wire.h's API; names carry the gl_wire__ prefix.
  * The tiny readers and writers are static inline, so that a decoder's
@@ -209,7 +210,8 @@ typedef struct gl_wire__codec {
 
 /* The codec's functions of the ops whose body is a session_ref alone
  * (SESSION_CLOSE, KERNEL_OUTPUT, GRAPH_END), on the session_ref that the
- * op's REF column names (gl_request_session()). wire_session.c. */
+ * op's REF column names (gl_request_session()); the validator (session_id
+ * not 0) is also that of the ops with no other check. wire_session.c. */
 void gl_wire__ref_only_decode(gl_wire__rd *r, gl_request *q);
 void gl_wire__ref_only_validate(gl_wire__rd *r, const gl_request *q);
 void gl_wire__ref_only_put(gl_buf *b, const gl_request *q);

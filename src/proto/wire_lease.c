@@ -1,13 +1,16 @@
 /*
  * wire_lease.c - the codec of the lease ops: GET_INVENTORY, AUTHENTICATE,
  * LEASE_ALLOC, LEASE_RENEW, LEASE_QUERY, LEASE_FREE, LEASE_DELEGATE and
- * LEASE_REVOKE, and ADMIN_UNFENCE, requests and results
- * (gl_wire__lease, called by wire.c's entry points; layouts in wire.h and
- * docs/protocol.md).
+ * LEASE_REVOKE, and ADMIN_UNFENCE, requests and results: one codec per
+ * op (gl_wire__op_<NAME>, at the end, called by wire.c's entry points;
+ * layouts in wire.h and docs/protocol.md).
  *
- * Their requests are fixed fields; the one with a range to check is
- * LEASE_ALLOC's lease_class. The inventory is the one result with
- * something to refuse (its gpu count and its str8 strings).
+ * Their requests are fixed fields; those with something to check are
+ * LEASE_ALLOC's lease_class, LEASE_RENEW's flags, LEASE_DELEGATE's rights
+ * and AUTHENTICATE's token. The results with something to refuse are the
+ * inventory (its gpu count and its str8 strings) and AUTHENTICATE's
+ * tenant. LEASE_QUERY and LEASE_FREE share their request (a lease_auth),
+ * LEASE_ALLOC, LEASE_RENEW and LEASE_QUERY their result (a lease_info).
  */
 #include <string.h>
 

@@ -2,7 +2,8 @@
  * wire_net.c - the codec of NET_INFO (docs/protocol.md): the daemon's
  * extra QUIC ports, each served by a network thread of its own, over which
  * a client stripes large transfers. Request: empty; result: the ports.
- * (gl_wire__net, called by wire.c's entry points; layout in wire.h.)
+ * (gl_wire__op_NET_INFO, called by wire.c's entry points; layout in
+ * wire.h.)
  */
 #include "proto/wire_internal.h"
 

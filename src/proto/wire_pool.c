@@ -2,8 +2,8 @@
  * wire_pool.c - the codec of POOL_INFO (docs/protocol.md): the daemon's
  * warm workers for each GPU (gpuleased --warm-workers). Request: empty;
  * result: per GPU its index, the pool's size, the workers ready and those
- * starting. (gl_wire__pool, called by wire.c's entry points; layout in
- * wire.h.)
+ * starting. (gl_wire__op_POOL_INFO, called by wire.c's entry points;
+ * layout in wire.h.)
  */
 #include "proto/wire_internal.h"
 

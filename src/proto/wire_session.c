@@ -1,8 +1,11 @@
 /*
  * wire_session.c - the codec of the session ops, SESSION_OPEN .. LAUNCH:
  * their requests, each (but SESSION_OPEN's) opening with a session_ref,
- * and their results (gl_wire__session, called by wire.c's entry points).
- * Which ops are session ops is the op table's (ops.def). Layouts in wire.h and
+ * and their results: one codec per op (gl_wire__op_<NAME>, at the end,
+ * called by wire.c's entry points), ops of one layout sharing functions
+ * (SESSION_CLOSE and KERNEL_OUTPUT the session_ref alone, which GRAPH_END
+ * uses too; MEM_FREE and MODULE_UNLOAD a session_ref and a handle). Which
+ * ops are session ops is the op table's (ops.def). Layouts in wire.h and
  * docs/protocol.md; LAUNCH's param list is read by wire_params.c.
  *
  * Handles in requests (buffers, modules, functions) are not checked here:
@@ -73,7 +76,8 @@ void gl_wire__session_ref_put(gl_buf *b, const gl_session_ref *s) {
   gl_wire__put_u64(b, s->seq);
 }
 
-/* SESSION_CLOSE, KERNEL_OUTPUT, GRAPH_END: the session_ref alone. */
+/* SESSION_CLOSE, KERNEL_OUTPUT, GRAPH_END: the session_ref alone. The
+ * validator also serves the ops whose one check is the session_id. */
 void gl_wire__ref_only_decode(gl_wire__rd *r, gl_request *q) {
   gl_wire__session_ref_decode(r, (gl_session_ref *)gl_request_session(q));
 }
@@ -362,7 +366,9 @@ static void kout_result_decode(gl_wire__rd *r, gl_response *out) {
   gl_wire__kout_decode(r, &out->u.kout);
 }
 
-static bool kout_result_valid(const gl_response *resp) { return gl_wire__kout_valid(&resp->u.kout); }
+static bool kout_result_valid(const gl_response *resp) {
+  return gl_wire__kout_valid(&resp->u.kout);
+}
 
 static void kout_result_put(gl_buf *b, const gl_response *resp) {
   gl_wire__kout_put(b, &resp->u.kout);

@@ -5,8 +5,10 @@
  * memory segment of the client's, handed over the local socket, for a
  * lease), and the session ops MEM_WRITE_SHM and MEM_READ_SHM (copies
  * between a buffer and a segment), and their internal twins
- * MEM_WRITE_ARENA and MEM_READ_ARENA (the daemon's arena, same layout). Requests and results
- * (gl_wire__shm, called by wire.c's entry points). Layouts in wire.h.
+ * MEM_WRITE_ARENA and MEM_READ_ARENA (the daemon's arena, same layout).
+ * Requests and results: one codec per op (gl_wire__op_<NAME>, at the end,
+ * called by wire.c's entry points; the four copies share their
+ * functions). Layouts in wire.h.
  */
 #include "proto/wire_internal.h"
 

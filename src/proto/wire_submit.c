@@ -1,8 +1,8 @@
 /*
  * wire_submit.c - the codec of GPU_SUBMIT, the one-shot op (image, kernel,
  * params, input and output in one message): its request, checked field by
- * field, and its result (gl_wire__submit, called by wire.c's entry
- * points). The param list it carries is read by wire_params.c. Layouts in
+ * field, and its result (gl_wire__op_GPU_SUBMIT, called by wire.c's
+ * entry points). The param list it carries is read by wire_params.c. Layouts in
  * wire.h and docs/protocol.md.
  */
 #include "proto/wire_internal.h"

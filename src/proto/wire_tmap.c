@@ -1,5 +1,5 @@
 /*
- * wire_tmap.c - the codec of TENSORMAP_ENCODE (the family gl_wire__tmap):
+ * wire_tmap.c - the codec of TENSORMAP_ENCODE (gl_wire__op_TENSORMAP_ENCODE):
  * a request of fixed size carrying cuTensorMapEncodeTiled's arguments with
  * the tensor's address as a buffer handle and an offset, and a result of
  * the 128 bytes of the tensor map. Layout in wire.h and docs/protocol.md,

@@ -6,12 +6,13 @@
  * WORKER_RELEASE (one lease of a shared worker ends),
  * WORKER_PROBE (the GPUs present), and WORKER_LOST (a notice
  * the worker sends after a lost context: its sessions and their failures),
- * requests and results (gl_wire__worker, called by wire.c's entry points).
- * Layouts in wire.h.
+ * requests and results: one codec per op (gl_wire__op_<NAME>, at the
+ * end, called by wire.c's entry points). Layouts in wire.h.
  *
- * Their requests are fixed fields with no range to check (WORKER_LOST has
- * no request: its request form is an empty body), so the family has no
- * validator; the results refuse a gpu count over 64, a str8 string that
+ * Their requests are fixed fields with no range to check (WORKER_PROBE
+ * and WORKER_LOST have empty bodies: WORKER_LOST's request form is one),
+ * the validators of WORKER_INIT and WORKER_WARM only that gpu_uuid fits
+ * its str8; the results refuse a gpu count over 64, a str8 string that
  * does not fit its array, more than 64 lost sessions, a session id 0 and a
  * failure status that is OK or not a wire status.
  */
