@@ -38,13 +38,6 @@ static void check_path_len(gl_wire__rd *r, size_t n) {
  * Requests
  * ====================================================================== */
 
-static void session_ref_decode(gl_wire__rd *r, gl_session_ref *s) {
-  gl_wire__auth_decode(r, &s->auth);
-  s->session_id = gl_wire__rd_u64(r, "session_id");
-  check_nonzero(r, "session_id", s->session_id);
-  s->seq = gl_wire__rd_u64(r, "seq");
-}
-
 static void attach_decode(gl_wire__rd *r, gl_request *q) {
   gl_wire__auth_decode(r, &q->u.shm_attach.auth);
   q->u.shm_attach.size_bytes = gl_wire__rd_u64(r, "size_bytes");
@@ -73,7 +66,7 @@ static void detach_put(gl_buf *b, const gl_request *q) {
 /* MEM_WRITE_SHM, MEM_READ_SHM, MEM_WRITE_ARENA, MEM_READ_ARENA. */
 static void copy_decode(gl_wire__rd *r, gl_request *q) {
   gl_mem_shm_req *m = &q->u.mem_shm;
-  session_ref_decode(r, &m->s);
+  gl_wire__session_ref_decode(r, &m->s);
   m->buffer = gl_wire__rd_u64(r, "buffer");
   m->offset = gl_wire__rd_u64(r, "offset");
   m->segment = gl_wire__rd_u64(r, "segment");
@@ -89,9 +82,7 @@ static void copy_validate(gl_wire__rd *r, const gl_request *q) {
 
 static void copy_put(gl_buf *b, const gl_request *q) {
   const gl_mem_shm_req *m = &q->u.mem_shm;
-  gl_wire__auth_put(b, &m->s.auth);
-  gl_wire__put_u64(b, m->s.session_id);
-  gl_wire__put_u64(b, m->s.seq);
+  gl_wire__session_ref_put(b, &m->s);
   gl_wire__put_u64(b, m->buffer);
   gl_wire__put_u64(b, m->offset);
   gl_wire__put_u64(b, m->segment);
