@@ -5,9 +5,10 @@
  * This file holds what every op shares: the output buffer, the reader's
  * out-of-line half (wire_internal.h holds the rest and explains its sticky
  * error), the header and framing, the fields several op families use, and
- * the entry points, which check the frame and hand the body to the file of
- * the op's family (wire_lease.c, wire_submit.c, wire_session.c,
- * wire_worker.c) through its gl_wire__family table.
+ * the entry points, which check the frame and hand the body to the op's
+ * codec (gl_wire__op_<NAME>, wire_internal.h; NULL functions are nothing
+ * to do), defined in the file that ops.def's FAMILY column names
+ * (wire_<FAMILY>.c).
  *
  * The decoder never allocates and never reads past `len`; variable-length
  * fields (kernel name, image, input, message, output) are BORROWED pointers
@@ -308,23 +309,24 @@ void gl_wire__check_kernel_name(gl_wire__rd *r, const char *name, size_t n) {
 }
 
 /* ========================================================================
- * Op families
+ * The per-op codecs
  * ====================================================================== */
 
 static bool op_known(uint16_t op) { return gl_op_info_of(op) != NULL; }
 
-/* The codec of each op's family (ops.def's FAMILY column). */
-static const gl_wire__family *const k_family[GL_OP_COUNT] = {
-#define GL_OP(NAME, CODE, FAMILY, ...) [GL_OPI_##NAME] = &gl_wire__##FAMILY,
+/* Each op's codec (wire_internal.h), defined in the file of ops.def's
+ * FAMILY column. */
+static const gl_wire__codec *const k_codec[GL_OP_COUNT] = {
+#define GL_OP(NAME, ...) [GL_OPI_##NAME] = &gl_wire__op_##NAME,
 #include "proto/ops.def"
 #undef GL_OP
 };
 
-/* The codec of op's family; NULL for an op the table does not have, which
- * the entry points refuse. */
-static const gl_wire__family *family_of(uint16_t op) {
+/* The codec of op; NULL for an op the table does not have, which the
+ * entry points refuse. */
+static const gl_wire__codec *codec_of(uint16_t op) {
   const gl_op_info *i = gl_op_info_of(op);
-  return i ? k_family[i - gl_op_table(NULL)] : NULL;
+  return i ? k_codec[i - gl_op_table(NULL)] : NULL;
 }
 
 /* ========================================================================
@@ -345,11 +347,11 @@ gpulease_status gl_request_decode(const uint8_t *msg, size_t len, size_t max_bod
     errf(err, errlen, "unknown op 0x%04x", op);
     return GPULEASE_UNSUPPORTED;
   }
-  const gl_wire__family *fam = family_of(op);
+  const gl_wire__codec *c = codec_of(op);
   gl_wire__rd r;
   gl_wire__rd_init(&r, msg + GL_WIRE_HEADER_SIZE, h.body_len, op, err, errlen);
   out->op = op;
-  if (fam) fam->decode(&r, out);
+  if (c->decode) c->decode(&r, out);
   rd_end(&r);
   if (r.st != GPULEASE_OK) memset(out, 0, sizeof *out);
   return r.st;
@@ -395,10 +397,10 @@ gpulease_status gl_request_validate(const gl_request *req, char *err, size_t err
     errf(err, errlen, "unknown op 0x%04x", req->op);
     return GPULEASE_INVALID_ARGUMENT;
   }
-  const gl_wire__family *fam = family_of(req->op);
+  const gl_wire__codec *c = codec_of(req->op);
   gl_wire__rd r;
   gl_wire__rd_init(&r, NULL, 0, req->op, err, errlen);
-  if (fam && fam->validate) fam->validate(&r, req);
+  if (c->validate) c->validate(&r, req);
   return r.st;
 }
 
@@ -408,8 +410,8 @@ gpulease_status gl_request_encode(const gl_request *req, gl_buf *out) {
   if (out->oom) return GPULEASE_NO_MEMORY;
   size_t start = out->len;
   put_header(out, GL_WIRE_KIND_REQUEST, req->op, 0);
-  const gl_wire__family *fam = family_of(req->op);
-  if (fam) fam->put(out, req);
+  const gl_wire__codec *c = codec_of(req->op);
+  if (c->put) c->put(out, req);
   return frame_finish(out, start);
 }
 
@@ -433,7 +435,7 @@ static gpulease_status response_decode(const uint8_t *msg, size_t len, size_t ma
     errf(err, errlen, "unknown op 0x%04x in an OK response", op);
     return GPULEASE_UNSUPPORTED;
   }
-  const gl_wire__family *fam = family_of(op);
+  const gl_wire__codec *c = codec_of(op); /* NULL for an error of an unknown op */
   gl_wire__rd r;
   gl_wire__rd_init(&r, msg + GL_WIRE_HEADER_SIZE, h.body_len, op, err, errlen);
   out->op = op;
@@ -441,7 +443,7 @@ static gpulease_status response_decode(const uint8_t *msg, size_t len, size_t ma
   out->msg_len = gl_wire__rd_u16(&r, "msg_len");
   out->msg = (const char *)gl_wire__rd_take(&r, out->msg_len, "msg");
   out->u.submit.has_kout = kout && op == GL_OP_GPU_SUBMIT; /* read by its result_decode */
-  if (h.status == GPULEASE_OK && fam) fam->result_decode(&r, out);
+  if (h.status == GPULEASE_OK && c->result_decode) c->result_decode(&r, out);
   rd_end(&r);
   if (r.st != GPULEASE_OK) memset(out, 0, sizeof *out);
   return r.st;
@@ -465,8 +467,8 @@ static bool response_valid(const gl_response *resp) {
   if (resp->msg_len > 0 && !resp->msg) return false;
   if (resp->status != GPULEASE_OK) return true;
   if (!op_known(resp->op)) return false;
-  const gl_wire__family *fam = family_of(resp->op);
-  return !fam || fam->result_valid(resp);
+  const gl_wire__codec *c = codec_of(resp->op);
+  return !c->result_valid || c->result_valid(resp);
 }
 
 /* Refusals (not in wire.h's list, which predates them): INVALID_ARGUMENT
@@ -483,8 +485,8 @@ gpulease_status gl_response_encode(const gl_response *resp, gl_buf *out) {
   put_header(out, GL_WIRE_KIND_RESPONSE, resp->op, resp->status);
   gl_wire__put_u16(out, resp->msg_len);
   gl_wire__put_bytes(out, resp->msg, resp->msg_len);
-  const gl_wire__family *fam = family_of(resp->op);
-  if (resp->status == GPULEASE_OK && fam) fam->result_put(out, resp);
+  const gl_wire__codec *c = codec_of(resp->op); /* NULL for an error of an unknown op */
+  if (resp->status == GPULEASE_OK && c->result_put) c->result_put(out, resp);
   return frame_finish(out, start);
 }
 

@@ -1,7 +1,7 @@
 /*
  * wire_batch.c - the codec of BATCH (docs/protocol.md, "BATCH"): several
  * ops of one session in one request, answered in one response
- * (gl_wire__batch, called by wire.c's entry points), with gl_batch_next()
+ * (gl_wire__op_BATCH, called by wire.c's entry points), with gl_batch_next()
  * and gl_batch_add() to walk and build the lists.
  *
  * A BATCH carries whole request messages, each behind a u32 length, and
@@ -122,18 +122,9 @@ static void check_ops(gl_wire__rd *r, const gl_session_ref *s, uint16_t count) {
  * Requests
  * ====================================================================== */
 
-static void session_ref_decode(gl_wire__rd *r, gl_session_ref *s) {
-  gl_wire__auth_decode(r, &s->auth);
-  s->session_id = gl_wire__rd_u64(r, "session_id");
-  if (gl_wire__rd_ok(r) && s->session_id == 0)
-    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
-                     "session_id 0 is not valid (ids and handles start at 1)");
-  s->seq = gl_wire__rd_u64(r, "seq");
-}
-
 static void batch_decode(gl_wire__rd *r, gl_request *q) {
   gl_batch_req *b = &q->u.batch;
-  session_ref_decode(r, &b->s);
+  gl_wire__session_ref_decode(r, &b->s);
   b->count = gl_wire__rd_u16(r, "count");
   check_count(r, b->count);
   if (!gl_wire__rd_ok(r)) return;
@@ -167,9 +158,7 @@ static void batch_validate(gl_wire__rd *r, const gl_request *q) {
 
 static void batch_put(gl_buf *out, const gl_request *q) {
   const gl_batch_req *b = &q->u.batch;
-  gl_wire__auth_put(out, &b->s.auth);
-  gl_wire__put_u64(out, b->s.session_id);
-  gl_wire__put_u64(out, b->s.seq);
+  gl_wire__session_ref_put(out, &b->s);
   gl_wire__put_u16(out, b->count);
   gl_wire__put_bytes(out, b->ops, b->ops_len);
 }
@@ -228,7 +217,7 @@ static void batch_result_put(gl_buf *out, const gl_response *resp) {
   gl_wire__put_bytes(out, resp->u.batch.replies, resp->u.batch.replies_len);
 }
 
-const gl_wire__family gl_wire__batch = {
+const gl_wire__codec gl_wire__op_BATCH = {
     .decode = batch_decode,
     .validate = batch_validate,
     .put = batch_put,

@@ -2,9 +2,12 @@
  * wire_exec.c - the codec of the launch ops beyond LAUNCH: LAUNCH_EX (a
  * launch with attributes: cooperative, thread-block cluster), BURST (many
  * launches in one op), the events (EVENT_RECORD, EVENT_ELAPSED) and the
- * graphs (GRAPH_BEGIN .. GRAPH_DESTROY), as the family gl_wire__exec; and the body every launch shares after its
- * session_ref, which LAUNCH (wire_session.c) uses too. Layouts in wire.h
- * and docs/protocol.md, "Launch attributes, bursts and events".
+ * graphs (GRAPH_BEGIN .. GRAPH_DESTROY), one codec per op
+ * (gl_wire__op_<NAME>, at the end, called by wire.c's entry points;
+ * GRAPH_LAUNCH and GRAPH_DESTROY share theirs); and the body every launch
+ * shares after its session_ref, which LAUNCH (wire_session.c) uses too.
+ * Layouts in wire.h and docs/protocol.md, "Launch attributes, bursts and
+ * events".
  */
 #include "proto/wire_internal.h"
 
@@ -196,190 +199,256 @@ gpulease_status gl_burst_add(gl_buf *list, const gl_launch_req *l) {
  * Requests
  * ====================================================================== */
 
-static void exec_decode(gl_wire__rd *r, gl_request *q) {
-  switch (q->op) {
-  case GL_OP_LAUNCH_EX:
-    gl_wire__session_ref_decode(r, &q->u.launch.s);
-    gl_wire__launch_body_decode(r, &q->u.launch, true);
-    break;
-  case GL_OP_BURST: {
-    gl_burst_req *b = &q->u.burst;
-    gl_wire__session_ref_decode(r, &b->s);
-    b->count = gl_wire__rd_u16(r, "count");
-    check_burst_count(r, b->count);
-    if (gl_wire__rd_ok(r)) {
-      size_t start = r->pos;
-      burst_scan(r, b->count);
-      b->launches = r->p + start;
-      b->launches_len = r->pos - start;
-      b->checked = true;
-    }
-    break;
-  }
-  case GL_OP_EVENT_RECORD:
-    gl_wire__session_ref_decode(r, &q->u.event.s);
-    q->u.event.event = gl_wire__rd_u16(r, "event");
-    check_event(r, "event", q->u.event.event);
-    break;
-  case GL_OP_EVENT_ELAPSED:
-    gl_wire__session_ref_decode(r, &q->u.event.s);
-    q->u.event.event = gl_wire__rd_u16(r, "start_event");
-    check_event(r, "start_event", q->u.event.event);
-    q->u.event.end_event = gl_wire__rd_u16(r, "end_event");
-    check_event(r, "end_event", q->u.event.end_event);
-    break;
-  case GL_OP_GRAPH_BEGIN: {
-    gl_graph_begin_req *g = &q->u.graph_begin;
-    gl_wire__session_ref_decode(r, &g->s);
-    g->flags = gl_wire__rd_u8(r, "flags");
-    g->flag_buffer = gl_wire__rd_u64(r, "flag_buffer");
-    g->flag_offset = gl_wire__rd_u64(r, "flag_offset");
-    check_graph_begin(r, g);
-    break;
-  }
-  case GL_OP_GRAPH_END:
-    gl_wire__session_ref_decode(r, &q->u.graph.s);
-    break;
-  case GL_OP_GRAPH_LAUNCH:
-  case GL_OP_GRAPH_DESTROY:
-    gl_wire__session_ref_decode(r, &q->u.graph.s);
-    q->u.graph.graph = gl_wire__rd_u64(r, "graph");
-    break;
-  case GL_OP_GRAPH_SET_ARGS: {
-    gl_graph_req *g = &q->u.graph;
-    gl_wire__session_ref_decode(r, &g->s);
-    g->graph = gl_wire__rd_u64(r, "graph");
-    g->node = gl_wire__rd_u32(r, "node");
-    g->args.s = g->s;
-    g->args.param_count = gl_wire__rd_u16(r, "param_count");
-    check_param_count(r, g->args.param_count);
-    if (gl_wire__rd_ok(r)) {
-      size_t start = r->pos;
-      gl_wire__param_list_scan(r, g->args.param_count, true);
-      g->args.params_raw = r->p + start;
-      g->args.params_raw_len = r->pos - start;
-    }
-    break;
-  }
-  }
-}
-
-/* GRAPH_SET_ARGS's list, as the encoder sees it. */
-static void exec_validate(gl_wire__rd *r, const gl_request *q) {
-  const gl_session_ref *s = gl_request_session(q);
-  if (s && gl_wire__rd_ok(r) && s->session_id == 0)
+/* Each validator starts with the session_id, as the decoder does. */
+static void check_session(gl_wire__rd *r, const gl_session_ref *s) {
+  if (gl_wire__rd_ok(r) && s->session_id == 0)
     gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
                      "session_id 0 is not valid (ids and handles start at 1)");
-  switch (q->op) {
-  case GL_OP_LAUNCH_EX:
-    gl_wire__launch_body_validate(r, &q->u.launch, true);
-    break;
-  case GL_OP_BURST: {
-    const gl_burst_req *b = &q->u.burst;
-    check_burst_count(r, b->count);
-    if (gl_wire__rd_ok(r) && !b->launches)
-      gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "launches is NULL");
-    if (!gl_wire__rd_ok(r) || b->checked) break;
-    gl_wire__rd lr;
-    gl_wire__rd_init(&lr, b->launches, b->launches_len, r->op, r->err, r->errlen);
-    burst_scan(&lr, b->count);
-    if (lr.st != GPULEASE_OK)
-      r->st = GPULEASE_INVALID_ARGUMENT; /* message already written */
-    else if (lr.pos != b->launches_len)
-      gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
-                       "launches_len %zu but the %u launches take %zu bytes", b->launches_len,
-                       b->count, lr.pos);
-    break;
-  }
-  case GL_OP_EVENT_RECORD:
-    check_event(r, "event", q->u.event.event);
-    break;
-  case GL_OP_EVENT_ELAPSED:
-    check_event(r, "start_event", q->u.event.event);
-    check_event(r, "end_event", q->u.event.end_event);
-    break;
-  case GL_OP_GRAPH_BEGIN:
-    check_graph_begin(r, &q->u.graph_begin);
-    break;
-  case GL_OP_GRAPH_SET_ARGS:
-    check_args_list(r, &q->u.graph.args);
-    break;
+}
+
+static void launch_ex_decode(gl_wire__rd *r, gl_request *q) {
+  gl_wire__session_ref_decode(r, &q->u.launch.s);
+  gl_wire__launch_body_decode(r, &q->u.launch, true);
+}
+
+static void launch_ex_validate(gl_wire__rd *r, const gl_request *q) {
+  check_session(r, &q->u.launch.s);
+  gl_wire__launch_body_validate(r, &q->u.launch, true);
+}
+
+static void launch_ex_put(gl_buf *b, const gl_request *q) {
+  gl_wire__session_ref_put(b, &q->u.launch.s);
+  gl_wire__launch_body_put(b, &q->u.launch, true);
+}
+
+static void burst_decode(gl_wire__rd *r, gl_request *q) {
+  gl_burst_req *b = &q->u.burst;
+  gl_wire__session_ref_decode(r, &b->s);
+  b->count = gl_wire__rd_u16(r, "count");
+  check_burst_count(r, b->count);
+  if (gl_wire__rd_ok(r)) {
+    size_t start = r->pos;
+    burst_scan(r, b->count);
+    b->launches = r->p + start;
+    b->launches_len = r->pos - start;
+    b->checked = true;
   }
 }
 
-static void exec_put(gl_buf *b, const gl_request *q) {
-  gl_wire__session_ref_put(b, gl_request_session(q));
-  switch (q->op) {
-  case GL_OP_LAUNCH_EX:
-    gl_wire__launch_body_put(b, &q->u.launch, true);
-    break;
-  case GL_OP_BURST:
-    gl_wire__put_u16(b, q->u.burst.count);
-    gl_wire__put_bytes(b, q->u.burst.launches, q->u.burst.launches_len);
-    break;
-  case GL_OP_EVENT_RECORD:
-    gl_wire__put_u16(b, q->u.event.event);
-    break;
-  case GL_OP_EVENT_ELAPSED:
-    gl_wire__put_u16(b, q->u.event.event);
-    gl_wire__put_u16(b, q->u.event.end_event);
-    break;
-  case GL_OP_GRAPH_BEGIN:
-    gl_wire__put_u8(b, q->u.graph_begin.flags);
-    gl_wire__put_u64(b, q->u.graph_begin.flag_buffer);
-    gl_wire__put_u64(b, q->u.graph_begin.flag_offset);
-    break;
-  case GL_OP_GRAPH_LAUNCH:
-  case GL_OP_GRAPH_DESTROY:
-    gl_wire__put_u64(b, q->u.graph.graph);
-    break;
-  case GL_OP_GRAPH_SET_ARGS:
-    gl_wire__put_u64(b, q->u.graph.graph);
-    gl_wire__put_u32(b, q->u.graph.node);
-    gl_wire__put_u16(b, q->u.graph.args.param_count);
-    gl_wire__put_bytes(b, q->u.graph.args.params_raw, q->u.graph.args.params_raw_len);
-    break;
-  default: /* GRAPH_END: the session_ref only */
-    break;
+static void burst_validate(gl_wire__rd *r, const gl_request *q) {
+  const gl_burst_req *b = &q->u.burst;
+  check_session(r, &b->s);
+  check_burst_count(r, b->count);
+  if (gl_wire__rd_ok(r) && !b->launches)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "launches is NULL");
+  if (!gl_wire__rd_ok(r) || b->checked) return;
+  gl_wire__rd lr;
+  gl_wire__rd_init(&lr, b->launches, b->launches_len, r->op, r->err, r->errlen);
+  burst_scan(&lr, b->count);
+  if (lr.st != GPULEASE_OK)
+    r->st = GPULEASE_INVALID_ARGUMENT; /* message already written */
+  else if (lr.pos != b->launches_len)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+                     "launches_len %zu but the %u launches take %zu bytes", b->launches_len,
+                     b->count, lr.pos);
+}
+
+static void burst_put(gl_buf *b, const gl_request *q) {
+  gl_wire__session_ref_put(b, &q->u.burst.s);
+  gl_wire__put_u16(b, q->u.burst.count);
+  gl_wire__put_bytes(b, q->u.burst.launches, q->u.burst.launches_len);
+}
+
+static void event_record_decode(gl_wire__rd *r, gl_request *q) {
+  gl_wire__session_ref_decode(r, &q->u.event.s);
+  q->u.event.event = gl_wire__rd_u16(r, "event");
+  check_event(r, "event", q->u.event.event);
+}
+
+static void event_record_validate(gl_wire__rd *r, const gl_request *q) {
+  check_session(r, &q->u.event.s);
+  check_event(r, "event", q->u.event.event);
+}
+
+static void event_record_put(gl_buf *b, const gl_request *q) {
+  gl_wire__session_ref_put(b, &q->u.event.s);
+  gl_wire__put_u16(b, q->u.event.event);
+}
+
+static void event_elapsed_decode(gl_wire__rd *r, gl_request *q) {
+  gl_wire__session_ref_decode(r, &q->u.event.s);
+  q->u.event.event = gl_wire__rd_u16(r, "start_event");
+  check_event(r, "start_event", q->u.event.event);
+  q->u.event.end_event = gl_wire__rd_u16(r, "end_event");
+  check_event(r, "end_event", q->u.event.end_event);
+}
+
+static void event_elapsed_validate(gl_wire__rd *r, const gl_request *q) {
+  check_session(r, &q->u.event.s);
+  check_event(r, "start_event", q->u.event.event);
+  check_event(r, "end_event", q->u.event.end_event);
+}
+
+static void event_elapsed_put(gl_buf *b, const gl_request *q) {
+  gl_wire__session_ref_put(b, &q->u.event.s);
+  gl_wire__put_u16(b, q->u.event.event);
+  gl_wire__put_u16(b, q->u.event.end_event);
+}
+
+static void graph_begin_decode(gl_wire__rd *r, gl_request *q) {
+  gl_graph_begin_req *g = &q->u.graph_begin;
+  gl_wire__session_ref_decode(r, &g->s);
+  g->flags = gl_wire__rd_u8(r, "flags");
+  g->flag_buffer = gl_wire__rd_u64(r, "flag_buffer");
+  g->flag_offset = gl_wire__rd_u64(r, "flag_offset");
+  check_graph_begin(r, g);
+}
+
+static void graph_begin_validate(gl_wire__rd *r, const gl_request *q) {
+  check_session(r, &q->u.graph_begin.s);
+  check_graph_begin(r, &q->u.graph_begin);
+}
+
+static void graph_begin_put(gl_buf *b, const gl_request *q) {
+  const gl_graph_begin_req *g = &q->u.graph_begin;
+  gl_wire__session_ref_put(b, &g->s);
+  gl_wire__put_u8(b, g->flags);
+  gl_wire__put_u64(b, g->flag_buffer);
+  gl_wire__put_u64(b, g->flag_offset);
+}
+
+/* GRAPH_LAUNCH, GRAPH_DESTROY: the session_ref and the graph. */
+static void graph_decode(gl_wire__rd *r, gl_request *q) {
+  gl_wire__session_ref_decode(r, &q->u.graph.s);
+  q->u.graph.graph = gl_wire__rd_u64(r, "graph");
+}
+
+static void graph_put(gl_buf *b, const gl_request *q) {
+  gl_wire__session_ref_put(b, &q->u.graph.s);
+  gl_wire__put_u64(b, q->u.graph.graph);
+}
+
+static void graph_set_args_decode(gl_wire__rd *r, gl_request *q) {
+  gl_graph_req *g = &q->u.graph;
+  gl_wire__session_ref_decode(r, &g->s);
+  g->graph = gl_wire__rd_u64(r, "graph");
+  g->node = gl_wire__rd_u32(r, "node");
+  g->args.s = g->s;
+  g->args.param_count = gl_wire__rd_u16(r, "param_count");
+  check_param_count(r, g->args.param_count);
+  if (gl_wire__rd_ok(r)) {
+    size_t start = r->pos;
+    gl_wire__param_list_scan(r, g->args.param_count, true);
+    g->args.params_raw = r->p + start;
+    g->args.params_raw_len = r->pos - start;
   }
+}
+
+static void graph_set_args_validate(gl_wire__rd *r, const gl_request *q) {
+  check_session(r, &q->u.graph.s);
+  check_args_list(r, &q->u.graph.args);
+}
+
+static void graph_set_args_put(gl_buf *b, const gl_request *q) {
+  const gl_graph_req *g = &q->u.graph;
+  gl_wire__session_ref_put(b, &g->s);
+  gl_wire__put_u64(b, g->graph);
+  gl_wire__put_u32(b, g->node);
+  gl_wire__put_u16(b, g->args.param_count);
+  gl_wire__put_bytes(b, g->args.params_raw, g->args.params_raw_len);
 }
 
 /* ========================================================================
- * Results: EVENT_ELAPSED's u64 elapsed_ns; the others are empty
+ * Results: EVENT_ELAPSED's u64 elapsed_ns, GRAPH_END's graph; the others
+ * are empty
  * ====================================================================== */
 
-static void exec_result_decode(gl_wire__rd *r, gl_response *out) {
-  if (out->op == GL_OP_EVENT_ELAPSED) {
-    out->u.elapsed_ns = gl_wire__rd_u64(r, "elapsed_ns");
-  } else if (out->op == GL_OP_GRAPH_END) {
-    out->u.graph_end.graph = gl_wire__rd_u64(r, "graph");
-    if (gl_wire__rd_ok(r) && out->u.graph_end.graph == 0)
-      gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
-                       "graph 0 is not valid (ids and handles start at 1)");
-    out->u.graph_end.kernel_nodes = gl_wire__rd_u32(r, "kernel_nodes");
-    out->u.graph_end.ops = gl_wire__rd_u32(r, "ops");
-  }
+static void elapsed_result_decode(gl_wire__rd *r, gl_response *out) {
+  out->u.elapsed_ns = gl_wire__rd_u64(r, "elapsed_ns");
 }
 
-static bool exec_result_valid(const gl_response *resp) {
-  return resp->op != GL_OP_GRAPH_END || resp->u.graph_end.graph != 0;
+static void elapsed_result_put(gl_buf *b, const gl_response *resp) {
+  gl_wire__put_u64(b, resp->u.elapsed_ns);
 }
 
-static void exec_result_put(gl_buf *b, const gl_response *resp) {
-  if (resp->op == GL_OP_EVENT_ELAPSED) {
-    gl_wire__put_u64(b, resp->u.elapsed_ns);
-  } else if (resp->op == GL_OP_GRAPH_END) {
-    gl_wire__put_u64(b, resp->u.graph_end.graph);
-    gl_wire__put_u32(b, resp->u.graph_end.kernel_nodes);
-    gl_wire__put_u32(b, resp->u.graph_end.ops);
-  }
+static void graph_end_result_decode(gl_wire__rd *r, gl_response *out) {
+  out->u.graph_end.graph = gl_wire__rd_u64(r, "graph");
+  if (gl_wire__rd_ok(r) && out->u.graph_end.graph == 0)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+                     "graph 0 is not valid (ids and handles start at 1)");
+  out->u.graph_end.kernel_nodes = gl_wire__rd_u32(r, "kernel_nodes");
+  out->u.graph_end.ops = gl_wire__rd_u32(r, "ops");
 }
 
-const gl_wire__family gl_wire__exec = {
-    .decode = exec_decode,
-    .validate = exec_validate,
-    .put = exec_put,
-    .result_decode = exec_result_decode,
-    .result_valid = exec_result_valid,
-    .result_put = exec_result_put,
+static bool graph_end_result_valid(const gl_response *resp) {
+  return resp->u.graph_end.graph != 0;
+}
+
+static void graph_end_result_put(gl_buf *b, const gl_response *resp) {
+  gl_wire__put_u64(b, resp->u.graph_end.graph);
+  gl_wire__put_u32(b, resp->u.graph_end.kernel_nodes);
+  gl_wire__put_u32(b, resp->u.graph_end.ops);
+}
+
+/* ========================================================================
+ * The codecs
+ * ====================================================================== */
+
+const gl_wire__codec gl_wire__op_LAUNCH_EX = {
+    .decode = launch_ex_decode,
+    .validate = launch_ex_validate,
+    .put = launch_ex_put,
+};
+
+const gl_wire__codec gl_wire__op_BURST = {
+    .decode = burst_decode,
+    .validate = burst_validate,
+    .put = burst_put,
+};
+
+const gl_wire__codec gl_wire__op_EVENT_RECORD = {
+    .decode = event_record_decode,
+    .validate = event_record_validate,
+    .put = event_record_put,
+};
+
+const gl_wire__codec gl_wire__op_EVENT_ELAPSED = {
+    .decode = event_elapsed_decode,
+    .validate = event_elapsed_validate,
+    .put = event_elapsed_put,
+    .result_decode = elapsed_result_decode,
+    .result_put = elapsed_result_put,
+};
+
+const gl_wire__codec gl_wire__op_GRAPH_BEGIN = {
+    .decode = graph_begin_decode,
+    .validate = graph_begin_validate,
+    .put = graph_begin_put,
+};
+
+const gl_wire__codec gl_wire__op_GRAPH_END = {
+    .decode = gl_wire__ref_only_decode,
+    .validate = gl_wire__ref_only_validate,
+    .put = gl_wire__ref_only_put,
+    .result_decode = graph_end_result_decode,
+    .result_valid = graph_end_result_valid,
+    .result_put = graph_end_result_put,
+};
+
+const gl_wire__codec gl_wire__op_GRAPH_LAUNCH = {
+    .decode = graph_decode,
+    .validate = gl_wire__ref_only_validate,
+    .put = graph_put,
+};
+
+const gl_wire__codec gl_wire__op_GRAPH_SET_ARGS = {
+    .decode = graph_set_args_decode,
+    .validate = graph_set_args_validate,
+    .put = graph_set_args_put,
+};
+
+const gl_wire__codec gl_wire__op_GRAPH_DESTROY = {
+    .decode = graph_decode,
+    .validate = gl_wire__ref_only_validate,
+    .put = graph_put,
 };

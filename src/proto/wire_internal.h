@@ -1,9 +1,10 @@
 /*
  * wire_internal.h - what the codec's files share: the bounds-checked
  * reader, the big-endian writers, the fields and checks more than one op
- * family uses, and the table through which wire.c hands a message to the
- * file of its op family (wire_lease.c, wire_submit.c, wire_session.c,
- * wire_worker.c). wire_params.c reads the param lists of two of them.
+ * family uses, and the per-op codec (gl_wire__codec) through which wire.c
+ * hands a message to its op's functions: gl_wire__op_<NAME>, defined by
+ * the file that ops.def's FAMILY column names (wire_<FAMILY>.c).
+ * wire_params.c reads the param lists of GPU_SUBMIT and of the launches.
  *
  * Nothing here is part of wire.h's API; names carry the gl_wire__ prefix.
  * The tiny readers and writers are static inline, so that a decoder's
@@ -177,19 +178,22 @@ void gl_wire__launch_body_put(gl_buf *b, const gl_launch_req *l, bool ex);
  * encoder on a caller's params_raw. */
 void gl_wire__param_list_scan(gl_wire__rd *r, unsigned count, bool launch);
 
-/* ---- Op families --------------------------------------------------------- */
+/* ---- The per-op codecs --------------------------------------------------- */
 
-/* The codec of one family of ops, defined by the family's file. wire.c has
- * checked the frame and picked the family from the op (family_of(), where
- * a new op is given its family) before it calls any of these; the
- * request's or response's op field is set, the rest of a struct being
- * decoded is zero. */
-typedef struct gl_wire__family {
+/* The codec of one op: gl_wire__op_<NAME> below, defined by the file that
+ * ops.def's FAMILY column names (wire_<FAMILY>.c). wire.c has checked the
+ * frame and picked the codec from the op (its k_codec table, built from
+ * ops.def) before it calls any of these; the request's or response's op
+ * field is set, the rest of a struct being decoded is zero. A NULL member
+ * is nothing to do: an empty body (decode, put), nothing a struct could
+ * get wrong (validate), an empty result (result_decode, result_put) or
+ * none it could refuse (result_valid). Ops of the same layout share the
+ * functions; where their field names differ a tiny wrapper passes them. */
+typedef struct gl_wire__codec {
   /* The request body, field by field, each checked as soon as it is read. */
   void (*decode)(gl_wire__rd *r, gl_request *q);
   /* The encoder's side: the decoder's checks on a struct a caller filled,
-   * plus the pointers behind non-zero lengths. NULL when there is nothing
-   * a struct could get wrong. */
+   * in the same order, plus the pointers behind non-zero lengths. */
   void (*validate)(gl_wire__rd *r, const gl_request *q);
   /* The request body of a validated struct. */
   void (*put)(gl_buf *b, const gl_request *q);
@@ -198,7 +202,19 @@ typedef struct gl_wire__family {
   /* What result_decode refuses, on a struct (for the encoder). */
   bool (*result_valid)(const gl_response *resp);
   void (*result_put)(gl_buf *b, const gl_response *resp);
-} gl_wire__family;
+} gl_wire__codec;
+
+#define GL_OP(NAME, ...) extern const gl_wire__codec gl_wire__op_##NAME;
+#include "proto/ops.def"
+#undef GL_OP
+
+/* The codec's functions of the ops whose body is a session_ref alone
+ * (SESSION_CLOSE, KERNEL_OUTPUT, GRAPH_END), on the session_ref that the
+ * op's REF column names (gl_request_session()); the validator (session_id
+ * not 0) is also that of the ops with no other check. wire_session.c. */
+void gl_wire__ref_only_decode(gl_wire__rd *r, gl_request *q);
+void gl_wire__ref_only_validate(gl_wire__rd *r, const gl_request *q);
+void gl_wire__ref_only_put(gl_buf *b, const gl_request *q);
 
 /* The kernel output block (gl_kout, wire.h): decode (checked: known
  * flags, truncated exactly when dropped > 0, len <= GL_KOUT_MAX), the same
@@ -206,16 +222,5 @@ typedef struct gl_wire__family {
 void gl_wire__kout_decode(gl_wire__rd *r, gl_kout *k);
 bool gl_wire__kout_valid(const gl_kout *k);
 void gl_wire__kout_put(gl_buf *b, const gl_kout *k);
-
-extern const gl_wire__family gl_wire__lease;   /* GET_INVENTORY, LEASE_* */
-extern const gl_wire__family gl_wire__submit;  /* GPU_SUBMIT */
-extern const gl_wire__family gl_wire__session; /* SESSION_OPEN .. LAUNCH */
-extern const gl_wire__family gl_wire__worker;  /* WORKER_INIT, _PROBE, _LOST, _WARM, _RELEASE */
-extern const gl_wire__family gl_wire__batch;   /* BATCH */
-extern const gl_wire__family gl_wire__net;     /* NET_INFO */
-extern const gl_wire__family gl_wire__pool;    /* POOL_INFO */
-extern const gl_wire__family gl_wire__shm;     /* NODE_INFO, SHM_*, MEM_*_SHM */
-extern const gl_wire__family gl_wire__exec;    /* LAUNCH_EX, BURST, EVENT_* */
-extern const gl_wire__family gl_wire__tmap;    /* TENSORMAP_ENCODE */
 
 #endif

@@ -1,13 +1,16 @@
 /*
  * wire_lease.c - the codec of the lease ops: GET_INVENTORY, AUTHENTICATE,
  * LEASE_ALLOC, LEASE_RENEW, LEASE_QUERY, LEASE_FREE, LEASE_DELEGATE and
- * LEASE_REVOKE, and ADMIN_UNFENCE, requests and results
- * (gl_wire__lease, called by wire.c's entry points; layouts in wire.h and
- * docs/protocol.md).
+ * LEASE_REVOKE, and ADMIN_UNFENCE, requests and results: one codec per
+ * op (gl_wire__op_<NAME>, at the end, called by wire.c's entry points;
+ * layouts in wire.h and docs/protocol.md).
  *
- * Their requests are fixed fields; the one with a range to check is
- * LEASE_ALLOC's lease_class. The inventory is the one result with
- * something to refuse (its gpu count and its str8 strings).
+ * Their requests are fixed fields; those with something to check are
+ * LEASE_ALLOC's lease_class, LEASE_RENEW's flags, LEASE_DELEGATE's rights
+ * and AUTHENTICATE's token. The results with something to refuse are the
+ * inventory (its gpu count and its str8 strings) and AUTHENTICATE's
+ * tenant. LEASE_QUERY and LEASE_FREE share their request (a lease_auth),
+ * LEASE_ALLOC, LEASE_RENEW and LEASE_QUERY their result (a lease_info).
  */
 #include <string.h>
 
@@ -17,112 +20,118 @@
  * Requests
  * ====================================================================== */
 
-static void lease_validate(gl_wire__rd *r, const gl_request *q);
-
-static void lease_decode(gl_wire__rd *r, gl_request *q) {
-  switch (q->op) {
-  case GL_OP_LEASE_ALLOC:
-    q->u.alloc.gpu_index = gl_wire__rd_u32(r, "gpu_index");
-    q->u.alloc.vram_bytes = gl_wire__rd_u64(r, "vram_bytes");
-    q->u.alloc.ttl_s = gl_wire__rd_u32(r, "ttl_s");
-    q->u.alloc.lease_class = gl_wire__rd_u8(r, "lease_class");
-    if (gl_wire__rd_ok(r) && q->u.alloc.lease_class > GPULEASE_CLASS_PARTITION)
-      gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
-                       "lease_class %u is not a class (0 isolated, 1 shared, 2 device, 3 partition)",
-                       q->u.alloc.lease_class);
-    q->u.alloc.printf_fifo_bytes = gl_wire__rd_u32(r, "printf_fifo_bytes");
-    q->u.alloc.malloc_heap_bytes = gl_wire__rd_u64(r, "malloc_heap_bytes");
-    break;
-  case GL_OP_LEASE_RENEW:
-    gl_wire__auth_decode(r, &q->u.renew.auth);
-    q->u.renew.ttl_s = gl_wire__rd_u32(r, "ttl_s");
-    q->u.renew.flags = gl_wire__rd_u8(r, "flags");
-    break;
-  case GL_OP_LEASE_DELEGATE:
-    gl_wire__auth_decode(r, &q->u.delegate.auth);
-    q->u.delegate.rights = gl_wire__rd_u32(r, "rights");
-    q->u.delegate.ttl_s = gl_wire__rd_u32(r, "ttl_s");
-    gl_wire__rd_str8(r, "audience", q->u.delegate.audience, sizeof q->u.delegate.audience);
-    break;
-  case GL_OP_LEASE_REVOKE:
-    q->u.revoke.lease_id = gl_wire__rd_u64(r, "lease_id");
-    gl_wire__rd_str8(r, "reason", q->u.revoke.reason, sizeof q->u.revoke.reason);
-    break;
-  case GL_OP_AUTHENTICATE:
-    gl_wire__rd_str8(r, "bearer_token", q->u.authenticate.token, sizeof q->u.authenticate.token);
-    break;
-  case GL_OP_ADMIN_UNFENCE:
-    q->u.unfence.gpu_index = gl_wire__rd_u32(r, "gpu_index");
-    break;
-  case GL_OP_LEASE_QUERY:
-  case GL_OP_LEASE_FREE:
-    gl_wire__auth_decode(r, &q->u.auth);
-    break;
-  default: /* GET_INVENTORY: empty body */
-    break;
-  }
-  lease_validate(r, q); /* RENEW's flags, DELEGATE's rights, AUTHENTICATE's token */
-}
-
-static void lease_put(gl_buf *b, const gl_request *q) {
-  switch (q->op) {
-  case GL_OP_LEASE_ALLOC:
-    gl_wire__put_u32(b, q->u.alloc.gpu_index);
-    gl_wire__put_u64(b, q->u.alloc.vram_bytes);
-    gl_wire__put_u32(b, q->u.alloc.ttl_s);
-    gl_wire__put_u8(b, q->u.alloc.lease_class);
-    gl_wire__put_u32(b, q->u.alloc.printf_fifo_bytes);
-    gl_wire__put_u64(b, q->u.alloc.malloc_heap_bytes);
-    break;
-  case GL_OP_LEASE_RENEW:
-    gl_wire__auth_put(b, &q->u.renew.auth);
-    gl_wire__put_u32(b, q->u.renew.ttl_s);
-    gl_wire__put_u8(b, q->u.renew.flags);
-    break;
-  case GL_OP_LEASE_DELEGATE:
-    gl_wire__auth_put(b, &q->u.delegate.auth);
-    gl_wire__put_u32(b, q->u.delegate.rights);
-    gl_wire__put_u32(b, q->u.delegate.ttl_s);
-    gl_wire__put_str8(b, q->u.delegate.audience, sizeof q->u.delegate.audience);
-    break;
-  case GL_OP_LEASE_REVOKE:
-    gl_wire__put_u64(b, q->u.revoke.lease_id);
-    gl_wire__put_str8(b, q->u.revoke.reason, sizeof q->u.revoke.reason);
-    break;
-  case GL_OP_AUTHENTICATE:
-    gl_wire__put_str8(b, q->u.authenticate.token, sizeof q->u.authenticate.token);
-    break;
-  case GL_OP_ADMIN_UNFENCE:
-    gl_wire__put_u32(b, q->u.unfence.gpu_index);
-    break;
-  case GL_OP_LEASE_QUERY:
-  case GL_OP_LEASE_FREE:
-    gl_wire__auth_put(b, &q->u.auth);
-    break;
-  default: /* GET_INVENTORY: empty body */
-    break;
-  }
-}
-
-/* Ranges: LEASE_ALLOC's class, LEASE_RENEW's flags, LEASE_DELEGATE's
- * rights, AUTHENTICATE's token length. */
-static void lease_validate(gl_wire__rd *r, const gl_request *q) {
-  if (!gl_wire__rd_ok(r)) return;
-  if (q->op == GL_OP_LEASE_ALLOC && q->u.alloc.lease_class > GPULEASE_CLASS_PARTITION)
+static void check_lease_class(gl_wire__rd *r, uint8_t c) {
+  if (gl_wire__rd_ok(r) && c > GPULEASE_CLASS_PARTITION)
     gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
                      "lease_class %u is not a class (0 isolated, 1 shared, 2 device, 3 partition)",
-                     q->u.alloc.lease_class);
-  else if (q->op == GL_OP_LEASE_RENEW && (q->u.renew.flags & ~GL_RENEW_F_ROTATE))
+                     c);
+}
+
+static void alloc_decode(gl_wire__rd *r, gl_request *q) {
+  gl_lease_alloc_req *a = &q->u.alloc;
+  a->gpu_index = gl_wire__rd_u32(r, "gpu_index");
+  a->vram_bytes = gl_wire__rd_u64(r, "vram_bytes");
+  a->ttl_s = gl_wire__rd_u32(r, "ttl_s");
+  a->lease_class = gl_wire__rd_u8(r, "lease_class");
+  check_lease_class(r, a->lease_class);
+  a->printf_fifo_bytes = gl_wire__rd_u32(r, "printf_fifo_bytes");
+  a->malloc_heap_bytes = gl_wire__rd_u64(r, "malloc_heap_bytes");
+}
+
+static void alloc_validate(gl_wire__rd *r, const gl_request *q) {
+  check_lease_class(r, q->u.alloc.lease_class);
+}
+
+static void alloc_put(gl_buf *b, const gl_request *q) {
+  const gl_lease_alloc_req *a = &q->u.alloc;
+  gl_wire__put_u32(b, a->gpu_index);
+  gl_wire__put_u64(b, a->vram_bytes);
+  gl_wire__put_u32(b, a->ttl_s);
+  gl_wire__put_u8(b, a->lease_class);
+  gl_wire__put_u32(b, a->printf_fifo_bytes);
+  gl_wire__put_u64(b, a->malloc_heap_bytes);
+}
+
+/* The decoder checks the flags after the last field, as the validator. */
+static void renew_validate(gl_wire__rd *r, const gl_request *q) {
+  if (gl_wire__rd_ok(r) && (q->u.renew.flags & ~GL_RENEW_F_ROTATE))
     gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
                      "flags 0x%02x: only bit 0 (rotate) is defined", q->u.renew.flags);
-  else if (q->op == GL_OP_LEASE_DELEGATE &&
-           (q->u.delegate.rights == 0 || (q->u.delegate.rights & ~(uint32_t)GPULEASE_RIGHTS_ALL)))
+}
+
+static void renew_decode(gl_wire__rd *r, gl_request *q) {
+  gl_wire__auth_decode(r, &q->u.renew.auth);
+  q->u.renew.ttl_s = gl_wire__rd_u32(r, "ttl_s");
+  q->u.renew.flags = gl_wire__rd_u8(r, "flags");
+  renew_validate(r, q);
+}
+
+static void renew_put(gl_buf *b, const gl_request *q) {
+  gl_wire__auth_put(b, &q->u.renew.auth);
+  gl_wire__put_u32(b, q->u.renew.ttl_s);
+  gl_wire__put_u8(b, q->u.renew.flags);
+}
+
+/* The decoder checks the rights after the last field, as the validator. */
+static void delegate_validate(gl_wire__rd *r, const gl_request *q) {
+  const gl_lease_delegate_req *d = &q->u.delegate;
+  if (gl_wire__rd_ok(r) && (d->rights == 0 || (d->rights & ~(uint32_t)GPULEASE_RIGHTS_ALL)))
     gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
-                     "rights 0x%08x: at least one right, only bits 0..7 are rights",
-                     q->u.delegate.rights);
-  else if (q->op == GL_OP_AUTHENTICATE && !q->u.authenticate.token[0])
+                     "rights 0x%08x: at least one right, only bits 0..7 are rights", d->rights);
+}
+
+static void delegate_decode(gl_wire__rd *r, gl_request *q) {
+  gl_lease_delegate_req *d = &q->u.delegate;
+  gl_wire__auth_decode(r, &d->auth);
+  d->rights = gl_wire__rd_u32(r, "rights");
+  d->ttl_s = gl_wire__rd_u32(r, "ttl_s");
+  gl_wire__rd_str8(r, "audience", d->audience, sizeof d->audience);
+  delegate_validate(r, q);
+}
+
+static void delegate_put(gl_buf *b, const gl_request *q) {
+  const gl_lease_delegate_req *d = &q->u.delegate;
+  gl_wire__auth_put(b, &d->auth);
+  gl_wire__put_u32(b, d->rights);
+  gl_wire__put_u32(b, d->ttl_s);
+  gl_wire__put_str8(b, d->audience, sizeof d->audience);
+}
+
+static void revoke_decode(gl_wire__rd *r, gl_request *q) {
+  q->u.revoke.lease_id = gl_wire__rd_u64(r, "lease_id");
+  gl_wire__rd_str8(r, "reason", q->u.revoke.reason, sizeof q->u.revoke.reason);
+}
+
+static void revoke_put(gl_buf *b, const gl_request *q) {
+  gl_wire__put_u64(b, q->u.revoke.lease_id);
+  gl_wire__put_str8(b, q->u.revoke.reason, sizeof q->u.revoke.reason);
+}
+
+static void authenticate_validate(gl_wire__rd *r, const gl_request *q) {
+  if (gl_wire__rd_ok(r) && !q->u.authenticate.token[0])
     gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "bearer_token is empty");
 }
+
+static void authenticate_decode(gl_wire__rd *r, gl_request *q) {
+  gl_wire__rd_str8(r, "bearer_token", q->u.authenticate.token, sizeof q->u.authenticate.token);
+  authenticate_validate(r, q);
+}
+
+static void authenticate_put(gl_buf *b, const gl_request *q) {
+  gl_wire__put_str8(b, q->u.authenticate.token, sizeof q->u.authenticate.token);
+}
+
+static void unfence_decode(gl_wire__rd *r, gl_request *q) {
+  q->u.unfence.gpu_index = gl_wire__rd_u32(r, "gpu_index");
+}
+
+static void unfence_put(gl_buf *b, const gl_request *q) {
+  gl_wire__put_u32(b, q->u.unfence.gpu_index);
+}
+
+/* LEASE_QUERY, LEASE_FREE: the lease_auth alone. */
+static void auth_only_decode(gl_wire__rd *r, gl_request *q) { gl_wire__auth_decode(r, &q->u.auth); }
+static void auth_only_put(gl_buf *b, const gl_request *q) { gl_wire__auth_put(b, &q->u.auth); }
 
 /* ========================================================================
  * Results: the inventory and lease_info
@@ -240,60 +249,105 @@ static void lease_info_put(gl_buf *b, const gl_lease_info *l) {
   gl_wire__put_u8(b, l->lease_class);
 }
 
+static void inventory_result_decode(gl_wire__rd *r, gl_response *out) {
+  inventory_decode(r, &out->u.inventory);
+}
+static bool inventory_result_valid(const gl_response *resp) {
+  return inventory_valid(&resp->u.inventory);
+}
+static void inventory_result_put(gl_buf *b, const gl_response *resp) {
+  inventory_put(b, &resp->u.inventory);
+}
+
+/* LEASE_ALLOC, LEASE_RENEW, LEASE_QUERY: a lease_info. */
 static void lease_result_decode(gl_wire__rd *r, gl_response *out) {
-  switch (out->op) {
-  case GL_OP_GET_INVENTORY:
-    inventory_decode(r, &out->u.inventory);
-    break;
-  case GL_OP_LEASE_ALLOC:
-  case GL_OP_LEASE_RENEW:
-  case GL_OP_LEASE_QUERY:
-    lease_info_decode(r, &out->u.lease);
-    break;
-  case GL_OP_LEASE_DELEGATE: {
-    const uint8_t *p = gl_wire__rd_take(r, GPULEASE_SECRET_BYTES, "secret");
-    if (p) memcpy(out->u.secret, p, GPULEASE_SECRET_BYTES);
-    break;
-  }
-  case GL_OP_AUTHENTICATE:
-    gl_wire__rd_str8(r, "tenant", out->u.tenant, sizeof out->u.tenant);
-    break;
-  default: /* LEASE_FREE, LEASE_REVOKE, ADMIN_UNFENCE: empty result */
-    break;
-  }
+  lease_info_decode(r, &out->u.lease);
 }
-
-static bool lease_result_valid(const gl_response *resp) {
-  if (resp->op == GL_OP_AUTHENTICATE) return gl_wire__str_fits(resp->u.tenant, sizeof resp->u.tenant);
-  return resp->op != GL_OP_GET_INVENTORY || inventory_valid(&resp->u.inventory);
-}
-
 static void lease_result_put(gl_buf *b, const gl_response *resp) {
-  switch (resp->op) {
-  case GL_OP_GET_INVENTORY:
-    inventory_put(b, &resp->u.inventory);
-    break;
-  case GL_OP_LEASE_ALLOC:
-  case GL_OP_LEASE_RENEW:
-  case GL_OP_LEASE_QUERY:
-    lease_info_put(b, &resp->u.lease);
-    break;
-  case GL_OP_LEASE_DELEGATE:
-    gl_wire__put_bytes(b, resp->u.secret, GPULEASE_SECRET_BYTES);
-    break;
-  case GL_OP_AUTHENTICATE:
-    gl_wire__put_str8(b, resp->u.tenant, sizeof resp->u.tenant);
-    break;
-  default: /* LEASE_FREE, LEASE_REVOKE: empty result */
-    break;
-  }
+  lease_info_put(b, &resp->u.lease);
 }
 
-const gl_wire__family gl_wire__lease = {
-    .decode = lease_decode,
-    .validate = lease_validate,
-    .put = lease_put,
+/* LEASE_DELEGATE: the delegated secret. */
+static void secret_result_decode(gl_wire__rd *r, gl_response *out) {
+  const uint8_t *p = gl_wire__rd_take(r, GPULEASE_SECRET_BYTES, "secret");
+  if (p) memcpy(out->u.secret, p, GPULEASE_SECRET_BYTES);
+}
+static void secret_result_put(gl_buf *b, const gl_response *resp) {
+  gl_wire__put_bytes(b, resp->u.secret, GPULEASE_SECRET_BYTES);
+}
+
+/* AUTHENTICATE: the tenant's name. */
+static void tenant_result_decode(gl_wire__rd *r, gl_response *out) {
+  gl_wire__rd_str8(r, "tenant", out->u.tenant, sizeof out->u.tenant);
+}
+static bool tenant_result_valid(const gl_response *resp) {
+  return gl_wire__str_fits(resp->u.tenant, sizeof resp->u.tenant);
+}
+static void tenant_result_put(gl_buf *b, const gl_response *resp) {
+  gl_wire__put_str8(b, resp->u.tenant, sizeof resp->u.tenant);
+}
+
+/* ========================================================================
+ * The codecs
+ * ====================================================================== */
+
+const gl_wire__codec gl_wire__op_GET_INVENTORY = {
+    .result_decode = inventory_result_decode,
+    .result_valid = inventory_result_valid,
+    .result_put = inventory_result_put,
+};
+
+const gl_wire__codec gl_wire__op_AUTHENTICATE = {
+    .decode = authenticate_decode,
+    .validate = authenticate_validate,
+    .put = authenticate_put,
+    .result_decode = tenant_result_decode,
+    .result_valid = tenant_result_valid,
+    .result_put = tenant_result_put,
+};
+
+const gl_wire__codec gl_wire__op_LEASE_ALLOC = {
+    .decode = alloc_decode,
+    .validate = alloc_validate,
+    .put = alloc_put,
     .result_decode = lease_result_decode,
-    .result_valid = lease_result_valid,
     .result_put = lease_result_put,
+};
+
+const gl_wire__codec gl_wire__op_LEASE_RENEW = {
+    .decode = renew_decode,
+    .validate = renew_validate,
+    .put = renew_put,
+    .result_decode = lease_result_decode,
+    .result_put = lease_result_put,
+};
+
+const gl_wire__codec gl_wire__op_LEASE_QUERY = {
+    .decode = auth_only_decode,
+    .put = auth_only_put,
+    .result_decode = lease_result_decode,
+    .result_put = lease_result_put,
+};
+
+const gl_wire__codec gl_wire__op_LEASE_FREE = {
+    .decode = auth_only_decode,
+    .put = auth_only_put,
+};
+
+const gl_wire__codec gl_wire__op_LEASE_DELEGATE = {
+    .decode = delegate_decode,
+    .validate = delegate_validate,
+    .put = delegate_put,
+    .result_decode = secret_result_decode,
+    .result_put = secret_result_put,
+};
+
+const gl_wire__codec gl_wire__op_LEASE_REVOKE = {
+    .decode = revoke_decode,
+    .put = revoke_put,
+};
+
+const gl_wire__codec gl_wire__op_ADMIN_UNFENCE = {
+    .decode = unfence_decode,
+    .put = unfence_put,
 };

@@ -2,19 +2,10 @@
  * wire_net.c - the codec of NET_INFO (docs/protocol.md): the daemon's
  * extra QUIC ports, each served by a network thread of its own, over which
  * a client stripes large transfers. Request: empty; result: the ports.
- * (gl_wire__net, called by wire.c's entry points; layout in wire.h.)
+ * (gl_wire__op_NET_INFO, called by wire.c's entry points; layout in
+ * wire.h.)
  */
 #include "proto/wire_internal.h"
-
-static void net_decode(gl_wire__rd *r, gl_request *q) {
-  (void)r;
-  (void)q; /* empty body */
-}
-
-static void net_put(gl_buf *b, const gl_request *q) {
-  (void)b;
-  (void)q;
-}
 
 static void net_result_decode(gl_wire__rd *r, gl_response *out) {
   gl_net_info *n = &out->u.net_info;
@@ -43,9 +34,7 @@ static void net_result_put(gl_buf *b, const gl_response *resp) {
   for (unsigned i = 0; i < n->stripe_count; i++) gl_wire__put_u16(b, n->stripe_ports[i]);
 }
 
-const gl_wire__family gl_wire__net = {
-    .decode = net_decode,
-    .put = net_put,
+const gl_wire__codec gl_wire__op_NET_INFO = {
     .result_decode = net_result_decode,
     .result_valid = net_result_valid,
     .result_put = net_result_put,

@@ -2,20 +2,10 @@
  * wire_pool.c - the codec of POOL_INFO (docs/protocol.md): the daemon's
  * warm workers for each GPU (gpuleased --warm-workers). Request: empty;
  * result: per GPU its index, the pool's size, the workers ready and those
- * starting. (gl_wire__pool, called by wire.c's entry points; layout in
- * wire.h.)
+ * starting. (gl_wire__op_POOL_INFO, called by wire.c's entry points;
+ * layout in wire.h.)
  */
 #include "proto/wire_internal.h"
-
-static void pool_decode(gl_wire__rd *r, gl_request *q) {
-  (void)r;
-  (void)q; /* empty body */
-}
-
-static void pool_put(gl_buf *b, const gl_request *q) {
-  (void)b;
-  (void)q;
-}
 
 static void pool_result_decode(gl_wire__rd *r, gl_response *out) {
   gl_pool_info *p = &out->u.pool_info;
@@ -55,9 +45,7 @@ static void pool_result_put(gl_buf *b, const gl_response *resp) {
   }
 }
 
-const gl_wire__family gl_wire__pool = {
-    .decode = pool_decode,
-    .put = pool_put,
+const gl_wire__codec gl_wire__op_POOL_INFO = {
     .result_decode = pool_result_decode,
     .result_valid = pool_result_valid,
     .result_put = pool_result_put,

@@ -1,8 +1,8 @@
 /*
  * wire_submit.c - the codec of GPU_SUBMIT, the one-shot op (image, kernel,
  * params, input and output in one message): its request, checked field by
- * field, and its result (gl_wire__submit, called by wire.c's entry
- * points). The param list it carries is read by wire_params.c. Layouts in
+ * field, and its result (gl_wire__op_GPU_SUBMIT, called by wire.c's
+ * entry points). The param list it carries is read by wire_params.c. Layouts in
  * wire.h and docs/protocol.md.
  */
 #include "proto/wire_internal.h"
@@ -188,7 +188,7 @@ static void submit_result_put(gl_buf *b, const gl_response *resp) {
   if (resp->u.submit.has_kout) gl_wire__kout_put(b, &resp->u.submit.kout);
 }
 
-const gl_wire__family gl_wire__submit = {
+const gl_wire__codec gl_wire__op_GPU_SUBMIT = {
     .decode = submit_decode,
     .validate = submit_validate,
     .put = submit_put,

@@ -1,5 +1,5 @@
 /*
- * wire_tmap.c - the codec of TENSORMAP_ENCODE (the family gl_wire__tmap):
+ * wire_tmap.c - the codec of TENSORMAP_ENCODE (gl_wire__op_TENSORMAP_ENCODE):
  * a request of fixed size carrying cuTensorMapEncodeTiled's arguments with
  * the tensor's address as a buffer handle and an offset, and a result of
  * the 128 bytes of the tensor map. Layout in wire.h and docs/protocol.md,
@@ -91,20 +91,14 @@ static void tmap_result_decode(gl_wire__rd *r, gl_response *out) {
   if (p) memcpy(out->u.tmap, p, GL_TMAP_BYTES);
 }
 
-static bool tmap_result_valid(const gl_response *resp) {
-  (void)resp; /* any 128 bytes */
-  return true;
-}
-
 static void tmap_result_put(gl_buf *b, const gl_response *resp) {
   gl_wire__put_bytes(b, resp->u.tmap, GL_TMAP_BYTES);
 }
 
-const gl_wire__family gl_wire__tmap = {
+const gl_wire__codec gl_wire__op_TENSORMAP_ENCODE = {
     .decode = tmap_decode,
     .validate = tmap_validate,
     .put = tmap_put,
     .result_decode = tmap_result_decode,
-    .result_valid = tmap_result_valid,
     .result_put = tmap_result_put,
 };

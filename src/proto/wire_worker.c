@@ -6,12 +6,13 @@
  * WORKER_RELEASE (one lease of a shared worker ends),
  * WORKER_PROBE (the GPUs present), and WORKER_LOST (a notice
  * the worker sends after a lost context: its sessions and their failures),
- * requests and results (gl_wire__worker, called by wire.c's entry points).
- * Layouts in wire.h.
+ * requests and results: one codec per op (gl_wire__op_<NAME>, at the
+ * end, called by wire.c's entry points). Layouts in wire.h.
  *
- * Their requests are fixed fields with no range to check (WORKER_LOST has
- * no request: its request form is an empty body), so the family has no
- * validator; the results refuse a gpu count over 64, a str8 string that
+ * Their requests are fixed fields with no range to check (WORKER_PROBE
+ * and WORKER_LOST have empty bodies: WORKER_LOST's request form is one),
+ * the validators of WORKER_INIT and WORKER_WARM only that gpu_uuid fits
+ * its str8; the results refuse a gpu count over 64, a str8 string that
  * does not fit its array, more than 64 lost sessions, a session id 0 and a
  * failure status that is OK or not a wire status.
  */
@@ -21,38 +22,51 @@
  * Requests
  * ====================================================================== */
 
-static void worker_decode(gl_wire__rd *r, gl_request *q) {
-  if (q->op == GL_OP_WORKER_INIT) {
-    q->u.worker_init.cuda_ordinal = gl_wire__rd_u32(r, "cuda_ordinal");
-    q->u.worker_init.vram_bytes = gl_wire__rd_u64(r, "vram_bytes");
-    q->u.worker_init.lease_id = gl_wire__rd_u64(r, "lease_id");
-    q->u.worker_init.flags = gl_wire__rd_u8(r, "flags");
-    q->u.worker_init.printf_fifo_bytes = gl_wire__rd_u32(r, "printf_fifo_bytes");
-    q->u.worker_init.malloc_heap_bytes = gl_wire__rd_u64(r, "malloc_heap_bytes");
-    gl_wire__rd_str8(r, "gpu_uuid", q->u.worker_init.gpu_uuid, sizeof q->u.worker_init.gpu_uuid);
-  } else if (q->op == GL_OP_WORKER_WARM) {
-    q->u.worker_init.cuda_ordinal = gl_wire__rd_u32(r, "cuda_ordinal");
-    gl_wire__rd_str8(r, "gpu_uuid", q->u.worker_init.gpu_uuid, sizeof q->u.worker_init.gpu_uuid);
-  } else if (q->op == GL_OP_WORKER_RELEASE) {
-    q->u.worker_init.lease_id = gl_wire__rd_u64(r, "lease_id");
-  } /* WORKER_PROBE: empty body */
+/* WORKER_INIT and WORKER_WARM: the gpu_uuid must fit the str8. */
+static void uuid_validate(gl_wire__rd *r, const gl_request *q) {
+  if (!gl_wire__str_fits(q->u.worker_init.gpu_uuid, sizeof q->u.worker_init.gpu_uuid))
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "gpu_uuid: longer than %zu bytes",
+                     sizeof q->u.worker_init.gpu_uuid - 1);
 }
 
-static void worker_put(gl_buf *b, const gl_request *q) {
-  if (q->op == GL_OP_WORKER_INIT) {
-    gl_wire__put_u32(b, q->u.worker_init.cuda_ordinal);
-    gl_wire__put_u64(b, q->u.worker_init.vram_bytes);
-    gl_wire__put_u64(b, q->u.worker_init.lease_id);
-    gl_wire__put_u8(b, q->u.worker_init.flags);
-    gl_wire__put_u32(b, q->u.worker_init.printf_fifo_bytes);
-    gl_wire__put_u64(b, q->u.worker_init.malloc_heap_bytes);
-    gl_wire__put_str8(b, q->u.worker_init.gpu_uuid, sizeof q->u.worker_init.gpu_uuid);
-  } else if (q->op == GL_OP_WORKER_WARM) {
-    gl_wire__put_u32(b, q->u.worker_init.cuda_ordinal);
-    gl_wire__put_str8(b, q->u.worker_init.gpu_uuid, sizeof q->u.worker_init.gpu_uuid);
-  } else if (q->op == GL_OP_WORKER_RELEASE) {
-    gl_wire__put_u64(b, q->u.worker_init.lease_id);
-  } /* WORKER_PROBE: empty body */
+static void init_decode(gl_wire__rd *r, gl_request *q) {
+  gl_worker_init_req *w = &q->u.worker_init;
+  w->cuda_ordinal = gl_wire__rd_u32(r, "cuda_ordinal");
+  w->vram_bytes = gl_wire__rd_u64(r, "vram_bytes");
+  w->lease_id = gl_wire__rd_u64(r, "lease_id");
+  w->flags = gl_wire__rd_u8(r, "flags");
+  w->printf_fifo_bytes = gl_wire__rd_u32(r, "printf_fifo_bytes");
+  w->malloc_heap_bytes = gl_wire__rd_u64(r, "malloc_heap_bytes");
+  gl_wire__rd_str8(r, "gpu_uuid", w->gpu_uuid, sizeof w->gpu_uuid);
+}
+
+static void init_put(gl_buf *b, const gl_request *q) {
+  const gl_worker_init_req *w = &q->u.worker_init;
+  gl_wire__put_u32(b, w->cuda_ordinal);
+  gl_wire__put_u64(b, w->vram_bytes);
+  gl_wire__put_u64(b, w->lease_id);
+  gl_wire__put_u8(b, w->flags);
+  gl_wire__put_u32(b, w->printf_fifo_bytes);
+  gl_wire__put_u64(b, w->malloc_heap_bytes);
+  gl_wire__put_str8(b, w->gpu_uuid, sizeof w->gpu_uuid);
+}
+
+static void warm_decode(gl_wire__rd *r, gl_request *q) {
+  q->u.worker_init.cuda_ordinal = gl_wire__rd_u32(r, "cuda_ordinal");
+  gl_wire__rd_str8(r, "gpu_uuid", q->u.worker_init.gpu_uuid, sizeof q->u.worker_init.gpu_uuid);
+}
+
+static void warm_put(gl_buf *b, const gl_request *q) {
+  gl_wire__put_u32(b, q->u.worker_init.cuda_ordinal);
+  gl_wire__put_str8(b, q->u.worker_init.gpu_uuid, sizeof q->u.worker_init.gpu_uuid);
+}
+
+static void release_decode(gl_wire__rd *r, gl_request *q) {
+  q->u.worker_init.lease_id = gl_wire__rd_u64(r, "lease_id");
+}
+
+static void release_put(gl_buf *b, const gl_request *q) {
+  gl_wire__put_u64(b, q->u.worker_init.lease_id);
 }
 
 /* ========================================================================
@@ -166,53 +180,71 @@ static void lost_put(gl_buf *b, const gl_worker_lost_resp *wl) {
   }
 }
 
-static void worker_result_decode(gl_wire__rd *r, gl_response *out) {
-  if (out->op == GL_OP_WORKER_WARM || out->op == GL_OP_WORKER_RELEASE) return; /* empty */
-  if (out->op == GL_OP_WORKER_LOST) {
-    lost_decode(r, &out->u.worker_lost);
-  } else if (out->op == GL_OP_WORKER_INIT) {
-    out->u.worker_init.region_base = gl_wire__rd_u64(r, "region_base");
-    gl_wire__rd_str8(r, "device_name", out->u.worker_init.device_name,
-                     sizeof out->u.worker_init.device_name);
-  } else { /* WORKER_PROBE */
-    probe_decode(r, &out->u.probe);
-  }
+static void probe_result_decode(gl_wire__rd *r, gl_response *out) {
+  probe_decode(r, &out->u.probe);
+}
+static bool probe_result_valid(const gl_response *resp) { return probe_valid(&resp->u.probe); }
+static void probe_result_put(gl_buf *b, const gl_response *resp) { probe_put(b, &resp->u.probe); }
+
+static void lost_result_decode(gl_wire__rd *r, gl_response *out) {
+  lost_decode(r, &out->u.worker_lost);
+}
+static bool lost_result_valid(const gl_response *resp) {
+  return lost_valid(&resp->u.worker_lost);
+}
+static void lost_result_put(gl_buf *b, const gl_response *resp) {
+  lost_put(b, &resp->u.worker_lost);
 }
 
-static bool worker_result_valid(const gl_response *resp) {
-  if (resp->op == GL_OP_WORKER_WARM || resp->op == GL_OP_WORKER_RELEASE) return true;
-  if (resp->op == GL_OP_WORKER_LOST) return lost_valid(&resp->u.worker_lost);
-  if (resp->op == GL_OP_WORKER_INIT)
-    return gl_wire__str_fits(resp->u.worker_init.device_name,
-                             sizeof resp->u.worker_init.device_name);
-  return probe_valid(&resp->u.probe); /* WORKER_PROBE */
+/* WORKER_INIT: the region's base and the device's name. */
+static void init_result_decode(gl_wire__rd *r, gl_response *out) {
+  out->u.worker_init.region_base = gl_wire__rd_u64(r, "region_base");
+  gl_wire__rd_str8(r, "device_name", out->u.worker_init.device_name,
+                   sizeof out->u.worker_init.device_name);
 }
 
-static void worker_result_put(gl_buf *b, const gl_response *resp) {
-  if (resp->op == GL_OP_WORKER_WARM || resp->op == GL_OP_WORKER_RELEASE) return; /* empty */
-  if (resp->op == GL_OP_WORKER_LOST) {
-    lost_put(b, &resp->u.worker_lost);
-  } else if (resp->op == GL_OP_WORKER_INIT) {
-    gl_wire__put_u64(b, resp->u.worker_init.region_base);
-    gl_wire__put_str8(b, resp->u.worker_init.device_name,
-                      sizeof resp->u.worker_init.device_name);
-  } else { /* WORKER_PROBE */
-    probe_put(b, &resp->u.probe);
-  }
+static bool init_result_valid(const gl_response *resp) {
+  return gl_wire__str_fits(resp->u.worker_init.device_name,
+                           sizeof resp->u.worker_init.device_name);
 }
 
-static void worker_validate(gl_wire__rd *r, const gl_request *q) {
-  if ((q->op == GL_OP_WORKER_INIT || q->op == GL_OP_WORKER_WARM) &&
-      !gl_wire__str_fits(q->u.worker_init.gpu_uuid, sizeof q->u.worker_init.gpu_uuid))
-    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT, "gpu_uuid: longer than %zu bytes",
-                     sizeof q->u.worker_init.gpu_uuid - 1);
+static void init_result_put(gl_buf *b, const gl_response *resp) {
+  gl_wire__put_u64(b, resp->u.worker_init.region_base);
+  gl_wire__put_str8(b, resp->u.worker_init.device_name, sizeof resp->u.worker_init.device_name);
 }
 
-const gl_wire__family gl_wire__worker = {
-    .decode = worker_decode,
-    .validate = worker_validate,
-    .put = worker_put,
-    .result_decode = worker_result_decode,
-    .result_valid = worker_result_valid,
-    .result_put = worker_result_put,
+/* ========================================================================
+ * The codecs
+ * ====================================================================== */
+
+const gl_wire__codec gl_wire__op_WORKER_INIT = {
+    .decode = init_decode,
+    .validate = uuid_validate,
+    .put = init_put,
+    .result_decode = init_result_decode,
+    .result_valid = init_result_valid,
+    .result_put = init_result_put,
+};
+
+const gl_wire__codec gl_wire__op_WORKER_PROBE = {
+    .result_decode = probe_result_decode,
+    .result_valid = probe_result_valid,
+    .result_put = probe_result_put,
+};
+
+const gl_wire__codec gl_wire__op_WORKER_LOST = {
+    .result_decode = lost_result_decode,
+    .result_valid = lost_result_valid,
+    .result_put = lost_result_put,
+};
+
+const gl_wire__codec gl_wire__op_WORKER_WARM = {
+    .decode = warm_decode,
+    .validate = uuid_validate,
+    .put = warm_put,
+};
+
+const gl_wire__codec gl_wire__op_WORKER_RELEASE = {
+    .decode = release_decode,
+    .put = release_put,
 };
