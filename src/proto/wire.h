@@ -769,7 +769,8 @@ gpulease_status gl_request_attach(gl_request *r, const uint8_t *msg, size_t len)
  * length to a BATCH's list of requests or replies. On failure list->oom. */
 void gl_batch_append(gl_buf *list, const uint8_t *msg, size_t len);
 
-/* Appends op (a session op but SESSION_OPEN and BATCH), encoded behind its
+/* Appends op (an op the op table marks BATCH: a session op but
+ * SESSION_OPEN, BATCH and the internal ones), encoded behind its
  * u32 length, to a BATCH's list. OK, INVALID_ARGUMENT (nothing appended)
  * or NO_MEMORY. */
 gpulease_status gl_batch_add(gl_buf *list, const gl_request *op);

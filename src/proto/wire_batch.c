@@ -37,9 +37,8 @@ void gl_batch_append(gl_buf *list, const uint8_t *msg, size_t len) {
 }
 
 gpulease_status gl_batch_add(gl_buf *list, const gl_request *op) {
-  if (!list || !op || op->op == GL_OP_BATCH || op->op == GL_OP_SESSION_OPEN ||
-      !gl_op_is_session(op->op))
-    return GPULEASE_INVALID_ARGUMENT;
+  const gl_op_info *info = op ? gl_op_info_of(op->op) : NULL;
+  if (!list || !info || !(info->flags & GL_OPF_BATCH)) return GPULEASE_INVALID_ARGUMENT;
   size_t at = list->len;
   gl_wire__put_u32(list, 0); /* patched below */
   gpulease_status st = gl_request_encode(op, list);
@@ -64,8 +63,11 @@ static void check_count(gl_wire__rd *r, uint16_t n) {
 }
 
 /* The ops a batch may hold. */
+/* The op table's BATCH flag: the session ops but SESSION_OPEN, BATCH
+ * itself and the internal ones. */
 static bool op_allowed(uint16_t op) {
-  return gl_op_is_session(op) && op != GL_OP_SESSION_OPEN && op != GL_OP_BATCH;
+  const gl_op_info *i = gl_op_info_of(op);
+  return i && (i->flags & GL_OPF_BATCH);
 }
 
 /* Reads the `count` request messages that follow in r (each a u32 length
@@ -90,8 +92,8 @@ static void check_ops(gl_wire__rd *r, const gl_session_ref *s, uint16_t count) {
     }
     if (!op_allowed(q.op)) {
       gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
-                       "op %u: %s cannot be in a batch (only session ops but SESSION_OPEN and "
-                       "BATCH)",
+                       "op %u: %s cannot be in a batch (only session ops but SESSION_OPEN, "
+                       "BATCH and the internal ops)",
                        i, gl_op_name(q.op));
       break;
     }

@@ -218,6 +218,60 @@ static void test_detach_attach_bounds(void **state) {
   gl_buf_free(&b);
 }
 
+/* A BATCH holds only the ops the table marks BATCH: an internal op
+ * smuggled into one (its entry's op bytes patched) is refused by the
+ * decoder, and gl_batch_add refuses to add one. */
+static void test_batch_flag(void **state) {
+  (void)state;
+  gl_request rd = {.op = GL_OP_MEM_READ};
+  rd.u.mem_read.s.auth.lease_id = 3;
+  rd.u.mem_read.s.session_id = 4;
+  rd.u.mem_read.s.seq = 1;
+  rd.u.mem_read.buffer = 1;
+  rd.u.mem_read.size_bytes = 16;
+  gl_buf list;
+  gl_buf_init(&list);
+  assert_int_equal(gl_batch_add(&list, &rd), GPULEASE_OK);
+  gl_request arena = {.op = GL_OP_MEM_READ_ARENA};
+  arena.u.mem_shm.s = rd.u.mem_read.s;
+  arena.u.mem_shm.size_bytes = 16;
+  size_t before = list.len;
+  assert_int_equal(gl_batch_add(&list, &arena), GPULEASE_INVALID_ARGUMENT);
+  assert_int_equal(list.len, before);
+  gl_request b = {.op = GL_OP_BATCH};
+  b.u.batch.s = rd.u.mem_read.s;
+  b.u.batch.count = 1;
+  b.u.batch.ops = list.data;
+  b.u.batch.ops_len = list.len;
+  gl_buf m;
+  gl_buf_init(&m);
+  assert_int_equal(gl_request_encode(&b, &m), GPULEASE_OK);
+  static gl_request out;
+  char err[256];
+  gpulease_status st = gl_request_decode(m.data, m.len, MAX_BODY, &out, NULL, err, sizeof err);
+  if (st != GPULEASE_OK) fail_msg("the plain batch: %s", err);
+  /* The same batch by hand, its one entry a well-formed MEM_READ_ARENA:
+   * the batch's header, session_ref and count, then u32 len + message. */
+  gl_buf am;
+  gl_buf_init(&am);
+  assert_int_equal(gl_request_encode(&arena, &am), GPULEASE_OK);
+  size_t head = GL_WIRE_HEADER_SIZE + 64 + 2;
+  size_t total = head + 4 + am.len;
+  uint8_t *raw = malloc(total);
+  memcpy(raw, m.data, head);
+  for (int k = 0; k < 4; k++) raw[head + k] = (uint8_t)(am.len >> (8 * (3 - k)));
+  memcpy(raw + head + 4, am.data, am.len);
+  uint32_t body = (uint32_t)(total - GL_WIRE_HEADER_SIZE);
+  for (int k = 0; k < 4; k++) raw[8 + k] = (uint8_t)(body >> (8 * (3 - k)));
+  assert_int_equal(gl_request_decode(raw, total, MAX_BODY, &out, NULL, err, sizeof err),
+                   GPULEASE_INVALID_ARGUMENT);
+  assert_non_null(strstr(err, "MEM_READ_ARENA cannot be in a batch"));
+  free(raw);
+  gl_buf_free(&am);
+  gl_buf_free(&m);
+  gl_buf_free(&list);
+}
+
 /* ---- docs/protocol.md against the table --------------------------------- */
 
 /* The text between the heading line starting with `start` and the next
@@ -368,7 +422,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rows_consistent),   cmocka_unit_test(test_refs_match_codec),
       cmocka_unit_test(test_detach_attach_corpus), cmocka_unit_test(test_detach_attach_bounds),
-      cmocka_unit_test(test_doc_op_table),      cmocka_unit_test(test_doc_rights),
+      cmocka_unit_test(test_batch_flag),        cmocka_unit_test(test_doc_op_table),
+      cmocka_unit_test(test_doc_rights),
   };
   return cmocka_run_group_tests_name("optable", tests, NULL, NULL);
 }
