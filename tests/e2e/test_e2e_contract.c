@@ -906,6 +906,102 @@ static void test_batch_rules(void **state) {
 }
 
 /* ======================================================================
+ * Refusals and their seqs ("Ordering": which refusals use the seq)
+ * ==================================================================== */
+
+static gl_request r_launch_ex(const peer *p, uint64_t seq, uint64_t fn, gl_buf *params,
+                              uint32_t grid_x, uint8_t flags, uint32_t cluster_x) {
+  gl_request q = r_launch1(p, seq, fn, params, 0);
+  q.op = GL_OP_LAUNCH_EX;
+  q.u.launch.grid[0] = grid_x;
+  q.u.launch.flags = flags;
+  if (cluster_x) q.u.launch.cluster[0] = cluster_x, q.u.launch.cluster[1] = 1,
+                 q.u.launch.cluster[2] = 1;
+  return q;
+}
+
+/* SYNC with ack_seq `failed` at seq `seq`: answered at once (the session
+ * does not wait for a refused seq), reporting the failure of op `op`. */
+static void sync_reports(const peer *p, uint64_t seq, uint64_t failed, gpulease_status st,
+                         uint16_t op) {
+  double t0 = now_s();
+  gl_request s = r_sync(p, seq, failed);
+  reply y = call(p->q, &s);
+  expect(&y, GPULEASE_OK, NULL);
+  assert_int_equal(y.r.u.sync.error_status, st);
+  assert_int_equal(y.r.u.sync.error_op, op);
+  assert_int_equal(y.r.u.sync.error_seq, failed);
+  reply_free(&y);
+  assert_true(now_s() - t0 < 5.0); /* not the 10 s seq timeout */
+}
+
+/* "LAUNCH_EX": a cooperative grid too large for the device, a grid that is
+ * not a whole number of clusters, a cluster over the portable 8 blocks are
+ * refused in LAUNCH_EX's own answer (not at the next SYNC), as GPU_SUBMIT
+ * refuses them; each refusal uses its seq (the session's failure), so the
+ * next seq goes on at once. */
+static void test_launch_ex_refused_up_front(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  start(&d, "10000");
+  peer p = open_peer(&d, 1 << 20);
+  uint64_t mod = load_module(&p, 1, k_ptx_nop, NULL);
+  uint64_t fn = func_info(&p, 2, mod, "nop").function;
+  uint64_t seq = 3;
+  struct {
+    uint32_t grid;
+    uint8_t flags;
+    uint32_t cluster;
+    const char *why;
+  } bad[] = {
+      {1u << 20, GL_LAUNCH_EX_COOPERATIVE, 0, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"},
+      {8, 0, 3, "CUDA_ERROR_INVALID_CLUSTER_SIZE"},
+      {16, 0, 16, "CUDA_ERROR_INVALID_CLUSTER_SIZE"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    gl_buf params;
+    gl_request l = r_launch_ex(&p, seq, fn, &params, bad[i].grid, bad[i].flags, bad[i].cluster);
+    reply x = call(p.q, &l);
+    gl_buf_free(&params);
+    expect(&x, GPULEASE_INVALID_ARGUMENT, bad[i].why);
+    assert_int_equal(x.r.op, GL_OP_LAUNCH_EX);
+    reply_free(&x);
+    /* Its seq is used: sent again, it is refused as such ... */
+    gl_request again = r_sync(&p, seq, 0);
+    x = call(p.q, &again);
+    expect(&x, GPULEASE_INVALID_ARGUMENT, "already used");
+    reply_free(&x);
+    /* ... and the next seq runs at once, the refusal its failure. */
+    sync_reports(&p, seq + 1, seq, GPULEASE_INVALID_ARGUMENT, GL_OP_LAUNCH_EX);
+    seq += 2;
+  }
+  /* What fits runs. */
+  gl_buf params;
+  gl_request ok = r_launch_ex(&p, seq++, fn, &params, 4, GL_LAUNCH_EX_COOPERATIVE, 2);
+  call_ok(p.q, &ok);
+  gl_buf_free(&params);
+  sync_reports(&p, seq++, 0, GPULEASE_OK, 0);
+  /* GPU_SUBMIT with the same attributes: the same check, the same answer. */
+  gl_request sub = {.op = GL_OP_GPU_SUBMIT};
+  sub.u.submit.auth = p.auth;
+  sub.u.submit.image_format = GPULEASE_IMAGE_PTX;
+  sub.u.submit.kernel_name = "nop";
+  sub.u.submit.kernel_name_len = 3;
+  for (int i = 0; i < 3; i++) sub.u.submit.grid[i] = sub.u.submit.block[i] = 1;
+  sub.u.submit.grid[0] = 16;
+  sub.u.submit.flags = GL_SUBMIT_F_CLUSTER;
+  sub.u.submit.cluster[0] = 16;
+  sub.u.submit.cluster[1] = sub.u.submit.cluster[2] = 1;
+  sub.u.submit.image = (const uint8_t *)k_ptx_nop;
+  sub.u.submit.image_len = (uint32_t)strlen(k_ptx_nop);
+  reply x = call(p.q, &sub);
+  expect(&x, GPULEASE_INVALID_ARGUMENT, "CUDA_ERROR_INVALID_CLUSTER_SIZE");
+  reply_free(&x);
+  close_peer(&p, seq);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
+/* ======================================================================
  * Large transfers through the daemon's arena (src/daemon/bulk.h)
  * ==================================================================== */
 
@@ -1077,6 +1173,7 @@ int main(void) {
       cmocka_unit_test(test_region_offsets),
       cmocka_unit_test(test_smaller_rules),
       cmocka_unit_test(test_batch_rules),
+      cmocka_unit_test(test_launch_ex_refused_up_front),
       cmocka_unit_test(test_bulk_arena),
       cmocka_unit_test(test_bulk_without_arena),
   };
