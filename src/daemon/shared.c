@@ -69,8 +69,10 @@ static void on_notice_cb(void *owner, const uint8_t *msg, size_t len) {
     snprintf(why, sizeof why, "a device fault");
   gl_wproc *w = c->w;
   lost(c, why);
-  /* The worker exits on its own; nothing it still answers matters. */
-  if (w) gl_wproc_kill(w, GPULEASE_LEASE_EXPIRED, why);
+  /* The worker exits on its own, and says so before it answers the
+   * request that found the fault: the leases have ended first, and that
+   * reply still goes to its client. The calls it leaves get the loss. */
+  if (w) gl_wproc_retire(w, GPULEASE_LEASE_EXPIRED, why);
 }
 
 static void on_linger(struct ev_loop *loop, ev_timer *t, int revents) {

@@ -1002,6 +1002,73 @@ static void test_launch_ex_refused_up_front(void **state) {
 }
 
 /* ======================================================================
+ * Shared leases: a fault ends the siblings before its answer goes out
+ * ==================================================================== */
+
+static gl_lease_auth lease_alloc_shared(gl_qclient *q) {
+  for (int tries = 0;; tries++) {
+    gl_request req = {.op = GL_OP_LEASE_ALLOC};
+    req.u.alloc.gpu_index = GPULEASE_ANY_GPU;
+    req.u.alloc.vram_bytes = 1 << 20;
+    req.u.alloc.ttl_s = 120;
+    req.u.alloc.lease_class = GPULEASE_CLASS_SHARED;
+    reply p = call(q, &req);
+    if (p.r.status == GPULEASE_BUSY && tries < 200) { /* the last context still ending */
+      reply_free(&p);
+      usleep(20000);
+      continue;
+    }
+    expect(&p, GPULEASE_OK, NULL);
+    gl_lease_auth a = {.lease_id = p.r.u.lease.lease_id};
+    memcpy(a.secret, p.r.u.lease.secret, sizeof a.secret);
+    reply_free(&p);
+    return a;
+  }
+}
+
+/* "a device fault loses the context and every shared lease of it. Their
+ * later requests get LEASE_EXPIRED": a LEASE_QUERY of lease B sent the
+ * moment lease A's LAUNCH_FAILED answer arrives gets LEASE_EXPIRED, every
+ * time (the daemon ends B before it answers A). */
+static void test_shared_fault_ends_siblings_first(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  start(&d, "10000");
+  gl_qclient *q = dial(&d, 30000);
+  const uint8_t bad_ptr[10] = {2, 8, 16, 0, 0, 0, 0, 0, 0, 0}; /* scalar 16: no address */
+  for (int round = 0; round < 5; round++) {
+    gl_lease_auth a = lease_alloc_shared(q), b = lease_alloc_shared(q);
+    gl_request sub = {.op = GL_OP_GPU_SUBMIT};
+    sub.u.submit.auth = a;
+    sub.u.submit.image_format = GPULEASE_IMAGE_PTX;
+    sub.u.submit.flags = GL_SUBMIT_F_PARAMS;
+    sub.u.submit.kernel_name = "poke";
+    sub.u.submit.kernel_name_len = 4;
+    for (int i = 0; i < 3; i++) sub.u.submit.grid[i] = sub.u.submit.block[i] = 1;
+    sub.u.submit.param_count = 1;
+    sub.u.submit.params_raw = bad_ptr;
+    sub.u.submit.params_raw_len = sizeof bad_ptr;
+    sub.u.submit.image = (const uint8_t *)k_ptx_poke;
+    sub.u.submit.image_len = (uint32_t)strlen(k_ptx_poke);
+    reply x = call(q, &sub);
+    expect(&x, GPULEASE_LAUNCH_FAILED, "CUDA_ERROR_ILLEGAL_ADDRESS");
+    reply_free(&x);
+    gl_request qb = {.op = GL_OP_LEASE_QUERY};
+    qb.u.auth = b;
+    x = call(q, &qb);
+    expect(&x, GPULEASE_LEASE_EXPIRED, "lost with its shared CUDA context");
+    reply_free(&x);
+    gl_request qa = {.op = GL_OP_LEASE_QUERY};
+    qa.u.auth = a;
+    x = call(q, &qa);
+    expect(&x, GPULEASE_LEASE_EXPIRED, NULL);
+    reply_free(&x);
+  }
+  gl_qclient_del(q);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
+/* ======================================================================
  * Large transfers through the daemon's arena (src/daemon/bulk.h)
  * ==================================================================== */
 
@@ -1174,6 +1241,7 @@ int main(void) {
       cmocka_unit_test(test_smaller_rules),
       cmocka_unit_test(test_batch_rules),
       cmocka_unit_test(test_launch_ex_refused_up_front),
+      cmocka_unit_test(test_shared_fault_ends_siblings_first),
       cmocka_unit_test(test_bulk_arena),
       cmocka_unit_test(test_bulk_without_arena),
   };
