@@ -905,6 +905,95 @@ static void test_batch_rules(void **state) {
   assert_int_equal(gl_test_daemon_stop(&d), 0);
 }
 
+/* The whole message of a reply is `want`. */
+static void expect_msg(const reply *p, gpulease_status st, const char *want) {
+  if (p->r.status != st || p->r.msg_len != strlen(want) || memcmp(p->r.msg, want, p->r.msg_len))
+    fprintf(stderr, "got %s '%.*s', want %s '%s'\n", gpulease_status_name(p->r.status),
+            (int)p->r.msg_len, p->r.msg, gpulease_status_name(st), want);
+  assert_int_equal(p->r.status, st);
+  assert_int_equal(p->r.msg_len, strlen(want));
+  assert_memory_equal(p->r.msg, want, p->r.msg_len);
+}
+
+/* The messages protocol.md quotes, word for word: an internal op from the
+ * network (on its header, whatever its body), a session that is not
+ * there, the fail-fast forms naming the op. */
+static void test_doc_messages(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  start(&d, "10000");
+  peer p = open_peer(&d, 1 << 20);
+  char want[1024];
+  /* Internal ops: a WORKER_INIT cut short, a whole MEM_WRITE_ARENA, a
+   * WORKER_RELEASE. */
+  uint8_t m[GL_WIRE_HEADER_SIZE + 8] = {GL_WIRE_MAGIC0, GL_WIRE_MAGIC1, GL_WIRE_VERSION,
+                                        GL_WIRE_KIND_REQUEST, 0x7F, 0x01, 0, 0, 0, 0, 0, 8};
+  uint64_t tok;
+  char err[256];
+  assert_int_equal(gl_qclient_send(p.q, m, sizeof m, &tok, err, sizeof err), GL_QC_OK);
+  reply x = wait_reply(p.q, tok);
+  expect_msg(&x, GPULEASE_UNSUPPORTED,
+             "op 0x7f01 (WORKER_INIT) is internal to the daemon and its workers, not served "
+             "over the network");
+  reply_free(&x);
+  gl_request q = {.op = GL_OP_MEM_WRITE_ARENA};
+  q.u.mem_shm.s = ref(&p, 0);
+  q.u.mem_shm.buffer = q.u.mem_shm.segment = 1;
+  q.u.mem_shm.size_bytes = 4096;
+  x = call(p.q, &q);
+  expect_msg(&x, GPULEASE_UNSUPPORTED,
+             "op 0x7f04 (MEM_WRITE_ARENA) is internal to the daemon and its workers, not "
+             "served over the network");
+  reply_free(&x);
+  gl_request rel = {.op = GL_OP_WORKER_RELEASE};
+  rel.u.worker_init.lease_id = p.auth.lease_id;
+  x = call(p.q, &rel);
+  expect_msg(&x, GPULEASE_UNSUPPORTED,
+             "op 0x7f07 (WORKER_RELEASE) is internal to the daemon and its workers, not "
+             "served over the network");
+  reply_free(&x);
+  /* A session never opened. */
+  peer other = p;
+  other.session = p.session + 1000;
+  gl_request s1 = r_sync(&other, 1, 0);
+  x = call(p.q, &s1);
+  snprintf(want, sizeof want, "no session %" PRIu64 " on lease %" PRIu64
+           " (never opened, or closed)", other.session, p.auth.lease_id);
+  expect_msg(&x, GPULEASE_NOT_FOUND, want);
+  reply_free(&x);
+  /* Fail fast after a numbered op, named by its name. */
+  gl_request bad = {.op = GL_OP_MEM_FREE};
+  bad.u.handle.s = ref(&p, 1);
+  bad.u.handle.handle = 0x12345;
+  x = call(p.q, &bad);
+  expect(&x, GPULEASE_INVALID_HANDLE, NULL);
+  char first[512];
+  snprintf(first, sizeof first, "%.*s", (int)x.r.msg_len, x.r.msg);
+  reply_free(&x);
+  gl_request m2 = r_memset32(&p, 2, 0x12345, 1);
+  x = call(p.q, &m2);
+  snprintf(want, sizeof want, "op 1 (MEM_FREE) failed earlier: %s; SYNC with ack_seq 1 to go on",
+           first);
+  expect_msg(&x, GPULEASE_INVALID_HANDLE, want);
+  reply_free(&x);
+  gl_request ack = r_sync(&p, 3, 1);
+  call_ok(p.q, &ack);
+  /* A closed session: the same words. */
+  gl_request c4 = r_close(&p, 4);
+  call_ok(p.q, &c4);
+  gl_request s5 = r_sync(&p, 5, 0);
+  x = call(p.q, &s5);
+  snprintf(want, sizeof want, "no session %" PRIu64 " on lease %" PRIu64
+           " (never opened, or closed)", p.session, p.auth.lease_id);
+  expect_msg(&x, GPULEASE_NOT_FOUND, want);
+  reply_free(&x);
+  gl_request f = {.op = GL_OP_LEASE_FREE};
+  f.u.auth = p.auth;
+  call_ok(p.q, &f);
+  gl_qclient_del(p.q);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
 /* ======================================================================
  * Refusals and their seqs ("Ordering": which refusals use the seq)
  * ==================================================================== */
@@ -1240,6 +1329,7 @@ int main(void) {
       cmocka_unit_test(test_region_offsets),
       cmocka_unit_test(test_smaller_rules),
       cmocka_unit_test(test_batch_rules),
+      cmocka_unit_test(test_doc_messages),
       cmocka_unit_test(test_launch_ex_refused_up_front),
       cmocka_unit_test(test_shared_fault_ends_siblings_first),
       cmocka_unit_test(test_bulk_arena),
