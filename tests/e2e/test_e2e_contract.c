@@ -994,10 +994,6 @@ static void test_doc_messages(void **state) {
   assert_int_equal(gl_test_daemon_stop(&d), 0);
 }
 
-/* ======================================================================
- * Refusals and their seqs ("Ordering": which refusals use the seq)
- * ==================================================================== */
-
 static gl_request r_launch_ex(const peer *p, uint64_t seq, uint64_t fn, gl_buf *params,
                               uint32_t grid_x, uint8_t flags, uint32_t cluster_x) {
   gl_request q = r_launch1(p, seq, fn, params, 0);
@@ -1008,6 +1004,112 @@ static gl_request r_launch_ex(const peer *p, uint64_t seq, uint64_t fn, gl_buf *
                  q.u.launch.cluster[2] = 1;
   return q;
 }
+
+/* A request refused by the daemon before the session sees it: its
+ * encoded bytes, one byte changed at body offset `at`, sent raw. */
+static reply call_patched(const peer *p, const gl_request *good, size_t at, uint8_t v) {
+  gl_buf enc;
+  gl_buf_init(&enc);
+  assert_int_equal(gl_request_encode(good, &enc), GPULEASE_OK);
+  enc.data[GL_WIRE_HEADER_SIZE + at] = v;
+  uint64_t tok;
+  char err[256];
+  assert_int_equal(gl_qclient_send(p->q, enc.data, enc.len, &tok, err, sizeof err), GL_QC_OK);
+  gl_buf_free(&enc);
+  return wait_reply(p->q, tok);
+}
+
+/* Section 6's field limits, one row each, as the daemon's decoder applies
+ * them (built by hand where the encoder would refuse them first). */
+static void test_decoder_limits_table(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  start(&d, "10000");
+  peer p = open_peer(&d, 1 << 20);
+  gl_request sub = {.op = GL_OP_GPU_SUBMIT};
+  sub.u.submit.auth = p.auth;
+  sub.u.submit.image_format = GPULEASE_IMAGE_PTX;
+  sub.u.submit.kernel_name = "nop";
+  sub.u.submit.kernel_name_len = 3;
+  for (int i = 0; i < 3; i++) sub.u.submit.grid[i] = sub.u.submit.block[i] = 1;
+  sub.u.submit.image = (const uint8_t *)k_ptx_nop;
+  sub.u.submit.image_len = (uint32_t)strlen(k_ptx_nop);
+  /* GPU_SUBMIT flags: bits 0..3 (bit 3, the kernel output, taken) ... */
+  sub.u.submit.flags = GL_SUBMIT_F_KOUT;
+  {
+    uint8_t *raw = NULL;
+    size_t rlen = 0;
+    char err[256];
+    assert_int_equal(gl_qclient_wait(p.q, send_req(p.q, &sub), &raw, &rlen, err, sizeof err),
+                     GL_QC_OK);
+    gl_header h;
+    assert_int_equal(gl_header_decode(raw, rlen, &h), GPULEASE_OK);
+    assert_int_equal(h.status, GPULEASE_OK);
+    /* msg_len 0, gpu_time_ns, output_len 0, then the 13-byte kout block */
+    assert_int_equal(h.body_len, 2 + 8 + 4 + 13);
+    free(raw);
+  }
+  reply x;
+  /* ... and no other (flags at body offset 49). */
+  x = call_patched(&p, &sub, 49, 0x10);
+  expect(&x, GPULEASE_INVALID_ARGUMENT, "flags 0x10 has unknown bits 0x10");
+  reply_free(&x);
+  /* Its cluster (flags bit 2: u32 x3 at 80 + N, N = 3): each >= 1. */
+  sub.u.submit.flags = GL_SUBMIT_F_CLUSTER;
+  sub.u.submit.cluster[0] = sub.u.submit.cluster[1] = sub.u.submit.cluster[2] = 1;
+  x = call_patched(&p, &sub, 83 + 7, 0);
+  expect(&x, GPULEASE_INVALID_ARGUMENT, "cluster (1,0,1): each dimension must be at least 1");
+  reply_free(&x);
+  /* LAUNCH_EX's cluster (u32 x3 at 101): all 0, or each >= 1. */
+  uint64_t mod = load_module(&p, 1, k_ptx_nop, NULL);
+  uint64_t fn = func_info(&p, 2, mod, "nop").function;
+  gl_buf params;
+  gl_request l = r_launch_ex(&p, 3, fn, &params, 2, 0, 2);
+  x = call_patched(&p, &l, 105 + 3, 0);
+  gl_buf_free(&params);
+  expect(&x, GPULEASE_INVALID_ARGUMENT, "cluster (2,0,1): each dimension must be at least 1");
+  reply_free(&x);
+  /* EVENT_ELAPSED end_event (u16 at 66): 0..255. */
+  gl_request e = {.op = GL_OP_EVENT_ELAPSED};
+  e.u.event.s = ref(&p, 3);
+  x = call_patched(&p, &e, 66, 1);
+  expect(&x, GPULEASE_INVALID_ARGUMENT, "end_event 256 out of range 0..255");
+  reply_free(&x);
+  /* GRAPH_BEGIN without WHILE: flag_offset (u64 at 73) must be 0. */
+  gl_request g = {.op = GL_OP_GRAPH_BEGIN};
+  g.u.graph_begin.s = ref(&p, 3);
+  x = call_patched(&p, &g, 80, 4);
+  expect(&x, GPULEASE_INVALID_ARGUMENT, "must be 0 without the WHILE flag");
+  reply_free(&x);
+  /* TENSORMAP_ENCODE: data_type (u32 at 64) 0..12, rank (u32 at 68) 1..5. */
+  gl_request t = {.op = GL_OP_TENSORMAP_ENCODE};
+  t.u.tmap.s = ref(&p, 3);
+  t.u.tmap.data_type = 7;
+  t.u.tmap.rank = 1;
+  t.u.tmap.buffer = 1;
+  t.u.tmap.global_dim[0] = 16;
+  t.u.tmap.box_dim[0] = 16;
+  t.u.tmap.element_strides[0] = 1;
+  x = call_patched(&p, &t, 67, 13);
+  expect(&x, GPULEASE_INVALID_ARGUMENT, "data_type 13 out of range 0..12");
+  reply_free(&x);
+  x = call_patched(&p, &t, 71, 6);
+  expect(&x, GPULEASE_INVALID_ARGUMENT, "rank 6 out of range 1..5");
+  reply_free(&x);
+  /* A slot past the rank (global_dim[1], u64 at 96) must be 0. */
+  x = call_patched(&p, &t, 103, 1);
+  expect(&x, GPULEASE_INVALID_ARGUMENT, "is past rank 1");
+  reply_free(&x);
+  /* None of these used seq 3. */
+  gl_request s3 = r_sync(&p, 3, 0);
+  call_ok(p.q, &s3);
+  close_peer(&p, 4);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
+/* ======================================================================
+ * Refusals and their seqs ("Ordering": which refusals use the seq)
+ * ==================================================================== */
 
 /* SYNC with ack_seq `failed` at seq `seq`: answered at once (the session
  * does not wait for a refused seq), reporting the failure of op `op`. */
@@ -1330,6 +1432,7 @@ int main(void) {
       cmocka_unit_test(test_smaller_rules),
       cmocka_unit_test(test_batch_rules),
       cmocka_unit_test(test_doc_messages),
+      cmocka_unit_test(test_decoder_limits_table),
       cmocka_unit_test(test_launch_ex_refused_up_front),
       cmocka_unit_test(test_shared_fault_ends_siblings_first),
       cmocka_unit_test(test_bulk_arena),
