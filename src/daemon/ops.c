@@ -1211,6 +1211,14 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
       framed && h.op == GL_OP_BURST
           ? gl_request_decode_ref(msg, len, d->cfg.max_message_bytes, r, &op, why, sizeof why)
           : gl_request_decode(msg, len, d->cfg.max_message_bytes, r, &op, why, sizeof why);
+  /* Its count is the decoder's limit all the same (section 6): refused here,
+   * like every decoder refusal it leaves the seq unused ("Ordering"). */
+  if (st == GPULEASE_OK && r->op == GL_OP_BURST &&
+      (r->u.burst.count < 1 || r->u.burst.count > GL_WIRE_MAX_BURST)) {
+    snprintf(why, sizeof why, "BURST: count %u out of range 1..%d", r->u.burst.count,
+             GL_WIRE_MAX_BURST);
+    st = GPULEASE_INVALID_ARGUMENT;
+  }
   if (st != GPULEASE_OK) {
     gl_ops_reply_error(req, op, st, "%s", why);
     free(r);

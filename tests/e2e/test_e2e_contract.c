@@ -1192,6 +1192,93 @@ static void test_launch_ex_refused_up_front(void **state) {
   assert_int_equal(gl_test_daemon_stop(&d), 0);
 }
 
+/* "A refused request does not use its seq" for every refusal of the
+ * daemon's decoder: LAUNCH_EX's flags, an EVENT slot, GRAPH_BEGIN's
+ * flags, a BATCH's count and a BURST's count (the daemon reads only a
+ * BURST's session_ref and count). Each time the same seq is sent again and
+ * the op held behind it runs, without MISSING_SEQ. */
+static void test_decoder_refusals_leave_seq_unused(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  start(&d, "10000");
+  peer p = open_peer(&d, 1 << 20);
+  uint64_t b = alloc_buf(&p, 1, 4096, NULL);
+  uint64_t mod = load_module(&p, 2, k_ptx_nop, NULL);
+  uint64_t fn = func_info(&p, 3, mod, "nop").function;
+  uint64_t seq = 4;
+  for (int k = 0; k < 6; k++) {
+    /* seq + 1 is held behind seq */
+    gl_request held = r_memset32(&p, seq + 1, b, 0x100 + (uint32_t)k);
+    uint64_t th = send_req(p.q, &held);
+    reply x;
+    gl_buf tmp;
+    gl_buf_init(&tmp);
+    switch (k) {
+    case 0: { /* LAUNCH_EX flags (body offset 100) */
+      gl_buf params;
+      gl_request l = r_launch_ex(&p, seq, fn, &params, 1, GL_LAUNCH_EX_COOPERATIVE, 0);
+      x = call_patched(&p, &l, 100, 0x80);
+      gl_buf_free(&params);
+      expect(&x, GPULEASE_INVALID_ARGUMENT, "flags 0x80 has unknown bits");
+      break;
+    }
+    case 1: { /* EVENT_RECORD slot 256 (u16 at 64) */
+      gl_request e = {.op = GL_OP_EVENT_RECORD};
+      e.u.event.s = ref(&p, seq);
+      x = call_patched(&p, &e, 64, 0x01);
+      expect(&x, GPULEASE_INVALID_ARGUMENT, "event 256 out of range 0..255");
+      break;
+    }
+    case 2: { /* GRAPH_BEGIN flags (64) */
+      gl_request g = {.op = GL_OP_GRAPH_BEGIN};
+      g.u.graph_begin.s = ref(&p, seq);
+      x = call_patched(&p, &g, 64, 0x02);
+      expect(&x, GPULEASE_INVALID_ARGUMENT, "flags 0x02 has unknown bits");
+      break;
+    }
+    case 3: { /* BATCH count 0 (u16 at 64) */
+      gl_request one = r_sync(&p, seq, 0);
+      assert_int_equal(gl_batch_add(&tmp, &one), GPULEASE_OK);
+      gl_request bt = {.op = GL_OP_BATCH};
+      bt.u.batch.s = ref(&p, seq);
+      bt.u.batch.count = 1;
+      bt.u.batch.ops = tmp.data;
+      bt.u.batch.ops_len = tmp.len;
+      x = call_patched(&p, &bt, 65, 0x00);
+      expect(&x, GPULEASE_INVALID_ARGUMENT, "count 0 out of range 1..1024");
+      break;
+    }
+    case 4:
+    case 5: { /* BURST count 0 and 4097 (u16 at 64) */
+      gl_launch_req l1;
+      memset(&l1, 0, sizeof l1);
+      l1.function = fn;
+      l1.grid[0] = l1.grid[1] = l1.grid[2] = l1.block[0] = l1.block[1] = l1.block[2] = 1;
+      assert_int_equal(gl_burst_add(&tmp, &l1), GPULEASE_OK);
+      gl_request bu = {.op = GL_OP_BURST};
+      bu.u.burst.s = ref(&p, seq);
+      bu.u.burst.count = 1;
+      bu.u.burst.launches = tmp.data;
+      bu.u.burst.launches_len = tmp.len;
+      bu.u.burst.checked = true;
+      x = k == 4 ? call_patched(&p, &bu, 65, 0x00) : call_patched(&p, &bu, 64, 0x10);
+      expect(&x, GPULEASE_INVALID_ARGUMENT, k == 4 ? "count 0 out of range 1..4096"
+                                                   : "count 4097 out of range 1..4096");
+      break;
+    }
+    }
+    gl_buf_free(&tmp);
+    reply_free(&x);
+    /* The same seq again: a SYNC, which finds no failure; the held op runs. */
+    sync_reports(&p, seq, 0, GPULEASE_OK, 0);
+    wait_ok(p.q, th);
+    assert_int_equal(read_u32(&p, seq + 2, b), 0x100 + (uint32_t)k);
+    seq += 3;
+  }
+  close_peer(&p, seq);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
 /* ======================================================================
  * Shared leases: a fault ends the siblings before its answer goes out
  * ==================================================================== */
@@ -1434,6 +1521,7 @@ int main(void) {
       cmocka_unit_test(test_doc_messages),
       cmocka_unit_test(test_decoder_limits_table),
       cmocka_unit_test(test_launch_ex_refused_up_front),
+      cmocka_unit_test(test_decoder_refusals_leave_seq_unused),
       cmocka_unit_test(test_shared_fault_ends_siblings_first),
       cmocka_unit_test(test_bulk_arena),
       cmocka_unit_test(test_bulk_without_arena),
