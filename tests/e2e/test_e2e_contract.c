@@ -1279,6 +1279,99 @@ static void test_decoder_refusals_leave_seq_unused(void **state) {
   assert_int_equal(gl_test_daemon_stop(&d), 0);
 }
 
+/* Statuses the op sections give: BUSY for an any-GPU LEASE_ALLOC while a
+ * device lease holds the node's only GPU; a fatbin that is not one
+ * (UNSUPPORTED on the emulated device); INVALID_HANDLE for a destroyed
+ * graph; INVALID_ARGUMENT for a BATCH reading more than 16 MiB, its seqs
+ * unused. */
+static void test_op_statuses(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  start(&d, "10000");
+  const char *dev = getenv("GL_TEST_DEVICE");
+  bool on_gpu = dev && strcmp(dev, "cuda") == 0;
+  peer p = open_peer(&d, 1 << 20);
+  uint64_t b = alloc_buf(&p, 1, 4096, NULL);
+  /* MODULE_LOAD of PTX text declared a fatbin (format 3). */
+  gl_request ml = {.op = GL_OP_MODULE_LOAD};
+  ml.u.module_load.s = ref(&p, 2);
+  ml.u.module_load.image_format = GPULEASE_IMAGE_FATBIN;
+  ml.u.module_load.image = (const uint8_t *)k_ptx_nop;
+  ml.u.module_load.image_len = (uint32_t)strlen(k_ptx_nop);
+  reply x = call(p.q, &ml);
+  if (on_gpu) assert_int_not_equal(x.r.status, GPULEASE_OK);
+  else expect(&x, GPULEASE_UNSUPPORTED, "not a fatbin (no 0xBA55ED50 magic at offset 0)");
+  reply_free(&x);
+  sync_reports(&p, 3, 2, (gpulease_status)x.r.status, GL_OP_MODULE_LOAD);
+  /* A graph of one MEMSET, launched, destroyed, then named again. */
+  gl_request gb = {.op = GL_OP_GRAPH_BEGIN};
+  gb.u.graph_begin.s = ref(&p, 4);
+  call_ok(p.q, &gb);
+  gl_request m5 = r_memset32(&p, 5, b, 9);
+  call_ok(p.q, &m5);
+  gl_request ge = {.op = GL_OP_GRAPH_END};
+  ge.u.session = ref(&p, 6);
+  x = call(p.q, &ge);
+  expect(&x, GPULEASE_OK, NULL);
+  uint64_t graph = x.r.u.graph_end.graph;
+  reply_free(&x);
+  gl_request gl = {.op = GL_OP_GRAPH_LAUNCH};
+  gl.u.graph.s = ref(&p, 7);
+  gl.u.graph.graph = graph;
+  call_ok(p.q, &gl);
+  assert_int_equal(read_u32(&p, 8, b), 9);
+  gl_request gd = gl;
+  gd.op = GL_OP_GRAPH_DESTROY;
+  gd.u.graph.s = ref(&p, 9);
+  call_ok(p.q, &gd);
+  gl.u.graph.s = ref(&p, 10);
+  x = call(p.q, &gl);
+  expect(&x, GPULEASE_INVALID_HANDLE, "is not a graph of session");
+  reply_free(&x);
+  sync_reports(&p, 11, 10, GPULEASE_INVALID_HANDLE, GL_OP_GRAPH_LAUNCH);
+  /* A BATCH of MEM_READs of 8 and 9 MiB (built as 8 and 8, which the
+   * encoder takes, the second's size_bytes then patched: body offset 66 +
+   * 100 + 4 + 12 + 80): refused whole, seqs 12 and 13 unused. */
+  gl_request reads[2] = {r_read(&p, 12, b, 8u << 20), r_read(&p, 13, b, 8u << 20)};
+  gl_buf list;
+  gl_buf_init(&list);
+  for (int i = 0; i < 2; i++) assert_int_equal(gl_batch_add(&list, &reads[i]), GPULEASE_OK);
+  gl_request bt = {.op = GL_OP_BATCH};
+  bt.u.batch.s = ref(&p, 12);
+  bt.u.batch.count = 2;
+  bt.u.batch.ops = list.data;
+  bt.u.batch.ops_len = list.len;
+  x = call_patched(&p, &bt, 66 + 100 + 4 + 12 + 80 + 1, 0x90);
+  gl_buf_free(&list);
+  expect(&x, GPULEASE_INVALID_ARGUMENT, "BATCH: its MEM_READs ask for more than 16777216 bytes");
+  reply_free(&x);
+  sync_reports(&p, 12, 0, GPULEASE_OK, 0);
+  close_peer(&p, 13);
+  /* A device lease holds the only GPU: any GPU is BUSY. */
+  gl_qclient *q = dial(&d, 30000);
+  gl_request dv = {.op = GL_OP_LEASE_ALLOC};
+  dv.u.alloc.gpu_index = GPULEASE_ANY_GPU;
+  dv.u.alloc.vram_bytes = 1 << 20;
+  dv.u.alloc.ttl_s = 60;
+  dv.u.alloc.lease_class = GPULEASE_CLASS_DEVICE;
+  x = call(q, &dv);
+  expect(&x, GPULEASE_OK, NULL);
+  gl_request fr = {.op = GL_OP_LEASE_FREE};
+  fr.u.auth.lease_id = x.r.u.lease.lease_id;
+  memcpy(fr.u.auth.secret, x.r.u.lease.secret, sizeof fr.u.auth.secret);
+  reply_free(&x);
+  if (!on_gpu) { /* the emulated node has one GPU */
+    gl_request any = dv;
+    any.u.alloc.lease_class = GPULEASE_CLASS_ISOLATED;
+    x = call(q, &any);
+    expect(&x, GPULEASE_BUSY, "is held whole by device lease");
+    reply_free(&x);
+  }
+  call_ok(q, &fr);
+  gl_qclient_del(q);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
 /* ======================================================================
  * Shared leases: a fault ends the siblings before its answer goes out
  * ==================================================================== */
@@ -1522,6 +1615,7 @@ int main(void) {
       cmocka_unit_test(test_decoder_limits_table),
       cmocka_unit_test(test_launch_ex_refused_up_front),
       cmocka_unit_test(test_decoder_refusals_leave_seq_unused),
+      cmocka_unit_test(test_op_statuses),
       cmocka_unit_test(test_shared_fault_ends_siblings_first),
       cmocka_unit_test(test_bulk_arena),
       cmocka_unit_test(test_bulk_without_arena),
