@@ -1372,6 +1372,39 @@ static void test_op_statuses(void **state) {
   assert_int_equal(gl_test_daemon_stop(&d), 0);
 }
 
+/* "LEASE_DELEGATE": every right, ttl_s 0 and no audience give back the
+ * presented secret byte for byte; any weaker request gives another. */
+static void test_delegate_identity(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  start(&d, "10000");
+  gl_qclient *q = dial(&d, 30000);
+  gl_lease_auth a = lease_alloc(q, 1 << 20);
+  gl_request dg = {.op = GL_OP_LEASE_DELEGATE};
+  dg.u.delegate.auth = a;
+  dg.u.delegate.rights = GPULEASE_RIGHTS_ALL;
+  reply x = call(q, &dg);
+  expect(&x, GPULEASE_OK, NULL);
+  assert_memory_equal(x.r.u.secret, a.secret, sizeof a.secret);
+  reply_free(&x);
+  dg.u.delegate.ttl_s = 60;
+  x = call(q, &dg);
+  expect(&x, GPULEASE_OK, NULL);
+  assert_memory_not_equal(x.r.u.secret, a.secret, sizeof a.secret);
+  reply_free(&x);
+  dg.u.delegate.ttl_s = 0;
+  dg.u.delegate.rights = GPULEASE_RIGHTS_ALL & ~0x80u;
+  x = call(q, &dg);
+  expect(&x, GPULEASE_OK, NULL);
+  assert_memory_not_equal(x.r.u.secret, a.secret, sizeof a.secret);
+  reply_free(&x);
+  gl_request f = {.op = GL_OP_LEASE_FREE};
+  f.u.auth = a;
+  call_ok(q, &f);
+  gl_qclient_del(q);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
 /* ======================================================================
  * Shared leases: a fault ends the siblings before its answer goes out
  * ==================================================================== */
@@ -1617,6 +1650,7 @@ int main(void) {
       cmocka_unit_test(test_decoder_refusals_leave_seq_unused),
       cmocka_unit_test(test_op_statuses),
       cmocka_unit_test(test_shared_fault_ends_siblings_first),
+      cmocka_unit_test(test_delegate_identity),
       cmocka_unit_test(test_bulk_arena),
       cmocka_unit_test(test_bulk_without_arena),
   };
