@@ -20,7 +20,14 @@
  *   - MEM_ALLOC gives each buffer's offset in the region, which GPU_SUBMIT
  *     addresses ("Memory");
  *   - the smaller rules: FUNC_INFO's ptx_version, a module loaded twice,
- *     ops after SESSION_CLOSE, the fail-fast message forms.
+ *     ops after SESSION_CLOSE, the fail-fast message forms;
+ *   - the messages the document quotes, word for word, and the statuses
+ *     its op sections give; section 6's decoder limits, row by row;
+ *   - which refusals use their seq: LAUNCH_EX's attribute checks (its own
+ *     answer, the session's failure) do, every decoder refusal (a BURST's
+ *     count included) does not;
+ *   - a fault in a shared lease ends its siblings before it is answered;
+ *   - LEASE_DELEGATE of everything gives back the presented secret.
  * Issue 9's faster pipeline must keep passing these unchanged.
  */
 #include <inttypes.h>
