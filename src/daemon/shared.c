@@ -186,7 +186,11 @@ void gl_shared_leave(gl_shared *s, uint32_t gpu, uint64_t lease_id, gpulease_sta
       gl_wproc_call(c->w, b.data, b.len, release_done, NULL) != 0)
     GL_WARN("lease %" PRIu64 ": cannot send WORKER_RELEASE to the shared worker", lease_id);
   gl_buf_free(&b);
-  if (c->n == 0) ev_timer_start(s->loop, &c->linger);
+  if (c->n == 0) { /* from now: a timer that fired once keeps no time left */
+    ev_timer_stop(s->loop, &c->linger);
+    ev_timer_set(&c->linger, GL_SHARED_LINGER_S, 0.0);
+    ev_timer_start(s->loop, &c->linger);
+  }
 }
 
 bool gl_shared_ending(const gl_shared *s, uint32_t gpu) {
