@@ -1114,6 +1114,15 @@ static void audit_mark(gl_daemon *d, gl_dreq *req, const gl_request *r) {
   gl_dreq_audit(req, d->audit, r->op, lease, i && (i->flags & GL_OPF_AUDIT));
 }
 
+/* An internal op (0x7Fxx) from the network, in the words of
+ * docs/protocol.md section 7, whichever path refuses it. */
+static void reply_internal(gl_dreq *req, uint16_t op) {
+  gl_ops_reply_error(req, op, GPULEASE_UNSUPPORTED,
+                     "op 0x%04x (%s) is internal to the daemon and its workers, not served over "
+                     "the network",
+                     op, gl_op_name(op));
+}
+
 static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, int err) {
   GL_LAT(GL_LAT_D_REQ);
   gl_header h = {0};
@@ -1137,10 +1146,7 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
   if (d->audit) gl_dreq_audit(req, d->audit, framed ? h.op : 0, 0, false);
   if (d->metrics) gl_dreq_meter(req, gl_metrics_answer, d->metrics, framed ? h.op : 0, len);
   if (framed && h.kind == GL_WIRE_KIND_REQUEST && (h.op & 0xFF00) == 0x7F00) {
-    gl_ops_reply_error(req, h.op, GPULEASE_UNSUPPORTED,
-                "op 0x%04x (%s) is internal to the daemon and its workers, not served over the "
-                "network",
-                h.op, gl_op_name(h.op));
+    reply_internal(req, h.op);
     free(r);
     return;
   }
@@ -1185,6 +1191,14 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
       framed && h.op == GL_OP_BURST
           ? gl_request_decode_ref(msg, len, d->cfg.max_message_bytes, r, &op, why, sizeof why)
           : gl_request_decode(msg, len, d->cfg.max_message_bytes, r, &op, why, sizeof why);
+  /* Its count is the decoder's limit all the same (section 6): refused here,
+   * like every decoder refusal it leaves the seq unused ("Ordering"). */
+  if (st == GPULEASE_OK && r->op == GL_OP_BURST &&
+      (r->u.burst.count < 1 || r->u.burst.count > GL_WIRE_MAX_BURST)) {
+    snprintf(why, sizeof why, "BURST: count %u out of range 1..%d", r->u.burst.count,
+             GL_WIRE_MAX_BURST);
+    st = GPULEASE_INVALID_ARGUMENT;
+  }
   if (st != GPULEASE_OK) {
     gl_ops_reply_error(req, op, st, "%s", why);
     free(r);
@@ -1234,8 +1248,7 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
     break;
   case GL_OP_MEM_WRITE_ARENA:
   case GL_OP_MEM_READ_ARENA: /* the daemon's own, to its workers */
-    gl_ops_reply_error(req, r->op, GPULEASE_UNSUPPORTED, "op 0x%04x is not served over the network",
-                r->op);
+    reply_internal(req, r->op);
     break;
   case GL_OP_SHM_ATTACH:
   case GL_OP_SHM_DETACH:
@@ -1245,8 +1258,7 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
     if (gl_op_is_session(r->op))
       op_session(d, req, r, msg, len);
     else
-      gl_ops_reply_error(req, r->op, GPULEASE_UNSUPPORTED, "op 0x%04x is not served over the network",
-                  r->op);
+      reply_internal(req, r->op);
   }
   free(r);
 }

@@ -69,8 +69,10 @@ static void on_notice_cb(void *owner, const uint8_t *msg, size_t len) {
     snprintf(why, sizeof why, "a device fault");
   gl_wproc *w = c->w;
   lost(c, why);
-  /* The worker exits on its own; nothing it still answers matters. */
-  if (w) gl_wproc_kill(w, GPULEASE_LEASE_EXPIRED, why);
+  /* The worker exits on its own, and says so before it answers the
+   * request that found the fault: the leases have ended first, and that
+   * reply still goes to its client. The calls it leaves get the loss. */
+  if (w) gl_wproc_retire(w, GPULEASE_LEASE_EXPIRED, why);
 }
 
 static void on_linger(struct ev_loop *loop, ev_timer *t, int revents) {
@@ -184,7 +186,11 @@ void gl_shared_leave(gl_shared *s, uint32_t gpu, uint64_t lease_id, gpulease_sta
       gl_wproc_call(c->w, b.data, b.len, release_done, NULL) != 0)
     GL_WARN("lease %" PRIu64 ": cannot send WORKER_RELEASE to the shared worker", lease_id);
   gl_buf_free(&b);
-  if (c->n == 0) ev_timer_start(s->loop, &c->linger);
+  if (c->n == 0) { /* from now: a timer that fired once keeps no time left */
+    ev_timer_stop(s->loop, &c->linger);
+    ev_timer_set(&c->linger, GL_SHARED_LINGER_S, 0.0);
+    ev_timer_start(s->loop, &c->linger);
+  }
 }
 
 bool gl_shared_ending(const gl_shared *s, uint32_t gpu) {

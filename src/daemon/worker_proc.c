@@ -72,6 +72,10 @@ struct gl_wproc {
   uint8_t *in;
   size_t in_len, in_cap;
   bool killed;  /* gl_wproc_kill called: owner no longer listens */
+  bool retired; /* gl_wproc_retire called: owner no longer listens, replies still delivered */
+  gpulease_status retire_status;
+  char *retire_why;
+  ev_timer retire_timer; /* after gl_wproc_retire: the wait for its exit */
   bool dead;    /* fd closed (EOF, error or kill) */
   gl_wproc_exit_cb on_exit;
   gl_wproc_notice_cb on_notice;
@@ -133,6 +137,17 @@ static void spin_a_while(struct ev_loop *loop) {
   }
 }
 
+/* A retired worker that has not exited: killed, its calls answered. */
+static void on_retire_late(struct ev_loop *loop, ev_timer *t, int revents) {
+  (void)loop;
+  (void)revents;
+  gl_wproc *w = t->data;
+  GL_WARN("worker %d did not exit within 1 s of its last notice; killing it", (int)w->pid);
+  char why[1200];
+  snprintf(why, sizeof why, "%s", w->retire_why ? w->retire_why : "the worker ended");
+  gl_wproc_kill(w, w->retire_status, why);
+}
+
 size_t gl_wproc_live_count(void) { return g_live; }
 pid_t gl_wproc_pid(const gl_wproc *w) { return w->pid; }
 
@@ -178,6 +193,8 @@ static void destroy(gl_wproc *w) {
   close_channel(w);
   ev_child_stop(w->loop, &w->cw);
   ev_timer_stop(w->loop, &w->teardown);
+  ev_timer_stop(w->loop, &w->retire_timer);
+  free(w->retire_why);
   free(w);
   g_live--;
 }
@@ -192,7 +209,13 @@ static void on_child(struct ev_loop *loop, ev_child *cw, int revents) {
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   GL_DEBUG("worker %d exited (code %d, signal %d)", (int)w->pid, code, sig);
-  if (!w->killed) {
+  if (w->retired && !w->killed) {
+    if (!w->dead) drain(w); /* replies the worker wrote before exiting */
+    close_channel(w);
+    fail_pending(w, w->retire_status, w->retire_why ? w->retire_why : "the worker ended");
+    /* As after a kill: the daemon checks its memory came back. */
+    if (g_teardown_cb) g_teardown_cb(g_teardown_user, w->tag, w->pid, true, false);
+  } else if (!w->killed) {
     char why[128];
     if (sig)
       snprintf(why, sizeof why, "the lease's worker process died (signal %d)", sig);
@@ -244,7 +267,7 @@ static void deliver(gl_wproc *w) {
     }
     if (w->in_len - off - GL_IPC_TAG_BYTES < total) break;
     if (tag == GL_IPC_NOTICE_TAG) {
-      if (w->on_notice && !w->killed) w->on_notice(w->owner, p, total);
+      if (w->on_notice && !w->killed && !w->retired) w->on_notice(w->owner, p, total);
       if (w->dead) return; /* the owner killed the worker */
       off += GL_IPC_TAG_BYTES + total;
       continue;
@@ -433,6 +456,8 @@ int gl_wproc_spawn(struct ev_loop *loop, const char *worker_exe, const char *log
   w->tag = UINT32_MAX;
   ev_timer_init(&w->teardown, on_teardown_late, 0, 0); /* started by gl_wproc_kill */
   w->teardown.data = w;
+  ev_timer_init(&w->retire_timer, on_retire_late, 0, 0); /* started by gl_wproc_retire */
+  w->retire_timer.data = w;
   ev_io_init(&w->rio, on_read, w->fd, EV_READ);
   ev_io_init(&w->wio, on_write, w->fd, EV_WRITE);
   w->rio.data = w->wio.data = w;
@@ -457,7 +482,7 @@ bool gl_wproc_usable(gl_wproc *w) {
   /* No read here (one system call less per request): a worker that closed
    * its end shows as dead once the loop has seen it, and a call sent to it
    * meanwhile is handed back as never run (BUSY) when it exits. */
-  return !w->dead && !w->killed;
+  return !w->dead && !w->killed && !w->retired;
 }
 
 int gl_wproc_call(gl_wproc *w, const uint8_t *msg, size_t len, gl_wproc_reply_cb cb, void *ctx) {
@@ -480,7 +505,7 @@ int gl_wproc_call_req(gl_wproc *w, const uint8_t *msg, size_t len, const gl_requ
 
 static int call_send(gl_wproc *w, const uint8_t *msg, size_t len, const gl_request *decoded,
                      int fd, gl_wproc_reply_cb cb, void *ctx) {
-  if (w->dead || w->killed) return -1;
+  if (w->dead || w->killed || w->retired) return -1;
   wcall *p = calloc(1, sizeof *p);
   size_t extra = decoded ? sizeof *decoded : 0;
   uint8_t *copy = malloc(GL_IPC_TAG_BYTES + len + extra);
@@ -548,8 +573,18 @@ void gl_wproc_cancel_lease(gl_wproc *w, uint64_t lease_id, gpulease_status statu
   }
 }
 
+void gl_wproc_retire(gl_wproc *w, gpulease_status status, const char *why) {
+  if (w->killed || w->retired) return;
+  w->retired = true;
+  w->retire_status = status;
+  w->retire_why = strdup(why ? why : "the worker ended");
+  ev_timer_set(&w->retire_timer, 1.0, 0);
+  ev_timer_start(w->loop, &w->retire_timer);
+}
+
 void gl_wproc_kill(gl_wproc *w, gpulease_status status, const char *why) {
   if (w->killed) return;
+  ev_timer_stop(w->loop, &w->retire_timer);
   w->killed = true;
   /* Fault injection for the tests of fencing: the kill has no effect, as
    * for a process stuck in the driver (docs/security.md, "Fenced GPUs"). */

@@ -82,6 +82,14 @@ int gl_wproc_call(gl_wproc *w, const uint8_t *msg, size_t len, gl_wproc_reply_cb
  * use w afterwards. */
 void gl_wproc_kill(gl_wproc *w, gpulease_status status, const char *why);
 
+/* The worker ends by itself (it said so: a lost shared context): it takes
+ * no more calls, the replies it still sends are delivered, and the calls
+ * left when it exits get cb(ctx, status, NULL, 0, why), as do those left
+ * when it has not exited within a second (it is then killed as by
+ * gl_wproc_kill). Its exit callback is not called; the caller must not use
+ * w afterwards. */
+void gl_wproc_retire(gl_wproc *w, gpulease_status status, const char *why);
+
 /* Calls sent and not answered yet. */
 size_t gl_wproc_pending(const gl_wproc *w);
 
@@ -105,7 +113,7 @@ int gl_wproc_call_fd(gl_wproc *w, const uint8_t *msg, size_t len, int fd, gl_wpr
 
 pid_t gl_wproc_pid(const gl_wproc *w);
 
-/* Whether the worker still takes calls: not once it was killed, or once
+/* Whether the worker still takes calls: not once it was killed or retired, or once
  * the loop saw it close its end (it exits after a fatal device error),
  * even before it is reaped. */
 bool gl_wproc_usable(gl_wproc *w);

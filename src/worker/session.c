@@ -189,7 +189,8 @@ static bool closing(const gl_wsession *s) { return s->next_seq == UINT64_MAX; }
 
 static void reply_gone(gl_wk *w, gl_job *job, uint64_t id) {
   char msg[160];
-  snprintf(msg, sizeof msg, "no session %" PRIu64 " on this lease (never opened, or closed)", id);
+  snprintf(msg, sizeof msg, "no session %" PRIu64 " on lease %" PRIu64 " (never opened, or closed)",
+           id, w->lease_id);
   gl_wk_job_error(w, job, job->req.op, GPULEASE_NOT_FOUND, msg);
   gl_job_free(job);
 }

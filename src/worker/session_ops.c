@@ -541,6 +541,25 @@ static void op_launch(gl_wsession *s, gl_job *job) {
   }
   gl_launch l;
   gl_sop_launch_of(s, r, f, n, &l);
+  bool attrs = l.flags || l.cluster[0] || l.cluster[1] || l.cluster[2];
+  if (w->be->ops->launch_runs_inline && attrs) {
+    /* Launch attributes are checked by the backend's launch, GPU_SUBMIT's
+     * check (emulated device: before the kernel runs): its refusal must be
+     * this op's own answer, so the device runs it first. A fault while it
+     * runs is put down to it as for LAUNCH, shown at the next SYNC. */
+    st = w->be->ops->launch_async(w->be, s->stream, f->fn, &l, s->err, GL_WK_ERR_MAX);
+    if (st != GPULEASE_OK && !w->be->ops->context_lost(w->be)) {
+      gl_sop_fail_from_backend(s, op, r->s.seq, st);
+      gl_wk_job_error(w, job, op, st, s->err);
+      return;
+    }
+    gl_wk_job_ok(w, job, op);
+    if (st != GPULEASE_OK) {
+      gl_sop_after_backend(s);
+      gl_sop_set_failure(s, op, r->s.seq, st, s->err);
+    }
+    return;
+  }
   if (w->be->ops->launch_runs_inline) {
     /* The device runs it now: "queued" is the truthful answer first. */
     gl_wk_job_ok(w, job, op);

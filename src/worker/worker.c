@@ -150,6 +150,18 @@ bool gl_wk_check_lost(gl_wk *w, const char *why) {
       snprintf(p->lost_msg, sizeof p->lost_msg, "%s", why && why[0] ? why : "device fault");
     atomic_store(&p->lost, true);
     GL_ERROR("worker: the CUDA context is lost after a device fault: %s", p->lost_msg);
+    /* A shared context ends every lease of it: the daemon hears so before
+     * any reply of this failure goes out, so that no other lease's request
+     * it reads after that reply is served (docs/protocol.md, LEASE_ALLOC
+     * class shared). Its sessions need no list: they all end. */
+    if (p->shared) {
+      gl_response r = {.op = GL_OP_WORKER_LOST, .status = GPULEASE_OK, .msg = p->lost_msg};
+      r.msg_len = (uint16_t)strlen(p->lost_msg);
+      gl_buf b;
+      gl_buf_init(&b);
+      if (gl_response_encode(&r, &b) != GPULEASE_OK) b.oom = true;
+      p->notice_sent = proc_send(p, GL_IPC_NOTICE_TAG, &b) == 0;
+    }
     /* The main thread stops reading requests and winds down. */
     if (eventfd_write(p->wake_fd, 1) != 0) GL_WARN("worker: cannot wake the main thread");
   }
@@ -939,7 +951,11 @@ static bool send_lost_notice(gl_wkproc *p) {
     r.msg_len = (uint16_t)strlen(p->lost_msg);
     if (gl_response_encode(&r, &notice) != GPULEASE_OK) notice.oom = true;
   }
-  proc_send(p, GL_IPC_NOTICE_TAG, &notice);
+  pthread_mutex_lock(&p->lost_mu);
+  bool sent = p->notice_sent; /* a shared worker's went out at the loss */
+  pthread_mutex_unlock(&p->lost_mu);
+  if (sent) gl_buf_free(&notice);
+  else proc_send(p, GL_IPC_NOTICE_TAG, &notice);
   return busy == 0;
 }
 

@@ -92,6 +92,7 @@ typedef struct gl_wkproc {
   atomic_bool lost;
   pthread_mutex_t lost_mu;
   char lost_msg[1024];
+  bool notice_sent; /* shared: WORKER_LOST went out at the loss (under lost_mu) */
 
   gl_ipc_fdq fdq; /* descriptors that came with the message being served */
 

@@ -20,7 +20,14 @@
  *   - MEM_ALLOC gives each buffer's offset in the region, which GPU_SUBMIT
  *     addresses ("Memory");
  *   - the smaller rules: FUNC_INFO's ptx_version, a module loaded twice,
- *     ops after SESSION_CLOSE, the fail-fast message forms.
+ *     ops after SESSION_CLOSE, the fail-fast message forms;
+ *   - the messages the document quotes, word for word, and the statuses
+ *     its op sections give; section 6's decoder limits, row by row;
+ *   - which refusals use their seq: LAUNCH_EX's attribute checks (its own
+ *     answer, the session's failure) do, every decoder refusal (a BURST's
+ *     count included) does not;
+ *   - a fault in a shared lease ends its siblings before it is answered;
+ *   - LEASE_DELEGATE of everything gives back the presented secret.
  * Issue 9's faster pipeline must keep passing these unchanged.
  */
 #include <inttypes.h>
@@ -905,6 +912,579 @@ static void test_batch_rules(void **state) {
   assert_int_equal(gl_test_daemon_stop(&d), 0);
 }
 
+/* The whole message of a reply is `want`. */
+static void expect_msg(const reply *p, gpulease_status st, const char *want) {
+  if (p->r.status != st || p->r.msg_len != strlen(want) || memcmp(p->r.msg, want, p->r.msg_len))
+    fprintf(stderr, "got %s '%.*s', want %s '%s'\n", gpulease_status_name(p->r.status),
+            (int)p->r.msg_len, p->r.msg, gpulease_status_name(st), want);
+  assert_int_equal(p->r.status, st);
+  assert_int_equal(p->r.msg_len, strlen(want));
+  assert_memory_equal(p->r.msg, want, p->r.msg_len);
+}
+
+/* The messages protocol.md quotes, word for word: an internal op from the
+ * network (on its header, whatever its body), a session that is not
+ * there, the fail-fast forms naming the op. */
+static void test_doc_messages(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  start(&d, "10000");
+  peer p = open_peer(&d, 1 << 20);
+  char want[1024];
+  /* Internal ops: a WORKER_INIT cut short, a whole MEM_WRITE_ARENA, a
+   * WORKER_RELEASE. */
+  uint8_t m[GL_WIRE_HEADER_SIZE + 8] = {GL_WIRE_MAGIC0, GL_WIRE_MAGIC1, GL_WIRE_VERSION,
+                                        GL_WIRE_KIND_REQUEST, 0x7F, 0x01, 0, 0, 0, 0, 0, 8};
+  uint64_t tok;
+  char err[256];
+  assert_int_equal(gl_qclient_send(p.q, m, sizeof m, &tok, err, sizeof err), GL_QC_OK);
+  reply x = wait_reply(p.q, tok);
+  expect_msg(&x, GPULEASE_UNSUPPORTED,
+             "op 0x7f01 (WORKER_INIT) is internal to the daemon and its workers, not served "
+             "over the network");
+  reply_free(&x);
+  gl_request q = {.op = GL_OP_MEM_WRITE_ARENA};
+  q.u.mem_shm.s = ref(&p, 0);
+  q.u.mem_shm.buffer = q.u.mem_shm.segment = 1;
+  q.u.mem_shm.size_bytes = 4096;
+  x = call(p.q, &q);
+  expect_msg(&x, GPULEASE_UNSUPPORTED,
+             "op 0x7f04 (MEM_WRITE_ARENA) is internal to the daemon and its workers, not "
+             "served over the network");
+  reply_free(&x);
+  gl_request rel = {.op = GL_OP_WORKER_RELEASE};
+  rel.u.worker_init.lease_id = p.auth.lease_id;
+  x = call(p.q, &rel);
+  expect_msg(&x, GPULEASE_UNSUPPORTED,
+             "op 0x7f07 (WORKER_RELEASE) is internal to the daemon and its workers, not "
+             "served over the network");
+  reply_free(&x);
+  /* A session never opened. */
+  peer other = p;
+  other.session = p.session + 1000;
+  gl_request s1 = r_sync(&other, 1, 0);
+  x = call(p.q, &s1);
+  snprintf(want, sizeof want, "no session %" PRIu64 " on lease %" PRIu64
+           " (never opened, or closed)", other.session, p.auth.lease_id);
+  expect_msg(&x, GPULEASE_NOT_FOUND, want);
+  reply_free(&x);
+  /* Fail fast after a numbered op, named by its name. */
+  gl_request bad = {.op = GL_OP_MEM_FREE};
+  bad.u.handle.s = ref(&p, 1);
+  bad.u.handle.handle = 0x12345;
+  x = call(p.q, &bad);
+  expect(&x, GPULEASE_INVALID_HANDLE, NULL);
+  char first[512];
+  snprintf(first, sizeof first, "%.*s", (int)x.r.msg_len, x.r.msg);
+  reply_free(&x);
+  gl_request m2 = r_memset32(&p, 2, 0x12345, 1);
+  x = call(p.q, &m2);
+  snprintf(want, sizeof want, "op 1 (MEM_FREE) failed earlier: %s; SYNC with ack_seq 1 to go on",
+           first);
+  expect_msg(&x, GPULEASE_INVALID_HANDLE, want);
+  reply_free(&x);
+  gl_request ack = r_sync(&p, 3, 1);
+  call_ok(p.q, &ack);
+  /* A closed session: the same words. */
+  gl_request c4 = r_close(&p, 4);
+  call_ok(p.q, &c4);
+  gl_request s5 = r_sync(&p, 5, 0);
+  x = call(p.q, &s5);
+  snprintf(want, sizeof want, "no session %" PRIu64 " on lease %" PRIu64
+           " (never opened, or closed)", p.session, p.auth.lease_id);
+  expect_msg(&x, GPULEASE_NOT_FOUND, want);
+  reply_free(&x);
+  gl_request f = {.op = GL_OP_LEASE_FREE};
+  f.u.auth = p.auth;
+  call_ok(p.q, &f);
+  gl_qclient_del(p.q);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
+static gl_request r_launch_ex(const peer *p, uint64_t seq, uint64_t fn, gl_buf *params,
+                              uint32_t grid_x, uint8_t flags, uint32_t cluster_x) {
+  gl_request q = r_launch1(p, seq, fn, params, 0);
+  q.op = GL_OP_LAUNCH_EX;
+  q.u.launch.grid[0] = grid_x;
+  q.u.launch.flags = flags;
+  if (cluster_x) q.u.launch.cluster[0] = cluster_x, q.u.launch.cluster[1] = 1,
+                 q.u.launch.cluster[2] = 1;
+  return q;
+}
+
+/* A request refused by the daemon before the session sees it: its
+ * encoded bytes, one byte changed at body offset `at`, sent raw. */
+static reply call_patched(const peer *p, const gl_request *good, size_t at, uint8_t v) {
+  gl_buf enc;
+  gl_buf_init(&enc);
+  assert_int_equal(gl_request_encode(good, &enc), GPULEASE_OK);
+  enc.data[GL_WIRE_HEADER_SIZE + at] = v;
+  uint64_t tok;
+  char err[256];
+  assert_int_equal(gl_qclient_send(p->q, enc.data, enc.len, &tok, err, sizeof err), GL_QC_OK);
+  gl_buf_free(&enc);
+  return wait_reply(p->q, tok);
+}
+
+/* Section 6's field limits, one row each, as the daemon's decoder applies
+ * them (built by hand where the encoder would refuse them first). */
+static void test_decoder_limits_table(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  start(&d, "10000");
+  peer p = open_peer(&d, 1 << 20);
+  gl_request sub = {.op = GL_OP_GPU_SUBMIT};
+  sub.u.submit.auth = p.auth;
+  sub.u.submit.image_format = GPULEASE_IMAGE_PTX;
+  sub.u.submit.kernel_name = "nop";
+  sub.u.submit.kernel_name_len = 3;
+  for (int i = 0; i < 3; i++) sub.u.submit.grid[i] = sub.u.submit.block[i] = 1;
+  sub.u.submit.image = (const uint8_t *)k_ptx_nop;
+  sub.u.submit.image_len = (uint32_t)strlen(k_ptx_nop);
+  /* GPU_SUBMIT flags: bits 0..3 (bit 3, the kernel output, taken) ... */
+  sub.u.submit.flags = GL_SUBMIT_F_KOUT;
+  {
+    uint8_t *raw = NULL;
+    size_t rlen = 0;
+    char err[256];
+    assert_int_equal(gl_qclient_wait(p.q, send_req(p.q, &sub), &raw, &rlen, err, sizeof err),
+                     GL_QC_OK);
+    gl_header h;
+    assert_int_equal(gl_header_decode(raw, rlen, &h), GPULEASE_OK);
+    assert_int_equal(h.status, GPULEASE_OK);
+    /* msg_len 0, gpu_time_ns, output_len 0, then the 13-byte kout block */
+    assert_int_equal(h.body_len, 2 + 8 + 4 + 13);
+    free(raw);
+  }
+  reply x;
+  /* ... and no other (flags at body offset 49). */
+  x = call_patched(&p, &sub, 49, 0x10);
+  expect(&x, GPULEASE_INVALID_ARGUMENT, "flags 0x10 has unknown bits 0x10");
+  reply_free(&x);
+  /* Its cluster (flags bit 2: u32 x3 at 80 + N, N = 3): each >= 1. */
+  sub.u.submit.flags = GL_SUBMIT_F_CLUSTER;
+  sub.u.submit.cluster[0] = sub.u.submit.cluster[1] = sub.u.submit.cluster[2] = 1;
+  x = call_patched(&p, &sub, 83 + 7, 0);
+  expect(&x, GPULEASE_INVALID_ARGUMENT, "cluster (1,0,1): each dimension must be at least 1");
+  reply_free(&x);
+  /* LAUNCH_EX's cluster (u32 x3 at 101): all 0, or each >= 1. */
+  uint64_t mod = load_module(&p, 1, k_ptx_nop, NULL);
+  uint64_t fn = func_info(&p, 2, mod, "nop").function;
+  gl_buf params;
+  gl_request l = r_launch_ex(&p, 3, fn, &params, 2, 0, 2);
+  x = call_patched(&p, &l, 105 + 3, 0);
+  gl_buf_free(&params);
+  expect(&x, GPULEASE_INVALID_ARGUMENT, "cluster (2,0,1): each dimension must be at least 1");
+  reply_free(&x);
+  /* EVENT_ELAPSED end_event (u16 at 66): 0..255. */
+  gl_request e = {.op = GL_OP_EVENT_ELAPSED};
+  e.u.event.s = ref(&p, 3);
+  x = call_patched(&p, &e, 66, 1);
+  expect(&x, GPULEASE_INVALID_ARGUMENT, "end_event 256 out of range 0..255");
+  reply_free(&x);
+  /* GRAPH_BEGIN without WHILE: flag_offset (u64 at 73) must be 0. */
+  gl_request g = {.op = GL_OP_GRAPH_BEGIN};
+  g.u.graph_begin.s = ref(&p, 3);
+  x = call_patched(&p, &g, 80, 4);
+  expect(&x, GPULEASE_INVALID_ARGUMENT, "must be 0 without the WHILE flag");
+  reply_free(&x);
+  /* TENSORMAP_ENCODE: data_type (u32 at 64) 0..12, rank (u32 at 68) 1..5. */
+  gl_request t = {.op = GL_OP_TENSORMAP_ENCODE};
+  t.u.tmap.s = ref(&p, 3);
+  t.u.tmap.data_type = 7;
+  t.u.tmap.rank = 1;
+  t.u.tmap.buffer = 1;
+  t.u.tmap.global_dim[0] = 16;
+  t.u.tmap.box_dim[0] = 16;
+  t.u.tmap.element_strides[0] = 1;
+  x = call_patched(&p, &t, 67, 13);
+  expect(&x, GPULEASE_INVALID_ARGUMENT, "data_type 13 out of range 0..12");
+  reply_free(&x);
+  x = call_patched(&p, &t, 71, 6);
+  expect(&x, GPULEASE_INVALID_ARGUMENT, "rank 6 out of range 1..5");
+  reply_free(&x);
+  /* A slot past the rank (global_dim[1], u64 at 96) must be 0. */
+  x = call_patched(&p, &t, 103, 1);
+  expect(&x, GPULEASE_INVALID_ARGUMENT, "is past rank 1");
+  reply_free(&x);
+  /* None of these used seq 3. */
+  gl_request s3 = r_sync(&p, 3, 0);
+  call_ok(p.q, &s3);
+  close_peer(&p, 4);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
+/* ======================================================================
+ * Refusals and their seqs ("Ordering": which refusals use the seq)
+ * ==================================================================== */
+
+/* SYNC with ack_seq `failed` at seq `seq`: answered at once (the session
+ * does not wait for a refused seq), reporting the failure of op `op`. */
+static void sync_reports(const peer *p, uint64_t seq, uint64_t failed, gpulease_status st,
+                         uint16_t op) {
+  double t0 = now_s();
+  gl_request s = r_sync(p, seq, failed);
+  reply y = call(p->q, &s);
+  expect(&y, GPULEASE_OK, NULL);
+  assert_int_equal(y.r.u.sync.error_status, st);
+  assert_int_equal(y.r.u.sync.error_op, op);
+  assert_int_equal(y.r.u.sync.error_seq, failed);
+  reply_free(&y);
+  assert_true(now_s() - t0 < 5.0); /* not the 10 s seq timeout */
+}
+
+/* "LAUNCH_EX": a cooperative grid too large for the device, a grid that is
+ * not a whole number of clusters, a cluster over the portable 8 blocks are
+ * refused in LAUNCH_EX's own answer (not at the next SYNC), as GPU_SUBMIT
+ * refuses them; each refusal uses its seq (the session's failure), so the
+ * next seq goes on at once. */
+static void test_launch_ex_refused_up_front(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  start(&d, "10000");
+  peer p = open_peer(&d, 1 << 20);
+  uint64_t mod = load_module(&p, 1, k_ptx_nop, NULL);
+  uint64_t fn = func_info(&p, 2, mod, "nop").function;
+  uint64_t seq = 3;
+  struct {
+    uint32_t grid;
+    uint8_t flags;
+    uint32_t cluster;
+    const char *why;
+  } bad[] = {
+      {1u << 20, GL_LAUNCH_EX_COOPERATIVE, 0, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"},
+      {8, 0, 3, "CUDA_ERROR_INVALID_CLUSTER_SIZE"},
+      {16, 0, 16, "CUDA_ERROR_INVALID_CLUSTER_SIZE"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    gl_buf params;
+    gl_request l = r_launch_ex(&p, seq, fn, &params, bad[i].grid, bad[i].flags, bad[i].cluster);
+    reply x = call(p.q, &l);
+    gl_buf_free(&params);
+    expect(&x, GPULEASE_INVALID_ARGUMENT, bad[i].why);
+    assert_int_equal(x.r.op, GL_OP_LAUNCH_EX);
+    reply_free(&x);
+    /* Its seq is used: sent again, it is refused as such ... */
+    gl_request again = r_sync(&p, seq, 0);
+    x = call(p.q, &again);
+    expect(&x, GPULEASE_INVALID_ARGUMENT, "already used");
+    reply_free(&x);
+    /* ... and the next seq runs at once, the refusal its failure. */
+    sync_reports(&p, seq + 1, seq, GPULEASE_INVALID_ARGUMENT, GL_OP_LAUNCH_EX);
+    seq += 2;
+  }
+  /* What fits runs. */
+  gl_buf params;
+  gl_request ok = r_launch_ex(&p, seq++, fn, &params, 4, GL_LAUNCH_EX_COOPERATIVE, 2);
+  call_ok(p.q, &ok);
+  gl_buf_free(&params);
+  sync_reports(&p, seq++, 0, GPULEASE_OK, 0);
+  /* GPU_SUBMIT with the same attributes: the same check, the same answer. */
+  gl_request sub = {.op = GL_OP_GPU_SUBMIT};
+  sub.u.submit.auth = p.auth;
+  sub.u.submit.image_format = GPULEASE_IMAGE_PTX;
+  sub.u.submit.kernel_name = "nop";
+  sub.u.submit.kernel_name_len = 3;
+  for (int i = 0; i < 3; i++) sub.u.submit.grid[i] = sub.u.submit.block[i] = 1;
+  sub.u.submit.grid[0] = 16;
+  sub.u.submit.flags = GL_SUBMIT_F_CLUSTER;
+  sub.u.submit.cluster[0] = 16;
+  sub.u.submit.cluster[1] = sub.u.submit.cluster[2] = 1;
+  sub.u.submit.image = (const uint8_t *)k_ptx_nop;
+  sub.u.submit.image_len = (uint32_t)strlen(k_ptx_nop);
+  reply x = call(p.q, &sub);
+  expect(&x, GPULEASE_INVALID_ARGUMENT, "CUDA_ERROR_INVALID_CLUSTER_SIZE");
+  reply_free(&x);
+  close_peer(&p, seq);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
+/* "A refused request does not use its seq" for every refusal of the
+ * daemon's decoder: LAUNCH_EX's flags, an EVENT slot, GRAPH_BEGIN's
+ * flags, a BATCH's count and a BURST's count (the daemon reads only a
+ * BURST's session_ref and count). Each time the same seq is sent again and
+ * the op held behind it runs, without MISSING_SEQ. */
+static void test_decoder_refusals_leave_seq_unused(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  start(&d, "10000");
+  peer p = open_peer(&d, 1 << 20);
+  uint64_t b = alloc_buf(&p, 1, 4096, NULL);
+  uint64_t mod = load_module(&p, 2, k_ptx_nop, NULL);
+  uint64_t fn = func_info(&p, 3, mod, "nop").function;
+  uint64_t seq = 4;
+  for (int k = 0; k < 6; k++) {
+    /* seq + 1 is held behind seq */
+    gl_request held = r_memset32(&p, seq + 1, b, 0x100 + (uint32_t)k);
+    uint64_t th = send_req(p.q, &held);
+    reply x;
+    gl_buf tmp;
+    gl_buf_init(&tmp);
+    switch (k) {
+    case 0: { /* LAUNCH_EX flags (body offset 100) */
+      gl_buf params;
+      gl_request l = r_launch_ex(&p, seq, fn, &params, 1, GL_LAUNCH_EX_COOPERATIVE, 0);
+      x = call_patched(&p, &l, 100, 0x80);
+      gl_buf_free(&params);
+      expect(&x, GPULEASE_INVALID_ARGUMENT, "flags 0x80 has unknown bits");
+      break;
+    }
+    case 1: { /* EVENT_RECORD slot 256 (u16 at 64) */
+      gl_request e = {.op = GL_OP_EVENT_RECORD};
+      e.u.event.s = ref(&p, seq);
+      x = call_patched(&p, &e, 64, 0x01);
+      expect(&x, GPULEASE_INVALID_ARGUMENT, "event 256 out of range 0..255");
+      break;
+    }
+    case 2: { /* GRAPH_BEGIN flags (64) */
+      gl_request g = {.op = GL_OP_GRAPH_BEGIN};
+      g.u.graph_begin.s = ref(&p, seq);
+      x = call_patched(&p, &g, 64, 0x02);
+      expect(&x, GPULEASE_INVALID_ARGUMENT, "flags 0x02 has unknown bits");
+      break;
+    }
+    case 3: { /* BATCH count 0 (u16 at 64) */
+      gl_request one = r_sync(&p, seq, 0);
+      assert_int_equal(gl_batch_add(&tmp, &one), GPULEASE_OK);
+      gl_request bt = {.op = GL_OP_BATCH};
+      bt.u.batch.s = ref(&p, seq);
+      bt.u.batch.count = 1;
+      bt.u.batch.ops = tmp.data;
+      bt.u.batch.ops_len = tmp.len;
+      x = call_patched(&p, &bt, 65, 0x00);
+      expect(&x, GPULEASE_INVALID_ARGUMENT, "count 0 out of range 1..1024");
+      break;
+    }
+    case 4:
+    case 5: { /* BURST count 0 and 4097 (u16 at 64) */
+      gl_launch_req l1;
+      memset(&l1, 0, sizeof l1);
+      l1.function = fn;
+      l1.grid[0] = l1.grid[1] = l1.grid[2] = l1.block[0] = l1.block[1] = l1.block[2] = 1;
+      assert_int_equal(gl_burst_add(&tmp, &l1), GPULEASE_OK);
+      gl_request bu = {.op = GL_OP_BURST};
+      bu.u.burst.s = ref(&p, seq);
+      bu.u.burst.count = 1;
+      bu.u.burst.launches = tmp.data;
+      bu.u.burst.launches_len = tmp.len;
+      bu.u.burst.checked = true;
+      x = k == 4 ? call_patched(&p, &bu, 65, 0x00) : call_patched(&p, &bu, 64, 0x10);
+      expect(&x, GPULEASE_INVALID_ARGUMENT, k == 4 ? "count 0 out of range 1..4096"
+                                                   : "count 4097 out of range 1..4096");
+      break;
+    }
+    }
+    gl_buf_free(&tmp);
+    reply_free(&x);
+    /* The same seq again: a SYNC, which finds no failure; the held op runs. */
+    sync_reports(&p, seq, 0, GPULEASE_OK, 0);
+    wait_ok(p.q, th);
+    assert_int_equal(read_u32(&p, seq + 2, b), 0x100 + (uint32_t)k);
+    seq += 3;
+  }
+  close_peer(&p, seq);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
+/* Statuses the op sections give: BUSY for an any-GPU LEASE_ALLOC while a
+ * device lease holds the node's only GPU; a fatbin that is not one
+ * (UNSUPPORTED on the emulated device); INVALID_HANDLE for a destroyed
+ * graph; INVALID_ARGUMENT for a BATCH reading more than 16 MiB, its seqs
+ * unused. */
+static void test_op_statuses(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  start(&d, "10000");
+  const char *dev = getenv("GL_TEST_DEVICE");
+  bool on_gpu = dev && strcmp(dev, "cuda") == 0;
+  peer p = open_peer(&d, 1 << 20);
+  uint64_t b = alloc_buf(&p, 1, 4096, NULL);
+  /* MODULE_LOAD of PTX text declared a fatbin (format 3). */
+  gl_request ml = {.op = GL_OP_MODULE_LOAD};
+  ml.u.module_load.s = ref(&p, 2);
+  ml.u.module_load.image_format = GPULEASE_IMAGE_FATBIN;
+  ml.u.module_load.image = (const uint8_t *)k_ptx_nop;
+  ml.u.module_load.image_len = (uint32_t)strlen(k_ptx_nop);
+  reply x;
+  if (on_gpu) { /* the driver's verdict: not pinned here */
+    gl_request s2 = r_sync(&p, 2, 0), s3 = r_sync(&p, 3, 0);
+    call_ok(p.q, &s2);
+    call_ok(p.q, &s3);
+  } else {
+    x = call(p.q, &ml);
+    expect(&x, GPULEASE_UNSUPPORTED, "not a fatbin (no 0xBA55ED50 magic at offset 0)");
+    reply_free(&x);
+    sync_reports(&p, 3, 2, GPULEASE_UNSUPPORTED, GL_OP_MODULE_LOAD);
+  }
+  /* A graph of one MEMSET, launched, destroyed, then named again. */
+  gl_request gb = {.op = GL_OP_GRAPH_BEGIN};
+  gb.u.graph_begin.s = ref(&p, 4);
+  call_ok(p.q, &gb);
+  gl_request m5 = r_memset32(&p, 5, b, 9);
+  call_ok(p.q, &m5);
+  gl_request ge = {.op = GL_OP_GRAPH_END};
+  ge.u.session = ref(&p, 6);
+  x = call(p.q, &ge);
+  expect(&x, GPULEASE_OK, NULL);
+  uint64_t graph = x.r.u.graph_end.graph;
+  reply_free(&x);
+  gl_request gl = {.op = GL_OP_GRAPH_LAUNCH};
+  gl.u.graph.s = ref(&p, 7);
+  gl.u.graph.graph = graph;
+  call_ok(p.q, &gl);
+  assert_int_equal(read_u32(&p, 8, b), 9);
+  gl_request gd = gl;
+  gd.op = GL_OP_GRAPH_DESTROY;
+  gd.u.graph.s = ref(&p, 9);
+  call_ok(p.q, &gd);
+  gl.u.graph.s = ref(&p, 10);
+  x = call(p.q, &gl);
+  expect(&x, GPULEASE_INVALID_HANDLE, "is not a graph of session");
+  reply_free(&x);
+  sync_reports(&p, 11, 10, GPULEASE_INVALID_HANDLE, GL_OP_GRAPH_LAUNCH);
+  /* A BATCH of MEM_READs of 8 and 9 MiB (built as 8 and 8, which the
+   * encoder takes, the second's size_bytes then patched: body offset 66 +
+   * 100 + 4 + 12 + 80): refused whole, seqs 12 and 13 unused. */
+  gl_request reads[2] = {r_read(&p, 12, b, 8u << 20), r_read(&p, 13, b, 8u << 20)};
+  gl_buf list;
+  gl_buf_init(&list);
+  for (int i = 0; i < 2; i++) assert_int_equal(gl_batch_add(&list, &reads[i]), GPULEASE_OK);
+  gl_request bt = {.op = GL_OP_BATCH};
+  bt.u.batch.s = ref(&p, 12);
+  bt.u.batch.count = 2;
+  bt.u.batch.ops = list.data;
+  bt.u.batch.ops_len = list.len;
+  x = call_patched(&p, &bt, 66 + 100 + 4 + 12 + 80 + 1, 0x90);
+  gl_buf_free(&list);
+  expect(&x, GPULEASE_INVALID_ARGUMENT, "BATCH: its MEM_READs ask for more than 16777216 bytes");
+  reply_free(&x);
+  sync_reports(&p, 12, 0, GPULEASE_OK, 0);
+  close_peer(&p, 13);
+  /* A device lease holds the only GPU: any GPU is BUSY. */
+  gl_qclient *q = dial(&d, 30000);
+  gl_request dv = {.op = GL_OP_LEASE_ALLOC};
+  dv.u.alloc.gpu_index = GPULEASE_ANY_GPU;
+  dv.u.alloc.vram_bytes = 1 << 20;
+  dv.u.alloc.ttl_s = 60;
+  dv.u.alloc.lease_class = GPULEASE_CLASS_DEVICE;
+  x = call(q, &dv);
+  expect(&x, GPULEASE_OK, NULL);
+  gl_request fr = {.op = GL_OP_LEASE_FREE};
+  fr.u.auth.lease_id = x.r.u.lease.lease_id;
+  memcpy(fr.u.auth.secret, x.r.u.lease.secret, sizeof fr.u.auth.secret);
+  reply_free(&x);
+  if (!on_gpu) { /* the emulated node has one GPU */
+    gl_request any = dv;
+    any.u.alloc.lease_class = GPULEASE_CLASS_ISOLATED;
+    x = call(q, &any);
+    expect(&x, GPULEASE_BUSY, "is held whole by device lease");
+    reply_free(&x);
+  }
+  call_ok(q, &fr);
+  gl_qclient_del(q);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
+/* "LEASE_DELEGATE": every right, ttl_s 0 and no audience give back the
+ * presented secret byte for byte; any weaker request gives another. */
+static void test_delegate_identity(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  start(&d, "10000");
+  gl_qclient *q = dial(&d, 30000);
+  gl_lease_auth a = lease_alloc(q, 1 << 20);
+  gl_request dg = {.op = GL_OP_LEASE_DELEGATE};
+  dg.u.delegate.auth = a;
+  dg.u.delegate.rights = GPULEASE_RIGHTS_ALL;
+  reply x = call(q, &dg);
+  expect(&x, GPULEASE_OK, NULL);
+  assert_memory_equal(x.r.u.secret, a.secret, sizeof a.secret);
+  reply_free(&x);
+  dg.u.delegate.ttl_s = 60;
+  x = call(q, &dg);
+  expect(&x, GPULEASE_OK, NULL);
+  assert_memory_not_equal(x.r.u.secret, a.secret, sizeof a.secret);
+  reply_free(&x);
+  dg.u.delegate.ttl_s = 0;
+  dg.u.delegate.rights = GPULEASE_RIGHTS_ALL & ~0x80u;
+  x = call(q, &dg);
+  expect(&x, GPULEASE_OK, NULL);
+  assert_memory_not_equal(x.r.u.secret, a.secret, sizeof a.secret);
+  reply_free(&x);
+  gl_request f = {.op = GL_OP_LEASE_FREE};
+  f.u.auth = a;
+  call_ok(q, &f);
+  gl_qclient_del(q);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
+/* ======================================================================
+ * Shared leases: a fault ends the siblings before its answer goes out
+ * ==================================================================== */
+
+static gl_lease_auth lease_alloc_shared(gl_qclient *q) {
+  for (int tries = 0;; tries++) {
+    gl_request req = {.op = GL_OP_LEASE_ALLOC};
+    req.u.alloc.gpu_index = GPULEASE_ANY_GPU;
+    req.u.alloc.vram_bytes = 1 << 20;
+    req.u.alloc.ttl_s = 120;
+    req.u.alloc.lease_class = GPULEASE_CLASS_SHARED;
+    reply p = call(q, &req);
+    if (p.r.status == GPULEASE_BUSY && tries < 200) { /* the last context still ending */
+      reply_free(&p);
+      usleep(20000);
+      continue;
+    }
+    expect(&p, GPULEASE_OK, NULL);
+    gl_lease_auth a = {.lease_id = p.r.u.lease.lease_id};
+    memcpy(a.secret, p.r.u.lease.secret, sizeof a.secret);
+    reply_free(&p);
+    return a;
+  }
+}
+
+/* "a device fault loses the context and every shared lease of it. Their
+ * later requests get LEASE_EXPIRED": a LEASE_QUERY of lease B sent the
+ * moment lease A's LAUNCH_FAILED answer arrives gets LEASE_EXPIRED, every
+ * time (the daemon ends B before it answers A). */
+static void test_shared_fault_ends_siblings_first(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  start(&d, "10000");
+  gl_qclient *q = dial(&d, 30000);
+  const uint8_t bad_ptr[10] = {2, 8, 16, 0, 0, 0, 0, 0, 0, 0}; /* scalar 16: no address */
+  for (int round = 0; round < 5; round++) {
+    gl_lease_auth a = lease_alloc_shared(q), b = lease_alloc_shared(q);
+    gl_request sub = {.op = GL_OP_GPU_SUBMIT};
+    sub.u.submit.auth = a;
+    sub.u.submit.image_format = GPULEASE_IMAGE_PTX;
+    sub.u.submit.flags = GL_SUBMIT_F_PARAMS;
+    sub.u.submit.kernel_name = "poke";
+    sub.u.submit.kernel_name_len = 4;
+    for (int i = 0; i < 3; i++) sub.u.submit.grid[i] = sub.u.submit.block[i] = 1;
+    sub.u.submit.param_count = 1;
+    sub.u.submit.params_raw = bad_ptr;
+    sub.u.submit.params_raw_len = sizeof bad_ptr;
+    sub.u.submit.image = (const uint8_t *)k_ptx_poke;
+    sub.u.submit.image_len = (uint32_t)strlen(k_ptx_poke);
+    reply x = call(q, &sub);
+    expect(&x, GPULEASE_LAUNCH_FAILED, "CUDA_ERROR_ILLEGAL_ADDRESS");
+    reply_free(&x);
+    gl_request qb = {.op = GL_OP_LEASE_QUERY};
+    qb.u.auth = b;
+    x = call(q, &qb);
+    expect(&x, GPULEASE_LEASE_EXPIRED, "lost with its shared CUDA context");
+    reply_free(&x);
+    gl_request qa = {.op = GL_OP_LEASE_QUERY};
+    qa.u.auth = a;
+    x = call(q, &qa);
+    expect(&x, GPULEASE_LEASE_EXPIRED, NULL);
+    reply_free(&x);
+  }
+  gl_qclient_del(q);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
 /* ======================================================================
  * Large transfers through the daemon's arena (src/daemon/bulk.h)
  * ==================================================================== */
@@ -1077,6 +1657,13 @@ int main(void) {
       cmocka_unit_test(test_region_offsets),
       cmocka_unit_test(test_smaller_rules),
       cmocka_unit_test(test_batch_rules),
+      cmocka_unit_test(test_doc_messages),
+      cmocka_unit_test(test_decoder_limits_table),
+      cmocka_unit_test(test_launch_ex_refused_up_front),
+      cmocka_unit_test(test_decoder_refusals_leave_seq_unused),
+      cmocka_unit_test(test_op_statuses),
+      cmocka_unit_test(test_shared_fault_ends_siblings_first),
+      cmocka_unit_test(test_delegate_identity),
       cmocka_unit_test(test_bulk_arena),
       cmocka_unit_test(test_bulk_without_arena),
   };
