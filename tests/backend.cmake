@@ -1,5 +1,5 @@
-# The worker backends' session ops (src/backend/backend_emu.c,
-# backend_cuda.c): streams, async copies and launches, func_info,
+# The worker backends' session ops (src/backend/backend_emu.c, the CUDA
+# backend's cuda_*.c): streams, async copies and launches, func_info,
 # compile_ptx, and their thread safety.
 gl_add_test(test_backend_emu
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/unit/test_backend_emu.c
@@ -39,3 +39,17 @@ target_link_libraries(fuzz_fatbin_replay PRIVATE gl_backend)
 add_test(NAME fuzz_fatbin_replay
          COMMAND fuzz_fatbin_replay ${PROJECT_SOURCE_DIR}/tests/fuzz-corpus/fatbin)
 set_tests_properties(fuzz_fatbin_replay PROPERTIES TIMEOUT 60 LABELS "fuzz;unit")
+
+# With nvcc: the checked-in cubins of the graph WHILE loops' condition
+# kernel (src/backend/while_cond/, scripts/gen_while_cond.sh) must be what
+# this machine's nvcc makes of src/backend/while_cond.cu, byte for byte.
+# Without nvcc (or for an architecture it does not know) the build uses the
+# checked-in ones and there is nothing to compare.
+if(GL_WHILE_COND_NVCC_ARCHS)
+  list(JOIN GL_WHILE_COND_NVCC_ARCHS " " gl_wc_arch_words)
+  add_test(NAME backend_while_cond_fresh
+    COMMAND ${CMAKE_COMMAND} -DFRESH=${GL_WHILE_COND_DIR}
+            -DCHECKED=${PROJECT_SOURCE_DIR}/src/backend/while_cond "-DARCHS=${gl_wc_arch_words}"
+            -P ${PROJECT_SOURCE_DIR}/src/backend/while_cond/check.cmake)
+  set_tests_properties(backend_while_cond_fresh PROPERTIES LABELS unit TIMEOUT 60)
+endif()

@@ -21,10 +21,11 @@
  * (cuStreamBeginCaptureToGraph) with the ops and then gl_while_cond, which
  * sets the condition from the u32 flag (cudaGraphSetConditional). That
  * kernel needs libcudadevrt, so it is device-linked when gpulease is built:
- * while_cond_cubins.c holds a cubin for each architecture
- * (scripts/gen_while_cond.sh), and the one for the device's compute
- * capability is loaded into the context at the first loop (cond_mu),
- * unloaded by reset and destroy.
+ * the build's while_cond_cubins.c holds a cubin for each architecture
+ * (nvcc's, or the checked-in src/backend/while_cond/sm_XX.cubin where
+ * there is no nvcc: src/backend/CMakeLists.txt), and the one for the
+ * device's compute capability is loaded into the context at the first loop
+ * (cond_mu), unloaded by reset and destroy.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -116,7 +117,7 @@ static gpulease_status cond_kernel(cuda_backend *c, CUfunction *fn, char *err, s
     if (!k) {
       snprintf(err, errlen,
                "graph WHILE loops: the loop's condition kernel has no build for compute "
-               "capability %d.%d (src/backend/while_cond_cubins.c, scripts/gen_while_cond.sh)",
+               "capability %d.%d (src/backend/while_cond/, scripts/gen_while_cond.sh)",
                c->cc_major, c->cc_minor);
       st = GPULEASE_UNSUPPORTED;
     } else {
