@@ -53,7 +53,7 @@ void gl_cuda__stream_destroy(gl_backend *b, void *stream) {
   free(cs);
 }
 
-/* ---- sessions: copies, sync, events ------------------------------------------- */
+/* ---- sessions: copies, sync ------------------------------------------------- */
 
 gpulease_status gl_cuda__write_async(gl_backend *b, void *stream, uint64_t offset,
                                      const void *src, size_t len, char *err, size_t errlen) {
