@@ -4,9 +4,11 @@
 //
 // cudaGraphSetConditional is a device runtime function, so this is built
 // relocatable (-rdc) and device-linked with libcudadevrt when gpulease is
-// built, not at run time (a worker has no toolkit): scripts/gen_while_cond.sh
-// compiles it for each GPU architecture into src/backend/while_cond_cubins.c,
-// which is checked in. Run that script after editing this file.
+// built, not at run time (a worker has no toolkit): the build compiles it
+// with nvcc for each GPU architecture (src/backend/CMakeLists.txt), or copies
+// the cubins checked in under src/backend/while_cond/ where nvcc is missing,
+// and embeds them in while_cond_cubins.c. Run scripts/gen_while_cond.sh
+// after editing this file (the ctest backend_while_cond_fresh says so too).
 extern "C" __global__ void gl_while_cond(cudaGraphConditionalHandle h, const unsigned *flag) {
   cudaGraphSetConditional(h, *flag != 0u);
 }
