@@ -1123,6 +1123,62 @@ static void reply_internal(gl_dreq *req, uint16_t op) {
                      op, gl_op_name(op));
 }
 
+/* The daemon's handler of each op it answers itself or hands to a worker
+ * other than as a session op, by the op table's index; the session ops
+ * (GL_OPF_SESSION) go to op_session, the internal ops are refused. */
+typedef void (*daemon_op)(gl_daemon *d, gl_dreq *req, const gl_request *r, const uint8_t *msg,
+                          size_t len);
+
+#define GL_DAEMON_OP2(fn)                                                                        \
+  static void h_##fn(gl_daemon *d, gl_dreq *req, const gl_request *r, const uint8_t *msg,        \
+                     size_t len) {                                                               \
+    (void)r, (void)msg, (void)len;                                                               \
+    fn(d, req);                                                                                  \
+  }
+#define GL_DAEMON_OP3(fn)                                                                        \
+  static void h_##fn(gl_daemon *d, gl_dreq *req, const gl_request *r, const uint8_t *msg,        \
+                     size_t len) {                                                               \
+    (void)msg, (void)len;                                                                        \
+    fn(d, req, r);                                                                               \
+  }
+GL_DAEMON_OP2(op_inventory)
+GL_DAEMON_OP2(op_node_info)
+GL_DAEMON_OP2(op_net_info)
+GL_DAEMON_OP2(op_pool_info)
+GL_DAEMON_OP3(gl_ops_lease_renew)
+GL_DAEMON_OP3(op_lease_query)
+GL_DAEMON_OP3(op_lease_free)
+GL_DAEMON_OP3(gl_ops_lease_delegate)
+GL_DAEMON_OP3(gl_ops_lease_revoke)
+GL_DAEMON_OP3(gl_ops_authenticate)
+GL_DAEMON_OP3(gl_ops_admin_unfence)
+#undef GL_DAEMON_OP2
+#undef GL_DAEMON_OP3
+
+static void h_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_request *r, const uint8_t *msg,
+                          size_t len) {
+  (void)msg, (void)len;
+  op_lease_alloc(d, req, &r->u.alloc, gl_dreq_identity(req));
+}
+
+static const daemon_op k_daemon_ops[GL_OP_COUNT] = {
+    [GL_OPI_GET_INVENTORY] = h_op_inventory,
+    [GL_OPI_NODE_INFO] = h_op_node_info,
+    [GL_OPI_NET_INFO] = h_op_net_info,
+    [GL_OPI_POOL_INFO] = h_op_pool_info,
+    [GL_OPI_AUTHENTICATE] = h_gl_ops_authenticate,
+    [GL_OPI_LEASE_ALLOC] = h_lease_alloc,
+    [GL_OPI_LEASE_RENEW] = h_gl_ops_lease_renew,
+    [GL_OPI_LEASE_QUERY] = h_op_lease_query,
+    [GL_OPI_LEASE_FREE] = h_op_lease_free,
+    [GL_OPI_LEASE_DELEGATE] = h_gl_ops_lease_delegate,
+    [GL_OPI_LEASE_REVOKE] = h_gl_ops_lease_revoke,
+    [GL_OPI_ADMIN_UNFENCE] = h_gl_ops_admin_unfence,
+    [GL_OPI_GPU_SUBMIT] = op_submit,
+    [GL_OPI_SHM_ATTACH] = op_shm,
+    [GL_OPI_SHM_DETACH] = op_shm,
+};
+
 static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, int err) {
   GL_LAT(GL_LAT_D_REQ);
   gl_header h = {0};
@@ -1206,60 +1262,12 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
   }
   GL_DEBUG("request %s (%zu bytes)", gl_op_name(r->op), len);
   if (d->audit) audit_mark(d, req, r);
-  switch (r->op) {
-  case GL_OP_GET_INVENTORY:
-    op_inventory(d, req);
-    break;
-  case GL_OP_LEASE_ALLOC:
-    op_lease_alloc(d, req, &r->u.alloc, gl_dreq_identity(req));
-    break;
-  case GL_OP_LEASE_RENEW:
-    gl_ops_lease_renew(d, req, r);
-    break;
-  case GL_OP_LEASE_QUERY:
-    op_lease_query(d, req, r);
-    break;
-  case GL_OP_LEASE_FREE:
-    op_lease_free(d, req, r);
-    break;
-  case GL_OP_LEASE_DELEGATE:
-    gl_ops_lease_delegate(d, req, r);
-    break;
-  case GL_OP_LEASE_REVOKE:
-    gl_ops_lease_revoke(d, req, r);
-    break;
-  case GL_OP_AUTHENTICATE:
-    gl_ops_authenticate(d, req, r);
-    break;
-  case GL_OP_ADMIN_UNFENCE:
-    gl_ops_admin_unfence(d, req, r);
-    break;
-  case GL_OP_GPU_SUBMIT:
-    op_submit(d, req, r, msg, len);
-    break;
-  case GL_OP_NODE_INFO:
-    op_node_info(d, req);
-    break;
-  case GL_OP_NET_INFO:
-    op_net_info(d, req);
-    break;
-  case GL_OP_POOL_INFO:
-    op_pool_info(d, req);
-    break;
-  case GL_OP_MEM_WRITE_ARENA:
-  case GL_OP_MEM_READ_ARENA: /* the daemon's own, to its workers */
-    reply_internal(req, r->op);
-    break;
-  case GL_OP_SHM_ATTACH:
-  case GL_OP_SHM_DETACH:
-    op_shm(d, req, r, msg, len);
-    break;
-  default:
-    if (gl_op_is_session(r->op))
-      op_session(d, req, r, msg, len);
-    else
-      reply_internal(req, r->op);
-  }
+  const gl_op_info *info = gl_op_info_of(r->op);
+  daemon_op fn = k_daemon_ops[info - gl_op_table(NULL)];
+  if (info->served == GL_OP_SERVED_INTERNAL) reply_internal(req, r->op);
+  else if (fn) fn(d, req, r, msg, len);
+  else if (info->flags & GL_OPF_SESSION) op_session(d, req, r, msg, len);
+  else reply_internal(req, r->op);
   free(r);
 }
 
