@@ -12,3 +12,9 @@ target_link_libraries(fuzz_wire_replay PRIVATE gl_proto gl_common)
 add_test(NAME fuzz_wire_replay
          COMMAND fuzz_wire_replay ${PROJECT_SOURCE_DIR}/tests/fuzz-corpus/wire)
 set_tests_properties(fuzz_wire_replay PROPERTIES TIMEOUT 120 LABELS fuzz)
+
+# The golden vectors' generator (tests/tools/gen_wire_golden.c): built, never
+# run by ctest. tests/data/wire/<release>/ was written by it once, with that
+# release's codec, and is never regenerated (tests/data/wire/0.1/README.md).
+add_executable(gen_wire_golden ${PROJECT_SOURCE_DIR}/tests/tools/gen_wire_golden.c)
+target_link_libraries(gen_wire_golden PRIVATE gl_proto gl_common)
