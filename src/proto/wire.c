@@ -141,12 +141,90 @@ void gl_wire__rd_str8(gl_wire__rd *r, const char *field, char *dst, size_t cap) 
   dst[n] = '\0';
 }
 
-/* After the last field: anything left is an error. */
-static void rd_end(gl_wire__rd *r) {
-  if (gl_wire__rd_ok(r) && r->pos != r->len)
+/* The release whose request fields this decoder knows, named when it
+ * refuses a longer body (docs/protocol.md section 2, "Compatibility"). */
+#define GL_WIRE_RELEASE "0.2"
+
+/* The last field of op's request body as this release knows it; "" for an
+ * empty body, NULL for an op without a request of its own. */
+static const char *last_request_field(uint16_t op) {
+  switch (op) {
+  case GL_OP_GET_INVENTORY:
+  case GL_OP_NODE_INFO:
+  case GL_OP_NET_INFO:
+  case GL_OP_POOL_INFO:
+  case GL_OP_WORKER_PROBE: return "";
+  case GL_OP_AUTHENTICATE: return "bearer_token";
+  case GL_OP_LEASE_ALLOC: return "malloc_heap_bytes";
+  case GL_OP_LEASE_RENEW: return "flags";
+  case GL_OP_LEASE_QUERY:
+  case GL_OP_LEASE_FREE:
+  case GL_OP_SESSION_OPEN: return "secret";
+  case GL_OP_SHM_ATTACH: return "size_bytes";
+  case GL_OP_SHM_DETACH: return "segment";
+  case GL_OP_LEASE_DELEGATE: return "audience";
+  case GL_OP_LEASE_REVOKE: return "reason";
+  case GL_OP_ADMIN_UNFENCE: return "gpu_index";
+  case GL_OP_GPU_SUBMIT: return "input";
+  case GL_OP_SESSION_CLOSE:
+  case GL_OP_KERNEL_OUTPUT:
+  case GL_OP_GRAPH_END: return "seq";
+  case GL_OP_SYNC: return "ack_seq";
+  case GL_OP_TENSORMAP_ENCODE: return "oob_fill";
+  case GL_OP_MEM_ALLOC:
+  case GL_OP_MEM_READ:
+  case GL_OP_MEM_COPY:
+  case GL_OP_MEM_WRITE_SHM:
+  case GL_OP_MEM_READ_SHM:
+  case GL_OP_MEM_WRITE_ARENA:
+  case GL_OP_MEM_READ_ARENA: return "size_bytes";
+  case GL_OP_MEM_FREE: return "buffer";
+  case GL_OP_MEM_WRITE: return "data";
+  case GL_OP_MEMSET: return "count";
+  case GL_OP_MODULE_LOAD: return "image";
+  case GL_OP_MODULE_UNLOAD: return "module";
+  case GL_OP_FUNC_INFO: return "kernel_name";
+  case GL_OP_LAUNCH:
+  case GL_OP_LAUNCH_EX:
+  case GL_OP_GRAPH_SET_ARGS: return "params";
+  case GL_OP_BURST: return "launches";
+  case GL_OP_EVENT_RECORD: return "event";
+  case GL_OP_EVENT_ELAPSED: return "end_event";
+  case GL_OP_GRAPH_BEGIN: return "flag_offset";
+  case GL_OP_GRAPH_LAUNCH:
+  case GL_OP_GRAPH_DESTROY: return "graph";
+  case GL_OP_BATCH: return "ops";
+  case GL_OP_WORKER_INIT:
+  case GL_OP_WORKER_WARM: return "gpu_uuid";
+  case GL_OP_WORKER_RELEASE: return "lease_id";
+  default: return NULL;
+  }
+}
+
+/* After the last field. A response: anything left is MALFORMED (a client
+ * refuses result fields it does not know). A request: UNSUPPORTED, naming
+ * how far the body runs past the last field this release knows, so that a
+ * newer client can tell an older daemon from a bad request (fields are
+ * only ever appended to a request body). */
+static void rd_end(gl_wire__rd *r, bool request) {
+  if (!gl_wire__rd_ok(r) || r->pos == r->len) return;
+  size_t extra = r->len - r->pos;
+  if (!request) {
     gl_wire__rd_fail(r, GPULEASE_MALFORMED,
-                     "%zu trailing bytes after the last field (body_len %zu)", r->len - r->pos,
-                     r->len);
+                     "%zu trailing bytes after the last field (body_len %zu)", extra, r->len);
+    return;
+  }
+  const char *last = last_request_field(r->op);
+  if (last && !*last)
+    gl_wire__rd_fail(r, GPULEASE_UNSUPPORTED,
+                     "%zu bytes where this daemon knows an empty body: a field of a newer "
+                     "release? this daemon speaks gpulease " GL_WIRE_RELEASE,
+                     extra);
+  else
+    gl_wire__rd_fail(r, GPULEASE_UNSUPPORTED,
+                     "%zu bytes after the last field this daemon knows (%s): a field of a "
+                     "newer release? this daemon speaks gpulease " GL_WIRE_RELEASE,
+                     extra, last ? last : "the body");
 }
 
 /* ========================================================================
@@ -380,7 +458,7 @@ gpulease_status gl_request_decode(const uint8_t *msg, size_t len, size_t max_bod
   gl_wire__rd_init(&r, msg + GL_WIRE_HEADER_SIZE, h.body_len, op, err, errlen);
   out->op = op;
   if (fam) fam->decode(&r, out);
-  rd_end(&r);
+  rd_end(&r, true);
   if (r.st != GPULEASE_OK) memset(out, 0, sizeof *out);
   return r.st;
 }
@@ -472,7 +550,7 @@ static gpulease_status response_decode(const uint8_t *msg, size_t len, size_t ma
   out->msg = (const char *)gl_wire__rd_take(&r, out->msg_len, "msg");
   out->u.submit.has_kout = kout && op == GL_OP_GPU_SUBMIT; /* read by its result_decode */
   if (h.status == GPULEASE_OK && fam) fam->result_decode(&r, out);
-  rd_end(&r);
+  rd_end(&r, false);
   if (r.st != GPULEASE_OK) memset(out, 0, sizeof *out);
   return r.st;
 }
