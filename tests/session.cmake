@@ -9,6 +9,12 @@ add_dependencies(test_e2e_session gpuleased gl_kernels)
 gl_add_test(test_e2e_contract SOURCES e2e/test_e2e_contract.c e2e/daemon_harness.c
   LIBS gpulease_static gl_common Threads::Threads TIMEOUT 300 LABELS emu)
 add_dependencies(test_e2e_contract gpuleased)
+# A 0.1 client against this release's daemon: the golden 0.1 requests of
+# tests/data/wire/0.1/ (ids, secrets, seqs and handles patched in), every
+# answer checked against 0.1's layout (docs/protocol.md, "Compatibility").
+gl_add_test(test_e2e_compat SOURCES e2e/test_e2e_compat.c e2e/daemon_harness.c
+  LIBS gpulease_static gl_common Threads::Threads TIMEOUT 300 LABELS emu)
+add_dependencies(test_e2e_compat gpuleased)
 # Sessions, transfers and GPU_SUBMIT through a lossy, reordering UDP relay
 # on loopback (tests/e2e/udp_relay.c): issue 9's "lossy networks".
 gl_add_test(test_e2e_lossy SOURCES e2e/test_e2e_lossy.c e2e/udp_relay.c e2e/daemon_harness.c
