@@ -375,6 +375,15 @@ static void test_client_0_1(void **state) {
   assert_int_equal(a.r.u.sync.error_status, 0);
   free(a.raw);
 
+  /* A session op with bytes past its last field: UNSUPPORTED from the
+   * worker, its seq left unused (a refused request's, "Ordering"). */
+  m = golden("bad-mem-alloc-4-more-bytes");
+  patch_sref(&c, m.p + B, c.seq);
+  a = send_expect(&c, m, GPULEASE_UNSUPPORTED, NULL, false);
+  assert_non_null(memmem(a.r.msg, a.r.msg_len, "MEM_ALLOC: 4 bytes after the last field",
+                         strlen("MEM_ALLOC: 4 bytes after the last field")));
+  free(a.raw);
+
   /* SESSION_CLOSE. */
   expect_ok(&c, session_req(&c, "req-session-close"), "resp-session-close");
 
