@@ -145,15 +145,14 @@ void gl_wire__rd_str8(gl_wire__rd *r, const char *field, char *dst, size_t cap) 
  * refuses a longer body (docs/protocol.md section 2, "Compatibility"). */
 #define GL_WIRE_RELEASE "0.2"
 
-/* The last field of op's request body as this release knows it; "" for an
- * empty body, NULL for an op without a request of its own. */
+/* The last field of a network op's request body as this release knows
+ * it; "" for an empty body, NULL for an op this table does not name. */
 static const char *last_request_field(uint16_t op) {
   switch (op) {
   case GL_OP_GET_INVENTORY:
   case GL_OP_NODE_INFO:
   case GL_OP_NET_INFO:
-  case GL_OP_POOL_INFO:
-  case GL_OP_WORKER_PROBE: return "";
+  case GL_OP_POOL_INFO: return "";
   case GL_OP_AUTHENTICATE: return "bearer_token";
   case GL_OP_LEASE_ALLOC: return "malloc_heap_bytes";
   case GL_OP_LEASE_RENEW: return "flags";
@@ -175,9 +174,7 @@ static const char *last_request_field(uint16_t op) {
   case GL_OP_MEM_READ:
   case GL_OP_MEM_COPY:
   case GL_OP_MEM_WRITE_SHM:
-  case GL_OP_MEM_READ_SHM:
-  case GL_OP_MEM_WRITE_ARENA:
-  case GL_OP_MEM_READ_ARENA: return "size_bytes";
+  case GL_OP_MEM_READ_SHM: return "size_bytes";
   case GL_OP_MEM_FREE: return "buffer";
   case GL_OP_MEM_WRITE: return "data";
   case GL_OP_MEMSET: return "count";
@@ -194,22 +191,21 @@ static const char *last_request_field(uint16_t op) {
   case GL_OP_GRAPH_LAUNCH:
   case GL_OP_GRAPH_DESTROY: return "graph";
   case GL_OP_BATCH: return "ops";
-  case GL_OP_WORKER_INIT:
-  case GL_OP_WORKER_WARM: return "gpu_uuid";
-  case GL_OP_WORKER_RELEASE: return "lease_id";
   default: return NULL;
   }
 }
 
 /* After the last field. A response: anything left is MALFORMED (a client
- * refuses result fields it does not know). A request: UNSUPPORTED, naming
- * how far the body runs past the last field this release knows, so that a
- * newer client can tell an older daemon from a bad request (fields are
- * only ever appended to a request body). */
+ * refuses result fields it does not know). A request of a network op:
+ * UNSUPPORTED, naming how far the body runs past the last field this
+ * release knows, so that a newer client can tell an older daemon from a
+ * bad request (fields are only ever appended to a request body). The
+ * internal ops (0x7Fxx) stay MALFORMED: the daemon and its workers are one
+ * binary of one release. */
 static void rd_end(gl_wire__rd *r, bool request) {
   if (!gl_wire__rd_ok(r) || r->pos == r->len) return;
   size_t extra = r->len - r->pos;
-  if (!request) {
+  if (!request || (r->op & 0xFF00) == 0x7F00) {
     gl_wire__rd_fail(r, GPULEASE_MALFORMED,
                      "%zu trailing bytes after the last field (body_len %zu)", extra, r->len);
     return;
