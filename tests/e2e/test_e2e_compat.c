@@ -286,6 +286,7 @@ static void test_client_0_1(void **state) {
   put_be(m.p + B + 64, buf, 8);
   a = send_expect(&c, m, GPULEASE_OK, NULL, false);
   check_vadd(a.r.u.mem_read.data, a.r.u.mem_read.data_len);
+  assert_int_equal(result_len(a.raw, a.len), 4 + 64); /* u32 data_len, data */
   free(a.raw);
 
   /* BATCH: MEMSET, MEM_READ, SYNC behind u32 lengths after the batch's
@@ -367,6 +368,7 @@ static void test_client_0_1(void **state) {
   put_be(m.p + B + 64, buf, 8);
   a = send_expect(&c, m, GPULEASE_OK, NULL, false);
   check_vadd(a.r.u.mem_read.data, a.r.u.mem_read.data_len);
+  assert_int_equal(result_len(a.raw, a.len), 4 + 64); /* u32 data_len, data */
   free(a.raw);
   m = session_req(&c, "req-graph-destroy");
   put_be(m.p + B + 64, graph, 8);
@@ -420,6 +422,8 @@ static void test_client_0_1(void **state) {
   a = send_expect(&c, m, GPULEASE_OK, NULL, false);
   assert_false(a.r.u.submit.has_kout);
   check_vadd(a.r.u.submit.output, a.r.u.submit.output_len);
+  /* u64 gpu_time_ns, u32 output_len, output */
+  assert_int_equal(result_len(a.raw, a.len), 8 + 4 + 64);
   free(a.raw);
   /* with the kout flag: the kout block follows (0.1's layout, which the
    * plain decoder refuses as trailing bytes) */
@@ -428,6 +432,8 @@ static void test_client_0_1(void **state) {
   a = send_expect(&c, m, GPULEASE_OK, NULL, true);
   assert_true(a.r.u.submit.has_kout);
   check_vadd(a.r.u.submit.output, a.r.u.submit.output_len);
+  /* and u8 flags, u64 dropped, u32 len, text */
+  assert_int_equal(result_len(a.raw, a.len), 8 + 4 + 64 + 1 + 8 + 4 + a.r.u.submit.kout.len);
   gl_response plain;
   char err[256];
   assert_int_equal(gl_response_decode(a.raw, a.len, MAX_BODY, &plain, err, sizeof err),
