@@ -142,12 +142,39 @@ void gl_wire__rd_str8(gl_wire__rd *r, const char *field, char *dst, size_t cap) 
   dst[n] = '\0';
 }
 
-/* After the last field: anything left is an error. */
-static void rd_end(gl_wire__rd *r) {
-  if (gl_wire__rd_ok(r) && r->pos != r->len)
+/* The release whose request fields this decoder knows, named when it
+ * refuses a longer body (docs/protocol.md section 2, "Compatibility"). */
+#define GL_WIRE_RELEASE "0.2"
+
+static const gl_wire__codec *codec_of(uint16_t op);
+
+/* After the last field. A response: anything left is MALFORMED (a client
+ * refuses result fields it does not know). A request of a network op:
+ * UNSUPPORTED, naming how far the body runs past the last field this
+ * release knows, so that a newer client can tell an older daemon from a
+ * bad request (fields are only ever appended to a request body). The
+ * internal ops (0x7Fxx) stay MALFORMED: the daemon and its workers are one
+ * binary of one release. */
+static void rd_end(gl_wire__rd *r, bool request) {
+  if (!gl_wire__rd_ok(r) || r->pos == r->len) return;
+  size_t extra = r->len - r->pos;
+  if (!request || (r->op & 0xFF00) == 0x7F00) {
     gl_wire__rd_fail(r, GPULEASE_MALFORMED,
-                     "%zu trailing bytes after the last field (body_len %zu)", r->len - r->pos,
-                     r->len);
+                     "%zu trailing bytes after the last field (body_len %zu)", extra, r->len);
+    return;
+  }
+  const gl_wire__codec *c = codec_of(r->op);
+  const char *last = c ? c->last_field : NULL;
+  if (last && !*last)
+    gl_wire__rd_fail(r, GPULEASE_UNSUPPORTED,
+                     "%zu bytes where this daemon knows an empty body: a field of a newer "
+                     "release? this daemon speaks gpulease " GL_WIRE_RELEASE,
+                     extra);
+  else
+    gl_wire__rd_fail(r, GPULEASE_UNSUPPORTED,
+                     "%zu bytes after the last field this daemon knows (%s): a field of a "
+                     "newer release? this daemon speaks gpulease " GL_WIRE_RELEASE,
+                     extra, last ? last : "the body");
 }
 
 /* ========================================================================
@@ -352,7 +379,7 @@ gpulease_status gl_request_decode(const uint8_t *msg, size_t len, size_t max_bod
   gl_wire__rd_init(&r, msg + GL_WIRE_HEADER_SIZE, h.body_len, op, err, errlen);
   out->op = op;
   if (c->decode) c->decode(&r, out);
-  rd_end(&r);
+  rd_end(&r, true);
   if (r.st != GPULEASE_OK) memset(out, 0, sizeof *out);
   return r.st;
 }
@@ -444,7 +471,7 @@ static gpulease_status response_decode(const uint8_t *msg, size_t len, size_t ma
   out->msg = (const char *)gl_wire__rd_take(&r, out->msg_len, "msg");
   out->u.submit.has_kout = kout && op == GL_OP_GPU_SUBMIT; /* read by its result_decode */
   if (h.status == GPULEASE_OK && c->result_decode) c->result_decode(&r, out);
-  rd_end(&r);
+  rd_end(&r, false);
   if (r.st != GPULEASE_OK) memset(out, 0, sizeof *out);
   return r.st;
 }

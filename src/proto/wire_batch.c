@@ -220,6 +220,7 @@ static void batch_result_put(gl_buf *out, const gl_response *resp) {
 }
 
 const gl_wire__codec gl_wire__op_BATCH = {
+    .last_field = "ops",
     .decode = batch_decode,
     .validate = batch_validate,
     .put = batch_put,

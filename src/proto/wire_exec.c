@@ -395,24 +395,28 @@ static void graph_end_result_put(gl_buf *b, const gl_response *resp) {
  * ====================================================================== */
 
 const gl_wire__codec gl_wire__op_LAUNCH_EX = {
+    .last_field = "params",
     .decode = launch_ex_decode,
     .validate = launch_ex_validate,
     .put = launch_ex_put,
 };
 
 const gl_wire__codec gl_wire__op_BURST = {
+    .last_field = "launches",
     .decode = burst_decode,
     .validate = burst_validate,
     .put = burst_put,
 };
 
 const gl_wire__codec gl_wire__op_EVENT_RECORD = {
+    .last_field = "event",
     .decode = event_record_decode,
     .validate = event_record_validate,
     .put = event_record_put,
 };
 
 const gl_wire__codec gl_wire__op_EVENT_ELAPSED = {
+    .last_field = "end_event",
     .decode = event_elapsed_decode,
     .validate = event_elapsed_validate,
     .put = event_elapsed_put,
@@ -421,12 +425,14 @@ const gl_wire__codec gl_wire__op_EVENT_ELAPSED = {
 };
 
 const gl_wire__codec gl_wire__op_GRAPH_BEGIN = {
+    .last_field = "flag_offset",
     .decode = graph_begin_decode,
     .validate = graph_begin_validate,
     .put = graph_begin_put,
 };
 
 const gl_wire__codec gl_wire__op_GRAPH_END = {
+    .last_field = "seq",
     .decode = gl_wire__ref_only_decode,
     .validate = gl_wire__ref_only_validate,
     .put = gl_wire__ref_only_put,
@@ -436,18 +442,21 @@ const gl_wire__codec gl_wire__op_GRAPH_END = {
 };
 
 const gl_wire__codec gl_wire__op_GRAPH_LAUNCH = {
+    .last_field = "graph",
     .decode = graph_decode,
     .validate = gl_wire__ref_only_validate,
     .put = graph_put,
 };
 
 const gl_wire__codec gl_wire__op_GRAPH_SET_ARGS = {
+    .last_field = "params",
     .decode = graph_set_args_decode,
     .validate = graph_set_args_validate,
     .put = graph_set_args_put,
 };
 
 const gl_wire__codec gl_wire__op_GRAPH_DESTROY = {
+    .last_field = "graph",
     .decode = graph_decode,
     .validate = gl_wire__ref_only_validate,
     .put = graph_put,

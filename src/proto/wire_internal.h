@@ -190,6 +190,10 @@ void gl_wire__param_list_scan(gl_wire__rd *r, unsigned count, bool launch);
  * none it could refuse (result_valid). Ops of the same layout share the
  * functions; where their field names differ a tiny wrapper passes them. */
 typedef struct gl_wire__codec {
+  /* The last field of the request body as this release knows it ("" for
+   * an empty body; NULL for an internal op): named when a longer body is
+   * refused (docs/protocol.md section 2, "Compatibility"). */
+  const char *last_field;
   /* The request body, field by field, each checked as soon as it is read. */
   void (*decode)(gl_wire__rd *r, gl_request *q);
   /* The encoder's side: the decoder's checks on a struct a caller filled,

@@ -292,12 +292,14 @@ static void tenant_result_put(gl_buf *b, const gl_response *resp) {
  * ====================================================================== */
 
 const gl_wire__codec gl_wire__op_GET_INVENTORY = {
+    .last_field = "",
     .result_decode = inventory_result_decode,
     .result_valid = inventory_result_valid,
     .result_put = inventory_result_put,
 };
 
 const gl_wire__codec gl_wire__op_AUTHENTICATE = {
+    .last_field = "bearer_token",
     .decode = authenticate_decode,
     .validate = authenticate_validate,
     .put = authenticate_put,
@@ -307,6 +309,7 @@ const gl_wire__codec gl_wire__op_AUTHENTICATE = {
 };
 
 const gl_wire__codec gl_wire__op_LEASE_ALLOC = {
+    .last_field = "malloc_heap_bytes",
     .decode = alloc_decode,
     .validate = alloc_validate,
     .put = alloc_put,
@@ -315,6 +318,7 @@ const gl_wire__codec gl_wire__op_LEASE_ALLOC = {
 };
 
 const gl_wire__codec gl_wire__op_LEASE_RENEW = {
+    .last_field = "flags",
     .decode = renew_decode,
     .validate = renew_validate,
     .put = renew_put,
@@ -323,6 +327,7 @@ const gl_wire__codec gl_wire__op_LEASE_RENEW = {
 };
 
 const gl_wire__codec gl_wire__op_LEASE_QUERY = {
+    .last_field = "secret",
     .decode = auth_only_decode,
     .put = auth_only_put,
     .result_decode = lease_result_decode,
@@ -330,11 +335,13 @@ const gl_wire__codec gl_wire__op_LEASE_QUERY = {
 };
 
 const gl_wire__codec gl_wire__op_LEASE_FREE = {
+    .last_field = "secret",
     .decode = auth_only_decode,
     .put = auth_only_put,
 };
 
 const gl_wire__codec gl_wire__op_LEASE_DELEGATE = {
+    .last_field = "audience",
     .decode = delegate_decode,
     .validate = delegate_validate,
     .put = delegate_put,
@@ -343,11 +350,13 @@ const gl_wire__codec gl_wire__op_LEASE_DELEGATE = {
 };
 
 const gl_wire__codec gl_wire__op_LEASE_REVOKE = {
+    .last_field = "reason",
     .decode = revoke_decode,
     .put = revoke_put,
 };
 
 const gl_wire__codec gl_wire__op_ADMIN_UNFENCE = {
+    .last_field = "gpu_index",
     .decode = unfence_decode,
     .put = unfence_put,
 };

@@ -35,6 +35,7 @@ static void net_result_put(gl_buf *b, const gl_response *resp) {
 }
 
 const gl_wire__codec gl_wire__op_NET_INFO = {
+    .last_field = "",
     .result_decode = net_result_decode,
     .result_valid = net_result_valid,
     .result_put = net_result_put,

@@ -46,6 +46,7 @@ static void pool_result_put(gl_buf *b, const gl_response *resp) {
 }
 
 const gl_wire__codec gl_wire__op_POOL_INFO = {
+    .last_field = "",
     .result_decode = pool_result_decode,
     .result_valid = pool_result_valid,
     .result_put = pool_result_put,

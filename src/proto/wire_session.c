@@ -479,6 +479,7 @@ static void func_info_result_put(gl_buf *b, const gl_response *resp) {
  * ====================================================================== */
 
 const gl_wire__codec gl_wire__op_SESSION_OPEN = {
+    .last_field = "secret",
     .decode = open_decode,
     .put = open_put,
     .result_decode = open_result_decode,
@@ -487,12 +488,14 @@ const gl_wire__codec gl_wire__op_SESSION_OPEN = {
 };
 
 const gl_wire__codec gl_wire__op_SESSION_CLOSE = {
+    .last_field = "seq",
     .decode = gl_wire__ref_only_decode,
     .validate = gl_wire__ref_only_validate,
     .put = gl_wire__ref_only_put,
 };
 
 const gl_wire__codec gl_wire__op_SYNC = {
+    .last_field = "ack_seq",
     .decode = sync_decode,
     .validate = gl_wire__ref_only_validate,
     .put = sync_put,
@@ -502,6 +505,7 @@ const gl_wire__codec gl_wire__op_SYNC = {
 };
 
 const gl_wire__codec gl_wire__op_KERNEL_OUTPUT = {
+    .last_field = "seq",
     .decode = gl_wire__ref_only_decode,
     .validate = gl_wire__ref_only_validate,
     .put = gl_wire__ref_only_put,
@@ -511,6 +515,7 @@ const gl_wire__codec gl_wire__op_KERNEL_OUTPUT = {
 };
 
 const gl_wire__codec gl_wire__op_MEM_ALLOC = {
+    .last_field = "size_bytes",
     .decode = mem_alloc_decode,
     .validate = mem_alloc_validate,
     .put = mem_alloc_put,
@@ -520,18 +525,21 @@ const gl_wire__codec gl_wire__op_MEM_ALLOC = {
 };
 
 const gl_wire__codec gl_wire__op_MEM_FREE = {
+    .last_field = "buffer",
     .decode = mem_free_decode,
     .validate = gl_wire__ref_only_validate,
     .put = handle_put,
 };
 
 const gl_wire__codec gl_wire__op_MEM_WRITE = {
+    .last_field = "data",
     .decode = mem_write_decode,
     .validate = mem_write_validate,
     .put = mem_write_put,
 };
 
 const gl_wire__codec gl_wire__op_MEM_READ = {
+    .last_field = "size_bytes",
     .decode = mem_read_decode,
     .validate = mem_read_validate,
     .put = mem_read_put,
@@ -541,18 +549,21 @@ const gl_wire__codec gl_wire__op_MEM_READ = {
 };
 
 const gl_wire__codec gl_wire__op_MEM_COPY = {
+    .last_field = "size_bytes",
     .decode = mem_copy_decode,
     .validate = mem_copy_validate,
     .put = mem_copy_put,
 };
 
 const gl_wire__codec gl_wire__op_MEMSET = {
+    .last_field = "count",
     .decode = memset_decode,
     .validate = memset_validate,
     .put = memset_put,
 };
 
 const gl_wire__codec gl_wire__op_MODULE_LOAD = {
+    .last_field = "image",
     .decode = module_load_decode,
     .validate = module_load_validate,
     .put = module_load_put,
@@ -562,12 +573,14 @@ const gl_wire__codec gl_wire__op_MODULE_LOAD = {
 };
 
 const gl_wire__codec gl_wire__op_MODULE_UNLOAD = {
+    .last_field = "module",
     .decode = module_unload_decode,
     .validate = gl_wire__ref_only_validate,
     .put = handle_put,
 };
 
 const gl_wire__codec gl_wire__op_FUNC_INFO = {
+    .last_field = "kernel_name",
     .decode = func_info_decode,
     .validate = func_info_validate,
     .put = func_info_put,
@@ -577,6 +590,7 @@ const gl_wire__codec gl_wire__op_FUNC_INFO = {
 };
 
 const gl_wire__codec gl_wire__op_LAUNCH = {
+    .last_field = "params",
     .decode = launch_decode,
     .validate = launch_validate,
     .put = launch_put,

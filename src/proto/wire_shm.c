@@ -138,12 +138,14 @@ static void attach_result_put(gl_buf *b, const gl_response *resp) {
  * ====================================================================== */
 
 const gl_wire__codec gl_wire__op_NODE_INFO = {
+    .last_field = "",
     .result_decode = node_info_result_decode,
     .result_valid = node_info_result_valid,
     .result_put = node_info_result_put,
 };
 
 const gl_wire__codec gl_wire__op_SHM_ATTACH = {
+    .last_field = "size_bytes",
     .decode = attach_decode,
     .validate = attach_validate,
     .put = attach_put,
@@ -153,17 +155,20 @@ const gl_wire__codec gl_wire__op_SHM_ATTACH = {
 };
 
 const gl_wire__codec gl_wire__op_SHM_DETACH = {
+    .last_field = "segment",
     .decode = detach_decode,
     .put = detach_put,
 };
 
 const gl_wire__codec gl_wire__op_MEM_WRITE_SHM = {
+    .last_field = "size_bytes",
     .decode = copy_decode,
     .validate = copy_validate,
     .put = copy_put,
 };
 
 const gl_wire__codec gl_wire__op_MEM_READ_SHM = {
+    .last_field = "size_bytes",
     .decode = copy_decode,
     .validate = copy_validate,
     .put = copy_put,

@@ -189,6 +189,7 @@ static void submit_result_put(gl_buf *b, const gl_response *resp) {
 }
 
 const gl_wire__codec gl_wire__op_GPU_SUBMIT = {
+    .last_field = "input",
     .decode = submit_decode,
     .validate = submit_validate,
     .put = submit_put,

@@ -96,6 +96,7 @@ static void tmap_result_put(gl_buf *b, const gl_response *resp) {
 }
 
 const gl_wire__codec gl_wire__op_TENSORMAP_ENCODE = {
+    .last_field = "oob_fill",
     .decode = tmap_decode,
     .validate = tmap_validate,
     .put = tmap_put,

@@ -938,8 +938,13 @@ static const bad_case bad_cases[] = {
     {"alloc body short in malloc_heap_bytes", DEC_REQ, b_alloc_short_body, 28, 0,
      GPULEASE_MALFORMED,
      "LEASE_ALLOC: truncated in malloc_heap_bytes: needs 8 bytes at body offset 21, 7 left"},
-    {"alloc trailing byte", DEC_REQ, b_alloc_trailing, 1, 0, GPULEASE_MALFORMED,
-     "LEASE_ALLOC: 1 trailing bytes"},
+    /* a request body longer than this release knows: UNSUPPORTED (a newer
+     * client's field, docs/protocol.md section 2), not MALFORMED */
+    {"alloc trailing byte", DEC_REQ, b_alloc_trailing, 1, 0, GPULEASE_UNSUPPORTED,
+     "LEASE_ALLOC: 1 bytes after the last field this daemon knows (malloc_heap_bytes): a "
+     "field of a newer release? this daemon speaks gpulease 0.2"},
+    {"alloc 4 trailing bytes", DEC_REQ, b_alloc_trailing, 4, 0, GPULEASE_UNSUPPORTED,
+     "LEASE_ALLOC: 4 bytes after the last field this daemon knows (malloc_heap_bytes)"},
     {"alloc class shared", DEC_REQ, b_alloc_patch, PATCH(28, GPULEASE_CLASS_SHARED), 0,
      GPULEASE_OK, NULL},
     {"alloc class device", DEC_REQ, b_alloc_patch, PATCH(28, GPULEASE_CLASS_DEVICE), 0,
@@ -950,14 +955,15 @@ static const bad_case bad_cases[] = {
      NULL},
     {"alloc malloc_heap_bytes set", DEC_REQ, b_alloc_patch, PATCH(38, 0x10), 0, GPULEASE_OK,
      NULL},
-    {"inventory request with body", DEC_REQ, b_inventory_req, 1, 0, GPULEASE_MALFORMED,
-     "GET_INVENTORY: 1 trailing bytes"},
+    {"inventory request with body", DEC_REQ, b_inventory_req, 1, 0, GPULEASE_UNSUPPORTED,
+     "GET_INVENTORY: 1 bytes where this daemon knows an empty body: a field of a newer "
+     "release? this daemon speaks gpulease 0.2"},
     {"inventory request empty", DEC_REQ, b_inventory_req, 0, 0, GPULEASE_OK, NULL},
 
     /* GPU_SUBMIT limits */
     {"submit default", DEC_REQ, b_sub_default, 0, 0, GPULEASE_OK, NULL},
-    {"submit trailing byte", DEC_REQ, b_sub_trailing, 1, 0, GPULEASE_MALFORMED,
-     "GPU_SUBMIT: 1 trailing bytes"},
+    {"submit trailing byte", DEC_REQ, b_sub_trailing, 1, 0, GPULEASE_UNSUPPORTED,
+     "GPU_SUBMIT: 1 bytes after the last field this daemon knows (input)"},
     {"kernel name 0", DEC_REQ, b_sub_name_len, 0, 0, GPULEASE_INVALID_ARGUMENT,
      "GPU_SUBMIT: kernel_name_len 0 out of range 1..1024"},
     {"kernel name 1025", DEC_REQ, b_sub_name_len, 1025, 0, GPULEASE_INVALID_ARGUMENT,
@@ -1083,15 +1089,15 @@ static const bad_case bad_cases[] = {
      * session_id 0, takes any seq and the largest ids */
 #define SES_REQ_CASES(op, name)                                                                 \
   {name " request", DEC_REQ, b_ses_default, op, 0, GPULEASE_OK, NULL},                         \
-      {name " request trailing byte", DEC_REQ, b_ses_trailing, op, 0, GPULEASE_MALFORMED,      \
-       name ": 1 trailing bytes after the last field"},                                         \
+      {name " request trailing byte", DEC_REQ, b_ses_trailing, op, 0, GPULEASE_UNSUPPORTED,    \
+       name ": 1 bytes after the last field this daemon knows ("},                              \
       {name " session_id 0", DEC_REQ, b_ses_sid0, op, 0, GPULEASE_INVALID_ARGUMENT,            \
        name ": session_id 0 is not valid"},                                                     \
       {name " seq 0", DEC_REQ, b_ses_seq0, op, 0, GPULEASE_OK, NULL},                          \
       {name " session_id and seq max", DEC_REQ, b_ses_max_ids, op, 0, GPULEASE_OK, NULL}
     {"SESSION_OPEN request", DEC_REQ, b_ses_default, GL_OP_SESSION_OPEN, 0, GPULEASE_OK, NULL},
     {"SESSION_OPEN request trailing byte", DEC_REQ, b_ses_trailing, GL_OP_SESSION_OPEN, 0,
-     GPULEASE_MALFORMED, "SESSION_OPEN: 1 trailing bytes"},
+     GPULEASE_UNSUPPORTED, "SESSION_OPEN: 1 bytes after the last field this daemon knows (secret)"},
     SES_REQ_CASES(GL_OP_SESSION_CLOSE, "SESSION_CLOSE"),
     SES_REQ_CASES(GL_OP_SYNC, "SYNC"),
     SES_REQ_CASES(GL_OP_MEM_ALLOC, "MEM_ALLOC"),
@@ -1996,7 +2002,7 @@ static void test_kernel_output_op(void **state) {
   longer[b.len] = 0;
   longer[11] = 65;
   assert_status(gl_request_decode(longer, sizeof longer, MAX_BODY, &rout, NULL, err, sizeof err),
-                GPULEASE_MALFORMED);
+                GPULEASE_UNSUPPORTED);
   gl_buf_free(&b);
   static gl_response resp, out;
   memset(&resp, 0, sizeof resp);
@@ -2111,7 +2117,8 @@ static void test_tensormap_op(void **state) {
   m[11] = 217;
   m[12 + 216] = 0;
   assert_status(gl_request_decode(m, 12 + 217, MAX_BODY, &rout, NULL, err, sizeof err),
-                GPULEASE_MALFORMED);
+                GPULEASE_UNSUPPORTED);
+  assert_contains(err, "1 bytes after the last field this daemon knows (oob_fill)");
   gl_buf_free(&b);
 
   /* the encoder refuses what the decoder refuses */
@@ -4317,8 +4324,8 @@ static void test_batch(void **state) {
   memcpy(raw, b.data, b.len);
   raw[12 + 65] = 1; /* count 1 but two ops */
   assert_status(gl_request_decode(raw, b.len, MAX_BODY, &out, NULL, err, sizeof err),
-                GPULEASE_MALFORMED);
-  assert_non_null(strstr(err, "BATCH: 109 trailing bytes after the last field"));
+                GPULEASE_UNSUPPORTED);
+  assert_non_null(strstr(err, "BATCH: 109 bytes after the last field this daemon knows (ops)"));
   free(raw);
   gl_buf_free(&b), gl_buf_free(&list);
 
@@ -4698,6 +4705,7 @@ static void test_worker_release(void **state) {
   longer[sizeof want] = 0;
   longer[11] = 9;
   char err[256];
+  /* an internal op: MALFORMED (daemon and worker are of one release) */
   assert_status(gl_request_decode(longer, sizeof longer, MAX_BODY, &out, NULL, err, sizeof err),
                 GPULEASE_MALFORMED);
   assert_contains(err, "WORKER_RELEASE: 1 trailing bytes");
@@ -4865,8 +4873,8 @@ static void test_authenticate(void **state) {
   fb_str8(&g_frame, 3, 'k', false);
   fb_be(&g_frame, 0, 1);
   fb_seal(&g_frame);
-  assert_req_decode(g_frame.b, g_frame.n, GPULEASE_MALFORMED,
-                    "AUTHENTICATE: 1 trailing bytes after the last field");
+  assert_req_decode(g_frame.b, g_frame.n, GPULEASE_UNSUPPORTED,
+                    "AUTHENTICATE: 1 bytes after the last field this daemon knows (bearer_token)");
   /* No body at all. */
   fb_header(&g_frame, GL_WIRE_KIND_REQUEST, GL_OP_AUTHENTICATE, 0);
   fb_seal(&g_frame);
