@@ -18,6 +18,6 @@ gl_add_test(test_udp_io
 # built in here so the test does not wait on the whole library.
 gl_add_test(test_srv
   SOURCES unit/test_srv.c ${PROJECT_SOURCE_DIR}/src/lib/srv.c
-  LIBS resolv Threads::Threads
+  LIBS gl_common resolv Threads::Threads
   TIMEOUT 120
   LABELS net)

@@ -152,17 +152,6 @@ struct gl_qclient {
  * Errors
  * ==================================================================== */
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
-
 /* Marks the connection dead with code and message (first reason wins). */
 static void cl_die(gl_qclient *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -178,7 +167,7 @@ static void cl_die(gl_qclient *c, int code, const char *fmt, ...) {
 }
 
 static int cl_dead_error(gl_qclient *c, char *err, size_t errlen) {
-  set_err(err, errlen, "%s", c->dead_msg);
+  gl_set_err(err, errlen, "%s", c->dead_msg);
   return c->dead_code;
 }
 
@@ -888,7 +877,7 @@ static int cl_tls_init(gl_qclient *c, char *err, size_t errlen) {
   ngtcp2_conn_set_tls_native_handle(c->conn, c->tls);
   return 0;
 fail:
-  set_err(err, errlen, "TLS session setup failed: %s", gnutls_strerror(rc));
+  gl_set_err(err, errlen, "TLS session setup failed: %s", gnutls_strerror(rc));
   return -1;
 }
 
@@ -904,12 +893,12 @@ static int cl_attempt(gl_qclient *c, const struct addrinfo *ai, uint64_t deadlin
   c->tls_err[0] = 0;
   c->fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (c->fd < 0) {
-    set_err(err, errlen, "socket: %s", strerror(errno));
+    gl_set_err(err, errlen, "socket: %s", strerror(errno));
     c->refused = true;
     return GL_QC_UNREACHABLE;
   }
   if (connect(c->fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-    set_err(err, errlen, "%s:%u unreachable: %s", c->host, (unsigned)c->port, strerror(errno));
+    gl_set_err(err, errlen, "%s:%u unreachable: %s", c->host, (unsigned)c->port, strerror(errno));
     c->refused = true;
     return GL_QC_UNREACHABLE;
   }
@@ -922,7 +911,7 @@ static int cl_attempt(gl_qclient *c, const struct addrinfo *ai, uint64_t deadlin
   int fd = c->fd;
   c->fd = -1;
   if (gl_udp_new(fd, &uo, &c->udp) != 0) {
-    set_err(err, errlen, "UDP socket setup: %s", strerror(errno));
+    gl_set_err(err, errlen, "UDP socket setup: %s", strerror(errno));
     return errno == ENOMEM ? GL_QC_NOMEM : GL_QC_UNREACHABLE;
   }
   c->fd = gl_udp_fd(c->udp);
@@ -943,7 +932,7 @@ static int cl_attempt(gl_qclient *c, const struct addrinfo *ai, uint64_t deadlin
   dcid.datalen = GL_Q_SCID_LEN;
   scid.datalen = GL_Q_SCID_LEN;
   if (gl_q_random(dcid.data, dcid.datalen) != 0 || gl_q_random(scid.data, scid.datalen) != 0) {
-    set_err(err, errlen, "no randomness for connection IDs");
+    gl_set_err(err, errlen, "no randomness for connection IDs");
     return GL_QC_NOMEM;
   }
   ngtcp2_callbacks cb = {
@@ -996,15 +985,15 @@ static int cl_attempt(gl_qclient *c, const struct addrinfo *ai, uint64_t deadlin
                                   &settings, &params, NULL, c);
   if (rv != 0) {
     c->conn = NULL;
-    set_err(err, errlen, "QUIC setup failed: %s", ngtcp2_strerror(rv));
+    gl_set_err(err, errlen, "QUIC setup failed: %s", ngtcp2_strerror(rv));
     return rv == NGTCP2_ERR_NOMEM ? GL_QC_NOMEM : GL_QC_INVALID;
   }
   if (cl_tls_init(c, err, errlen) != 0) return GL_QC_TLS;
 
   int rc = cl_wait(c, WAIT_HANDSHAKE, NULL, deadline_ns);
   if (rc == GL_QC_TIMEOUT) {
-    set_err(err, errlen, "no QUIC handshake with %s:%u within %u ms", c->host, (unsigned)c->port,
-            c->timeout_ms);
+    gl_set_err(err, errlen, "no QUIC handshake with %s:%u within %u ms", c->host, (unsigned)c->port,
+               c->timeout_ms);
     return GL_QC_UNREACHABLE;
   }
   if (rc != GL_QC_OK) return cl_dead_error(c, err, errlen);
@@ -1028,22 +1017,22 @@ static int cl_load_trust(gl_qclient *c, const gl_qclient_config *cfg, char *err,
   int rc = gnutls_certificate_allocate_credentials(&c->cred);
   if (rc < 0) {
     c->cred = NULL;
-    set_err(err, errlen, "TLS credentials: %s", gnutls_strerror(rc));
+    gl_set_err(err, errlen, "TLS credentials: %s", gnutls_strerror(rc));
     return GL_QC_NOMEM;
   }
   switch (c->verify) {
   case VERIFY_CA:
     rc = gnutls_certificate_set_x509_trust_file(c->cred, cfg->ca_file, GNUTLS_X509_FMT_PEM);
     if (rc <= 0) {
-      set_err(err, errlen, "cannot load CA certificates from %s: %s", cfg->ca_file,
-              rc == 0 ? "no certificate found" : gnutls_strerror(rc));
+      gl_set_err(err, errlen, "cannot load CA certificates from %s: %s", cfg->ca_file,
+                 rc == 0 ? "no certificate found" : gnutls_strerror(rc));
       return GL_QC_INVALID;
     }
     break;
   case VERIFY_SYSTEM:
     rc = gnutls_certificate_set_x509_system_trust(c->cred);
     if (rc < 0) {
-      set_err(err, errlen, "cannot load the system trust store: %s", gnutls_strerror(rc));
+      gl_set_err(err, errlen, "cannot load the system trust store: %s", gnutls_strerror(rc));
       return GL_QC_TLS;
     }
     break;
@@ -1063,8 +1052,8 @@ static int cl_load_cert(gl_qclient *c, const gl_qclient_config *cfg, char *err,
   for (int i = 0; i < 2; i++) {
     int fd = open(files[i], O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-      set_err(err, errlen, "cannot read client %s %s: %s", i ? "key" : "certificate", files[i],
-              strerror(errno));
+      gl_set_err(err, errlen, "cannot read client %s %s: %s", i ? "key" : "certificate", files[i],
+                 strerror(errno));
       return GL_QC_INVALID;
     }
     close(fd);
@@ -1072,8 +1061,8 @@ static int cl_load_cert(gl_qclient *c, const gl_qclient_config *cfg, char *err,
   int rc = gnutls_certificate_set_x509_key_file(c->cred, cfg->cert_file, cfg->key_file,
                                                 GNUTLS_X509_FMT_PEM);
   if (rc < 0) {
-    set_err(err, errlen, "cannot load client certificate %s / key %s: %s", cfg->cert_file,
-            cfg->key_file, gnutls_strerror(rc));
+    gl_set_err(err, errlen, "cannot load client certificate %s / key %s: %s", cfg->cert_file,
+               cfg->key_file, gnutls_strerror(rc));
     return GL_QC_INVALID;
   }
   c->have_cert = true;
@@ -1084,27 +1073,27 @@ int gl_qclient_connect(const gl_qclient_config *cfg, gl_qclient **out, char *err
                        size_t errlen) {
   if (out) *out = NULL;
   if (!cfg || !out || !cfg->host || !*cfg->host || cfg->port == 0) {
-    set_err(err, errlen, "invalid client configuration (host and port required)");
+    gl_set_err(err, errlen, "invalid client configuration (host and port required)");
     return GL_QC_INVALID;
   }
   int modes = (cfg->ca_file != NULL) + (cfg->pin_sha256 != NULL) + (cfg->insecure ? 1 : 0);
   if (modes > 1) {
-    set_err(err, errlen, "choose one of a CA file, a certificate pin, or insecure");
+    gl_set_err(err, errlen, "choose one of a CA file, a certificate pin, or insecure");
     return GL_QC_INVALID;
   }
   if ((cfg->cert_file != NULL) != (cfg->key_file != NULL)) {
-    set_err(err, errlen, "a client certificate needs both a certificate file and a key file "
+    gl_set_err(err, errlen, "a client certificate needs both a certificate file and a key file "
                          "(only the %s was given)",
-            cfg->cert_file ? "certificate" : "key");
+               cfg->cert_file ? "certificate" : "key");
     return GL_QC_INVALID;
   }
   if (strlen(cfg->host) >= sizeof((gl_qclient *)0)->host) {
-    set_err(err, errlen, "host name too long");
+    gl_set_err(err, errlen, "host name too long");
     return GL_QC_INVALID;
   }
   gl_qclient *c = calloc(1, sizeof *c);
   if (!c) {
-    set_err(err, errlen, "out of memory");
+    gl_set_err(err, errlen, "out of memory");
     return GL_QC_NOMEM;
   }
   c->fd = -1;
@@ -1123,7 +1112,7 @@ int gl_qclient_connect(const gl_qclient_config *cfg, gl_qclient **out, char *err
                                                              : GL_Q_POOL_FLOOR);
   if (!c->txbuf) {
     free(c);
-    set_err(err, errlen, "out of memory");
+    gl_set_err(err, errlen, "out of memory");
     return GL_QC_NOMEM;
   }
   c->verify = cfg->insecure ? VERIFY_INSECURE
@@ -1132,8 +1121,8 @@ int gl_qclient_connect(const gl_qclient_config *cfg, gl_qclient **out, char *err
               : VERIFY_SYSTEM;
   int rc;
   if (c->verify == VERIFY_PIN && gl_tls_parse_fingerprint(cfg->pin_sha256, c->pin) != 0) {
-    set_err(err, errlen, "bad certificate fingerprint '%s': want 64 hex digits (colons allowed)",
-            cfg->pin_sha256);
+    gl_set_err(err, errlen, "bad certificate fingerprint '%s': want 64 hex digits (colons allowed)",
+               cfg->pin_sha256);
     rc = GL_QC_INVALID;
     goto fail;
   }
@@ -1151,13 +1140,13 @@ int gl_qclient_connect(const gl_qclient_config *cfg, gl_qclient **out, char *err
   struct addrinfo *res = NULL;
   int gai = getaddrinfo(c->host, port, &hints, &res);
   if (gai != 0) {
-    set_err(err, errlen, "cannot resolve %s: %s", c->host, gai_strerror(gai));
+    gl_set_err(err, errlen, "cannot resolve %s: %s", c->host, gai_strerror(gai));
     rc = GL_QC_UNREACHABLE;
     goto fail;
   }
   uint64_t deadline = gl_q_now_ns() + (uint64_t)c->timeout_ms * NGTCP2_MILLISECONDS;
   rc = GL_QC_UNREACHABLE;
-  set_err(err, errlen, "no usable address for %s", c->host);
+  gl_set_err(err, errlen, "no usable address for %s", c->host);
   for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
     if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6) continue;
     rc = cl_attempt(c, ai, deadline, err, errlen);
@@ -1207,7 +1196,7 @@ static int cl_send_req(gl_qclient *c, uint8_t *owned, const uint8_t *req, size_t
   if (!st || !copy || !htab_reserve(c)) {
     free(st);
     gl_q_pool_put(&c->pool, copy, cap);
-    set_err(err, errlen, "out of memory");
+    gl_set_err(err, errlen, "out of memory");
     return GL_QC_NOMEM;
   }
   if (len && !owned) memcpy(copy, req, len);
@@ -1221,12 +1210,12 @@ static int cl_send_req(gl_qclient *c, uint8_t *owned, const uint8_t *req, size_t
     if (rv == 0) break;
     int rc = GL_QC_UNREACHABLE;
     if (rv == NGTCP2_ERR_STREAM_ID_BLOCKED) rc = cl_wait(c, WAIT_STREAM_SLOT, NULL, deadline);
-    else set_err(err, errlen, "cannot open a stream: %s", ngtcp2_strerror(rv));
+    else gl_set_err(err, errlen, "cannot open a stream: %s", ngtcp2_strerror(rv));
     if (rc == GL_QC_OK) continue;
     cs_destroy(c, st);
     if (rc == GL_QC_TIMEOUT)
-      set_err(err, errlen, "no stream available on the connection to %s:%u within %u ms",
-              c->host, (unsigned)c->port, c->timeout_ms);
+      gl_set_err(err, errlen, "no stream available on the connection to %s:%u within %u ms",
+                 c->host, (unsigned)c->port, c->timeout_ms);
     else if (c->dead)
       return cl_dead_error(c, err, errlen);
     return rc;
@@ -1257,10 +1246,10 @@ static int cl_wait_req(gl_qclient *c, cstream *st, uint64_t deadline, uint8_t **
   if (rc != GL_QC_OK && rc != GL_QC_TIMEOUT && cs_complete(st)) rc = GL_QC_OK;
   if (rc == GL_QC_OK) {
     if (st->too_large) {
-      set_err(err, errlen, "response larger than %zu bytes", c->max_response);
+      gl_set_err(err, errlen, "response larger than %zu bytes", c->max_response);
       rc = GL_QC_TOO_LARGE;
     } else if (st->nomem) {
-      set_err(err, errlen, "out of memory for the response");
+      gl_set_err(err, errlen, "out of memory for the response");
       rc = GL_QC_NOMEM;
     } else if (st->fin) {
       *resp = st->resp ? st->resp : malloc(1);
@@ -1269,17 +1258,17 @@ static int cl_wait_req(gl_qclient *c, cstream *st, uint64_t deadline, uint8_t **
       st->resp_len = st->resp_cap = 0;
       if (!*resp) {
         *resp_len = 0;
-        set_err(err, errlen, "out of memory");
+        gl_set_err(err, errlen, "out of memory");
         rc = GL_QC_NOMEM;
       }
     } else {
-      set_err(err, errlen, "%s:%u reset the request stream (code 0x%llx)", c->host,
-              (unsigned)c->port, (unsigned long long)st->reset_code);
+      gl_set_err(err, errlen, "%s:%u reset the request stream (code 0x%llx)", c->host,
+                 (unsigned)c->port, (unsigned long long)st->reset_code);
       rc = GL_QC_UNREACHABLE;
     }
   } else if (rc == GL_QC_TIMEOUT) {
-    set_err(err, errlen, "no response from %s:%u within %u ms", c->host, (unsigned)c->port,
-            c->timeout_ms);
+    gl_set_err(err, errlen, "no response from %s:%u within %u ms", c->host, (unsigned)c->port,
+               c->timeout_ms);
   } else {
     (void)cl_dead_error(c, err, errlen);
   }
@@ -1300,7 +1289,7 @@ int gl_qclient_send(gl_qclient *c, const uint8_t *req, size_t len, uint64_t *tok
                     size_t errlen) {
   if (token) *token = 0;
   if (!c || !token || (!req && len)) {
-    set_err(err, errlen, "invalid request arguments");
+    gl_set_err(err, errlen, "invalid request arguments");
     return GL_QC_INVALID;
   }
   uint64_t deadline = gl_q_now_ns() + (uint64_t)c->timeout_ms * NGTCP2_MILLISECONDS;
@@ -1312,7 +1301,7 @@ int gl_qclient_send_take(gl_qclient *c, uint8_t *req, size_t len, uint64_t *toke
   if (token) *token = 0;
   if (!c || !token || (!req && len)) {
     free(req);
-    set_err(err, errlen, "invalid request arguments");
+    gl_set_err(err, errlen, "invalid request arguments");
     return GL_QC_INVALID;
   }
   uint64_t deadline = gl_q_now_ns() + (uint64_t)c->timeout_ms * NGTCP2_MILLISECONDS;
@@ -1329,12 +1318,12 @@ int gl_qclient_wait(gl_qclient *c, uint64_t token, uint8_t **resp, size_t *resp_
   if (resp) *resp = NULL;
   if (resp_len) *resp_len = 0;
   if (!c || !resp || !resp_len) {
-    set_err(err, errlen, "invalid wait arguments");
+    gl_set_err(err, errlen, "invalid wait arguments");
     return GL_QC_INVALID;
   }
   cstream *st = cs_find(c, token);
   if (!st) {
-    set_err(err, errlen, "no outstanding request with token %llu", (unsigned long long)token);
+    gl_set_err(err, errlen, "no outstanding request with token %llu", (unsigned long long)token);
     return GL_QC_INVALID;
   }
   uint64_t deadline = gl_q_now_ns() + (uint64_t)c->timeout_ms * NGTCP2_MILLISECONDS;
@@ -1346,7 +1335,7 @@ int gl_qclient_request(gl_qclient *c, const uint8_t *req, size_t len, uint8_t **
   if (resp) *resp = NULL;
   if (resp_len) *resp_len = 0;
   if (!c || !resp || !resp_len || (!req && len)) {
-    set_err(err, errlen, "invalid request arguments");
+    gl_set_err(err, errlen, "invalid request arguments");
     return GL_QC_INVALID;
   }
   /* One deadline for both the stream and the response. */

@@ -68,7 +68,6 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +87,7 @@
 
 #include "common/lat.h"
 #include "common/log.h"
+#include "common/util.h"
 #include "net/quic.h"
 #include "net/quic_internal.h"
 #include "net/tls.h"
@@ -266,17 +266,6 @@ static void stream_free(qstream *st);
 /* ======================================================================
  * Small helpers
  * ==================================================================== */
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
 
 static char *dup_str(const char *s) {
   if (!s) return NULL;
@@ -1743,7 +1732,7 @@ static int srv_bind(gl_qserver *s, char *err, size_t errlen) {
     rc = getaddrinfo(host, port, &hints, &res);
   }
   if (rc != 0) {
-    set_err(err, errlen, "cannot resolve listen address %s: %s", host, gai_strerror(rc));
+    gl_set_err(err, errlen, "cannot resolve listen address %s: %s", host, gai_strerror(rc));
     return -1;
   }
   int last_errno = 0;
@@ -1793,8 +1782,8 @@ static int srv_bind(gl_qserver *s, char *err, size_t errlen) {
   }
   freeaddrinfo(res);
   if (s->fd < 0) {
-    set_err(err, errlen, "cannot bind UDP %s port %u: %s", host, (unsigned)s->cfg.listen_port,
-            strerror(last_errno ? last_errno : EADDRNOTAVAIL));
+    gl_set_err(err, errlen, "cannot bind UDP %s port %u: %s", host, (unsigned)s->cfg.listen_port,
+               strerror(last_errno ? last_errno : EADDRNOTAVAIL));
     return -1;
   }
   return 0;
@@ -1806,28 +1795,28 @@ static qcred *cred_load(const char *cert_file, const char *key_file, const char 
                         char *err, size_t errlen) {
   qcred *q = calloc(1, sizeof *q);
   if (!q) {
-    set_err(err, errlen, "out of memory");
+    gl_set_err(err, errlen, "out of memory");
     return NULL;
   }
   int rc = gnutls_certificate_allocate_credentials(&q->cred);
   if (rc < 0) {
-    set_err(err, errlen, "TLS credentials: %s", gnutls_strerror(rc));
+    gl_set_err(err, errlen, "TLS credentials: %s", gnutls_strerror(rc));
     free(q);
     return NULL;
   }
   q->refs = 1;
   rc = gnutls_certificate_set_x509_key_file(q->cred, cert_file, key_file, GNUTLS_X509_FMT_PEM);
   if (rc < 0) {
-    set_err(err, errlen, "cannot load certificate %s / key %s: %s", cert_file, key_file,
-            gnutls_strerror(rc));
+    gl_set_err(err, errlen, "cannot load certificate %s / key %s: %s", cert_file, key_file,
+               gnutls_strerror(rc));
     goto fail;
   }
   if (ca_file) {
     /* The number of certificates loaded: none is an error too. */
     rc = gnutls_certificate_set_x509_trust_file(q->cred, ca_file, GNUTLS_X509_FMT_PEM);
     if (rc <= 0) {
-      set_err(err, errlen, "cannot load client CA certificates from %s: %s", ca_file,
-              rc == 0 ? "no certificate found" : gnutls_strerror(rc));
+      gl_set_err(err, errlen, "cannot load client CA certificates from %s: %s", ca_file,
+                 rc == 0 ? "no certificate found" : gnutls_strerror(rc));
       goto fail;
     }
     GL_INFO("quic: clients must present a certificate from %s (%d CA certificate%s)", ca_file, rc,
@@ -1843,7 +1832,7 @@ fail:
 int gl_qserver_set_tls(gl_qserver *s, const char *cert_file, const char *key_file,
                        const char *client_ca_file, char *err, size_t errlen) {
   if (!cert_file || !key_file || (!client_ca_file != !s->client_ca_file)) {
-    set_err(err, errlen, client_ca_file || s->client_ca_file
+    gl_set_err(err, errlen, client_ca_file || s->client_ca_file
                              ? "client certificates are asked for from start to stop: "
                                "--auth changes need a restart"
                              : "no certificate or key");
@@ -1876,12 +1865,12 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
   if (out) *out = NULL;
   if (!loop || !cfg || !out || (!cfg->on_request && !cfg->on_request_take) || !cfg->cert_file ||
       !cfg->key_file) {
-    set_err(err, errlen, "invalid server configuration");
+    gl_set_err(err, errlen, "invalid server configuration");
     return -1;
   }
   gl_qserver *s = calloc(1, sizeof *s);
   if (!s) {
-    set_err(err, errlen, "out of memory");
+    gl_set_err(err, errlen, "out of memory");
     return -1;
   }
   pthread_mutex_init(&s->cred_mu, NULL);
@@ -1920,7 +1909,7 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
       !s->txbuf ||
       gl_q_random(&s->hash_key, sizeof s->hash_key) != 0 ||
       gl_q_random(s->retry_secret, sizeof s->retry_secret) != 0) {
-    set_err(err, errlen, "out of memory");
+    gl_set_err(err, errlen, "out of memory");
     goto fail;
   }
 
@@ -1930,7 +1919,7 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
   int rc = gnutls_priority_init(&s->prio, GL_Q_PRIORITY, &errpos);
   if (rc < 0) {
     s->prio = NULL;
-    set_err(err, errlen, "TLS priorities: %s", gnutls_strerror(rc));
+    gl_set_err(err, errlen, "TLS priorities: %s", gnutls_strerror(rc));
     goto fail;
   }
   if (srv_bind(s, err, errlen) != 0) goto fail;
