@@ -9,6 +9,12 @@ add_dependencies(test_e2e_session gpuleased gl_kernels)
 gl_add_test(test_e2e_contract SOURCES e2e/test_e2e_contract.c e2e/daemon_harness.c
   LIBS gpulease_static gl_common Threads::Threads TIMEOUT 300 LABELS emu)
 add_dependencies(test_e2e_contract gpuleased)
+# The daemon's verdict on a request's header (internal ops, the size
+# limit), before its body is read, over QUIC, a stripe port and the local
+# socket.
+gl_add_test(test_e2e_early SOURCES e2e/test_e2e_early.c e2e/daemon_harness.c
+  LIBS gpulease_static gl_common Threads::Threads TIMEOUT 120 LABELS emu)
+add_dependencies(test_e2e_early gpuleased)
 # Sessions, transfers and GPU_SUBMIT through a lossy, reordering UDP relay
 # on loopback (tests/e2e/udp_relay.c): issue 9's "lossy networks".
 gl_add_test(test_e2e_lossy SOURCES e2e/test_e2e_lossy.c e2e/udp_relay.c e2e/daemon_harness.c

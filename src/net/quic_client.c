@@ -85,6 +85,7 @@ typedef struct cstream {
   bool send_done;  /* everything (and FIN) handed to ngtcp2, or write side dead */
   bool shut;       /* we shut the stream down (RESET_STREAM + STOP_SENDING) */
   bool kill;       /* to be shut down after this read (response unwanted) */
+  bool no_fin;     /* gl_qclient_send_open: the request bytes end without FIN */
   uint8_t sq;      /* enum sendq_state */
   uint8_t *sbuf;
   size_t slen, soff, scap;
@@ -533,7 +534,8 @@ static void cl_write(gl_qclient *c) {
       v.base = st->sbuf + st->soff;
       v.len = st->slen - st->soff;
       vcnt = 1;
-      flags = NGTCP2_WRITE_STREAM_FLAG_MORE | NGTCP2_WRITE_STREAM_FLAG_FIN;
+      flags = NGTCP2_WRITE_STREAM_FLAG_MORE |
+              (st->no_fin ? NGTCP2_WRITE_STREAM_FLAG_NONE : NGTCP2_WRITE_STREAM_FLAG_FIN);
     }
     ngtcp2_ssize ndata = -1;
     ngtcp2_ssize n = ngtcp2_conn_writev_stream(c->conn, &ps.path, &pi, c->txbuf + off,
@@ -1184,7 +1186,8 @@ static void cl_pump(gl_qclient *c) {
 /* Opens a stream for req (len bytes): copied, unless owned (a malloc'd
  * buffer that becomes ours to free, also on failure). */
 static int cl_send_req(gl_qclient *c, uint8_t *owned, const uint8_t *req, size_t len,
-                       uint64_t deadline, uint64_t *token, char *err, size_t errlen) {
+                       bool no_fin, uint64_t deadline, uint64_t *token, char *err,
+                       size_t errlen) {
   GL_LAT(GL_LAT_C_SEND);
   if (c->dead) {
     free(owned);
@@ -1203,6 +1206,7 @@ static int cl_send_req(gl_qclient *c, uint8_t *owned, const uint8_t *req, size_t
   st->sbuf = copy;
   st->scap = cap;
   st->slen = len;
+  st->no_fin = no_fin;
 
   /* A new stream; at the server's concurrency limit, wait for a slot. */
   for (;;) {
@@ -1275,7 +1279,7 @@ static int cl_wait_req(gl_qclient *c, cstream *st, uint64_t deadline, uint8_t **
   if (st->fin && !st->too_large && !st->nomem) {
     /* A reply before the whole request went out (the server refused the
      * rest): do not leave the stream half open. */
-    if (!st->send_done) cs_shutdown(c, st);
+    if (!st->send_done || st->no_fin) cs_shutdown(c, st);
   } else {
     cs_shutdown(c, st); /* abandon: RESET_STREAM + STOP_SENDING */
   }
@@ -1293,7 +1297,18 @@ int gl_qclient_send(gl_qclient *c, const uint8_t *req, size_t len, uint64_t *tok
     return GL_QC_INVALID;
   }
   uint64_t deadline = gl_q_now_ns() + (uint64_t)c->timeout_ms * NGTCP2_MILLISECONDS;
-  return cl_send_req(c, NULL, req, len, deadline, token, err, errlen);
+  return cl_send_req(c, NULL, req, len, false, deadline, token, err, errlen);
+}
+
+int gl_qclient_send_open(gl_qclient *c, const uint8_t *req, size_t len, uint64_t *token,
+                         char *err, size_t errlen) {
+  if (token) *token = 0;
+  if (!c || !token || !req || !len) {
+    gl_set_err(err, errlen, "invalid request arguments");
+    return GL_QC_INVALID;
+  }
+  uint64_t deadline = gl_q_now_ns() + (uint64_t)c->timeout_ms * NGTCP2_MILLISECONDS;
+  return cl_send_req(c, NULL, req, len, true, deadline, token, err, errlen);
 }
 
 int gl_qclient_send_take(gl_qclient *c, uint8_t *req, size_t len, uint64_t *token, char *err,
@@ -1305,7 +1320,8 @@ int gl_qclient_send_take(gl_qclient *c, uint8_t *req, size_t len, uint64_t *toke
     return GL_QC_INVALID;
   }
   uint64_t deadline = gl_q_now_ns() + (uint64_t)c->timeout_ms * NGTCP2_MILLISECONDS;
-  return cl_send_req(c, req, req ? req : (const uint8_t *)"", len, deadline, token, err, errlen);
+  return cl_send_req(c, req, req ? req : (const uint8_t *)"", len, false, deadline, token, err,
+                     errlen);
 }
 
 uint8_t *gl_qclient_buf(gl_qclient *c, size_t len, size_t *cap) {
@@ -1341,7 +1357,7 @@ int gl_qclient_request(gl_qclient *c, const uint8_t *req, size_t len, uint8_t **
   /* One deadline for both the stream and the response. */
   uint64_t deadline = gl_q_now_ns() + (uint64_t)c->timeout_ms * NGTCP2_MILLISECONDS;
   uint64_t token = 0;
-  int rc = cl_send_req(c, NULL, req, len, deadline, &token, err, errlen);
+  int rc = cl_send_req(c, NULL, req, len, false, deadline, &token, err, errlen);
   if (rc != GL_QC_OK) return rc;
   return cl_wait_req(c, cs_find(c, token), deadline, resp, resp_len, err, errlen);
 }

@@ -8,8 +8,12 @@
  *     connection ID through a hash table that holds every SCID we issued
  *     plus the client's original DCID (for retransmitted Initials).
  *   - Nothing is sent from inside ngtcp2 callbacks and no user callback runs
- *     inside them: callbacks only record state (bytes into a stream buffer,
- *     a stream onto the connection's ready list). After ngtcp2_conn_read_pkt
+ *     inside them but on_header (which only computes a verdict): callbacks
+ *     only record state (bytes into a stream buffer, a stream onto the
+ *     connection's ready list). A request refused on its header
+ *     (on_header's answer kept as the stream's reply) goes on the ready
+ *     list too; delivering it stops the stream's reading (STOP_SENDING)
+ *     and queues the answer. After ngtcp2_conn_read_pkt
  *     returns, ready requests are handed to on_request and the connection
  *     is put on the server's "dirty" list. srv_flush() then writes every
  *     dirty connection (stream data, ACKs, retransmissions), re-arms its
@@ -138,6 +142,8 @@ struct qstream {
   uint8_t *rbuf;
   size_t rlen, rcap;
   bool too_large, reset_rx, delivered;
+  bool hdr_seen; /* its first 12 bytes went to on_header */
+  bool refused;  /* ... which answered (sbuf): deliver stops the reading */
   gl_qreq *req; /* delivered, not answered yet */
   /* Reply side: sbuf lives until the stream closes (retransmissions). A
    * lent sbuf (srelease set) is given back through srelease, not pooled. */
@@ -1001,6 +1007,32 @@ static int buf_append(qstream *st, const uint8_t *data, size_t len, size_t limit
   return 0;
 }
 
+/* Asks on_header about st's header (its first GL_Q_HEADER_BYTES are in).
+ * A refusal keeps the answer as st's reply and drops the bytes received;
+ * conn_deliver then stops the reading and queues the answer. */
+static void stream_verdict(qconn *c, qstream *st) {
+  gl_qserver *s = c->srv;
+  st->hdr_seen = true;
+  uint8_t answer[GL_QSERVER_HEADER_REPLY_MAX];
+  size_t n = s->cfg.on_header(s->cfg.header_user, st->rbuf, answer, sizeof answer);
+  if (n == 0 || n > sizeof answer) return;
+  uint8_t *copy = malloc(n);
+  if (!copy) return; /* read on: the request is judged whole instead */
+  memcpy(copy, answer, n);
+  /* What the header declares decides the STOP_SENDING code. */
+  st->too_large = gl_q_hdr_msg_size(st->rbuf) > s->cfg.max_message_bytes;
+  st->refused = true;
+  c->rx_buffered -= st->rlen;
+  gl_q_pool_put(&s->pool, st->rbuf, st->rcap);
+  st->rbuf = NULL;
+  st->rlen = st->rcap = 0;
+  sbuf_drop(st);
+  st->sbuf = copy;
+  st->scap = st->slen = n;
+  st->soff = 0;
+  ready_push(c, st);
+}
+
 /* Gives the peer back n bytes of connection credit, now if the
  * connection's undelivered bytes are within budget, else later. */
 static void conn_return_credit(qconn *c, uint64_t n) {
@@ -1023,6 +1055,15 @@ static void conn_deliver(qconn *c) {
     st->in_ready = false;
     if (st->delivered) continue;
     st->delivered = true;
+    if (st->refused) {
+      /* Answered on its header: read no more of it, send the answer. */
+      uint64_t code = st->too_large ? GL_Q_APP_TOO_LARGE : GL_Q_APP_REFUSED;
+      ngtcp2_conn_shutdown_stream_read(c->conn, 0, st->id, code);
+      GL_DEBUG("quic: request on stream %lld from %s refused on its header", (long long)st->id,
+               c->peer);
+      send_queue_add(c, st);
+      continue;
+    }
     if (st->reset_rx && !st->too_large) {
       /* The client abandoned the request before finishing it. */
       ngtcp2_conn_shutdown_stream(c->conn, 0, st->id, GL_Q_APP_CANCELLED);
@@ -1205,6 +1246,8 @@ static int cb_recv_stream_data(ngtcp2_conn *conn, uint32_t flags, int64_t stream
     if (flags & NGTCP2_STREAM_DATA_FLAG_FIN) ready_push(c, st);
   }
   c->rx_buffered += st->rlen - before;
+  if (!st->hdr_seen && st->rlen >= GL_Q_HEADER_BYTES && c->srv->cfg.on_header)
+    stream_verdict(c, st);
   conn_return_credit(c, datalen);
   return 0;
 }
@@ -1234,7 +1277,7 @@ static int cb_stream_reset(ngtcp2_conn *conn, int64_t stream_id, uint64_t final_
   (void)app_error_code;
   qconn *c = user_data;
   qstream *st = stream_user_data;
-  if (!st || st->delivered || st->too_large) return 0;
+  if (!st || st->delivered || st->too_large || st->refused) return 0;
   /* Unfinished request: free its bytes now, close our side on delivery. */
   st->reset_rx = true;
   c->rx_buffered -= st->rlen;
