@@ -55,6 +55,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "net/quic.h"
+#include "net/quic_conn.h"
 #include "net/quic_internal.h"
 #include "net/tls.h"
 #include "net/udp_io.h"
@@ -71,24 +72,21 @@ enum verify_mode { VERIFY_SYSTEM, VERIFY_CA, VERIFY_PIN, VERIFY_INSECURE };
 
 enum wait_for { WAIT_HANDSHAKE, WAIT_STREAM_SLOT, WAIT_RESPONSE };
 
-/* Where a stream with request bytes to write sits. */
-enum sendq_state { SQ_NONE, SQ_READY, SQ_BLOCKED };
-
 /* One request: the stream we opened and its response. */
 typedef struct cstream {
   struct cstream *prev, *next;   /* open streams (c->streams), while open */
-  struct cstream *sprev, *snext; /* c->sq or c->bq, per sq */
   struct cstream *hnext;         /* token hash chain, while token != 0 */
   int64_t id;
   uint64_t token;  /* 0: the application gave it up (or never owned it) */
   bool open;       /* ngtcp2 has not closed the stream yet */
-  bool send_done;  /* everything (and FIN) handed to ngtcp2, or write side dead */
   bool shut;       /* we shut the stream down (RESET_STREAM + STOP_SENDING) */
   bool kill;       /* to be shut down after this read (response unwanted) */
-  bool no_fin;     /* gl_qclient_send_open: the request bytes end without FIN */
-  uint8_t sq;      /* enum sendq_state */
+  /* The request: sbuf (scap bytes, ours) as out on c->sendq; out.over:
+   * everything (and FIN, unless out.no_fin: gl_qclient_send_open) handed
+   * to ngtcp2, or the write side dead. */
   uint8_t *sbuf;
-  size_t slen, soff, scap;
+  size_t scap;
+  gl_q_out out;
   /* response */
   uint8_t *resp;
   size_t resp_len, resp_cap;
@@ -128,8 +126,7 @@ struct gl_qclient {
   uint64_t spin_ns; /* a response's wait watches the socket this long (0: default) */
 
   cstream *streams;          /* open streams */
-  cstream *sq_head, *sq_tail; /* streams with request bytes to write */
-  cstream *bq_head, *bq_tail; /* ... blocked by flow control (inside cl_write) */
+  gl_q_outq sendq;            /* streams with request bytes to write */
   size_t nkill;               /* streams with kill set */
   cstream **htab;             /* token -> record; power-of-two buckets */
   size_t hcap, nreq;          /* buckets, outstanding requests */
@@ -317,50 +314,22 @@ static bool cl_send_batch(gl_qclient *c, size_t first, size_t count, size_t off)
   return false;
 }
 
+/* gl_q_writer.send: packets of txbuf (one path: the connected socket's). */
+static bool cl_tx(void *ctx, const ngtcp2_path *path, const uint8_t *data, const size_t *lens,
+                  size_t n) {
+  (void)path;
+  gl_qclient *c = ctx;
+  return cl_send_batch(c, (size_t)(lens - c->txlens), n, (size_t)(data - c->txbuf));
+}
+
 /* ======================================================================
  * Request records
  * ==================================================================== */
 
-static void sq_unlink(gl_qclient *c, cstream *st) {
-  cstream **head = st->sq == SQ_READY ? &c->sq_head : &c->bq_head;
-  cstream **tail = st->sq == SQ_READY ? &c->sq_tail : &c->bq_tail;
-  if (st->sq == SQ_NONE) return;
-  if (st->sprev) st->sprev->snext = st->snext;
-  else *head = st->snext;
-  if (st->snext) st->snext->sprev = st->sprev;
-  else *tail = st->sprev;
-  st->sprev = st->snext = NULL;
-  st->sq = SQ_NONE;
-}
-
-static void sq_append(gl_qclient *c, cstream *st, enum sendq_state q) {
-  cstream **head = q == SQ_READY ? &c->sq_head : &c->bq_head;
-  cstream **tail = q == SQ_READY ? &c->sq_tail : &c->bq_tail;
-  sq_unlink(c, st);
-  st->sq = (uint8_t)q;
-  st->snext = NULL;
-  st->sprev = *tail;
-  if (*tail) (*tail)->snext = st;
-  else *head = st;
-  *tail = st;
-}
-
-/* Puts the streams blocked during a cl_write back in front of the ready
- * ones (they were there first). */
-static void sq_unblock_all(gl_qclient *c) {
-  if (!c->bq_head) return;
-  for (cstream *st = c->bq_head; st; st = st->snext) st->sq = SQ_READY;
-  c->bq_tail->snext = c->sq_head;
-  if (c->sq_head) c->sq_head->sprev = c->bq_tail;
-  else c->sq_tail = c->bq_tail;
-  c->sq_head = c->bq_head;
-  c->bq_head = c->bq_tail = NULL;
-}
-
 /* No more request bytes of st go out. */
 static void cs_send_over(gl_qclient *c, cstream *st) {
-  st->send_done = true;
-  sq_unlink(c, st);
+  st->out.over = true;
+  gl_q_outq_remove(&c->sendq, &st->out);
 }
 
 static void cs_destroy(gl_qclient *c, cstream *st) {
@@ -486,101 +455,29 @@ static void cs_free_all(gl_qclient *c) {
   }
   c->nreq = 0;
   c->nkill = 0;
-  c->sq_head = c->sq_tail = c->bq_head = c->bq_tail = NULL;
+  c->sendq = (gl_q_outq){0};
 }
 
 /* ======================================================================
  * Writing
  * ==================================================================== */
 
-/* Writes everything ngtcp2 lets us send now: request bytes of every stream
- * that has some (taking turns, a packet each), ACKs, flow-control credit,
- * retransmissions, handshake packets. A stream blocked by flow control
- * waits aside for the next call and does not hold up the others. Packets
- * gather in txbuf and go to the socket whenever it is full and at the end;
- * ngtcp2_conn_update_pkt_tx_time follows each send quantum (pacing). A
- * round stops after GL_Q_ROUND_BYTES (c->more): cl_wait then reads what
- * came in (ACKs) before it writes on, so the peer's timers see answers. */
+/* Writes everything ngtcp2 lets us send now (one gl_q_write round into
+ * txbuf: request bytes of every stream that has some, taking turns, ACKs,
+ * credit, retransmissions, handshake packets; a stream blocked by flow
+ * control waits aside for the next call). What a full socket refuses is
+ * kept as pending and goes first next time. A round stops after
+ * GL_Q_ROUND_BYTES (c->more): cl_wait then reads what came in (ACKs)
+ * before it writes on, so the peer's timers see answers. */
 static void cl_write(gl_qclient *c) {
   c->more = false;
   if (c->dead) return;
   if (c->pend_count && !cl_send_batch(c, c->pend_first, c->pend_count, c->pend_off)) return;
-  uint64_t now = gl_q_now_ns();
-  /* Packets are at most the path's size, but each write offers room for
-   * the largest we allow, so a path MTU probe fits. */
-  size_t maxlen = ngtcp2_conn_get_max_tx_udp_payload_size(c->conn);
-  size_t pathlen = ngtcp2_conn_get_path_max_tx_udp_payload_size(c->conn);
-  if (maxlen > c->max_udp || maxlen == 0) maxlen = c->max_udp;
-  if (pathlen > maxlen || pathlen == 0) pathlen = maxlen;
-  size_t quantum = ngtcp2_conn_get_send_quantum(c->conn);
-  if (quantum < pathlen) quantum = pathlen;
-  ngtcp2_path_storage ps;
-  ngtcp2_path_storage_zero(&ps);
-  ngtcp2_pkt_info pi;
-  size_t off = 0, npkts = 0, burst = 0, total = 0;
-  for (;;) {
-    if (npkts == GL_Q_TX_PKTS || GL_Q_TX_BYTES - off < pathlen) {
-      bool sent = cl_send_batch(c, 0, npkts, 0);
-      off = npkts = 0;
-      if (!sent) break;
-    }
-    cstream *st = c->sq_head;
-    int64_t sid = -1;
-    ngtcp2_vec v = {0};
-    size_t vcnt = 0;
-    uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_NONE;
-    if (st) {
-      sid = st->id;
-      v.base = st->sbuf + st->soff;
-      v.len = st->slen - st->soff;
-      vcnt = 1;
-      flags = NGTCP2_WRITE_STREAM_FLAG_MORE |
-              (st->no_fin ? NGTCP2_WRITE_STREAM_FLAG_NONE : NGTCP2_WRITE_STREAM_FLAG_FIN);
-    }
-    ngtcp2_ssize ndata = -1;
-    ngtcp2_ssize n = ngtcp2_conn_writev_stream(c->conn, &ps.path, &pi, c->txbuf + off,
-                                               GL_Q_TX_BYTES - off < maxlen ? pathlen : maxlen,
-                                               &ndata, flags, sid, &v, vcnt, now);
-    if (st && ndata >= 0) {
-      st->soff += (size_t)ndata;
-      /* All of it went out with FIN: ngtcp2 owns the rest. */
-      if (st->soff == st->slen) cs_send_over(c, st);
-    }
-    if (n < 0) {
-      if (n == NGTCP2_ERR_WRITE_MORE) continue; /* room left: the next stream */
-      if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED && st) {
-        sq_append(c, st, SQ_BLOCKED);
-        continue;
-      }
-      if ((n == NGTCP2_ERR_STREAM_SHUT_WR || n == NGTCP2_ERR_STREAM_NOT_FOUND) && st) {
-        /* The server refused the rest (STOP_SENDING); keep reading. */
-        cs_send_over(c, st);
-        continue;
-      }
-      sq_unblock_all(c);
-      if (npkts) (void)cl_send_batch(c, 0, npkts, 0);
-      cl_fail_liberr(c, (int)n);
-      return;
-    }
-    if (n == 0) break;
-    /* Take turns: a stream that filled the packet goes to the back. */
-    if (st && st->sq == SQ_READY && st->snext) sq_append(c, st, SQ_READY);
-    c->txlens[npkts++] = (size_t)n;
-    off += (size_t)n;
-    burst += (size_t)n;
-    total += (size_t)n;
-    if (burst >= quantum) {
-      ngtcp2_conn_update_pkt_tx_time(c->conn, now);
-      burst = 0;
-      if (total >= GL_Q_ROUND_BYTES) {
-        c->more = true;
-        break;
-      }
-    }
-  }
-  if (npkts) (void)cl_send_batch(c, 0, npkts, 0);
-  sq_unblock_all(c);
-  ngtcp2_conn_update_pkt_tx_time(c->conn, now);
+  gl_q_writer w = {.conn = c->conn, .q = &c->sendq, .buf = c->txbuf, .lens = c->txlens,
+                   .max_udp = c->max_udp, .send = cl_tx, .ctx = c};
+  int rc = gl_q_write(&w, gl_q_now_ns());
+  if (rc == 1) c->more = true;
+  else if (rc < 0) cl_fail_liberr(c, rc);
 }
 
 static void cl_read(gl_qclient *c) {
@@ -1205,8 +1102,9 @@ static int cl_send_req(gl_qclient *c, uint8_t *owned, const uint8_t *req, size_t
   if (len && !owned) memcpy(copy, req, len);
   st->sbuf = copy;
   st->scap = cap;
-  st->slen = len;
-  st->no_fin = no_fin;
+  st->out.data = copy;
+  st->out.len = len;
+  st->out.no_fin = no_fin;
 
   /* A new stream; at the server's concurrency limit, wait for a slot. */
   for (;;) {
@@ -1229,7 +1127,8 @@ static int cl_send_req(gl_qclient *c, uint8_t *owned, const uint8_t *req, size_t
   if (c->streams) c->streams->prev = st;
   c->streams = st;
   cs_own(c, st); /* the table has room: waits only shrink it */
-  sq_append(c, st, SQ_READY);
+  st->out.id = st->id;
+  gl_q_outq_add(&c->sendq, &st->out);
   cl_pump(c);
   if (c->dead) {
     cs_disown(c, st);
@@ -1279,7 +1178,7 @@ static int cl_wait_req(gl_qclient *c, cstream *st, uint64_t deadline, uint8_t **
   if (st->fin && !st->too_large && !st->nomem) {
     /* A reply before the whole request went out (the server refused the
      * rest): do not leave the stream half open. */
-    if (!st->send_done || st->no_fin) cs_shutdown(c, st);
+    if (!st->out.over || st->out.no_fin) cs_shutdown(c, st);
   } else {
     cs_shutdown(c, st); /* abandon: RESET_STREAM + STOP_SENDING */
   }

@@ -93,6 +93,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "net/quic.h"
+#include "net/quic_conn.h"
 #include "net/quic_internal.h"
 #include "net/tls.h"
 #include "net/udp_io.h"
@@ -134,9 +135,8 @@ struct qstream {
   qconn *c;
   int64_t id;
   qstream *prev, *next;   /* c->streams */
-  qstream *snext, *sprev; /* c->send queue (reply bytes left to hand to ngtcp2) */
   qstream *rnext;         /* c->ready list (request to deliver) */
-  bool in_send, in_ready;
+  bool in_ready;
   bool counted;  /* opened through stream_open: we re-grant its slot on close */
   /* Request side. */
   uint8_t *rbuf;
@@ -146,13 +146,14 @@ struct qstream {
   bool refused;  /* ... which answered (sbuf): deliver stops the reading */
   gl_qreq *req; /* delivered, not answered yet */
   /* Reply side: sbuf lives until the stream closes (retransmissions). A
-   * lent sbuf (srelease set) is given back through srelease, not pooled. */
+   * lent sbuf (srelease set) is given back through srelease, not pooled.
+   * out: its bytes on c's send queue (out.refused: the peer sent
+   * STOP_SENDING or the stream was reset). */
   uint8_t *sbuf;
-  size_t slen, soff, scap;
+  size_t scap;
   void (*srelease)(void *ctx);
   void *sctx;
-  bool blocked;    /* flow-control blocked during the current write round */
-  bool write_dead; /* peer sent STOP_SENDING or the stream was reset */
+  gl_q_out out;
 };
 
 /* A certificate credential (certificate, key, client CAs) and how many
@@ -191,7 +192,7 @@ struct qconn {
   ngtcp2_cid *cids;
   size_t ncids, cidcap;
   qstream *streams;
-  qstream *send_head, *send_tail;
+  gl_q_outq sendq; /* streams with reply bytes left to hand to ngtcp2 */
   qstream *ready_head, *ready_tail;
   size_t rx_buffered; /* request bytes held in undelivered stream buffers */
   uint64_t rx_owed;   /* connection credit not yet returned (budget full) */
@@ -208,20 +209,6 @@ struct qconn {
   char identity[GL_IDENTITY_MAX];
   size_t idlen;
 };
-
-/* Connections per peer IP address (max_connections_per_address). */
-typedef struct addr_ent {
-  struct addr_ent *next;
-  uint8_t ip[16];
-  size_t n;
-} addr_ent;
-
-typedef struct cid_ent {
-  struct cid_ent *next;
-  qconn *c;
-  uint8_t len;
-  uint8_t data[NGTCP2_MAX_CIDLEN];
-} cid_ent;
 
 struct gl_qserver {
   struct ev_loop *loop;
@@ -246,15 +233,11 @@ struct gl_qserver {
   size_t nhandshaking; /* ACTIVE connections whose handshake is not complete */
   size_t retries_sent, tokens_refused;
   uint8_t retry_secret[GL_Q_RETRY_SECRET_LEN];
-  /* Address table: connections per peer IP address. */
-  addr_ent **abuckets;
-  size_t nabuckets, naents;
+  gl_q_addrtab addrs; /* connections per peer IP address */
   qconn *dirty_head, *dirty_tail;
   qconn *blocked_head;
   bool in_batch;
-  cid_ent **buckets;
-  size_t nbuckets, nents;
-  uint64_t hash_key;
+  gl_q_cidtab cids; /* every SCID issued, and each client's original DCID */
   /* One write round of one connection: packets back to back, and their
    * lengths. */
   uint8_t *txbuf;
@@ -304,58 +287,18 @@ static void addr_to_str(const struct sockaddr *sa, char *buf, size_t len) {
 }
 
 /* ======================================================================
- * Connection ID table
+ * Connection IDs
  * ==================================================================== */
 
-static uint64_t cid_hash(const gl_qserver *s, const uint8_t *data, size_t len) {
-  /* FNV-1a with a per-server random basis: clients choose the original
-   * DCID, so the bucket must not be predictable. */
-  uint64_t h = 0xcbf29ce484222325ull ^ s->hash_key;
-  for (size_t i = 0; i < len; i++) {
-    h ^= data[i];
-    h *= 0x100000001b3ull;
-  }
-  return h ^ (h >> 29);
-}
-
-static cid_ent **cid_slot(gl_qserver *s, const uint8_t *data, size_t len) {
-  cid_ent **pp = &s->buckets[cid_hash(s, data, len) & (s->nbuckets - 1)];
-  for (; *pp; pp = &(*pp)->next)
-    if ((*pp)->len == len && memcmp((*pp)->data, data, len) == 0) return pp;
-  return pp;
-}
-
 static qconn *cid_lookup(gl_qserver *s, const uint8_t *data, size_t len) {
-  if (len > NGTCP2_MAX_CIDLEN) return NULL;
-  cid_ent *e = *cid_slot(s, data, len);
-  return e ? e->c : NULL;
-}
-
-static void cid_grow(gl_qserver *s) {
-  size_t nb = s->nbuckets * 2;
-  cid_ent **b = calloc(nb, sizeof *b);
-  if (!b) return; /* keep the longer chains */
-  for (size_t i = 0; i < s->nbuckets; i++) {
-    cid_ent *e = s->buckets[i];
-    while (e) {
-      cid_ent *next = e->next;
-      size_t at = cid_hash(s, e->data, e->len) & (nb - 1);
-      e->next = b[at];
-      b[at] = e;
-      e = next;
-    }
-  }
-  free(s->buckets);
-  s->buckets = b;
-  s->nbuckets = nb;
+  return gl_q_cidtab_get(&s->cids, data, len);
 }
 
 /* Maps cid to c; remembers it on c so conn_free can unmap it. */
 static int conn_add_cid(qconn *c, const ngtcp2_cid *cid) {
   gl_qserver *s = c->srv;
-  if (cid->datalen == 0 || cid->datalen > NGTCP2_MAX_CIDLEN) return -1;
-  cid_ent **pp = cid_slot(s, cid->data, cid->datalen);
-  if (*pp) return (*pp)->c == c ? 0 : -1;
+  void *had = gl_q_cidtab_get(&s->cids, cid->data, cid->datalen);
+  if (had) return had == c ? 0 : -1;
   if (c->ncids == c->cidcap) {
     size_t cap = c->cidcap ? c->cidcap * 2 : 4;
     ngtcp2_cid *n = realloc(c->cids, cap * sizeof *n);
@@ -363,30 +306,15 @@ static int conn_add_cid(qconn *c, const ngtcp2_cid *cid) {
     c->cids = n;
     c->cidcap = cap;
   }
-  cid_ent *e = calloc(1, sizeof *e);
-  if (!e) return -1;
-  e->c = c;
-  e->len = (uint8_t)cid->datalen;
-  memcpy(e->data, cid->data, cid->datalen);
-  *pp = e;
+  if (gl_q_cidtab_put(&s->cids, cid, c) != 0) return -1;
   c->cids[c->ncids++] = *cid;
-  if (++s->nents > s->nbuckets) cid_grow(s);
   return 0;
-}
-
-static void cid_unmap(gl_qserver *s, const ngtcp2_cid *cid) {
-  cid_ent **pp = cid_slot(s, cid->data, cid->datalen);
-  if (!*pp) return;
-  cid_ent *e = *pp;
-  *pp = e->next;
-  free(e);
-  s->nents--;
 }
 
 static void conn_remove_cid(qconn *c, const ngtcp2_cid *cid) {
   for (size_t i = 0; i < c->ncids; i++) {
     if (ngtcp2_cid_eq(&c->cids[i], cid)) {
-      cid_unmap(c->srv, cid);
+      gl_q_cidtab_del(&c->srv->cids, cid);
       c->cids[i] = c->cids[--c->ncids];
       return;
     }
@@ -394,91 +322,8 @@ static void conn_remove_cid(qconn *c, const ngtcp2_cid *cid) {
 }
 
 static void conn_unmap_all_cids(qconn *c) {
-  for (size_t i = 0; i < c->ncids; i++) cid_unmap(c->srv, &c->cids[i]);
+  for (size_t i = 0; i < c->ncids; i++) gl_q_cidtab_del(&c->srv->cids, &c->cids[i]);
   c->ncids = 0;
-}
-
-/* ======================================================================
- * Connections per IP address
- * ==================================================================== */
-
-/* The IP address of sa as 16 bytes, an IPv4 address as its v4-mapped IPv6
- * form (so both spellings count as one address). False for another
- * family. */
-static bool addr_key(const struct sockaddr *sa, uint8_t ip[16]) {
-  static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  if (sa->sa_family == AF_INET) {
-    memcpy(ip, v4mapped, sizeof v4mapped);
-    memcpy(ip + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-    return true;
-  }
-  if (sa->sa_family == AF_INET6) {
-    memcpy(ip, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-    return true;
-  }
-  return false;
-}
-
-static size_t addr_bucket(const gl_qserver *s, const uint8_t ip[16], size_t nbuckets) {
-  return (size_t)(cid_hash(s, ip, 16) & (nbuckets - 1));
-}
-
-static addr_ent *addr_find(const gl_qserver *s, const uint8_t ip[16]) {
-  for (addr_ent *e = s->abuckets[addr_bucket(s, ip, s->nabuckets)]; e; e = e->next)
-    if (memcmp(e->ip, ip, 16) == 0) return e;
-  return NULL;
-}
-
-static void addr_grow(gl_qserver *s) {
-  size_t nb = s->nabuckets * 2;
-  addr_ent **b = calloc(nb, sizeof *b);
-  if (!b) return; /* keep the longer chains */
-  for (size_t i = 0; i < s->nabuckets; i++) {
-    addr_ent *e = s->abuckets[i];
-    while (e) {
-      addr_ent *next = e->next;
-      size_t at = addr_bucket(s, e->ip, nb);
-      e->next = b[at];
-      b[at] = e;
-      e = next;
-    }
-  }
-  free(s->abuckets);
-  s->abuckets = b;
-  s->nabuckets = nb;
-}
-
-/* Counts one more connection from ip. 0, or -1 (out of memory). */
-static int addr_ref(gl_qserver *s, const uint8_t ip[16]) {
-  addr_ent *e = addr_find(s, ip);
-  if (e) {
-    e->n++;
-    return 0;
-  }
-  e = calloc(1, sizeof *e);
-  if (!e) return -1;
-  memcpy(e->ip, ip, 16);
-  e->n = 1;
-  size_t at = addr_bucket(s, ip, s->nabuckets);
-  e->next = s->abuckets[at];
-  s->abuckets[at] = e;
-  if (++s->naents > s->nabuckets) addr_grow(s);
-  return 0;
-}
-
-/* Counts one connection from ip less; forgets ip at none. */
-static void addr_unref(gl_qserver *s, const uint8_t ip[16]) {
-  for (addr_ent **pp = &s->abuckets[addr_bucket(s, ip, s->nabuckets)]; *pp;
-       pp = &(*pp)->next) {
-    addr_ent *e = *pp;
-    if (memcmp(e->ip, ip, 16) != 0) continue;
-    if (--e->n == 0) {
-      *pp = e->next;
-      free(e);
-      s->naents--;
-    }
-    return;
-  }
 }
 
 /* ======================================================================
@@ -568,147 +413,31 @@ static void conn_set_path(qconn *c, const ngtcp2_path *path) {
   }
 }
 
-static bool conn_path_is(const qconn *c, const ngtcp2_path *path) {
-  return path->remote.addrlen == c->remotelen && path->local.addrlen == c->locallen &&
-         memcmp(path->remote.addr, &c->remote, c->remotelen) == 0 &&
-         memcmp(path->local.addr, &c->local, c->locallen) == 0;
+/* gl_q_writer.send: a batch for path (where c's datagrams go from now). */
+static bool conn_tx(void *ctx, const ngtcp2_path *path, const uint8_t *data, const size_t *lens,
+                    size_t n) {
+  qconn *c = ctx;
+  conn_set_path(c, path);
+  return conn_send_batch(c, data, lens, n);
 }
 
-static void send_queue_remove(qconn *c, qstream *st) {
-  if (!st->in_send) return;
-  if (st->sprev) st->sprev->snext = st->snext;
-  else c->send_head = st->snext;
-  if (st->snext) st->snext->sprev = st->sprev;
-  else c->send_tail = st->sprev;
-  st->snext = st->sprev = NULL;
-  st->in_send = false;
-}
-
-static void send_queue_add(qconn *c, qstream *st) {
-  if (st->in_send) return;
-  st->in_send = true;
-  st->snext = NULL;
-  st->sprev = c->send_tail;
-  if (c->send_tail) c->send_tail->snext = st;
-  else c->send_head = st;
-  c->send_tail = st;
-}
-
-/* First stream, from `from` on and then wrapping around, not blocked. */
-static qstream *pick_stream(qconn *c, qstream *from) {
-  for (qstream *st = from; st; st = st->snext)
-    if (!st->blocked) return st;
-  for (qstream *st = c->send_head; st && st != from; st = st->snext)
-    if (!st->blocked) return st;
-  return NULL;
-}
-
-/* Writes what ngtcp2 lets us send now, up to GL_Q_ROUND_BYTES: packets
- * into the server's transmit buffer, handed to the socket whenever it is
- * full and at the end (udp_io sends runs of equal size with GSO). Streams
- * take turns, a packet each. Stops early when the socket is full (c is
- * then blocked) or the connection fails. */
+/* Writes what ngtcp2 lets us send now, up to GL_Q_ROUND_BYTES (one
+ * gl_q_write round into the server's transmit buffer; streams take turns,
+ * a packet each). Stops early when the socket is full (c is then blocked)
+ * or the connection fails. */
 static void conn_write(qconn *c) {
   gl_qserver *s = c->srv;
   c->more = false;
   if (c->state != ST_ACTIVE || c->pend_count) return;
-  uint64_t now = gl_q_now_ns();
-  for (qstream *st = c->send_head; st; st = st->snext) st->blocked = false;
-
-  /* Packets are at most the path's size, but each write offers room for
-   * the largest we allow, so a path MTU probe fits. */
-  size_t maxlen = ngtcp2_conn_get_max_tx_udp_payload_size(c->conn);
-  size_t pathlen = ngtcp2_conn_get_path_max_tx_udp_payload_size(c->conn);
-  if (maxlen > s->max_udp || maxlen == 0) maxlen = s->max_udp;
-  if (pathlen > maxlen || pathlen == 0) pathlen = maxlen;
-  size_t quantum = ngtcp2_conn_get_send_quantum(c->conn);
-  if (quantum < pathlen) quantum = pathlen;
-  ngtcp2_path_storage ps;
-  ngtcp2_path_storage_zero(&ps);
-  ngtcp2_pkt_info pi;
-  qstream *cur = c->send_head;
-  size_t off = 0, npkts = 0, burst = 0, total = 0;
-
-  for (;;) {
-    if (npkts == GL_Q_TX_PKTS || GL_Q_TX_BYTES - off < pathlen) {
-      bool sent = conn_send_batch(c, s->txbuf, s->txlens, npkts);
-      off = npkts = 0;
-      if (!sent) break;
-    }
-    cur = pick_stream(c, cur);
-    int64_t sid = -1;
-    ngtcp2_vec v = {0};
-    size_t vcnt = 0;
-    uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_NONE;
-    if (cur) {
-      sid = cur->id;
-      v.base = cur->sbuf + cur->soff;
-      v.len = cur->slen - cur->soff;
-      vcnt = 1;
-      flags = NGTCP2_WRITE_STREAM_FLAG_MORE | NGTCP2_WRITE_STREAM_FLAG_FIN;
-    }
-    ngtcp2_ssize ndata = -1;
-    ngtcp2_ssize n = ngtcp2_conn_writev_stream(c->conn, &ps.path, &pi, s->txbuf + off,
-                                               GL_Q_TX_BYTES - off < maxlen ? pathlen : maxlen,
-                                               &ndata, flags, sid, &v, vcnt, now);
-    qstream *next = cur ? cur->snext : NULL;
-    if (cur && ndata >= 0) {
-      cur->soff += (size_t)ndata;
-      /* All remaining bytes went out with FIN: ngtcp2 owns the rest. */
-      if (cur->soff == cur->slen) send_queue_remove(c, cur);
-    }
-    if (n < 0) {
-      if (n == NGTCP2_ERR_WRITE_MORE) {
-        if (cur && cur->in_send && ndata > 0) next = cur; /* room left for more of it */
-        cur = next;
-        continue;
-      }
-      if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED && cur) {
-        cur->blocked = true;
-        cur = next;
-        continue;
-      }
-      if ((n == NGTCP2_ERR_STREAM_SHUT_WR || n == NGTCP2_ERR_STREAM_NOT_FOUND) && cur) {
-        cur->write_dead = true;
-        send_queue_remove(c, cur);
-        cur = next;
-        continue;
-      }
-      GL_DEBUG("quic: write to %s failed: %s", c->peer, ngtcp2_strerror((int)n));
-      if (npkts) (void)conn_send_batch(c, s->txbuf, s->txlens, npkts);
-      conn_close_liberr(c, (int)n);
-      return;
-    }
-    if (n == 0) break;
-    if (npkts == 0) {
-      conn_set_path(c, &ps.path);
-    } else if (!conn_path_is(c, &ps.path)) {
-      /* A packet for another path (migration): send the batch so far,
-       * then start a new one with it. */
-      bool sent = conn_send_batch(c, s->txbuf, s->txlens, npkts);
-      memmove(s->txbuf, s->txbuf + off, (size_t)n);
-      off = npkts = 0;
-      conn_set_path(c, &ps.path);
-      if (!sent) break; /* blocked: this packet is lost, as if on the wire */
-    }
-    s->txlens[npkts++] = (size_t)n;
-    off += (size_t)n;
-    burst += (size_t)n;
-    total += (size_t)n;
-    if (burst >= quantum) {
-      /* A send quantum: let pacing set the next departure. */
-      ngtcp2_conn_update_pkt_tx_time(c->conn, now);
-      burst = 0;
-      if (total >= GL_Q_ROUND_BYTES) {
-        c->more = true;
-        break;
-      }
-    }
-    /* Take turns between streams, one packet each. */
-    cur = next;
+  gl_q_writer w = {.conn = c->conn, .q = &c->sendq, .buf = s->txbuf, .lens = s->txlens,
+                   .max_udp = s->max_udp, .send = conn_tx, .ctx = c};
+  int rc = gl_q_write(&w, gl_q_now_ns());
+  if (rc == 1) {
+    c->more = true;
+  } else if (rc < 0) {
+    GL_DEBUG("quic: write to %s failed: %s", c->peer, ngtcp2_strerror(rc));
+    conn_close_liberr(c, rc);
   }
-  if (npkts) (void)conn_send_batch(c, s->txbuf, s->txlens, npkts);
-  ngtcp2_conn_update_pkt_tx_time(c->conn, now);
 }
 
 /* ======================================================================
@@ -869,7 +598,7 @@ static void conn_free(qconn *c) {
   }
   if (c->state == ST_ACTIVE) s->nactive--;
   conn_hs_end(c);
-  if (c->ip_counted) addr_unref(s, c->ip);
+  if (c->ip_counted) gl_q_addrtab_unref(&s->addrs, c->ip);
   if (c->prev) c->prev->next = c->next;
   else s->conns = c->next;
   if (c->next) c->next->prev = c->prev;
@@ -942,6 +671,7 @@ static qstream *stream_new(qconn *c, int64_t id) {
   if (!st) return NULL;
   st->c = c;
   st->id = id;
+  st->out.id = id;
   st->next = c->streams;
   if (c->streams) c->streams->prev = st;
   c->streams = st;
@@ -984,7 +714,7 @@ static void sbuf_drop(qstream *st) {
 static void stream_free(qstream *st) {
   qconn *c = st->c;
   if (st->req) st->req->st = NULL; /* orphaned */
-  send_queue_remove(c, st);
+  gl_q_outq_remove(&c->sendq, &st->out);
   ready_remove(c, st);
   c->rx_buffered -= st->rlen;
   if (st->prev) st->prev->next = st->next;
@@ -1028,8 +758,10 @@ static void stream_verdict(qconn *c, qstream *st) {
   st->rlen = st->rcap = 0;
   sbuf_drop(st);
   st->sbuf = copy;
-  st->scap = st->slen = n;
-  st->soff = 0;
+  st->scap = n;
+  st->out.data = copy;
+  st->out.len = n;
+  st->out.off = 0;
   ready_push(c, st);
 }
 
@@ -1061,7 +793,7 @@ static void conn_deliver(qconn *c) {
       ngtcp2_conn_shutdown_stream_read(c->conn, 0, st->id, code);
       GL_DEBUG("quic: request on stream %lld from %s refused on its header", (long long)st->id,
                c->peer);
-      send_queue_add(c, st);
+      gl_q_outq_add(&c->sendq, &st->out);
       continue;
     }
     if (st->reset_rx && !st->too_large) {
@@ -1115,7 +847,7 @@ static int reply(gl_qreq *req, uint8_t *owned, const lent *ln, const uint8_t *ms
   qstream *st = req ? req->st : NULL;
   free(req);
   if (st) st->req = NULL;
-  bool ok = st && st->c->state == ST_ACTIVE && !st->write_dead;
+  bool ok = st && st->c->state == ST_ACTIVE && !st->out.refused;
   if (!ok) {
     free(owned);
     if (ln) ln->release(ln->ctx);
@@ -1140,9 +872,10 @@ static int reply(gl_qreq *req, uint8_t *owned, const lent *ln, const uint8_t *ms
   }
   st->sbuf = copy;
   st->scap = cap;
-  st->slen = len;
-  st->soff = 0;
-  send_queue_add(c, st);
+  st->out.data = copy;
+  st->out.len = len;
+  st->out.off = 0;
+  gl_q_outq_add(&c->sendq, &st->out);
   conn_mark_dirty(c);
   srv_flush(c->srv); /* no-op inside a batch: the batch ends with a flush */
   return 0;
@@ -1296,7 +1029,7 @@ static int cb_stream_stop_sending(ngtcp2_conn *conn, int64_t stream_id, uint64_t
   (void)app_error_code;
   (void)user_data;
   qstream *st = stream_user_data;
-  if (st) st->write_dead = true;
+  if (st) st->out.refused = true;
   return 0;
 }
 
@@ -1523,12 +1256,12 @@ static qconn *conn_accept(gl_qserver *s, const ngtcp2_path *path, const uint8_t 
     return NULL;
   }
   uint8_t ip[16];
-  if (!addr_key(remote, ip)) return NULL;
-  const addr_ent *ae = addr_find(s, ip);
+  if (!gl_q_addr_key(remote, ip)) return NULL;
+  size_t from_ip = gl_q_addrtab_count(&s->addrs, ip);
   uint32_t per_addr = __atomic_load_n(&s->cfg.max_connections_per_address, __ATOMIC_RELAXED);
-  if (ae && ae->n >= per_addr) {
+  if (from_ip >= per_addr) {
     if (log_due(&s->last_addr_refusal_log_ns, now))
-      GL_WARN("quic: refusing %s: %zu connections from its address (max %u)", peer, ae->n,
+      GL_WARN("quic: refusing %s: %zu connections from its address (max %u)", peer, from_ip,
               (unsigned)per_addr);
     send_stateless_close(s, &hd, local, remote, remotelen, NGTCP2_CONNECTION_REFUSED,
                          "too many connections from this address");
@@ -1545,7 +1278,7 @@ static qconn *conn_accept(gl_qserver *s, const ngtcp2_path *path, const uint8_t 
 
   qconn *c = calloc(1, sizeof *c);
   if (!c) return NULL;
-  if (addr_ref(s, ip) != 0) {
+  if (gl_q_addrtab_ref(&s->addrs, ip) != 0) {
     free(c);
     return NULL;
   }
@@ -1943,14 +1676,12 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
   size_t keep = s->cfg.max_message_bytes;
   gl_q_pool_init(&s->pool, keep > GL_Q_POOL_FLOOR ? keep : GL_Q_POOL_FLOOR);
   s->txbuf = malloc(GL_Q_TX_BYTES);
-  s->nbuckets = 64;
-  s->buckets = calloc(s->nbuckets, sizeof *s->buckets);
-  s->nabuckets = 64;
-  s->abuckets = calloc(s->nabuckets, sizeof *s->abuckets);
+  uint64_t hash_key;
   if ((cfg->listen_host && !s->listen_host) || !s->cert_file || !s->key_file ||
-      (cfg->client_ca_file && !s->client_ca_file) || !s->buckets || !s->abuckets ||
-      !s->txbuf ||
-      gl_q_random(&s->hash_key, sizeof s->hash_key) != 0 ||
+      (cfg->client_ca_file && !s->client_ca_file) || !s->txbuf ||
+      gl_q_random(&hash_key, sizeof hash_key) != 0 ||
+      gl_q_cidtab_init(&s->cids, hash_key) != 0 ||
+      gl_q_addrtab_init(&s->addrs, hash_key ^ 0x9e3779b97f4a7c15ull) != 0 ||
       gl_q_random(s->retry_secret, sizeof s->retry_secret) != 0) {
     gl_set_err(err, errlen, "out of memory");
     goto fail;
@@ -2004,28 +1735,8 @@ void gl_qserver_del(gl_qserver *srv) {
     ev_io_stop(s->loop, &s->wio);
     gl_udp_del(s->udp);
   }
-  if (s->buckets) {
-    for (size_t i = 0; i < s->nbuckets; i++) {
-      cid_ent *e = s->buckets[i];
-      while (e) {
-        cid_ent *next = e->next;
-        free(e);
-        e = next;
-      }
-    }
-    free(s->buckets);
-  }
-  if (s->abuckets) {
-    for (size_t i = 0; i < s->nabuckets; i++) {
-      addr_ent *e = s->abuckets[i];
-      while (e) {
-        addr_ent *next = e->next;
-        free(e);
-        e = next;
-      }
-    }
-    free(s->abuckets);
-  }
+  gl_q_cidtab_free(&s->cids);
+  gl_q_addrtab_free(&s->addrs);
   if (s->prio) gnutls_priority_deinit(s->prio);
   cred_release(s, s->cred);
   pthread_mutex_destroy(&s->cred_mu);
@@ -2048,7 +1759,6 @@ size_t gl_qserver_tokens_refused(const gl_qserver *srv) { return srv ? srv->toke
 
 size_t gl_qserver_connections_from(const gl_qserver *srv, const struct sockaddr *addr) {
   uint8_t ip[16];
-  if (!srv || !addr || !addr_key(addr, ip)) return 0;
-  const addr_ent *e = addr_find(srv, ip);
-  return e ? e->n : 0;
+  if (!srv || !addr || !gl_q_addr_key(addr, ip)) return 0;
+  return gl_q_addrtab_count(&srv->addrs, ip);
 }
