@@ -1,6 +1,11 @@
 /*
  * quic_server.c - the server half of quic.h: ngtcp2 + GnuTLS on a libev
  * loop, one UDP socket, one request/response pair per bidirectional stream.
+ * What comes before a connection (the socket, credentials and TLS
+ * sessions, client certificates, Retry and refusals) is quic_accept.c's;
+ * the connection ID and address tables, the send queue and the write
+ * round are quic_conn.c's, shared with the client; the records are in
+ * quic_server_int.h.
  *
  * Shape of the code:
  *   - One UDP socket (dual-stack when bound to "::"). Datagrams are read in
@@ -39,10 +44,10 @@
  *     retried on every flush, so a window update that arrives in any packet
  *     restarts them.
  *   - Client identities: with client_ca_file, each TLS session requires a
- *     client certificate, and verify_client_cert() (GnuTLS's verify
- *     function, inside the handshake) checks its chain, dates and key
- *     purpose and works out the connection's identity, or fails the
- *     handshake. ngtcp2 processes no 1-RTT packet before the handshake is
+ *     client certificate, and verify_client_cert() (quic_accept.c;
+ *     GnuTLS's verify function, inside the handshake) checks its chain,
+ *     dates and key purpose and works out the connection's identity, or
+ *     fails the handshake. ngtcp2 processes no 1-RTT packet before the handshake is
  *     complete, so every request of the connection sees it. A gl_qreq
  *     copies the identity and the peer's address when it is made, so the
  *     daemon may read them on another thread or after the connection went.
@@ -92,11 +97,7 @@
 #include "common/lat.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "net/quic.h"
-#include "net/quic_conn.h"
-#include "net/quic_internal.h"
-#include "net/tls.h"
-#include "net/udp_io.h"
+#include "net/quic_server_int.h"
 
 #define DEFAULT_IDLE_TIMEOUT_MS 60000u
 #define DEFAULT_MAX_CONNECTIONS 1024u
@@ -107,145 +108,9 @@
 #define DEFAULT_MAX_CONNS_PER_ADDRESS 64u
 /* Least per-connection budget of undelivered request bytes (see above). */
 #define RX_BUDGET_FLOOR ((size_t)64 << 20)
-/* recvmmsg slots (64 KiB each), and calls per readiness event before the
- * connections write (ACKs) and other watchers get a turn. */
-#define RX_SLOTS 16
+/* recvmmsg calls per readiness event before the connections write (ACKs)
+ * and other watchers get a turn. */
 #define READ_ROUNDS 2
-
-/* Text of a peer address: "[v6 address]:port", NUL included. */
-#define PEER_LEN (INET6_ADDRSTRLEN + 8)
-
-_Static_assert(GL_TLS_IDENTITY_MAX == GL_IDENTITY_MAX, "one identity size for tls.h and quic.h");
-
-enum conn_state { ST_ACTIVE, ST_CLOSING, ST_DRAINING, ST_DEAD };
-
-typedef struct qconn qconn;
-typedef struct qstream qstream;
-
-struct gl_qreq {
-  qstream *st; /* NULL once orphaned */
-  /* Copies from the connection, made when the request was delivered
-   * (identity only as far as its NUL). */
-  char peer[PEER_LEN];
-  char identity[GL_IDENTITY_MAX];
-};
-
-/* One client-initiated bidirectional stream. */
-struct qstream {
-  qconn *c;
-  int64_t id;
-  qstream *prev, *next;   /* c->streams */
-  qstream *rnext;         /* c->ready list (request to deliver) */
-  bool in_ready;
-  bool counted;  /* opened through stream_open: we re-grant its slot on close */
-  /* Request side. */
-  uint8_t *rbuf;
-  size_t rlen, rcap;
-  bool too_large, reset_rx, delivered;
-  bool hdr_seen; /* its first 12 bytes went to on_header */
-  bool refused;  /* ... which answered (sbuf): deliver stops the reading */
-  gl_qreq *req; /* delivered, not answered yet */
-  /* Reply side: sbuf lives until the stream closes (retransmissions). A
-   * lent sbuf (srelease set) is given back through srelease, not pooled.
-   * out: its bytes on c's send queue (out.refused: the peer sent
-   * STOP_SENDING or the stream was reset). */
-  uint8_t *sbuf;
-  size_t scap;
-  void (*srelease)(void *ctx);
-  void *sctx;
-  gl_q_out out;
-};
-
-/* A certificate credential (certificate, key, client CAs) and how many
- * hold it: the server while it is current, and each connection whose TLS
- * session uses it. A reload (gl_qserver_set_tls) installs a new one; the
- * old one is freed when its last connection is. */
-typedef struct qcred {
-  gnutls_certificate_credentials_t cred;
-  unsigned refs;
-} qcred;
-
-struct qconn {
-  gl_qserver *srv;
-  qcred *cred; /* the credential its TLS session was given, held */
-  qconn *prev, *next;       /* srv->conns */
-  qconn *dnext;             /* srv->dirty */
-  qconn *bnext;             /* srv->blocked (socket full) */
-  bool in_dirty, in_blocked;
-  enum conn_state state;
-  bool fresh; /* no packet accepted yet: errors drop it silently */
-  bool in_hs;      /* counted in srv->nhandshaking (handshake not completed) */
-  bool ip_counted; /* counted in srv's address table under ip */
-  uint8_t ip[16];  /* the peer's IP address (IPv4 as v4-mapped IPv6) */
-  ngtcp2_conn *conn;
-  gnutls_session_t tls;
-  ngtcp2_crypto_conn_ref ref;
-  ev_timer timer;
-  uint64_t close_deadline_ns;
-  uint8_t *close_pkt;
-  size_t close_len;
-  unsigned close_rx;
-  /* Where we last sent (close packets go there). */
-  struct sockaddr_storage local, remote;
-  socklen_t locallen, remotelen;
-  /* Connection IDs registered in srv's table for this connection. */
-  ngtcp2_cid *cids;
-  size_t ncids, cidcap;
-  qstream *streams;
-  gl_q_outq sendq; /* streams with reply bytes left to hand to ngtcp2 */
-  qstream *ready_head, *ready_tail;
-  size_t rx_buffered; /* request bytes held in undelivered stream buffers */
-  uint64_t rx_owed;   /* connection credit not yet returned (budget full) */
-  /* Datagrams a full socket refused (malloc'd copies), sent first when it
-   * is writable; nothing else is written meanwhile. */
-  uint8_t *pend;
-  size_t *pend_lens;
-  size_t pend_count;
-  bool more; /* the last write round stopped at its budget */
-  char peer[PEER_LEN];
-  size_t peerlen;
-  /* From the client certificate (verify_client_cert) or
-   * gl_qreq_set_identity; idlen 0: none. */
-  char identity[GL_IDENTITY_MAX];
-  size_t idlen;
-};
-
-struct gl_qserver {
-  struct ev_loop *loop;
-  gl_qserver_config cfg; /* strings point to the copies below */
-  char *listen_host, *cert_file, *key_file, *client_ca_file;
-  gl_udp *udp;
-  int fd; /* udp's, for the watchers */
-  struct sockaddr_storage bound;
-  socklen_t boundlen;
-  uint16_t port;
-  size_t max_udp; /* largest UDP payload we send */
-  ev_io rio, wio;
-  qcred *cred;            /* current; new connections take a reference */
-  pthread_mutex_t cred_mu; /* cred and its counts: gl_qserver_set_tls comes from any thread */
-  gnutls_priority_t prio;
-  qconn *conns;
-  size_t nconns;   /* all allocated */
-  size_t nactive;  /* ACTIVE only */
-  size_t rx_budget; /* per connection, see the top of the file */
-  uint64_t last_refusal_log_ns;
-  uint64_t last_addr_refusal_log_ns, last_retry_log_ns, last_token_log_ns;
-  size_t nhandshaking; /* ACTIVE connections whose handshake is not complete */
-  size_t retries_sent, tokens_refused;
-  uint8_t retry_secret[GL_Q_RETRY_SECRET_LEN];
-  gl_q_addrtab addrs; /* connections per peer IP address */
-  qconn *dirty_head, *dirty_tail;
-  qconn *blocked_head;
-  bool in_batch;
-  gl_q_cidtab cids; /* every SCID issued, and each client's original DCID */
-  /* One write round of one connection: packets back to back, and their
-   * lengths. */
-  uint8_t *txbuf;
-  size_t txlens[GL_Q_TX_PKTS];
-  /* Request and reply buffers kept for reuse while connections are open
-   * (emptied when the last one goes). */
-  gl_q_pool pool;
-};
 
 static void srv_flush(gl_qserver *s);
 static void conn_close(qconn *c, const ngtcp2_ccerr *e);
@@ -262,28 +127,6 @@ static char *dup_str(const char *s) {
   char *d = malloc(n);
   if (d) memcpy(d, s, n);
   return d;
-}
-
-static void addr_to_str(const struct sockaddr *sa, char *buf, size_t len) {
-  char host[INET6_ADDRSTRLEN] = "?";
-  unsigned port = 0;
-  if (sa->sa_family == AF_INET) {
-    const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-    inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
-    port = ntohs(in->sin_port);
-    snprintf(buf, len, "%s:%u", host, port);
-  } else if (sa->sa_family == AF_INET6) {
-    const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-    if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
-      inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], host, sizeof host);
-      snprintf(buf, len, "%s:%u", host, (unsigned)ntohs(in6->sin6_port));
-    } else {
-      inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
-      snprintf(buf, len, "[%s]:%u", host, (unsigned)ntohs(in6->sin6_port));
-    }
-  } else {
-    snprintf(buf, len, "?");
-  }
 }
 
 /* ======================================================================
@@ -333,9 +176,9 @@ static void conn_unmap_all_cids(qconn *c) {
 /* Sends one datagram from local (the source address, so a wildcard-bound
  * server answers from the address the client used; NULL: any) to remote.
  * Best effort: a full socket drops it. */
-static void srv_send_one(gl_qserver *s, const struct sockaddr *local,
-                         const struct sockaddr *remote, socklen_t remotelen, const uint8_t *pkt,
-                         size_t len) {
+void gl_qs_send_one(gl_qserver *s, const struct sockaddr *local,
+                    const struct sockaddr *remote, socklen_t remotelen, const uint8_t *pkt,
+                    size_t len) {
   gl_udp_tx tx = {.data = pkt, .lens = &len, .count = 1, .remote = remote,
                   .remotelen = remotelen, .local = local};
   int err;
@@ -533,8 +376,8 @@ static void conn_close(qconn *c, const ngtcp2_ccerr *e) {
   }
   conn_pend_clear(c); /* the close packet replaces anything queued */
   conn_set_path(c, &ps.path);
-  srv_send_one(c->srv, (const struct sockaddr *)&c->local, (const struct sockaddr *)&c->remote,
-               c->remotelen, buf, (size_t)n);
+  gl_qs_send_one(c->srv, (const struct sockaddr *)&c->local, (const struct sockaddr *)&c->remote,
+                 c->remotelen, buf, (size_t)n);
   c->close_deadline_ns = now + conn_close_period_ns(c);
   conn_leave_active(c, ST_CLOSING);
 }
@@ -551,16 +394,6 @@ static void conn_close_liberr(qconn *c, int liberr) {
   else
     ngtcp2_ccerr_set_liberr(&e, liberr, NULL, 0);
   conn_close(c, &e);
-}
-
-static void cred_release(gl_qserver *s, qcred *q) {
-  if (!q) return;
-  pthread_mutex_lock(&s->cred_mu);
-  bool last = --q->refs == 0;
-  pthread_mutex_unlock(&s->cred_mu);
-  if (!last) return;
-  gnutls_certificate_free_credentials(q->cred);
-  free(q);
 }
 
 static void conn_free(qconn *c) {
@@ -605,7 +438,7 @@ static void conn_free(qconn *c) {
   if (--s->nconns == 0) gl_q_pool_clear(&s->pool); /* idle: give the memory back */
   if (c->conn) ngtcp2_conn_del(c->conn);
   if (c->tls) gnutls_deinit(c->tls);
-  cred_release(s, c->cred);
+  gl_qs_cred_release(s, c->cred);
   free(c->close_pkt);
   free(c->cids);
   conn_pend_clear(c);
@@ -929,10 +762,6 @@ int gl_qreq_set_identity(gl_qreq *req, const char *identity) {
  * ngtcp2 callbacks (record state only)
  * ==================================================================== */
 
-static ngtcp2_conn *conn_ref_get(ngtcp2_crypto_conn_ref *ref) {
-  return ((qconn *)ref->user_data)->conn;
-}
-
 static int cb_handshake_completed(ngtcp2_conn *conn, void *user_data) {
   (void)conn;
   qconn *c = user_data;
@@ -1054,167 +883,9 @@ static int cb_remove_connection_id(ngtcp2_conn *conn, const ngtcp2_cid *cid, voi
   return 0;
 }
 
-/* GnuTLS hook after ClientHello: refuse clients that do not speak our ALPN
- * (no_application_protocol alert). */
-static int alpn_hook(gnutls_session_t session, unsigned htype, unsigned when,
-                     unsigned incoming, const gnutls_datum_t *msg) {
-  (void)htype;
-  (void)when;
-  (void)incoming;
-  (void)msg;
-  if (gl_q_alpn_ok(session)) return 0;
-  GL_DEBUG("quic: client did not offer ALPN gpulease/1");
-  return GNUTLS_E_NO_APPLICATION_PROTOCOL;
-}
-
-/* GnuTLS's verify function when client certificates are required, run
- * inside the handshake once the client proved it holds the key: the chain
- * against client_ca_file (dates, signatures, and TLS client authentication
- * where the certificates limit their key purposes), then the identity the
- * leaf names. Non-zero fails the handshake (an alert, then
- * CONNECTION_CLOSE). */
-static int verify_client_cert(gnutls_session_t session) {
-  ngtcp2_crypto_conn_ref *ref = gnutls_session_get_ptr(session);
-  qconn *c = ref->user_data;
-  unsigned n = 0;
-  const gnutls_datum_t *certs = gnutls_certificate_get_peers(session, &n);
-  if (!certs || n == 0) {
-    GL_WARN("quic: client %s refused: it sent no certificate", c->peer);
-    return -1;
-  }
-  gnutls_typed_vdata_st purpose = {.type = GNUTLS_DT_KEY_PURPOSE_OID,
-                                   .data = (unsigned char *)GNUTLS_KP_TLS_WWW_CLIENT};
-  unsigned status = 0;
-  int rc = gnutls_certificate_verify_peers(session, &purpose, 1, &status);
-  if (rc < 0) {
-    GL_WARN("quic: client %s refused: its certificate cannot be verified: %s", c->peer,
-            gnutls_strerror(rc));
-    return -1;
-  }
-  if (status != 0) {
-    gnutls_datum_t text = {NULL, 0};
-    if (gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &text, 0) < 0)
-      text.data = NULL;
-    while (text.data && text.size > 0 && text.data[text.size - 1] == ' ')
-      text.data[--text.size] = 0;
-    GL_WARN("quic: client %s refused: %s", c->peer,
-            text.data ? (const char *)text.data : "certificate not trusted");
-    gnutls_free(text.data);
-    return -1;
-  }
-  char why[256];
-  if (gl_tls_cert_identity(certs[0].data, certs[0].size, c->identity, sizeof c->identity, why,
-                           sizeof why) != 0) {
-    GL_WARN("quic: client %s refused: its certificate names no identity (%s)", c->peer, why);
-    return -1;
-  }
-  c->idlen = strlen(c->identity);
-  return 0;
-}
-
 /* ======================================================================
  * Accepting connections
  * ==================================================================== */
-
-/* True at most once a second per *last: for log lines about floods. */
-static bool log_due(uint64_t *last, uint64_t now) {
-  if (*last && now - *last < NGTCP2_SECONDS) return false;
-  *last = now;
-  return true;
-}
-
-/* Answers the Initial hd without a connection: CONNECTION_CLOSE with a
- * transport error code (CONNECTION_REFUSED, INVALID_TOKEN) and reason, in
- * an Initial packet the client can read (keys from its DCID). Smaller than
- * the client's Initial (at least 1200 bytes): no amplification. */
-static void send_stateless_close(gl_qserver *s, const ngtcp2_pkt_hd *hd,
-                                 const struct sockaddr *local, const struct sockaddr *remote,
-                                 socklen_t remotelen, uint64_t code, const char *reason) {
-  uint8_t buf[GL_Q_CTRL_PKT];
-  ngtcp2_ssize n = ngtcp2_crypto_write_connection_close(buf, sizeof buf, hd->version, &hd->scid,
-                                                        &hd->dcid, code, (const uint8_t *)reason,
-                                                        strlen(reason));
-  if (n > 0) srv_send_one(s, local, remote, remotelen, buf, (size_t)n);
-}
-
-/* Answers the Initial hd (no token) from remote with a Retry: a fresh
- * source connection ID and a token that brings back hd's DCID. */
-static void send_retry(gl_qserver *s, const ngtcp2_pkt_hd *hd, const struct sockaddr *local,
-                       const struct sockaddr *remote, socklen_t remotelen, uint64_t now) {
-  ngtcp2_cid scid;
-  scid.datalen = GL_Q_SCID_LEN;
-  do {
-    if (gl_q_random(scid.data, scid.datalen) != 0) return;
-  } while (cid_lookup(s, scid.data, scid.datalen) || ngtcp2_cid_eq(&scid, &hd->dcid));
-  uint8_t token[GL_Q_RETRY_TOKEN_MAX];
-  ngtcp2_ssize tlen = gl_q_retry_token_make(token, s->retry_secret, hd->version, remote,
-                                            remotelen, &scid, &hd->dcid, now);
-  if (tlen < 0) {
-    GL_DEBUG("quic: cannot make a Retry token");
-    return;
-  }
-  uint8_t buf[GL_Q_CTRL_PKT];
-  ngtcp2_ssize n = ngtcp2_crypto_write_retry(buf, sizeof buf, hd->version, &hd->scid, &scid,
-                                             &hd->dcid, token, (size_t)tlen);
-  if (n <= 0) {
-    GL_DEBUG("quic: cannot write a Retry: %s", ngtcp2_strerror((int)n));
-    return;
-  }
-  srv_send_one(s, local, remote, remotelen, buf, (size_t)n);
-  s->retries_sent++;
-}
-
-/* Whether a new connection must first prove its address (Retry). */
-static bool retry_needed(const gl_qserver *s) {
-  if (s->cfg.always_retry) return true;
-  uint32_t above = __atomic_load_n(&s->cfg.retry_above_handshakes, __ATOMIC_RELAXED);
-  if (above == UINT32_MAX) return false;
-  return s->nhandshaking >= above;
-}
-
-static void send_version_negotiation(gl_qserver *s, const ngtcp2_version_cid *vc,
-                                     const struct sockaddr *local,
-                                     const struct sockaddr *remote, socklen_t remotelen) {
-  uint8_t buf[GL_Q_CTRL_PKT];
-  uint8_t unused;
-  uint32_t versions[] = {NGTCP2_PROTO_VER_V1};
-  if (gl_q_random(&unused, 1) != 0) unused = 0;
-  ngtcp2_ssize n = ngtcp2_pkt_write_version_negotiation(buf, sizeof buf, unused, vc->scid,
-                                                        vc->scidlen, vc->dcid, vc->dcidlen,
-                                                        versions, 1);
-  if (n > 0) srv_send_one(s, local, remote, remotelen, buf, (size_t)n);
-}
-
-static int conn_tls_init(qconn *c) {
-  gl_qserver *s = c->srv;
-  if (gnutls_init(&c->tls, GNUTLS_SERVER | GNUTLS_NO_END_OF_EARLY_DATA) != 0) {
-    c->tls = NULL;
-    return -1;
-  }
-  if (gnutls_priority_set(c->tls, s->prio) != 0) return -1;
-  pthread_mutex_lock(&s->cred_mu);
-  c->cred = s->cred;
-  c->cred->refs++;
-  pthread_mutex_unlock(&s->cred_mu);
-  if (gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE, c->cred->cred) != 0) return -1;
-  if (ngtcp2_crypto_gnutls_configure_server_session(c->tls) != 0) return -1;
-  if (gnutls_alpn_set_protocols(c->tls, gl_q_alpn(), 1, GNUTLS_ALPN_MANDATORY) != 0) return -1;
-  gnutls_handshake_set_hook_function(c->tls, GNUTLS_HANDSHAKE_CLIENT_HELLO, GNUTLS_HOOK_POST,
-                                     alpn_hook);
-  if (s->client_ca_file) {
-    gnutls_certificate_server_set_request(c->tls, GNUTLS_CERT_REQUIRE);
-    /* No list of our CAs in the request: it would tell anyone who connects
-     * whom we trust, and a client that sees its issuer missing sends no
-     * certificate at all, where we would rather check it and log why. */
-    gnutls_certificate_send_x509_rdn_sequence(c->tls, 1);
-    gnutls_session_set_verify_function(c->tls, verify_client_cert);
-  }
-  c->ref.get_conn = conn_ref_get;
-  c->ref.user_data = c;
-  gnutls_session_set_ptr(c->tls, &c->ref);
-  ngtcp2_conn_set_tls_native_handle(c->conn, c->tls);
-  return 0;
-}
 
 static qconn *conn_accept(gl_qserver *s, const ngtcp2_path *path, const uint8_t *pkt,
                           size_t len) {
@@ -1227,7 +898,7 @@ static qconn *conn_accept(gl_qserver *s, const ngtcp2_path *path, const uint8_t 
   socklen_t remotelen = (socklen_t)path->remote.addrlen;
   uint64_t now = gl_q_now_ns();
   char peer[PEER_LEN];
-  addr_to_str(remote, peer, sizeof peer);
+  gl_qs_addr_to_str(remote, peer, sizeof peer);
 
   /* A Retry token must verify: it is the client's proof of address. Other
    * tokens (NEW_TOKEN, never ours) count as none (RFC 9000 8.1.3). */
@@ -1237,22 +908,22 @@ static qconn *conn_accept(gl_qserver *s, const ngtcp2_path *path, const uint8_t 
     if (gl_q_retry_token_check(&odcid, hd.token, hd.tokenlen, s->retry_secret, hd.version,
                                remote, remotelen, &hd.dcid, now) != 0) {
       s->tokens_refused++;
-      if (log_due(&s->last_token_log_ns, now))
+      if (gl_qs_log_due(&s->last_token_log_ns, now))
         GL_WARN("quic: refusing %s: invalid Retry token (forged, expired or from another "
                 "address)", peer);
-      send_stateless_close(s, &hd, local, remote, remotelen, NGTCP2_INVALID_TOKEN,
-                           "invalid Retry token");
+      gl_qs_send_stateless_close(s, &hd, local, remote, remotelen, NGTCP2_INVALID_TOKEN,
+                                 "invalid Retry token");
       return NULL;
     }
     validated = true;
   }
 
   if (s->nconns >= s->cfg.max_connections) {
-    if (log_due(&s->last_refusal_log_ns, now))
+    if (gl_qs_log_due(&s->last_refusal_log_ns, now))
       GL_WARN("quic: refusing connections: %zu open (max %zu)", s->nconns,
               s->cfg.max_connections);
-    send_stateless_close(s, &hd, local, remote, remotelen, NGTCP2_CONNECTION_REFUSED,
-                         "too many connections");
+    gl_qs_send_stateless_close(s, &hd, local, remote, remotelen, NGTCP2_CONNECTION_REFUSED,
+                               "too many connections");
     return NULL;
   }
   uint8_t ip[16];
@@ -1260,19 +931,19 @@ static qconn *conn_accept(gl_qserver *s, const ngtcp2_path *path, const uint8_t 
   size_t from_ip = gl_q_addrtab_count(&s->addrs, ip);
   uint32_t per_addr = __atomic_load_n(&s->cfg.max_connections_per_address, __ATOMIC_RELAXED);
   if (from_ip >= per_addr) {
-    if (log_due(&s->last_addr_refusal_log_ns, now))
+    if (gl_qs_log_due(&s->last_addr_refusal_log_ns, now))
       GL_WARN("quic: refusing %s: %zu connections from its address (max %u)", peer, from_ip,
               (unsigned)per_addr);
-    send_stateless_close(s, &hd, local, remote, remotelen, NGTCP2_CONNECTION_REFUSED,
-                         "too many connections from this address");
+    gl_qs_send_stateless_close(s, &hd, local, remote, remotelen, NGTCP2_CONNECTION_REFUSED,
+                               "too many connections from this address");
     return NULL;
   }
-  if (!validated && retry_needed(s)) {
-    if (log_due(&s->last_retry_log_ns, now))
+  if (!validated && gl_qs_retry_needed(s)) {
+    if (gl_qs_log_due(&s->last_retry_log_ns, now))
       GL_INFO("quic: %zu handshakes under way: new clients must prove their address (Retry)",
               s->nhandshaking);
     GL_DEBUG("quic: Retry to %s", peer);
-    send_retry(s, &hd, local, remote, remotelen, now);
+    gl_qs_send_retry(s, &hd, local, remote, remotelen, now);
     return NULL;
   }
 
@@ -1370,7 +1041,7 @@ static qconn *conn_accept(gl_qserver *s, const ngtcp2_path *path, const uint8_t 
     GL_WARN("quic: cannot create a connection: %s", ngtcp2_strerror(rv));
     goto fail;
   }
-  if (conn_tls_init(c) != 0) {
+  if (gl_qs_conn_tls_init(c) != 0) {
     GL_WARN("quic: cannot set up a TLS session");
     goto fail;
   }
@@ -1392,8 +1063,8 @@ static void srv_handle_datagram(gl_qserver *s, const ngtcp2_path *path, const ui
   if (rv == NGTCP2_ERR_VERSION_NEGOTIATION) {
     /* Only answer datagrams as large as a client Initial (no amplification). */
     if (len >= NGTCP2_MAX_UDP_PAYLOAD_SIZE)
-      send_version_negotiation(s, &vc, path->local.addr, path->remote.addr,
-                               (socklen_t)path->remote.addrlen);
+      gl_qs_send_version_negotiation(s, &vc, path->local.addr, path->remote.addr,
+                                     (socklen_t)path->remote.addrlen);
     return;
   }
   if (rv != 0) {
@@ -1417,8 +1088,8 @@ static void srv_handle_datagram(gl_qserver *s, const ngtcp2_path *path, const ui
     /* Answer late packets with our CONNECTION_CLOSE, ever more rarely. */
     c->close_rx++;
     if (c->close_pkt && (c->close_rx & (c->close_rx - 1)) == 0)
-      srv_send_one(s, path->local.addr, path->remote.addr, (socklen_t)path->remote.addrlen,
-                   c->close_pkt, c->close_len);
+      gl_qs_send_one(s, path->local.addr, path->remote.addr, (socklen_t)path->remote.addrlen,
+                     c->close_pkt, c->close_len);
     return;
   default:
     return;
@@ -1463,7 +1134,7 @@ static void srv_on_readable(struct ev_loop *loop, ev_io *w, int revents) {
       for (uint8_t *d; (d = gl_udp_msg_next(m, &off, &len));)
         srv_handle_datagram(s, &path, d, len);
     }
-    if (n < RX_SLOTS) break; /* drained */
+    if (n < GL_QS_RX_SLOTS) break; /* drained */
   }
   s->in_batch = false;
   srv_flush(s);
@@ -1490,139 +1161,6 @@ static void srv_on_writable(struct ev_loop *loop, ev_io *w, int revents) {
 /* ======================================================================
  * Server object
  * ==================================================================== */
-
-static int srv_bind(gl_qserver *s, char *err, size_t errlen) {
-  const char *host = s->listen_host && *s->listen_host ? s->listen_host : "::";
-  char port[8];
-  snprintf(port, sizeof port, "%u", (unsigned)s->cfg.listen_port);
-  struct addrinfo hints = {
-      .ai_family = AF_UNSPEC,
-      .ai_socktype = SOCK_DGRAM,
-      .ai_protocol = IPPROTO_UDP,
-      .ai_flags = AI_PASSIVE | AI_NUMERICSERV,
-  };
-  struct addrinfo *res = NULL;
-  int rc = getaddrinfo(host, port, &hints, &res);
-  if (rc != 0 && !(s->listen_host && *s->listen_host)) {
-    host = "0.0.0.0"; /* no IPv6 on this host */
-    rc = getaddrinfo(host, port, &hints, &res);
-  }
-  if (rc != 0) {
-    gl_set_err(err, errlen, "cannot resolve listen address %s: %s", host, gai_strerror(rc));
-    return -1;
-  }
-  int last_errno = 0;
-  for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-    if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6) continue;
-    int fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-      last_errno = errno;
-      continue;
-    }
-    if (ai->ai_family == AF_INET6) {
-      const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)ai->ai_addr;
-      int v6only = IN6_IS_ADDR_UNSPECIFIED(&a6->sin6_addr) ? 0 : 1;
-      (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
-    }
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-      last_errno = errno;
-      close(fd);
-      continue;
-    }
-    /* Buffers, GRO, don't-fragment, and, on a wildcard address, the
-     * destination address of each datagram (we answer from it; a socket
-     * bound to one address answers from that one without being told). */
-    bool wildcard =
-        ai->ai_family == AF_INET6
-            ? IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)ai->ai_addr)->sin6_addr)
-            : ((const struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr == htonl(INADDR_ANY);
-    gl_udp_opts uo = {
-        .buffer_bytes = s->cfg.socket_buffer_bytes,
-        .rx_slots = RX_SLOTS,
-        .no_gso = s->cfg.no_gso,
-        .pktinfo = wildcard,
-    };
-    if (gl_udp_new(fd, &uo, &s->udp) != 0) { /* closed fd */
-      last_errno = errno;
-      continue;
-    }
-    socklen_t blen;
-    const struct sockaddr *b = gl_udp_local(s->udp, &blen);
-    memcpy(&s->bound, b, blen);
-    s->boundlen = blen;
-    s->fd = gl_udp_fd(s->udp);
-    s->port = ntohs(ai->ai_family == AF_INET6
-                        ? ((struct sockaddr_in6 *)&s->bound)->sin6_port
-                        : ((struct sockaddr_in *)&s->bound)->sin_port);
-    break;
-  }
-  freeaddrinfo(res);
-  if (s->fd < 0) {
-    gl_set_err(err, errlen, "cannot bind UDP %s port %u: %s", host, (unsigned)s->cfg.listen_port,
-               strerror(last_errno ? last_errno : EADDRNOTAVAIL));
-    return -1;
-  }
-  return 0;
-}
-
-/* Loads a certificate chain and key, and the client CAs when ca_file is
- * not NULL, into a new credential holding one reference. NULL with err. */
-static qcred *cred_load(const char *cert_file, const char *key_file, const char *ca_file,
-                        char *err, size_t errlen) {
-  qcred *q = calloc(1, sizeof *q);
-  if (!q) {
-    gl_set_err(err, errlen, "out of memory");
-    return NULL;
-  }
-  int rc = gnutls_certificate_allocate_credentials(&q->cred);
-  if (rc < 0) {
-    gl_set_err(err, errlen, "TLS credentials: %s", gnutls_strerror(rc));
-    free(q);
-    return NULL;
-  }
-  q->refs = 1;
-  rc = gnutls_certificate_set_x509_key_file(q->cred, cert_file, key_file, GNUTLS_X509_FMT_PEM);
-  if (rc < 0) {
-    gl_set_err(err, errlen, "cannot load certificate %s / key %s: %s", cert_file, key_file,
-               gnutls_strerror(rc));
-    goto fail;
-  }
-  if (ca_file) {
-    /* The number of certificates loaded: none is an error too. */
-    rc = gnutls_certificate_set_x509_trust_file(q->cred, ca_file, GNUTLS_X509_FMT_PEM);
-    if (rc <= 0) {
-      gl_set_err(err, errlen, "cannot load client CA certificates from %s: %s", ca_file,
-                 rc == 0 ? "no certificate found" : gnutls_strerror(rc));
-      goto fail;
-    }
-    GL_INFO("quic: clients must present a certificate from %s (%d CA certificate%s)", ca_file, rc,
-            rc == 1 ? "" : "s");
-  }
-  return q;
-fail:
-  gnutls_certificate_free_credentials(q->cred);
-  free(q);
-  return NULL;
-}
-
-int gl_qserver_set_tls(gl_qserver *s, const char *cert_file, const char *key_file,
-                       const char *client_ca_file, char *err, size_t errlen) {
-  if (!cert_file || !key_file || (!client_ca_file != !s->client_ca_file)) {
-    gl_set_err(err, errlen, client_ca_file || s->client_ca_file
-                             ? "client certificates are asked for from start to stop: "
-                               "--auth changes need a restart"
-                             : "no certificate or key");
-    return -1;
-  }
-  qcred *q = cred_load(cert_file, key_file, client_ca_file, err, errlen);
-  if (!q) return -1;
-  pthread_mutex_lock(&s->cred_mu);
-  qcred *old = s->cred;
-  s->cred = q;
-  pthread_mutex_unlock(&s->cred_mu);
-  cred_release(s, old); /* the server's reference; connections keep theirs */
-  return 0;
-}
 
 void gl_qserver_set_limits(gl_qserver *s, uint32_t max_connections_per_address,
                            uint32_t retry_above_handshakes) {
@@ -1687,7 +1225,7 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
     goto fail;
   }
 
-  if (!(s->cred = cred_load(s->cert_file, s->key_file, s->client_ca_file, err, errlen)))
+  if (!(s->cred = gl_qs_cred_load(s->cert_file, s->key_file, s->client_ca_file, err, errlen)))
     goto fail;
   const char *errpos = NULL;
   int rc = gnutls_priority_init(&s->prio, GL_Q_PRIORITY, &errpos);
@@ -1696,7 +1234,7 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
     gl_set_err(err, errlen, "TLS priorities: %s", gnutls_strerror(rc));
     goto fail;
   }
-  if (srv_bind(s, err, errlen) != 0) goto fail;
+  if (gl_qs_bind(s, err, errlen) != 0) goto fail;
 
   ev_io_init(&s->rio, srv_on_readable, s->fd, EV_READ);
   s->rio.data = s;
@@ -1704,7 +1242,7 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
   s->wio.data = s;
   ev_io_start(loop, &s->rio);
   char addr[INET6_ADDRSTRLEN + 8];
-  addr_to_str((const struct sockaddr *)&s->bound, addr, sizeof addr);
+  gl_qs_addr_to_str((const struct sockaddr *)&s->bound, addr, sizeof addr);
   GL_INFO("quic: listening on %s (UDP)", addr);
   *out = s;
   return 0;
@@ -1738,7 +1276,7 @@ void gl_qserver_del(gl_qserver *srv) {
   gl_q_cidtab_free(&s->cids);
   gl_q_addrtab_free(&s->addrs);
   if (s->prio) gnutls_priority_deinit(s->prio);
-  cred_release(s, s->cred);
+  gl_qs_cred_release(s, s->cred);
   pthread_mutex_destroy(&s->cred_mu);
   free(s->listen_host);
   free(s->cert_file);
