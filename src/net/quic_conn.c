@@ -11,18 +11,22 @@
 #include "net/quic_internal.h"
 
 /* ======================================================================
- * Connection ID table
+ * One hash table for both: keys of up to NGTCP2_MAX_CIDLEN bytes (a
+ * connection ID, an IP address), each with a pointer or a count
  * ==================================================================== */
 
-struct gl_q_cid_ent {
-  gl_q_cid_ent *next;
-  void *value;
-  uint8_t len;
-  uint8_t data[NGTCP2_MAX_CIDLEN];
-};
+#define KEY_MAX NGTCP2_MAX_CIDLEN
+_Static_assert(KEY_MAX >= 16, "an IPv6 address is a key");
 
-/* FNV-1a with a random basis (see quic_conn.h); the address table uses
- * it too. */
+typedef struct gl_q_tab_ent {
+  struct gl_q_tab_ent *next;
+  void *value; /* connection IDs */
+  size_t n;    /* addresses */
+  uint8_t len;
+  uint8_t key[KEY_MAX];
+} gl_q_tab_ent;
+
+/* FNV-1a with a random basis (see quic_conn.h). */
 static uint64_t key_hash(uint64_t key, const uint8_t *data, size_t len) {
   uint64_t h = 0xcbf29ce484222325ull ^ key;
   for (size_t i = 0; i < len; i++) {
@@ -32,92 +36,107 @@ static uint64_t key_hash(uint64_t key, const uint8_t *data, size_t len) {
   return h ^ (h >> 29);
 }
 
-int gl_q_cidtab_init(gl_q_cidtab *t, uint64_t key) {
-  t->nbuckets = 64;
-  t->nents = 0;
-  t->key = key;
-  t->buckets = calloc(t->nbuckets, sizeof *t->buckets);
-  return t->buckets ? 0 : -1;
+static int tab_init(gl_q_tab_ent ***buckets, size_t *nbuckets, size_t *nents) {
+  *nbuckets = 64;
+  *nents = 0;
+  *buckets = calloc(*nbuckets, sizeof **buckets);
+  return *buckets ? 0 : -1;
 }
 
-void gl_q_cidtab_free(gl_q_cidtab *t) {
-  if (!t->buckets) return;
-  for (size_t i = 0; i < t->nbuckets; i++) {
-    gl_q_cid_ent *e = t->buckets[i];
+static void tab_free(gl_q_tab_ent **buckets, size_t nbuckets) {
+  if (!buckets) return;
+  for (size_t i = 0; i < nbuckets; i++) {
+    gl_q_tab_ent *e = buckets[i];
     while (e) {
-      gl_q_cid_ent *next = e->next;
+      gl_q_tab_ent *next = e->next;
       free(e);
       e = next;
     }
   }
-  free(t->buckets);
-  t->buckets = NULL;
+  free(buckets);
 }
 
-static gl_q_cid_ent **cid_slot(const gl_q_cidtab *t, const uint8_t *data, size_t len) {
-  gl_q_cid_ent **pp = &t->buckets[key_hash(t->key, data, len) & (t->nbuckets - 1)];
+/* Where the entry of key (len bytes) is, or goes. */
+static gl_q_tab_ent **tab_slot(gl_q_tab_ent **buckets, size_t nbuckets, uint64_t hkey,
+                               const uint8_t *data, size_t len) {
+  gl_q_tab_ent **pp = &buckets[key_hash(hkey, data, len) & (nbuckets - 1)];
   for (; *pp; pp = &(*pp)->next)
-    if ((*pp)->len == len && memcmp((*pp)->data, data, len) == 0) return pp;
+    if ((*pp)->len == len && memcmp((*pp)->key, data, len) == 0) return pp;
   return pp;
 }
 
+/* A new entry at *pp (its slot), the table twice as wide when it holds
+ * more entries than buckets. NULL when out of memory. */
+static gl_q_tab_ent *tab_add(gl_q_tab_ent ***buckets, size_t *nbuckets, size_t *nents,
+                             uint64_t hkey, gl_q_tab_ent **pp, const uint8_t *data, size_t len) {
+  gl_q_tab_ent *e = calloc(1, sizeof *e);
+  if (!e) return NULL;
+  e->len = (uint8_t)len;
+  memcpy(e->key, data, len);
+  *pp = e;
+  if (++*nents <= *nbuckets) return e;
+  size_t nb = *nbuckets * 2;
+  gl_q_tab_ent **b = calloc(nb, sizeof *b);
+  if (!b) return e; /* keep the longer chains */
+  for (size_t i = 0; i < *nbuckets; i++) {
+    gl_q_tab_ent *x = (*buckets)[i];
+    while (x) {
+      gl_q_tab_ent *next = x->next;
+      size_t at = key_hash(hkey, x->key, x->len) & (nb - 1);
+      x->next = b[at];
+      b[at] = x;
+      x = next;
+    }
+  }
+  free(*buckets);
+  *buckets = b;
+  *nbuckets = nb;
+  return e;
+}
+
+static void tab_del(size_t *nents, gl_q_tab_ent **pp) {
+  gl_q_tab_ent *e = *pp;
+  *pp = e->next;
+  free(e);
+  --*nents;
+}
+
+/* ---- connection IDs ---------------------------------------------------- */
+
+int gl_q_cidtab_init(gl_q_cidtab *t, uint64_t key) {
+  t->key = key;
+  return tab_init(&t->buckets, &t->nbuckets, &t->nents);
+}
+
+void gl_q_cidtab_free(gl_q_cidtab *t) {
+  tab_free(t->buckets, t->nbuckets);
+  t->buckets = NULL;
+}
+
 void *gl_q_cidtab_get(const gl_q_cidtab *t, const uint8_t *data, size_t len) {
-  if (len > NGTCP2_MAX_CIDLEN) return NULL;
-  gl_q_cid_ent *e = *cid_slot(t, data, len);
+  if (len > KEY_MAX) return NULL;
+  gl_q_tab_ent *e = *tab_slot(t->buckets, t->nbuckets, t->key, data, len);
   return e ? e->value : NULL;
 }
 
-static void cid_grow(gl_q_cidtab *t) {
-  size_t nb = t->nbuckets * 2;
-  gl_q_cid_ent **b = calloc(nb, sizeof *b);
-  if (!b) return; /* keep the longer chains */
-  for (size_t i = 0; i < t->nbuckets; i++) {
-    gl_q_cid_ent *e = t->buckets[i];
-    while (e) {
-      gl_q_cid_ent *next = e->next;
-      size_t at = key_hash(t->key, e->data, e->len) & (nb - 1);
-      e->next = b[at];
-      b[at] = e;
-      e = next;
-    }
-  }
-  free(t->buckets);
-  t->buckets = b;
-  t->nbuckets = nb;
-}
-
 int gl_q_cidtab_put(gl_q_cidtab *t, const ngtcp2_cid *cid, void *value) {
-  if (cid->datalen == 0 || cid->datalen > NGTCP2_MAX_CIDLEN) return -1;
-  gl_q_cid_ent **pp = cid_slot(t, cid->data, cid->datalen);
+  if (cid->datalen == 0 || cid->datalen > KEY_MAX) return -1;
+  gl_q_tab_ent **pp = tab_slot(t->buckets, t->nbuckets, t->key, cid->data, cid->datalen);
   if (*pp) return (*pp)->value == value ? 0 : -1;
-  gl_q_cid_ent *e = calloc(1, sizeof *e);
+  gl_q_tab_ent *e =
+      tab_add(&t->buckets, &t->nbuckets, &t->nents, t->key, pp, cid->data, cid->datalen);
   if (!e) return -1;
   e->value = value;
-  e->len = (uint8_t)cid->datalen;
-  memcpy(e->data, cid->data, cid->datalen);
-  *pp = e;
-  if (++t->nents > t->nbuckets) cid_grow(t);
   return 0;
 }
 
 void gl_q_cidtab_del(gl_q_cidtab *t, const ngtcp2_cid *cid) {
-  gl_q_cid_ent **pp = cid_slot(t, cid->data, cid->datalen);
-  if (!*pp) return;
-  gl_q_cid_ent *e = *pp;
-  *pp = e->next;
-  free(e);
-  t->nents--;
+  if (cid->datalen > KEY_MAX) return;
+  gl_q_tab_ent **pp = tab_slot(t->buckets, t->nbuckets, t->key, cid->data, cid->datalen);
+  if (*pp) tab_del(&t->nents, pp);
 }
 
-/* ======================================================================
- * Connections per IP address
- * ==================================================================== */
-
-struct gl_q_addr_ent {
-  gl_q_addr_ent *next;
-  uint8_t ip[16];
-  size_t n;
-};
+/* ---- connections per IP address ---------------------------------------- */
 
 bool gl_q_addr_key(const struct sockaddr *sa, uint8_t ip[16]) {
   static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
@@ -134,90 +153,31 @@ bool gl_q_addr_key(const struct sockaddr *sa, uint8_t ip[16]) {
 }
 
 int gl_q_addrtab_init(gl_q_addrtab *t, uint64_t key) {
-  t->nbuckets = 64;
-  t->nents = 0;
   t->key = key;
-  t->buckets = calloc(t->nbuckets, sizeof *t->buckets);
-  return t->buckets ? 0 : -1;
+  return tab_init(&t->buckets, &t->nbuckets, &t->nents);
 }
 
 void gl_q_addrtab_free(gl_q_addrtab *t) {
-  if (!t->buckets) return;
-  for (size_t i = 0; i < t->nbuckets; i++) {
-    gl_q_addr_ent *e = t->buckets[i];
-    while (e) {
-      gl_q_addr_ent *next = e->next;
-      free(e);
-      e = next;
-    }
-  }
-  free(t->buckets);
+  tab_free(t->buckets, t->nbuckets);
   t->buckets = NULL;
 }
 
-static size_t addr_bucket(const gl_q_addrtab *t, const uint8_t ip[16], size_t nbuckets) {
-  return (size_t)(key_hash(t->key, ip, 16) & (nbuckets - 1));
-}
-
-static gl_q_addr_ent *addr_find(const gl_q_addrtab *t, const uint8_t ip[16]) {
-  for (gl_q_addr_ent *e = t->buckets[addr_bucket(t, ip, t->nbuckets)]; e; e = e->next)
-    if (memcmp(e->ip, ip, 16) == 0) return e;
-  return NULL;
-}
-
 size_t gl_q_addrtab_count(const gl_q_addrtab *t, const uint8_t ip[16]) {
-  const gl_q_addr_ent *e = addr_find(t, ip);
+  const gl_q_tab_ent *e = *tab_slot(t->buckets, t->nbuckets, t->key, ip, 16);
   return e ? e->n : 0;
 }
 
-static void addr_grow(gl_q_addrtab *t) {
-  size_t nb = t->nbuckets * 2;
-  gl_q_addr_ent **b = calloc(nb, sizeof *b);
-  if (!b) return; /* keep the longer chains */
-  for (size_t i = 0; i < t->nbuckets; i++) {
-    gl_q_addr_ent *e = t->buckets[i];
-    while (e) {
-      gl_q_addr_ent *next = e->next;
-      size_t at = addr_bucket(t, e->ip, nb);
-      e->next = b[at];
-      b[at] = e;
-      e = next;
-    }
-  }
-  free(t->buckets);
-  t->buckets = b;
-  t->nbuckets = nb;
-}
-
 int gl_q_addrtab_ref(gl_q_addrtab *t, const uint8_t ip[16]) {
-  gl_q_addr_ent *e = addr_find(t, ip);
-  if (e) {
-    e->n++;
-    return 0;
-  }
-  e = calloc(1, sizeof *e);
+  gl_q_tab_ent **pp = tab_slot(t->buckets, t->nbuckets, t->key, ip, 16);
+  gl_q_tab_ent *e = *pp ? *pp : tab_add(&t->buckets, &t->nbuckets, &t->nents, t->key, pp, ip, 16);
   if (!e) return -1;
-  memcpy(e->ip, ip, 16);
-  e->n = 1;
-  size_t at = addr_bucket(t, ip, t->nbuckets);
-  e->next = t->buckets[at];
-  t->buckets[at] = e;
-  if (++t->nents > t->nbuckets) addr_grow(t);
+  e->n++;
   return 0;
 }
 
 void gl_q_addrtab_unref(gl_q_addrtab *t, const uint8_t ip[16]) {
-  for (gl_q_addr_ent **pp = &t->buckets[addr_bucket(t, ip, t->nbuckets)]; *pp;
-       pp = &(*pp)->next) {
-    gl_q_addr_ent *e = *pp;
-    if (memcmp(e->ip, ip, 16) != 0) continue;
-    if (--e->n == 0) {
-      *pp = e->next;
-      free(e);
-      t->nents--;
-    }
-    return;
-  }
+  gl_q_tab_ent **pp = tab_slot(t->buckets, t->nbuckets, t->key, ip, 16);
+  if (*pp && --(*pp)->n == 0) tab_del(&t->nents, pp);
 }
 
 /* ======================================================================

@@ -22,10 +22,10 @@
  * choose the original DCID, so the bucket must not be predictable) to
  * their owner's value (a connection). */
 
-typedef struct gl_q_cid_ent gl_q_cid_ent;
+struct gl_q_tab_ent;
 
 typedef struct gl_q_cidtab {
-  gl_q_cid_ent **buckets;
+  struct gl_q_tab_ent **buckets;
   size_t nbuckets, nents;
   uint64_t key;
 } gl_q_cidtab;
@@ -46,12 +46,11 @@ int gl_q_cidtab_put(gl_q_cidtab *t, const ngtcp2_cid *cid, void *value);
 /* Forgets cid (nothing when unknown). */
 void gl_q_cidtab_del(gl_q_cidtab *t, const ngtcp2_cid *cid);
 
-/* ---- connections per peer IP address ----------------------------------- */
-
-typedef struct gl_q_addr_ent gl_q_addr_ent;
+/* ---- connections per peer IP address -----------------------------------
+ * The same kind of table, counting connections per address. */
 
 typedef struct gl_q_addrtab {
-  gl_q_addr_ent **buckets;
+  struct gl_q_tab_ent **buckets;
   size_t nbuckets, nents;
   uint64_t key;
 } gl_q_addrtab;
