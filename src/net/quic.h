@@ -39,7 +39,8 @@ enum gl_qreq_err {
 };
 
 /* Called once per request stream when the client finished it (FIN), or
- * when it grew past the limit. msg is valid only during the callback.
+ * when it grew past the limit, unless on_header answered it already
+ * (below). msg is valid only during the callback.
  * The callee must eventually call gl_qreq_reply(req, ...) exactly once,
  * now or later (e.g. after a worker answered). */
 typedef void (*gl_qserver_request_cb)(void *user, gl_qreq *req, const uint8_t *msg,
