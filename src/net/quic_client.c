@@ -126,7 +126,7 @@ struct gl_qclient {
   uint64_t spin_ns; /* a response's wait watches the socket this long (0: default) */
 
   cstream *streams;          /* open streams */
-  gl_q_outq sendq;            /* streams with request bytes to write */
+  gl_q_outq sendq;           /* streams with request bytes to write */
   size_t nkill;               /* streams with kill set */
   cstream **htab;             /* token -> record; power-of-two buckets */
   size_t hcap, nreq;          /* buckets, outstanding requests */
