@@ -1,7 +1,7 @@
 /*
  * util.h - small helpers shared by the library, the daemon and the CLI:
  * clocks, hex, host:port parsing, constant-time compare, reading files,
- * the boot id.
+ * the boot id, error text.
  */
 #ifndef GL_COMMON_UTIL_H
 #define GL_COMMON_UTIL_H
@@ -11,6 +11,13 @@
 #include <stdint.h>
 
 #define GL_DEFAULT_PORT 5701
+
+/* Writes an error message, printf-style, into err (errlen bytes, always
+ * NUL-terminated, truncated when short). Does nothing when err is NULL or
+ * errlen is 0, so callers pass their caller's err, errlen through as they
+ * are. The one helper behind every "char *err, size_t errlen" parameter. */
+void gl_set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t gl_mono_ns(void);

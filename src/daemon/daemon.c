@@ -5,6 +5,7 @@
 
 #include <sodium.h>
 
+#include "daemon/early.h"
 #include "daemon/fence.h"
 #include "daemon/metrics.h"
 #include "daemon/notify.h"
@@ -303,6 +304,8 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
       .max_streams_per_conn = cfg->max_streams_per_conn,
       .on_request = gl_daemon_on_request,
       .user = d,
+      .on_header = gl_daemon_on_header, /* the network threads' servers too */
+      .header_user = d,
       .client_ca_file = cfg->auth_mode == GL_AUTH_MTLS ? d->cfg.client_ca : NULL,
       .max_connections_per_address = cfg->max_connections_per_address,
       .retry_above_handshakes = cfg->retry_above_handshakes,
@@ -334,7 +337,8 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
                              .max_message_bytes = cfg->max_message_bytes,
                              .on_request = gl_daemon_on_local_request,
                              .on_close = gl_daemon_on_local_close,
-                             .user = d};
+                             .user = d,
+                             .on_header = gl_daemon_on_header};
     if (gl_lserver_new(d->loop, &lc2, &d->local, err, errlen) != 0) return -1;
   }
 

@@ -2,10 +2,11 @@
 #include "gpu/nvml.h"
 
 #include <dlfcn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "common/util.h"
 
 #define GL_NVML_LIBRARY "libnvidia-ml.so.1"
 
@@ -81,15 +82,6 @@ static const sym k_syms[] = {
     SYM(nvmlSystemGetDriverVersion),
 };
 
-__attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errlen,
-                                                           const char *fmt, ...) {
-  if (!err || !errlen) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
-
 static const char *nvml_strerror(const gl_nvml *n, nvmlReturn_t r) {
   const char *s = n->nvmlErrorString ? n->nvmlErrorString(r) : NULL;
   return s ? s : "unknown NVML error";
@@ -100,12 +92,12 @@ int gl_nvml_open(gl_nvml **out, char *err, size_t errlen) {
   void *dl = dlopen(GL_NVML_LIBRARY, RTLD_NOW | RTLD_LOCAL);
   if (!dl) {
     const char *why = dlerror();
-    set_err(err, errlen, "NVML not available: %s", why ? why : GL_NVML_LIBRARY);
+    gl_set_err(err, errlen, "NVML not available: %s", why ? why : GL_NVML_LIBRARY);
     return -1;
   }
   gl_nvml *n = calloc(1, sizeof *n);
   if (!n) {
-    set_err(err, errlen, "NVML: out of memory");
+    gl_set_err(err, errlen, "NVML: out of memory");
     dlclose(dl);
     return -1;
   }
@@ -113,7 +105,7 @@ int gl_nvml_open(gl_nvml **out, char *err, size_t errlen) {
   for (size_t i = 0; i < sizeof k_syms / sizeof k_syms[0]; i++) {
     void *fn = dlsym(dl, k_syms[i].name);
     if (!fn) {
-      set_err(err, errlen, "NVML not usable: %s lacks %s", GL_NVML_LIBRARY, k_syms[i].name);
+      gl_set_err(err, errlen, "NVML not usable: %s lacks %s", GL_NVML_LIBRARY, k_syms[i].name);
       free(n);
       dlclose(dl);
       return -1;
@@ -137,7 +129,7 @@ int gl_nvml_open(gl_nvml **out, char *err, size_t errlen) {
                                                                        "nvmlDeviceGetTemperature");
   nvmlReturn_t r = n->nvmlInit_v2();
   if (r != NVML_SUCCESS) {
-    set_err(err, errlen, "nvmlInit_v2 failed: %s", nvml_strerror(n, r));
+    gl_set_err(err, errlen, "nvmlInit_v2 failed: %s", nvml_strerror(n, r));
     free(n);
     dlclose(dl);
     return -1;

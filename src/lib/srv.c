@@ -16,12 +16,13 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <resolv.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+
+#include "common/util.h"
 
 /* Per-try timeout of each server (seconds) and tries. */
 #define SRV_RETRANS_S 1
@@ -37,17 +38,6 @@ typedef struct srv_server {
   struct sockaddr_in6 sin6;
   char text[64]; /* "127.0.0.1:53", "[::1]:53" */
 } srv_server;
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
 
 /* A port: 1..65535 in decimal digits only. */
 static bool parse_port(const char *s, uint16_t *port) {
@@ -211,32 +201,32 @@ int gl_srv_resolve(const char *name, const char *dns_server, gl_srv_target **out
   if (out) *out = NULL;
   if (count) *count = 0;
   if (!out || !count) {
-    set_err(err, errlen, "gl_srv_resolve: out and count are required");
+    gl_set_err(err, errlen, "gl_srv_resolve: out and count are required");
     return -2;
   }
   if (!name || name[0] == '\0') {
-    set_err(err, errlen, "empty SRV name");
+    gl_set_err(err, errlen, "empty SRV name");
     return -2;
   }
   size_t nlen = strlen(name);
   size_t bare = nlen > 1 && name[nlen - 1] == '.' ? nlen - 1 : nlen;
   if (bare > SRV_NAME_MAX) {
-    set_err(err, errlen, "%.40s...: name too long (%zu characters, at most %d)", name, bare,
-            SRV_NAME_MAX);
+    gl_set_err(err, errlen, "%.40s...: name too long (%zu characters, at most %d)", name, bare,
+               SRV_NAME_MAX);
     return -2;
   }
   unsigned char wire[NS_MAXCDNAME];
   if (ns_name_pton(name, wire, sizeof wire) < 0) {
-    set_err(err, errlen,
-            "%s: not a valid DNS name (a label over 63 bytes, an empty label, or a bad escape)",
-            name);
+    gl_set_err(err, errlen,
+               "%s: not a valid DNS name (a label over 63 bytes, an empty label, or a bad escape)",
+               name);
     return -2;
   }
   srv_server sv;
   if (dns_server) {
     const char *why = parse_server(dns_server, &sv);
     if (why) {
-      set_err(err, errlen, "DNS server \"%s\": %s", dns_server, why);
+      gl_set_err(err, errlen, "DNS server \"%s\": %s", dns_server, why);
       return -2;
     }
   }
@@ -244,14 +234,14 @@ int gl_srv_resolve(const char *name, const char *dns_server, gl_srv_target **out
   struct __res_state res;
   memset(&res, 0, sizeof res);
   if (res_ninit(&res) != 0) {
-    set_err(err, errlen, "%s: cannot set up the resolver (res_ninit failed)", name);
+    gl_set_err(err, errlen, "%s: cannot set up the resolver (res_ninit failed)", name);
     return -1;
   }
   res.retrans = SRV_RETRANS_S;
   res.retry = SRV_RETRY;
   if (dns_server && !use_server(&res, &sv)) {
     res_nclose(&res);
-    set_err(err, errlen, "%s: out of memory", name);
+    gl_set_err(err, errlen, "%s: out of memory", name);
     return -1;
   }
   const char *server_text = dns_server ? sv.text : NULL;
@@ -259,7 +249,7 @@ int gl_srv_resolve(const char *name, const char *dns_server, gl_srv_target **out
   unsigned char *ans = calloc(1, SRV_ANSWER_MAX);
   if (!ans) {
     res_nclose(&res);
-    set_err(err, errlen, "%s: out of memory", name);
+    gl_set_err(err, errlen, "%s: out of memory", name);
     return -1;
   }
   int len = res_nquery(&res, name, ns_c_in, ns_t_srv, ans, SRV_ANSWER_MAX);
@@ -274,24 +264,24 @@ int gl_srv_resolve(const char *name, const char *dns_server, gl_srv_target **out
     const HEADER *h = (const HEADER *)ans;
     int rcode = h->qr ? (int)h->rcode : -1;
     if (herr == HOST_NOT_FOUND) {
-      set_err(err, errlen, "%s: no such name (NXDOMAIN)", name);
+      gl_set_err(err, errlen, "%s: no such name (NXDOMAIN)", name);
     } else if (herr == NO_DATA) {
-      set_err(err, errlen, "%s: no SRV records", name);
+      gl_set_err(err, errlen, "%s: no SRV records", name);
     } else if (rcode > 0) {
       if (server_text)
-        set_err(err, errlen, "%s: DNS server %s answered %s (rcode %d)", name, server_text,
-                rcode_name(rcode), rcode);
+        gl_set_err(err, errlen, "%s: DNS server %s answered %s (rcode %d)", name, server_text,
+                   rcode_name(rcode), rcode);
       else
-        set_err(err, errlen, "%s: the system's DNS servers answered %s (rcode %d)", name,
-                rcode_name(rcode), rcode);
+        gl_set_err(err, errlen, "%s: the system's DNS servers answered %s (rcode %d)", name,
+                   rcode_name(rcode), rcode);
     } else if (herr == TRY_AGAIN) {
       if (server_text)
-        set_err(err, errlen, "%s: DNS server %s did not answer", name, server_text);
+        gl_set_err(err, errlen, "%s: DNS server %s did not answer", name, server_text);
       else
-        set_err(err, errlen, "%s: the system's DNS servers (/etc/resolv.conf) did not answer",
-                name);
+        gl_set_err(err, errlen, "%s: the system's DNS servers (/etc/resolv.conf) did not answer",
+                   name);
     } else {
-      set_err(err, errlen, "%s: SRV query failed (%s)", name, hstrerror(herr));
+      gl_set_err(err, errlen, "%s: SRV query failed (%s)", name, hstrerror(herr));
     }
     goto done;
   }
@@ -299,16 +289,16 @@ int gl_srv_resolve(const char *name, const char *dns_server, gl_srv_target **out
   bool dot = false, malformed = false;
   long n = collect(ans, len, &t, &dot, &malformed);
   if (n == -2) {
-    set_err(err, errlen, "%s: out of memory", name);
+    gl_set_err(err, errlen, "%s: out of memory", name);
   } else if (n < 0) {
-    set_err(err, errlen, "%s: the DNS answer does not parse", name);
+    gl_set_err(err, errlen, "%s: the DNS answer does not parse", name);
   } else if (n == 0) {
     if (dot)
-      set_err(err, errlen, "%s: service not available (SRV target \".\")", name);
+      gl_set_err(err, errlen, "%s: service not available (SRV target \".\")", name);
     else if (malformed)
-      set_err(err, errlen, "%s: malformed SRV records", name);
+      gl_set_err(err, errlen, "%s: malformed SRV records", name);
     else
-      set_err(err, errlen, "%s: no SRV records", name);
+      gl_set_err(err, errlen, "%s: no SRV records", name);
   } else {
     qsort(t, (size_t)n, sizeof *t, cmp_target);
     *out = t;

@@ -53,7 +53,17 @@ typedef struct gl_lserver_config {
   gl_lserver_request_cb on_request;
   gl_lserver_close_cb on_close;
   void *user;
+  /* The early verdict on a request's 12-byte header, as for QUIC
+   * (gl_qserver_header_cb, quic.h; NULL: none; called with user): asked
+   * once per request as soon as its header is in. An answer (a whole
+   * response message, at most GL_LSERVER_HEADER_REPLY_MAX bytes) is sent
+   * at once under the request's tag and its body is skipped as it comes
+   * (the connection is closed instead when the header declares more than
+   * max_message_bytes); on_request is not called for it. */
+  size_t (*on_header)(void *user, const uint8_t *hdr, uint8_t *reply, size_t cap);
 } gl_lserver_config;
+
+#define GL_LSERVER_HEADER_REPLY_MAX 2048
 
 /* Creates the socket (replacing a stale one at path), sets its mode and
  * serves on loop. 0, or -1 with err. */

@@ -48,6 +48,8 @@ typedef struct lconn {
   int fds[MAX_QUEUED_FDS];
   size_t nfds;
   lout *out_head, *out_tail;
+  bool hdr_judged; /* on_header passed the message at the front of in */
+  uint64_t skip;   /* body bytes of a request refused on its header, to drop */
   unsigned refs; /* the server's (while open) and each pending request's */
   bool closed;
   char identity[GL_IDENTITY_MAX]; /* gl_lreq_set_identity's; idlen 0: none */
@@ -147,13 +149,37 @@ static void on_writable(struct ev_loop *loop, ev_io *w, int revents) {
 static void deliver(lconn *c) {
   gl_lserver *s = c->srv;
   size_t off = 0;
-  while (!c->closed && c->in_len - off >= TAG_BYTES + GL_WIRE_HEADER_SIZE) {
+  for (;;) {
+    if (c->skip) { /* the rest of a request answered on its header */
+      size_t n = c->in_len - off < c->skip ? c->in_len - off : (size_t)c->skip;
+      off += n;
+      c->skip -= n;
+      if (c->skip) break;
+    }
+    if (c->closed || c->in_len - off < TAG_BYTES + GL_WIRE_HEADER_SIZE) break;
     const uint8_t *p = c->in + off;
     uint64_t tag = 0;
     for (int i = 0; i < TAG_BYTES; i++) tag = tag << 8 | p[i];
     gl_header h;
     gpulease_status st = gl_header_decode(p + TAG_BYTES, GL_WIRE_HEADER_SIZE, &h);
     size_t total = GL_WIRE_HEADER_SIZE + (size_t)h.body_len;
+    if (st == GPULEASE_OK && s->cfg.on_header && !c->hdr_judged) {
+      uint8_t answer[GL_LSERVER_HEADER_REPLY_MAX];
+      size_t n = s->cfg.on_header(s->cfg.user, p + TAG_BYTES, answer, sizeof answer);
+      if (n && n <= sizeof answer) {
+        gl_lreq *r = lreq_new(c, tag);
+        if (r) gl_lreq_reply(r, answer, n);
+        if (total > s->cfg.max_message_bytes) { /* not worth following */
+          flush_out(c);
+          conn_close(c);
+          return;
+        }
+        off += TAG_BYTES + GL_WIRE_HEADER_SIZE;
+        c->skip = h.body_len;
+        continue;
+      }
+      c->hdr_judged = true;
+    }
     if (st != GPULEASE_OK || total > s->cfg.max_message_bytes) {
       /* The stream cannot be followed: answer, then close. */
       gl_buf b;
@@ -179,6 +205,7 @@ static void deliver(lconn *c) {
       conn_close(c);
       return;
     }
+    c->hdr_judged = false;
     s->cfg.on_request(s->cfg.user, r, p + TAG_BYTES, total);
     off += TAG_BYTES + total;
   }

@@ -39,7 +39,8 @@ enum gl_qreq_err {
 };
 
 /* Called once per request stream when the client finished it (FIN), or
- * when it grew past the limit. msg is valid only during the callback.
+ * when it grew past the limit, unless on_header answered it already
+ * (below). msg is valid only during the callback.
  * The callee must eventually call gl_qreq_reply(req, ...) exactly once,
  * now or later (e.g. after a worker answered). */
 typedef void (*gl_qserver_request_cb)(void *user, gl_qreq *req, const uint8_t *msg,
@@ -51,6 +52,24 @@ typedef void (*gl_qserver_request_cb)(void *user, gl_qreq *req, const uint8_t *m
  * handle the request without copying it. */
 typedef void (*gl_qserver_request_take_cb)(void *user, gl_qreq *req, uint8_t *msg, size_t len,
                                            size_t cap, int err /* enum gl_qreq_err */);
+
+/* Most bytes of an answer given on a request's header (below). */
+#define GL_QSERVER_HEADER_REPLY_MAX 2048
+
+/* The owner's early verdict on a request, called on the server's thread
+ * once a request stream's first 12 bytes (its gpulease/1 header, hdr) have
+ * arrived, before the rest of the stream is read, exactly once per stream
+ * that gets that far. Return 0 to read on (on_request follows as usual);
+ * or write a whole response message of at most cap
+ * (GL_QSERVER_HEADER_REPLY_MAX) bytes into reply and return its length:
+ * the request is refused on its header. The transport then stops reading
+ * the stream (STOP_SENDING, code 0x101 when the header declares a message
+ * over max_message_bytes, header included, else 0x104; what arrives is
+ * discarded), sends reply with FIN, and
+ * never calls on_request for it. Runs while the server reads packets: it
+ * must only compute its answer (no call into the server). */
+typedef size_t (*gl_qserver_header_cb)(void *header_user, const uint8_t *hdr, uint8_t *reply,
+                                       size_t cap);
 
 typedef struct gl_qserver_config {
   const char *listen_host;   /* "0.0.0.0", "::", "127.0.0.1" ... */
@@ -73,6 +92,11 @@ typedef struct gl_qserver_config {
   gl_qserver_request_cb on_request;
   gl_qserver_request_take_cb on_request_take; /* instead of on_request when set */
   void *user;
+  /* The verdict on each request's header (NULL: none), with its own user
+   * pointer, so a server made from another's configuration with another
+   * user (the daemon's network threads) keeps it. */
+  gl_qserver_header_cb on_header;
+  void *header_user;
   /* UDP I/O (see udp_io.h); 0 / false: the default. */
   size_t max_udp_payload_bytes; /* largest UDP payload sent (1200 to 65527; default
                                    65488: 64 KiB datagrams where the path carries
@@ -294,6 +318,13 @@ int gl_qclient_request(gl_qclient *c, const uint8_t *req, size_t len, uint8_t **
  * the timeout), GL_QC_NOMEM, or the connection's error. */
 int gl_qclient_send(gl_qclient *c, const uint8_t *req, size_t len, uint64_t *token, char *err,
                     size_t errlen);
+
+/* As gl_qclient_send, but the stream stays open after req: no FIN follows,
+ * so the server sees an unfinished request (its verdict on a header, in
+ * tests). Waited for and cancelled as any request; a server that answers
+ * completes it. */
+int gl_qclient_send_open(gl_qclient *c, const uint8_t *req, size_t len, uint64_t *token,
+                         char *err, size_t errlen);
 
 /* As gl_qclient_send, but takes req (from malloc, len bytes at least)
  * instead of copying it: it belongs to c from the call on, failures too,

@@ -55,6 +55,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "net/quic.h"
+#include "net/quic_conn.h"
 #include "net/quic_internal.h"
 #include "net/tls.h"
 #include "net/udp_io.h"
@@ -71,23 +72,21 @@ enum verify_mode { VERIFY_SYSTEM, VERIFY_CA, VERIFY_PIN, VERIFY_INSECURE };
 
 enum wait_for { WAIT_HANDSHAKE, WAIT_STREAM_SLOT, WAIT_RESPONSE };
 
-/* Where a stream with request bytes to write sits. */
-enum sendq_state { SQ_NONE, SQ_READY, SQ_BLOCKED };
-
 /* One request: the stream we opened and its response. */
 typedef struct cstream {
   struct cstream *prev, *next;   /* open streams (c->streams), while open */
-  struct cstream *sprev, *snext; /* c->sq or c->bq, per sq */
   struct cstream *hnext;         /* token hash chain, while token != 0 */
   int64_t id;
   uint64_t token;  /* 0: the application gave it up (or never owned it) */
   bool open;       /* ngtcp2 has not closed the stream yet */
-  bool send_done;  /* everything (and FIN) handed to ngtcp2, or write side dead */
   bool shut;       /* we shut the stream down (RESET_STREAM + STOP_SENDING) */
   bool kill;       /* to be shut down after this read (response unwanted) */
-  uint8_t sq;      /* enum sendq_state */
+  /* The request: sbuf (scap bytes, ours) as out on c->sendq; out.over:
+   * everything (and FIN, unless out.no_fin: gl_qclient_send_open) handed
+   * to ngtcp2, or the write side dead. */
   uint8_t *sbuf;
-  size_t slen, soff, scap;
+  size_t scap;
+  gl_q_out out;
   /* response */
   uint8_t *resp;
   size_t resp_len, resp_cap;
@@ -127,8 +126,7 @@ struct gl_qclient {
   uint64_t spin_ns; /* a response's wait watches the socket this long (0: default) */
 
   cstream *streams;          /* open streams */
-  cstream *sq_head, *sq_tail; /* streams with request bytes to write */
-  cstream *bq_head, *bq_tail; /* ... blocked by flow control (inside cl_write) */
+  gl_q_outq sendq;           /* streams with request bytes to write */
   size_t nkill;               /* streams with kill set */
   cstream **htab;             /* token -> record; power-of-two buckets */
   size_t hcap, nreq;          /* buckets, outstanding requests */
@@ -152,17 +150,6 @@ struct gl_qclient {
  * Errors
  * ==================================================================== */
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
-
 /* Marks the connection dead with code and message (first reason wins). */
 static void cl_die(gl_qclient *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -178,7 +165,7 @@ static void cl_die(gl_qclient *c, int code, const char *fmt, ...) {
 }
 
 static int cl_dead_error(gl_qclient *c, char *err, size_t errlen) {
-  set_err(err, errlen, "%s", c->dead_msg);
+  gl_set_err(err, errlen, "%s", c->dead_msg);
   return c->dead_code;
 }
 
@@ -327,50 +314,22 @@ static bool cl_send_batch(gl_qclient *c, size_t first, size_t count, size_t off)
   return false;
 }
 
+/* gl_q_writer.send: packets of txbuf (one path: the connected socket's). */
+static bool cl_tx(void *ctx, const ngtcp2_path *path, const uint8_t *data, const size_t *lens,
+                  size_t n) {
+  (void)path;
+  gl_qclient *c = ctx;
+  return cl_send_batch(c, (size_t)(lens - c->txlens), n, (size_t)(data - c->txbuf));
+}
+
 /* ======================================================================
  * Request records
  * ==================================================================== */
 
-static void sq_unlink(gl_qclient *c, cstream *st) {
-  cstream **head = st->sq == SQ_READY ? &c->sq_head : &c->bq_head;
-  cstream **tail = st->sq == SQ_READY ? &c->sq_tail : &c->bq_tail;
-  if (st->sq == SQ_NONE) return;
-  if (st->sprev) st->sprev->snext = st->snext;
-  else *head = st->snext;
-  if (st->snext) st->snext->sprev = st->sprev;
-  else *tail = st->sprev;
-  st->sprev = st->snext = NULL;
-  st->sq = SQ_NONE;
-}
-
-static void sq_append(gl_qclient *c, cstream *st, enum sendq_state q) {
-  cstream **head = q == SQ_READY ? &c->sq_head : &c->bq_head;
-  cstream **tail = q == SQ_READY ? &c->sq_tail : &c->bq_tail;
-  sq_unlink(c, st);
-  st->sq = (uint8_t)q;
-  st->snext = NULL;
-  st->sprev = *tail;
-  if (*tail) (*tail)->snext = st;
-  else *head = st;
-  *tail = st;
-}
-
-/* Puts the streams blocked during a cl_write back in front of the ready
- * ones (they were there first). */
-static void sq_unblock_all(gl_qclient *c) {
-  if (!c->bq_head) return;
-  for (cstream *st = c->bq_head; st; st = st->snext) st->sq = SQ_READY;
-  c->bq_tail->snext = c->sq_head;
-  if (c->sq_head) c->sq_head->sprev = c->bq_tail;
-  else c->sq_tail = c->bq_tail;
-  c->sq_head = c->bq_head;
-  c->bq_head = c->bq_tail = NULL;
-}
-
 /* No more request bytes of st go out. */
 static void cs_send_over(gl_qclient *c, cstream *st) {
-  st->send_done = true;
-  sq_unlink(c, st);
+  st->out.over = true;
+  gl_q_outq_remove(&c->sendq, &st->out);
 }
 
 static void cs_destroy(gl_qclient *c, cstream *st) {
@@ -496,100 +455,29 @@ static void cs_free_all(gl_qclient *c) {
   }
   c->nreq = 0;
   c->nkill = 0;
-  c->sq_head = c->sq_tail = c->bq_head = c->bq_tail = NULL;
+  c->sendq = (gl_q_outq){0};
 }
 
 /* ======================================================================
  * Writing
  * ==================================================================== */
 
-/* Writes everything ngtcp2 lets us send now: request bytes of every stream
- * that has some (taking turns, a packet each), ACKs, flow-control credit,
- * retransmissions, handshake packets. A stream blocked by flow control
- * waits aside for the next call and does not hold up the others. Packets
- * gather in txbuf and go to the socket whenever it is full and at the end;
- * ngtcp2_conn_update_pkt_tx_time follows each send quantum (pacing). A
- * round stops after GL_Q_ROUND_BYTES (c->more): cl_wait then reads what
- * came in (ACKs) before it writes on, so the peer's timers see answers. */
+/* Writes everything ngtcp2 lets us send now (one gl_q_write round into
+ * txbuf: request bytes of every stream that has some, taking turns, ACKs,
+ * credit, retransmissions, handshake packets; a stream blocked by flow
+ * control waits aside for the next call). What a full socket refuses is
+ * kept as pending and goes first next time. A round stops after
+ * GL_Q_ROUND_BYTES (c->more): cl_wait then reads what came in (ACKs)
+ * before it writes on, so the peer's timers see answers. */
 static void cl_write(gl_qclient *c) {
   c->more = false;
   if (c->dead) return;
   if (c->pend_count && !cl_send_batch(c, c->pend_first, c->pend_count, c->pend_off)) return;
-  uint64_t now = gl_q_now_ns();
-  /* Packets are at most the path's size, but each write offers room for
-   * the largest we allow, so a path MTU probe fits. */
-  size_t maxlen = ngtcp2_conn_get_max_tx_udp_payload_size(c->conn);
-  size_t pathlen = ngtcp2_conn_get_path_max_tx_udp_payload_size(c->conn);
-  if (maxlen > c->max_udp || maxlen == 0) maxlen = c->max_udp;
-  if (pathlen > maxlen || pathlen == 0) pathlen = maxlen;
-  size_t quantum = ngtcp2_conn_get_send_quantum(c->conn);
-  if (quantum < pathlen) quantum = pathlen;
-  ngtcp2_path_storage ps;
-  ngtcp2_path_storage_zero(&ps);
-  ngtcp2_pkt_info pi;
-  size_t off = 0, npkts = 0, burst = 0, total = 0;
-  for (;;) {
-    if (npkts == GL_Q_TX_PKTS || GL_Q_TX_BYTES - off < pathlen) {
-      bool sent = cl_send_batch(c, 0, npkts, 0);
-      off = npkts = 0;
-      if (!sent) break;
-    }
-    cstream *st = c->sq_head;
-    int64_t sid = -1;
-    ngtcp2_vec v = {0};
-    size_t vcnt = 0;
-    uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_NONE;
-    if (st) {
-      sid = st->id;
-      v.base = st->sbuf + st->soff;
-      v.len = st->slen - st->soff;
-      vcnt = 1;
-      flags = NGTCP2_WRITE_STREAM_FLAG_MORE | NGTCP2_WRITE_STREAM_FLAG_FIN;
-    }
-    ngtcp2_ssize ndata = -1;
-    ngtcp2_ssize n = ngtcp2_conn_writev_stream(c->conn, &ps.path, &pi, c->txbuf + off,
-                                               GL_Q_TX_BYTES - off < maxlen ? pathlen : maxlen,
-                                               &ndata, flags, sid, &v, vcnt, now);
-    if (st && ndata >= 0) {
-      st->soff += (size_t)ndata;
-      /* All of it went out with FIN: ngtcp2 owns the rest. */
-      if (st->soff == st->slen) cs_send_over(c, st);
-    }
-    if (n < 0) {
-      if (n == NGTCP2_ERR_WRITE_MORE) continue; /* room left: the next stream */
-      if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED && st) {
-        sq_append(c, st, SQ_BLOCKED);
-        continue;
-      }
-      if ((n == NGTCP2_ERR_STREAM_SHUT_WR || n == NGTCP2_ERR_STREAM_NOT_FOUND) && st) {
-        /* The server refused the rest (STOP_SENDING); keep reading. */
-        cs_send_over(c, st);
-        continue;
-      }
-      sq_unblock_all(c);
-      if (npkts) (void)cl_send_batch(c, 0, npkts, 0);
-      cl_fail_liberr(c, (int)n);
-      return;
-    }
-    if (n == 0) break;
-    /* Take turns: a stream that filled the packet goes to the back. */
-    if (st && st->sq == SQ_READY && st->snext) sq_append(c, st, SQ_READY);
-    c->txlens[npkts++] = (size_t)n;
-    off += (size_t)n;
-    burst += (size_t)n;
-    total += (size_t)n;
-    if (burst >= quantum) {
-      ngtcp2_conn_update_pkt_tx_time(c->conn, now);
-      burst = 0;
-      if (total >= GL_Q_ROUND_BYTES) {
-        c->more = true;
-        break;
-      }
-    }
-  }
-  if (npkts) (void)cl_send_batch(c, 0, npkts, 0);
-  sq_unblock_all(c);
-  ngtcp2_conn_update_pkt_tx_time(c->conn, now);
+  gl_q_writer w = {.conn = c->conn, .q = &c->sendq, .buf = c->txbuf, .lens = c->txlens,
+                   .max_udp = c->max_udp, .send = cl_tx, .ctx = c};
+  int rc = gl_q_write(&w, gl_q_now_ns());
+  if (rc == 1) c->more = true;
+  else if (rc < 0) cl_fail_liberr(c, rc);
 }
 
 static void cl_read(gl_qclient *c) {
@@ -888,7 +776,7 @@ static int cl_tls_init(gl_qclient *c, char *err, size_t errlen) {
   ngtcp2_conn_set_tls_native_handle(c->conn, c->tls);
   return 0;
 fail:
-  set_err(err, errlen, "TLS session setup failed: %s", gnutls_strerror(rc));
+  gl_set_err(err, errlen, "TLS session setup failed: %s", gnutls_strerror(rc));
   return -1;
 }
 
@@ -904,12 +792,12 @@ static int cl_attempt(gl_qclient *c, const struct addrinfo *ai, uint64_t deadlin
   c->tls_err[0] = 0;
   c->fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (c->fd < 0) {
-    set_err(err, errlen, "socket: %s", strerror(errno));
+    gl_set_err(err, errlen, "socket: %s", strerror(errno));
     c->refused = true;
     return GL_QC_UNREACHABLE;
   }
   if (connect(c->fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-    set_err(err, errlen, "%s:%u unreachable: %s", c->host, (unsigned)c->port, strerror(errno));
+    gl_set_err(err, errlen, "%s:%u unreachable: %s", c->host, (unsigned)c->port, strerror(errno));
     c->refused = true;
     return GL_QC_UNREACHABLE;
   }
@@ -922,7 +810,7 @@ static int cl_attempt(gl_qclient *c, const struct addrinfo *ai, uint64_t deadlin
   int fd = c->fd;
   c->fd = -1;
   if (gl_udp_new(fd, &uo, &c->udp) != 0) {
-    set_err(err, errlen, "UDP socket setup: %s", strerror(errno));
+    gl_set_err(err, errlen, "UDP socket setup: %s", strerror(errno));
     return errno == ENOMEM ? GL_QC_NOMEM : GL_QC_UNREACHABLE;
   }
   c->fd = gl_udp_fd(c->udp);
@@ -943,7 +831,7 @@ static int cl_attempt(gl_qclient *c, const struct addrinfo *ai, uint64_t deadlin
   dcid.datalen = GL_Q_SCID_LEN;
   scid.datalen = GL_Q_SCID_LEN;
   if (gl_q_random(dcid.data, dcid.datalen) != 0 || gl_q_random(scid.data, scid.datalen) != 0) {
-    set_err(err, errlen, "no randomness for connection IDs");
+    gl_set_err(err, errlen, "no randomness for connection IDs");
     return GL_QC_NOMEM;
   }
   ngtcp2_callbacks cb = {
@@ -996,15 +884,15 @@ static int cl_attempt(gl_qclient *c, const struct addrinfo *ai, uint64_t deadlin
                                   &settings, &params, NULL, c);
   if (rv != 0) {
     c->conn = NULL;
-    set_err(err, errlen, "QUIC setup failed: %s", ngtcp2_strerror(rv));
+    gl_set_err(err, errlen, "QUIC setup failed: %s", ngtcp2_strerror(rv));
     return rv == NGTCP2_ERR_NOMEM ? GL_QC_NOMEM : GL_QC_INVALID;
   }
   if (cl_tls_init(c, err, errlen) != 0) return GL_QC_TLS;
 
   int rc = cl_wait(c, WAIT_HANDSHAKE, NULL, deadline_ns);
   if (rc == GL_QC_TIMEOUT) {
-    set_err(err, errlen, "no QUIC handshake with %s:%u within %u ms", c->host, (unsigned)c->port,
-            c->timeout_ms);
+    gl_set_err(err, errlen, "no QUIC handshake with %s:%u within %u ms", c->host, (unsigned)c->port,
+               c->timeout_ms);
     return GL_QC_UNREACHABLE;
   }
   if (rc != GL_QC_OK) return cl_dead_error(c, err, errlen);
@@ -1028,22 +916,22 @@ static int cl_load_trust(gl_qclient *c, const gl_qclient_config *cfg, char *err,
   int rc = gnutls_certificate_allocate_credentials(&c->cred);
   if (rc < 0) {
     c->cred = NULL;
-    set_err(err, errlen, "TLS credentials: %s", gnutls_strerror(rc));
+    gl_set_err(err, errlen, "TLS credentials: %s", gnutls_strerror(rc));
     return GL_QC_NOMEM;
   }
   switch (c->verify) {
   case VERIFY_CA:
     rc = gnutls_certificate_set_x509_trust_file(c->cred, cfg->ca_file, GNUTLS_X509_FMT_PEM);
     if (rc <= 0) {
-      set_err(err, errlen, "cannot load CA certificates from %s: %s", cfg->ca_file,
-              rc == 0 ? "no certificate found" : gnutls_strerror(rc));
+      gl_set_err(err, errlen, "cannot load CA certificates from %s: %s", cfg->ca_file,
+                 rc == 0 ? "no certificate found" : gnutls_strerror(rc));
       return GL_QC_INVALID;
     }
     break;
   case VERIFY_SYSTEM:
     rc = gnutls_certificate_set_x509_system_trust(c->cred);
     if (rc < 0) {
-      set_err(err, errlen, "cannot load the system trust store: %s", gnutls_strerror(rc));
+      gl_set_err(err, errlen, "cannot load the system trust store: %s", gnutls_strerror(rc));
       return GL_QC_TLS;
     }
     break;
@@ -1063,8 +951,8 @@ static int cl_load_cert(gl_qclient *c, const gl_qclient_config *cfg, char *err,
   for (int i = 0; i < 2; i++) {
     int fd = open(files[i], O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-      set_err(err, errlen, "cannot read client %s %s: %s", i ? "key" : "certificate", files[i],
-              strerror(errno));
+      gl_set_err(err, errlen, "cannot read client %s %s: %s", i ? "key" : "certificate", files[i],
+                 strerror(errno));
       return GL_QC_INVALID;
     }
     close(fd);
@@ -1072,8 +960,8 @@ static int cl_load_cert(gl_qclient *c, const gl_qclient_config *cfg, char *err,
   int rc = gnutls_certificate_set_x509_key_file(c->cred, cfg->cert_file, cfg->key_file,
                                                 GNUTLS_X509_FMT_PEM);
   if (rc < 0) {
-    set_err(err, errlen, "cannot load client certificate %s / key %s: %s", cfg->cert_file,
-            cfg->key_file, gnutls_strerror(rc));
+    gl_set_err(err, errlen, "cannot load client certificate %s / key %s: %s", cfg->cert_file,
+               cfg->key_file, gnutls_strerror(rc));
     return GL_QC_INVALID;
   }
   c->have_cert = true;
@@ -1084,27 +972,27 @@ int gl_qclient_connect(const gl_qclient_config *cfg, gl_qclient **out, char *err
                        size_t errlen) {
   if (out) *out = NULL;
   if (!cfg || !out || !cfg->host || !*cfg->host || cfg->port == 0) {
-    set_err(err, errlen, "invalid client configuration (host and port required)");
+    gl_set_err(err, errlen, "invalid client configuration (host and port required)");
     return GL_QC_INVALID;
   }
   int modes = (cfg->ca_file != NULL) + (cfg->pin_sha256 != NULL) + (cfg->insecure ? 1 : 0);
   if (modes > 1) {
-    set_err(err, errlen, "choose one of a CA file, a certificate pin, or insecure");
+    gl_set_err(err, errlen, "choose one of a CA file, a certificate pin, or insecure");
     return GL_QC_INVALID;
   }
   if ((cfg->cert_file != NULL) != (cfg->key_file != NULL)) {
-    set_err(err, errlen, "a client certificate needs both a certificate file and a key file "
+    gl_set_err(err, errlen, "a client certificate needs both a certificate file and a key file "
                          "(only the %s was given)",
-            cfg->cert_file ? "certificate" : "key");
+               cfg->cert_file ? "certificate" : "key");
     return GL_QC_INVALID;
   }
   if (strlen(cfg->host) >= sizeof((gl_qclient *)0)->host) {
-    set_err(err, errlen, "host name too long");
+    gl_set_err(err, errlen, "host name too long");
     return GL_QC_INVALID;
   }
   gl_qclient *c = calloc(1, sizeof *c);
   if (!c) {
-    set_err(err, errlen, "out of memory");
+    gl_set_err(err, errlen, "out of memory");
     return GL_QC_NOMEM;
   }
   c->fd = -1;
@@ -1123,7 +1011,7 @@ int gl_qclient_connect(const gl_qclient_config *cfg, gl_qclient **out, char *err
                                                              : GL_Q_POOL_FLOOR);
   if (!c->txbuf) {
     free(c);
-    set_err(err, errlen, "out of memory");
+    gl_set_err(err, errlen, "out of memory");
     return GL_QC_NOMEM;
   }
   c->verify = cfg->insecure ? VERIFY_INSECURE
@@ -1132,8 +1020,8 @@ int gl_qclient_connect(const gl_qclient_config *cfg, gl_qclient **out, char *err
               : VERIFY_SYSTEM;
   int rc;
   if (c->verify == VERIFY_PIN && gl_tls_parse_fingerprint(cfg->pin_sha256, c->pin) != 0) {
-    set_err(err, errlen, "bad certificate fingerprint '%s': want 64 hex digits (colons allowed)",
-            cfg->pin_sha256);
+    gl_set_err(err, errlen, "bad certificate fingerprint '%s': want 64 hex digits (colons allowed)",
+               cfg->pin_sha256);
     rc = GL_QC_INVALID;
     goto fail;
   }
@@ -1151,13 +1039,13 @@ int gl_qclient_connect(const gl_qclient_config *cfg, gl_qclient **out, char *err
   struct addrinfo *res = NULL;
   int gai = getaddrinfo(c->host, port, &hints, &res);
   if (gai != 0) {
-    set_err(err, errlen, "cannot resolve %s: %s", c->host, gai_strerror(gai));
+    gl_set_err(err, errlen, "cannot resolve %s: %s", c->host, gai_strerror(gai));
     rc = GL_QC_UNREACHABLE;
     goto fail;
   }
   uint64_t deadline = gl_q_now_ns() + (uint64_t)c->timeout_ms * NGTCP2_MILLISECONDS;
   rc = GL_QC_UNREACHABLE;
-  set_err(err, errlen, "no usable address for %s", c->host);
+  gl_set_err(err, errlen, "no usable address for %s", c->host);
   for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
     if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6) continue;
     rc = cl_attempt(c, ai, deadline, err, errlen);
@@ -1195,7 +1083,8 @@ static void cl_pump(gl_qclient *c) {
 /* Opens a stream for req (len bytes): copied, unless owned (a malloc'd
  * buffer that becomes ours to free, also on failure). */
 static int cl_send_req(gl_qclient *c, uint8_t *owned, const uint8_t *req, size_t len,
-                       uint64_t deadline, uint64_t *token, char *err, size_t errlen) {
+                       bool no_fin, uint64_t deadline, uint64_t *token, char *err,
+                       size_t errlen) {
   GL_LAT(GL_LAT_C_SEND);
   if (c->dead) {
     free(owned);
@@ -1207,13 +1096,15 @@ static int cl_send_req(gl_qclient *c, uint8_t *owned, const uint8_t *req, size_t
   if (!st || !copy || !htab_reserve(c)) {
     free(st);
     gl_q_pool_put(&c->pool, copy, cap);
-    set_err(err, errlen, "out of memory");
+    gl_set_err(err, errlen, "out of memory");
     return GL_QC_NOMEM;
   }
   if (len && !owned) memcpy(copy, req, len);
   st->sbuf = copy;
   st->scap = cap;
-  st->slen = len;
+  st->out.data = copy;
+  st->out.len = len;
+  st->out.no_fin = no_fin;
 
   /* A new stream; at the server's concurrency limit, wait for a slot. */
   for (;;) {
@@ -1221,12 +1112,12 @@ static int cl_send_req(gl_qclient *c, uint8_t *owned, const uint8_t *req, size_t
     if (rv == 0) break;
     int rc = GL_QC_UNREACHABLE;
     if (rv == NGTCP2_ERR_STREAM_ID_BLOCKED) rc = cl_wait(c, WAIT_STREAM_SLOT, NULL, deadline);
-    else set_err(err, errlen, "cannot open a stream: %s", ngtcp2_strerror(rv));
+    else gl_set_err(err, errlen, "cannot open a stream: %s", ngtcp2_strerror(rv));
     if (rc == GL_QC_OK) continue;
     cs_destroy(c, st);
     if (rc == GL_QC_TIMEOUT)
-      set_err(err, errlen, "no stream available on the connection to %s:%u within %u ms",
-              c->host, (unsigned)c->port, c->timeout_ms);
+      gl_set_err(err, errlen, "no stream available on the connection to %s:%u within %u ms",
+                 c->host, (unsigned)c->port, c->timeout_ms);
     else if (c->dead)
       return cl_dead_error(c, err, errlen);
     return rc;
@@ -1236,7 +1127,8 @@ static int cl_send_req(gl_qclient *c, uint8_t *owned, const uint8_t *req, size_t
   if (c->streams) c->streams->prev = st;
   c->streams = st;
   cs_own(c, st); /* the table has room: waits only shrink it */
-  sq_append(c, st, SQ_READY);
+  st->out.id = st->id;
+  gl_q_outq_add(&c->sendq, &st->out);
   cl_pump(c);
   if (c->dead) {
     cs_disown(c, st);
@@ -1257,10 +1149,10 @@ static int cl_wait_req(gl_qclient *c, cstream *st, uint64_t deadline, uint8_t **
   if (rc != GL_QC_OK && rc != GL_QC_TIMEOUT && cs_complete(st)) rc = GL_QC_OK;
   if (rc == GL_QC_OK) {
     if (st->too_large) {
-      set_err(err, errlen, "response larger than %zu bytes", c->max_response);
+      gl_set_err(err, errlen, "response larger than %zu bytes", c->max_response);
       rc = GL_QC_TOO_LARGE;
     } else if (st->nomem) {
-      set_err(err, errlen, "out of memory for the response");
+      gl_set_err(err, errlen, "out of memory for the response");
       rc = GL_QC_NOMEM;
     } else if (st->fin) {
       *resp = st->resp ? st->resp : malloc(1);
@@ -1269,24 +1161,24 @@ static int cl_wait_req(gl_qclient *c, cstream *st, uint64_t deadline, uint8_t **
       st->resp_len = st->resp_cap = 0;
       if (!*resp) {
         *resp_len = 0;
-        set_err(err, errlen, "out of memory");
+        gl_set_err(err, errlen, "out of memory");
         rc = GL_QC_NOMEM;
       }
     } else {
-      set_err(err, errlen, "%s:%u reset the request stream (code 0x%llx)", c->host,
-              (unsigned)c->port, (unsigned long long)st->reset_code);
+      gl_set_err(err, errlen, "%s:%u reset the request stream (code 0x%llx)", c->host,
+                 (unsigned)c->port, (unsigned long long)st->reset_code);
       rc = GL_QC_UNREACHABLE;
     }
   } else if (rc == GL_QC_TIMEOUT) {
-    set_err(err, errlen, "no response from %s:%u within %u ms", c->host, (unsigned)c->port,
-            c->timeout_ms);
+    gl_set_err(err, errlen, "no response from %s:%u within %u ms", c->host, (unsigned)c->port,
+               c->timeout_ms);
   } else {
     (void)cl_dead_error(c, err, errlen);
   }
   if (st->fin && !st->too_large && !st->nomem) {
     /* A reply before the whole request went out (the server refused the
      * rest): do not leave the stream half open. */
-    if (!st->send_done) cs_shutdown(c, st);
+    if (!st->out.over || st->out.no_fin) cs_shutdown(c, st);
   } else {
     cs_shutdown(c, st); /* abandon: RESET_STREAM + STOP_SENDING */
   }
@@ -1300,11 +1192,22 @@ int gl_qclient_send(gl_qclient *c, const uint8_t *req, size_t len, uint64_t *tok
                     size_t errlen) {
   if (token) *token = 0;
   if (!c || !token || (!req && len)) {
-    set_err(err, errlen, "invalid request arguments");
+    gl_set_err(err, errlen, "invalid request arguments");
     return GL_QC_INVALID;
   }
   uint64_t deadline = gl_q_now_ns() + (uint64_t)c->timeout_ms * NGTCP2_MILLISECONDS;
-  return cl_send_req(c, NULL, req, len, deadline, token, err, errlen);
+  return cl_send_req(c, NULL, req, len, false, deadline, token, err, errlen);
+}
+
+int gl_qclient_send_open(gl_qclient *c, const uint8_t *req, size_t len, uint64_t *token,
+                         char *err, size_t errlen) {
+  if (token) *token = 0;
+  if (!c || !token || !req || !len) {
+    gl_set_err(err, errlen, "invalid request arguments");
+    return GL_QC_INVALID;
+  }
+  uint64_t deadline = gl_q_now_ns() + (uint64_t)c->timeout_ms * NGTCP2_MILLISECONDS;
+  return cl_send_req(c, NULL, req, len, true, deadline, token, err, errlen);
 }
 
 int gl_qclient_send_take(gl_qclient *c, uint8_t *req, size_t len, uint64_t *token, char *err,
@@ -1312,11 +1215,12 @@ int gl_qclient_send_take(gl_qclient *c, uint8_t *req, size_t len, uint64_t *toke
   if (token) *token = 0;
   if (!c || !token || (!req && len)) {
     free(req);
-    set_err(err, errlen, "invalid request arguments");
+    gl_set_err(err, errlen, "invalid request arguments");
     return GL_QC_INVALID;
   }
   uint64_t deadline = gl_q_now_ns() + (uint64_t)c->timeout_ms * NGTCP2_MILLISECONDS;
-  return cl_send_req(c, req, req ? req : (const uint8_t *)"", len, deadline, token, err, errlen);
+  return cl_send_req(c, req, req ? req : (const uint8_t *)"", len, false, deadline, token, err,
+                     errlen);
 }
 
 uint8_t *gl_qclient_buf(gl_qclient *c, size_t len, size_t *cap) {
@@ -1329,12 +1233,12 @@ int gl_qclient_wait(gl_qclient *c, uint64_t token, uint8_t **resp, size_t *resp_
   if (resp) *resp = NULL;
   if (resp_len) *resp_len = 0;
   if (!c || !resp || !resp_len) {
-    set_err(err, errlen, "invalid wait arguments");
+    gl_set_err(err, errlen, "invalid wait arguments");
     return GL_QC_INVALID;
   }
   cstream *st = cs_find(c, token);
   if (!st) {
-    set_err(err, errlen, "no outstanding request with token %llu", (unsigned long long)token);
+    gl_set_err(err, errlen, "no outstanding request with token %llu", (unsigned long long)token);
     return GL_QC_INVALID;
   }
   uint64_t deadline = gl_q_now_ns() + (uint64_t)c->timeout_ms * NGTCP2_MILLISECONDS;
@@ -1346,13 +1250,13 @@ int gl_qclient_request(gl_qclient *c, const uint8_t *req, size_t len, uint8_t **
   if (resp) *resp = NULL;
   if (resp_len) *resp_len = 0;
   if (!c || !resp || !resp_len || (!req && len)) {
-    set_err(err, errlen, "invalid request arguments");
+    gl_set_err(err, errlen, "invalid request arguments");
     return GL_QC_INVALID;
   }
   /* One deadline for both the stream and the response. */
   uint64_t deadline = gl_q_now_ns() + (uint64_t)c->timeout_ms * NGTCP2_MILLISECONDS;
   uint64_t token = 0;
-  int rc = cl_send_req(c, NULL, req, len, deadline, &token, err, errlen);
+  int rc = cl_send_req(c, NULL, req, len, false, deadline, &token, err, errlen);
   if (rc != GL_QC_OK) return rc;
   return cl_wait_req(c, cs_find(c, token), deadline, resp, resp_len, err, errlen);
 }

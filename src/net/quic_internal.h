@@ -56,6 +56,7 @@ enum {
   GL_Q_APP_TOO_LARGE = 0x101, /* message over the receiver's limit */
   GL_Q_APP_CANCELLED = 0x102, /* requester gave up (timeout) */
   GL_Q_APP_SHUTDOWN = 0x103,  /* server shutting down */
+  GL_Q_APP_REFUSED = 0x104,   /* answered on its header: the rest is not read */
 };
 
 /* UDP payload size limit for a configured value (0: the default; at least
@@ -122,6 +123,13 @@ void gl_q_pool_clear(gl_q_pool *pool);
  * (len bytes at buf, then n more at more), the message's whole size, to
  * make room for it at once instead of doubling; 0 before that. */
 size_t gl_q_msg_size(const uint8_t *buf, size_t len, const uint8_t *more, size_t n);
+
+/* Bytes of that header, and the whole size it declares (12 + body_len). */
+#define GL_Q_HEADER_BYTES 12
+static inline size_t gl_q_hdr_msg_size(const uint8_t *h) {
+  return GL_Q_HEADER_BYTES +
+         ((size_t)h[8] << 24 | (size_t)h[9] << 16 | (size_t)h[10] << 8 | (size_t)h[11]);
+}
 
 /* Grows *buf (of *cap bytes, len in use) to hold need bytes, at most limit:
  * doubling, through the pool once past GL_Q_POOL_MIN (a kept buffer that

@@ -1,6 +1,11 @@
 /*
  * quic_server.c - the server half of quic.h: ngtcp2 + GnuTLS on a libev
  * loop, one UDP socket, one request/response pair per bidirectional stream.
+ * What comes before a connection (the socket, credentials and TLS
+ * sessions, client certificates, Retry and refusals) is quic_accept.c's;
+ * the connection ID and address tables, the send queue and the write
+ * round are quic_conn.c's, shared with the client; the records are in
+ * quic_server_int.h.
  *
  * Shape of the code:
  *   - One UDP socket (dual-stack when bound to "::"). Datagrams are read in
@@ -8,8 +13,12 @@
  *     connection ID through a hash table that holds every SCID we issued
  *     plus the client's original DCID (for retransmitted Initials).
  *   - Nothing is sent from inside ngtcp2 callbacks and no user callback runs
- *     inside them: callbacks only record state (bytes into a stream buffer,
- *     a stream onto the connection's ready list). After ngtcp2_conn_read_pkt
+ *     inside them but on_header (which only computes a verdict): callbacks
+ *     only record state (bytes into a stream buffer, a stream onto the
+ *     connection's ready list). A request refused on its header
+ *     (on_header's answer kept as the stream's reply) goes on the ready
+ *     list too; delivering it stops the stream's reading (STOP_SENDING)
+ *     and queues the answer. After ngtcp2_conn_read_pkt
  *     returns, ready requests are handed to on_request and the connection
  *     is put on the server's "dirty" list. srv_flush() then writes every
  *     dirty connection (stream data, ACKs, retransmissions), re-arms its
@@ -35,10 +44,10 @@
  *     retried on every flush, so a window update that arrives in any packet
  *     restarts them.
  *   - Client identities: with client_ca_file, each TLS session requires a
- *     client certificate, and verify_client_cert() (GnuTLS's verify
- *     function, inside the handshake) checks its chain, dates and key
- *     purpose and works out the connection's identity, or fails the
- *     handshake. ngtcp2 processes no 1-RTT packet before the handshake is
+ *     client certificate, and verify_client_cert() (quic_accept.c;
+ *     GnuTLS's verify function, inside the handshake) checks its chain,
+ *     dates and key purpose and works out the connection's identity, or
+ *     fails the handshake. ngtcp2 processes no 1-RTT packet before the handshake is
  *     complete, so every request of the connection sees it. A gl_qreq
  *     copies the identity and the peer's address when it is made, so the
  *     daemon may read them on another thread or after the connection went.
@@ -68,7 +77,6 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,10 +96,8 @@
 
 #include "common/lat.h"
 #include "common/log.h"
-#include "net/quic.h"
-#include "net/quic_internal.h"
-#include "net/tls.h"
-#include "net/udp_io.h"
+#include "common/util.h"
+#include "net/quic_server_int.h"
 
 #define DEFAULT_IDLE_TIMEOUT_MS 60000u
 #define DEFAULT_MAX_CONNECTIONS 1024u
@@ -102,161 +108,9 @@
 #define DEFAULT_MAX_CONNS_PER_ADDRESS 64u
 /* Least per-connection budget of undelivered request bytes (see above). */
 #define RX_BUDGET_FLOOR ((size_t)64 << 20)
-/* recvmmsg slots (64 KiB each), and calls per readiness event before the
- * connections write (ACKs) and other watchers get a turn. */
-#define RX_SLOTS 16
+/* recvmmsg calls per readiness event before the connections write (ACKs)
+ * and other watchers get a turn. */
 #define READ_ROUNDS 2
-
-/* Text of a peer address: "[v6 address]:port", NUL included. */
-#define PEER_LEN (INET6_ADDRSTRLEN + 8)
-
-_Static_assert(GL_TLS_IDENTITY_MAX == GL_IDENTITY_MAX, "one identity size for tls.h and quic.h");
-
-enum conn_state { ST_ACTIVE, ST_CLOSING, ST_DRAINING, ST_DEAD };
-
-typedef struct qconn qconn;
-typedef struct qstream qstream;
-
-struct gl_qreq {
-  qstream *st; /* NULL once orphaned */
-  /* Copies from the connection, made when the request was delivered
-   * (identity only as far as its NUL). */
-  char peer[PEER_LEN];
-  char identity[GL_IDENTITY_MAX];
-};
-
-/* One client-initiated bidirectional stream. */
-struct qstream {
-  qconn *c;
-  int64_t id;
-  qstream *prev, *next;   /* c->streams */
-  qstream *snext, *sprev; /* c->send queue (reply bytes left to hand to ngtcp2) */
-  qstream *rnext;         /* c->ready list (request to deliver) */
-  bool in_send, in_ready;
-  bool counted;  /* opened through stream_open: we re-grant its slot on close */
-  /* Request side. */
-  uint8_t *rbuf;
-  size_t rlen, rcap;
-  bool too_large, reset_rx, delivered;
-  gl_qreq *req; /* delivered, not answered yet */
-  /* Reply side: sbuf lives until the stream closes (retransmissions). A
-   * lent sbuf (srelease set) is given back through srelease, not pooled. */
-  uint8_t *sbuf;
-  size_t slen, soff, scap;
-  void (*srelease)(void *ctx);
-  void *sctx;
-  bool blocked;    /* flow-control blocked during the current write round */
-  bool write_dead; /* peer sent STOP_SENDING or the stream was reset */
-};
-
-/* A certificate credential (certificate, key, client CAs) and how many
- * hold it: the server while it is current, and each connection whose TLS
- * session uses it. A reload (gl_qserver_set_tls) installs a new one; the
- * old one is freed when its last connection is. */
-typedef struct qcred {
-  gnutls_certificate_credentials_t cred;
-  unsigned refs;
-} qcred;
-
-struct qconn {
-  gl_qserver *srv;
-  qcred *cred; /* the credential its TLS session was given, held */
-  qconn *prev, *next;       /* srv->conns */
-  qconn *dnext;             /* srv->dirty */
-  qconn *bnext;             /* srv->blocked (socket full) */
-  bool in_dirty, in_blocked;
-  enum conn_state state;
-  bool fresh; /* no packet accepted yet: errors drop it silently */
-  bool in_hs;      /* counted in srv->nhandshaking (handshake not completed) */
-  bool ip_counted; /* counted in srv's address table under ip */
-  uint8_t ip[16];  /* the peer's IP address (IPv4 as v4-mapped IPv6) */
-  ngtcp2_conn *conn;
-  gnutls_session_t tls;
-  ngtcp2_crypto_conn_ref ref;
-  ev_timer timer;
-  uint64_t close_deadline_ns;
-  uint8_t *close_pkt;
-  size_t close_len;
-  unsigned close_rx;
-  /* Where we last sent (close packets go there). */
-  struct sockaddr_storage local, remote;
-  socklen_t locallen, remotelen;
-  /* Connection IDs registered in srv's table for this connection. */
-  ngtcp2_cid *cids;
-  size_t ncids, cidcap;
-  qstream *streams;
-  qstream *send_head, *send_tail;
-  qstream *ready_head, *ready_tail;
-  size_t rx_buffered; /* request bytes held in undelivered stream buffers */
-  uint64_t rx_owed;   /* connection credit not yet returned (budget full) */
-  /* Datagrams a full socket refused (malloc'd copies), sent first when it
-   * is writable; nothing else is written meanwhile. */
-  uint8_t *pend;
-  size_t *pend_lens;
-  size_t pend_count;
-  bool more; /* the last write round stopped at its budget */
-  char peer[PEER_LEN];
-  size_t peerlen;
-  /* From the client certificate (verify_client_cert) or
-   * gl_qreq_set_identity; idlen 0: none. */
-  char identity[GL_IDENTITY_MAX];
-  size_t idlen;
-};
-
-/* Connections per peer IP address (max_connections_per_address). */
-typedef struct addr_ent {
-  struct addr_ent *next;
-  uint8_t ip[16];
-  size_t n;
-} addr_ent;
-
-typedef struct cid_ent {
-  struct cid_ent *next;
-  qconn *c;
-  uint8_t len;
-  uint8_t data[NGTCP2_MAX_CIDLEN];
-} cid_ent;
-
-struct gl_qserver {
-  struct ev_loop *loop;
-  gl_qserver_config cfg; /* strings point to the copies below */
-  char *listen_host, *cert_file, *key_file, *client_ca_file;
-  gl_udp *udp;
-  int fd; /* udp's, for the watchers */
-  struct sockaddr_storage bound;
-  socklen_t boundlen;
-  uint16_t port;
-  size_t max_udp; /* largest UDP payload we send */
-  ev_io rio, wio;
-  qcred *cred;            /* current; new connections take a reference */
-  pthread_mutex_t cred_mu; /* cred and its counts: gl_qserver_set_tls comes from any thread */
-  gnutls_priority_t prio;
-  qconn *conns;
-  size_t nconns;   /* all allocated */
-  size_t nactive;  /* ACTIVE only */
-  size_t rx_budget; /* per connection, see the top of the file */
-  uint64_t last_refusal_log_ns;
-  uint64_t last_addr_refusal_log_ns, last_retry_log_ns, last_token_log_ns;
-  size_t nhandshaking; /* ACTIVE connections whose handshake is not complete */
-  size_t retries_sent, tokens_refused;
-  uint8_t retry_secret[GL_Q_RETRY_SECRET_LEN];
-  /* Address table: connections per peer IP address. */
-  addr_ent **abuckets;
-  size_t nabuckets, naents;
-  qconn *dirty_head, *dirty_tail;
-  qconn *blocked_head;
-  bool in_batch;
-  cid_ent **buckets;
-  size_t nbuckets, nents;
-  uint64_t hash_key;
-  /* One write round of one connection: packets back to back, and their
-   * lengths. */
-  uint8_t *txbuf;
-  size_t txlens[GL_Q_TX_PKTS];
-  /* Request and reply buffers kept for reuse while connections are open
-   * (emptied when the last one goes). */
-  gl_q_pool pool;
-};
 
 static void srv_flush(gl_qserver *s);
 static void conn_close(qconn *c, const ngtcp2_ccerr *e);
@@ -267,17 +121,6 @@ static void stream_free(qstream *st);
  * Small helpers
  * ==================================================================== */
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
-
 static char *dup_str(const char *s) {
   if (!s) return NULL;
   size_t n = strlen(s) + 1;
@@ -286,81 +129,19 @@ static char *dup_str(const char *s) {
   return d;
 }
 
-static void addr_to_str(const struct sockaddr *sa, char *buf, size_t len) {
-  char host[INET6_ADDRSTRLEN] = "?";
-  unsigned port = 0;
-  if (sa->sa_family == AF_INET) {
-    const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-    inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
-    port = ntohs(in->sin_port);
-    snprintf(buf, len, "%s:%u", host, port);
-  } else if (sa->sa_family == AF_INET6) {
-    const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-    if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
-      inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], host, sizeof host);
-      snprintf(buf, len, "%s:%u", host, (unsigned)ntohs(in6->sin6_port));
-    } else {
-      inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
-      snprintf(buf, len, "[%s]:%u", host, (unsigned)ntohs(in6->sin6_port));
-    }
-  } else {
-    snprintf(buf, len, "?");
-  }
-}
-
 /* ======================================================================
- * Connection ID table
+ * Connection IDs
  * ==================================================================== */
 
-static uint64_t cid_hash(const gl_qserver *s, const uint8_t *data, size_t len) {
-  /* FNV-1a with a per-server random basis: clients choose the original
-   * DCID, so the bucket must not be predictable. */
-  uint64_t h = 0xcbf29ce484222325ull ^ s->hash_key;
-  for (size_t i = 0; i < len; i++) {
-    h ^= data[i];
-    h *= 0x100000001b3ull;
-  }
-  return h ^ (h >> 29);
-}
-
-static cid_ent **cid_slot(gl_qserver *s, const uint8_t *data, size_t len) {
-  cid_ent **pp = &s->buckets[cid_hash(s, data, len) & (s->nbuckets - 1)];
-  for (; *pp; pp = &(*pp)->next)
-    if ((*pp)->len == len && memcmp((*pp)->data, data, len) == 0) return pp;
-  return pp;
-}
-
 static qconn *cid_lookup(gl_qserver *s, const uint8_t *data, size_t len) {
-  if (len > NGTCP2_MAX_CIDLEN) return NULL;
-  cid_ent *e = *cid_slot(s, data, len);
-  return e ? e->c : NULL;
-}
-
-static void cid_grow(gl_qserver *s) {
-  size_t nb = s->nbuckets * 2;
-  cid_ent **b = calloc(nb, sizeof *b);
-  if (!b) return; /* keep the longer chains */
-  for (size_t i = 0; i < s->nbuckets; i++) {
-    cid_ent *e = s->buckets[i];
-    while (e) {
-      cid_ent *next = e->next;
-      size_t at = cid_hash(s, e->data, e->len) & (nb - 1);
-      e->next = b[at];
-      b[at] = e;
-      e = next;
-    }
-  }
-  free(s->buckets);
-  s->buckets = b;
-  s->nbuckets = nb;
+  return gl_q_cidtab_get(&s->cids, data, len);
 }
 
 /* Maps cid to c; remembers it on c so conn_free can unmap it. */
 static int conn_add_cid(qconn *c, const ngtcp2_cid *cid) {
   gl_qserver *s = c->srv;
-  if (cid->datalen == 0 || cid->datalen > NGTCP2_MAX_CIDLEN) return -1;
-  cid_ent **pp = cid_slot(s, cid->data, cid->datalen);
-  if (*pp) return (*pp)->c == c ? 0 : -1;
+  void *had = gl_q_cidtab_get(&s->cids, cid->data, cid->datalen);
+  if (had) return had == c ? 0 : -1;
   if (c->ncids == c->cidcap) {
     size_t cap = c->cidcap ? c->cidcap * 2 : 4;
     ngtcp2_cid *n = realloc(c->cids, cap * sizeof *n);
@@ -368,30 +149,15 @@ static int conn_add_cid(qconn *c, const ngtcp2_cid *cid) {
     c->cids = n;
     c->cidcap = cap;
   }
-  cid_ent *e = calloc(1, sizeof *e);
-  if (!e) return -1;
-  e->c = c;
-  e->len = (uint8_t)cid->datalen;
-  memcpy(e->data, cid->data, cid->datalen);
-  *pp = e;
+  if (gl_q_cidtab_put(&s->cids, cid, c) != 0) return -1;
   c->cids[c->ncids++] = *cid;
-  if (++s->nents > s->nbuckets) cid_grow(s);
   return 0;
-}
-
-static void cid_unmap(gl_qserver *s, const ngtcp2_cid *cid) {
-  cid_ent **pp = cid_slot(s, cid->data, cid->datalen);
-  if (!*pp) return;
-  cid_ent *e = *pp;
-  *pp = e->next;
-  free(e);
-  s->nents--;
 }
 
 static void conn_remove_cid(qconn *c, const ngtcp2_cid *cid) {
   for (size_t i = 0; i < c->ncids; i++) {
     if (ngtcp2_cid_eq(&c->cids[i], cid)) {
-      cid_unmap(c->srv, cid);
+      gl_q_cidtab_del(&c->srv->cids, cid);
       c->cids[i] = c->cids[--c->ncids];
       return;
     }
@@ -399,91 +165,8 @@ static void conn_remove_cid(qconn *c, const ngtcp2_cid *cid) {
 }
 
 static void conn_unmap_all_cids(qconn *c) {
-  for (size_t i = 0; i < c->ncids; i++) cid_unmap(c->srv, &c->cids[i]);
+  for (size_t i = 0; i < c->ncids; i++) gl_q_cidtab_del(&c->srv->cids, &c->cids[i]);
   c->ncids = 0;
-}
-
-/* ======================================================================
- * Connections per IP address
- * ==================================================================== */
-
-/* The IP address of sa as 16 bytes, an IPv4 address as its v4-mapped IPv6
- * form (so both spellings count as one address). False for another
- * family. */
-static bool addr_key(const struct sockaddr *sa, uint8_t ip[16]) {
-  static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  if (sa->sa_family == AF_INET) {
-    memcpy(ip, v4mapped, sizeof v4mapped);
-    memcpy(ip + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-    return true;
-  }
-  if (sa->sa_family == AF_INET6) {
-    memcpy(ip, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-    return true;
-  }
-  return false;
-}
-
-static size_t addr_bucket(const gl_qserver *s, const uint8_t ip[16], size_t nbuckets) {
-  return (size_t)(cid_hash(s, ip, 16) & (nbuckets - 1));
-}
-
-static addr_ent *addr_find(const gl_qserver *s, const uint8_t ip[16]) {
-  for (addr_ent *e = s->abuckets[addr_bucket(s, ip, s->nabuckets)]; e; e = e->next)
-    if (memcmp(e->ip, ip, 16) == 0) return e;
-  return NULL;
-}
-
-static void addr_grow(gl_qserver *s) {
-  size_t nb = s->nabuckets * 2;
-  addr_ent **b = calloc(nb, sizeof *b);
-  if (!b) return; /* keep the longer chains */
-  for (size_t i = 0; i < s->nabuckets; i++) {
-    addr_ent *e = s->abuckets[i];
-    while (e) {
-      addr_ent *next = e->next;
-      size_t at = addr_bucket(s, e->ip, nb);
-      e->next = b[at];
-      b[at] = e;
-      e = next;
-    }
-  }
-  free(s->abuckets);
-  s->abuckets = b;
-  s->nabuckets = nb;
-}
-
-/* Counts one more connection from ip. 0, or -1 (out of memory). */
-static int addr_ref(gl_qserver *s, const uint8_t ip[16]) {
-  addr_ent *e = addr_find(s, ip);
-  if (e) {
-    e->n++;
-    return 0;
-  }
-  e = calloc(1, sizeof *e);
-  if (!e) return -1;
-  memcpy(e->ip, ip, 16);
-  e->n = 1;
-  size_t at = addr_bucket(s, ip, s->nabuckets);
-  e->next = s->abuckets[at];
-  s->abuckets[at] = e;
-  if (++s->naents > s->nabuckets) addr_grow(s);
-  return 0;
-}
-
-/* Counts one connection from ip less; forgets ip at none. */
-static void addr_unref(gl_qserver *s, const uint8_t ip[16]) {
-  for (addr_ent **pp = &s->abuckets[addr_bucket(s, ip, s->nabuckets)]; *pp;
-       pp = &(*pp)->next) {
-    addr_ent *e = *pp;
-    if (memcmp(e->ip, ip, 16) != 0) continue;
-    if (--e->n == 0) {
-      *pp = e->next;
-      free(e);
-      s->naents--;
-    }
-    return;
-  }
 }
 
 /* ======================================================================
@@ -493,9 +176,9 @@ static void addr_unref(gl_qserver *s, const uint8_t ip[16]) {
 /* Sends one datagram from local (the source address, so a wildcard-bound
  * server answers from the address the client used; NULL: any) to remote.
  * Best effort: a full socket drops it. */
-static void srv_send_one(gl_qserver *s, const struct sockaddr *local,
-                         const struct sockaddr *remote, socklen_t remotelen, const uint8_t *pkt,
-                         size_t len) {
+void gl_qs_send_one(gl_qserver *s, const struct sockaddr *local,
+                    const struct sockaddr *remote, socklen_t remotelen, const uint8_t *pkt,
+                    size_t len) {
   gl_udp_tx tx = {.data = pkt, .lens = &len, .count = 1, .remote = remote,
                   .remotelen = remotelen, .local = local};
   int err;
@@ -573,147 +256,31 @@ static void conn_set_path(qconn *c, const ngtcp2_path *path) {
   }
 }
 
-static bool conn_path_is(const qconn *c, const ngtcp2_path *path) {
-  return path->remote.addrlen == c->remotelen && path->local.addrlen == c->locallen &&
-         memcmp(path->remote.addr, &c->remote, c->remotelen) == 0 &&
-         memcmp(path->local.addr, &c->local, c->locallen) == 0;
+/* gl_q_writer.send: a batch for path (where c's datagrams go from now). */
+static bool conn_tx(void *ctx, const ngtcp2_path *path, const uint8_t *data, const size_t *lens,
+                    size_t n) {
+  qconn *c = ctx;
+  conn_set_path(c, path);
+  return conn_send_batch(c, data, lens, n);
 }
 
-static void send_queue_remove(qconn *c, qstream *st) {
-  if (!st->in_send) return;
-  if (st->sprev) st->sprev->snext = st->snext;
-  else c->send_head = st->snext;
-  if (st->snext) st->snext->sprev = st->sprev;
-  else c->send_tail = st->sprev;
-  st->snext = st->sprev = NULL;
-  st->in_send = false;
-}
-
-static void send_queue_add(qconn *c, qstream *st) {
-  if (st->in_send) return;
-  st->in_send = true;
-  st->snext = NULL;
-  st->sprev = c->send_tail;
-  if (c->send_tail) c->send_tail->snext = st;
-  else c->send_head = st;
-  c->send_tail = st;
-}
-
-/* First stream, from `from` on and then wrapping around, not blocked. */
-static qstream *pick_stream(qconn *c, qstream *from) {
-  for (qstream *st = from; st; st = st->snext)
-    if (!st->blocked) return st;
-  for (qstream *st = c->send_head; st && st != from; st = st->snext)
-    if (!st->blocked) return st;
-  return NULL;
-}
-
-/* Writes what ngtcp2 lets us send now, up to GL_Q_ROUND_BYTES: packets
- * into the server's transmit buffer, handed to the socket whenever it is
- * full and at the end (udp_io sends runs of equal size with GSO). Streams
- * take turns, a packet each. Stops early when the socket is full (c is
- * then blocked) or the connection fails. */
+/* Writes what ngtcp2 lets us send now, up to GL_Q_ROUND_BYTES (one
+ * gl_q_write round into the server's transmit buffer; streams take turns,
+ * a packet each). Stops early when the socket is full (c is then blocked)
+ * or the connection fails. */
 static void conn_write(qconn *c) {
   gl_qserver *s = c->srv;
   c->more = false;
   if (c->state != ST_ACTIVE || c->pend_count) return;
-  uint64_t now = gl_q_now_ns();
-  for (qstream *st = c->send_head; st; st = st->snext) st->blocked = false;
-
-  /* Packets are at most the path's size, but each write offers room for
-   * the largest we allow, so a path MTU probe fits. */
-  size_t maxlen = ngtcp2_conn_get_max_tx_udp_payload_size(c->conn);
-  size_t pathlen = ngtcp2_conn_get_path_max_tx_udp_payload_size(c->conn);
-  if (maxlen > s->max_udp || maxlen == 0) maxlen = s->max_udp;
-  if (pathlen > maxlen || pathlen == 0) pathlen = maxlen;
-  size_t quantum = ngtcp2_conn_get_send_quantum(c->conn);
-  if (quantum < pathlen) quantum = pathlen;
-  ngtcp2_path_storage ps;
-  ngtcp2_path_storage_zero(&ps);
-  ngtcp2_pkt_info pi;
-  qstream *cur = c->send_head;
-  size_t off = 0, npkts = 0, burst = 0, total = 0;
-
-  for (;;) {
-    if (npkts == GL_Q_TX_PKTS || GL_Q_TX_BYTES - off < pathlen) {
-      bool sent = conn_send_batch(c, s->txbuf, s->txlens, npkts);
-      off = npkts = 0;
-      if (!sent) break;
-    }
-    cur = pick_stream(c, cur);
-    int64_t sid = -1;
-    ngtcp2_vec v = {0};
-    size_t vcnt = 0;
-    uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_NONE;
-    if (cur) {
-      sid = cur->id;
-      v.base = cur->sbuf + cur->soff;
-      v.len = cur->slen - cur->soff;
-      vcnt = 1;
-      flags = NGTCP2_WRITE_STREAM_FLAG_MORE | NGTCP2_WRITE_STREAM_FLAG_FIN;
-    }
-    ngtcp2_ssize ndata = -1;
-    ngtcp2_ssize n = ngtcp2_conn_writev_stream(c->conn, &ps.path, &pi, s->txbuf + off,
-                                               GL_Q_TX_BYTES - off < maxlen ? pathlen : maxlen,
-                                               &ndata, flags, sid, &v, vcnt, now);
-    qstream *next = cur ? cur->snext : NULL;
-    if (cur && ndata >= 0) {
-      cur->soff += (size_t)ndata;
-      /* All remaining bytes went out with FIN: ngtcp2 owns the rest. */
-      if (cur->soff == cur->slen) send_queue_remove(c, cur);
-    }
-    if (n < 0) {
-      if (n == NGTCP2_ERR_WRITE_MORE) {
-        if (cur && cur->in_send && ndata > 0) next = cur; /* room left for more of it */
-        cur = next;
-        continue;
-      }
-      if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED && cur) {
-        cur->blocked = true;
-        cur = next;
-        continue;
-      }
-      if ((n == NGTCP2_ERR_STREAM_SHUT_WR || n == NGTCP2_ERR_STREAM_NOT_FOUND) && cur) {
-        cur->write_dead = true;
-        send_queue_remove(c, cur);
-        cur = next;
-        continue;
-      }
-      GL_DEBUG("quic: write to %s failed: %s", c->peer, ngtcp2_strerror((int)n));
-      if (npkts) (void)conn_send_batch(c, s->txbuf, s->txlens, npkts);
-      conn_close_liberr(c, (int)n);
-      return;
-    }
-    if (n == 0) break;
-    if (npkts == 0) {
-      conn_set_path(c, &ps.path);
-    } else if (!conn_path_is(c, &ps.path)) {
-      /* A packet for another path (migration): send the batch so far,
-       * then start a new one with it. */
-      bool sent = conn_send_batch(c, s->txbuf, s->txlens, npkts);
-      memmove(s->txbuf, s->txbuf + off, (size_t)n);
-      off = npkts = 0;
-      conn_set_path(c, &ps.path);
-      if (!sent) break; /* blocked: this packet is lost, as if on the wire */
-    }
-    s->txlens[npkts++] = (size_t)n;
-    off += (size_t)n;
-    burst += (size_t)n;
-    total += (size_t)n;
-    if (burst >= quantum) {
-      /* A send quantum: let pacing set the next departure. */
-      ngtcp2_conn_update_pkt_tx_time(c->conn, now);
-      burst = 0;
-      if (total >= GL_Q_ROUND_BYTES) {
-        c->more = true;
-        break;
-      }
-    }
-    /* Take turns between streams, one packet each. */
-    cur = next;
+  gl_q_writer w = {.conn = c->conn, .q = &c->sendq, .buf = s->txbuf, .lens = s->txlens,
+                   .max_udp = s->max_udp, .send = conn_tx, .ctx = c};
+  int rc = gl_q_write(&w, gl_q_now_ns());
+  if (rc == 1) {
+    c->more = true;
+  } else if (rc < 0) {
+    GL_DEBUG("quic: write to %s failed: %s", c->peer, ngtcp2_strerror(rc));
+    conn_close_liberr(c, rc);
   }
-  if (npkts) (void)conn_send_batch(c, s->txbuf, s->txlens, npkts);
-  ngtcp2_conn_update_pkt_tx_time(c->conn, now);
 }
 
 /* ======================================================================
@@ -809,8 +376,8 @@ static void conn_close(qconn *c, const ngtcp2_ccerr *e) {
   }
   conn_pend_clear(c); /* the close packet replaces anything queued */
   conn_set_path(c, &ps.path);
-  srv_send_one(c->srv, (const struct sockaddr *)&c->local, (const struct sockaddr *)&c->remote,
-               c->remotelen, buf, (size_t)n);
+  gl_qs_send_one(c->srv, (const struct sockaddr *)&c->local, (const struct sockaddr *)&c->remote,
+                 c->remotelen, buf, (size_t)n);
   c->close_deadline_ns = now + conn_close_period_ns(c);
   conn_leave_active(c, ST_CLOSING);
 }
@@ -827,16 +394,6 @@ static void conn_close_liberr(qconn *c, int liberr) {
   else
     ngtcp2_ccerr_set_liberr(&e, liberr, NULL, 0);
   conn_close(c, &e);
-}
-
-static void cred_release(gl_qserver *s, qcred *q) {
-  if (!q) return;
-  pthread_mutex_lock(&s->cred_mu);
-  bool last = --q->refs == 0;
-  pthread_mutex_unlock(&s->cred_mu);
-  if (!last) return;
-  gnutls_certificate_free_credentials(q->cred);
-  free(q);
 }
 
 static void conn_free(qconn *c) {
@@ -874,14 +431,14 @@ static void conn_free(qconn *c) {
   }
   if (c->state == ST_ACTIVE) s->nactive--;
   conn_hs_end(c);
-  if (c->ip_counted) addr_unref(s, c->ip);
+  if (c->ip_counted) gl_q_addrtab_unref(&s->addrs, c->ip);
   if (c->prev) c->prev->next = c->next;
   else s->conns = c->next;
   if (c->next) c->next->prev = c->prev;
   if (--s->nconns == 0) gl_q_pool_clear(&s->pool); /* idle: give the memory back */
   if (c->conn) ngtcp2_conn_del(c->conn);
   if (c->tls) gnutls_deinit(c->tls);
-  cred_release(s, c->cred);
+  gl_qs_cred_release(s, c->cred);
   free(c->close_pkt);
   free(c->cids);
   conn_pend_clear(c);
@@ -947,6 +504,7 @@ static qstream *stream_new(qconn *c, int64_t id) {
   if (!st) return NULL;
   st->c = c;
   st->id = id;
+  st->out.id = id;
   st->next = c->streams;
   if (c->streams) c->streams->prev = st;
   c->streams = st;
@@ -989,7 +547,7 @@ static void sbuf_drop(qstream *st) {
 static void stream_free(qstream *st) {
   qconn *c = st->c;
   if (st->req) st->req->st = NULL; /* orphaned */
-  send_queue_remove(c, st);
+  gl_q_outq_remove(&c->sendq, &st->out);
   ready_remove(c, st);
   c->rx_buffered -= st->rlen;
   if (st->prev) st->prev->next = st->next;
@@ -1010,6 +568,34 @@ static int buf_append(qstream *st, const uint8_t *data, size_t len, size_t limit
   gl_q_copy_in(st->rbuf + st->rlen, data, len, st->rcap);
   st->rlen += len;
   return 0;
+}
+
+/* Asks on_header about st's header (its first GL_Q_HEADER_BYTES are in).
+ * A refusal keeps the answer as st's reply and drops the bytes received;
+ * conn_deliver then stops the reading and queues the answer. */
+static void stream_verdict(qconn *c, qstream *st) {
+  gl_qserver *s = c->srv;
+  st->hdr_seen = true;
+  uint8_t answer[GL_QSERVER_HEADER_REPLY_MAX];
+  size_t n = s->cfg.on_header(s->cfg.header_user, st->rbuf, answer, sizeof answer);
+  if (n == 0 || n > sizeof answer) return;
+  uint8_t *copy = malloc(n);
+  if (!copy) return; /* read on: the request is judged whole instead */
+  memcpy(copy, answer, n);
+  /* What the header declares decides the STOP_SENDING code. */
+  st->too_large = gl_q_hdr_msg_size(st->rbuf) > s->cfg.max_message_bytes;
+  st->refused = true;
+  c->rx_buffered -= st->rlen;
+  gl_q_pool_put(&s->pool, st->rbuf, st->rcap);
+  st->rbuf = NULL;
+  st->rlen = st->rcap = 0;
+  sbuf_drop(st);
+  st->sbuf = copy;
+  st->scap = n;
+  st->out.data = copy;
+  st->out.len = n;
+  st->out.off = 0;
+  ready_push(c, st);
 }
 
 /* Gives the peer back n bytes of connection credit, now if the
@@ -1034,6 +620,15 @@ static void conn_deliver(qconn *c) {
     st->in_ready = false;
     if (st->delivered) continue;
     st->delivered = true;
+    if (st->refused) {
+      /* Answered on its header: read no more of it, send the answer. */
+      uint64_t code = st->too_large ? GL_Q_APP_TOO_LARGE : GL_Q_APP_REFUSED;
+      ngtcp2_conn_shutdown_stream_read(c->conn, 0, st->id, code);
+      GL_DEBUG("quic: request on stream %lld from %s refused on its header", (long long)st->id,
+               c->peer);
+      gl_q_outq_add(&c->sendq, &st->out);
+      continue;
+    }
     if (st->reset_rx && !st->too_large) {
       /* The client abandoned the request before finishing it. */
       ngtcp2_conn_shutdown_stream(c->conn, 0, st->id, GL_Q_APP_CANCELLED);
@@ -1085,7 +680,7 @@ static int reply(gl_qreq *req, uint8_t *owned, const lent *ln, const uint8_t *ms
   qstream *st = req ? req->st : NULL;
   free(req);
   if (st) st->req = NULL;
-  bool ok = st && st->c->state == ST_ACTIVE && !st->write_dead;
+  bool ok = st && st->c->state == ST_ACTIVE && !st->out.refused;
   if (!ok) {
     free(owned);
     if (ln) ln->release(ln->ctx);
@@ -1110,9 +705,10 @@ static int reply(gl_qreq *req, uint8_t *owned, const lent *ln, const uint8_t *ms
   }
   st->sbuf = copy;
   st->scap = cap;
-  st->slen = len;
-  st->soff = 0;
-  send_queue_add(c, st);
+  st->out.data = copy;
+  st->out.len = len;
+  st->out.off = 0;
+  gl_q_outq_add(&c->sendq, &st->out);
   conn_mark_dirty(c);
   srv_flush(c->srv); /* no-op inside a batch: the batch ends with a flush */
   return 0;
@@ -1166,10 +762,6 @@ int gl_qreq_set_identity(gl_qreq *req, const char *identity) {
  * ngtcp2 callbacks (record state only)
  * ==================================================================== */
 
-static ngtcp2_conn *conn_ref_get(ngtcp2_crypto_conn_ref *ref) {
-  return ((qconn *)ref->user_data)->conn;
-}
-
 static int cb_handshake_completed(ngtcp2_conn *conn, void *user_data) {
   (void)conn;
   qconn *c = user_data;
@@ -1216,6 +808,8 @@ static int cb_recv_stream_data(ngtcp2_conn *conn, uint32_t flags, int64_t stream
     if (flags & NGTCP2_STREAM_DATA_FLAG_FIN) ready_push(c, st);
   }
   c->rx_buffered += st->rlen - before;
+  if (!st->hdr_seen && st->rlen >= GL_Q_HEADER_BYTES && c->srv->cfg.on_header)
+    stream_verdict(c, st);
   conn_return_credit(c, datalen);
   return 0;
 }
@@ -1245,7 +839,7 @@ static int cb_stream_reset(ngtcp2_conn *conn, int64_t stream_id, uint64_t final_
   (void)app_error_code;
   qconn *c = user_data;
   qstream *st = stream_user_data;
-  if (!st || st->delivered || st->too_large) return 0;
+  if (!st || st->delivered || st->too_large || st->refused) return 0;
   /* Unfinished request: free its bytes now, close our side on delivery. */
   st->reset_rx = true;
   c->rx_buffered -= st->rlen;
@@ -1264,7 +858,7 @@ static int cb_stream_stop_sending(ngtcp2_conn *conn, int64_t stream_id, uint64_t
   (void)app_error_code;
   (void)user_data;
   qstream *st = stream_user_data;
-  if (st) st->write_dead = true;
+  if (st) st->out.refused = true;
   return 0;
 }
 
@@ -1289,167 +883,9 @@ static int cb_remove_connection_id(ngtcp2_conn *conn, const ngtcp2_cid *cid, voi
   return 0;
 }
 
-/* GnuTLS hook after ClientHello: refuse clients that do not speak our ALPN
- * (no_application_protocol alert). */
-static int alpn_hook(gnutls_session_t session, unsigned htype, unsigned when,
-                     unsigned incoming, const gnutls_datum_t *msg) {
-  (void)htype;
-  (void)when;
-  (void)incoming;
-  (void)msg;
-  if (gl_q_alpn_ok(session)) return 0;
-  GL_DEBUG("quic: client did not offer ALPN gpulease/1");
-  return GNUTLS_E_NO_APPLICATION_PROTOCOL;
-}
-
-/* GnuTLS's verify function when client certificates are required, run
- * inside the handshake once the client proved it holds the key: the chain
- * against client_ca_file (dates, signatures, and TLS client authentication
- * where the certificates limit their key purposes), then the identity the
- * leaf names. Non-zero fails the handshake (an alert, then
- * CONNECTION_CLOSE). */
-static int verify_client_cert(gnutls_session_t session) {
-  ngtcp2_crypto_conn_ref *ref = gnutls_session_get_ptr(session);
-  qconn *c = ref->user_data;
-  unsigned n = 0;
-  const gnutls_datum_t *certs = gnutls_certificate_get_peers(session, &n);
-  if (!certs || n == 0) {
-    GL_WARN("quic: client %s refused: it sent no certificate", c->peer);
-    return -1;
-  }
-  gnutls_typed_vdata_st purpose = {.type = GNUTLS_DT_KEY_PURPOSE_OID,
-                                   .data = (unsigned char *)GNUTLS_KP_TLS_WWW_CLIENT};
-  unsigned status = 0;
-  int rc = gnutls_certificate_verify_peers(session, &purpose, 1, &status);
-  if (rc < 0) {
-    GL_WARN("quic: client %s refused: its certificate cannot be verified: %s", c->peer,
-            gnutls_strerror(rc));
-    return -1;
-  }
-  if (status != 0) {
-    gnutls_datum_t text = {NULL, 0};
-    if (gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &text, 0) < 0)
-      text.data = NULL;
-    while (text.data && text.size > 0 && text.data[text.size - 1] == ' ')
-      text.data[--text.size] = 0;
-    GL_WARN("quic: client %s refused: %s", c->peer,
-            text.data ? (const char *)text.data : "certificate not trusted");
-    gnutls_free(text.data);
-    return -1;
-  }
-  char why[256];
-  if (gl_tls_cert_identity(certs[0].data, certs[0].size, c->identity, sizeof c->identity, why,
-                           sizeof why) != 0) {
-    GL_WARN("quic: client %s refused: its certificate names no identity (%s)", c->peer, why);
-    return -1;
-  }
-  c->idlen = strlen(c->identity);
-  return 0;
-}
-
 /* ======================================================================
  * Accepting connections
  * ==================================================================== */
-
-/* True at most once a second per *last: for log lines about floods. */
-static bool log_due(uint64_t *last, uint64_t now) {
-  if (*last && now - *last < NGTCP2_SECONDS) return false;
-  *last = now;
-  return true;
-}
-
-/* Answers the Initial hd without a connection: CONNECTION_CLOSE with a
- * transport error code (CONNECTION_REFUSED, INVALID_TOKEN) and reason, in
- * an Initial packet the client can read (keys from its DCID). Smaller than
- * the client's Initial (at least 1200 bytes): no amplification. */
-static void send_stateless_close(gl_qserver *s, const ngtcp2_pkt_hd *hd,
-                                 const struct sockaddr *local, const struct sockaddr *remote,
-                                 socklen_t remotelen, uint64_t code, const char *reason) {
-  uint8_t buf[GL_Q_CTRL_PKT];
-  ngtcp2_ssize n = ngtcp2_crypto_write_connection_close(buf, sizeof buf, hd->version, &hd->scid,
-                                                        &hd->dcid, code, (const uint8_t *)reason,
-                                                        strlen(reason));
-  if (n > 0) srv_send_one(s, local, remote, remotelen, buf, (size_t)n);
-}
-
-/* Answers the Initial hd (no token) from remote with a Retry: a fresh
- * source connection ID and a token that brings back hd's DCID. */
-static void send_retry(gl_qserver *s, const ngtcp2_pkt_hd *hd, const struct sockaddr *local,
-                       const struct sockaddr *remote, socklen_t remotelen, uint64_t now) {
-  ngtcp2_cid scid;
-  scid.datalen = GL_Q_SCID_LEN;
-  do {
-    if (gl_q_random(scid.data, scid.datalen) != 0) return;
-  } while (cid_lookup(s, scid.data, scid.datalen) || ngtcp2_cid_eq(&scid, &hd->dcid));
-  uint8_t token[GL_Q_RETRY_TOKEN_MAX];
-  ngtcp2_ssize tlen = gl_q_retry_token_make(token, s->retry_secret, hd->version, remote,
-                                            remotelen, &scid, &hd->dcid, now);
-  if (tlen < 0) {
-    GL_DEBUG("quic: cannot make a Retry token");
-    return;
-  }
-  uint8_t buf[GL_Q_CTRL_PKT];
-  ngtcp2_ssize n = ngtcp2_crypto_write_retry(buf, sizeof buf, hd->version, &hd->scid, &scid,
-                                             &hd->dcid, token, (size_t)tlen);
-  if (n <= 0) {
-    GL_DEBUG("quic: cannot write a Retry: %s", ngtcp2_strerror((int)n));
-    return;
-  }
-  srv_send_one(s, local, remote, remotelen, buf, (size_t)n);
-  s->retries_sent++;
-}
-
-/* Whether a new connection must first prove its address (Retry). */
-static bool retry_needed(const gl_qserver *s) {
-  if (s->cfg.always_retry) return true;
-  uint32_t above = __atomic_load_n(&s->cfg.retry_above_handshakes, __ATOMIC_RELAXED);
-  if (above == UINT32_MAX) return false;
-  return s->nhandshaking >= above;
-}
-
-static void send_version_negotiation(gl_qserver *s, const ngtcp2_version_cid *vc,
-                                     const struct sockaddr *local,
-                                     const struct sockaddr *remote, socklen_t remotelen) {
-  uint8_t buf[GL_Q_CTRL_PKT];
-  uint8_t unused;
-  uint32_t versions[] = {NGTCP2_PROTO_VER_V1};
-  if (gl_q_random(&unused, 1) != 0) unused = 0;
-  ngtcp2_ssize n = ngtcp2_pkt_write_version_negotiation(buf, sizeof buf, unused, vc->scid,
-                                                        vc->scidlen, vc->dcid, vc->dcidlen,
-                                                        versions, 1);
-  if (n > 0) srv_send_one(s, local, remote, remotelen, buf, (size_t)n);
-}
-
-static int conn_tls_init(qconn *c) {
-  gl_qserver *s = c->srv;
-  if (gnutls_init(&c->tls, GNUTLS_SERVER | GNUTLS_NO_END_OF_EARLY_DATA) != 0) {
-    c->tls = NULL;
-    return -1;
-  }
-  if (gnutls_priority_set(c->tls, s->prio) != 0) return -1;
-  pthread_mutex_lock(&s->cred_mu);
-  c->cred = s->cred;
-  c->cred->refs++;
-  pthread_mutex_unlock(&s->cred_mu);
-  if (gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE, c->cred->cred) != 0) return -1;
-  if (ngtcp2_crypto_gnutls_configure_server_session(c->tls) != 0) return -1;
-  if (gnutls_alpn_set_protocols(c->tls, gl_q_alpn(), 1, GNUTLS_ALPN_MANDATORY) != 0) return -1;
-  gnutls_handshake_set_hook_function(c->tls, GNUTLS_HANDSHAKE_CLIENT_HELLO, GNUTLS_HOOK_POST,
-                                     alpn_hook);
-  if (s->client_ca_file) {
-    gnutls_certificate_server_set_request(c->tls, GNUTLS_CERT_REQUIRE);
-    /* No list of our CAs in the request: it would tell anyone who connects
-     * whom we trust, and a client that sees its issuer missing sends no
-     * certificate at all, where we would rather check it and log why. */
-    gnutls_certificate_send_x509_rdn_sequence(c->tls, 1);
-    gnutls_session_set_verify_function(c->tls, verify_client_cert);
-  }
-  c->ref.get_conn = conn_ref_get;
-  c->ref.user_data = c;
-  gnutls_session_set_ptr(c->tls, &c->ref);
-  ngtcp2_conn_set_tls_native_handle(c->conn, c->tls);
-  return 0;
-}
 
 static qconn *conn_accept(gl_qserver *s, const ngtcp2_path *path, const uint8_t *pkt,
                           size_t len) {
@@ -1462,7 +898,7 @@ static qconn *conn_accept(gl_qserver *s, const ngtcp2_path *path, const uint8_t 
   socklen_t remotelen = (socklen_t)path->remote.addrlen;
   uint64_t now = gl_q_now_ns();
   char peer[PEER_LEN];
-  addr_to_str(remote, peer, sizeof peer);
+  gl_qs_addr_to_str(remote, peer, sizeof peer);
 
   /* A Retry token must verify: it is the client's proof of address. Other
    * tokens (NEW_TOKEN, never ours) count as none (RFC 9000 8.1.3). */
@@ -1472,48 +908,48 @@ static qconn *conn_accept(gl_qserver *s, const ngtcp2_path *path, const uint8_t 
     if (gl_q_retry_token_check(&odcid, hd.token, hd.tokenlen, s->retry_secret, hd.version,
                                remote, remotelen, &hd.dcid, now) != 0) {
       s->tokens_refused++;
-      if (log_due(&s->last_token_log_ns, now))
+      if (gl_qs_log_due(&s->last_token_log_ns, now))
         GL_WARN("quic: refusing %s: invalid Retry token (forged, expired or from another "
                 "address)", peer);
-      send_stateless_close(s, &hd, local, remote, remotelen, NGTCP2_INVALID_TOKEN,
-                           "invalid Retry token");
+      gl_qs_send_stateless_close(s, &hd, local, remote, remotelen, NGTCP2_INVALID_TOKEN,
+                                 "invalid Retry token");
       return NULL;
     }
     validated = true;
   }
 
   if (s->nconns >= s->cfg.max_connections) {
-    if (log_due(&s->last_refusal_log_ns, now))
+    if (gl_qs_log_due(&s->last_refusal_log_ns, now))
       GL_WARN("quic: refusing connections: %zu open (max %zu)", s->nconns,
               s->cfg.max_connections);
-    send_stateless_close(s, &hd, local, remote, remotelen, NGTCP2_CONNECTION_REFUSED,
-                         "too many connections");
+    gl_qs_send_stateless_close(s, &hd, local, remote, remotelen, NGTCP2_CONNECTION_REFUSED,
+                               "too many connections");
     return NULL;
   }
   uint8_t ip[16];
-  if (!addr_key(remote, ip)) return NULL;
-  const addr_ent *ae = addr_find(s, ip);
+  if (!gl_q_addr_key(remote, ip)) return NULL;
+  size_t from_ip = gl_q_addrtab_count(&s->addrs, ip);
   uint32_t per_addr = __atomic_load_n(&s->cfg.max_connections_per_address, __ATOMIC_RELAXED);
-  if (ae && ae->n >= per_addr) {
-    if (log_due(&s->last_addr_refusal_log_ns, now))
-      GL_WARN("quic: refusing %s: %zu connections from its address (max %u)", peer, ae->n,
+  if (from_ip >= per_addr) {
+    if (gl_qs_log_due(&s->last_addr_refusal_log_ns, now))
+      GL_WARN("quic: refusing %s: %zu connections from its address (max %u)", peer, from_ip,
               (unsigned)per_addr);
-    send_stateless_close(s, &hd, local, remote, remotelen, NGTCP2_CONNECTION_REFUSED,
-                         "too many connections from this address");
+    gl_qs_send_stateless_close(s, &hd, local, remote, remotelen, NGTCP2_CONNECTION_REFUSED,
+                               "too many connections from this address");
     return NULL;
   }
-  if (!validated && retry_needed(s)) {
-    if (log_due(&s->last_retry_log_ns, now))
+  if (!validated && gl_qs_retry_needed(s)) {
+    if (gl_qs_log_due(&s->last_retry_log_ns, now))
       GL_INFO("quic: %zu handshakes under way: new clients must prove their address (Retry)",
               s->nhandshaking);
     GL_DEBUG("quic: Retry to %s", peer);
-    send_retry(s, &hd, local, remote, remotelen, now);
+    gl_qs_send_retry(s, &hd, local, remote, remotelen, now);
     return NULL;
   }
 
   qconn *c = calloc(1, sizeof *c);
   if (!c) return NULL;
-  if (addr_ref(s, ip) != 0) {
+  if (gl_q_addrtab_ref(&s->addrs, ip) != 0) {
     free(c);
     return NULL;
   }
@@ -1605,7 +1041,7 @@ static qconn *conn_accept(gl_qserver *s, const ngtcp2_path *path, const uint8_t 
     GL_WARN("quic: cannot create a connection: %s", ngtcp2_strerror(rv));
     goto fail;
   }
-  if (conn_tls_init(c) != 0) {
+  if (gl_qs_conn_tls_init(c) != 0) {
     GL_WARN("quic: cannot set up a TLS session");
     goto fail;
   }
@@ -1627,8 +1063,8 @@ static void srv_handle_datagram(gl_qserver *s, const ngtcp2_path *path, const ui
   if (rv == NGTCP2_ERR_VERSION_NEGOTIATION) {
     /* Only answer datagrams as large as a client Initial (no amplification). */
     if (len >= NGTCP2_MAX_UDP_PAYLOAD_SIZE)
-      send_version_negotiation(s, &vc, path->local.addr, path->remote.addr,
-                               (socklen_t)path->remote.addrlen);
+      gl_qs_send_version_negotiation(s, &vc, path->local.addr, path->remote.addr,
+                                     (socklen_t)path->remote.addrlen);
     return;
   }
   if (rv != 0) {
@@ -1652,8 +1088,8 @@ static void srv_handle_datagram(gl_qserver *s, const ngtcp2_path *path, const ui
     /* Answer late packets with our CONNECTION_CLOSE, ever more rarely. */
     c->close_rx++;
     if (c->close_pkt && (c->close_rx & (c->close_rx - 1)) == 0)
-      srv_send_one(s, path->local.addr, path->remote.addr, (socklen_t)path->remote.addrlen,
-                   c->close_pkt, c->close_len);
+      gl_qs_send_one(s, path->local.addr, path->remote.addr, (socklen_t)path->remote.addrlen,
+                     c->close_pkt, c->close_len);
     return;
   default:
     return;
@@ -1698,7 +1134,7 @@ static void srv_on_readable(struct ev_loop *loop, ev_io *w, int revents) {
       for (uint8_t *d; (d = gl_udp_msg_next(m, &off, &len));)
         srv_handle_datagram(s, &path, d, len);
     }
-    if (n < RX_SLOTS) break; /* drained */
+    if (n < GL_QS_RX_SLOTS) break; /* drained */
   }
   s->in_batch = false;
   srv_flush(s);
@@ -1726,139 +1162,6 @@ static void srv_on_writable(struct ev_loop *loop, ev_io *w, int revents) {
  * Server object
  * ==================================================================== */
 
-static int srv_bind(gl_qserver *s, char *err, size_t errlen) {
-  const char *host = s->listen_host && *s->listen_host ? s->listen_host : "::";
-  char port[8];
-  snprintf(port, sizeof port, "%u", (unsigned)s->cfg.listen_port);
-  struct addrinfo hints = {
-      .ai_family = AF_UNSPEC,
-      .ai_socktype = SOCK_DGRAM,
-      .ai_protocol = IPPROTO_UDP,
-      .ai_flags = AI_PASSIVE | AI_NUMERICSERV,
-  };
-  struct addrinfo *res = NULL;
-  int rc = getaddrinfo(host, port, &hints, &res);
-  if (rc != 0 && !(s->listen_host && *s->listen_host)) {
-    host = "0.0.0.0"; /* no IPv6 on this host */
-    rc = getaddrinfo(host, port, &hints, &res);
-  }
-  if (rc != 0) {
-    set_err(err, errlen, "cannot resolve listen address %s: %s", host, gai_strerror(rc));
-    return -1;
-  }
-  int last_errno = 0;
-  for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-    if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6) continue;
-    int fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-      last_errno = errno;
-      continue;
-    }
-    if (ai->ai_family == AF_INET6) {
-      const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)ai->ai_addr;
-      int v6only = IN6_IS_ADDR_UNSPECIFIED(&a6->sin6_addr) ? 0 : 1;
-      (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
-    }
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-      last_errno = errno;
-      close(fd);
-      continue;
-    }
-    /* Buffers, GRO, don't-fragment, and, on a wildcard address, the
-     * destination address of each datagram (we answer from it; a socket
-     * bound to one address answers from that one without being told). */
-    bool wildcard =
-        ai->ai_family == AF_INET6
-            ? IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)ai->ai_addr)->sin6_addr)
-            : ((const struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr == htonl(INADDR_ANY);
-    gl_udp_opts uo = {
-        .buffer_bytes = s->cfg.socket_buffer_bytes,
-        .rx_slots = RX_SLOTS,
-        .no_gso = s->cfg.no_gso,
-        .pktinfo = wildcard,
-    };
-    if (gl_udp_new(fd, &uo, &s->udp) != 0) { /* closed fd */
-      last_errno = errno;
-      continue;
-    }
-    socklen_t blen;
-    const struct sockaddr *b = gl_udp_local(s->udp, &blen);
-    memcpy(&s->bound, b, blen);
-    s->boundlen = blen;
-    s->fd = gl_udp_fd(s->udp);
-    s->port = ntohs(ai->ai_family == AF_INET6
-                        ? ((struct sockaddr_in6 *)&s->bound)->sin6_port
-                        : ((struct sockaddr_in *)&s->bound)->sin_port);
-    break;
-  }
-  freeaddrinfo(res);
-  if (s->fd < 0) {
-    set_err(err, errlen, "cannot bind UDP %s port %u: %s", host, (unsigned)s->cfg.listen_port,
-            strerror(last_errno ? last_errno : EADDRNOTAVAIL));
-    return -1;
-  }
-  return 0;
-}
-
-/* Loads a certificate chain and key, and the client CAs when ca_file is
- * not NULL, into a new credential holding one reference. NULL with err. */
-static qcred *cred_load(const char *cert_file, const char *key_file, const char *ca_file,
-                        char *err, size_t errlen) {
-  qcred *q = calloc(1, sizeof *q);
-  if (!q) {
-    set_err(err, errlen, "out of memory");
-    return NULL;
-  }
-  int rc = gnutls_certificate_allocate_credentials(&q->cred);
-  if (rc < 0) {
-    set_err(err, errlen, "TLS credentials: %s", gnutls_strerror(rc));
-    free(q);
-    return NULL;
-  }
-  q->refs = 1;
-  rc = gnutls_certificate_set_x509_key_file(q->cred, cert_file, key_file, GNUTLS_X509_FMT_PEM);
-  if (rc < 0) {
-    set_err(err, errlen, "cannot load certificate %s / key %s: %s", cert_file, key_file,
-            gnutls_strerror(rc));
-    goto fail;
-  }
-  if (ca_file) {
-    /* The number of certificates loaded: none is an error too. */
-    rc = gnutls_certificate_set_x509_trust_file(q->cred, ca_file, GNUTLS_X509_FMT_PEM);
-    if (rc <= 0) {
-      set_err(err, errlen, "cannot load client CA certificates from %s: %s", ca_file,
-              rc == 0 ? "no certificate found" : gnutls_strerror(rc));
-      goto fail;
-    }
-    GL_INFO("quic: clients must present a certificate from %s (%d CA certificate%s)", ca_file, rc,
-            rc == 1 ? "" : "s");
-  }
-  return q;
-fail:
-  gnutls_certificate_free_credentials(q->cred);
-  free(q);
-  return NULL;
-}
-
-int gl_qserver_set_tls(gl_qserver *s, const char *cert_file, const char *key_file,
-                       const char *client_ca_file, char *err, size_t errlen) {
-  if (!cert_file || !key_file || (!client_ca_file != !s->client_ca_file)) {
-    set_err(err, errlen, client_ca_file || s->client_ca_file
-                             ? "client certificates are asked for from start to stop: "
-                               "--auth changes need a restart"
-                             : "no certificate or key");
-    return -1;
-  }
-  qcred *q = cred_load(cert_file, key_file, client_ca_file, err, errlen);
-  if (!q) return -1;
-  pthread_mutex_lock(&s->cred_mu);
-  qcred *old = s->cred;
-  s->cred = q;
-  pthread_mutex_unlock(&s->cred_mu);
-  cred_release(s, old); /* the server's reference; connections keep theirs */
-  return 0;
-}
-
 void gl_qserver_set_limits(gl_qserver *s, uint32_t max_connections_per_address,
                            uint32_t retry_above_handshakes) {
   __atomic_store_n(&s->cfg.max_connections_per_address,
@@ -1876,12 +1179,12 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
   if (out) *out = NULL;
   if (!loop || !cfg || !out || (!cfg->on_request && !cfg->on_request_take) || !cfg->cert_file ||
       !cfg->key_file) {
-    set_err(err, errlen, "invalid server configuration");
+    gl_set_err(err, errlen, "invalid server configuration");
     return -1;
   }
   gl_qserver *s = calloc(1, sizeof *s);
   if (!s) {
-    set_err(err, errlen, "out of memory");
+    gl_set_err(err, errlen, "out of memory");
     return -1;
   }
   pthread_mutex_init(&s->cred_mu, NULL);
@@ -1911,29 +1214,27 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
   size_t keep = s->cfg.max_message_bytes;
   gl_q_pool_init(&s->pool, keep > GL_Q_POOL_FLOOR ? keep : GL_Q_POOL_FLOOR);
   s->txbuf = malloc(GL_Q_TX_BYTES);
-  s->nbuckets = 64;
-  s->buckets = calloc(s->nbuckets, sizeof *s->buckets);
-  s->nabuckets = 64;
-  s->abuckets = calloc(s->nabuckets, sizeof *s->abuckets);
+  uint64_t hash_key;
   if ((cfg->listen_host && !s->listen_host) || !s->cert_file || !s->key_file ||
-      (cfg->client_ca_file && !s->client_ca_file) || !s->buckets || !s->abuckets ||
-      !s->txbuf ||
-      gl_q_random(&s->hash_key, sizeof s->hash_key) != 0 ||
+      (cfg->client_ca_file && !s->client_ca_file) || !s->txbuf ||
+      gl_q_random(&hash_key, sizeof hash_key) != 0 ||
+      gl_q_cidtab_init(&s->cids, hash_key) != 0 ||
+      gl_q_addrtab_init(&s->addrs, hash_key ^ 0x9e3779b97f4a7c15ull) != 0 ||
       gl_q_random(s->retry_secret, sizeof s->retry_secret) != 0) {
-    set_err(err, errlen, "out of memory");
+    gl_set_err(err, errlen, "out of memory");
     goto fail;
   }
 
-  if (!(s->cred = cred_load(s->cert_file, s->key_file, s->client_ca_file, err, errlen)))
+  if (!(s->cred = gl_qs_cred_load(s->cert_file, s->key_file, s->client_ca_file, err, errlen)))
     goto fail;
   const char *errpos = NULL;
   int rc = gnutls_priority_init(&s->prio, GL_Q_PRIORITY, &errpos);
   if (rc < 0) {
     s->prio = NULL;
-    set_err(err, errlen, "TLS priorities: %s", gnutls_strerror(rc));
+    gl_set_err(err, errlen, "TLS priorities: %s", gnutls_strerror(rc));
     goto fail;
   }
-  if (srv_bind(s, err, errlen) != 0) goto fail;
+  if (gl_qs_bind(s, err, errlen) != 0) goto fail;
 
   ev_io_init(&s->rio, srv_on_readable, s->fd, EV_READ);
   s->rio.data = s;
@@ -1941,7 +1242,7 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
   s->wio.data = s;
   ev_io_start(loop, &s->rio);
   char addr[INET6_ADDRSTRLEN + 8];
-  addr_to_str((const struct sockaddr *)&s->bound, addr, sizeof addr);
+  gl_qs_addr_to_str((const struct sockaddr *)&s->bound, addr, sizeof addr);
   GL_INFO("quic: listening on %s (UDP)", addr);
   *out = s;
   return 0;
@@ -1972,30 +1273,10 @@ void gl_qserver_del(gl_qserver *srv) {
     ev_io_stop(s->loop, &s->wio);
     gl_udp_del(s->udp);
   }
-  if (s->buckets) {
-    for (size_t i = 0; i < s->nbuckets; i++) {
-      cid_ent *e = s->buckets[i];
-      while (e) {
-        cid_ent *next = e->next;
-        free(e);
-        e = next;
-      }
-    }
-    free(s->buckets);
-  }
-  if (s->abuckets) {
-    for (size_t i = 0; i < s->nabuckets; i++) {
-      addr_ent *e = s->abuckets[i];
-      while (e) {
-        addr_ent *next = e->next;
-        free(e);
-        e = next;
-      }
-    }
-    free(s->abuckets);
-  }
+  gl_q_cidtab_free(&s->cids);
+  gl_q_addrtab_free(&s->addrs);
   if (s->prio) gnutls_priority_deinit(s->prio);
-  cred_release(s, s->cred);
+  gl_qs_cred_release(s, s->cred);
   pthread_mutex_destroy(&s->cred_mu);
   free(s->listen_host);
   free(s->cert_file);
@@ -2016,7 +1297,6 @@ size_t gl_qserver_tokens_refused(const gl_qserver *srv) { return srv ? srv->toke
 
 size_t gl_qserver_connections_from(const gl_qserver *srv, const struct sockaddr *addr) {
   uint8_t ip[16];
-  if (!srv || !addr || !addr_key(addr, ip)) return 0;
-  const addr_ent *e = addr_find(srv, ip);
-  return e ? e->n : 0;
+  if (!srv || !addr || !gl_q_addr_key(addr, ip)) return 0;
+  return gl_q_addrtab_count(&srv->addrs, ip);
 }

@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,17 +35,6 @@
 /* Largest certificate file we agree to read for a fingerprint. */
 #define CERT_FILE_MAX_BYTES (1u << 20)
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || errlen == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
-
 static bool file_exists(const char *path) {
   struct stat st;
   return stat(path, &st) == 0;
@@ -58,18 +46,18 @@ static int write_file_atomic(const char *path, const void *data, size_t len, mod
   char tmp[4096];
   int n = snprintf(tmp, sizeof tmp, "%s.tmp", path);
   if (n < 0 || (size_t)n >= sizeof tmp) {
-    set_err(err, errlen, "path too long: %s", path);
+    gl_set_err(err, errlen, "path too long: %s", path);
     return -1;
   }
   (void)unlink(tmp);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) {
-    set_err(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+    gl_set_err(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
     return -1;
   }
   /* The umask may have narrowed the mode; make it exact (0600 for keys). */
   if (fchmod(fd, mode) != 0) {
-    set_err(err, errlen, "cannot chmod %s: %s", tmp, strerror(errno));
+    gl_set_err(err, errlen, "cannot chmod %s: %s", tmp, strerror(errno));
     goto fail;
   }
   const uint8_t *p = data;
@@ -78,24 +66,24 @@ static int write_file_atomic(const char *path, const void *data, size_t len, mod
     ssize_t w = write(fd, p, left);
     if (w < 0) {
       if (errno == EINTR) continue;
-      set_err(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+      gl_set_err(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
       goto fail;
     }
     p += w;
     left -= (size_t)w;
   }
   if (fsync(fd) != 0) {
-    set_err(err, errlen, "cannot sync %s: %s", tmp, strerror(errno));
+    gl_set_err(err, errlen, "cannot sync %s: %s", tmp, strerror(errno));
     goto fail;
   }
   if (close(fd) != 0) {
     fd = -1;
-    set_err(err, errlen, "cannot close %s: %s", tmp, strerror(errno));
+    gl_set_err(err, errlen, "cannot close %s: %s", tmp, strerror(errno));
     goto fail;
   }
   fd = -1;
   if (rename(tmp, path) != 0) {
-    set_err(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    gl_set_err(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
     goto fail;
   }
   return 0;
@@ -222,7 +210,7 @@ static int generate_pair(const cert_spec *spec, gnutls_datum_t *cert_pem, gnutls
   return 0;
 
 fail:
-  set_err(err, errlen, "certificate generation failed (%s): %s", what, gnutls_strerror(rc));
+  gl_set_err(err, errlen, "certificate generation failed (%s): %s", what, gnutls_strerror(rc));
   gnutls_free(cert_pem->data);
   gnutls_free(key_pem->data);
   cert_pem->data = key_pem->data = NULL;
@@ -251,13 +239,13 @@ int gl_tls_ensure_self_signed(const char *state_dir, char *cert_path, char *key_
                               size_t pathlen, int *created, char *err, size_t errlen) {
   if (created) *created = 0;
   if (!state_dir || !*state_dir || !cert_path || !key_path || pathlen == 0) {
-    set_err(err, errlen, "invalid arguments");
+    gl_set_err(err, errlen, "invalid arguments");
     return -1;
   }
   int n1 = snprintf(cert_path, pathlen, "%s/%s", state_dir, CERT_NAME);
   int n2 = snprintf(key_path, pathlen, "%s/%s", state_dir, KEY_NAME);
   if (n1 < 0 || n2 < 0 || (size_t)n1 >= pathlen || (size_t)n2 >= pathlen) {
-    set_err(err, errlen, "state directory path too long: %s", state_dir);
+    gl_set_err(err, errlen, "state directory path too long: %s", state_dir);
     return -1;
   }
 
@@ -265,12 +253,12 @@ int gl_tls_ensure_self_signed(const char *state_dir, char *cert_path, char *key_
   if (have_cert && have_key) return 0;
   if (have_cert) {
     /* Never overwrite a certificate someone put there. */
-    set_err(err, errlen, "%s exists but %s is missing", cert_path, key_path);
+    gl_set_err(err, errlen, "%s exists but %s is missing", cert_path, key_path);
     return -1;
   }
 
   if (mkdir(state_dir, 0700) != 0 && errno != EEXIST) {
-    set_err(err, errlen, "cannot create %s: %s", state_dir, strerror(errno));
+    gl_set_err(err, errlen, "cannot create %s: %s", state_dir, strerror(errno));
     return -1;
   }
 
@@ -293,7 +281,7 @@ int gl_tls_ensure_self_signed(const char *state_dir, char *cert_path, char *key_
 int gl_tls_make_ca(const char *cn, const char *cert_path, const char *key_path, char *err,
                    size_t errlen) {
   if (!cn || !*cn || !cert_path || !key_path) {
-    set_err(err, errlen, "invalid arguments");
+    gl_set_err(err, errlen, "invalid arguments");
     return -1;
   }
   time_t now = time(NULL);
@@ -312,7 +300,7 @@ static int read_pem(const char *path, gnutls_datum_t *out, char *err, size_t err
   uint8_t *data = NULL;
   size_t len = 0;
   if (gl_read_file(path, CERT_FILE_MAX_BYTES, &data, &len) != 0) {
-    set_err(err, errlen, "cannot read %s: %s", path, strerror(errno));
+    gl_set_err(err, errlen, "cannot read %s: %s", path, strerror(errno));
     return -1;
   }
   out->data = data;
@@ -324,7 +312,7 @@ int gl_tls_issue_client_cert(const char *ca_cert, const char *ca_key, const char
                              const char *uri_san, bool expired, const char *cert_path,
                              const char *key_path, char *err, size_t errlen) {
   if (!ca_cert || !ca_key || !cn || !*cn || !cert_path || !key_path) {
-    set_err(err, errlen, "invalid arguments");
+    gl_set_err(err, errlen, "invalid arguments");
     return -1;
   }
   gnutls_datum_t crt_pem = {NULL, 0}, key_pem = {NULL, 0};
@@ -336,13 +324,13 @@ int gl_tls_issue_client_cert(const char *ca_cert, const char *ca_key, const char
     goto out;
   if ((rc = gnutls_x509_crt_init(&ca)) < 0 ||
       (rc = gnutls_x509_crt_import(ca, &crt_pem, GNUTLS_X509_FMT_PEM)) < 0) {
-    set_err(err, errlen, "%s: no PEM certificate: %s", ca_cert, gnutls_strerror(rc));
+    gl_set_err(err, errlen, "%s: no PEM certificate: %s", ca_cert, gnutls_strerror(rc));
     goto out;
   }
   if ((rc = gnutls_privkey_init(&ca_pkey)) < 0 ||
       (rc = gnutls_privkey_import_x509_raw(ca_pkey, &key_pem, GNUTLS_X509_FMT_PEM, NULL, 0)) <
           0) {
-    set_err(err, errlen, "%s: no PEM private key: %s", ca_key, gnutls_strerror(rc));
+    gl_set_err(err, errlen, "%s: no PEM private key: %s", ca_key, gnutls_strerror(rc));
     goto out;
   }
   time_t now = time(NULL);
@@ -425,7 +413,7 @@ out:
 int gl_tls_cert_identity(const uint8_t *der, size_t len, char *out, size_t outlen, char *err,
                          size_t errlen) {
   if (!der || !out || outlen < GL_TLS_IDENTITY_MAX || len > UINT_MAX) {
-    set_err(err, errlen, "invalid arguments");
+    gl_set_err(err, errlen, "invalid arguments");
     return -1;
   }
   out[0] = 0;
@@ -434,7 +422,7 @@ int gl_tls_cert_identity(const uint8_t *der, size_t len, char *out, size_t outle
   int rc = gnutls_x509_crt_init(&crt);
   if (rc >= 0) rc = gnutls_x509_crt_import(crt, &d, GNUTLS_X509_FMT_DER);
   if (rc < 0) {
-    set_err(err, errlen, "not an X.509 certificate: %s", gnutls_strerror(rc));
+    gl_set_err(err, errlen, "not an X.509 certificate: %s", gnutls_strerror(rc));
     if (crt) gnutls_x509_crt_deinit(crt);
     return -1;
   }
@@ -442,7 +430,7 @@ int gl_tls_cert_identity(const uint8_t *der, size_t len, char *out, size_t outle
   int ret = -1;
   int uri = first_uri_san(crt, out, &why);
   if (uri < 0) {
-    set_err(err, errlen, "its URI subjectAltName is no identity: %s", why);
+    gl_set_err(err, errlen, "its URI subjectAltName is no identity: %s", why);
   } else if (uri > 0) {
     ret = 0;
   } else {
@@ -451,15 +439,15 @@ int gl_tls_cert_identity(const uint8_t *der, size_t len, char *out, size_t outle
     size_t n = sizeof cn;
     rc = gnutls_x509_crt_get_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, 0, cn, &n);
     if (rc == GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE) {
-      set_err(err, errlen, "it has neither a URI subjectAltName nor a common name");
+      gl_set_err(err, errlen, "it has neither a URI subjectAltName nor a common name");
     } else if (rc == GNUTLS_E_SHORT_MEMORY_BUFFER) {
-      set_err(err, errlen, "its common name is no identity: it is longer than 255 bytes");
+      gl_set_err(err, errlen, "its common name is no identity: it is longer than 255 bytes");
     } else if (rc < 0) {
-      set_err(err, errlen, "its common name cannot be read: %s", gnutls_strerror(rc));
+      gl_set_err(err, errlen, "its common name cannot be read: %s", gnutls_strerror(rc));
     } else if (n >= sizeof cn || !identity_ok((const uint8_t *)cn, n, true, &why) ||
                strlen(cn) != n) {
-      set_err(err, errlen, "its common name is no identity: %s",
-              why ? why : "it holds a byte other than printable ASCII");
+      gl_set_err(err, errlen, "its common name is no identity: %s",
+                 why ? why : "it holds a byte other than printable ASCII");
     } else {
       memcpy(out, cn, n + 1);
       ret = 0;
@@ -485,8 +473,8 @@ int gl_tls_file_fingerprint(const char *cert_file, char hex[GL_TLS_FP_HEX_LEN], 
   uint8_t *data = NULL;
   size_t len = 0;
   if (!cert_file || gl_read_file(cert_file, CERT_FILE_MAX_BYTES, &data, &len) != 0) {
-    set_err(err, errlen, "cannot read %s: %s", cert_file ? cert_file : "(null)",
-            strerror(errno));
+    gl_set_err(err, errlen, "cannot read %s: %s", cert_file ? cert_file : "(null)",
+               strerror(errno));
     return -1;
   }
   gnutls_x509_crt_t crt = NULL;
@@ -496,7 +484,7 @@ int gl_tls_file_fingerprint(const char *cert_file, char hex[GL_TLS_FP_HEX_LEN], 
   if (rc >= 0) rc = gnutls_x509_crt_import(crt, &pem, GNUTLS_X509_FMT_PEM);
   if (rc >= 0) rc = gnutls_x509_crt_export2(crt, GNUTLS_X509_FMT_DER, &der);
   if (rc >= 0) gl_tls_der_fingerprint(der.data, der.size, hex);
-  else set_err(err, errlen, "%s: no PEM certificate: %s", cert_file, gnutls_strerror(rc));
+  else gl_set_err(err, errlen, "%s: no PEM certificate: %s", cert_file, gnutls_strerror(rc));
   gnutls_free(der.data);
   if (crt) gnutls_x509_crt_deinit(crt);
   free(data);

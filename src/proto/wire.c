@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
 #include "proto/wire_internal.h"
 
 /* ========================================================================
@@ -86,16 +87,6 @@ void gl_wire__put_bytes(gl_buf *b, const void *p, size_t n) {
 /* ========================================================================
  * Error messages and the reader
  * ====================================================================== */
-
-/* Writes a message into err (when there is room at all). */
-__attribute__((format(printf, 3, 4))) static void errf(char *err, size_t errlen,
-                                                       const char *fmt, ...) {
-  if (!err || errlen == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
 
 static void err_clear(char *err, size_t errlen) {
   if (err && errlen) err[0] = '\0';
@@ -188,16 +179,16 @@ static gpulease_status header_decode(const uint8_t *p, size_t len, gl_header *h,
   memset(h, 0, sizeof *h);
   *filled = false;
   if (!p || len == 0) {
-    errf(err, errlen, "empty message: need a %d-byte header", GL_WIRE_HEADER_SIZE);
+    gl_set_err(err, errlen, "empty message: need a %d-byte header", GL_WIRE_HEADER_SIZE);
     return GPULEASE_MALFORMED;
   }
   if (len < GL_WIRE_HEADER_SIZE) {
-    errf(err, errlen, "short header: %zu bytes, need %d", len, GL_WIRE_HEADER_SIZE);
+    gl_set_err(err, errlen, "short header: %zu bytes, need %d", len, GL_WIRE_HEADER_SIZE);
     return GPULEASE_MALFORMED;
   }
   if (p[0] != GL_WIRE_MAGIC0 || p[1] != GL_WIRE_MAGIC1) {
-    errf(err, errlen, "bad magic 0x%02x%02x, expected 0x%02x%02x ('GL')", p[0], p[1],
-         GL_WIRE_MAGIC0, GL_WIRE_MAGIC1);
+    gl_set_err(err, errlen, "bad magic 0x%02x%02x, expected 0x%02x%02x ('GL')", p[0], p[1],
+               GL_WIRE_MAGIC0, GL_WIRE_MAGIC1);
     return GPULEASE_MALFORMED;
   }
   h->version = p[2];
@@ -207,12 +198,12 @@ static gpulease_status header_decode(const uint8_t *p, size_t len, gl_header *h,
   h->body_len = (uint32_t)gl_wire__get_be(p + 8, 4);
   *filled = true;
   if (h->version != GL_WIRE_VERSION) {
-    errf(err, errlen, "unsupported protocol version %u (this side speaks %d)", h->version,
-         GL_WIRE_VERSION);
+    gl_set_err(err, errlen, "unsupported protocol version %u (this side speaks %d)", h->version,
+               GL_WIRE_VERSION);
     return GPULEASE_UNSUPPORTED;
   }
   if (h->kind != GL_WIRE_KIND_REQUEST && h->kind != GL_WIRE_KIND_RESPONSE) {
-    errf(err, errlen, "bad kind %u (0 = request, 1 = response)", h->kind);
+    gl_set_err(err, errlen, "bad kind %u (0 = request, 1 = response)", h->kind);
     return GPULEASE_MALFORMED;
   }
   return GPULEASE_OK;
@@ -234,28 +225,28 @@ static gpulease_status frame_check(const uint8_t *msg, size_t len, size_t max_bo
   if (filled) *op = h->op;
   if (st != GPULEASE_OK) return st;
   if (h->kind != want_kind) {
-    errf(err, errlen, "expected a %s (kind %u), got a %s (kind %u)",
-         want_kind == GL_WIRE_KIND_REQUEST ? "request" : "response", want_kind,
-         h->kind == GL_WIRE_KIND_REQUEST ? "request" : "response", h->kind);
+    gl_set_err(err, errlen, "expected a %s (kind %u), got a %s (kind %u)",
+               want_kind == GL_WIRE_KIND_REQUEST ? "request" : "response", want_kind,
+               h->kind == GL_WIRE_KIND_REQUEST ? "request" : "response", h->kind);
     return GPULEASE_MALFORMED;
   }
   if (want_kind == GL_WIRE_KIND_REQUEST && h->status != 0) {
-    errf(err, errlen, "request header status must be 0, got %u", h->status);
+    gl_set_err(err, errlen, "request header status must be 0, got %u", h->status);
     return GPULEASE_MALFORMED;
   }
   if (want_kind == GL_WIRE_KIND_RESPONSE && h->status >= 100) {
-    errf(err, errlen, "status %u is not a wire status (codes from 100 up are client-side)",
-         h->status);
+    gl_set_err(err, errlen, "status %u is not a wire status (codes from 100 up are client-side)",
+               h->status);
     return GPULEASE_MALFORMED;
   }
   if (h->body_len > max_body) {
-    errf(err, errlen, "body_len %u exceeds the limit of %zu bytes", h->body_len, max_body);
+    gl_set_err(err, errlen, "body_len %u exceeds the limit of %zu bytes", h->body_len, max_body);
     return GPULEASE_TOO_LARGE;
   }
   size_t present = len - GL_WIRE_HEADER_SIZE;
   if (h->body_len != present) {
-    errf(err, errlen, "%s: header says body_len %u but %zu bytes present",
-         h->body_len > present ? "truncated" : "trailing bytes", h->body_len, present);
+    gl_set_err(err, errlen, "%s: header says body_len %u but %zu bytes present",
+               h->body_len > present ? "truncated" : "trailing bytes", h->body_len, present);
     return GPULEASE_MALFORMED;
   }
   return GPULEASE_OK;
@@ -371,7 +362,7 @@ gpulease_status gl_request_decode(const uint8_t *msg, size_t len, size_t max_bod
   if (out_op) *out_op = op;
   if (st != GPULEASE_OK) return st;
   if (!op_known(op)) {
-    errf(err, errlen, "unknown op 0x%04x", op);
+    gl_set_err(err, errlen, "unknown op 0x%04x", op);
     return GPULEASE_UNSUPPORTED;
   }
   const gl_wire__codec *c = codec_of(op);
@@ -417,11 +408,11 @@ gpulease_status gl_request_decode_ref(const uint8_t *msg, size_t len, size_t max
 gpulease_status gl_request_validate(const gl_request *req, char *err, size_t errlen) {
   err_clear(err, errlen);
   if (!req) {
-    errf(err, errlen, "request is NULL");
+    gl_set_err(err, errlen, "request is NULL");
     return GPULEASE_INVALID_ARGUMENT;
   }
   if (!op_known(req->op)) {
-    errf(err, errlen, "unknown op 0x%04x", req->op);
+    gl_set_err(err, errlen, "unknown op 0x%04x", req->op);
     return GPULEASE_INVALID_ARGUMENT;
   }
   const gl_wire__codec *c = codec_of(req->op);
@@ -459,7 +450,7 @@ static gpulease_status response_decode(const uint8_t *msg, size_t len, size_t ma
   /* An error response is only a message, so its op need not be known (the
    * daemon echoes whatever op it could not handle, or 0). */
   if (h.status == GPULEASE_OK && !op_known(op)) {
-    errf(err, errlen, "unknown op 0x%04x in an OK response", op);
+    gl_set_err(err, errlen, "unknown op 0x%04x in an OK response", op);
     return GPULEASE_UNSUPPORTED;
   }
   const gl_wire__codec *c = codec_of(op); /* NULL for an error of an unknown op */

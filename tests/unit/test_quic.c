@@ -85,6 +85,8 @@ typedef struct server_fx {
   atomic_int requests;
   atomic_int deferred_fired;
   atomic_int deferred_orphaned;
+  atomic_int headers; /* on_header calls (header_verdict) */
+  size_t max_message;
   /* WHO_LATER's last answer, written before deferred_fired counts it. */
   char late_identity[GL_IDENTITY_MAX];
   char late_peer[64];
@@ -267,6 +269,22 @@ static void stats_cb(struct ev_loop *loop, ev_timer *w, int revents) {
   atomic_store(&fx->from_local, gl_qserver_connections_from(fx->srv, (struct sockaddr *)&lo));
 }
 
+/* The test's verdict on a header: a request starting "NOPE" is refused
+ * ("REFUSED:<body_len>"), one whose header declares more than the
+ * server's limit (12 + body_len, big-endian at 8) too ("BIG:<size>"). */
+static size_t header_verdict(void *user, const uint8_t *hdr, uint8_t *reply, size_t cap) {
+  server_fx *fx = user;
+  atomic_fetch_add(&fx->headers, 1);
+  uint32_t body =
+      (uint32_t)hdr[8] << 24 | (uint32_t)hdr[9] << 16 | (uint32_t)hdr[10] << 8 | hdr[11];
+  int n = 0;
+  if (memcmp(hdr, "NOPE", 4) == 0)
+    n = snprintf((char *)reply, cap, "REFUSED:%u", (unsigned)body);
+  else if (12 + (uint64_t)body > fx->max_message)
+    n = snprintf((char *)reply, cap, "BIG:%llu", (unsigned long long)(12 + (uint64_t)body));
+  return n > 0 ? (size_t)n : 0;
+}
+
 static void *server_main(void *arg) {
   server_fx *fx = arg;
   ev_run(fx->loop, 0);
@@ -286,6 +304,7 @@ typedef struct server_opts {
   bool always_retry;
   uint32_t max_connections_per_address;
   uint32_t handshake_timeout_ms;
+  bool header_verdict; /* on_header = header_verdict */
 } server_opts;
 
 static server_fx *server_start(const server_opts *o) {
@@ -311,7 +330,10 @@ static server_fx *server_start(const server_opts *o) {
       .always_retry = o && o->always_retry,
       .max_connections_per_address = o ? o->max_connections_per_address : 0,
       .handshake_timeout_ms = o ? o->handshake_timeout_ms : 0,
+      .on_header = o && o->header_verdict ? header_verdict : NULL,
+      .header_user = fx,
   };
+  fx->max_message = cfg.max_message_bytes;
   char err[256];
   int rc = gl_qserver_new(fx->loop, &cfg, &fx->srv, err, sizeof err);
   if (rc != 0) fprintf(stderr, "gl_qserver_new: %s\n", err);
@@ -1462,6 +1484,103 @@ static int wait_rc(gl_qclient *c, uint64_t tok, char *err, size_t errlen) {
     free(resp);
   }
   return rc;
+}
+
+/* A 12-byte header declaring body_len, after the 4 bytes of tag. */
+static void put_header(uint8_t h[12], const char *tag, uint32_t body_len) {
+  memcpy(h, tag, 4);
+  memset(h + 4, 'x', 4);
+  h[8] = (uint8_t)(body_len >> 24);
+  h[9] = (uint8_t)(body_len >> 16);
+  h[10] = (uint8_t)(body_len >> 8);
+  h[11] = (uint8_t)body_len;
+}
+
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Sends only h (no FIN) and expects want within 1 s. */
+static void expect_on_header(gl_qclient *c, const uint8_t h[12], const char *want) {
+  uint64_t tok = 0;
+  char err[256] = "";
+  double t0 = mono_s();
+  int rc = gl_qclient_send_open(c, h, 12, &tok, err, sizeof err);
+  if (rc) fprintf(stderr, "send_open: %s\n", err);
+  assert_int_equal(rc, GL_QC_OK);
+  wait_text(c, tok, want);
+  assert_true(mono_s() - t0 < 1.0);
+}
+
+/* on_header: a request is answered on its first 12 bytes (no FIN, the body
+ * never sent), the rest of one that does come is not read, the connection
+ * goes on; headers that pass reach on_request; a stream under 12 bytes is
+ * never asked about. */
+static void test_header_verdict(void **state) {
+  (void)state;
+  server_opts o = {.max_message_bytes = 1u << 20, .header_verdict = true};
+  server_fx *fx = server_start(&o);
+  gl_qclient_config cfg = pin_config(fx->port);
+  gl_qclient *c = connect_ok(&cfg);
+  uint8_t h[12];
+
+  /* Refused on the header while the body is still to come. */
+  put_header(h, "NOPE", 1000);
+  expect_on_header(c, h, "REFUSED:1000");
+  /* A header declaring 1 GiB: refused, only the header sent. */
+  put_header(h, "MEMW", 1u << 30);
+  expect_on_header(c, h, "BIG:1073741836");
+  /* The limit counts the header: body_len limit - 11 is over it. */
+  put_header(h, "MEMW", (1u << 20) - 11);
+  expect_on_header(c, h, "BIG:1048577");
+  assert_int_equal(atomic_load(&fx->requests), 0);
+  assert_int_equal(atomic_load(&fx->headers), 3);
+
+  /* A refused request whose body does come (FIN, 900 KiB): the answer,
+   * the body unread, the connection fine. */
+  size_t len = 900u << 10;
+  uint8_t *msg = calloc(1, len);
+  assert_non_null(msg);
+  put_header(msg, "NOPE", (uint32_t)(len - 12));
+  uint64_t tok = send_ok(c, msg, len);
+  wait_text(c, tok, "REFUSED:921588");
+  assert_int_equal(atomic_load(&fx->requests), 0);
+
+  /* body_len limit - 12 passes: the whole message is the limit. */
+  free(msg);
+  len = 1u << 20;
+  msg = calloc(1, len);
+  assert_non_null(msg);
+  put_header(msg, "OKAY", (uint32_t)(len - 12));
+  expect_echo(c, msg, len);
+  assert_int_equal(atomic_load(&fx->requests), 1);
+  free(msg);
+  /* Under 12 bytes: no header to judge, delivered whole. */
+  expect_text(c, "short", "trohs");
+  assert_int_equal(atomic_load(&fx->headers), 5);
+  assert_int_equal(atomic_load(&fx->requests), 2);
+  /* Many refusals and passes side by side on one connection. */
+  uint64_t toks[40];
+  uint8_t small[16];
+  for (int i = 0; i < 40; i++) {
+    put_header(small, i % 2 ? "NOPE" : "FINE", 4);
+    memcpy(small + 12, "abcd", 4);
+    toks[i] = send_ok(c, small, 16);
+  }
+  for (int i = 0; i < 40; i++) {
+    if (i % 2) {
+      wait_text(c, toks[i], "REFUSED:4");
+    } else {
+      put_header(small, "FINE", 4);
+      memcpy(small + 12, "abcd", 4);
+      wait_reversed(c, toks[i], small, 16);
+    }
+  }
+  assert_int_equal(atomic_load(&fx->requests), 22);
+  gl_qclient_del(c);
+  server_stop(fx);
 }
 
 /* 500 requests sent before any wait (the server allows 64 streams at a
@@ -2625,7 +2744,9 @@ static void download_checked(gl_qclient *c, size_t n) {
 static void test_transfer_64mib(void **state) {
   (void)state;
   enum { MIB64 = 64u << 20 };
-  server_opts o = {.max_message_bytes = MIB64 + 64};
+  /* Filling 64 MiB between the connect and the send takes seconds under
+   * ASan on a loaded host: longer than the default 5 s idle timeout. */
+  server_opts o = {.max_message_bytes = MIB64 + 64, .idle_timeout_ms = 60000};
   server_fx *fx = server_start(&o);
   gl_qclient_config cfg = pin_config(fx->port);
   cfg.max_response_bytes = MIB64;
@@ -2704,6 +2825,7 @@ int main(void) {
       cmocka_unit_test(test_connection_budget),
       cmocka_unit_test(test_big_roundtrip),
       cmocka_unit_test(test_too_large),
+      cmocka_unit_test(test_header_verdict),
       cmocka_unit_test(test_sequential_1000),
       cmocka_unit_test(test_concurrent_clients),
       cmocka_unit_test(test_deferred_and_orphaned),

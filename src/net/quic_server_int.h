@@ -1,0 +1,217 @@
+/*
+ * quic_server_int.h - what quic_server.c (connections, streams, requests,
+ * packet I/O) and quic_accept.c (what comes before a connection: the
+ * socket, credentials and TLS sessions, client certificates, Retry and
+ * refusals) share: the server's records and their functions across the
+ * two files. No API promise; gl_qs_ prefix.
+ */
+#ifndef GL_NET_QUIC_SERVER_INT_H
+#define GL_NET_QUIC_SERVER_INT_H
+
+#include <arpa/inet.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <ev.h>
+#include <pthread.h>
+
+#include <gnutls/gnutls.h>
+#include <ngtcp2/ngtcp2.h>
+#include <ngtcp2/ngtcp2_crypto.h>
+
+#include "net/quic.h"
+#include "net/quic_conn.h"
+#include "net/quic_internal.h"
+#include "net/tls.h"
+#include "net/udp_io.h"
+
+/* recvmmsg slots (64 KiB each). */
+#define GL_QS_RX_SLOTS 16
+
+/* Text of a peer address: "[v6 address]:port", NUL included. */
+#define PEER_LEN (INET6_ADDRSTRLEN + 8)
+
+_Static_assert(GL_TLS_IDENTITY_MAX == GL_IDENTITY_MAX, "one identity size for tls.h and quic.h");
+
+enum conn_state { ST_ACTIVE, ST_CLOSING, ST_DRAINING, ST_DEAD };
+
+typedef struct qconn qconn;
+typedef struct qstream qstream;
+
+struct gl_qreq {
+  qstream *st; /* NULL once orphaned */
+  /* Copies from the connection, made when the request was delivered
+   * (identity only as far as its NUL). */
+  char peer[PEER_LEN];
+  char identity[GL_IDENTITY_MAX];
+};
+
+/* One client-initiated bidirectional stream. */
+struct qstream {
+  qconn *c;
+  int64_t id;
+  qstream *prev, *next;   /* c->streams */
+  qstream *rnext;         /* c->ready list (request to deliver) */
+  bool in_ready;
+  bool counted;  /* opened through stream_open: we re-grant its slot on close */
+  /* Request side. */
+  uint8_t *rbuf;
+  size_t rlen, rcap;
+  bool too_large, reset_rx, delivered;
+  bool hdr_seen; /* its first 12 bytes went to on_header */
+  bool refused;  /* ... which answered (sbuf): deliver stops the reading */
+  gl_qreq *req; /* delivered, not answered yet */
+  /* Reply side: sbuf lives until the stream closes (retransmissions). A
+   * lent sbuf (srelease set) is given back through srelease, not pooled.
+   * out: its bytes on c's send queue (out.refused: the peer sent
+   * STOP_SENDING or the stream was reset). */
+  uint8_t *sbuf;
+  size_t scap;
+  void (*srelease)(void *ctx);
+  void *sctx;
+  gl_q_out out;
+};
+
+/* A certificate credential (certificate, key, client CAs) and how many
+ * hold it: the server while it is current, and each connection whose TLS
+ * session uses it. A reload (gl_qserver_set_tls) installs a new one; the
+ * old one is freed when its last connection is. */
+typedef struct qcred {
+  gnutls_certificate_credentials_t cred;
+  unsigned refs;
+} qcred;
+
+struct qconn {
+  gl_qserver *srv;
+  qcred *cred; /* the credential its TLS session was given, held */
+  qconn *prev, *next;       /* srv->conns */
+  qconn *dnext;             /* srv->dirty */
+  qconn *bnext;             /* srv->blocked (socket full) */
+  bool in_dirty, in_blocked;
+  enum conn_state state;
+  bool fresh; /* no packet accepted yet: errors drop it silently */
+  bool in_hs;      /* counted in srv->nhandshaking (handshake not completed) */
+  bool ip_counted; /* counted in srv's address table under ip */
+  uint8_t ip[16];  /* the peer's IP address (IPv4 as v4-mapped IPv6) */
+  ngtcp2_conn *conn;
+  gnutls_session_t tls;
+  ngtcp2_crypto_conn_ref ref;
+  ev_timer timer;
+  uint64_t close_deadline_ns;
+  uint8_t *close_pkt;
+  size_t close_len;
+  unsigned close_rx;
+  /* Where we last sent (close packets go there). */
+  struct sockaddr_storage local, remote;
+  socklen_t locallen, remotelen;
+  /* Connection IDs registered in srv's table for this connection. */
+  ngtcp2_cid *cids;
+  size_t ncids, cidcap;
+  qstream *streams;
+  gl_q_outq sendq; /* streams with reply bytes left to hand to ngtcp2 */
+  qstream *ready_head, *ready_tail;
+  size_t rx_buffered; /* request bytes held in undelivered stream buffers */
+  uint64_t rx_owed;   /* connection credit not yet returned (budget full) */
+  /* Datagrams a full socket refused (malloc'd copies), sent first when it
+   * is writable; nothing else is written meanwhile. */
+  uint8_t *pend;
+  size_t *pend_lens;
+  size_t pend_count;
+  bool more; /* the last write round stopped at its budget */
+  char peer[PEER_LEN];
+  size_t peerlen;
+  /* From the client certificate (verify_client_cert) or
+   * gl_qreq_set_identity; idlen 0: none. */
+  char identity[GL_IDENTITY_MAX];
+  size_t idlen;
+};
+
+struct gl_qserver {
+  struct ev_loop *loop;
+  gl_qserver_config cfg; /* strings point to the copies below */
+  char *listen_host, *cert_file, *key_file, *client_ca_file;
+  gl_udp *udp;
+  int fd; /* udp's, for the watchers */
+  struct sockaddr_storage bound;
+  socklen_t boundlen;
+  uint16_t port;
+  size_t max_udp; /* largest UDP payload we send */
+  ev_io rio, wio;
+  qcred *cred;            /* current; new connections take a reference */
+  pthread_mutex_t cred_mu; /* cred and its counts: gl_qserver_set_tls comes from any thread */
+  gnutls_priority_t prio;
+  qconn *conns;
+  size_t nconns;   /* all allocated */
+  size_t nactive;  /* ACTIVE only */
+  size_t rx_budget; /* per connection, see the top of the file */
+  uint64_t last_refusal_log_ns;
+  uint64_t last_addr_refusal_log_ns, last_retry_log_ns, last_token_log_ns;
+  size_t nhandshaking; /* ACTIVE connections whose handshake is not complete */
+  size_t retries_sent, tokens_refused;
+  uint8_t retry_secret[GL_Q_RETRY_SECRET_LEN];
+  gl_q_addrtab addrs; /* connections per peer IP address */
+  qconn *dirty_head, *dirty_tail;
+  qconn *blocked_head;
+  bool in_batch;
+  gl_q_cidtab cids; /* every SCID issued, and each client's original DCID */
+  /* One write round of one connection: packets back to back, and their
+   * lengths. */
+  uint8_t *txbuf;
+  size_t txlens[GL_Q_TX_PKTS];
+  /* Request and reply buffers kept for reuse while connections are open
+   * (emptied when the last one goes). */
+  gl_q_pool pool;
+};
+
+/* ---- quic_server.c ------------------------------------------------------- */
+
+/* Sends one datagram from local (the source address, so a wildcard-bound
+ * server answers from the address the client used; NULL: any) to remote.
+ * Best effort: a full socket drops it. */
+void gl_qs_send_one(gl_qserver *s, const struct sockaddr *local, const struct sockaddr *remote,
+                    socklen_t remotelen, const uint8_t *pkt, size_t len);
+
+/* ---- quic_accept.c ------------------------------------------------------- */
+
+/* sa as "192.0.2.7:40123" or "[2001:db8::1]:40123" (v4-mapped as IPv4). */
+void gl_qs_addr_to_str(const struct sockaddr *sa, char *buf, size_t len);
+
+/* Binds s's UDP socket (cfg.listen_host, listen_port). 0, or -1 with err. */
+int gl_qs_bind(gl_qserver *s, char *err, size_t errlen);
+
+/* Loads a certificate chain and key, and the client CAs when ca_file is
+ * not NULL, into a new credential holding one reference. NULL with err. */
+qcred *gl_qs_cred_load(const char *cert_file, const char *key_file, const char *ca_file,
+                       char *err, size_t errlen);
+
+/* Drops a reference to q (NULL ignored); the last frees it. */
+void gl_qs_cred_release(gl_qserver *s, qcred *q);
+
+/* Sets up c's TLS session (server side, ALPN, client certificates when
+ * asked for) on the current credential. 0 or -1. */
+int gl_qs_conn_tls_init(qconn *c);
+
+/* True at most once a second per *last: for log lines about floods. */
+bool gl_qs_log_due(uint64_t *last, uint64_t now);
+
+/* Answers the Initial hd without a connection: CONNECTION_CLOSE with a
+ * transport error code (CONNECTION_REFUSED, INVALID_TOKEN) and reason. */
+void gl_qs_send_stateless_close(gl_qserver *s, const ngtcp2_pkt_hd *hd,
+                                const struct sockaddr *local, const struct sockaddr *remote,
+                                socklen_t remotelen, uint64_t code, const char *reason);
+
+/* Answers the Initial hd (no token) from remote with a Retry. */
+void gl_qs_send_retry(gl_qserver *s, const ngtcp2_pkt_hd *hd, const struct sockaddr *local,
+                      const struct sockaddr *remote, socklen_t remotelen, uint64_t now);
+
+/* Whether a new connection must first prove its address (Retry). */
+bool gl_qs_retry_needed(const gl_qserver *s);
+
+/* Answers a packet of another QUIC version with Version Negotiation. */
+void gl_qs_send_version_negotiation(gl_qserver *s, const ngtcp2_version_cid *vc,
+                                    const struct sockaddr *local, const struct sockaddr *remote,
+                                    socklen_t remotelen);
+
+#endif /* GL_NET_QUIC_SERVER_INT_H */
