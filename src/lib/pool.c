@@ -197,8 +197,10 @@ static void pool_free(gpulease_pool *p) {
 gpulease_status gpulease_pool_open(const gpulease_pool_options *o, gpulease_pool **out,
                                    gpulease_error *err) {
   if (out) *out = NULL;
-  if (!o || !out || o->struct_version < 1)
+  if (!o || !out)
     return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "pool: options and out are required");
+  if (!gl_lib_version_ok(o->struct_version, GPULEASE_POOL_OPTIONS_VERSION))
+    return gl_lib_version_err(err, "pool options", o->struct_version);
   int sources = (o->nodes != NULL) + (o->nodes_file != NULL) + (o->srv_name != NULL);
   if (sources != 1)
     return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT,
@@ -343,6 +345,7 @@ gpulease_status gl_pool_probe(gpulease_pool *p, gl_pool_node *n, gpulease_invent
   gpulease_client *c = NULL;
   gpulease_status st = gl_pool_connect(p, n, false, &c, err);
   if (st != GPULEASE_OK) return st;
+  inv->struct_version = GPULEASE_INVENTORY_VERSION;
   st = gpulease_inventory_get(c, inv, err);
   if (st != GPULEASE_OK) {
     pthread_mutex_lock(&p->mu);
