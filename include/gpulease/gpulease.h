@@ -31,7 +31,10 @@
  *     version the caller gives, so a program built against an older header
  *     keeps working with a newer library. A struct_version of 0 or above
  *     the library's own is INVALID_ARGUMENT ("... of unknown version N"),
- *     before anything is sent.
+ *     before anything is sent. Plain values copied freely (gpulease_lease,
+ *     gpulease_error), the entries of parameter and argument arrays (made
+ *     by their helpers), and the arrays the library allocates
+ *     (gpulease_pool_node, gpulease_map_node_stats) carry none.
  *
  * Thread safety: a gpulease_client is one QUIC connection and is NOT safe to
  * use from several threads at once; give each thread its own client (the
@@ -294,7 +297,7 @@ GPULEASE_API void gpulease_client_set_kernel_output(gpulease_client *client,
                                                     gpulease_kernel_output_fn fn, void *user);
 
 /* ------------------------------------------------------------------------
- * Inventory (GET_INVENTORY, docs/protocol.md)
+ * Inventory and warm workers (GET_INVENTORY, POOL_INFO, docs/protocol.md)
  * ---------------------------------------------------------------------- */
 
 #define GPULEASE_MAX_GPUS 64
@@ -1115,12 +1118,13 @@ GPULEASE_API void gpulease_tensormap_desc_default(gpulease_tensormap_desc *desc)
  * CUtensorMap` parameter with gpulease_arg_scalar(out,
  * GPULEASE_TENSORMAP_BYTES). desc (filled by
  * gpulease_tensormap_desc_default(), then set) is only read during the
- * call; out (GPULEASE_TENSORMAP_BYTES bytes, caller-owned) receives the map (meaningful to that lease's device only, and only while
- * the buffer lives). Waits for the daemon's answer, which needs no earlier
- * op to finish on the GPU. offset is in bytes. Errors: INVALID_ARGUMENT
+ * call; out (GPULEASE_TENSORMAP_BYTES bytes, caller-owned) receives the
+ * map (meaningful to that lease's device only, and only while the buffer
+ * lives). Waits for the daemon's answer, which needs no earlier op to
+ * finish on the GPU. offset is in bytes. Errors: INVALID_ARGUMENT
  * (checked here, nothing sent: desc of unknown version, rank not 1..5,
- * data type not 0..12, NULL desc or out; from the daemon: a tensor whose end, offset + the sum over
- * dimensions of (global_dim[i] - 1) x stride_i + the element size with
+ * data type not 0..12, NULL desc or out; from the daemon: a tensor whose
+ * end, offset + the sum over dimensions of (global_dim[i] - 1) x stride_i + the element size with
  * stride_0 the element size, exceeds the buffer's size; what the encoder
  * refuses, with its reason), INVALID_HANDLE (0, or not a live buffer of
  * this session), UNSUPPORTED (a driver without cuTensorMapEncodeTiled,
@@ -1490,8 +1494,9 @@ GPULEASE_API void gpulease_pool_options_default(gpulease_pool_options *opts);
 /* Makes a pool: reads the node list, the nodes file, or resolves the SRV
  * name (no connection yet: nodes are first contacted by a map or an
  * inventory). *out is freed with gpulease_pool_close(). Errors:
- * INVALID_ARGUMENT (opts of unknown version, none or several of nodes, nodes_file, srv_name; a bad
- * HOST:PORT or pin, with the file and line), NOT_FOUND (the nodes file
+ * INVALID_ARGUMENT (opts or opts->connect of unknown version, none or
+ * several of nodes, nodes_file, srv_name; a bad HOST:PORT or pin, with the
+ * file and line), NOT_FOUND (the nodes file
  * cannot be read; the SRV name does not resolve or lists no target),
  * NO_MEMORY. */
 GPULEASE_API gpulease_status gpulease_pool_open(const gpulease_pool_options *opts,
@@ -1512,7 +1517,7 @@ typedef struct gpulease_pool_node {
   int up;                   /* 1: reached now; 0: down (status, message say why) */
   gpulease_status status;   /* OK, or why the node could not be read */
   char message[256];
-  gpulease_inventory inventory; /* when up */
+  gpulease_inventory inventory; /* when up (struct_version set by the library) */
 } gpulease_pool_node;
 
 /* Reads every node's inventory, all at once (a thread each; SRV names
