@@ -144,7 +144,7 @@ static int remote_figures(gpulease_client *c, int n, int rounds, bool empty, fig
   gpulease_module m;
   gpulease_function fn;
   gpulease_buffer b;
-  gpulease_op_failure fl;
+  gpulease_op_failure fl = {.struct_version = GPULEASE_OP_FAILURE_VERSION};
   if (gpulease_lease_alloc(c, GPULEASE_ANY_GPU, 1 << 20, 120, &l, &e) ||
       gpulease_session_open(c, &l, &s, &e) ||
       gpulease_module_load(s, k_ptx, sizeof k_ptx - 1, GPULEASE_IMAGE_PTX, &m, NULL, &e) ||

@@ -189,7 +189,7 @@ static int cycle_failed(cycler *t, gpulease_status st, const gpulease_error *err
 static void *cycle_main(void *arg) {
   cycler *t = arg;
   gpulease_lease_opts lo;
-  memset(&lo, 0, sizeof lo);
+  gpulease_lease_opts_default(&lo);
   lo.lease_class = t->cls;
   gpulease_submit_desc d;
   iota_submit_desc(&d);
@@ -206,7 +206,7 @@ static void *cycle_main(void *arg) {
     }
     int ok = 1;
     gpulease_submit_result r;
-    memset(&r, 0, sizeof r);
+    gpulease_submit_result_init(&r);
     st = gpulease_submit(t->client, &l, &d, &r, &err);
     if (st == GPULEASE_OK) {
       int at = iota_wrong_at(r.output, r.output_size);
@@ -365,12 +365,12 @@ static uint64_t sum_used(const uint64_t *v, const unsigned char *used) {
 /* Waits (at most 5 s) until no warm worker is starting and the free VRAM
  * of every GPU has stopped moving, so that a measurement starts from rest. */
 static void settle(gpulease_client *c, gpulease_inventory *inv) {
-  gpulease_pool_info pool;
+  gpulease_warm_pool_info pool = {.struct_version = GPULEASE_WARM_POOL_INFO_VERSION};
   uint64_t free_b[GPULEASE_MAX_GPUS];
   double t0 = now_ms(), last = -1;
   while (now_ms() - t0 < 5000) {
     uint32_t starting = 0;
-    if (gpulease_pool_get(c, &pool, NULL) == GPULEASE_OK)
+    if (gpulease_warm_pool_get(c, &pool, NULL) == GPULEASE_OK)
       for (uint32_t g = 0; g < pool.gpu_count && g < GPULEASE_MAX_GPUS; g++)
         starting += pool.gpus[g].starting;
     if (read_free(c, inv, free_b, NULL) != GPULEASE_OK) return;
@@ -390,6 +390,7 @@ static int run_max(gpulease_client *c, gpulease_lease_class cls, uint64_t mib, i
                    const char *label) {
   const char *cname = gpulease_lease_class_name(cls);
   gpulease_inventory *inv = malloc(sizeof *inv);
+  gpulease_inventory_init(inv);
   gpulease_lease *ls = calloc((size_t)max_leases, sizeof *ls);
   if (!inv || !ls) {
     free(inv);
@@ -411,7 +412,7 @@ static int run_max(gpulease_client *c, gpulease_lease_class cls, uint64_t mib, i
   }
   memcpy(peak, before, sizeof peak);
   gpulease_lease_opts lo;
-  memset(&lo, 0, sizeof lo);
+  gpulease_lease_opts_default(&lo);
   lo.lease_class = cls;
   int held = 0;
   char why[sizeof err.message + 32] = "";
@@ -630,6 +631,7 @@ int main(int argc, char **argv) {
   enum { VRAM_ROUNDS = 3 };
   double over[VRAM_ROUNDS], back[VRAM_ROUNDS];
   gpulease_inventory *inv = malloc(sizeof *inv);
+  gpulease_inventory_init(inv);
   for (int k = 0; k < VRAM_ROUNDS; k++) {
     gpulease_lease l;
     if (gpulease_inventory_get(c, inv, &err) != GPULEASE_OK) return 1;

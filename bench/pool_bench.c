@@ -161,7 +161,7 @@ static int run_pool(const char *nodes_file, int n, gpulease_lease_class cls, uin
     gpulease_map_arg args[5];
     desc_for(&d, ptx, ptx_len, args);
     memset(g_out, 0, g_nchunks * g_chunk_words * 4);
-    gpulease_map_stats st;
+    gpulease_map_stats st = {.struct_version = GPULEASE_MAP_STATS_VERSION};
     uint64_t t0 = gl_mono_ns();
     gpulease_status s = gpulease_pool_map(p, &d, &st, &err);
     double wall = (double)(gl_mono_ns() - t0) / 1e9;
@@ -209,7 +209,7 @@ static int run_serial(const char *nodes_file, gpulease_lease_class cls, const ui
   for (int i = 0; i <= reps; i++) {
     uint64_t t0 = gl_mono_ns();
     gpulease_lease lease;
-    gpulease_lease_opts lo = {.lease_class = cls};
+    gpulease_lease_opts lo = {.struct_version = GPULEASE_LEASE_OPTS_VERSION, .lease_class = cls};
     if (gpulease_lease_alloc_opts(c, GPULEASE_ANY_GPU, out_off * 2, 60, &lo, &lease, &err) !=
         GPULEASE_OK) {
       fprintf(stderr, "serial lease: %s\n", err.message);
@@ -237,7 +237,7 @@ static int run_serial(const char *nodes_file, gpulease_lease_class cls, const ui
       sd.params = prm;
       sd.param_count = 5;
       sd.use_params = 1;
-      gpulease_submit_result res;
+      gpulease_submit_result res = {.struct_version = GPULEASE_SUBMIT_RESULT_VERSION};
       uint64_t s0 = gl_mono_ns();
       if (gpulease_submit(c, &lease, &sd, &res, &err) != GPULEASE_OK) {
         fprintf(stderr, "serial submit: %s\n", err.message);

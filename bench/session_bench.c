@@ -255,7 +255,7 @@ static int empty_kernel(gpulease_session *s, gpulease_function *fn) {
 static double launch_sync_rtt(gpulease_session *s, gpulease_function fn, int iters, double *v,
                               int one_trip) {
   gpulease_error err;
-  gpulease_op_failure fl;
+  gpulease_op_failure fl = {.struct_version = GPULEASE_OP_FAILURE_VERSION};
   const uint32_t one[3] = {1, 1, 1};
   for (int i = 0; i < iters + 20; i++) {
     double t0 = now_s();
@@ -282,7 +282,7 @@ static double submit_rtt(gpulease_client *c, const gpulease_lease *l, int iters,
   d.block[0] = 256;
   d.output_size = 1024;
   for (int i = 0; i < iters + 20; i++) {
-    gpulease_submit_result res;
+    gpulease_submit_result res = {.struct_version = GPULEASE_SUBMIT_RESULT_VERSION};
     double t0 = now_s();
     TRY(gpulease_submit(c, l, &d, &res, &err));
     double dt = now_s() - t0;
@@ -305,7 +305,7 @@ static int remote_figures(gpulease_client *c, size_t bytes, int launches, int it
   gpulease_session *s;
   gpulease_function fn;
   gpulease_buffer b;
-  gpulease_op_failure fl;
+  gpulease_op_failure fl = {.struct_version = GPULEASE_OP_FAILURE_VERSION};
   TRY(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, bytes + (1 << 20), 120, &l, &err));
   TRY(gpulease_session_open(c, &l, &s, &err));
   if (batch > 0) TRY(gpulease_session_set_batch(s, (unsigned)batch, &err));

@@ -122,7 +122,7 @@ int main(int argc, char **argv) {
   uint64_t *rtt = calloc((size_t)iters, sizeof *rtt), *gpu = calloc((size_t)iters, sizeof *gpu);
   int bad = 0;
   for (int i = 0; i < iters + 5; i++) {
-    gpulease_submit_result r;
+    gpulease_submit_result r = {.struct_version = GPULEASE_SUBMIT_RESULT_VERSION};
     uint64_t t0 = gl_mono_ns();
     gpulease_status st = gpulease_submit(c, &lease, &d, &r, &err);
     uint64_t t1 = gl_mono_ns();

@@ -52,6 +52,7 @@ int main(int argc, char **argv) {
   desc.block[0] = 256;                   /* grid 1x1x1, block 256x1x1 */
   desc.output_size = 256 * sizeof(float); /* the lease's pointer is the only parameter */
   gpulease_submit_result res;
+  gpulease_submit_result_init(&res);
   int bad = 0;
   if (gpulease_submit(client, &lease, &desc, &res, &err) != GPULEASE_OK) {
     fprintf(stderr, "submit: %s: %s\n", gpulease_status_name(err.status), err.message);

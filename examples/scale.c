@@ -62,6 +62,7 @@ int main(int argc, char **argv) {
   desc.params = params;
   desc.param_count = 3;
   gpulease_submit_result res;
+  gpulease_submit_result_init(&res);
   long bad = 0;
   if (gpulease_submit(client, &lease, &desc, &res, &err) != GPULEASE_OK) {
     fprintf(stderr, "submit: %s: %s\n", gpulease_status_name(err.status), err.message);

@@ -124,6 +124,7 @@ int main(int argc, char **argv) {
 
   /* One round trip for both kernels. */
   gpulease_op_failure failure;
+  gpulease_op_failure_init(&failure);
   if (gpulease_session_sync(s, &failure, &err) != GPULEASE_OK) {
     fprintf(stderr, "op %s (seq %llu) failed: %s: %s\n", failure.op_name,
             (unsigned long long)failure.seq, gpulease_status_name(err.status), err.message);

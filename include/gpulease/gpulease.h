@@ -22,13 +22,26 @@
  *   - Pointers passed in are borrowed for the duration of the call only;
  *     nothing is retained after a function returns unless its comment says
  *     so.
+ *   - Versioned structs: every options, description and result struct that
+ *     the caller hands in starts with `uint32_t struct_version`, set to its
+ *     GPULEASE_<STRUCT>_VERSION by the struct's *_default() (options and
+ *     descriptions: the defaults too) or *_init() (results: zeroes) before
+ *     the call. New fields are only ever appended, each saying the version
+ *     that added it; the library reads and writes only the fields of the
+ *     version the caller gives, so a program built against an older header
+ *     keeps working with a newer library. A struct_version of 0 or above
+ *     the library's own is INVALID_ARGUMENT ("... of unknown version N"),
+ *     before anything is sent. Plain values copied freely (gpulease_lease,
+ *     gpulease_error), the entries of parameter and argument arrays (made
+ *     by their helpers), and the arrays the library allocates
+ *     (gpulease_pool_node, gpulease_map_node_stats) carry none.
  *
  * Thread safety: a gpulease_client is one QUIC connection and is NOT safe to
  * use from several threads at once; give each thread its own client (the
  * daemon accepts many concurrent connections), or serialise calls with a
  * lock of your own. Distinct clients share no state and may be used
- * concurrently. gpulease_status_name() and the secret helpers are
- * thread-safe.
+ * concurrently. gpulease_status_name(), gpulease_version() and the secret
+ * helpers are thread-safe.
  */
 #ifndef GPULEASE_GPULEASE_H
 #define GPULEASE_GPULEASE_H
@@ -45,6 +58,37 @@ extern "C" {
 #else
 #define GPULEASE_API
 #endif
+
+/* Marks a name kept for one release after its rename: a use warns
+ * (-Wdeprecated-declarations) with what to use instead. Define
+ * GPULEASE_NO_DEPRECATION_WARNINGS to silence it. */
+#if defined(__GNUC__) && !defined(GPULEASE_NO_DEPRECATION_WARNINGS)
+#define GPULEASE_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#else
+#define GPULEASE_DEPRECATED(msg)
+#endif
+
+/* ------------------------------------------------------------------------
+ * Version
+ * ---------------------------------------------------------------------- */
+
+/* The version of this header: the project's version (CMakeLists.txt's
+ * project(), which the build checks these against). 0.x releases may
+ * rename functions, keeping the old name as a deprecated alias for one
+ * release. GPULEASE_VERSION_NUMBER is 0xMMmmpp, to compare with #if. */
+#define GPULEASE_VERSION_MAJOR 0
+#define GPULEASE_VERSION_MINOR 2
+#define GPULEASE_VERSION_PATCH 0
+#define GPULEASE_VERSION_STRING "0.2.0"
+#define GPULEASE_VERSION_NUMBER \
+  ((GPULEASE_VERSION_MAJOR << 16) | (GPULEASE_VERSION_MINOR << 8) | GPULEASE_VERSION_PATCH)
+
+/* The version of the library loaded at run time, which may be newer than
+ * the header a program was compiled with (compare with
+ * GPULEASE_VERSION_*). Writes its parts to *major, *minor and *patch (each
+ * may be NULL) and returns it as "MAJOR.MINOR.PATCH" (static storage,
+ * never NULL). Thread-safe; needs no client and sends nothing. */
+GPULEASE_API const char *gpulease_version(uint32_t *major, uint32_t *minor, uint32_t *patch);
 
 /* ------------------------------------------------------------------------
  * Status codes
@@ -253,7 +297,7 @@ GPULEASE_API void gpulease_client_set_kernel_output(gpulease_client *client,
                                                     gpulease_kernel_output_fn fn, void *user);
 
 /* ------------------------------------------------------------------------
- * Inventory (GET_INVENTORY, docs/protocol.md)
+ * Inventory and warm workers (GET_INVENTORY, POOL_INFO, docs/protocol.md)
  * ---------------------------------------------------------------------- */
 
 #define GPULEASE_MAX_GPUS 64
@@ -314,7 +358,12 @@ typedef struct gpulease_tenant_info {
   uint64_t used_gpu_seconds;            /* in the last hour */
 } gpulease_tenant_info;
 
+#define GPULEASE_INVENTORY_VERSION 1
+
+/* What GET_INVENTORY answers. Caller-owned; set struct_version with
+ * gpulease_inventory_init() before gpulease_inventory_get(). */
 typedef struct gpulease_inventory {
+  uint32_t struct_version; /* GPULEASE_INVENTORY_VERSION */
   char driver_version[64]; /* NVIDIA driver version, or "" with no driver */
   uint32_t max_ttl_s;      /* longest TTL the daemon grants */
   uint32_t gpu_count;
@@ -322,31 +371,66 @@ typedef struct gpulease_inventory {
   gpulease_tenant_info tenant; /* the caller's */
 } gpulease_inventory;
 
-/* The daemon's warm workers (gpuleased --warm-workers): for each GPU, the
- * pool's size and the workers ready now and starting. A lease taken while
- * one is ready skips CUDA's start (a few hundred milliseconds). */
-typedef struct gpulease_pool_info {
-  uint32_t gpu_count;
-  struct {
-    uint32_t index;    /* the daemon's GPU index, as in the inventory */
-    uint32_t target;   /* the pool's size; 0: no warm workers */
-    uint32_t ready;    /* started, the device open, waiting for a lease */
-    uint32_t starting; /* being started */
-  } gpus[GPULEASE_MAX_GPUS];
-} gpulease_pool_info;
+/* Zeroes *inv (caller-owned) and sets its struct_version, ready for
+ * gpulease_inventory_get(). NULL is ignored. */
+GPULEASE_API void gpulease_inventory_init(gpulease_inventory *inv);
 
-/* Reads the warm-worker pool of every GPU (POOL_INFO). *out is
- * caller-owned and fully written on success. Errors: UNSUPPORTED from a
- * daemon without warm workers at all (older), DISCONNECTED, TIMEOUT,
- * PROTOCOL_ERROR. */
-GPULEASE_API gpulease_status gpulease_pool_get(gpulease_client *client, gpulease_pool_info *out,
-                                               gpulease_error *err);
-
-/* Lists the node's GPUs. *out is caller-owned and fully written on success.
- * Errors: DISCONNECTED, TIMEOUT, PROTOCOL_ERROR, and any wire status. */
+/* Lists the node's GPUs, its driver and TTL limit, and the caller's tenant
+ * with its quota and use (GET_INVENTORY, docs/protocol.md
+ * "GET_INVENTORY"). out: caller-owned, struct_version set
+ * (gpulease_inventory_init()); every field of that version is written on
+ * success (gpu_count entries of gpus, the rest zero), struct_version kept.
+ * Errors: INVALID_ARGUMENT (out NULL or of unknown version, nothing
+ * sent), DISCONNECTED, TIMEOUT, PROTOCOL_ERROR, and any wire status. */
 GPULEASE_API gpulease_status gpulease_inventory_get(gpulease_client *client,
                                                     gpulease_inventory *out,
                                                     gpulease_error *err);
+
+#define GPULEASE_WARM_POOL_INFO_VERSION 1
+
+/* The daemon's warm workers (gpuleased --warm-workers): for each GPU, the
+ * warm pool's size and the workers ready now and starting. A lease taken
+ * while one is ready skips CUDA's start (a few hundred milliseconds). Not
+ * the client pool (gpulease_pool, below), which spreads work over many
+ * daemons. */
+typedef struct gpulease_warm_pool_info {
+  uint32_t struct_version; /* GPULEASE_WARM_POOL_INFO_VERSION */
+  uint32_t gpu_count;
+  struct {
+    uint32_t index;    /* the daemon's GPU index, as in the inventory */
+    uint32_t target;   /* the warm pool's size, workers; 0: no warm workers */
+    uint32_t ready;    /* started, the device open, waiting for a lease */
+    uint32_t starting; /* being started */
+  } gpus[GPULEASE_MAX_GPUS];
+} gpulease_warm_pool_info;
+
+/* Deprecated (0.2): the name before the rename; removed in 0.3. */
+typedef gpulease_warm_pool_info gpulease_pool_info
+    GPULEASE_DEPRECATED("use gpulease_warm_pool_info");
+
+/* Zeroes *info (caller-owned) and sets its struct_version, ready for
+ * gpulease_warm_pool_get(). NULL is ignored. */
+GPULEASE_API void gpulease_warm_pool_info_init(gpulease_warm_pool_info *info);
+
+/* Reads the warm-worker pool of every GPU of the daemon (POOL_INFO,
+ * docs/protocol.md "POOL_INFO"): its size and the workers ready and
+ * starting, in workers. out: caller-owned, struct_version set
+ * (gpulease_warm_pool_info_init()); written on success (gpu_count
+ * entries, struct_version kept). Errors: INVALID_ARGUMENT (out NULL or of
+ * unknown version, nothing sent), UNSUPPORTED from a daemon without warm
+ * workers at all (older), DISCONNECTED, TIMEOUT, PROTOCOL_ERROR. */
+GPULEASE_API gpulease_status gpulease_warm_pool_get(gpulease_client *client,
+                                                    gpulease_warm_pool_info *out,
+                                                    gpulease_error *err);
+
+/* Deprecated (0.2; removed in 0.3): gpulease_warm_pool_get() under its old
+ * name. The caller compiled against this header, so out is taken to be of
+ * the current GPULEASE_WARM_POOL_INFO_VERSION: its struct_version is set,
+ * not checked. Errors as gpulease_warm_pool_get(). */
+GPULEASE_API gpulease_status gpulease_pool_get(gpulease_client *client,
+                                               gpulease_warm_pool_info *out,
+                                               gpulease_error *err)
+    GPULEASE_DEPRECATED("use gpulease_warm_pool_get");
 
 /* ------------------------------------------------------------------------
  * Leases (LEASE_ALLOC, LEASE_RENEW, LEASE_QUERY, LEASE_FREE)
@@ -424,10 +508,14 @@ typedef struct gpulease_lease {
   gpulease_lease_class lease_class; /* as granted */
 } gpulease_lease;
 
-/* What a LEASE_ALLOC asks for beyond GPU, size and TTL. All zero (or a
- * NULL pointer) is the default: an isolated lease with the daemon's small
- * printf FIFO and device malloc heap. */
+#define GPULEASE_LEASE_OPTS_VERSION 1
+
+/* What a LEASE_ALLOC asks for beyond GPU, size and TTL. Fill with
+ * gpulease_lease_opts_default() and then set fields; new fields are only
+ * ever appended. The defaults (or a NULL pointer) are an isolated lease
+ * with the daemon's small printf FIFO and device malloc heap. */
 typedef struct gpulease_lease_opts {
+  uint32_t struct_version; /* GPULEASE_LEASE_OPTS_VERSION */
   gpulease_lease_class lease_class;
   /* Bytes for the context's kernel printf FIFO (CU_LIMIT_PRINTF_FIFO_SIZE)
    * and device malloc heap (CU_LIMIT_MALLOC_HEAP_SIZE); 0: the daemon's
@@ -436,6 +524,10 @@ typedef struct gpulease_lease_opts {
   uint32_t printf_fifo_bytes;
   uint64_t malloc_heap_bytes;
 } gpulease_lease_opts;
+
+/* Fills *opts (caller-owned) with struct_version and the defaults: class
+ * ISOLATED, both limits 0 (the daemon's). NULL is ignored. */
+GPULEASE_API void gpulease_lease_opts_default(gpulease_lease_opts *opts);
 
 /* Asks for vram_bytes of VRAM on GPU gpu_index (GPULEASE_ANY_GPU: the GPU
  * with the most free VRAM) for ttl_s seconds. The daemon reserves the VRAM
@@ -448,10 +540,13 @@ GPULEASE_API gpulease_status gpulease_lease_alloc(gpulease_client *client, uint3
                                                   gpulease_lease *out, gpulease_error *err);
 
 /* As gpulease_lease_alloc, with the class and context limits of *opts
- * (NULL: the defaults; the struct is only read during the call). Errors:
- * those of gpulease_lease_alloc; INVALID_ARGUMENT for an unknown class or
- * limits on a SHARED lease, or a class other than PARTITION naming a GPU
- * in MIG mode; BUSY when a DEVICE lease holds the GPU, or when a DEVICE
+ * (LEASE_ALLOC's lease_class, printf_fifo_bytes and malloc_heap_bytes,
+ * docs/protocol.md "LEASE_ALLOC"). opts: NULL for the defaults, else
+ * filled by gpulease_lease_opts_default(); borrowed for the call. *out is
+ * caller-owned. Errors: those of gpulease_lease_alloc; INVALID_ARGUMENT
+ * for opts of unknown version (nothing sent), an unknown class or limits
+ * on a SHARED lease, or a class other than PARTITION naming a GPU in MIG
+ * mode; BUSY when a DEVICE lease holds the GPU, or when a DEVICE
  * lease is asked for a GPU other leases use; UNSUPPORTED for PARTITION on
  * a GPU (or node) without MIG instances; CAPACITY_EXCEEDED when no free
  * instance holds vram_bytes. */
@@ -608,19 +703,33 @@ typedef struct gpulease_submit_desc {
 
 GPULEASE_API void gpulease_submit_desc_default(gpulease_submit_desc *desc);
 
-/* GPU_SUBMIT's result. output is malloc'd and owned by the caller: release
- * it with gpulease_submit_result_release(). */
+#define GPULEASE_SUBMIT_RESULT_VERSION 1
+
+/* GPU_SUBMIT's result. Caller-owned; set struct_version with
+ * gpulease_submit_result_init() before gpulease_submit(). output is
+ * malloc'd by the library and owned by the caller: release it with
+ * gpulease_submit_result_release(), after which the struct can be used
+ * again. */
 typedef struct gpulease_submit_result {
+  uint32_t struct_version; /* GPULEASE_SUBMIT_RESULT_VERSION */
   void *output;          /* output_size bytes */
   size_t output_size;
   uint64_t gpu_time_ns;  /* kernel time measured with CUDA events */
 } gpulease_submit_result;
 
-/* Runs one kernel on the lease's GPU and waits for it: loads the image
+/* Zeroes *result (caller-owned) and sets its struct_version, ready for
+ * gpulease_submit(). NULL is ignored. */
+GPULEASE_API void gpulease_submit_result_init(gpulease_submit_result *result);
+
+/* Runs one kernel on the lease's GPU and waits for it (GPU_SUBMIT,
+ * docs/protocol.md "GPU_SUBMIT"; needs the right SUBMIT): loads the image
  * (cuModuleLoadDataEx), finds the function (cuModuleGetFunction), copies the
  * input (cuMemcpyHtoD), launches (cuLaunchKernel), synchronizes and reads
- * the output (cuMemcpyDtoH). *result is written on success.
- * Errors: UNAUTHORIZED, NOT_FOUND, LEASE_EXPIRED (also when the TTL ran out
+ * the output (cuMemcpyDtoH). result: struct_version set
+ * (gpulease_submit_result_init()), and written on success (struct_version
+ * kept; a previous output must have been released).
+ * Errors: INVALID_ARGUMENT (desc or result of unknown version, nothing
+ * sent), UNAUTHORIZED, NOT_FOUND, LEASE_EXPIRED (also when the TTL ran out
  * during the kernel: the daemon killed it), INVALID_ARGUMENT (ranges outside
  * the lease, dimensions), LOAD_FAILED (with the JIT log; or locally, before
  * sending, for PTX the lease's GPU cannot load, as gpulease_module_load
@@ -631,7 +740,9 @@ GPULEASE_API gpulease_status gpulease_submit(gpulease_client *client, const gpul
                                              gpulease_submit_result *result,
                                              gpulease_error *err);
 
-/* Frees result->output and zeroes the result. NULL is ignored. */
+/* Frees result->output and zeroes the result's other fields
+ * (struct_version is kept, so it can take another submit). NULL is
+ * ignored. */
 GPULEASE_API void gpulease_submit_result_release(gpulease_submit_result *result);
 
 /* ------------------------------------------------------------------------
@@ -695,20 +806,32 @@ GPULEASE_API gpulease_status gpulease_session_close(gpulease_session *session,
 /* The session's id on the daemon (for the CLI and logs). */
 GPULEASE_API uint64_t gpulease_session_id(const gpulease_session *session);
 
-/* A failed op, as gpulease_session_sync() reports it. */
+#define GPULEASE_OP_FAILURE_VERSION 1
+
+/* A failed op, as gpulease_session_sync() reports it. Caller-owned; set
+ * struct_version with gpulease_op_failure_init() before the call. */
 typedef struct gpulease_op_failure {
+  uint32_t struct_version; /* GPULEASE_OP_FAILURE_VERSION */
   gpulease_status status; /* OK when there is none */
   uint16_t op;            /* the op's code (docs/protocol.md), 0 if none */
   char op_name[32];       /* "LAUNCH", "MEM_WRITE" ... */
   uint64_t seq;           /* the op's sequence number in the session */
 } gpulease_op_failure;
 
+/* Zeroes *failure (caller-owned) and sets its struct_version, ready for
+ * gpulease_session_sync() and gpulease_launch_sync(). NULL is ignored. */
+GPULEASE_API void gpulease_op_failure_init(gpulease_op_failure *failure);
+
 /* Waits until every earlier op of the session has finished on the GPU
- * (SYNC; cuStreamSynchronize), then reports the session's failure, if any:
- * the return value is its status (GPULEASE_OK when none), failure (may be
- * NULL) receives the op and its sequence number, err the daemon's message.
+ * (SYNC; cuStreamSynchronize), then reports the session's failure, if any
+ * (docs/protocol.md "SYNC"): the return value is its status (GPULEASE_OK
+ * when none), failure (may be NULL; else caller-owned with struct_version
+ * set by gpulease_op_failure_init()) receives the op and its sequence
+ * number (status OK, op 0 when there is none), err the daemon's message.
  * The failure stays (later ops fail fast) until
- * gpulease_session_acknowledge(). Also returns connection errors. */
+ * gpulease_session_acknowledge(). Also returns INVALID_ARGUMENT for a
+ * failure struct of unknown version (nothing sent) and connection
+ * errors. */
 GPULEASE_API gpulease_status gpulease_session_sync(gpulease_session *session,
                                                    gpulease_op_failure *failure,
                                                    gpulease_error *err);
@@ -831,11 +954,24 @@ GPULEASE_API gpulease_status gpulease_mem_copy(gpulease_session *session, gpulea
                                                gpulease_error *err);
 
 /* Sets count elements of element_size bytes (1, 2 or 4) at buffer+offset
- * to value (MEMSET; cuMemsetD8/D16/D32Async). Pipelined. INVALID_ARGUMENT
- * locally when value does not fit the element size. */
+ * (offset in bytes) to value (MEMSET, docs/protocol.md "MEMSET";
+ * cuMemsetD8/D16/D32Async), once the session's earlier ops are done.
+ * Pipelined: the daemon's refusal (INVALID_HANDLE, INVALID_ARGUMENT for a
+ * range outside the buffer) is the session's failure, seen at the next
+ * call that waits. Local errors, nothing sent: INVALID_ARGUMENT (session
+ * NULL, an element size other than 1, 2 or 4, a value that does not fit
+ * it, count 0, offset + count x element_size past 2^64), INVALID_HANDLE
+ * (buffer 0); also the session's failure, connection errors. */
+GPULEASE_API gpulease_status gpulease_mem_set(gpulease_session *session, gpulease_buffer buffer,
+                                              uint64_t offset, uint32_t element_size,
+                                              uint32_t value, uint64_t count, gpulease_error *err);
+
+/* Deprecated (0.2; removed in 0.3): gpulease_mem_set() under its old name,
+ * the same call. */
 GPULEASE_API gpulease_status gpulease_memset(gpulease_session *session, gpulease_buffer buffer,
                                              uint64_t offset, uint32_t element_size,
-                                             uint32_t value, uint64_t count, gpulease_error *err);
+                                             uint32_t value, uint64_t count, gpulease_error *err)
+    GPULEASE_DEPRECATED("use gpulease_mem_set");
 
 /* Where MODULE_LOAD found the module. */
 typedef enum gpulease_module_source {
@@ -868,8 +1004,12 @@ GPULEASE_API gpulease_status gpulease_module_unload(gpulease_session *session,
                                                     gpulease_module module,
                                                     gpulease_error *err);
 
-/* A kernel's attributes (cuFuncGetAttribute). */
+#define GPULEASE_FUNC_INFO_VERSION 1
+
+/* A kernel's attributes (cuFuncGetAttribute). Caller-owned; set
+ * struct_version with gpulease_func_info_init() before the call. */
 typedef struct gpulease_func_info {
+  uint32_t struct_version;         /* GPULEASE_FUNC_INFO_VERSION */
   uint32_t num_regs;               /* registers per thread */
   uint32_t max_threads_per_block;  /* the most threads a block may have */
   uint32_t static_shared_bytes;    /* statically allocated shared memory */
@@ -881,11 +1021,18 @@ typedef struct gpulease_func_info {
   uint16_t param_sizes[GPULEASE_MAX_PARAMS]; /* bytes, param_count of them */
 } gpulease_func_info;
 
-/* Finds kernel `name` (NUL-terminated, mangled unless extern "C") in
- * module (FUNC_INFO; cuModuleGetFunction, cuFuncGetAttribute). *out
- * receives the function handle; info (may be NULL) its attributes. Waits.
- * Errors: INVALID_HANDLE, NOT_FOUND (no such kernel), INVALID_ARGUMENT, the
- * session's failure, connection errors. */
+/* Zeroes *info (caller-owned) and sets its struct_version, ready for
+ * gpulease_function_get(). NULL is ignored. */
+GPULEASE_API void gpulease_func_info_init(gpulease_func_info *info);
+
+/* Finds kernel `name` (NUL-terminated, mangled unless extern "C", at most
+ * 1024 bytes) in module (FUNC_INFO, docs/protocol.md "FUNC_INFO";
+ * cuModuleGetFunction, cuFuncGetAttribute). *out
+ * receives the function handle; info (may be NULL; else caller-owned with
+ * struct_version set by gpulease_func_info_init()) its attributes. Waits.
+ * Errors: INVALID_HANDLE, NOT_FOUND (no such kernel), INVALID_ARGUMENT
+ * (also, nothing sent, for info of unknown version), the session's
+ * failure, connection errors. */
 GPULEASE_API gpulease_status gpulease_function_get(gpulease_session *session,
                                                    gpulease_module module, const char *name,
                                                    gpulease_function *out,
@@ -933,10 +1080,15 @@ typedef enum gpulease_tensormap_type {
   GPULEASE_TENSORMAP_TFLOAT32_FTZ = 12,
 } gpulease_tensormap_type;
 
+#define GPULEASE_TENSORMAP_DESC_VERSION 1
+
 /* A tiled tensor as cuTensorMapEncodeTiled describes it, less its address.
- * Dimension 0 is the innermost (contiguous) one. Only the first `rank`
- * entries of each array are read (global_strides: rank - 1). */
+ * Fill with gpulease_tensormap_desc_default() and then set fields; new
+ * fields are only ever appended. Dimension 0 is the innermost
+ * (contiguous) one. Only the first `rank` entries of each array are read
+ * (global_strides: rank - 1). */
 typedef struct gpulease_tensormap_desc {
+  uint32_t struct_version; /* GPULEASE_TENSORMAP_DESC_VERSION */
   uint32_t data_type;  /* gpulease_tensormap_type */
   uint32_t rank;       /* 1..GPULEASE_TENSORMAP_MAX_RANK */
   /* Elements in each dimension, each >= 1. */
@@ -952,6 +1104,11 @@ typedef struct gpulease_tensormap_desc {
   uint32_t oob_fill;     /* CUtensorMapFloatOOBfill: 0 zeros, 1 NaN (float types) */
 } gpulease_tensormap_desc;
 
+/* Fills *desc (caller-owned) with struct_version, every element stride 1
+ * and every other field 0 (type UINT8, rank 0: the caller sets the type,
+ * rank, dimensions, strides and box). NULL is ignored. */
+GPULEASE_API void gpulease_tensormap_desc_default(gpulease_tensormap_desc *desc);
+
 /* Builds on the node the tensor map (CUtensorMap, GPULEASE_TENSORMAP_BYTES
  * bytes) of a tiled tensor that starts `offset` bytes into `buffer`, one of
  * this session's buffers (TENSORMAP_ENCODE; cuTensorMapEncodeTiled on a
@@ -959,13 +1116,15 @@ typedef struct gpulease_tensormap_desc {
  * client that has no CUDA driver of its own. Pass the bytes to a TMA
  * kernel (cp.async.bulk.tensor) as its `const __grid_constant__
  * CUtensorMap` parameter with gpulease_arg_scalar(out,
- * GPULEASE_TENSORMAP_BYTES). desc is only read during the call; out
- * receives the map (meaningful to that lease's device only, and only while
- * the buffer lives). Waits for the daemon's answer, which needs no earlier
- * op to finish on the GPU. offset is in bytes. Errors: INVALID_ARGUMENT
- * (checked here, nothing sent: rank not 1..5, data type not 0..12, NULL
- * desc or out; from the daemon: a tensor whose end, offset + the sum over
- * dimensions of (global_dim[i] - 1) x stride_i + the element size with
+ * GPULEASE_TENSORMAP_BYTES). desc (filled by
+ * gpulease_tensormap_desc_default(), then set) is only read during the
+ * call; out (GPULEASE_TENSORMAP_BYTES bytes, caller-owned) receives the
+ * map (meaningful to that lease's device only, and only while the buffer
+ * lives). Waits for the daemon's answer, which needs no earlier op to
+ * finish on the GPU. offset is in bytes. Errors: INVALID_ARGUMENT
+ * (checked here, nothing sent: desc of unknown version, rank not 1..5,
+ * data type not 0..12, NULL desc or out; from the daemon: a tensor whose
+ * end, offset + the sum over dimensions of (global_dim[i] - 1) x stride_i + the element size with
  * stride_0 the element size, exceeds the buffer's size; what the encoder
  * refuses, with its reason), INVALID_HANDLE (0, or not a live buffer of
  * this session), UNSUPPORTED (a driver without cuTensorMapEncodeTiled,
@@ -995,9 +1154,12 @@ GPULEASE_API gpulease_status gpulease_launch(gpulease_session *session, gpulease
  * still batched before them) and come back in one reply (docs/protocol.md
  * BATCH). For a loop that launches then waits each step. An unordered
  * session, or one with batching off (gpulease_session_set_batch 1), sends
- * the two ops one after the other. Returns what gpulease_session_sync()
- * returns (the session's failure, failure filled in the same way), or the
- * argument errors of gpulease_launch() without sending anything. */
+ * the two ops one after the other. failure: as gpulease_session_sync()
+ * takes it (NULL, or struct_version set by gpulease_op_failure_init()).
+ * Returns what gpulease_session_sync() returns (the session's failure,
+ * failure filled in the same way), or, without sending anything, the
+ * argument errors of gpulease_launch() and INVALID_ARGUMENT for a failure
+ * struct of unknown version. */
 GPULEASE_API gpulease_status gpulease_launch_sync(gpulease_session *session,
                                                   gpulease_function fn, const uint32_t grid[3],
                                                   const uint32_t block[3],
@@ -1014,11 +1176,20 @@ GPULEASE_API gpulease_status gpulease_launch_sync(gpulease_session *session,
 /* gpulease_launch_attrs.flags. */
 #define GPULEASE_LAUNCH_COOPERATIVE 0x01u /* co-resident grid: grid-wide sync works */
 
-/* What a launch asks for beyond grid, block and shared memory. */
+#define GPULEASE_LAUNCH_ATTRS_VERSION 1
+
+/* What a launch asks for beyond grid, block and shared memory. Fill with
+ * gpulease_launch_attrs_default() and then set fields; new fields are
+ * only ever appended. */
 typedef struct gpulease_launch_attrs {
+  uint32_t struct_version; /* GPULEASE_LAUNCH_ATTRS_VERSION */
   uint32_t flags;      /* GPULEASE_LAUNCH_* */
   uint32_t cluster[3]; /* thread-block cluster dimensions in blocks; all 0: none */
 } gpulease_launch_attrs;
+
+/* Fills *attrs (caller-owned) with struct_version and no attributes
+ * (flags 0, no cluster). NULL is ignored. */
+GPULEASE_API void gpulease_launch_attrs_default(gpulease_launch_attrs *attrs);
 
 /* Launches fn as gpulease_launch() does, with attributes (LAUNCH_EX;
  * cuLaunchKernelEx): GPULEASE_LAUNCH_COOPERATIVE makes every block of the
@@ -1026,15 +1197,16 @@ typedef struct gpulease_launch_attrs {
  * (this_grid().sync()) works (CU_LAUNCH_ATTRIBUTE_COOPERATIVE); a non-zero
  * cluster groups blocks into thread-block clusters that share distributed
  * shared memory (CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION; compute capability
- * 9.0 and up; each grid dimension a multiple of the cluster's). attrs NULL
- * or all zero: a plain LAUNCH. Pipelined. The daemon refuses, as the
+ * 9.0 and up; each grid dimension a multiple of the cluster's). attrs:
+ * NULL, or filled by gpulease_launch_attrs_default() and set; borrowed for
+ * the call; NULL or no attribute: a plain LAUNCH. Pipelined. The daemon refuses, as the
  * session's failure: a cooperative grid that cannot be co-resident
  * (INVALID_ARGUMENT, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE", naming the
  * most blocks that fit), a cluster the kernel cannot run in
  * (INVALID_ARGUMENT, "CUDA_ERROR_INVALID_CLUSTER_SIZE"), clusters on a GPU
  * below 9.0 (UNSUPPORTED). Local errors: those of gpulease_launch(), and
- * INVALID_ARGUMENT for unknown flags or a cluster with a 0 dimension but
- * not all. */
+ * INVALID_ARGUMENT for attrs of unknown version, unknown flags or a
+ * cluster with a 0 dimension but not all. */
 GPULEASE_API gpulease_status gpulease_launch_ex(gpulease_session *session, gpulease_function fn,
                                                 const uint32_t grid[3], const uint32_t block[3],
                                                 uint32_t shared_mem_bytes,
@@ -1156,7 +1328,8 @@ typedef enum gpulease_call_arg_kind {
   GPULEASE_CALL_IN = 1,     /* device pointer to a copy of data (size bytes) */
   GPULEASE_CALL_OUT = 2,    /* device pointer to size bytes (zeroed) read back into out */
   GPULEASE_CALL_INOUT = 3,  /* both: data copied in, read back into out */
-  GPULEASE_CALL_SCALAR = 4, /* size bytes of data passed by value (1..64) */
+  GPULEASE_CALL_SCALAR = 4, /* size bytes of data passed by value
+                               (1..GPULEASE_MAX_SCALAR_BYTES, 128) */
 } gpulease_call_arg_kind;
 
 typedef struct gpulease_call_arg {
@@ -1261,8 +1434,8 @@ GPULEASE_API void gpulease_renewer_stop(gpulease_renewer *renewer);
  * it means to return (a lease's output slice holds what an earlier chunk
  * left there).
  *
- * Not to be confused with gpulease_pool_get() and gpulease_pool_info
- * above, which describe one daemon's warm workers.
+ * Not to be confused with the warm pool (gpulease_warm_pool_get() and
+ * gpulease_warm_pool_info above), one daemon's workers started ahead.
  *
  * Threads: a pool runs a thread and a connection per lease in flight
  * during gpulease_pool_map(). One gpulease_pool is used from one thread
@@ -1321,8 +1494,9 @@ GPULEASE_API void gpulease_pool_options_default(gpulease_pool_options *opts);
 /* Makes a pool: reads the node list, the nodes file, or resolves the SRV
  * name (no connection yet: nodes are first contacted by a map or an
  * inventory). *out is freed with gpulease_pool_close(). Errors:
- * INVALID_ARGUMENT (none or several of nodes, nodes_file, srv_name; a bad
- * HOST:PORT or pin, with the file and line), NOT_FOUND (the nodes file
+ * INVALID_ARGUMENT (opts or opts->connect of unknown version, none or
+ * several of nodes, nodes_file, srv_name; a bad HOST:PORT or pin, with the
+ * file and line), NOT_FOUND (the nodes file
  * cannot be read; the SRV name does not resolve or lists no target),
  * NO_MEMORY. */
 GPULEASE_API gpulease_status gpulease_pool_open(const gpulease_pool_options *opts,
@@ -1343,7 +1517,7 @@ typedef struct gpulease_pool_node {
   int up;                   /* 1: reached now; 0: down (status, message say why) */
   gpulease_status status;   /* OK, or why the node could not be read */
   char message[256];
-  gpulease_inventory inventory; /* when up */
+  gpulease_inventory inventory; /* when up (struct_version set by the library) */
 } gpulease_pool_node;
 
 /* Reads every node's inventory, all at once (a thread each; SRV names
@@ -1430,8 +1604,13 @@ typedef struct gpulease_map_node_stats {
   double seconds;     /* time its chunks' submits took, summed over its leases */
 } gpulease_map_node_stats;
 
-/* What a map did. nodes is malloc'd: gpulease_map_stats_release(). */
+#define GPULEASE_MAP_STATS_VERSION 1
+
+/* What a map did. Caller-owned; set struct_version with
+ * gpulease_map_stats_init() before gpulease_pool_map(). nodes is malloc'd
+ * by the library: gpulease_map_stats_release(). */
 typedef struct gpulease_map_stats {
+  uint32_t struct_version; /* GPULEASE_MAP_STATS_VERSION */
   uint64_t chunks;        /* chunks in the job */
   uint64_t done;          /* chunks completed */
   uint64_t retries;       /* chunk tries that failed and were retried */
@@ -1444,15 +1623,21 @@ typedef struct gpulease_map_stats {
   gpulease_map_node_stats *nodes;
 } gpulease_map_stats;
 
+/* Zeroes *stats (caller-owned) and sets its struct_version, ready for
+ * gpulease_pool_map(). NULL is ignored. */
+GPULEASE_API void gpulease_map_stats_init(gpulease_map_stats *stats);
+
 /* Runs desc's kernel over every chunk of desc->input on the pool's nodes
  * and gathers the outputs in chunk order. Placement: leases go to the
  * nodes with the most room (free VRAM for a lease of the chunk's input
  * and output slices, live leases), at most max_leases_per_node each and
  * max_leases in all; each lease takes chunks from one queue until none
- * are left. stats (may be NULL) is written whether or not the job
- * succeeded. Every lease the map took is freed before it returns.
- * Errors: INVALID_ARGUMENT (no chunk, a chunk or output bigger than a
- * lease can hold, a bad argument), DISCONNECTED (no node could be
+ * are left. stats (may be NULL; else struct_version set by
+ * gpulease_map_stats_init()) is written whether or not the job succeeded,
+ * once its version is checked. Every lease the map took is freed before it returns.
+ * Errors: INVALID_ARGUMENT (desc or stats of unknown version, no chunk, a
+ * chunk or output bigger than a lease can hold, a bad argument),
+ * DISCONNECTED (no node could be
  * reached), CAPACITY_EXCEEDED (no node had room for a lease), TIMEOUT
  * (the deadline passed), the first non-retried status of a chunk
  * (LOAD_FAILED, LAUNCH_FAILED ... with the node's message), or the last

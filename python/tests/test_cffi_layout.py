@@ -87,7 +87,7 @@ def test_struct_layouts_match_the_compiler(tmp_path: Path) -> None:
     # The public API's structs, opaque ones (client, session, renewer) aside.
     assert set(_structs()) >= {
         "gpulease_error", "gpulease_connect_options", "gpulease_gpu_info", "gpulease_tenant_info",
-        "gpulease_inventory", "gpulease_pool_info", "gpulease_lease", "gpulease_lease_opts",
+        "gpulease_inventory", "gpulease_warm_pool_info", "gpulease_lease", "gpulease_lease_opts",
         "gpulease_param", "gpulease_submit_desc", "gpulease_submit_result",
         "gpulease_op_failure", "gpulease_func_info", "gpulease_arg", "gpulease_launch_attrs",
         "gpulease_burst_launch", "gpulease_call_arg", "gpulease_call_desc",
@@ -140,5 +140,21 @@ def test_package_exports() -> None:
     for name in gpulease.__all__:
         assert hasattr(gpulease, name), name
     assert gpulease.__version__
+    assert "library_version" in gpulease.__all__
+
+
+def test_versions_agree() -> None:
+    # The package, its pyproject.toml, the header's GPULEASE_VERSION_* and
+    # the library loaded (gpulease_version()) are one release.
+    want = tuple(int(x) for x in gpulease.__version__.split("."))
+    assert gpulease.library_version() == want
+    assert (lib.GPULEASE_VERSION_MAJOR, lib.GPULEASE_VERSION_MINOR,
+            lib.GPULEASE_VERSION_PATCH) == want
+    assert ffi.string(lib.gpulease_version(ffi.NULL, ffi.NULL, ffi.NULL)).decode() == \
+        gpulease.__version__
+    pyproject = REPO / "python" / "pyproject.toml"
+    if pyproject.exists():  # a source tree (not an installed wheel alone)
+        m = re.search(r'(?m)^version = "([^"]+)"', pyproject.read_text())
+        assert m and m.group(1) == gpulease.__version__
     assert (Path(gpulease.__file__).parent / "py.typed").exists()
     assert "connect(" in (gpulease.__doc__ or "")

@@ -59,9 +59,13 @@ def test_inventory(client: Client, daemon: Daemon) -> None:
     assert isinstance(t, gpulease.TenantInfo)
     assert t.name == "" and not t.admin and not t.listed  # anonymous on loopback
     assert t.quota_vram_bytes is None and t.quota_leases is None  # no limits
-    pool = client.pool()
+    pool = client.warm_pool()
     assert [p.index for p in pool] == [g.index for g in inv.gpus]
+    assert all(isinstance(p, gpulease.WarmPoolInfo) for p in pool)
     assert all(p.target == 0 for p in pool)  # --warm-workers 0
+    with pytest.warns(DeprecationWarning, match="warm_pool"):
+        assert client.pool() == pool  # the old name, for one release
+    assert gpulease.PoolInfo is gpulease.WarmPoolInfo
 
 
 def test_lease_attributes_and_query(client: Client) -> None:

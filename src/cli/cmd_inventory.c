@@ -11,7 +11,7 @@
 
 /* The warm workers of GPU index in pool; false when the daemon did not
  * say (pool NULL, or no entry). */
-static bool pool_of(const gpulease_pool_info *pool, uint32_t index, uint32_t *target,
+static bool pool_of(const gpulease_warm_pool_info *pool, uint32_t index, uint32_t *target,
                            uint32_t *ready, uint32_t *starting) {
   for (uint32_t i = 0; pool && i < pool->gpu_count; i++)
     if (pool->gpus[i].index == index) {
@@ -79,7 +79,7 @@ static void targets_of(const gpulease_gpu_info *g, char *t1, char *t2, size_t le
   else t2[0] = 0;
 }
 
-static void print_json(const gpulease_inventory *inv, const gpulease_pool_info *pool) {
+static void print_json(const gpulease_inventory *inv, const gpulease_warm_pool_info *pool) {
   json_object *o = json_object_new_object();
   json_object_object_add(o, "driver_version", json_object_new_string(inv->driver_version));
   json_object_object_add(o, "max_ttl_s", json_object_new_int64(inv->max_ttl_s));
@@ -134,7 +134,7 @@ static void print_json(const gpulease_inventory *inv, const gpulease_pool_info *
   json_object_put(o);
 }
 
-static void print_text(const gpulease_inventory *inv, const gpulease_pool_info *pool) {
+static void print_text(const gpulease_inventory *inv, const gpulease_warm_pool_info *pool) {
   printf("driver %s, max TTL %" PRIu32 " s, %" PRIu32 " GPU(s)\n",
          inv->driver_version[0] ? inv->driver_version : "(none)", inv->max_ttl_s, inv->gpu_count);
   print_tenant_text(&inv->tenant);
@@ -193,13 +193,15 @@ int cmd_inventory(gl_cli *cli) {
   gpulease_client *c = cli_connect(cli);
   if (!c) return EXIT_FAILED;
   static gpulease_inventory inv;
-  static gpulease_pool_info pool;
+  static gpulease_warm_pool_info pool;
+  gpulease_inventory_init(&inv);
+  gpulease_warm_pool_info_init(&pool);
   gpulease_error err;
   if (gpulease_inventory_get(c, &inv, &err) != GPULEASE_OK) {
     rc = cli_fail(cli, "inventory", &err);
   } else {
     /* An older daemon has no POOL_INFO: the inventory without the pool. */
-    const gpulease_pool_info *p = gpulease_pool_get(c, &pool, NULL) == GPULEASE_OK ? &pool : NULL;
+    const gpulease_warm_pool_info *p = gpulease_warm_pool_get(c, &pool, NULL) == GPULEASE_OK ? &pool : NULL;
     if (cli->json) print_json(&inv, p);
     else print_text(&inv, p);
   }

@@ -323,6 +323,7 @@ static int pool_map(gl_cli *cli) {
     d.progress_user = &ps;
   }
   gpulease_map_stats stats;
+  gpulease_map_stats_init(&stats);
   gpulease_error err;
   gpulease_status st = gpulease_pool_map(p, &d, &stats, &err);
   if (ps.last_ns && stats.done != stats.chunks) fputc('\n', stderr);

@@ -222,7 +222,7 @@ int cmd_session(gl_cli *cli) {
   }
 
   gpulease_op_failure f;
-  memset(&f, 0, sizeof f);
+  gpulease_op_failure_init(&f);
   gpulease_status st;
   if (cli->have_ack)
     st = gpulease_session_acknowledge(x.s, cli->ack_seq, &err);
@@ -599,7 +599,8 @@ int cmd_func(gl_cli *cli) {
   if ((rc = sess_attach(cli, &x))) return rc;
   gpulease_error err;
   gpulease_function fn = 0;
-  gpulease_func_info *fi = calloc(1, sizeof *fi);
+  gpulease_func_info *fi = malloc(sizeof *fi);
+  gpulease_func_info_init(fi);
   if (!fi) {
     err.status = GPULEASE_NO_MEMORY;
     snprintf(err.message, sizeof err.message, "out of memory");
@@ -632,7 +633,7 @@ int cmd_launch(gl_cli *cli) {
   gpulease_error err;
   gpulease_function fn = 0;
   gpulease_op_failure f;
-  memset(&f, 0, sizeof f);
+  gpulease_op_failure_init(&f);
   if (gpulease_function_get(x.s, module, cli->kernel, &fn, NULL, &err) != GPULEASE_OK) {
     rc = cli_fail(cli, "launch (func info)", &err);
   } else if (gpulease_launch_ex(x.s, fn, cli->grid, cli->block, cli->shared_mem_bytes,

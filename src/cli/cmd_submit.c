@@ -145,6 +145,7 @@ int cmd_submit(gl_cli *cli) {
   }
   if (rc == EXIT_OK) {
     gpulease_submit_result r;
+    gpulease_submit_result_init(&r);
     if (gpulease_submit(c, &lease, &d, &r, &err) != GPULEASE_OK) {
       rc = cli_fail(cli, "submit", &err);
     } else {

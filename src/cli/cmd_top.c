@@ -567,6 +567,7 @@ static int read_inventory(top_ctx *t, gpulease_inventory *inv, char *note, size_
       return -1;
     }
   }
+  gpulease_inventory_init(inv);
   if (gpulease_inventory_get(t->client, inv, err) != GPULEASE_OK) {
     t->err_what = "top: inventory";
     snprintf(note, len, "inventory: %s: %s", gpulease_status_name(err->status), err->message);

@@ -326,6 +326,7 @@ int cli_pick_gpu(gl_cli *cli, gpulease_client *c, uint32_t *gpu) {
   *gpu = cli->have_gpu ? cli->gpu_index : GPULEASE_ANY_GPU;
   if (!cli->gpu_uuid) return EXIT_OK;
   static gpulease_inventory inv;
+  gpulease_inventory_init(&inv);
   gpulease_error err;
   if (gpulease_inventory_get(c, &inv, &err) != GPULEASE_OK) return cli_fail(cli, "inventory", &err);
   char known[512] = "";

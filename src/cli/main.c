@@ -339,6 +339,8 @@ int main(int argc, char **argv) {
   cli.bearer_token = getenv("GPULEASE_TOKEN");
   cli.grid[0] = cli.grid[1] = cli.grid[2] = 1;
   cli.block[0] = cli.block[1] = cli.block[2] = 1;
+  gpulease_lease_opts_default(&cli.lease_opts);
+  gpulease_launch_attrs_default(&cli.attrs);
   int rc = parse_options(argc, argv, &cli);
   if (rc) goto out;
   if (cli.help || (cli.nwords > 0 && strcmp(cli.words[0], "help") == 0)) {

@@ -166,6 +166,7 @@ static gpulease_status call_once(gpulease_client *c, const gpulease_lease *lease
     use = &fresh;
   }
   gpulease_submit_result r;
+  gpulease_submit_result_init(&r);
   st = gpulease_submit(c, use, &p->sd, &r, err);
   if (st == GPULEASE_OK) {
     st = deliver(d, p, &r, err);

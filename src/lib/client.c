@@ -33,6 +33,20 @@ gpulease_status gl_lib_set_err(gpulease_error *err, gpulease_status st, const ch
   return st;
 }
 
+gpulease_status gl_lib_version_err(gpulease_error *err, const char *what, uint32_t version) {
+  return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "%s of unknown version %" PRIu32, what,
+                        version);
+}
+
+/* The header's version is the library's: src/lib/CMakeLists.txt checks
+ * GPULEASE_VERSION_* against the top CMakeLists.txt's project(). */
+const char *gpulease_version(uint32_t *major, uint32_t *minor, uint32_t *patch) {
+  if (major) *major = GPULEASE_VERSION_MAJOR;
+  if (minor) *minor = GPULEASE_VERSION_MINOR;
+  if (patch) *patch = GPULEASE_VERSION_PATCH;
+  return GPULEASE_VERSION_STRING;
+}
+
 gpulease_status gl_lib_ok(gpulease_error *err) {
   if (err) {
     err->status = GPULEASE_OK;
@@ -308,9 +322,17 @@ gpulease_status gl_lib_exchange(gpulease_client *c, const gl_request *req, gl_re
  * Inventory and leases
  * ==================================================================== */
 
-gpulease_status gpulease_pool_get(gpulease_client *client, gpulease_pool_info *out,
-                                  gpulease_error *err) {
+void gpulease_warm_pool_info_init(gpulease_warm_pool_info *info) {
+  if (!info) return;
+  memset(info, 0, sizeof *info);
+  info->struct_version = GPULEASE_WARM_POOL_INFO_VERSION;
+}
+
+gpulease_status gpulease_warm_pool_get(gpulease_client *client, gpulease_warm_pool_info *out,
+                                       gpulease_error *err) {
   if (!out) return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "out is NULL");
+  if (!gl_lib_version_ok(out->struct_version, GPULEASE_WARM_POOL_INFO_VERSION))
+    return gl_lib_version_err(err, "warm pool info", out->struct_version);
   gl_request req = {.op = GL_OP_POOL_INFO};
   gl_response *resp = malloc(sizeof *resp);
   if (!resp) return gl_lib_set_err(err, GPULEASE_NO_MEMORY, "out of memory");
@@ -318,7 +340,7 @@ gpulease_status gpulease_pool_get(gpulease_client *client, gpulease_pool_info *o
   gpulease_status st = gl_lib_exchange(client, &req, resp, &raw, err);
   if (st == GPULEASE_OK) {
     const gl_pool_info *p = &resp->u.pool_info;
-    memset(out, 0, sizeof *out);
+    GL_LIB_CLEAR_KEEP_VERSION(out);
     out->gpu_count = p->gpu_count;
     for (uint32_t i = 0; i < p->gpu_count && i < GPULEASE_MAX_GPUS; i++) {
       out->gpus[i].index = p->gpus[i].index;
@@ -332,9 +354,26 @@ gpulease_status gpulease_pool_get(gpulease_client *client, gpulease_pool_info *o
   return st;
 }
 
+/* Deprecated alias (0.2): the caller compiled against a header where
+ * gpulease_pool_info is gpulease_warm_pool_info, so it is of the current
+ * version. */
+gpulease_status gpulease_pool_get(gpulease_client *client, gpulease_warm_pool_info *out,
+                                  gpulease_error *err) {
+  if (out) out->struct_version = GPULEASE_WARM_POOL_INFO_VERSION;
+  return gpulease_warm_pool_get(client, out, err);
+}
+
+void gpulease_inventory_init(gpulease_inventory *inv) {
+  if (!inv) return;
+  memset(inv, 0, sizeof *inv);
+  inv->struct_version = GPULEASE_INVENTORY_VERSION;
+}
+
 gpulease_status gpulease_inventory_get(gpulease_client *client, gpulease_inventory *out,
                                        gpulease_error *err) {
   if (!out) return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "out is NULL");
+  if (!gl_lib_version_ok(out->struct_version, GPULEASE_INVENTORY_VERSION))
+    return gl_lib_version_err(err, "inventory", out->struct_version);
   gl_request req = {.op = GL_OP_GET_INVENTORY};
   gl_response *resp = malloc(sizeof *resp);
   if (!resp) return gl_lib_set_err(err, GPULEASE_NO_MEMORY, "out of memory");
@@ -342,7 +381,7 @@ gpulease_status gpulease_inventory_get(gpulease_client *client, gpulease_invento
   gpulease_status st = gl_lib_exchange(client, &req, resp, &raw, err);
   if (st == GPULEASE_OK) {
     const gl_inventory *inv = &resp->u.inventory;
-    memset(out, 0, sizeof *out);
+    GL_LIB_CLEAR_KEEP_VERSION(out);
     snprintf(out->driver_version, sizeof out->driver_version, "%s", inv->driver_version);
     out->max_ttl_s = inv->max_ttl_s;
     out->gpu_count = inv->gpu_count;
@@ -412,6 +451,13 @@ gpulease_status gpulease_lease_class_parse(const char *name, gpulease_lease_clas
   return GPULEASE_INVALID_ARGUMENT;
 }
 
+void gpulease_lease_opts_default(gpulease_lease_opts *opts) {
+  if (!opts) return;
+  memset(opts, 0, sizeof *opts);
+  opts->struct_version = GPULEASE_LEASE_OPTS_VERSION;
+  opts->lease_class = GPULEASE_CLASS_ISOLATED;
+}
+
 gpulease_status gpulease_lease_alloc(gpulease_client *client, uint32_t gpu_index,
                                      uint64_t vram_bytes, uint32_t ttl_s, gpulease_lease *out,
                                      gpulease_error *err) {
@@ -423,6 +469,8 @@ gpulease_status gpulease_lease_alloc_opts(gpulease_client *client, uint32_t gpu_
                                           const gpulease_lease_opts *opts, gpulease_lease *out,
                                           gpulease_error *err) {
   if (!out) return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "out is NULL");
+  if (opts && !gl_lib_version_ok(opts->struct_version, GPULEASE_LEASE_OPTS_VERSION))
+    return gl_lib_version_err(err, "lease options", opts->struct_version);
   if (opts && ((unsigned)opts->lease_class > GPULEASE_CLASS_PARTITION))
     return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "lease class %d is not a class",
                           (int)opts->lease_class);
@@ -597,9 +645,10 @@ gpulease_status gpulease_submit(gpulease_client *client, const gpulease_lease *l
                                 gpulease_error *err) {
   if (!lease || !d || !result)
     return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "lease, desc and result are required");
-  if (d->struct_version == 0 || d->struct_version > GPULEASE_SUBMIT_DESC_VERSION)
-    return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "submit desc of unknown version %u",
-                   d->struct_version);
+  if (!gl_lib_version_ok(d->struct_version, GPULEASE_SUBMIT_DESC_VERSION))
+    return gl_lib_version_err(err, "submit desc", d->struct_version);
+  if (!gl_lib_version_ok(result->struct_version, GPULEASE_SUBMIT_RESULT_VERSION))
+    return gl_lib_version_err(err, "submit result", result->struct_version);
   if (!d->image || d->image_size == 0 || d->image_size > UINT32_MAX)
     return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "image missing or larger than 4 GiB");
   if (!d->kernel || !*d->kernel || strlen(d->kernel) > GL_WIRE_MAX_KERNEL_NAME)
@@ -695,7 +744,7 @@ gpulease_status gpulease_submit(gpulease_client *client, const gpulease_lease *l
       client->kout_fn(client->kout_user, lease->id, (const char *)k->text, k->len, k->dropped,
                       k->flags);
   }
-  memset(result, 0, sizeof *result);
+  GL_LIB_CLEAR_KEEP_VERSION(result);
   result->gpu_time_ns = resp.u.submit.gpu_time_ns;
   result->output_size = resp.u.submit.output_len;
   /* Hand out a buffer of exactly the output (at least 1 byte for malloc). */
@@ -717,10 +766,16 @@ void gpulease_client_set_kernel_output(gpulease_client *client, gpulease_kernel_
   client->kout_user = user;
 }
 
+void gpulease_submit_result_init(gpulease_submit_result *result) {
+  if (!result) return;
+  memset(result, 0, sizeof *result);
+  result->struct_version = GPULEASE_SUBMIT_RESULT_VERSION;
+}
+
 void gpulease_submit_result_release(gpulease_submit_result *result) {
   if (!result) return;
   free(result->output);
-  memset(result, 0, sizeof *result);
+  GL_LIB_CLEAR_KEEP_VERSION(result);
 }
 
 void gl_lib_client_abort(gpulease_client *c) {

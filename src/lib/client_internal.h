@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "common/ptx_header.h"
 #include "gpulease/gpulease.h"
@@ -124,6 +125,23 @@ gpulease_status gl_lib_ok(gpulease_error *err);
 /* A gl_qclient_err to a status: TIMEOUT, TLS_FAILED, NO_MEMORY,
  * PROTOCOL_ERROR (reply too large), INVALID_ARGUMENT, else DISCONNECTED. */
 gpulease_status gl_lib_map_qc(int rc);
+/* A caller's struct_version, checked as every versioned struct of
+ * gpulease.h is: 0 and anything above the library's own `max` are
+ * unknown. gl_lib_version_err() says so in err (INVALID_ARGUMENT, "WHAT
+ * of unknown version N"). */
+static inline bool gl_lib_version_ok(uint32_t version, uint32_t max) {
+  return version != 0 && version <= max;
+}
+gpulease_status gl_lib_version_err(gpulease_error *err, const char *what, uint32_t version);
+/* Zeroes a caller's versioned result struct but its struct_version (the
+ * first field, a uint32_t). */
+#define GL_LIB_CLEAR_KEEP_VERSION(p)              \
+  do {                                            \
+    uint32_t gl_v_ = (p)->struct_version;         \
+    memset((p), 0, sizeof *(p));                  \
+    (p)->struct_version = gl_v_;                  \
+  } while (0)
+
 /* True for the statuses that mean "the connection failed", not the op. */
 static inline bool gl_lib_conn_error(gpulease_status st) {
   return st == GPULEASE_DISCONNECTED || st == GPULEASE_TIMEOUT;

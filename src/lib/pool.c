@@ -194,11 +194,38 @@ static void pool_free(gpulease_pool *p) {
   free(p);
 }
 
+/* The caller's connect options, each field as far as its struct_version
+ * goes (an older caller's struct ends before the later fields); the rest
+ * are the defaults. */
+static void copts_copy(gpulease_connect_options *to, const gpulease_connect_options *from) {
+  gpulease_connect_options_default(to);
+  to->addr = from->addr;
+  to->ca_file = from->ca_file;
+  to->pin_sha256 = from->pin_sha256;
+  to->insecure = from->insecure;
+  to->timeout_ms = from->timeout_ms;
+  if (from->struct_version >= 2) to->no_local = from->no_local;
+  if (from->struct_version >= 3) {
+    to->stripes = from->stripes;
+    to->stripe_min_bytes = from->stripe_min_bytes;
+  }
+  if (from->struct_version >= 4) {
+    to->cert_file = from->cert_file;
+    to->key_file = from->key_file;
+    to->bearer_token = from->bearer_token;
+  }
+}
+
 gpulease_status gpulease_pool_open(const gpulease_pool_options *o, gpulease_pool **out,
                                    gpulease_error *err) {
   if (out) *out = NULL;
-  if (!o || !out || o->struct_version < 1)
+  if (!o || !out)
     return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "pool: options and out are required");
+  if (!gl_lib_version_ok(o->struct_version, GPULEASE_POOL_OPTIONS_VERSION))
+    return gl_lib_version_err(err, "pool options", o->struct_version);
+  if (o->connect &&
+      !gl_lib_version_ok(o->connect->struct_version, GPULEASE_CONNECT_OPTIONS_VERSION))
+    return gl_lib_version_err(err, "pool: connect options", o->connect->struct_version);
   int sources = (o->nodes != NULL) + (o->nodes_file != NULL) + (o->srv_name != NULL);
   if (sources != 1)
     return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT,
@@ -212,7 +239,7 @@ gpulease_status gpulease_pool_open(const gpulease_pool_options *o, gpulease_pool
   gpulease_pool *p = calloc(1, sizeof *p);
   if (!p) return gl_lib_set_err(err, GPULEASE_NO_MEMORY, "out of memory");
   pthread_mutex_init(&p->mu, NULL);
-  if (o->connect) p->copts = *o->connect;
+  if (o->connect) copts_copy(&p->copts, o->connect);
   else gpulease_connect_options_default(&p->copts);
   p->ca_file = dup_or_null(p->copts.ca_file);
   p->pin_sha256 = dup_or_null(p->copts.pin_sha256);
@@ -343,6 +370,7 @@ gpulease_status gl_pool_probe(gpulease_pool *p, gl_pool_node *n, gpulease_invent
   gpulease_client *c = NULL;
   gpulease_status st = gl_pool_connect(p, n, false, &c, err);
   if (st != GPULEASE_OK) return st;
+  inv->struct_version = GPULEASE_INVENTORY_VERSION;
   st = gpulease_inventory_get(c, inv, err);
   if (st != GPULEASE_OK) {
     pthread_mutex_lock(&p->mu);

@@ -347,7 +347,9 @@ static void *slot_main(void *arg) {
       }
     }
     if (!sc.have_lease) {
-      gpulease_lease_opts lo = {.lease_class = p->lease_class};
+      gpulease_lease_opts lo;
+      gpulease_lease_opts_default(&lo);
+      lo.lease_class = p->lease_class;
       gpulease_status st = gpulease_lease_alloc_opts(sc.c, GPULEASE_ANY_GPU, j->lease_bytes,
                                                      p->lease_ttl_s, &lo, &sc.lease, &err);
       pthread_mutex_lock(&j->mu);
@@ -402,7 +404,8 @@ static void *slot_main(void *arg) {
     }
     uint64_t off = c * d->chunk_bytes;
     uint64_t bytes = d->input_bytes - off < d->chunk_bytes ? d->input_bytes - off : d->chunk_bytes;
-    gpulease_submit_result res = {0};
+    gpulease_submit_result res;
+    gpulease_submit_result_init(&res);
     uint64_t t0 = gl_mono_ns();
     if (st == GPULEASE_OK) {
       chunk_params(j, c, (uint32_t)bytes, params);
@@ -663,8 +666,9 @@ void gpulease_map_desc_default(gpulease_map_desc *d) {
 }
 
 static gpulease_status check_desc(const gpulease_map_desc *d, gpulease_error *err) {
-  if (!d || d->struct_version < 1)
-    return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "map: a description is required");
+  if (!d) return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "map: a description is required");
+  if (!gl_lib_version_ok(d->struct_version, GPULEASE_MAP_DESC_VERSION))
+    return gl_lib_version_err(err, "map desc", d->struct_version);
   if (!d->image || d->image_size == 0 || !d->kernel || !d->kernel[0])
     return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "map: an image and a kernel name are required");
   if (d->input_bytes == 0 || !d->input)
@@ -756,7 +760,9 @@ static void adopt_new_nodes_locked(job *j) {
 
 gpulease_status gpulease_pool_map(gpulease_pool *p, const gpulease_map_desc *d,
                                   gpulease_map_stats *stats, gpulease_error *err) {
-  if (stats) memset(stats, 0, sizeof *stats);
+  if (stats && !gl_lib_version_ok(stats->struct_version, GPULEASE_MAP_STATS_VERSION))
+    return gl_lib_version_err(err, "map stats", stats->struct_version);
+  if (stats) GL_LIB_CLEAR_KEEP_VERSION(stats);
   if (!p) return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "map: no pool");
   gpulease_status st = check_desc(d, err);
   if (st != GPULEASE_OK) return st;
@@ -896,6 +902,12 @@ gpulease_status gpulease_pool_map(gpulease_pool *p, const gpulease_map_desc *d,
   }
   job_free(&j);
   return st;
+}
+
+void gpulease_map_stats_init(gpulease_map_stats *stats) {
+  if (!stats) return;
+  memset(stats, 0, sizeof *stats);
+  stats->struct_version = GPULEASE_MAP_STATS_VERSION;
 }
 
 void gpulease_map_stats_release(gpulease_map_stats *stats) {

@@ -17,6 +17,7 @@
 static bool fetch_caps(gpulease_client *c, uint64_t gen) {
   gpulease_inventory *inv = malloc(sizeof *inv);
   if (!inv) return false;
+  gpulease_inventory_init(inv);
   gpulease_error e;
   bool ok = gpulease_inventory_get(c, inv, &e) == GPULEASE_OK;
   pthread_mutex_lock(&c->caps_mu);

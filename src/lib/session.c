@@ -487,9 +487,23 @@ void gpulease_session_set_progress(gpulease_session *s, gpulease_progress_fn fn,
  * SYNC
  * ==================================================================== */
 
+void gpulease_op_failure_init(gpulease_op_failure *failure) {
+  if (!failure) return;
+  memset(failure, 0, sizeof *failure);
+  failure->struct_version = GPULEASE_OP_FAILURE_VERSION;
+}
+
+/* A caller's failure struct (NULL is fine) of a version this library
+ * knows, checked before anything is sent. */
+static gpulease_status failure_check(const gpulease_op_failure *f, gpulease_error *err) {
+  if (f && !gl_lib_version_ok(f->struct_version, GPULEASE_OP_FAILURE_VERSION))
+    return gl_lib_version_err(err, "op failure", f->struct_version);
+  return GPULEASE_OK;
+}
+
 static void failure_set(gpulease_op_failure *f, gpulease_status st, uint16_t op, uint64_t seq) {
   if (!f) return;
-  memset(f, 0, sizeof *f);
+  GL_LIB_CLEAR_KEEP_VERSION(f);
   f->status = st;
   if (st == GPULEASE_OK) return;
   f->op = op;
@@ -623,6 +637,8 @@ static gpulease_status sync_op(gpulease_session *s, uint64_t ack_seq,
 
 gpulease_status gpulease_session_sync(gpulease_session *s, gpulease_op_failure *failure,
                                       gpulease_error *err) {
+  gpulease_status st = failure_check(failure, err);
+  if (st != GPULEASE_OK) return st;
   return sync_op(s, 0, failure, err);
 }
 
@@ -694,9 +710,9 @@ gpulease_status gpulease_mem_copy(gpulease_session *s, gpulease_buffer dst, uint
   return gl_session_send_pipelined(s, &req, err);
 }
 
-gpulease_status gpulease_memset(gpulease_session *s, gpulease_buffer buffer, uint64_t offset,
-                                uint32_t element_size, uint32_t value, uint64_t count,
-                                gpulease_error *err) {
+gpulease_status gpulease_mem_set(gpulease_session *s, gpulease_buffer buffer, uint64_t offset,
+                                 uint32_t element_size, uint32_t value, uint64_t count,
+                                 gpulease_error *err) {
   if (!s) return set_err(err, GPULEASE_INVALID_ARGUMENT, "session is NULL");
   gpulease_status st = gl_session_check_handle(buffer, "buffer", err);
   if (st != GPULEASE_OK) return st;
@@ -716,6 +732,13 @@ gpulease_status gpulease_memset(gpulease_session *s, gpulease_buffer buffer, uin
   req.u.memset.value = value;
   req.u.memset.count = count;
   return gl_session_send_pipelined(s, &req, err);
+}
+
+/* Deprecated alias (0.2), removed in 0.3. */
+gpulease_status gpulease_memset(gpulease_session *s, gpulease_buffer buffer, uint64_t offset,
+                                uint32_t element_size, uint32_t value, uint64_t count,
+                                gpulease_error *err) {
+  return gpulease_mem_set(s, buffer, offset, element_size, value, count, err);
 }
 
 /* ======================================================================
@@ -764,10 +787,18 @@ gpulease_status gpulease_module_unload(gpulease_session *s, gpulease_module modu
   return gl_session_send_pipelined(s, &req, err);
 }
 
+void gpulease_func_info_init(gpulease_func_info *info) {
+  if (!info) return;
+  memset(info, 0, sizeof *info);
+  info->struct_version = GPULEASE_FUNC_INFO_VERSION;
+}
+
 gpulease_status gpulease_function_get(gpulease_session *s, gpulease_module module,
                                       const char *name, gpulease_function *out,
                                       gpulease_func_info *info, gpulease_error *err) {
   if (!s || !out) return set_err(err, GPULEASE_INVALID_ARGUMENT, "session and out are required");
+  if (info && !gl_lib_version_ok(info->struct_version, GPULEASE_FUNC_INFO_VERSION))
+    return gl_lib_version_err(err, "function info", info->struct_version);
   gpulease_status st = gl_session_check_handle(module, "module", err);
   if (st != GPULEASE_OK) return st;
   size_t len = name ? strlen(name) : 0;
@@ -785,7 +816,7 @@ gpulease_status gpulease_function_get(gpulease_session *s, gpulease_module modul
   const gl_func_info_resp *r = &resp.u.func_info;
   *out = r->function;
   if (info) {
-    memset(info, 0, sizeof *info);
+    GL_LIB_CLEAR_KEEP_VERSION(info);
     info->num_regs = r->num_regs;
     info->max_threads_per_block = r->max_threads_per_block;
     info->static_shared_bytes = r->static_shared_bytes;
@@ -925,11 +956,12 @@ gpulease_status gpulease_launch_sync(gpulease_session *s, gpulease_function fn,
                                      uint32_t shared_mem_bytes, const gpulease_arg *args,
                                      size_t arg_count, gpulease_op_failure *failure,
                                      gpulease_error *err) {
+  gpulease_status st = failure_check(failure, err);
+  if (st != GPULEASE_OK) return st;
   failure_set(failure, GPULEASE_OK, 0, 0);
   gl_request req;
   gl_buf params;
-  gpulease_status st =
-      gl_session_launch_req(s, fn, grid, block, shared_mem_bytes, args, arg_count, &req, &params, err);
+  st = gl_session_launch_req(s, fn, grid, block, shared_mem_bytes, args, arg_count, &req, &params, err);
   if (st != GPULEASE_OK) { /* params was freed, or never filled */
     failure_set(failure, st, 0, 0);
     return st;

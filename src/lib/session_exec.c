@@ -14,7 +14,15 @@
 
 #define set_err gl_lib_set_err
 
+void gpulease_launch_attrs_default(gpulease_launch_attrs *attrs) {
+  if (!attrs) return;
+  memset(attrs, 0, sizeof *attrs);
+  attrs->struct_version = GPULEASE_LAUNCH_ATTRS_VERSION;
+}
+
 static gpulease_status check_attrs(const gpulease_launch_attrs *a, gpulease_error *err) {
+  if (!gl_lib_version_ok(a->struct_version, GPULEASE_LAUNCH_ATTRS_VERSION))
+    return gl_lib_version_err(err, "launch attrs", a->struct_version);
   if (a->flags & ~GPULEASE_LAUNCH_COOPERATIVE)
     return set_err(err, GPULEASE_INVALID_ARGUMENT,
                    "launch flags 0x%" PRIx32 " have unknown bits (only "

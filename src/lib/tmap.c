@@ -15,6 +15,13 @@ _Static_assert(GPULEASE_TENSORMAP_MAX_RANK == GL_TMAP_MAX_RANK, "ranks 1..5");
 _Static_assert(GPULEASE_TENSORMAP_BYTES <= GPULEASE_MAX_SCALAR_BYTES,
                "a tensor map fits a by-value parameter");
 
+void gpulease_tensormap_desc_default(gpulease_tensormap_desc *desc) {
+  if (!desc) return;
+  memset(desc, 0, sizeof *desc);
+  desc->struct_version = GPULEASE_TENSORMAP_DESC_VERSION;
+  for (int i = 0; i < GPULEASE_TENSORMAP_MAX_RANK; i++) desc->element_strides[i] = 1;
+}
+
 gpulease_status gpulease_tensormap_encode_tiled(gpulease_session *s, gpulease_buffer buffer,
                                                 uint64_t offset,
                                                 const gpulease_tensormap_desc *desc,
@@ -22,6 +29,8 @@ gpulease_status gpulease_tensormap_encode_tiled(gpulease_session *s, gpulease_bu
                                                 gpulease_error *err) {
   if (!s || !desc || !out)
     return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "session, desc and out are required");
+  if (!gl_lib_version_ok(desc->struct_version, GPULEASE_TENSORMAP_DESC_VERSION))
+    return gl_lib_version_err(err, "tensor map desc", desc->struct_version);
   gpulease_status st = gl_session_check_handle(buffer, "buffer", err);
   if (st != GPULEASE_OK) return st;
   if (desc->rank < 1 || desc->rank > GPULEASE_TENSORMAP_MAX_RANK)

@@ -47,7 +47,7 @@ static inline gpulease_status gl_test_submit_iota(gpulease_client *c, const gpul
   sd.kernel = "iota";
   sd.block[0] = 256;
   sd.output_size = 1024;
-  gpulease_submit_result r;
+  gpulease_submit_result r = {.struct_version = GPULEASE_SUBMIT_RESULT_VERSION};
   gpulease_status st = gpulease_submit(c, l, &sd, &r, err);
   if (st == GPULEASE_OK) {
     const float *out = r.output;

@@ -33,6 +33,7 @@ static void test_no_gpu_node(void **state) {
   assert_int_equal(gl_test_daemon_start(&d, NULL, NULL), 0);
   gpulease_client *c = gl_test_connect(&d, 10000);
   gpulease_inventory *inv = calloc(1, sizeof *inv);
+  gpulease_inventory_init(inv);
   gpulease_error err;
   assert_int_equal(gpulease_inventory_get(c, inv, &err), GPULEASE_OK);
   if (inv->gpu_count > 0) { /* run where there is a GPU: nothing to check here */
@@ -72,6 +73,7 @@ static void test_lease_cycle(void **state) {
   gpulease_error err;
 
   gpulease_inventory *inv = calloc(1, sizeof *inv);
+  gpulease_inventory_init(inv);
   assert_int_equal(gpulease_inventory_get(c, inv, &err), GPULEASE_OK);
   assert_int_equal(inv->gpu_count, 1);
   assert_int_equal(inv->gpus[0].total_vram_bytes, 64 * MiB);
@@ -116,7 +118,7 @@ static void test_lease_cycle(void **state) {
   sd.image_size = sizeof ptx - 1;
   sd.kernel = "iota";
   sd.output_size = 16;
-  gpulease_submit_result r;
+  gpulease_submit_result r = {.struct_version = GPULEASE_SUBMIT_RESULT_VERSION};
   assert_int_equal(gpulease_submit(c, &bad, &sd, &r, &err), GPULEASE_UNAUTHORIZED);
   /* with the right secret it reaches the worker, which loads the (empty)
    * module and finds no such kernel */
@@ -317,6 +319,7 @@ static void *client_thread(void *arg) {
     return NULL;
   }
   gpulease_inventory *inv = malloc(sizeof *inv);
+  gpulease_inventory_init(inv);
   gpulease_lease l;
   if (!inv || gpulease_inventory_get(c, inv, &err) != GPULEASE_OK || inv->gpu_count != 1)
     g_fail[i] = 2;

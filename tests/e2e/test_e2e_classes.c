@@ -63,7 +63,7 @@ static void start(gl_test_daemon *d, const char *warm) {
 }
 
 static gpulease_lease alloc_class(gpulease_client *c, gpulease_lease_class cls, uint64_t bytes) {
-  gpulease_lease_opts o = {.lease_class = cls};
+  gpulease_lease_opts o = {.struct_version = GPULEASE_LEASE_OPTS_VERSION, .lease_class = cls};
   gpulease_lease l;
   CHECK(gpulease_lease_alloc_opts(c, GPULEASE_ANY_GPU, bytes, 60, &o, &l, E));
   assert_int_equal(l.lease_class, cls);
@@ -73,7 +73,8 @@ static gpulease_lease alloc_class(gpulease_client *c, gpulease_lease_class cls, 
 static gpulease_status alloc_status(gpulease_client *c, gpulease_lease_class cls, uint64_t bytes,
                                     const gpulease_lease_opts *extra, gpulease_lease *l,
                                     gpulease_error *err) {
-  gpulease_lease_opts o = extra ? *extra : (gpulease_lease_opts){0};
+  gpulease_lease_opts o =
+      extra ? *extra : (gpulease_lease_opts){.struct_version = GPULEASE_LEASE_OPTS_VERSION};
   o.lease_class = cls;
   return gpulease_lease_alloc_opts(c, GPULEASE_ANY_GPU, bytes, 60, &o, l, err);
 }
@@ -169,7 +170,7 @@ static void test_shared_fault(void **state) {
   sd.kernel = "poke";
   sd.params = &p;
   sd.param_count = 1;
-  gpulease_submit_result r;
+  gpulease_submit_result r = {.struct_version = GPULEASE_SUBMIT_RESULT_VERSION};
   gpulease_error err;
   assert_int_equal(gpulease_submit(c, &a, &sd, &r, &err), GPULEASE_LAUNCH_FAILED);
   printf("the fault: %s\n", err.message);
@@ -221,7 +222,8 @@ static void test_device_and_refusals(void **state) {
   assert_int_equal(alloc_status(c, GPULEASE_CLASS_PARTITION, 4 * MiB, NULL, &x, &err),
                    GPULEASE_UNSUPPORTED);
   assert_non_null(strstr(err.message, "MIG"));
-  gpulease_lease_opts lim = {.printf_fifo_bytes = 1 << 20};
+  gpulease_lease_opts lim = {.struct_version = GPULEASE_LEASE_OPTS_VERSION,
+                             .printf_fifo_bytes = 1 << 20};
   assert_int_equal(alloc_status(c, GPULEASE_CLASS_SHARED, 4 * MiB, &lim, &x, &err),
                    GPULEASE_INVALID_ARGUMENT);
   /* An isolated lease may ask for bigger limits. */
@@ -258,11 +260,11 @@ static void test_partition(void **state) {
   /* The two bad lines are skipped with a warning each; the rest serve. */
   assert_int_equal(gl_test_daemon_log_count(&d, "line ignored"), 2);
   assert_int_equal(gl_test_daemon_log_count(&d, "MIG-33333333"), 0);
-  gpulease_inventory inv;
+  gpulease_inventory inv = {.struct_version = GPULEASE_INVENTORY_VERSION};
   CHECK(gpulease_inventory_get(c, &inv, E));
   assert_true(inv.gpus[0].flags & GPULEASE_GPU_MIG);
-  gpulease_pool_info pool;
-  CHECK(gpulease_pool_get(c, &pool, E));
+  gpulease_warm_pool_info pool = {.struct_version = GPULEASE_WARM_POOL_INFO_VERSION};
+  CHECK(gpulease_warm_pool_get(c, &pool, E));
   assert_int_equal(pool.gpus[0].target, 0); /* no warm workers for whole-GPU leases */
   gpulease_lease x;
   gpulease_error err;
@@ -334,7 +336,7 @@ static void test_cycles_leave_nothing(void **state) {
   int SHARED = 9000, ISOLATED = 1000;
   if (on_gpu()) SHARED = ISOLATED = 500;
   if (UNDER_ASAN) SHARED = 1800, ISOLATED = 200;
-  gpulease_inventory inv;
+  gpulease_inventory inv = {.struct_version = GPULEASE_INVENTORY_VERSION};
   CHECK(gpulease_inventory_get(c, &inv, E));
   uint64_t free0 = inv.gpus[0].free_vram_bytes;
   for (int i = 0; i < SHARED + ISOLATED; i++) {

@@ -74,6 +74,7 @@ static int gpuleased(char *out, size_t outlen, const char *fmt, ...) {
 static uint32_t max_ttl_of(const gl_test_daemon *d, uint64_t *vram) {
   gpulease_client *c = gl_test_connect(d, 10000);
   gpulease_inventory *inv = calloc(1, sizeof *inv);
+  gpulease_inventory_init(inv);
   assert_non_null(inv);
   gpulease_error err;
   assert_int_equal(gpulease_inventory_get(c, inv, &err), GPULEASE_OK);

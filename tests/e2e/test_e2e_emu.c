@@ -58,6 +58,7 @@ static void test_kernels_compute(void **state) {
   gpulease_client *c = gl_test_connect(&d, 20000);
   gpulease_error err;
   gpulease_inventory *inv = calloc(1, sizeof *inv);
+  gpulease_inventory_init(inv);
   assert_int_equal(gpulease_inventory_get(c, inv, &err), GPULEASE_OK);
   assert_int_equal(inv->gpu_count, 1);
   assert_true(inv->gpus[0].flags & GPULEASE_GPU_EMULATED);
@@ -78,7 +79,7 @@ static void test_kernels_compute(void **state) {
   sd.grid[0] = 4;
   sd.block[0] = 256;
   sd.output_size = 1024 * sizeof(float);
-  gpulease_submit_result r;
+  gpulease_submit_result r = {.struct_version = GPULEASE_SUBMIT_RESULT_VERSION};
   submit_ok(c, &l, &sd, &r);
   assert_int_equal(r.output_size, 1024 * sizeof(float));
   const float *f = r.output;
@@ -144,7 +145,7 @@ static void test_fault_and_fresh_context(void **state) {
   char *iota = kernel_ptx("iota", &ilen);
   char *oob = kernel_ptx("oob", &olen);
   gpulease_submit_desc sd;
-  gpulease_submit_result r;
+  gpulease_submit_result r = {.struct_version = GPULEASE_SUBMIT_RESULT_VERSION};
   gpulease_submit_desc_default(&sd);
   sd.image = iota;
   sd.image_size = ilen;
@@ -234,7 +235,7 @@ static void *run_slow_fault(void *arg) {
   sd.image = k_slow_fault_ptx;
   sd.image_size = sizeof k_slow_fault_ptx - 1;
   sd.kernel = "slowfault";
-  gpulease_submit_result r;
+  gpulease_submit_result r = {.struct_version = GPULEASE_SUBMIT_RESULT_VERSION};
   gpulease_error err;
   j->st = gpulease_submit(c, j->l, &sd, &r, &err);
   snprintf(j->message, sizeof j->message, "%s", err.message);
@@ -263,7 +264,7 @@ static void test_request_behind_fault(void **state) {
   sd.kernel = "iota";
   sd.block[0] = 32;
   sd.output_size = 32 * sizeof(float);
-  gpulease_submit_result r;
+  gpulease_submit_result r = {.struct_version = GPULEASE_SUBMIT_RESULT_VERSION};
   submit_ok(c, &l, &sd, &r);
   const float *f = r.output;
   for (int i = 0; i < 32; i++) assert_true(f[i] == (float)(i + 1));
@@ -289,7 +290,7 @@ static void test_hung_kernel_expires(void **state) {
   size_t len;
   char *spin = kernel_ptx("spin", &len);
   gpulease_submit_desc sd;
-  gpulease_submit_result r;
+  gpulease_submit_result r = {.struct_version = GPULEASE_SUBMIT_RESULT_VERSION};
   gpulease_submit_desc_default(&sd);
   sd.image = spin;
   sd.image_size = len;
@@ -314,6 +315,7 @@ static void test_auto_mode(void **state) {
   gpulease_client *c = gl_test_connect(&d, 20000);
   gpulease_error err;
   gpulease_inventory *inv = calloc(1, sizeof *inv);
+  gpulease_inventory_init(inv);
   assert_int_equal(gpulease_inventory_get(c, inv, &err), GPULEASE_OK);
   assert_true(inv->gpu_count >= 1);
   if (access("/dev/nvidia0", F_OK) != 0) { /* no GPU here: only the emulator */

@@ -106,7 +106,7 @@ static void teardown(fixture *f) {
 }
 
 static void sync_ok(gpulease_session *s) {
-  gpulease_op_failure fl;
+  gpulease_op_failure fl = {.struct_version = GPULEASE_OP_FAILURE_VERSION};
   gpulease_error e;
   gpulease_status st = gpulease_session_sync(s, &fl, &e);
   if (st != GPULEASE_OK) fprintf(stderr, "sync: %s: %s\n", gpulease_status_name(st), e.message);
@@ -217,7 +217,7 @@ static void test_burst_refusals(void **state) {
   set_slots(&f, init);
   b[5].function = 0x0300000000001234ull;
   CHECK(gpulease_burst(f.s, b, 16, E)); /* pipelined */
-  gpulease_op_failure fl;
+  gpulease_op_failure fl = {.struct_version = GPULEASE_OP_FAILURE_VERSION};
   assert_int_equal(gpulease_session_sync(f.s, &fl, &e), GPULEASE_INVALID_HANDLE);
   assert_int_equal(fl.status, GPULEASE_INVALID_HANDLE);
   assert_int_equal(fl.op, 0x0333);
@@ -284,7 +284,7 @@ static void test_events(void **state) {
   /* A slot never recorded: the daemon's refusal, as the op's own error. */
   assert_int_equal(gpulease_event_elapsed(f.s, 0, 7, &ns, &e), GPULEASE_INVALID_ARGUMENT);
   assert_non_null(strstr(e.message, "event 7 has not been recorded"));
-  gpulease_op_failure fl;
+  gpulease_op_failure fl = {.struct_version = GPULEASE_OP_FAILURE_VERSION};
   assert_int_equal(gpulease_session_sync(f.s, &fl, &e), GPULEASE_INVALID_ARGUMENT);
   CHECK(gpulease_session_acknowledge(f.s, fl.seq, E));
   /* Re-recording a slot moves it. */
@@ -320,7 +320,7 @@ static void test_graph_replay(void **state) {
   for (size_t k = 0; k < 100; k++)
     CHECK(gpulease_launch(f.s, b[k].function, b[k].grid, b[k].block, 0, b[k].args, 3, E));
   CHECK(gpulease_burst(f.s, b + 100, 10, E));
-  CHECK(gpulease_memset(f.s, f.buf, 63 * 4, 4, 5, 1, E));
+  CHECK(gpulease_mem_set(f.s, f.buf, 63 * 4, 4, 5, 1, E));
   CHECK(gpulease_mem_copy(f.s, out, 0, f.buf, 0, SLOTS * 4, E));
   gpulease_graph g = 0;
   uint32_t nodes = 0;
@@ -361,7 +361,7 @@ static void test_graph_replay(void **state) {
   assert_memory_equal(got, ref, sizeof ref);
   /* A second graph beside it, then both go. */
   CHECK(gpulease_graph_begin(f.s, E));
-  CHECK(gpulease_memset(f.s, f.buf, 0, 4, 7, SLOTS, E));
+  CHECK(gpulease_mem_set(f.s, f.buf, 0, 4, 7, SLOTS, E));
   gpulease_graph g2 = 0;
   CHECK(gpulease_graph_end(f.s, &g2, &nodes, E));
   assert_int_equal(nodes, 0);
@@ -378,7 +378,7 @@ static void test_graph_replay(void **state) {
 
 static void expect_failure(gpulease_session *s, gpulease_status want, uint16_t op,
                            const char *needle) {
-  gpulease_op_failure fl;
+  gpulease_op_failure fl = {.struct_version = GPULEASE_OP_FAILURE_VERSION};
   gpulease_error e;
   gpulease_status st = gpulease_session_sync(s, &fl, &e);
   if (st != want) fprintf(stderr, "sync: %s: %s\n", gpulease_status_name(st), e.message);
@@ -567,7 +567,8 @@ static void test_cooperative(void **state) {
                           gpulease_arg_buffer(by, 0), gpulease_arg_buffer(ba, 0),
                           gpulease_arg_buffer(bb, 0), gpulease_arg_scalar(&rounds, 4)};
   const uint32_t grid[3] = {BLOCKS, 1, 1}, block[3] = {T, 1, 1};
-  gpulease_launch_attrs coop = {.flags = GPULEASE_LAUNCH_COOPERATIVE};
+  gpulease_launch_attrs coop = {.struct_version = GPULEASE_LAUNCH_ATTRS_VERSION,
+                                .flags = GPULEASE_LAUNCH_COOPERATIVE};
   CHECK(gpulease_launch_ex(f.s, fn, grid, block, 0, &coop, args, 6, E));
   sync_ok(f.s);
   CHECK(gpulease_mem_read(f.s, ba, 0, ga, sizeof ga, E));
@@ -582,7 +583,7 @@ static void test_cooperative(void **state) {
   /* A grid that cannot be co-resident: refused with the limit. */
   const uint32_t huge[3] = {1u << 20, 1, 1};
   CHECK(gpulease_launch_ex(f.s, fn, huge, block, 0, &coop, args, 6, E));
-  gpulease_op_failure fl;
+  gpulease_op_failure fl = {.struct_version = GPULEASE_OP_FAILURE_VERSION};
   gpulease_error e;
   assert_int_equal(gpulease_session_sync(f.s, &fl, &e), GPULEASE_INVALID_ARGUMENT);
   assert_int_equal(fl.op, 0x0332);
@@ -591,7 +592,7 @@ static void test_cooperative(void **state) {
   assert_non_null(strstr(e.message, "at most"));
   CHECK(gpulease_session_acknowledge(f.s, fl.seq, E));
   /* Unknown flags never leave the library. */
-  gpulease_launch_attrs bad = {.flags = 0x80};
+  gpulease_launch_attrs bad = {.struct_version = GPULEASE_LAUNCH_ATTRS_VERSION, .flags = 0x80};
   assert_int_equal(gpulease_launch_ex(f.s, fn, grid, block, 0, &bad, args, 6, &e),
                    GPULEASE_INVALID_ARGUMENT);
   teardown(&f);
@@ -614,7 +615,8 @@ static void test_cluster(void **state) {
   gpulease_arg args[3] = {gpulease_arg_buffer(bx, 0), gpulease_arg_buffer(by, 0),
                           gpulease_arg_buffer(bi, 0)};
   const uint32_t grid[3] = {BLOCKS, 1, 1}, block[3] = {T, 1, 1};
-  gpulease_launch_attrs cl = {.cluster = {CL, 1, 1}};
+  gpulease_launch_attrs cl = {.struct_version = GPULEASE_LAUNCH_ATTRS_VERSION,
+                              .cluster = {CL, 1, 1}};
   CHECK(gpulease_launch_ex(f.s, fn, grid, block, 0, &cl, args, 3, E));
   sync_ok(f.s);
   CHECK(gpulease_mem_read(f.s, by, 0, y, sizeof y, E));
@@ -630,9 +632,12 @@ static void test_cluster(void **state) {
   }
   assert_memory_equal(y, ref, sizeof y);
   /* Clusters the grid cannot be cut into, or too large. */
-  gpulease_op_failure fl;
+  gpulease_op_failure fl = {.struct_version = GPULEASE_OP_FAILURE_VERSION};
   gpulease_error e;
-  gpulease_launch_attrs three = {.cluster = {3, 1, 1}}, big = {.cluster = {16, 1, 1}};
+  gpulease_launch_attrs three = {.struct_version = GPULEASE_LAUNCH_ATTRS_VERSION,
+                                 .cluster = {3, 1, 1}};
+  gpulease_launch_attrs big = {.struct_version = GPULEASE_LAUNCH_ATTRS_VERSION,
+                               .cluster = {16, 1, 1}};
   CHECK(gpulease_launch_ex(f.s, fn, grid, block, 0, &three, args, 3, E));
   assert_int_equal(gpulease_session_sync(f.s, &fl, &e), GPULEASE_INVALID_ARGUMENT);
   printf("cluster refusal: %s\n", e.message);
@@ -644,7 +649,8 @@ static void test_cluster(void **state) {
   printf("cluster refusal: %s\n", e.message);
   assert_non_null(strstr(e.message, "CUDA_ERROR_INVALID_CLUSTER_SIZE"));
   CHECK(gpulease_session_acknowledge(f.s, fl.seq, E));
-  gpulease_launch_attrs half = {.cluster = {2, 0, 1}};
+  gpulease_launch_attrs half = {.struct_version = GPULEASE_LAUNCH_ATTRS_VERSION,
+                                .cluster = {2, 0, 1}};
   assert_int_equal(gpulease_launch_ex(f.s, fn, grid, block, 0, &half, args, 3, &e),
                    GPULEASE_INVALID_ARGUMENT);
   teardown(&f);
@@ -686,7 +692,7 @@ static void test_submit_cooperative(void **state) {
   d.params = p;
   d.param_count = 6;
   d.launch_flags = GPULEASE_LAUNCH_COOPERATIVE;
-  gpulease_submit_result r;
+  gpulease_submit_result r = {.struct_version = GPULEASE_SUBMIT_RESULT_VERSION};
   CHECK(gpulease_submit(f.c, &f.l, &d, &r, E));
   stencil_ref(a, b, N, ROUNDS);
   assert_memory_equal(r.output, a, sizeof a);

@@ -65,7 +65,7 @@ static gpulease_status submit_lines(gpulease_client *c, const gpulease_lease *l,
   gpulease_param p = gpulease_param_scalar(&n, sizeof n);
   d.params = &p;
   d.param_count = 1;
-  gpulease_submit_result r;
+  gpulease_submit_result r = {.struct_version = GPULEASE_SUBMIT_RESULT_VERSION};
   gpulease_status st = gpulease_submit(c, l, &d, &r, err);
   if (st == GPULEASE_OK) gpulease_submit_result_release(&r);
   return st;

@@ -134,7 +134,7 @@ static void test_local_transfers(void **state) {
   /* Small transfers and the rest of the session keep working over QUIC,
    * in order with the shared memory ones. */
   uint32_t v = 0;
-  CHECK(gpulease_memset(s, b, 0, 4, 0xABCD1234u, 1, E));
+  CHECK(gpulease_mem_set(s, b, 0, 4, 0xABCD1234u, 1, E));
   CHECK(gpulease_mem_read(s, b, 0, &v, 4, E));
   assert_int_equal(v, 0xABCD1234u);
   CHECK(gpulease_session_close(s, E));

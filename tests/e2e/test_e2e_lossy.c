@@ -256,7 +256,7 @@ static void test_lossy_link(void **state) {
       for (uint32_t t = 0; t < THREADS; t++) want[t] = step_ref(want[t], k, t);
     }
     double tl = secs(t0);
-    gpulease_op_failure fl;
+    gpulease_op_failure fl = {.struct_version = GPULEASE_OP_FAILURE_VERSION};
     CHECK(gpulease_session_sync(s, &fl, E));
     assert_int_equal(fl.status, GPULEASE_OK);
     double ts = secs(t0);
@@ -296,7 +296,7 @@ static void test_lossy_link(void **state) {
     sd.params = p;
     sd.param_count = 2;
     sd.use_params = 1;
-    gpulease_submit_result res;
+    gpulease_submit_result res = {.struct_version = GPULEASE_SUBMIT_RESULT_VERSION};
     CHECK(gpulease_submit(c, &l, &sd, &res, E));
     assert_int_equal(res.output_size, SUBMIT_BYTES);
     assert_memory_equal(res.output, ref, SUBMIT_BYTES);

@@ -117,7 +117,7 @@ static void test_metrics(void **state) {
   /* The gauges agree with the inventory taken at the same time: the VRAM
    * granted and the live leases exactly, NVML's total memory exactly and
    * its free memory within 1% (other processes, and the snapshot's age). */
-  static gpulease_inventory inv;
+  static gpulease_inventory inv = {.struct_version = GPULEASE_INVENTORY_VERSION};
   CHECK(gpulease_inventory_get(c, &inv, E));
   assert_true(inv.gpu_count >= 1);
   for (uint32_t g = 0; g < inv.gpu_count; g++) {
@@ -223,7 +223,7 @@ static void test_metrics(void **state) {
   sd.image = "x";
   sd.image_size = 1;
   sd.kernel = "k";
-  gpulease_submit_result r;
+  gpulease_submit_result r = {.struct_version = GPULEASE_SUBMIT_RESULT_VERSION};
   assert_int_equal(gpulease_submit(c, &bad, &sd, &r, &err), GPULEASE_NOT_FOUND); /* freed */
   usleep(1300 * 1000);
   assert_int_equal(http_get(port, "/metrics", body, sizeof body), 200);

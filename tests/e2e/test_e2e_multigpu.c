@@ -34,7 +34,7 @@ static gl_test_daemon start(const char *placement) {
 
 /* The live leases of each GPU, from the inventory. */
 static void leases_by_gpu(gpulease_client *c, uint32_t out[3]) {
-  static gpulease_inventory inv;
+  static gpulease_inventory inv = {.struct_version = GPULEASE_INVENTORY_VERSION};
   CHECK(gpulease_inventory_get(c, &inv, E));
   assert_int_equal(inv.gpu_count, 3);
   for (uint32_t g = 0; g < 3; g++) out[g] = inv.gpus[g].active_leases;
@@ -44,7 +44,7 @@ static void test_inventory_and_spread(void **state) {
   (void)state;
   gl_test_daemon d = start("spread");
   gpulease_client *c = gl_test_connect(&d, 30000);
-  static gpulease_inventory inv;
+  static gpulease_inventory inv = {.struct_version = GPULEASE_INVENTORY_VERSION};
   CHECK(gpulease_inventory_get(c, &inv, E));
   assert_int_equal(inv.gpu_count, 3);
   for (uint32_t g = 0; g < 3; g++) {
@@ -142,7 +142,7 @@ static void test_fault_on_one_gpu(void **state) {
   sd.image = oob;
   sd.image_size = len;
   sd.kernel = "oob";
-  gpulease_submit_result r;
+  gpulease_submit_result r = {.struct_version = GPULEASE_SUBMIT_RESULT_VERSION};
   gpulease_error err;
   gpulease_status st = gpulease_submit(c, &a, &sd, &r, &err);
   fprintf(stderr, "oob on GPU 0: %s: %s\n", gpulease_status_name(st), err.message);
@@ -179,7 +179,7 @@ static void *run_spin(void *arg) {
   sd.image = spin;
   sd.image_size = len;
   sd.kernel = "spin";
-  gpulease_submit_result r;
+  gpulease_submit_result r = {.struct_version = GPULEASE_SUBMIT_RESULT_VERSION};
   h->st = gpulease_submit(h->c, &h->lease, &sd, &r, &h->err);
   if (h->st == GPULEASE_OK) gpulease_submit_result_release(&r);
   free(spin);
@@ -208,7 +208,8 @@ static void test_hang_and_device_lease(void **state) {
 
   /* A device lease takes all of GPU 2; GPU 0 still takes leases, GPU 2
    * takes no other. */
-  gpulease_lease_opts o = {.lease_class = GPULEASE_CLASS_DEVICE};
+  gpulease_lease_opts o = {.struct_version = GPULEASE_LEASE_OPTS_VERSION,
+                           .lease_class = GPULEASE_CLASS_DEVICE};
   gpulease_lease dev, a2, none;
   CHECK(gpulease_lease_alloc_opts(c, 2, 8 * MiB, 60, &o, &dev, E));
   CHECK(gpulease_lease_alloc(c, 0, 4 * MiB, 60, &a2, E));

@@ -48,8 +48,8 @@ static int warm_takes(const gl_test_daemon *d) {
 
 /* POOL_INFO of the one GPU: the pool's size and the workers ready. */
 static void pool_state(gpulease_client *c, uint32_t *target, uint32_t *ready) {
-  gpulease_pool_info p;
-  CHECK(gpulease_pool_get(c, &p, E));
+  gpulease_warm_pool_info p = {.struct_version = GPULEASE_WARM_POOL_INFO_VERSION};
+  CHECK(gpulease_warm_pool_get(c, &p, E));
   assert_int_equal(p.gpu_count, 1);
   *target = p.gpus[0].target;
   *ready = p.gpus[0].ready;

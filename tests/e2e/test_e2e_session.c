@@ -89,7 +89,7 @@ static gpulease_buffer upload(gpulease_session *s, const void *p, size_t n) {
 }
 
 static void sync_ok(gpulease_session *s) {
-  gpulease_op_failure f;
+  gpulease_op_failure f = {.struct_version = GPULEASE_OP_FAILURE_VERSION};
   CHECK(gpulease_session_sync(s, &f, E));
   assert_int_equal(f.status, GPULEASE_OK);
 }
@@ -137,7 +137,7 @@ static void test_pipeline_matmul_reduce(void **state) {
       Cref[r * N + col] = acc;
     }
 
-  gpulease_func_info info;
+  gpulease_func_info info = {.struct_version = GPULEASE_FUNC_INFO_VERSION};
   gpulease_function mm = kernel(s, "matmul_tiled", "matmul_tiled", NULL, &info);
   assert_int_equal(info.static_shared_bytes, 2 * 16 * 16 * 4);
   assert_int_equal(info.param_count, 6);
@@ -201,7 +201,7 @@ static void test_pipelined_launches(void **state) {
   for (int i = 0; i < N; i++) ones[i] = 1.0f;
   gpulease_buffer x = upload(s, ones, sizeof ones), dy;
   CHECK(gpulease_mem_alloc(s, sizeof y, &dy, E));
-  CHECK(gpulease_memset(s, dy, 0, 4, 0, N, E));
+  CHECK(gpulease_mem_set(s, dy, 0, 4, 0, N, E));
   gpulease_arg a[] = {i32(N), f32(1.0f), buf(x), buf(dy)};
   const uint32_t g[3] = {N / 64, 1, 1}, b[3] = {64, 1, 1};
   double t0 = now_s();
@@ -235,7 +235,7 @@ static saxpy_case saxpy_setup(gpulease_session *s, int n) {
   gpulease_buffer x = upload(s, ones, (size_t)n * sizeof *ones);
   free(ones);
   CHECK(gpulease_mem_alloc(s, (uint64_t)n * 4, &k.y, E));
-  CHECK(gpulease_memset(s, k.y, 0, 4, 0, (uint64_t)n, E));
+  CHECK(gpulease_mem_set(s, k.y, 0, 4, 0, (uint64_t)n, E));
   gpulease_arg good[] = {i32(n), f32(1.0f), buf(x), buf(k.y)};
   gpulease_arg bad[] = {i32(n), f32(1.0f), buf(0xB1DEADBEEFull), buf(k.y)};
   memcpy(k.good, good, sizeof good);
@@ -260,7 +260,7 @@ static void test_launch_sync(void **state) {
   gpulease_buffer dy = k.y;
   const gpulease_arg *good = k.good, *bad = k.bad;
   const uint32_t g[3] = {1, 1, 1}, b[3] = {N, 1, 1};
-  gpulease_op_failure f;
+  gpulease_op_failure f = {.struct_version = GPULEASE_OP_FAILURE_VERSION};
   gpulease_error err;
   for (int i = 0; i < 5; i++) {
     CHECK(gpulease_launch_sync(s, saxpy, g, b, 0, good, 4, &f, E));
@@ -321,7 +321,7 @@ static void test_failure_ordering(void **state) {
   CHECK(gpulease_launch(s, saxpy, g, b, 0, bad, 4, E)); /* pipelined: reported later */
   CHECK(gpulease_launch(s, saxpy, g, b, 0, good, 4, E));
   CHECK(gpulease_launch(s, saxpy, g, b, 0, good, 4, E));
-  gpulease_op_failure f;
+  gpulease_op_failure f = {.struct_version = GPULEASE_OP_FAILURE_VERSION};
   gpulease_error err;
   assert_int_equal(gpulease_session_sync(s, &f, &err), GPULEASE_INVALID_HANDLE);
   assert_int_equal(f.status, GPULEASE_INVALID_HANDLE);
@@ -377,7 +377,7 @@ static void test_kernel_fault(void **state) {
   gpulease_arg a[] = {gpulease_arg_scalar(&bad, 8)};
   const uint32_t one[3] = {1, 1, 1};
   CHECK(gpulease_launch(s1, poke, one, one, 0, a, 1, E));
-  gpulease_op_failure f;
+  gpulease_op_failure f = {.struct_version = GPULEASE_OP_FAILURE_VERSION};
   gpulease_error err;
   assert_int_equal(gpulease_session_sync(s1, &f, &err), GPULEASE_LAUNCH_FAILED);
   printf("fault: %s seq %llu: %s\n", f.op_name, (unsigned long long)f.seq, err.message);
@@ -416,7 +416,7 @@ static void test_capacity(void **state) {
   gpulease_session *s = open_session(c, &l), *t = open_session(c, &l);
   gpulease_buffer a, b;
   gpulease_error err;
-  gpulease_op_failure f;
+  gpulease_op_failure f = {.struct_version = GPULEASE_OP_FAILURE_VERSION};
   CHECK(gpulease_mem_alloc(s, 768 * 1024, &a, E));
   /* The lease's VRAM is shared by its sessions. */
   assert_int_equal(gpulease_mem_alloc(t, 512 * 1024, &b, &err), GPULEASE_CAPACITY_EXCEEDED);
@@ -452,7 +452,7 @@ static void expect_then_ack(gpulease_session *s, gpulease_status got, gpulease_s
                             const gpulease_error *err) {
   if (got != want) fprintf(stderr, "got %s: %s\n", gpulease_status_name(got), err->message);
   assert_int_equal(got, want);
-  gpulease_op_failure f;
+  gpulease_op_failure f = {.struct_version = GPULEASE_OP_FAILURE_VERSION};
   gpulease_error e;
   assert_int_equal(gpulease_session_sync(s, &f, &e), want);
   CHECK(gpulease_session_acknowledge(s, f.seq, E));
@@ -505,7 +505,7 @@ static void test_handle_misuse(void **state) {
                          buf(bs)};
   const uint32_t one[3] = {1, 1, 1};
   CHECK(gpulease_launch(s, saxpy, one, one, 0, args, 4, E));
-  gpulease_op_failure f;
+  gpulease_op_failure f = {.struct_version = GPULEASE_OP_FAILURE_VERSION};
   assert_int_equal(gpulease_session_sync(s, &f, &err), GPULEASE_INVALID_HANDLE);
   CHECK(gpulease_session_acknowledge(s, f.seq, E));
   /* Ranges: past the end of a buffer. */
@@ -670,13 +670,13 @@ static void *session_thread(void *p) {
   gpulease_module m;
   gpulease_function f;
   gpulease_buffer x, dy;
-  gpulease_op_failure fl;
+  gpulease_op_failure fl = {.struct_version = GPULEASE_OP_FAILURE_VERSION};
   if (gpulease_client_connect(&o, &c, &err) || gpulease_session_open(c, &wa->lease, &s, &err) ||
       gpulease_module_load(s, ptx, len, GPULEASE_IMAGE_PTX, &m, NULL, &err) ||
       gpulease_function_get(s, m, "saxpy", &f, NULL, &err) ||
       gpulease_mem_alloc(s, sizeof ones, &x, &err) ||
       gpulease_mem_write(s, x, 0, ones, sizeof ones, &err) ||
-      gpulease_mem_alloc(s, sizeof y, &dy, &err) || gpulease_memset(s, dy, 0, 4, 0, N, &err)) {
+      gpulease_mem_alloc(s, sizeof y, &dy, &err) || gpulease_mem_set(s, dy, 0, 4, 0, N, &err)) {
     fprintf(stderr, "session thread: %s\n", err.message);
     goto out;
   }
@@ -746,6 +746,7 @@ static void test_call(void **state) {
   CHECK(gpulease_call(c, NULL, &cd, NULL, E)); /* a fresh lease, freed after */
   for (int i = 0; i < N; i++) assert_true(out[i] == 3.0f * (float)i);
   gpulease_inventory *inv = calloc(1, sizeof *inv);
+  gpulease_inventory_init(inv);
   CHECK(gpulease_inventory_get(c, inv, E));
   assert_int_equal(inv->gpus[0].active_leases, 0);
 

@@ -88,13 +88,13 @@ static void test_local_checks(void **state) {
   expect_local(gpulease_mem_read(s, b, UINT64_MAX - 4, host, 16, &err), GPULEASE_INVALID_ARGUMENT,
                &err, "overflows");
   expect_local(gpulease_mem_free(s, 0, &err), GPULEASE_INVALID_HANDLE, &err, "never valid");
-  expect_local(gpulease_memset(s, b, 0, 3, 0, 1, &err), GPULEASE_INVALID_ARGUMENT, &err,
+  expect_local(gpulease_mem_set(s, b, 0, 3, 0, 1, &err), GPULEASE_INVALID_ARGUMENT, &err,
                "not 1, 2 or 4");
-  expect_local(gpulease_memset(s, b, 0, 1, 256, 1, &err), GPULEASE_INVALID_ARGUMENT, &err,
+  expect_local(gpulease_mem_set(s, b, 0, 1, 256, 1, &err), GPULEASE_INVALID_ARGUMENT, &err,
                "does not fit");
-  expect_local(gpulease_memset(s, b, 0, 2, 0x10000, 1, &err), GPULEASE_INVALID_ARGUMENT, &err,
+  expect_local(gpulease_mem_set(s, b, 0, 2, 0x10000, 1, &err), GPULEASE_INVALID_ARGUMENT, &err,
                "does not fit");
-  expect_local(gpulease_memset(s, b, 0, 4, 0, 0, &err), GPULEASE_INVALID_ARGUMENT, &err, "count");
+  expect_local(gpulease_mem_set(s, b, 0, 4, 0, 0, &err), GPULEASE_INVALID_ARGUMENT, &err, "count");
   expect_local(gpulease_mem_copy(s, b, 0, b, 0, 0, &err), GPULEASE_INVALID_ARGUMENT, &err, ">= 1");
   gpulease_module m;
   expect_local(gpulease_module_load(s, host, 0, GPULEASE_IMAGE_PTX, &m, NULL, &err),
@@ -121,13 +121,72 @@ static void test_local_checks(void **state) {
   expect_local(gpulease_launch(s, 7, one, one, 0, args, 1, &err), GPULEASE_INVALID_HANDLE, &err,
                "never valid");
 
+  /* Versioned structs (gpulease.h's conventions): 0 and anything newer
+   * than the library are refused before anything is sent. */
+  for (uint32_t v = 0; v <= 1; v++) {
+    uint32_t bad = v ? 99 : 0;
+    gpulease_op_failure bf = {.struct_version = bad};
+    expect_local(gpulease_session_sync(s, &bf, &err), GPULEASE_INVALID_ARGUMENT, &err,
+                 "op failure of unknown version");
+    expect_local(gpulease_launch_sync(s, 7, one, one, 0, NULL, 0, &bf, &err),
+                 GPULEASE_INVALID_ARGUMENT, &err, "op failure of unknown version");
+    gpulease_func_info bi = {.struct_version = bad};
+    expect_local(gpulease_function_get(s, 5, "k", &f, &bi, &err), GPULEASE_INVALID_ARGUMENT, &err,
+                 "function info of unknown version");
+    gpulease_launch_attrs ba = {.struct_version = bad};
+    expect_local(gpulease_launch_ex(s, 7, one, one, 0, &ba, NULL, 0, &err),
+                 GPULEASE_INVALID_ARGUMENT, &err, "launch attrs of unknown version");
+    gpulease_tensormap_desc bt;
+    gpulease_tensormap_desc_default(&bt);
+    bt.struct_version = bad;
+    uint8_t map[GPULEASE_TENSORMAP_BYTES];
+    expect_local(gpulease_tensormap_encode_tiled(s, b, 0, &bt, map, &err),
+                 GPULEASE_INVALID_ARGUMENT, &err, "tensor map desc of unknown version");
+    gpulease_inventory binv = {.struct_version = bad};
+    expect_local(gpulease_inventory_get(c, &binv, &err), GPULEASE_INVALID_ARGUMENT, &err,
+                 "inventory of unknown version");
+    gpulease_warm_pool_info bw = {.struct_version = bad};
+    expect_local(gpulease_warm_pool_get(c, &bw, &err), GPULEASE_INVALID_ARGUMENT, &err,
+                 "warm pool info of unknown version");
+    gpulease_lease_opts bo;
+    gpulease_lease_opts_default(&bo);
+    bo.struct_version = bad;
+    gpulease_lease bl;
+    expect_local(gpulease_lease_alloc_opts(c, GPULEASE_ANY_GPU, MiB, 60, &bo, &bl, &err),
+                 GPULEASE_INVALID_ARGUMENT, &err, "lease options of unknown version");
+    gpulease_submit_desc sd;
+    gpulease_submit_desc_default(&sd);
+    sd.image = "x";
+    sd.image_size = 1;
+    sd.kernel = "k";
+    gpulease_submit_result br = {.struct_version = bad};
+    expect_local(gpulease_submit(c, &l, &sd, &br, &err), GPULEASE_INVALID_ARGUMENT, &err,
+                 "submit result of unknown version");
+  }
+  /* The deprecated names (0.2, for one release) are the same calls. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  expect_local(gpulease_memset(s, b, 0, 3, 0, 1, &err), GPULEASE_INVALID_ARGUMENT, &err,
+               "not 1, 2 or 4");
+  gpulease_pool_info old_pool; /* struct_version unset: the alias sets it */
+  old_pool.struct_version = 0;
+  CHECK(gpulease_pool_get(c, &old_pool, E));
+  assert_int_equal(old_pool.struct_version, GPULEASE_WARM_POOL_INFO_VERSION);
+#pragma GCC diagnostic pop
+  uint32_t vmaj = 9, vmin = 9, vpat = 9;
+  assert_string_equal(gpulease_version(&vmaj, &vmin, &vpat), GPULEASE_VERSION_STRING);
+  assert_int_equal(vmaj, GPULEASE_VERSION_MAJOR);
+  assert_int_equal(vmin, GPULEASE_VERSION_MINOR);
+  assert_int_equal(vpat, GPULEASE_VERSION_PATCH);
+  assert_non_null(gpulease_version(NULL, NULL, NULL));
+
   /* None of them reached the daemon or used a sequence number: the
    * session has no failure and runs on. */
-  gpulease_op_failure fl;
+  gpulease_op_failure fl = {.struct_version = GPULEASE_OP_FAILURE_VERSION};
   CHECK(gpulease_session_sync(s, &fl, E));
   assert_int_equal(fl.status, GPULEASE_OK);
   assert_int_equal(fl.op, 0);
-  CHECK(gpulease_memset(s, b, 0, 4, 0x01020304, 4, E));
+  CHECK(gpulease_mem_set(s, b, 0, 4, 0x01020304, 4, E));
   uint32_t back[4];
   CHECK(gpulease_mem_read(s, b, 0, back, sizeof back, E));
   for (int i = 0; i < 4; i++) assert_int_equal(back[i], 0x01020304);
@@ -196,9 +255,9 @@ static void test_transfers(void **state) {
 
   /* Device-side copy and memsets (pipelined) before a read. */
   CHECK(gpulease_mem_copy(s, b2, 0, b, off, size, E));
-  CHECK(gpulease_memset(s, b2, 16, 1, 0xab, 4, E));
-  CHECK(gpulease_memset(s, b2, 20, 2, 0xbeef, 2, E));
-  CHECK(gpulease_memset(s, b2, 24, 4, 0xdeadbeef, 1, E));
+  CHECK(gpulease_mem_set(s, b2, 16, 1, 0xab, 4, E));
+  CHECK(gpulease_mem_set(s, b2, 20, 2, 0xbeef, 2, E));
+  CHECK(gpulease_mem_set(s, b2, 24, 4, 0xdeadbeef, 1, E));
   memset(dst, 0, size);
   CHECK(gpulease_mem_read(s, b2, 0, dst, size, E));
   memset(src + 16, 0xab, 4);
@@ -208,8 +267,8 @@ static void test_transfers(void **state) {
 
   /* More pipelined ops than the window holds: 600 memsets of one word
    * each, in order; the last value written to each word wins. */
-  for (uint32_t i = 0; i < 600; i++) CHECK(gpulease_memset(s, b2, 4 * (i % 100), 4, i, 1, E));
-  gpulease_op_failure fl;
+  for (uint32_t i = 0; i < 600; i++) CHECK(gpulease_mem_set(s, b2, 4 * (i % 100), 4, i, 1, E));
+  gpulease_op_failure fl = {.struct_version = GPULEASE_OP_FAILURE_VERSION};
   CHECK(gpulease_session_sync(s, &fl, E));
   uint32_t words[100];
   CHECK(gpulease_mem_read(s, b2, 0, words, sizeof words, E));
@@ -247,10 +306,10 @@ static void test_pipelined_failure_and_reconnect(void **state) {
   gpulease_session *s = open_session(c, &l);
   gpulease_buffer b;
   CHECK(gpulease_mem_alloc(s, 4096, &b, E));          /* seq 1 */
-  CHECK(gpulease_memset(s, b, 0, 4, 7, 16, E));        /* seq 2 */
+  CHECK(gpulease_mem_set(s, b, 0, 4, 7, 16, E));        /* seq 2 */
   CHECK(gpulease_mem_free(s, b ^ 0x5a5a0000ull, E));    /* seq 3: not a buffer */
-  CHECK(gpulease_memset(s, b, 0, 4, 9, 16, E));        /* seq 4: fails fast */
-  gpulease_op_failure fl;
+  CHECK(gpulease_mem_set(s, b, 0, 4, 9, 16, E));        /* seq 4: fails fast */
+  gpulease_op_failure fl = {.struct_version = GPULEASE_OP_FAILURE_VERSION};
   gpulease_error err;
   assert_int_equal(gpulease_session_sync(s, &fl, &err), GPULEASE_INVALID_HANDLE);
   assert_int_equal(fl.status, GPULEASE_INVALID_HANDLE);
@@ -266,7 +325,7 @@ static void test_pipelined_failure_and_reconnect(void **state) {
   for (int i = 0; i < 16; i++) assert_int_equal(w[i], 7); /* seq 4 never ran */
 
   /* A new connection under the session: ops carry on with the next seqs. */
-  CHECK(gpulease_memset(s, b, 0, 4, 11, 16, E));
+  CHECK(gpulease_mem_set(s, b, 0, 4, 11, 16, E));
   CHECK(gpulease_client_reconnect(c, E));
   CHECK(gpulease_session_sync(s, &fl, E));
   CHECK(gpulease_mem_read(s, b, 0, w, sizeof w, E));
@@ -354,6 +413,7 @@ static void test_call_layout(void **state) {
   assert_int_equal(gpulease_call(c, NULL, &cd, NULL, &err), GPULEASE_INVALID_ARGUMENT);
   assert_non_null(strstr(err.message, "arg 3"));
   gpulease_inventory *inv = calloc(1, sizeof *inv);
+  gpulease_inventory_init(inv);
   CHECK(gpulease_inventory_get(c, inv, E));
   assert_int_equal(inv->gpus[0].active_leases, 0); /* every call's lease freed */
   free(inv);
@@ -508,7 +568,7 @@ static uint32_t region_u32(gpulease_client *c, const gpulease_lease *l, uint64_t
   d.kernel = "nop";
   d.output_offset = off;
   d.output_size = 4;
-  gpulease_submit_result r;
+  gpulease_submit_result r = {.struct_version = GPULEASE_SUBMIT_RESULT_VERSION};
   CHECK(gpulease_submit(c, l, &d, &r, E));
   uint32_t v;
   memcpy(&v, r.output, 4);
@@ -532,10 +592,10 @@ static void test_batching(void **state) {
 
   /* A lone op goes at once; the next, while the first is in flight, waits
    * in the batch until a call that waits, or gpulease_session_flush(). */
-  CHECK(gpulease_memset(s, b, 0, 4, 11, 1, E));
+  CHECK(gpulease_mem_set(s, b, 0, 4, 11, 1, E));
   for (int i = 0; i < 100 && region_u32(c, &l, off) != 11; i++) usleep(20000);
   assert_int_equal(region_u32(c, &l, off), 11);
-  CHECK(gpulease_memset(s, b, 0, 4, 22, 1, E));
+  CHECK(gpulease_mem_set(s, b, 0, 4, 22, 1, E));
   usleep(300000);
   assert_int_equal(region_u32(c, &l, off), 11); /* still held by the library */
   CHECK(gpulease_session_flush(s, E));
@@ -546,14 +606,14 @@ static void test_batching(void **state) {
    * its op and seq. */
   for (unsigned batch = 1; batch <= 64; batch += 63) {
     CHECK(gpulease_session_set_batch(s, batch, E));
-    for (uint32_t i = 1; i <= 1000; i++) CHECK(gpulease_memset(s, b, 0, 4, i, 1, E));
-    gpulease_op_failure f;
+    for (uint32_t i = 1; i <= 1000; i++) CHECK(gpulease_mem_set(s, b, 0, 4, i, 1, E));
+    gpulease_op_failure f = {.struct_version = GPULEASE_OP_FAILURE_VERSION};
     CHECK(gpulease_session_sync(s, &f, E));
     uint32_t v = 0;
     CHECK(gpulease_mem_read(s, b, 0, &v, 4, E));
     assert_int_equal(v, 1000);
     for (uint32_t i = 1; i <= 300; i++)
-      CHECK(gpulease_memset(s, i == 200 ? b ^ 1 : b, 0, 4, i, 1, E));
+      CHECK(gpulease_mem_set(s, i == 200 ? b ^ 1 : b, 0, 4, i, 1, E));
     assert_int_equal(gpulease_session_sync(s, &f, &err), GPULEASE_INVALID_HANDLE);
     assert_string_equal(f.op_name, "MEMSET");
     uint64_t bad_seq = f.seq;

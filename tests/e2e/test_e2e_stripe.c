@@ -82,7 +82,7 @@ static void round_trip(gpulease_session *s) {
   const uint64_t total = 56 * MiB, at = 8 * MiB, len = 40 * MiB + 12345;
   gpulease_buffer b;
   CHECK(gpulease_mem_alloc(s, total, &b, E));
-  CHECK(gpulease_memset(s, b, 0, 4, 0x11111111u, total / 4, E)); /* pipelined */
+  CHECK(gpulease_mem_set(s, b, 0, 4, 0x11111111u, total / 4, E)); /* pipelined */
   uint8_t *src = malloc(len), *back = malloc(total);
   assert_non_null(src);
   assert_non_null(back);
@@ -105,7 +105,7 @@ static void round_trip(gpulease_session *s) {
     assert_int_equal(back[i], want);
   }
   /* After the striped write, in the session's order. */
-  CHECK(gpulease_memset(s, b, at, 4, 0x22222222u, MiB / 4, E));
+  CHECK(gpulease_mem_set(s, b, at, 4, 0x22222222u, MiB / 4, E));
   uint8_t small[64];
   CHECK(gpulease_mem_read(s, b, at, small, sizeof small, E));
   for (size_t i = 0; i < sizeof small; i++) assert_int_equal(small[i], 0x22);
@@ -146,7 +146,7 @@ static void test_striped_failure(void **state) {
   gpulease_error err;
   assert_int_equal(gpulease_mem_write(s, b, 0, src, 24 * MiB, &err), GPULEASE_INVALID_ARGUMENT);
   printf("striped write past the buffer: %s\n", err.message);
-  gpulease_op_failure f;
+  gpulease_op_failure f = {.struct_version = GPULEASE_OP_FAILURE_VERSION};
   assert_int_equal(gpulease_session_sync(s, &f, &err), GPULEASE_INVALID_ARGUMENT);
   assert_string_equal(f.op_name, "MEM_WRITE");
   CHECK(gpulease_session_acknowledge(s, UINT64_MAX, E));

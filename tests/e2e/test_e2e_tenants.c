@@ -159,7 +159,7 @@ static void test_identity_required(void **state) {
   /* No token: connected, but every op is refused on its header. */
   gpulease_client *anon = connect_as(&F.d, NULL, NULL, NULL, &st, &err);
   assert_non_null(anon);
-  static gpulease_inventory inv;
+  static gpulease_inventory inv = {.struct_version = GPULEASE_INVENTORY_VERSION};
   expect_status(gpulease_inventory_get(anon, &inv, &err), &err, GPULEASE_UNAUTHORIZED,
                 "no identity: this daemon runs --auth token");
   gpulease_lease l;
@@ -633,7 +633,8 @@ static void test_shared_context_per_tenant(void **state) {
   (void)state;
   gpulease_client *alice = as(TOKEN_ALICE), *bob = as(TOKEN_BOB);
   gpulease_error err;
-  gpulease_lease_opts shared = {.lease_class = GPULEASE_CLASS_SHARED};
+  gpulease_lease_opts shared = {.struct_version = GPULEASE_LEASE_OPTS_VERSION,
+                                .lease_class = GPULEASE_CLASS_SHARED};
   gpulease_lease a1, a2, b1;
   CHECK(gpulease_lease_alloc_opts(alice, 0, 4 * MiB, 60, &shared, &a1, E));
   expect_status(gpulease_lease_alloc_opts(bob, 0, 4 * MiB, 60, &shared, &b1, &err), &err,
@@ -675,7 +676,7 @@ static void test_quotas(void **state) {
   CHECK(gpulease_lease_alloc(bob, GPULEASE_ANY_GPU, 40 * MiB, 200, &b, E));
   expect_status(gpulease_lease_alloc(bob, GPULEASE_ANY_GPU, MiB, 60, &b2, &err), &err,
                 GPULEASE_QUOTA_EXCEEDED, "tenant bob");
-  static gpulease_inventory inv;
+  static gpulease_inventory inv = {.struct_version = GPULEASE_INVENTORY_VERSION};
   CHECK(gpulease_inventory_get(alice, &inv, E));
   assert_int_equal(inv.tenant.used_leases, 3);
   assert_int_equal(inv.tenant.used_vram_bytes, 44 * MiB);
@@ -862,7 +863,7 @@ static void test_mtls(void **state) {
   assert_null(connect_as(&d, NULL, stranger, strangerk, &st, &e));
   assert_true(st == GPULEASE_TLS_FAILED || st == GPULEASE_DISCONNECTED);
   /* The CN names the tenant; a URI SAN does, when there is one. */
-  static gpulease_inventory inv;
+  static gpulease_inventory inv = {.struct_version = GPULEASE_INVENTORY_VERSION};
   gpulease_client *c = connect_as(&d, NULL, alice, alicek, &st, &e);
   assert_non_null(c);
   CHECK(gpulease_inventory_get(c, &inv, E));
@@ -972,7 +973,7 @@ static void kill_workers(const gl_test_daemon *d) {
 }
 
 static bool gpu0_fenced(gpulease_client *c) {
-  static gpulease_inventory inv;
+  static gpulease_inventory inv = {.struct_version = GPULEASE_INVENTORY_VERSION};
   CHECK(gpulease_inventory_get(c, &inv, E));
   return (inv.gpus[0].flags & GPULEASE_GPU_FENCED) != 0;
 }

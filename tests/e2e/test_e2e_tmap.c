@@ -179,7 +179,8 @@ static void test_tmap(void **state) {
 
   /* 7. a shared lease (a view of the shared worker's device): its own
    * range, the same copies */
-  gpulease_lease_opts o = {.lease_class = GPULEASE_CLASS_SHARED};
+  gpulease_lease_opts o = {.struct_version = GPULEASE_LEASE_OPTS_VERSION,
+                           .lease_class = GPULEASE_CLASS_SHARED};
   gpulease_lease sh1, sh2;
   CHECK(gpulease_lease_alloc_opts(c, GPULEASE_ANY_GPU, 4 * MiB, 60, &o, &sh1, E));
   CHECK(gpulease_lease_alloc_opts(c, GPULEASE_ANY_GPU, 4 * MiB, 60, &o, &sh2, E));

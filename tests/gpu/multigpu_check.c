@@ -173,7 +173,7 @@ static gpulease_status submit(gpulease_client *c, const gpulease_lease *l, const
     d.use_params = 1;
   }
   d.output_size = out_bytes;
-  gpulease_submit_result r;
+  gpulease_submit_result r = {.struct_version = GPULEASE_SUBMIT_RESULT_VERSION};
   gpulease_status st = gpulease_submit(c, l, &d, &r, e);
   if (st == GPULEASE_OK) gpulease_submit_result_release(&r);
   return st;
@@ -223,7 +223,7 @@ static int free_mib(gpulease_client *c, double *out, int max) {
     for (int i = 0; i < n && i < max; i++) out[i] = g[i].free_mib;
     return n;
   }
-  static gpulease_inventory inv;
+  static gpulease_inventory inv = {.struct_version = GPULEASE_INVENTORY_VERSION};
   gpulease_error e;
   if (gpulease_inventory_get(c, &inv, &e) != GPULEASE_OK) return -1;
   for (uint32_t i = 0; i < inv.gpu_count && (int)i < max; i++)
@@ -233,7 +233,7 @@ static int free_mib(gpulease_client *c, double *out, int max) {
 
 /* ---- 1. inventory --------------------------------------------------------- */
 
-static gpulease_inventory g_inv;
+static gpulease_inventory g_inv = {.struct_version = GPULEASE_INVENTORY_VERSION};
 
 static void check_inventory(gpulease_client *c) {
   gpulease_error e;
@@ -272,7 +272,7 @@ static void check_inventory(gpulease_client *c) {
 static int lease_n(gpulease_client *c, int n, uint32_t gpu, uint64_t bytes, gpulease_lease *out,
                    int *per_gpu, gpulease_lease_class cls) {
   gpulease_error e;
-  gpulease_lease_opts lo = {.lease_class = cls};
+  gpulease_lease_opts lo = {.struct_version = GPULEASE_LEASE_OPTS_VERSION, .lease_class = cls};
   for (int i = 0; i < n; i++) {
     if (gpulease_lease_alloc_opts(c, gpu, bytes, 120, &lo, &out[i], &e) != GPULEASE_OK) {
       fprintf(stderr, "lease %d: %s\n", i, e.message);
@@ -475,7 +475,8 @@ static void check_isolation(gpulease_client *c, const daemon_t *d) {
 
   /* (b) a device lease on GPU 1 */
   gpulease_lease dv, g0;
-  gpulease_lease_opts lo = {.lease_class = GPULEASE_CLASS_DEVICE};
+  gpulease_lease_opts lo = {.struct_version = GPULEASE_LEASE_OPTS_VERSION,
+                            .lease_class = GPULEASE_CLASS_DEVICE};
   gpulease_status sd = gpulease_lease_alloc_opts(c, 1, 64 << 20, 60, &lo, &dv, &e);
   gpulease_status s0 = gpulease_lease_alloc(c, 0, 64 << 20, 60, &g0, &e);
   gpulease_lease other;
@@ -532,10 +533,10 @@ static void check_accounting(void) {
   gpulease_client *c = connect_to(&d);
   int ng = (int)g_inv.gpu_count;
   /* the warm pool ready: one worker a GPU */
-  gpulease_pool_info pi;
+  gpulease_warm_pool_info pi = {.struct_version = GPULEASE_WARM_POOL_INFO_VERSION};
   gpulease_error e;
   for (int i = 0; i < 300; i++) {
-    if (gpulease_pool_get(c, &pi, &e) == GPULEASE_OK) {
+    if (gpulease_warm_pool_get(c, &pi, &e) == GPULEASE_OK) {
       uint32_t ready = 0;
       for (uint32_t g = 0; g < pi.gpu_count; g++) ready += pi.gpus[g].ready;
       if ((int)ready == ng) break;
@@ -626,7 +627,8 @@ static void on_progress(uint64_t done, uint64_t total, void *user) {
   gpulease_client *c = connect_to(k->fault);
   gpulease_lease l;
   gpulease_error e;
-  gpulease_lease_opts lo = {.lease_class = GPULEASE_CLASS_SHARED};
+  gpulease_lease_opts lo = {.struct_version = GPULEASE_LEASE_OPTS_VERSION,
+                            .lease_class = GPULEASE_CLASS_SHARED};
   k->fault_st = GPULEASE_DISCONNECTED;
   if (c && gpulease_lease_alloc_opts(c, 0, 1 << 20, 60, &lo, &l, &e) == GPULEASE_OK) {
     k->fault_st = submit(c, &l, g_oob, g_oob_len, "oob", NULL, 0, &e);
@@ -700,7 +702,7 @@ static void check_pool(void) {
     const daemon_t *ds[] = {&d};
     write_nodes(nf, ds, 1);
     for (int r = 0; r < 5; r++) {
-      gpulease_map_stats st;
+      gpulease_map_stats st = {.struct_version = GPULEASE_MAP_STATS_VERSION};
       gpulease_error e;
       gpulease_status s = pool_map(nf, 4, NULL, &st, &e);
       secs[k][r] = st.seconds;
@@ -738,7 +740,7 @@ static void check_pool(void) {
     if (daemon_start(&f, "pool-fault", fx) == 0) {
       const daemon_t *fs[] = {&f};
       write_nodes(nf, fs, 1);
-      gpulease_map_stats st;
+      gpulease_map_stats st = {.struct_version = GPULEASE_MAP_STATS_VERSION};
       gpulease_error e;
       uint32_t ng = g_inv.gpu_count;
       gpulease_status s = pool_map(nf, ng, NULL, &st, &e); /* the shared contexts made */
@@ -774,7 +776,7 @@ static void check_pool_two_daemons(void) {
   }
   const daemon_t *ds[] = {&a, &b};
   write_nodes(nf, ds, 2);
-  gpulease_map_stats st;
+  gpulease_map_stats st = {.struct_version = GPULEASE_MAP_STATS_VERSION};
   gpulease_error e;
   gpulease_status s = pool_map(nf, 4, NULL, &st, &e); /* warm: both shared contexts */
   gpulease_map_stats_release(&st);
@@ -795,7 +797,7 @@ static void check_pool_two_daemons(void) {
   int left = 0;
   gpulease_client *c = connect_to(&a);
   if (c) {
-    gpulease_inventory inv;
+    gpulease_inventory inv = {.struct_version = GPULEASE_INVENTORY_VERSION};
     if (gpulease_inventory_get(c, &inv, &e) == GPULEASE_OK)
       for (uint32_t g = 0; g < inv.gpu_count; g++) left += (int)inv.gpus[g].active_leases;
     gpulease_client_close(c);

@@ -43,7 +43,7 @@ static inline gpulease_status tmap_write_tensor(gpulease_session *s, gpulease_bu
 /* The description of the tensor with a box of box_w x 16 and swizzle swz. */
 static inline gpulease_tensormap_desc tmap_desc(uint32_t box_w, uint32_t swz) {
   gpulease_tensormap_desc d;
-  memset(&d, 0, sizeof d);
+  gpulease_tensormap_desc_default(&d);
   d.data_type = GPULEASE_TENSORMAP_FLOAT32;
   d.rank = 2;
   d.global_dim[0] = TMAP_W;

@@ -186,7 +186,8 @@ int main(int argc, char **argv) {
       refusals(c, &a, s, buf);
       gpulease_session_close(s, &e);
     }
-    gpulease_lease_opts lo = {.lease_class = GPULEASE_CLASS_SHARED};
+    gpulease_lease_opts lo = {.struct_version = GPULEASE_LEASE_OPTS_VERSION,
+                              .lease_class = GPULEASE_CLASS_SHARED};
     gpulease_lease sh;
     st = gpulease_lease_alloc_opts(c, GPULEASE_ANY_GPU, 16u << 20, 120, &lo, &sh, &e);
     row(st == GPULEASE_OK, "shared lease", "%s", st == GPULEASE_OK ? "" : e.message);

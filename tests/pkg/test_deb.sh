@@ -56,7 +56,7 @@ mkdir -p "$work/cm"
 cat > "$work/cm/CMakeLists.txt" <<CM
 cmake_minimum_required(VERSION 3.20)
 project(uses_gpulease C)
-find_package(gpulease 0.1 REQUIRED)
+find_package(gpulease 0.2 REQUIRED)
 add_executable(iota $src/examples/iota.c)
 target_link_libraries(iota PRIVATE gpulease::gpulease)
 CM

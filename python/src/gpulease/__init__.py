@@ -24,7 +24,8 @@ bundled in the wheel, else the system's ``libgpulease.so.0``.
 from ._lib import LIBRARY_PATH
 from ._params import InOut, Out, inout, out
 from ._util import parse_size
-from .client import Client, GpuInfo, Inventory, PoolInfo, TenantInfo, connect
+from .client import (Client, GpuInfo, Inventory, PoolInfo, TenantInfo, WarmPoolInfo, connect,
+                     library_version)
 from .errors import (
     ERROR_CLASSES,
     Busy,
@@ -60,12 +61,12 @@ from .pool import CHUNK_BYTES, CHUNK_INDEX, IN, OUT, MapNodeStats, MapStats, Poo
 from .ptx import PtxError, PtxParam, ptx_kernels, ptx_params
 from .session import DeviceArray, FuncInfo, Kernel, Module, Session
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
-    "LIBRARY_PATH", "__version__",
+    "LIBRARY_PATH", "__version__", "library_version",
     "connect", "Client", "Lease", "Session", "DeviceArray", "Module", "Kernel",
-    "Inventory", "GpuInfo", "TenantInfo", "PoolInfo", "FuncInfo", "KernelOutput",
+    "Inventory", "GpuInfo", "TenantInfo", "WarmPoolInfo", "PoolInfo", "FuncInfo", "KernelOutput",
     "Pool", "PoolNode", "MapStats", "MapNodeStats", "IN", "OUT", "CHUNK_BYTES", "CHUNK_INDEX",
     "out", "inout", "Out", "InOut", "parse_size",
     "ptx_params", "ptx_kernels", "PtxParam", "PtxError",

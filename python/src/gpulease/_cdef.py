@@ -38,6 +38,10 @@ typedef enum gpulease_status {
   GPULEASE_TIMEOUT = 104,
 } gpulease_status;
 const char *gpulease_status_name(int status);
+#define GPULEASE_VERSION_MAJOR 0
+#define GPULEASE_VERSION_MINOR 2
+#define GPULEASE_VERSION_PATCH 0
+const char *gpulease_version(uint32_t *major, uint32_t *minor, uint32_t *patch);
 typedef struct gpulease_error {
   gpulease_status status;
   char message[1024];
@@ -105,14 +109,22 @@ typedef struct gpulease_tenant_info {
   uint32_t used_sessions;
   uint64_t used_gpu_seconds;
 } gpulease_tenant_info;
+#define GPULEASE_INVENTORY_VERSION 1
 typedef struct gpulease_inventory {
+  uint32_t struct_version;
   char driver_version[64];
   uint32_t max_ttl_s;
   uint32_t gpu_count;
   gpulease_gpu_info gpus[GPULEASE_MAX_GPUS];
   gpulease_tenant_info tenant;
 } gpulease_inventory;
-typedef struct gpulease_pool_info {
+void gpulease_inventory_init(gpulease_inventory *inv);
+gpulease_status gpulease_inventory_get(gpulease_client *client,
+                                                    gpulease_inventory *out,
+                                                    gpulease_error *err);
+#define GPULEASE_WARM_POOL_INFO_VERSION 1
+typedef struct gpulease_warm_pool_info {
+  uint32_t struct_version;
   uint32_t gpu_count;
   struct {
     uint32_t index;
@@ -120,11 +132,10 @@ typedef struct gpulease_pool_info {
     uint32_t ready;
     uint32_t starting;
   } gpus[GPULEASE_MAX_GPUS];
-} gpulease_pool_info;
-gpulease_status gpulease_pool_get(gpulease_client *client, gpulease_pool_info *out,
-                                               gpulease_error *err);
-gpulease_status gpulease_inventory_get(gpulease_client *client,
-                                                    gpulease_inventory *out,
+} gpulease_warm_pool_info;
+void gpulease_warm_pool_info_init(gpulease_warm_pool_info *info);
+gpulease_status gpulease_warm_pool_get(gpulease_client *client,
+                                                    gpulease_warm_pool_info *out,
                                                     gpulease_error *err);
 #define GPULEASE_SECRET_BYTES 40
 enum {
@@ -159,11 +170,14 @@ typedef struct gpulease_lease {
   uint64_t submits;
   gpulease_lease_class lease_class;
 } gpulease_lease;
+#define GPULEASE_LEASE_OPTS_VERSION 1
 typedef struct gpulease_lease_opts {
+  uint32_t struct_version;
   gpulease_lease_class lease_class;
   uint32_t printf_fifo_bytes;
   uint64_t malloc_heap_bytes;
 } gpulease_lease_opts;
+void gpulease_lease_opts_default(gpulease_lease_opts *opts);
 gpulease_status gpulease_lease_alloc(gpulease_client *client, uint32_t gpu_index,
                                                   uint64_t vram_bytes, uint32_t ttl_s,
                                                   gpulease_lease *out, gpulease_error *err);
@@ -240,11 +254,14 @@ typedef struct gpulease_submit_desc {
   uint32_t cluster[3];
 } gpulease_submit_desc;
 void gpulease_submit_desc_default(gpulease_submit_desc *desc);
+#define GPULEASE_SUBMIT_RESULT_VERSION 1
 typedef struct gpulease_submit_result {
+  uint32_t struct_version;
   void *output;
   size_t output_size;
   uint64_t gpu_time_ns;
 } gpulease_submit_result;
+void gpulease_submit_result_init(gpulease_submit_result *result);
 gpulease_status gpulease_submit(gpulease_client *client, const gpulease_lease *lease,
                                              const gpulease_submit_desc *desc,
                                              gpulease_submit_result *result,
@@ -260,12 +277,15 @@ gpulease_status gpulease_session_open(gpulease_client *client,
 gpulease_status gpulease_session_close(gpulease_session *session,
                                                     gpulease_error *err);
 uint64_t gpulease_session_id(const gpulease_session *session);
+#define GPULEASE_OP_FAILURE_VERSION 1
 typedef struct gpulease_op_failure {
+  uint32_t struct_version;
   gpulease_status status;
   uint16_t op;
   char op_name[32];
   uint64_t seq;
 } gpulease_op_failure;
+void gpulease_op_failure_init(gpulease_op_failure *failure);
 gpulease_status gpulease_session_sync(gpulease_session *session,
                                                    gpulease_op_failure *failure,
                                                    gpulease_error *err);
@@ -302,9 +322,9 @@ gpulease_status gpulease_mem_copy(gpulease_session *session, gpulease_buffer dst
                                                uint64_t dst_offset, gpulease_buffer src,
                                                uint64_t src_offset, uint64_t size_bytes,
                                                gpulease_error *err);
-gpulease_status gpulease_memset(gpulease_session *session, gpulease_buffer buffer,
-                                             uint64_t offset, uint32_t element_size,
-                                             uint32_t value, uint64_t count, gpulease_error *err);
+gpulease_status gpulease_mem_set(gpulease_session *session, gpulease_buffer buffer,
+                                              uint64_t offset, uint32_t element_size,
+                                              uint32_t value, uint64_t count, gpulease_error *err);
 typedef enum gpulease_module_source {
   GPULEASE_MODULE_LOADED = 0,
   GPULEASE_MODULE_IN_CONTEXT = 1,
@@ -319,7 +339,9 @@ gpulease_status gpulease_module_load(gpulease_session *session, const void *imag
 gpulease_status gpulease_module_unload(gpulease_session *session,
                                                     gpulease_module module,
                                                     gpulease_error *err);
+#define GPULEASE_FUNC_INFO_VERSION 1
 typedef struct gpulease_func_info {
+  uint32_t struct_version;
   uint32_t num_regs;
   uint32_t max_threads_per_block;
   uint32_t static_shared_bytes;
@@ -330,6 +352,7 @@ typedef struct gpulease_func_info {
   int32_t param_count;
   uint16_t param_sizes[GPULEASE_MAX_PARAMS];
 } gpulease_func_info;
+void gpulease_func_info_init(gpulease_func_info *info);
 gpulease_status gpulease_function_get(gpulease_session *session,
                                                    gpulease_module module, const char *name,
                                                    gpulease_function *out,
@@ -360,10 +383,13 @@ gpulease_status gpulease_launch_sync(gpulease_session *session,
                                                   gpulease_op_failure *failure,
                                                   gpulease_error *err);
 #define GPULEASE_LAUNCH_COOPERATIVE 0x01
+#define GPULEASE_LAUNCH_ATTRS_VERSION 1
 typedef struct gpulease_launch_attrs {
+  uint32_t struct_version;
   uint32_t flags;
   uint32_t cluster[3];
 } gpulease_launch_attrs;
+void gpulease_launch_attrs_default(gpulease_launch_attrs *attrs);
 gpulease_status gpulease_launch_ex(gpulease_session *session, gpulease_function fn,
                                                 const uint32_t grid[3], const uint32_t block[3],
                                                 uint32_t shared_mem_bytes,
@@ -527,7 +553,9 @@ typedef struct gpulease_map_node_stats {
   uint64_t bytes_out;
   double seconds;
 } gpulease_map_node_stats;
+#define GPULEASE_MAP_STATS_VERSION 1
 typedef struct gpulease_map_stats {
+  uint32_t struct_version;
   uint64_t chunks;
   uint64_t done;
   uint64_t retries;
@@ -538,6 +566,7 @@ typedef struct gpulease_map_stats {
   size_t node_count;
   gpulease_map_node_stats *nodes;
 } gpulease_map_stats;
+void gpulease_map_stats_init(gpulease_map_stats *stats);
 gpulease_status gpulease_pool_map(gpulease_pool *pool, const gpulease_map_desc *desc,
                                                gpulease_map_stats *stats, gpulease_error *err);
 void gpulease_map_stats_release(gpulease_map_stats *stats);

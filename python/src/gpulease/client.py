@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import warnings
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
@@ -21,9 +22,18 @@ if TYPE_CHECKING:
 
     from .session import Session
 
-__all__ = ["Client", "GpuInfo", "Inventory", "PoolInfo", "TenantInfo", "connect"]
+__all__ = ["Client", "GpuInfo", "Inventory", "PoolInfo", "TenantInfo", "WarmPoolInfo", "connect",
+           "library_version"]
 
 LEASE_CLASSES = ("isolated", "shared", "device", "partition")
+
+
+def library_version() -> Tuple[int, int, int]:
+    """The version of the libgpulease loaded (gpulease_version()), as
+    (major, minor, patch); :data:`gpulease.__version__` is the package's."""
+    v = ffi.new("uint32_t[3]")
+    lib.gpulease_version(v, v + 1, v + 2)
+    return (int(v[0]), int(v[1]), int(v[2]))
 
 
 def _str(chars: Any) -> str:
@@ -160,14 +170,19 @@ class Inventory:
 
 
 @dataclass(frozen=True)
-class PoolInfo:
-    """The warm workers of one GPU (gpuleased --warm-workers): the pool's
-    size (``target``), the workers ready now and those starting."""
+class WarmPoolInfo:
+    """The warm workers of one GPU (gpuleased --warm-workers): the warm
+    pool's size (``target``), the workers ready now and those starting.
+    Not the client pool (:class:`gpulease.Pool`, many daemons)."""
 
     index: int
     target: int
     ready: int
     starting: int
+
+
+#: Deprecated (0.2, removed in 0.3): the old name of :class:`WarmPoolInfo`.
+PoolInfo = WarmPoolInfo
 
 
 def _gpu_info(g: Any) -> GpuInfo:
@@ -251,6 +266,7 @@ class Client:
 
         Raises Disconnected, Timeout, ProtocolError, or a daemon status."""
         inv = ffi.new("gpulease_inventory *")
+        lib.gpulease_inventory_init(inv)
         err = ffi.new("gpulease_error *")
         with self._lock:
             check(lib.gpulease_inventory_get(self._handle(), inv, err), err)
@@ -258,17 +274,27 @@ class Client:
                          gpus=[_gpu_info(inv.gpus[i]) for i in range(inv.gpu_count)],
                          tenant=_tenant_info(inv.tenant))
 
-    def pool(self) -> List[PoolInfo]:
-        """The daemon's warm-worker pool of every GPU (POOL_INFO).
+    def warm_pool(self) -> List[WarmPoolInfo]:
+        """The daemon's warm-worker pool of every GPU (POOL_INFO,
+        gpulease_warm_pool_get): its size and the workers ready and
+        starting.
 
         Raises Unsupported from a daemon without warm workers, Disconnected,
         Timeout, ProtocolError."""
-        info = ffi.new("gpulease_pool_info *")
+        info = ffi.new("gpulease_warm_pool_info *")
+        lib.gpulease_warm_pool_info_init(info)
         err = ffi.new("gpulease_error *")
         with self._lock:
-            check(lib.gpulease_pool_get(self._handle(), info, err), err)
-        return [PoolInfo(index=g.index, target=g.target, ready=g.ready, starting=g.starting)
+            check(lib.gpulease_warm_pool_get(self._handle(), info, err), err)
+        return [WarmPoolInfo(index=g.index, target=g.target, ready=g.ready, starting=g.starting)
                 for g in (info.gpus[i] for i in range(info.gpu_count))]
+
+    def pool(self) -> List[WarmPoolInfo]:
+        """Deprecated (0.2, removed in 0.3): :meth:`warm_pool` under its old
+        name; warns with DeprecationWarning."""
+        warnings.warn("Client.pool() is deprecated: use Client.warm_pool()", DeprecationWarning,
+                      stacklevel=2)
+        return self.warm_pool()
 
     def lease(self, vram: SizeLike, ttl: int = 60, gpu: Union[int, str, None] = None,
               lease_class: str = "isolated", renew: bool = False) -> Lease:
@@ -307,6 +333,7 @@ class Client:
         if isinstance(ttl, bool) or not isinstance(ttl, int) or not 0 <= ttl <= 0xFFFFFFFF:
             raise ValueError(f"ttl must be whole seconds (an int), got {ttl!r}")
         opts = ffi.new("gpulease_lease_opts *")
+        lib.gpulease_lease_opts_default(opts)
         opts.lease_class = LEASE_CLASSES.index(lease_class)
         c = ffi.new("gpulease_lease *")
         err = ffi.new("gpulease_error *")

@@ -14,7 +14,7 @@ its node is lost, and gathers the outputs in chunk order::
                            gpulease.CHUNK_INDEX, np.uint32(250_000)])
         print(pool.last_stats.retries, [n.chunks for n in pool.last_stats.nodes])
 
-Not to be confused with :meth:`Client.pool` (:class:`PoolInfo`), one
+Not to be confused with :meth:`Client.warm_pool` (:class:`WarmPoolInfo`), one
 daemon's warm workers.
 """
 
@@ -609,6 +609,7 @@ class Pool:
         # desc borrows these for the call; they live as long as this frame.
         keep.extend((image_buf, kname, in_buf, out_buf, cb))
         stats = ffi.new("gpulease_map_stats *")
+        lib.gpulease_map_stats_init(stats)
         err = ffi.new("gpulease_error *")
         with self._lock:
             h = self._handle()

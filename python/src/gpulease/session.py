@@ -154,6 +154,7 @@ class Session:
         if st >= 100:
             raise e  # the client's own (connection, timeout): nothing on the daemon to clear
         failure = ffi.new("gpulease_op_failure *")
+        lib.gpulease_op_failure_init(failure)
         err2 = ffi.new("gpulease_error *")
         h = self._ptr
         if lib.gpulease_session_sync(h, failure, err2) != 0 and failure.status == st and \
@@ -230,8 +231,8 @@ class Session:
             width = 4 if d.nbytes % 4 == 0 else 2 if d.nbytes % 2 == 0 else 1
             err = ffi.new("gpulease_error *")
             with self._client._lock:
-                check(lib.gpulease_memset(self._handle(), d.handle, 0, width, 0, d.nbytes // width,
-                                          err), err)
+                check(lib.gpulease_mem_set(self._handle(), d.handle, 0, width, 0,
+                                           d.nbytes // width, err), err)
         return d
 
     def to_device(self, array: Any, progress: Progress = None) -> "DeviceArray":
@@ -299,6 +300,7 @@ class Session:
         failure stays until :meth:`acknowledge`. Also raises the connection
         errors."""
         failure = ffi.new("gpulease_op_failure *")
+        lib.gpulease_op_failure_init(failure)
         err = ffi.new("gpulease_error *")
         with self._client._lock:
             st = lib.gpulease_session_sync(self._handle(), failure, err)
@@ -475,6 +477,7 @@ class Module:
             return k
         out = ffi.new("gpulease_function *")
         info = ffi.new("gpulease_func_info *")
+        lib.gpulease_func_info_init(info)
         err = ffi.new("gpulease_error *")
         s = self.session
         with s._client._lock:
