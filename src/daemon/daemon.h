@@ -143,10 +143,10 @@ void gl_daemon_on_shard_request(void *user, gl_shard *shard, gl_qreq *req, const
 void gl_daemon_on_shared_lost(void *user, uint32_t gpu, const uint64_t *ids, size_t n,
                               const char *why);
 
-/* ops.c: the live sessions of each GPU's leases (as counted for quotas). */
+/* lease_rt.c: the live sessions of each GPU's leases (as counted for quotas). */
 void gl_daemon_sessions_by_gpu(gl_daemon *d, uint32_t per_gpu[GPULEASE_MAX_GPUS]);
 
-/* ops.c: tears down a live lease's worker (expiry, free, shutdown). */
+/* lease_rt.c: tears down a live lease's worker (expiry, free, shutdown). */
 void gl_daemon_end_lease(gl_daemon *d, gl_lease *l, gpulease_status why_status,
                          const char *why);
 

@@ -39,7 +39,7 @@ typedef struct gl_lease {
   enum gl_lease_state state;
   uint8_t lease_class; /* gpulease_lease_class */
   uint8_t end_reason;  /* a tombstone's: GL_LEASE_END_* */
-  void *owner; /* the daemon's per-lease data (worker process) */
+  void *owner; /* the daemon's per-lease data (lease_rt.h) */
 } gl_lease;
 
 /* Why a lease became a tombstone (what later requests with its secret

@@ -6,11 +6,13 @@
  * forwarded to the lease's worker process. Each request gets exactly one
  * response; a request whose worker is killed (expiry, free) is answered with
  * the reason.
+ *
+ * A live lease's runtime record (its worker, sessions, segments) is
+ * lease_rt.h's; the replies are built by reply.h.
  */
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,47 +27,18 @@
 #include "daemon/access.h"
 #include "daemon/metrics.h"
 #include "daemon/ops_internal.h"
+#include "daemon/reply.h"
 #include "daemon/bulk.h"
 #include "daemon/dreq.h"
 #include "daemon/ended.h"
+#include "daemon/lease_rt.h"
 #include "daemon/shared.h"
 #include "daemon/worker_proc.h"
 #include "proto/wire.h"
 
 /* ======================================================================
- * Per-lease runtime and pending calls
+ * Pending calls and the lease's worker
  * ==================================================================== */
-
-/* What the daemon keeps for a live lease beside its table entry. */
-/* A shared memory segment attached to a lease through the local socket:
- * detached when that connection closes, and counted in the daemon's
- * budget of page-locked memory. */
-typedef struct seg_rec {
-  uint64_t id;   /* the worker's */
-  uint64_t size_bytes;
-  uint64_t conn; /* the local connection that attached it */
-} seg_rec;
-
-#define MAX_SEGS 16
-
-typedef struct lease_rt {
-  gl_daemon *d;
-  uint64_t lease_id;
-  uint32_t gpu_index;
-  bool shared; /* w is the GPU's shared worker (shared.h), not the lease's own */
-  gl_wproc *w; /* NULL after the worker died on its own; respawned on use */
-  gl_ended ended; /* sessions that ended with a lost context (ended.h) */
-  seg_rec segs[MAX_SEGS];
-  size_t nsegs;
-  gl_bulk *bulk; /* QUIC transfers through shared memory (bulk.h) */
-  uint32_t printf_fifo_bytes; /* the lease's context limits; 0: default */
-  uint64_t malloc_heap_bytes;
-  bool fresh; /* never a reused worker (its setup failed on one) */
-  int mig;    /* partition: the MIG instance of gpu_index it holds; -1 otherwise */
-  bool charged;            /* counted in its tenant's quota */
-  gl_quota_charge charge;  /* its GPU-seconds reservation */
-  uint32_t sessions;       /* live sessions, as counted in the quota */
-} lease_rt;
 
 /* A request waiting for a worker's reply. */
 typedef struct call {
@@ -78,46 +51,6 @@ typedef struct call {
   bool closes;        /* a SESSION_CLOSE, or a BATCH holding one (quota_settle) */
 } call;
 
-void gl_ops_reply_bytes(gl_dreq *req, gl_buf *b) {
-  if (b->oom) {
-    gl_buf_free(b);
-    gl_buf_init(b);
-    gl_response_encode_error(0, GPULEASE_INTERNAL, b, "daemon out of memory");
-  }
-  gl_dreq_reply(req, b->data, b->len);
-  gl_buf_free(b);
-}
-
-void gl_ops_reply_error(gl_dreq *req, uint16_t op, gpulease_status st, const char *fmt, ...) {
-  char msg[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  GL_DEBUG("%s -> %s: %s", gl_op_name(op), gpulease_status_name(st), msg);
-  gl_buf b;
-  gl_buf_init(&b);
-  gl_response_encode_error(op, st, &b, "%s", msg);
-  gl_ops_reply_bytes(req, &b);
-}
-
-void gl_ops_reply_lease(gl_dreq *req, uint16_t op, const gl_lease *l, const uint8_t *secret) {
-  gl_response r = {.op = op, .status = GPULEASE_OK};
-  gl_lease_info *li = &r.u.lease;
-  li->lease_id = l->id;
-  if (secret) memcpy(li->secret, secret, sizeof li->secret);
-  li->gpu_index = l->gpu_index;
-  li->vram_bytes = l->vram_bytes;
-  li->ttl_s = l->ttl_s;
-  li->remaining_ms = gl_lease_remaining_ms(l, gl_mono_ns());
-  li->submits = l->submits;
-  li->lease_class = l->lease_class;
-  gl_buf b;
-  gl_buf_init(&b);
-  gl_response_encode(&r, &b);
-  gl_ops_reply_bytes(req, &b);
-}
-
 static call *call_new(gl_daemon *d, gl_dreq *req, uint16_t op, uint64_t lease_id) {
   call *c = calloc(1, sizeof *c);
   if (!c) return NULL;
@@ -126,35 +59,6 @@ static call *call_new(gl_daemon *d, gl_dreq *req, uint16_t op, uint64_t lease_id
   c->op = op;
   c->lease_id = lease_id;
   return c;
-}
-
-/* The lease's sessions are gone (its end, or its worker's): they leave
- * the tenant's quota. */
-static void release_sessions(lease_rt *rt, const char *tenant) {
-  for (; rt->sessions; rt->sessions--) gl_quota_session_end(rt->d->quota, tenant);
-}
-
-void gl_daemon_end_lease(gl_daemon *d, gl_lease *l, gpulease_status why_status,
-                         const char *why) {
-  lease_rt *rt = l->owner;
-  if (!rt) return;
-  release_sessions(rt, l->tenant);
-  if (rt->charged) gl_quota_lease_end(d->quota, l->tenant, l->vram_bytes, &rt->charge, gl_mono_ns());
-  if (rt->mig >= 0) d->mig_lease[rt->gpu_index][rt->mig] = 0;
-  if (rt->shared) {
-    gl_shared_leave(d->shared, rt->gpu_index, rt->lease_id, why_status, why);
-  } else if (rt->w && d->pool && !d->stopping && rt->mig < 0 && gl_wproc_usable(rt->w) &&
-             gl_wproc_pending(rt->w) == 0 && !rt->printf_fifo_bytes && !rt->malloc_heap_bytes) {
-    /* Nothing runs in it: the worker serves the next lease (pool.h). */
-    gl_pool_recycle(d->pool, rt->gpu_index, rt->w, rt->lease_id);
-  } else if (rt->w) {
-    gl_wproc_kill(rt->w, why_status, why);
-  }
-  gl_bulk_del(rt->bulk);
-  gl_ended_free(&rt->ended);
-  for (size_t i = 0; i < rt->nsegs; i++) rt->d->pinned_bytes -= rt->segs[i].size_bytes;
-  free(rt);
-  l->owner = NULL;
 }
 
 void gl_daemon_on_shared_lost(void *user, uint32_t gpu, const uint64_t *ids, size_t n,
@@ -182,10 +86,9 @@ static void on_worker_exit(void *owner, int code, int signo) {
   lease_rt *rt = owner;
   gl_metrics_worker_fault(rt->d->metrics);
   gl_lease *l = gl_lease_table_find(rt->d->leases, rt->lease_id);
-  if (l) release_sessions(rt, l->tenant);
+  if (l) gl_lease_rt_release_sessions(rt, l->tenant);
   /* Its segments went with it (a fresh worker has none). */
-  for (size_t i = 0; i < rt->nsegs; i++) rt->d->pinned_bytes -= rt->segs[i].size_bytes;
-  rt->nsegs = 0;
+  gl_lease_rt_segs_gone(rt);
   gl_bulk_worker_gone(rt->bulk);
   GL_WARN("worker of lease %" PRIu64 " ended on its own (code %d, signal %d); a fresh CUDA "
           "context will be created on its next use",
@@ -196,7 +99,7 @@ static void on_worker_exit(void *owner, int code, int signo) {
 static void on_worker_notice(void *owner, const uint8_t *msg, size_t len) {
   lease_rt *rt = owner;
   gl_lease *l = gl_lease_table_find(rt->d->leases, rt->lease_id);
-  if (l) release_sessions(rt, l->tenant);
+  if (l) gl_lease_rt_release_sessions(rt, l->tenant);
   GL_WARN("lease %" PRIu64 ": its worker lost the CUDA context; a fresh one will serve its next "
           "SESSION_OPEN or GPU_SUBMIT", rt->lease_id);
   gl_ended_add_notice(&rt->ended, msg, len);
@@ -321,7 +224,7 @@ static void alloc_done(void *ctx, gpulease_status status, const uint8_t *msg, si
   gl_lease *l = gl_lease_table_find(d->leases, c->lease_id);
   gl_response resp;
   char err[256];
-  lease_rt *rt = l ? l->owner : NULL;
+  lease_rt *rt = gl_lease_rt_of(l);
   if (status != GPULEASE_OK && status != GPULEASE_LEASE_EXPIRED && rt && !rt->shared &&
       !c->resent) {
     /* The worker ended before the lease was set up (a reused one whose
@@ -481,32 +384,19 @@ static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req 
     gl_ops_reply_error(req, GL_OP_LEASE_ALLOC, st, "%s", err);
     return;
   }
-  lease_rt *rt = calloc(1, sizeof *rt);
   call *c = call_new(d, req, GL_OP_LEASE_ALLOC, l->id);
   gl_lease_auth auth = {.lease_id = l->id};
   gl_access_mint(&d->cap_key, l, GPULEASE_RIGHTS_ALL, 0, 0, auth.secret);
   gl_bulk *bulk = gl_bulk_new(&auth, (gl_bulk_budget){&d->pinned_bytes, d->cfg.max_pinned_bytes});
-  if (!rt || !c || !bulk) {
+  lease_rt *rt = c && bulk ? gl_lease_rt_new(d, l, a, mig, &charge, bulk) : NULL;
+  if (!rt) {
     gl_bulk_del(bulk);
-    free(rt);
     free(c);
     gl_quota_lease_end(d->quota, tenant, l->vram_bytes, &charge, gl_mono_ns());
     gl_lease_table_remove(d->leases, l);
     gl_ops_reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_INTERNAL, "daemon out of memory");
     return;
   }
-  rt->d = d;
-  rt->lease_id = l->id;
-  rt->gpu_index = l->gpu_index;
-  rt->shared = l->lease_class == GPULEASE_CLASS_SHARED;
-  rt->printf_fifo_bytes = a->printf_fifo_bytes;
-  rt->malloc_heap_bytes = a->malloc_heap_bytes;
-  rt->mig = mig;
-  rt->charged = true;
-  rt->charge = charge;
-  if (mig >= 0) d->mig_lease[l->gpu_index][mig] = l->id;
-  rt->bulk = bulk;
-  l->owner = rt;
   if (start_worker(d, l, rt, alloc_done, c, err, sizeof err) != 0) {
     /* A shared context still ending after a fault is a moment's wait. */
     gpulease_status st2 = rt->shared && gl_shared_ending(d->shared, l->gpu_index)
@@ -544,7 +434,7 @@ void gl_ops_lease_renew(gl_daemon *d, gl_dreq *req, const gl_request *r) {
   uint64_t now = gl_mono_ns();
   /* The lease table checks the daemon's TTL limit first, the quota then. */
   gpulease_status st = gl_lease_table_renew_check(d->leases, rn->ttl_s, err, sizeof err);
-  lease_rt *rt = l->owner;
+  lease_rt *rt = gl_lease_rt_of(l);
   if (st == GPULEASE_OK && rt && rt->charged) {
     gl_tenant scratch;
     gl_quota_charge charge = rt->charge;
@@ -611,7 +501,7 @@ static void respawn_done(void *ctx, gpulease_status status, const uint8_t *msg, 
  * one is exiting or gone, and the lease gets a fresh context. 0, or -1 with
  * err. */
 static int ensure_worker(gl_daemon *d, gl_lease *l, char *err, size_t errlen) {
-  lease_rt *rt = l->owner;
+  lease_rt *rt = gl_lease_rt_of(l);
   if (rt->shared) { /* never restarted: a lost shared context ends its leases */
     if (rt->w && gl_wproc_usable(rt->w)) return 0;
     snprintf(err, errlen, "the shared CUDA context of lease %" PRIu64 " was lost", l->id);
@@ -647,8 +537,8 @@ static void submit_done(void *ctx, gpulease_status status, const uint8_t *msg, s
     gl_lease *l = gl_lease_table_find(c->d->leases, c->lease_id);
     char err[512];
     c->resent = true;
-    if (l && l->owner && ensure_worker(c->d, l, err, sizeof err) == 0 &&
-        gl_wproc_call(((lease_rt *)l->owner)->w, msg, len, submit_done, c) == 0)
+    if (gl_lease_rt_of(l) && ensure_worker(c->d, l, err, sizeof err) == 0 &&
+        gl_wproc_call(gl_lease_rt_of(l)->w, msg, len, submit_done, c) == 0)
       return;
     status = GPULEASE_INTERNAL;
   }
@@ -688,7 +578,7 @@ static void op_submit(gl_daemon *d, gl_dreq *req, const gl_request *r, const uin
     return;
   }
   call *c = call_new(d, req, GL_OP_GPU_SUBMIT, l->id);
-  if (!c || gl_wproc_call_req(((lease_rt *)l->owner)->w, msg, len, r, submit_done, c) != 0) {
+  if (!c || gl_wproc_call_req(gl_lease_rt_of(l)->w, msg, len, r, submit_done, c) != 0) {
     free(c);
     gl_ops_reply_error(req, GL_OP_GPU_SUBMIT, GPULEASE_INTERNAL, "cannot reach the lease's worker");
   }
@@ -702,26 +592,13 @@ static void op_submit(gl_daemon *d, gl_dreq *req, const gl_request *r, const uin
  * reply goes back unchanged.
  * ==================================================================== */
 
-/* Answers an op on a session that ended with a lost context; true when
- * the session is one (the request is then answered). */
-static bool answer_if_ended(lease_rt *rt, gl_dreq *req, const gl_request *r) {
-  const gl_session_ref *ref = gl_request_session(r);
-  const gl_ended_session *es = ref ? gl_ended_find(&rt->ended, ref->session_id) : NULL;
-  if (!es) return false;
-  gl_buf b;
-  gl_buf_init(&b);
-  gl_ended_answer(&rt->ended, es, r, &b);
-  gl_ops_reply_bytes(req, &b);
-  return true;
-}
-
 /* Keeps the tenant's count of live sessions: a SESSION_OPEN counted ahead
  * becomes a session or is given back; an answered SESSION_CLOSE (alone or
  * in a BATCH) gives one back. resp: the worker's answer, or NULL when the
  * op never ran. */
 static void quota_settle(call *c, gl_lease *l, const uint8_t *resp, size_t len) {
   if (!c->quota_session && !c->closes) return; /* most session ops */
-  lease_rt *rt = l ? l->owner : NULL;
+  lease_rt *rt = gl_lease_rt_of(l);
   gl_header h;
   bool ok = resp && gl_header_decode(resp, len, &h) == GPULEASE_OK && h.status == GPULEASE_OK;
   if (c->quota_session) {
@@ -756,7 +633,7 @@ static void session_done(void *ctx, gpulease_status status, const uint8_t *msg, 
                          const char *why) {
   call *c = ctx;
   gl_lease *l = gl_lease_table_find(c->d->leases, c->lease_id);
-  lease_rt *rt = l ? l->owner : NULL;
+  lease_rt *rt = gl_lease_rt_of(l);
   if (status == GPULEASE_OK) {
     uint64_t id;
     /* A new session's id is no ended one's. */
@@ -780,7 +657,7 @@ static void session_done(void *ctx, gpulease_status status, const uint8_t *msg, 
           free(r);
           return;
         }
-      } else if (answer_if_ended(rt, c->req, r)) {
+      } else if (gl_lease_rt_answer_if_ended(rt, c->req, r)) {
         free(r);
         free(c);
         return;
@@ -812,7 +689,7 @@ static void op_session(gl_daemon *d, gl_dreq *req, const gl_request *r, const ui
                        size_t len) {
   gl_lease *l = gl_ops_auth(d, req, r, gl_request_auth(r));
   if (!l) return;
-  lease_rt *rt = l->owner;
+  lease_rt *rt = gl_lease_rt_of(l);
   char err[512];
   bool quota_session = false;
   if (r->op == GL_OP_SESSION_OPEN) {
@@ -829,7 +706,7 @@ static void op_session(gl_daemon *d, gl_dreq *req, const gl_request *r, const ui
       return;
     }
     quota_session = true;
-  } else if (answer_if_ended(rt, req, r)) {
+  } else if (gl_lease_rt_answer_if_ended(rt, req, r)) {
     return;
   } else if (!rt->w || !gl_wproc_usable(rt->w)) {
     gl_ops_reply_error(req, r->op, GPULEASE_NOT_FOUND,
@@ -918,15 +795,6 @@ typedef struct seg_call {
   uint64_t segment;    /* SHM_DETACH */
 } seg_call;
 
-static void seg_forget(lease_rt *rt, uint64_t id) {
-  for (size_t i = 0; i < rt->nsegs; i++)
-    if (rt->segs[i].id == id) {
-      rt->d->pinned_bytes -= rt->segs[i].size_bytes;
-      rt->segs[i] = rt->segs[--rt->nsegs];
-      return;
-    }
-}
-
 static void seg_done(void *ctx, gpulease_status status, const uint8_t *msg, size_t len,
                      const char *why);
 
@@ -934,7 +802,7 @@ static void seg_done(void *ctx, gpulease_status status, const uint8_t *msg, size
  * local connection closed). The daemon stops counting it at once, whatever
  * the worker answers. */
 static void seg_detach_orphan(gl_daemon *d, gl_lease *l, uint64_t id, uint64_t conn) {
-  lease_rt *rt = l->owner;
+  lease_rt *rt = gl_lease_rt_of(l);
   GL_DEBUG("local connection %" PRIu64 " closed: detaching segment 0x%016" PRIx64
            " of lease %" PRIu64, conn, id, l->id);
   gl_request q = {.op = GL_OP_SHM_DETACH};
@@ -953,14 +821,14 @@ static void seg_detach_orphan(gl_daemon *d, gl_lease *l, uint64_t id, uint64_t c
   }
   free(c);
   gl_buf_free(&b);
-  seg_forget(rt, id);
+  gl_lease_rt_seg_forget(rt, id);
 }
 
 static void seg_done(void *ctx, gpulease_status status, const uint8_t *msg, size_t len,
                      const char *why) {
   seg_call *c = ctx;
   gl_lease *l = gl_lease_table_find(c->d->leases, c->lease_id);
-  lease_rt *rt = l ? l->owner : NULL;
+  lease_rt *rt = gl_lease_rt_of(l);
   gl_response resp;
   bool ok = status == GPULEASE_OK &&
             gl_response_decode(msg, len, len, &resp, NULL, 0) == GPULEASE_OK &&
@@ -976,7 +844,7 @@ static void seg_done(void *ctx, gpulease_status status, const uint8_t *msg, size
       c->d->pinned_bytes -= c->size_bytes; /* reserved when the call was made */
     }
   } else if (ok && rt) {
-    seg_forget(rt, c->segment);
+    gl_lease_rt_seg_forget(rt, c->segment);
   }
   if (c->req) {
     if (status == GPULEASE_OK) gl_dreq_reply(c->req, msg, len);
@@ -998,7 +866,7 @@ static void op_shm(gl_daemon *d, gl_dreq *req, const gl_request *r, const uint8_
     return;
   }
   gl_lease *l = gl_ops_auth(d, req, r, auth);
-  lease_rt *rt = l ? l->owner : NULL;
+  lease_rt *rt = gl_lease_rt_of(l);
   char err[512];
   if (!l) {
     if (fd >= 0) close(fd);
@@ -1069,7 +937,7 @@ typedef struct conn_closed {
 /* A local connection closed: the segments it attached are detached. */
 static void detach_conn(void *user, gl_lease *l) {
   const conn_closed *cc = user;
-  lease_rt *rt = l->owner;
+  lease_rt *rt = gl_lease_rt_of(l);
   if (!rt) return;
   for (size_t i = 0; i < rt->nsegs;) {
     if (rt->segs[i].conn != cc->conn) i++;
@@ -1081,21 +949,6 @@ void gl_daemon_on_local_close(void *user, uint64_t conn_id) {
   gl_daemon *d = user;
   conn_closed cc = {d, conn_id};
   gl_lease_table_foreach(d->leases, detach_conn, &cc);
-}
-
-/* ======================================================================
- * Sessions by GPU (metrics.h)
- * ==================================================================== */
-
-static void add_sessions(void *user, gl_lease *l) {
-  uint32_t *per_gpu = user;
-  const lease_rt *rt = l->owner;
-  if (rt && l->gpu_index < GPULEASE_MAX_GPUS) per_gpu[l->gpu_index] += rt->sessions;
-}
-
-void gl_daemon_sessions_by_gpu(gl_daemon *d, uint32_t per_gpu[GPULEASE_MAX_GPUS]) {
-  memset(per_gpu, 0, GPULEASE_MAX_GPUS * sizeof *per_gpu);
-  gl_lease_table_foreach(d->leases, add_sessions, per_gpu);
 }
 
 /* ======================================================================
@@ -1112,15 +965,6 @@ static void audit_mark(gl_daemon *d, gl_dreq *req, const gl_request *r) {
   uint64_t lease = r->op == GL_OP_LEASE_REVOKE ? r->u.revoke.lease_id : a ? a->lease_id : 0;
   const gl_op_info *i = gl_op_info_of(r->op);
   gl_dreq_audit(req, d->audit, r->op, lease, i && (i->flags & GL_OPF_AUDIT));
-}
-
-/* An internal op (0x7Fxx) from the network, in the words of
- * docs/protocol.md section 7, whichever path refuses it. */
-static void reply_internal(gl_dreq *req, uint16_t op) {
-  gl_ops_reply_error(req, op, GPULEASE_UNSUPPORTED,
-                     "op 0x%04x (%s) is internal to the daemon and its workers, not served over "
-                     "the network",
-                     op, gl_op_name(op));
 }
 
 /* The daemon's handler of each op it answers itself or hands to a worker
@@ -1202,7 +1046,7 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
   if (d->audit) gl_dreq_audit(req, d->audit, framed ? h.op : 0, 0, false);
   if (d->metrics) gl_dreq_meter(req, gl_metrics_answer, d->metrics, framed ? h.op : 0, len);
   if (framed && h.kind == GL_WIRE_KIND_REQUEST && (h.op & 0xFF00) == 0x7F00) {
-    reply_internal(req, h.op);
+    gl_ops_reply_internal(req, h.op);
     free(r);
     return;
   }
@@ -1264,24 +1108,18 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
   if (d->audit) audit_mark(d, req, r);
   const gl_op_info *info = gl_op_info_of(r->op);
   daemon_op fn = k_daemon_ops[info - gl_op_table(NULL)];
-  if (info->served == GL_OP_SERVED_INTERNAL) reply_internal(req, r->op);
+  if (info->served == GL_OP_SERVED_INTERNAL) gl_ops_reply_internal(req, r->op);
   else if (fn) fn(d, req, r, msg, len);
   else if (info->flags & GL_OPF_SESSION) op_session(d, req, r, msg, len);
-  else reply_internal(req, r->op);
+  else gl_ops_reply_internal(req, r->op);
   free(r);
-}
-
-/* A transport's request that could not be wrapped: INTERNAL. */
-static void encode_oom(gl_buf *b) {
-  gl_buf_init(b);
-  gl_response_encode_error(0, GPULEASE_INTERNAL, b, "daemon out of memory");
 }
 
 void gl_daemon_on_request(void *user, gl_qreq *q, const uint8_t *msg, size_t len, int err) {
   gl_dreq *r = gl_dreq_quic(q);
   if (!r) {
     gl_buf b;
-    encode_oom(&b);
+    gl_ops_encode_oom(&b);
     gl_qreq_reply(q, b.data, b.len);
     gl_buf_free(&b);
     return;
@@ -1294,7 +1132,7 @@ void gl_daemon_on_shard_request(void *user, gl_shard *shard, gl_qreq *q, const u
   gl_dreq *r = gl_dreq_shard(shard, q);
   if (!r) {
     gl_buf b;
-    encode_oom(&b);
+    gl_ops_encode_oom(&b);
     gl_shard_reply(shard, q, b.data, b.len);
     gl_buf_free(&b);
     return;
@@ -1306,7 +1144,7 @@ void gl_daemon_on_local_request(void *user, gl_lreq *l, const uint8_t *msg, size
   gl_dreq *r = gl_dreq_local(l);
   if (!r) {
     gl_buf b;
-    encode_oom(&b);
+    gl_ops_encode_oom(&b);
     gl_lreq_reply(l, b.data, b.len);
     gl_buf_free(&b);
     return;

@@ -1,7 +1,8 @@
 /*
  * ops_internal.h - what the daemon's request handlers share: ops.c (leases,
  * submits, sessions, shared memory) and ops_access.c (identities,
- * delegation, revocation, the caller's quota).
+ * delegation, revocation, the caller's quota). Their replies are
+ * reply.h's.
  */
 #ifndef GL_DAEMON_OPS_INTERNAL_H
 #define GL_DAEMON_OPS_INTERNAL_H
@@ -12,18 +13,8 @@
 #include "common/util.h"
 #include "daemon/daemon.h"
 #include "daemon/dreq.h"
+#include "daemon/reply.h"
 #include "proto/wire.h"
-
-/* Sends b (an encoded response; INTERNAL instead when it ran out of
- * memory) and frees it. */
-void gl_ops_reply_bytes(gl_dreq *req, gl_buf *b);
-
-/* Sends an error response of op with status st and a printf message. */
-void gl_ops_reply_error(gl_dreq *req, uint16_t op, gpulease_status st, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-/* Sends lease_info of l; secret (GPULEASE_SECRET_BYTES) or NULL (zeros). */
-void gl_ops_reply_lease(gl_dreq *req, uint16_t op, const gl_lease *l, const uint8_t *secret);
 
 /* Checks r's lease secret (lease_auth a) for the rights r's op needs;
  * on failure replies and returns NULL. */
