@@ -363,10 +363,17 @@ static void test_cycles_leave_nothing(void **state) {
   CHECK(gpulease_inventory_get(c, &inv, E));
   assert_int_equal(inv.gpus[0].active_leases, 0);
   assert_int_equal(inv.gpus[0].leased_vram_bytes, 0);
+  /* NVML: back where it was, within 64 MiB of other users' noise. A context
+   * the driver is still tearing down (the last worker's, reaped a moment
+   * ago) shows as used for a while; a leaked one stays. */
+  for (int t = 0; on_gpu() && t < 150 && inv.gpus[0].free_vram_bytes + (64ull << 20) < free0;
+       t++) {
+    usleep(100 * 1000);
+    CHECK(gpulease_inventory_get(c, &inv, E));
+  }
   printf("free VRAM %llu -> %llu MiB\n", (unsigned long long)(free0 >> 20),
          (unsigned long long)(inv.gpus[0].free_vram_bytes >> 20));
-  if (on_gpu()) /* NVML: back where it was, within 64 MiB of other users' noise */
-    assert_true(inv.gpus[0].free_vram_bytes + (64ull << 20) >= free0);
+  if (on_gpu()) assert_true(inv.gpus[0].free_vram_bytes + (64ull << 20) >= free0);
   gpulease_client_close(c);
   assert_int_equal(gl_test_daemon_stop(&d), 0);
 }
