@@ -80,7 +80,6 @@ struct gl_wsession {
   gl_hmap buffers, modules, functions;
   gl_argbuf args;
   bool args_ready;
-  size_t args_dirty; /* argument slots the last launch wrote */
   char *err; /* GL_WK_ERR_MAX */
   /* The failure (status 0: none). */
   uint16_t f_status, f_op;

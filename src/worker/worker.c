@@ -171,29 +171,6 @@ bool gl_wk_check_lost(gl_wk *w, const char *why) {
 
 static void run_submit_job(void *ctx, gl_job *job);
 
-/* ---- argument areas --------------------------------------------------------- */
-
-int gl_argbuf_init(gl_argbuf *a) {
-  a->area = calloc(1, GL_WK_SLOT_AREA + GL_BACKEND_ARG_READABLE);
-  a->args = malloc(GL_BACKEND_ARG_SLOTS * sizeof *a->args);
-  if (!a->area || !a->args) {
-    gl_argbuf_free(a);
-    return -1;
-  }
-  /* Argument i lives in slot i; pointers past the last slot all point at
-   * the zero padding, readable GL_BACKEND_ARG_READABLE bytes. */
-  for (size_t i = 0; i < GL_BACKEND_ARG_SLOTS; i++)
-    a->args[i] = a->area + (i < GPULEASE_MAX_PARAMS ? i * GL_WK_SLOT_BYTES : GL_WK_SLOT_AREA);
-  return 0;
-}
-
-void gl_argbuf_free(gl_argbuf *a) {
-  free(a->area);
-  free(a->args);
-  a->area = NULL;
-  a->args = NULL;
-}
-
 static const char *g_jit_dir;
 static unsigned g_seq_timeout_ms;
 
@@ -512,32 +489,25 @@ static void do_release(gl_wkproc *p, uint64_t tag, uint64_t lease_id) {
   proc_reply_ok_op(p, tag, op);
 }
 
-/* Fills w->args / w->submit_args.sizes from the request: without a param list the
- * region's base pointer is the only argument. Returns the argument count. */
+/* Builds the launch's arguments in w->submit_args (launch_args.h) from the
+ * request: without a param list the region's base pointer is the only
+ * argument. Returns the argument count. */
 static size_t build_args(gl_wk *w, const gl_submit_req *req) {
-  memset(w->submit_args.area, 0, GL_WK_SLOT_AREA);
-  size_t n = 0;
+  gl_argbuf *a = &w->submit_args;
+  gl_launch_args_begin(a);
   if (!(req->flags & GL_SUBMIT_F_PARAMS)) {
-    uint64_t base = w->region_base;
-    memcpy(w->submit_args.area, &base, sizeof base);
-    w->submit_args.sizes[0] = sizeof base;
-    return 1;
+    gl_launch_args_pointer(a, w->region_base);
+    return a->count;
   }
   size_t pos = 0;
   gl_param p;
-  while (n < GPULEASE_MAX_PARAMS && gl_param_next(req, &pos, &p)) {
-    uint8_t *slot = w->submit_args.area + n * GL_WK_SLOT_BYTES;
-    if (p.kind == GPULEASE_PARAM_POINTER) {
-      uint64_t ptr = w->region_base + p.offset; /* offset < vram: checked */
-      memcpy(slot, &ptr, sizeof ptr);
-      w->submit_args.sizes[n] = sizeof ptr;
-    } else {
-      memcpy(slot, p.value, p.size);
-      w->submit_args.sizes[n] = p.size;
-    }
-    n++;
+  while (a->count < GPULEASE_MAX_PARAMS && gl_param_next(req, &pos, &p)) {
+    if (p.kind == GPULEASE_PARAM_POINTER)
+      gl_launch_args_pointer(a, w->region_base + p.offset); /* offset < vram: checked */
+    else
+      gl_launch_args_value(a, p.value, p.size);
   }
-  return n;
+  return a->count;
 }
 
 /* When the backend knows the kernel's parameter sizes, refuses a list that

@@ -28,6 +28,7 @@
 #include "worker/ipc.h"
 #include "worker/jit_cache.h"
 #include "worker/kout.h"
+#include "worker/launch_args.h"
 #include "worker/lane.h"
 #include "worker/modtab.h"
 #include "worker/module_cache.h"
@@ -37,30 +38,11 @@
  * GL_WIRE_MAX_MESSAGE bytes anyway. */
 #define GL_WK_ERR_MAX 24576
 
-/* Each kernel argument is copied into its own slot of an argument area,
- * as large as the largest scalar (GPULEASE_MAX_SCALAR_BYTES = 128, a
- * CUtensorMap). */
-#define GL_WK_SLOT_BYTES GPULEASE_MAX_SCALAR_BYTES
-#define GL_WK_SLOT_AREA (GPULEASE_MAX_PARAMS * GL_WK_SLOT_BYTES)
-
 /* Bytes of compiled PTX kept in the disk cache. */
 #define GL_WK_JIT_CACHE_BYTES (1ull << 30)
 
 /* Sessions a lease may have open at once. */
 #define GL_WK_MAX_SESSIONS 64
-
-/* Where kernel arguments are built: cuLaunchKernel's args[] and the bytes
- * they point at (see gl_launch in backend.h). One per thread that
- * launches. */
-typedef struct gl_argbuf {
-  uint8_t *area; /* GL_WK_SLOT_AREA + GL_BACKEND_ARG_READABLE bytes */
-  void **args;   /* GL_BACKEND_ARG_SLOTS pointers */
-  size_t sizes[GPULEASE_MAX_PARAMS + 1];
-  size_t kernel_sizes[GPULEASE_MAX_PARAMS + 1];
-} gl_argbuf;
-
-int gl_argbuf_init(gl_argbuf *a);
-void gl_argbuf_free(gl_argbuf *a);
 
 typedef struct gl_wsession gl_wsession;
 typedef struct gl_wk gl_wk;
