@@ -10,6 +10,9 @@
  * running. A kernel fault that shows only later (on a GPU, when the stream
  * next waits) is put down to the first LAUNCH queued since the stream was
  * last known idle.
+ *
+ * It stands on wk_types.h, wk_reply.h and wk_check.h (the lost context),
+ * sharing session_ops.h with session_exec.c and session_tmap.c.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -24,6 +27,8 @@
 #include "worker/segments.h"
 #include "worker/submit_check.h"
 #include "worker/worker.h"
+#include "worker/wk_check.h"
+#include "worker/wk_reply.h"
 
 /* ======================================================================
  * The failure

@@ -1,7 +1,8 @@
 /*
- * worker_internal.h - the worker's state, shared by worker.c (the channel
- * and the lease's own ops), session.c (sessions: table, order, lifecycle)
- * and session_ops.c (what each session op does).
+ * wk_types.h - the worker's state, the floor every worker file stands on:
+ * the process (gl_wkproc), its leases (gl_wk) and their limits. Types and
+ * constants only; the replies are in wk_reply.h, the lost-context check in
+ * wk_check.h.
  *
  * A worker process (gl_wkproc) serves one lease (class isolated or device:
  * the backend's own region) or several (class shared: one CUDA context,
@@ -14,8 +15,8 @@
  * ops run on that session's lane. Replies are written by whichever thread
  * finishes the op, under the process's write_mu, each behind its call tag.
  */
-#ifndef GL_WORKER_WORKER_INTERNAL_H
-#define GL_WORKER_WORKER_INTERNAL_H
+#ifndef GL_WORKER_WK_TYPES_H
+#define GL_WORKER_WK_TYPES_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -121,70 +122,4 @@ struct gl_wk {
   gl_kout_buf kout;
 };
 
-/* ---- replies (any thread) ---- */
-
-/* Writes one encoded message behind tag and frees b. 0, or -1 when the
- * daemon is gone. */
-int gl_wk_send(gl_wk *w, uint64_t tag, gl_buf *b);
-int gl_wk_reply_error(gl_wk *w, uint64_t tag, uint16_t op, gpulease_status st, const char *msg);
-int gl_wk_reply(gl_wk *w, uint64_t tag, const gl_response *resp);
-/* An OK reply with no result fields. */
-int gl_wk_reply_ok(gl_wk *w, uint64_t tag, uint16_t op);
-
-/* The same for a job: its reply goes behind its tag, or, for an op of a
- * BATCH, to the batch's collector (batch.h). */
-int gl_wk_job_error(gl_wk *w, gl_job *job, uint16_t op, gpulease_status st, const char *msg);
-int gl_wk_job_reply(gl_wk *w, gl_job *job, const gl_response *resp);
-int gl_wk_job_ok(gl_wk *w, gl_job *job, uint16_t op);
-
-/* Notes a lost context (first reason wins) after a backend call, and wakes
- * the main thread, which then stops reading requests, lists the sessions
- * for the daemon (WORKER_LOST) and exits. True when the context is lost
- * now. */
-bool gl_wk_check_lost(gl_wk *w, const char *why);
-
-/* ---- kernel output (worker.c, over kout.h) ---- */
-
-/* After a synchronization of the lease's work: moves the kernel output
- * printed since into the lease's pending output (discarded in a shared
- * worker). asserts (may be NULL): receives the lines of failed device-side
- * asserts instead, as gl_kout_drain says. Any thread. */
-void gl_wk_kout_collect(gl_wk *w, char *asserts, size_t cap);
-
-/* Takes the lease's pending output into *k for a reply; *owned is the
- * buffer behind k->text, which the caller frees after the reply. A shared
- * worker's: empty, with GL_KOUT_F_DISCARDED. */
-void gl_wk_kout_take(gl_wk *w, gl_kout *k, char **owned);
-
-/* ---- sessions (session.c) ---- */
-
-/* Main thread: routes a decoded session request (job owns the bytes) to
- * its session in seq order, or answers it at once (unknown session, bad
- * seq, SESSION_OPEN). */
-void gl_session_dispatch(gl_wk *w, gl_job *job);
-
-/* Main thread: frees the sessions whose lanes have finished (closed). */
-void gl_session_reap(gl_wk *w);
-
-/* Main thread: the earliest time (gl_mono_ns) at which a session gives up
- * waiting for a missing seq; 0 when no session waits. */
-uint64_t gl_session_next_deadline(gl_wk *w);
-
-/* Main thread: gives up the missing seqs whose wait has run out at `now`:
- * each becomes its session's failure (MISSING_SEQ) and the ops held
- * behind it are handed over (to fail fast). */
-void gl_session_expire_gaps(gl_wk *w, uint64_t now);
-
-/* Main thread, once the context is lost: stops every lane (waiting at
- * most timeout_ms for each) and encodes the WORKER_LOST notice that lists
- * every open session and its failure, for the daemon to answer their later
- * ops (docs/protocol.md section 7). *busy_lanes counts the lanes whose op
- * was still running (left to the process exit). 0, or -1 when out of
- * memory. */
-int gl_session_lost_notice(gl_wk *w, unsigned timeout_ms, gl_buf *out, size_t *busy_lanes);
-
-/* Main thread, at exit: stops every lane and frees every session (its
- * buffers and modules too, unless the context is lost). */
-void gl_session_close_all(gl_wk *w);
-
-#endif /* GL_WORKER_WORKER_INTERNAL_H */
+#endif /* GL_WORKER_WK_TYPES_H */
