@@ -1,4 +1,7 @@
-/* batch.c - see batch.h. */
+/*
+ * batch.c - see batch.h. It stands on wk_types.h and wk_reply.h, whose
+ * job replies put a BATCH op's reply into its collector here.
+ */
 #include "worker/batch.h"
 
 #include <pthread.h>
@@ -7,6 +10,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "worker/wk_reply.h"
 
 typedef struct gl_wbatch {
   gl_wk *w;

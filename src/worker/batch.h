@@ -13,7 +13,7 @@
 #define GL_WORKER_BATCH_H
 
 #include "worker/lane.h"
-#include "worker/worker_internal.h"
+#include "worker/wk_types.h"
 
 /* Takes batch_job (a decoded BATCH: its tag and message) and returns its
  * ops as jobs, in order, chained by next (count of them), with ownership;

@@ -1,4 +1,7 @@
-/* segments.c - see segments.h. A small table under w->seg_mu. */
+/*
+ * segments.c - see segments.h. A small table under w->seg_mu; it stands
+ * on wk_types.h (the lease's state) and takes its handles from session.h.
+ */
 #include "worker/segments.h"
 
 #include <errno.h>

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "worker/worker_internal.h"
+#include "worker/wk_types.h"
 
 /* Segments a lease may have attached at once. */
 #define GL_WK_MAX_SEGMENTS 16

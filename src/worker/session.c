@@ -7,6 +7,9 @@
  * session's lane once all ops with a lower seq have been handed over, so a
  * client may pipeline ops on many QUIC streams and still have them run in
  * the order it issued them. What each op does is in session_ops.c.
+ *
+ * It stands on wk_types.h (the lease's state) and wk_reply.h (replies);
+ * worker.c calls it through session.h.
  */
 #include "worker/session.h"
 
@@ -20,6 +23,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "worker/batch.h"
+#include "worker/wk_reply.h"
 
 /* ---- handles ---------------------------------------------------------------- */
 

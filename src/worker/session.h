@@ -13,7 +13,7 @@
 #define GL_WORKER_SESSION_H
 
 #include "worker/hmap.h"
-#include "worker/worker_internal.h"
+#include "worker/wk_types.h"
 
 /* Handle kinds (top byte), so a handle of the wrong kind is never found. */
 #define GL_HANDLE_BUFFER 0xB1u
@@ -80,7 +80,6 @@ struct gl_wsession {
   gl_hmap buffers, modules, functions;
   gl_argbuf args;
   bool args_ready;
-  size_t args_dirty; /* argument slots the last launch wrote */
   char *err; /* GL_WK_ERR_MAX */
   /* The failure (status 0: none). */
   uint16_t f_status, f_op;
@@ -134,5 +133,36 @@ uint64_t gl_session_new_handle(unsigned kind);
  * the session had none. */
 void gl_session_failure_for_lost(gl_wsession *s, uint16_t *status, uint16_t *op,
                                  uint64_t *seq, const char **msg);
+
+/* ---- the lease's sessions (main thread, for worker.c) ---- */
+
+/* Main thread: routes a decoded session request (job owns the bytes) to
+ * its session in seq order, or answers it at once (unknown session, bad
+ * seq, SESSION_OPEN). */
+void gl_session_dispatch(gl_wk *w, gl_job *job);
+
+/* Main thread: frees the sessions whose lanes have finished (closed). */
+void gl_session_reap(gl_wk *w);
+
+/* Main thread: the earliest time (gl_mono_ns) at which a session gives up
+ * waiting for a missing seq; 0 when no session waits. */
+uint64_t gl_session_next_deadline(gl_wk *w);
+
+/* Main thread: gives up the missing seqs whose wait has run out at `now`:
+ * each becomes its session's failure (MISSING_SEQ) and the ops held
+ * behind it are handed over (to fail fast). */
+void gl_session_expire_gaps(gl_wk *w, uint64_t now);
+
+/* Main thread, once the context is lost: stops every lane (waiting at
+ * most timeout_ms for each) and encodes the WORKER_LOST notice that lists
+ * every open session and its failure, for the daemon to answer their later
+ * ops (docs/protocol.md section 7). *busy_lanes counts the lanes whose op
+ * was still running (left to the process exit). 0, or -1 when out of
+ * memory. */
+int gl_session_lost_notice(gl_wk *w, unsigned timeout_ms, gl_buf *out, size_t *busy_lanes);
+
+/* Main thread, at exit: stops every lane and frees every session (its
+ * buffers and modules too, unless the context is lost). */
+void gl_session_close_all(gl_wk *w);
 
 #endif /* GL_WORKER_SESSION_H */

@@ -4,6 +4,9 @@
  * (EVENT_RECORD, EVENT_ELAPSED) and the graphs (GRAPH_BEGIN .. GRAPH_DESTROY:
  * ops recorded between GRAPH_BEGIN and GRAPH_END, built by the backend's
  * graph_build or replayed op by op). docs/protocol.md, "LAUNCH_EX" to "Graphs".
+ *
+ * It stands on wk_types.h and wk_reply.h, sharing session_ops.h with
+ * session_ops.c.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -14,7 +17,7 @@
 #include "common/lat.h"
 #include "worker/session.h"
 #include "worker/session_ops.h"
-#include "worker/worker.h"
+#include "worker/wk_reply.h"
 
 /* ======================================================================
  * BURST

@@ -10,6 +10,9 @@
  * running. A kernel fault that shows only later (on a GPU, when the stream
  * next waits) is put down to the first LAUNCH queued since the stream was
  * last known idle.
+ *
+ * It stands on wk_types.h, wk_reply.h and wk_check.h (the lost context),
+ * sharing session_ops.h with session_exec.c and session_tmap.c.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -24,6 +27,8 @@
 #include "worker/segments.h"
 #include "worker/submit_check.h"
 #include "worker/worker.h"
+#include "worker/wk_check.h"
+#include "worker/wk_reply.h"
 
 /* ======================================================================
  * The failure
@@ -484,27 +489,20 @@ gpulease_status gl_sop_prepare_launch(gl_wsession *s, const gl_launch_req *r, gl
     s->args_ready = true;
   }
   gl_argbuf *a = &s->args;
-  /* Zero what the last launch wrote: every slot past this launch's
-   * arguments must read as zero. */
-  memset(a->area, 0, s->args_dirty * GL_WK_SLOT_BYTES);
-  s->args_dirty = 0;
-  size_t pos = 0, k = 0;
+  gl_launch_args_begin(a);
+  size_t pos = 0;
   gl_launch_param p;
-  while (k < GPULEASE_MAX_PARAMS && gl_launch_param_next(r, &pos, &p)) {
-    uint8_t *slot = a->area + k * GL_WK_SLOT_BYTES;
+  while (a->count < GPULEASE_MAX_PARAMS && gl_launch_param_next(r, &pos, &p)) {
     if (p.kind == GL_LAUNCH_PARAM_BUFFER) {
       uint64_t ptr;
-      st = gl_sop_param_pointer(s, k, &p, &ptr);
+      st = gl_sop_param_pointer(s, a->count, &p, &ptr);
       if (st != GPULEASE_OK) return st;
-      memcpy(slot, &ptr, sizeof ptr);
-      a->sizes[k] = sizeof ptr;
+      gl_launch_args_pointer(a, ptr);
     } else {
-      memcpy(slot, p.value, p.size);
-      a->sizes[k] = p.size;
+      gl_launch_args_value(a, p.value, p.size);
     }
-    k++;
-    s->args_dirty = k;
   }
+  size_t k = a->count;
   st = gl_sop_check_param_sizes(s, f, a->sizes, k);
   if (st != GPULEASE_OK) return st;
   *fo = f;

@@ -5,13 +5,14 @@
  * and has the backend encode the map at the buffer's device address. So a
  * tensor map a client obtains never reaches outside its own session's
  * memory. Touches neither memory nor the stream: answered at once.
+ *
+ * It stands on wk_types.h, through session_ops.h.
  */
 #include <inttypes.h>
 #include <stdio.h>
 
 #include "worker/session.h"
 #include "worker/session_ops.h"
-#include "worker/worker.h"
 
 /* Bytes of one element of each CUtensorMapDataType (0..12). */
 static const uint8_t k_elem_bytes[GL_TMAP_MAX_DATA_TYPE + 1] = {1, 2, 4, 4, 8, 8, 2,

@@ -12,6 +12,10 @@
  * serves one lease; a shared worker adds one per WORKER_INIT with the
  * shared flag and drops one per WORKER_RELEASE. Every request gets exactly
  * one reply, with its tag.
+ *
+ * Its floor: the state in wk_types.h, the replies in wk_reply.h, the
+ * lost-context check in wk_check.h; what it calls of the sessions is
+ * declared in session.h, of BATCH in batch.h, of segments in segments.h.
  */
 #include "worker/worker.h"
 
@@ -35,164 +39,10 @@
 #include "worker/segments.h"
 #include "worker/session.h"
 #include "worker/submit_check.h"
-#include "worker/worker_internal.h"
-
-/* ---- replies (any thread) ------------------------------------------------ */
-
-static int proc_send(gl_wkproc *p, uint64_t tag, gl_buf *b) {
-  if (b->oom) {
-    gl_buf_free(b);
-    return -1;
-  }
-  pthread_mutex_lock(&p->write_mu);
-  int rc = gl_ipc_write_call(p->fd, tag, b->data, b->len);
-  GL_LAT(GL_LAT_W_REPLY);
-  pthread_mutex_unlock(&p->write_mu);
-  gl_buf_free(b);
-  if (rc != 0) GL_WARN("worker: cannot write a reply: the daemon is gone");
-  return rc;
-}
-
-int gl_wk_send(gl_wk *w, uint64_t tag, gl_buf *b) { return proc_send(w->p, tag, b); }
-
-/* An error reply of op in b (initialised here). 0, or -1 out of memory. */
-static int encode_error(gl_buf *b, uint16_t op, gpulease_status st, const char *msg) {
-  gl_buf_init(b);
-  if (gl_response_encode_error(op, st, b, "%s", msg) != GPULEASE_OK) {
-    gl_buf_free(b);
-    return -1;
-  }
-  GL_DEBUG("worker: %s -> %s: %s", gl_op_name(op), gpulease_status_name((int)st), msg);
-  return 0;
-}
-
-static int proc_reply_error(gl_wkproc *p, uint64_t tag, uint16_t op, gpulease_status st,
-                            const char *msg) {
-  gl_buf b;
-  return encode_error(&b, op, st, msg) != 0 ? -1 : proc_send(p, tag, &b);
-}
-
-static int proc_reply(gl_wkproc *p, uint64_t tag, const gl_response *resp) {
-  gl_buf b;
-  gl_buf_init(&b);
-  if (gl_response_encode(resp, &b) != GPULEASE_OK) {
-    gl_buf_free(&b);
-    return proc_reply_error(p, tag, resp->op, GPULEASE_INTERNAL,
-                            "worker out of memory encoding a reply");
-  }
-  return proc_send(p, tag, &b);
-}
-
-int gl_wk_reply_error(gl_wk *w, uint64_t tag, uint16_t op, gpulease_status st, const char *msg) {
-  return proc_reply_error(w->p, tag, op, st, msg);
-}
-
-int gl_wk_reply(gl_wk *w, uint64_t tag, const gl_response *resp) {
-  return proc_reply(w->p, tag, resp);
-}
-
-static int proc_reply_ok_op(gl_wkproc *p, uint64_t tag, uint16_t op) {
-  gl_response r = {.op = op, .status = GPULEASE_OK, .msg = ""};
-  return proc_reply(p, tag, &r);
-}
-
-int gl_wk_reply_ok(gl_wk *w, uint64_t tag, uint16_t op) {
-  gl_response r = {.op = op, .status = GPULEASE_OK, .msg = ""};
-  return gl_wk_reply(w, tag, &r);
-}
-
-/* A job's reply goes to its daemon call, or to its batch's collector. */
-static int job_send(gl_wk *w, gl_job *job, gl_buf *b) {
-  if (!job->batch) return gl_wk_send(w, job->tag, b);
-  if (b->oom) {
-    gl_buf_free(b);
-    gl_response_encode_error(job->req.op, GPULEASE_INTERNAL, b, "worker out of memory");
-  }
-  gl_wbatch_put(job, b);
-  return 0;
-}
-
-int gl_wk_job_error(gl_wk *w, gl_job *job, uint16_t op, gpulease_status st, const char *msg) {
-  gl_buf b;
-  return encode_error(&b, op, st, msg) != 0 ? -1 : job_send(w, job, &b);
-}
-
-int gl_wk_job_reply(gl_wk *w, gl_job *job, const gl_response *resp) {
-  gl_buf b;
-  gl_buf_init(&b);
-  if (gl_response_encode(resp, &b) != GPULEASE_OK) {
-    gl_buf_free(&b);
-    return gl_wk_job_error(w, job, resp->op, GPULEASE_INTERNAL,
-                           "worker out of memory encoding a reply");
-  }
-  return job_send(w, job, &b);
-}
-
-int gl_wk_job_ok(gl_wk *w, gl_job *job, uint16_t op) {
-  if (job->batch) {
-    gl_wbatch_put_ok(job, op);
-    return 0;
-  }
-  gl_response r = {.op = op, .status = GPULEASE_OK, .msg = ""};
-  return gl_wk_job_reply(w, job, &r);
-}
-
-bool gl_wk_check_lost(gl_wk *w, const char *why) {
-  gl_wkproc *p = w->p;
-  if (!w->be->ops->context_lost(w->be)) return atomic_load(&p->lost);
-  pthread_mutex_lock(&p->lost_mu);
-  if (!atomic_load(&p->lost)) {
-    if (p->shared)
-      snprintf(p->lost_msg, sizeof p->lost_msg,
-               "%s (in lease %llu; shared leases share one CUDA context and its fate)",
-               why && why[0] ? why : "device fault", (unsigned long long)w->lease_id);
-    else
-      snprintf(p->lost_msg, sizeof p->lost_msg, "%s", why && why[0] ? why : "device fault");
-    atomic_store(&p->lost, true);
-    GL_ERROR("worker: the CUDA context is lost after a device fault: %s", p->lost_msg);
-    /* A shared context ends every lease of it: the daemon hears so before
-     * any reply of this failure goes out, so that no other lease's request
-     * it reads after that reply is served (docs/protocol.md, LEASE_ALLOC
-     * class shared). Its sessions need no list: they all end. */
-    if (p->shared) {
-      gl_response r = {.op = GL_OP_WORKER_LOST, .status = GPULEASE_OK, .msg = p->lost_msg};
-      r.msg_len = (uint16_t)strlen(p->lost_msg);
-      gl_buf b;
-      gl_buf_init(&b);
-      if (gl_response_encode(&r, &b) != GPULEASE_OK) b.oom = true;
-      p->notice_sent = proc_send(p, GL_IPC_NOTICE_TAG, &b) == 0;
-    }
-    /* The main thread stops reading requests and winds down. */
-    if (eventfd_write(p->wake_fd, 1) != 0) GL_WARN("worker: cannot wake the main thread");
-  }
-  pthread_mutex_unlock(&p->lost_mu);
-  return true;
-}
+#include "worker/wk_check.h"
+#include "worker/wk_reply.h"
 
 static void run_submit_job(void *ctx, gl_job *job);
-
-/* ---- argument areas --------------------------------------------------------- */
-
-int gl_argbuf_init(gl_argbuf *a) {
-  a->area = calloc(1, GL_WK_SLOT_AREA + GL_BACKEND_ARG_READABLE);
-  a->args = malloc(GL_BACKEND_ARG_SLOTS * sizeof *a->args);
-  if (!a->area || !a->args) {
-    gl_argbuf_free(a);
-    return -1;
-  }
-  /* Argument i lives in slot i; pointers past the last slot all point at
-   * the zero padding, readable GL_BACKEND_ARG_READABLE bytes. */
-  for (size_t i = 0; i < GL_BACKEND_ARG_SLOTS; i++)
-    a->args[i] = a->area + (i < GPULEASE_MAX_PARAMS ? i * GL_WK_SLOT_BYTES : GL_WK_SLOT_AREA);
-  return 0;
-}
-
-void gl_argbuf_free(gl_argbuf *a) {
-  free(a->area);
-  free(a->args);
-  a->area = NULL;
-  a->args = NULL;
-}
 
 static const char *g_jit_dir;
 static unsigned g_seq_timeout_ms;
@@ -206,17 +56,17 @@ static void do_probe(gl_wkproc *p, uint64_t tag) {
   gl_response *resp = calloc(1, sizeof *resp);
   char err[1024] = "";
   if (!resp) {
-    proc_reply_error(p, tag, GL_OP_WORKER_PROBE, GPULEASE_INTERNAL, "out of memory");
+    gl_wkproc_reply_error(p, tag, GL_OP_WORKER_PROBE, GPULEASE_INTERNAL, "out of memory");
     return;
   }
   gpulease_status st = p->be->ops->probe(p->be, &resp->u.probe, err, sizeof err);
   if (st != GPULEASE_OK) {
-    proc_reply_error(p, tag, GL_OP_WORKER_PROBE, st, err);
+    gl_wkproc_reply_error(p, tag, GL_OP_WORKER_PROBE, st, err);
   } else {
     resp->op = GL_OP_WORKER_PROBE;
     resp->status = GPULEASE_OK;
     resp->msg = "";
-    proc_reply(p, tag, resp);
+    gl_wkproc_reply(p, tag, resp);
   }
   free(resp);
 }
@@ -261,19 +111,19 @@ static void do_warm(gl_wkproc *p, uint64_t tag, uint32_t ordinal) {
   const uint16_t op = GL_OP_WORKER_WARM;
   char err[2048] = "";
   if (p->opened || p->warmed) {
-    proc_reply_error(p, tag, op, GPULEASE_INTERNAL, "worker already warmed or initialised");
+    gl_wkproc_reply_error(p, tag, op, GPULEASE_INTERNAL, "worker already warmed or initialised");
     return;
   }
   if (p->be->ops->warm) {
     gpulease_status st = p->be->ops->warm(p->be, ordinal, err, sizeof err);
     if (st != GPULEASE_OK) {
-      proc_reply_error(p, tag, op, st, err);
+      gl_wkproc_reply_error(p, tag, op, st, err);
       return;
     }
   }
   p->warmed = true;
   GL_DEBUG("worker: device %u open, waiting for a lease", ordinal);
-  proc_reply_ok_op(p, tag, op);
+  gl_wkproc_reply_ok(p, tag, op);
 }
 
 /* The lease served by the worker with id lease_id, or NULL. */
@@ -414,23 +264,23 @@ static void do_init(gl_wkproc *p, uint64_t tag, const gl_worker_init_req *req) {
   char err[2048] = "";
   bool shared = (req->flags & GL_WORKER_INIT_SHARED) != 0;
   if (p->opened && (!p->shared || !shared)) {
-    proc_reply_error(p, tag, op, GPULEASE_INTERNAL,
+    gl_wkproc_reply_error(p, tag, op, GPULEASE_INTERNAL,
                      p->shared ? "a shared worker takes only shared leases"
                                : "worker already initialised (one WORKER_INIT per worker)");
     return;
   }
   if (req->vram_bytes == 0) {
-    proc_reply_error(p, tag, op, GPULEASE_INVALID_ARGUMENT, "vram_bytes must be at least 1");
+    gl_wkproc_reply_error(p, tag, op, GPULEASE_INVALID_ARGUMENT, "vram_bytes must be at least 1");
     return;
   }
   if (find_lease(p, req->lease_id) || p->nleases >= GL_WK_MAX_LEASES) {
-    proc_reply_error(p, tag, op, GPULEASE_INTERNAL, "lease already served, or too many leases");
+    gl_wkproc_reply_error(p, tag, op, GPULEASE_INTERNAL, "lease already served, or too many leases");
     return;
   }
   gl_wk *w = lease_new(p, req->lease_id);
   if (!w || lease_add(p, w) != 0) {
     if (w) lease_end(w);
-    proc_reply_error(p, tag, op, GPULEASE_INTERNAL, "worker out of memory");
+    gl_wkproc_reply_error(p, tag, op, GPULEASE_INTERNAL, "worker out of memory");
     return;
   }
   uint64_t base = 0;
@@ -458,7 +308,7 @@ static void do_init(gl_wkproc *p, uint64_t tag, const gl_worker_init_req *req) {
   if (st != GPULEASE_OK) {
     lease_remove(p, w);
     lease_end(w);
-    proc_reply_error(p, tag, op, st, err);
+    gl_wkproc_reply_error(p, tag, op, st, err);
     return;
   }
   GL_INFO("worker: device %u (%s): %llu bytes of VRAM reserved at 0x%llx for lease %llu%s",
@@ -474,7 +324,7 @@ static void do_init(gl_wkproc *p, uint64_t tag, const gl_worker_init_req *req) {
   resp.u.worker_init.region_base = base;
   snprintf(resp.u.worker_init.device_name, sizeof resp.u.worker_init.device_name, "%s",
            p->device_name);
-  proc_reply(p, tag, &resp);
+  gl_wkproc_reply(p, tag, &resp);
 }
 
 /* WORKER_RELEASE: one lease of a shared worker ends and the others go on;
@@ -487,7 +337,7 @@ static void do_release(gl_wkproc *p, uint64_t tag, uint64_t lease_id) {
     char msg[96];
     snprintf(msg, sizeof msg, "lease %llu is not served by this worker",
              (unsigned long long)lease_id);
-    proc_reply_error(p, tag, op, GPULEASE_NOT_FOUND, msg);
+    gl_wkproc_reply_error(p, tag, op, GPULEASE_NOT_FOUND, msg);
     return;
   }
   lease_remove(p, w);
@@ -497,47 +347,40 @@ static void do_release(gl_wkproc *p, uint64_t tag, uint64_t lease_id) {
     gpulease_status st = p->be->ops->reset ? p->be->ops->reset(p->be, err, sizeof err)
                                            : GPULEASE_UNSUPPORTED;
     if (st != GPULEASE_OK) {
-      proc_reply_error(p, tag, op, st, err[0] ? err : "this device cannot be reused");
+      gl_wkproc_reply_error(p, tag, op, st, err[0] ? err : "this device cannot be reused");
       return;
     }
     p->opened = false;
     p->warmed = true;
     GL_INFO("worker: lease %llu released; the device stays open for the next lease",
             (unsigned long long)lease_id);
-    proc_reply_ok_op(p, tag, op);
+    gl_wkproc_reply_ok(p, tag, op);
     return;
   }
   GL_INFO("worker: lease %llu released; %zu lease%s left", (unsigned long long)lease_id,
           p->nleases, p->nleases == 1 ? "" : "s");
-  proc_reply_ok_op(p, tag, op);
+  gl_wkproc_reply_ok(p, tag, op);
 }
 
-/* Fills w->args / w->submit_args.sizes from the request: without a param list the
- * region's base pointer is the only argument. Returns the argument count. */
+/* Builds the launch's arguments in w->submit_args (launch_args.h) from the
+ * request: without a param list the region's base pointer is the only
+ * argument. Returns the argument count. */
 static size_t build_args(gl_wk *w, const gl_submit_req *req) {
-  memset(w->submit_args.area, 0, GL_WK_SLOT_AREA);
-  size_t n = 0;
+  gl_argbuf *a = &w->submit_args;
+  gl_launch_args_begin(a);
   if (!(req->flags & GL_SUBMIT_F_PARAMS)) {
-    uint64_t base = w->region_base;
-    memcpy(w->submit_args.area, &base, sizeof base);
-    w->submit_args.sizes[0] = sizeof base;
-    return 1;
+    gl_launch_args_pointer(a, w->region_base);
+    return a->count;
   }
   size_t pos = 0;
   gl_param p;
-  while (n < GPULEASE_MAX_PARAMS && gl_param_next(req, &pos, &p)) {
-    uint8_t *slot = w->submit_args.area + n * GL_WK_SLOT_BYTES;
-    if (p.kind == GPULEASE_PARAM_POINTER) {
-      uint64_t ptr = w->region_base + p.offset; /* offset < vram: checked */
-      memcpy(slot, &ptr, sizeof ptr);
-      w->submit_args.sizes[n] = sizeof ptr;
-    } else {
-      memcpy(slot, p.value, p.size);
-      w->submit_args.sizes[n] = p.size;
-    }
-    n++;
+  while (a->count < GPULEASE_MAX_PARAMS && gl_param_next(req, &pos, &p)) {
+    if (p.kind == GPULEASE_PARAM_POINTER)
+      gl_launch_args_pointer(a, w->region_base + p.offset); /* offset < vram: checked */
+    else
+      gl_launch_args_value(a, p.value, p.size);
   }
-  return n;
+  return a->count;
 }
 
 /* When the backend knows the kernel's parameter sizes, refuses a list that
@@ -639,22 +482,6 @@ static gpulease_status run_submit(gl_wk *w, const gl_submit_req *req, uint8_t **
   }
   *output = out;
   return GPULEASE_OK;
-}
-
-void gl_wk_kout_collect(gl_wk *w, char *asserts, size_t cap) {
-  gl_kout_drain(w->p->shared ? NULL : &w->kout, asserts, cap);
-}
-
-void gl_wk_kout_take(gl_wk *w, gl_kout *k, char **owned) {
-  memset(k, 0, sizeof *k);
-  *owned = NULL;
-  if (w->p->shared) {
-    k->flags = GL_KOUT_F_DISCARDED;
-    return;
-  }
-  gl_kout_buf_take(&w->kout, owned, &k->len, &k->dropped);
-  k->text = (const uint8_t *)*owned;
-  if (k->dropped) k->flags |= GL_KOUT_F_TRUNCATED;
 }
 
 /* The submit lane's run function: one GPU_SUBMIT. */
@@ -763,7 +590,7 @@ static int serve(gl_wkproc *p, uint64_t tag, uint8_t *msg, size_t len, gl_reques
   gl_job *job = calloc(1, sizeof *job);
   if (!job) {
     free(msg);
-    return proc_reply_error(p, tag, 0, GPULEASE_INTERNAL, "worker out of memory");
+    return gl_wkproc_reply_error(p, tag, 0, GPULEASE_INTERNAL, "worker out of memory");
   }
   job->tag = tag;
   job->msg = msg;
@@ -787,7 +614,7 @@ static int serve(gl_wkproc *p, uint64_t tag, uint8_t *msg, size_t len, gl_reques
   }
   if (st != GPULEASE_OK) {
     gl_job_free(job);
-    return proc_reply_error(p, tag, op, st, err[0] ? err : "malformed request");
+    return gl_wkproc_reply_error(p, tag, op, st, err[0] ? err : "malformed request");
   }
   switch (job->req.op) {
   case GL_OP_WORKER_PROBE:
@@ -799,7 +626,7 @@ static int serve(gl_wkproc *p, uint64_t tag, uint8_t *msg, size_t len, gl_reques
     char berr[512] = "";
     gpulease_status bst = bind_uuid(p, &job->req.u.worker_init, berr, sizeof berr);
     if (bst != GPULEASE_OK) {
-      int rc = proc_reply_error(p, tag, job->req.op, bst, berr);
+      int rc = gl_wkproc_reply_error(p, tag, job->req.op, bst, berr);
       gl_job_free(job);
       return rc;
     }
@@ -820,12 +647,12 @@ static int serve(gl_wkproc *p, uint64_t tag, uint8_t *msg, size_t len, gl_reques
   if (!routed) {
     snprintf(err, sizeof err, "op %s (0x%04x) is not served by a worker", gl_op_name(op), op);
     gl_job_free(job);
-    return proc_reply_error(p, tag, op, GPULEASE_UNSUPPORTED, err);
+    return gl_wkproc_reply_error(p, tag, op, GPULEASE_UNSUPPORTED, err);
   }
   gl_wk *w = route(p, &job->req, err, sizeof err);
   if (!w) {
     gl_job_free(job);
-    return proc_reply_error(p, tag, op, p->shared ? GPULEASE_LEASE_EXPIRED : GPULEASE_INTERNAL,
+    return gl_wkproc_reply_error(p, tag, op, p->shared ? GPULEASE_LEASE_EXPIRED : GPULEASE_INTERNAL,
                             err);
   }
   switch (job->req.op) {
@@ -955,7 +782,7 @@ static bool send_lost_notice(gl_wkproc *p) {
   bool sent = p->notice_sent; /* a shared worker's went out at the loss */
   pthread_mutex_unlock(&p->lost_mu);
   if (sent) gl_buf_free(&notice);
-  else proc_send(p, GL_IPC_NOTICE_TAG, &notice);
+  else gl_wkproc_send(p, GL_IPC_NOTICE_TAG, &notice);
   return busy == 0;
 }
 
@@ -1010,7 +837,7 @@ int gl_worker_run(int fd, gl_backend *backend) {
     if (r == GL_IPC_BAD_HEADER) {
       /* body_len cannot be trusted, so the stream cannot be followed any
        * further: answer, then stop. */
-      proc_reply_error(p, tag, h.op, hst,
+      gl_wkproc_reply_error(p, tag, h.op, hst,
                        hst == GPULEASE_UNSUPPORTED
                            ? "unsupported protocol version in request header"
                            : "malformed request header (bad magic or kind)");
@@ -1020,7 +847,7 @@ int gl_worker_run(int fd, gl_backend *backend) {
     if (r == GL_IPC_TOO_LARGE) {
       snprintf(why, sizeof why, "request body of %u bytes exceeds the worker's limit of %u",
                h.body_len, GL_IPC_MAX_BODY);
-      if (proc_reply_error(p, tag, h.op, GPULEASE_TOO_LARGE, why) != 0) {
+      if (gl_wkproc_reply_error(p, tag, h.op, GPULEASE_TOO_LARGE, why) != 0) {
         rc = GL_WORKER_EXIT_IO;
         break;
       }
