@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "daemon/daemon.h"
+#include "daemon/reply.h"
 #include "proto/wire.h"
 
 size_t gl_daemon_on_header(void *user, const uint8_t *hdr, uint8_t *reply, size_t cap) {
@@ -23,12 +24,9 @@ size_t gl_daemon_on_header(void *user, const uint8_t *hdr, uint8_t *reply, size_
   gl_buf b;
   gl_buf_init(&b);
   gpulease_status st;
-  if ((h.op & 0xFF00) == 0x7F00) {
+  if (gl_op_code_internal(h.op)) {
     st = GPULEASE_UNSUPPORTED;
-    gl_response_encode_error(h.op, st, &b,
-                             "op 0x%04x (%s) is internal to the daemon and its workers, not "
-                             "served over the network",
-                             h.op, gl_op_name(h.op));
+    gl_response_encode_error(h.op, st, &b, GL_OPS_INTERNAL_MSG, h.op, gl_op_name(h.op));
   } else if (whole > d->cfg.max_message_bytes) {
     st = GPULEASE_TOO_LARGE;
     gl_response_encode_error(h.op, st, &b,

@@ -1045,7 +1045,7 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
   bool framed = gl_header_decode(msg, len, &h) == GPULEASE_OK;
   if (d->audit) gl_dreq_audit(req, d->audit, framed ? h.op : 0, 0, false);
   if (d->metrics) gl_dreq_meter(req, gl_metrics_answer, d->metrics, framed ? h.op : 0, len);
-  if (framed && h.kind == GL_WIRE_KIND_REQUEST && (h.op & 0xFF00) == 0x7F00) {
+  if (framed && h.kind == GL_WIRE_KIND_REQUEST && gl_op_code_internal(h.op)) {
     gl_ops_reply_internal(req, h.op);
     free(r);
     return;

@@ -52,8 +52,5 @@ void gl_ops_reply_lease(gl_dreq *req, uint16_t op, const gl_lease *l, const uint
 }
 
 void gl_ops_reply_internal(gl_dreq *req, uint16_t op) {
-  gl_ops_reply_error(req, op, GPULEASE_UNSUPPORTED,
-                     "op 0x%04x (%s) is internal to the daemon and its workers, not served over "
-                     "the network",
-                     op, gl_op_name(op));
+  gl_ops_reply_error(req, op, GPULEASE_UNSUPPORTED, GL_OPS_INTERNAL_MSG, op, gl_op_name(op));
 }

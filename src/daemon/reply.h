@@ -30,6 +30,11 @@ void gl_ops_reply_lease(gl_dreq *req, uint16_t op, const gl_lease *l, const uint
  * docs/protocol.md section 7, whichever path refuses it. */
 void gl_ops_reply_internal(gl_dreq *req, uint16_t op);
 
+/* The text of that refusal, for a printf of (op, gl_op_name(op)): the one
+ * docs/protocol.md quotes, also sent by the header verdict (early.c). */
+#define GL_OPS_INTERNAL_MSG                                                                       \
+  "op 0x%04x (%s) is internal to the daemon and its workers, not served over the network"
+
 /* Initializes b with the INTERNAL "daemon out of memory" answer (for a
  * transport's request that could not be wrapped, or a response that ran
  * out of memory). */

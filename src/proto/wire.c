@@ -149,7 +149,7 @@ static const gl_wire__codec *codec_of(uint16_t op);
 static void rd_end(gl_wire__rd *r, bool request) {
   if (!gl_wire__rd_ok(r) || r->pos == r->len) return;
   size_t extra = r->len - r->pos;
-  if (!request || (r->op & 0xFF00) == 0x7F00) {
+  if (!request || gl_op_code_internal(r->op)) {
     gl_wire__rd_fail(r, GPULEASE_MALFORMED,
                      "%zu trailing bytes after the last field (body_len %zu)", extra, r->len);
     return;

@@ -338,6 +338,10 @@ typedef struct gl_op_info {
   const char *since; /* the release that added it, "0.1" */
 } gl_op_info;
 
+/* True for the internal op codes, 0x7F00..0x7FFF (rows or not): never
+ * served over the network (docs/protocol.md section 4). */
+static inline bool gl_op_code_internal(uint16_t op) { return (op & 0xFF00) == 0x7F00; }
+
 /* The row of op, or NULL for a code no row has. Constant time. */
 const gl_op_info *gl_op_info_of(uint16_t op);
 
