@@ -7,8 +7,11 @@
 # same architectures) and uses these files where it does not; either way
 # while_cond/embed.cmake writes them into the build's while_cond_cubins.c,
 # a table {major, minor, bytes, len} that cuda_graph.c picks from by the
-# device's compute capability. The ctest backend_while_cond_fresh fails
-# when these files differ from what the build's nvcc makes: run this then.
+# device's compute capability. It also writes while_cond/source.sha256,
+# the digest of the while_cond.cu they were made from. The ctest
+# backend_while_cond_fresh fails when that digest is not the file's, or
+# when a cubin's code differs from what the build's nvcc makes (of the same
+# release): run this then.
 # Needs the CUDA toolkit (NVCC, default /usr/local/cuda/bin/nvcc); an
 # architecture this nvcc refuses is left as it is, with a note.
 #
@@ -39,4 +42,5 @@ for a in "${archs[@]}"; do
   fi
 done
 [ ${#built[@]} -gt 0 ] || { echo "gen_while_cond: no architecture built" >&2; exit 1; }
+(cd "$root/src/backend" && sha256sum while_cond.cu) >"$out/source.sha256"
 echo "gen_while_cond: wrote $out/ (${built[*]/#/sm_}, nvcc $version)"
