@@ -8,7 +8,10 @@
  *   - the PTX picked for any SM is NUL-terminated at its stated length, of
  *     at most GL_FATBIN_MAX_EXPANDED bytes, and comes from a PTX entry of
  *     an SM not above the one asked for;
- *   - a refusal always leaves a NUL-terminated message.
+ *   - a refusal always leaves a NUL-terminated message;
+ *   - the device memory the image declares (src/backend/footprint.c), read
+ *     as each format and for several SMs, is either read or refused with a
+ *     message, and its total is never below any of its parts.
  *
  * Built with -fsanitize=fuzzer by fuzz/CMakeLists.txt (GL_FUZZ) and with
  * fuzz/replay_main.c as fuzz_fatbin_replay (tests/fuzz-corpus/CMakeLists.txt).
@@ -19,6 +22,7 @@
 #include <string.h>
 
 #include "backend/fatbin.h"
+#include "backend/footprint.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -29,7 +33,28 @@ static void check(int ok, const char *what) {
   }
 }
 
+static void check_footprint(const uint8_t *data, size_t size) {
+  static const gpulease_image_format fmts[] = {GPULEASE_IMAGE_AUTO, GPULEASE_IMAGE_PTX,
+                                               GPULEASE_IMAGE_CUBIN, GPULEASE_IMAGE_FATBIN};
+  static const unsigned sms[] = {0, 90, 100};
+  for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
+    for (size_t k = 0; k < sizeof sms / sizeof sms[0]; k++) {
+      gl_footprint f;
+      char err[512];
+      memset(err, 'x', sizeof err);
+      if (gl_footprint_of(data, size, fmts[i], sms[k], &f, err, sizeof err) != 0) {
+        check(memchr(err, 0, sizeof err) != NULL, "footprint: message terminated");
+        check(fmts[i] != GPULEASE_IMAGE_PTX, "footprint: PTX is always read");
+        continue;
+      }
+      uint64_t t = gl_footprint_total(&f);
+      check(t >= f.global_bytes && t >= f.const_bytes && t >= f.code_bytes, "footprint: total");
+    }
+  }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  check_footprint(data, size);
   gl_fatbin_entry es[GL_FATBIN_MAX_ENTRIES];
   size_t n = 0;
   char err[512];

@@ -81,9 +81,7 @@ int gl_fatbin_list(const uint8_t *image, size_t len, gl_fatbin_entry *out, size_
   return 0;
 }
 
-/* Expands e into a malloc'd NUL-terminated buffer of e->expanded_len
- * bytes; NULL with why in err. */
-static char *expand(const gl_fatbin_entry *e, char *err, size_t errlen) {
+char *gl_fatbin_expand(const gl_fatbin_entry *e, char *err, size_t errlen) {
   char *buf = malloc(e->expanded_len + 1);
   if (!buf) {
     snprintf(err, errlen, "out of memory expanding a fatbin entry of %zu bytes", e->expanded_len);
@@ -156,7 +154,7 @@ int gl_fatbin_pick_ptx(const uint8_t *image, size_t len, unsigned sm, char **ptx
              sm, what);
     return -1;
   }
-  char *text = expand(best, err, errlen);
+  char *text = gl_fatbin_expand(best, err, errlen);
   if (!text) return -1;
   *ptx = text;
   *ptx_len = strlen(text); /* a payload may be padded with NULs */

@@ -55,6 +55,12 @@ int gl_fatbin_list(const uint8_t *image, size_t len, gl_fatbin_entry *out, size_
 int gl_fatbin_pick_ptx(const uint8_t *image, size_t len, unsigned sm, char **ptx, size_t *ptx_len,
                        unsigned *arch, char *err, size_t errlen);
 
+/* Entry e's payload expanded (LZ4, zstd or as stored) into a malloc'd
+ * buffer of e->expanded_len bytes plus a NUL (caller frees); NULL with
+ * why in err (out of memory, or a payload that does not expand to the
+ * size its header gives). */
+char *gl_fatbin_expand(const gl_fatbin_entry *e, char *err, size_t errlen);
+
 /* What the fatbin holds, for messages: "cubin sm_80, cubin sm_90, PTX
  * sm_90 (ISA 9.0)". Writes "" when it cannot be read. */
 void gl_fatbin_describe(const uint8_t *image, size_t len, char *out, size_t outlen);
