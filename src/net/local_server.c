@@ -161,7 +161,9 @@ static void deliver(lconn *c) {
     uint64_t tag = 0;
     for (int i = 0; i < TAG_BYTES; i++) tag = tag << 8 | p[i];
     gl_header h;
-    gpulease_status st = gl_header_decode(p + TAG_BYTES, GL_WIRE_HEADER_SIZE, &h);
+    char why[160];
+    gpulease_status st = gl_header_decode_msg(p + TAG_BYTES, GL_WIRE_HEADER_SIZE, &h, why,
+                                              sizeof why);
     size_t total = GL_WIRE_HEADER_SIZE + (size_t)h.body_len;
     if (st == GPULEASE_OK && s->cfg.on_header && !c->hdr_judged) {
       uint8_t answer[GL_LSERVER_HEADER_REPLY_MAX];
@@ -185,7 +187,7 @@ static void deliver(lconn *c) {
       gl_buf b;
       gl_buf_init(&b);
       if (st != GPULEASE_OK)
-        gl_response_encode_error(h.op, st, &b, "malformed message header on the local socket");
+        gl_response_encode_error(h.op, st, &b, "%s", why); /* section 6's text */
       else
         gl_response_encode_error(h.op, GPULEASE_TOO_LARGE, &b,
                                  "request of %zu bytes exceeds the local socket's limit of %zu "

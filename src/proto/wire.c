@@ -214,6 +214,13 @@ gpulease_status gl_header_decode(const uint8_t *p, size_t len, gl_header *h) {
   return header_decode(p, len, h, &filled, NULL, 0);
 }
 
+gpulease_status gl_header_decode_msg(const uint8_t *p, size_t len, gl_header *h, char *err,
+                                     size_t errlen) {
+  bool filled;
+  if (err && errlen) err[0] = 0;
+  return header_decode(p, len, h, &filled, err, errlen);
+}
+
 /* Everything that does not depend on the op: header, kind, the status rule
  * for the kind, max_body, and body_len against the bytes present. *op gets
  * the header's op as soon as the header could be read. */

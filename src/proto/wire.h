@@ -379,6 +379,12 @@ typedef struct gl_header {
  * the op. */
 gpulease_status gl_header_decode(const uint8_t *p, size_t len, gl_header *h);
 
+/* gl_header_decode, with the refusal's text of docs/protocol.md section 6
+ * ("bad magic 0x...", "unsupported protocol version N ...", "bad kind N
+ * ...") written to err (errlen bytes, NUL-terminated; "" on success). */
+gpulease_status gl_header_decode_msg(const uint8_t *p, size_t len, gl_header *h, char *err,
+                                     size_t errlen);
+
 /* ---- decoded structures -------------------------------------------------- */
 
 typedef struct gl_lease_auth {

@@ -275,6 +275,33 @@ static void test_local_refusals(void **state) {
   free(buf);
   gl_lclient_del(l);
 
+  /* A header that does not decode gets the decoder's own text (protocol.md
+   * section 6), then the connection closes. */
+  static const struct {
+    uint8_t hdr[GL_WIRE_HEADER_SIZE];
+    gpulease_status st;
+    const char *needle;
+  } bad_hdrs[] = {
+      {{'X', 'Y', 1, 0, 0, 1, 0, 0, 0, 0, 0, 0}, GPULEASE_MALFORMED, "bad magic 0x5859"},
+      {{'G', 'L', 2, 0, 0, 1, 0, 0, 0, 0, 0, 0}, GPULEASE_UNSUPPORTED,
+       "unsupported protocol version 2"},
+  };
+  for (size_t i = 0; i < sizeof bad_hdrs / sizeof bad_hdrs[0]; i++) {
+    assert_int_equal(gl_lclient_connect(path, 30000, &l, why, sizeof why), 0);
+    uint64_t token;
+    assert_int_equal(
+        gl_lclient_send(l, bad_hdrs[i].hdr, sizeof bad_hdrs[i].hdr, -1, &token, why, sizeof why),
+        0);
+    size_t blen;
+    assert_int_equal(gl_lclient_wait(l, token, &buf, &blen, why, sizeof why), 0);
+    gl_header h;
+    assert_int_equal(gl_header_decode(buf, blen, &h), GPULEASE_OK);
+    assert_int_equal(h.status, bad_hdrs[i].st);
+    assert_non_null(memmem(buf, blen, bad_hdrs[i].needle, strlen(bad_hdrs[i].needle)));
+    free(buf);
+    gl_lclient_del(l);
+  }
+
   /* SHM_ATTACH over QUIC cannot carry a descriptor. */
   char host[64];
   snprintf(host, sizeof host, "%s", d.addr);
