@@ -86,7 +86,7 @@ void gl_options_usage(FILE *f) {
         "  --retry-above-address-handshakes N  the same while N handshakes from the\n"
         "                        client's IP address are under way (default 8; with\n"
         "                        Retry off such Initials are dropped); a client that\n"
-        "                        answers the Retry is admitted whatever the handshakes\n"
+        "                        answers the Retry is still admitted\n"
         "  --handshake-timeout-ms MS  a QUIC connection whose handshake has not completed\n"
         "                        this long after its first packet is dropped (100..60000;\n"
         "                        default 5000)\n"

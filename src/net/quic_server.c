@@ -51,18 +51,21 @@
  *     complete, so every request of the connection sees it. A gl_qreq
  *     copies the identity and the peer's address when it is made, so the
  *     daemon may read them on another thread or after the connection went.
- *   - Overload and abuse: a new connection is refused (CONNECTION_CLOSE
- *     with CONNECTION_REFUSED, no state kept) beyond max_connections in
- *     all or max_connections_per_address from one IP address (a small
- *     hash table of address -> connections, kept from conn_accept to
- *     conn_free). While retry_above_handshakes connections are in their
- *     handshake (or always, with always_retry), a first Initial without a
- *     token gets a Retry instead of a connection: its token, sealed under
- *     a secret drawn at start, names the client's address and original
- *     DCID, and the Initial that brings it back proves the client receives
- *     at that address (RFC 9000 8.1.2). A Retry token that does not verify
- *     is answered with INVALID_TOKEN, whatever the load. A handshake that
- *     does not complete within handshake_timeout_ms is dropped.
+ *   - Overload and abuse (gl_qs_admit, quic_accept.c, says the rules): a
+ *     first Initial without a Retry token gets a Retry instead of a
+ *     connection while retry_above_handshakes connections are in their
+ *     handshake, or retry_above_address_handshakes from its IP address (or
+ *     always, with always_retry): its token, sealed under a secret drawn
+ *     at start, names the client's address and original DCID, and the
+ *     Initial that brings it back proves the client receives at that
+ *     address (RFC 9000 8.1.2). A Retry token that does not verify is
+ *     answered with INVALID_TOKEN, whatever the load. A new connection is
+ *     refused (CONNECTION_CLOSE with CONNECTION_REFUSED, no state kept)
+ *     beyond max_connections in all or max_connections_per_address
+ *     completed ones from one IP address (small hash tables of address ->
+ *     count: hs_addrs from conn_accept to the handshake's end, addrs from
+ *     then to conn_free). A handshake that does not complete within
+ *     handshake_timeout_ms is dropped.
  *   - Packet I/O is udp_io.c's: datagrams come in by recvmmsg (several per
  *     slot with GRO); a connection's write round fills the server's one
  *     transmit buffer with packets (64 KiB each on loopback once path MTU
