@@ -40,6 +40,8 @@ void gl_daemon_config_default(gl_daemon_config *cfg) {
   cfg->max_connections = 1024;
   cfg->max_requests_per_tenant = 16384;
   cfg->teardown_timeout_ms = 10000;
+  cfg->retry_above_address_handshakes = 8;
+  cfg->handshake_timeout_ms = 5000;
   cfg->device_mode = GL_DEVICE_AUTO;
   cfg->emu_vram_bytes = 1ull << 30;
   cfg->emu_threads = 1;
@@ -309,6 +311,8 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
       .client_ca_file = cfg->auth_mode == GL_AUTH_MTLS ? d->cfg.client_ca : NULL,
       .max_connections_per_address = cfg->max_connections_per_address,
       .retry_above_handshakes = cfg->retry_above_handshakes,
+      .retry_above_address_handshakes = cfg->retry_above_address_handshakes,
+      .handshake_timeout_ms = cfg->handshake_timeout_ms,
   };
   if (gl_qserver_new(d->loop, &sc, &d->server, err, errlen) != 0) return -1;
   if (cfg->net_threads > 0) {

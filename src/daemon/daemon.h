@@ -62,6 +62,8 @@ typedef struct gl_daemon_config {
   uint32_t max_requests_per_tenant; /* --max-requests-per-tenant: in flight; beyond: BUSY */
   uint32_t max_connections_per_address; /* --max-connections-per-address (0: 64) */
   uint32_t retry_above_handshakes;      /* --retry-above-handshakes (0: 64; UINT32_MAX never) */
+  uint32_t retry_above_address_handshakes; /* --retry-above-address-handshakes (0: 8) */
+  uint32_t handshake_timeout_ms;        /* --handshake-timeout-ms (0: 5000) */
   uint32_t teardown_timeout_ms;  /* --teardown-timeout-ms: a killed worker's deadline (fence.h) */
   char metrics_listen[300];      /* --metrics-listen HOST:PORT: Prometheus /metrics; "" none */
 } gl_daemon_config;

@@ -78,11 +78,18 @@ void gl_options_usage(FILE *f) {
         "  --allow-anonymous     serve --auth none on an address beyond loopback\n"
         "  --max-requests-per-tenant N  requests one tenant may have in flight; beyond:\n"
         "                        BUSY (default 16384)\n"
-        "  --max-connections-per-address N  QUIC connections from one IP address\n"
-        "                        (default 64)\n"
+        "  --max-connections-per-address N  QUIC connections from one IP address that\n"
+        "                        completed their handshake (default 64)\n"
         "  --retry-above-handshakes N  answer new connections with a QUIC Retry (address\n"
         "                        validation) while N handshakes are under way (default\n"
         "                        64; 0: never)\n"
+        "  --retry-above-address-handshakes N  the same while N handshakes from the\n"
+        "                        client's IP address are under way (default 8; with\n"
+        "                        Retry off such Initials are dropped); a client that\n"
+        "                        answers the Retry is still admitted\n"
+        "  --handshake-timeout-ms MS  a QUIC connection whose handshake has not completed\n"
+        "                        this long after its first packet is dropped (100..60000;\n"
+        "                        default 5000)\n"
         "  --teardown-timeout-ms MS  how long an ended lease's worker may take to exit and\n"
         "                        its memory to come back (NVML) before its GPU is fenced:\n"
         "                        no new leases until it does or an admin unfences it\n"
@@ -128,7 +135,8 @@ enum { O_LISTEN = 256, O_CERT, O_KEY, O_STATE, O_TTL, O_LEASES, O_MSG, O_LOG, O_
        O_LOCAL_SOCKET, O_LOCAL_MODE, O_MAX_PINNED, O_NET_THREADS, O_STRIPE_PORT, O_WARM,
        O_CTX_OVERHEAD, O_CUDA_VISIBLE, O_NO_SANDBOX, O_AUTH, O_CLIENT_CA, O_TENANTS,
        O_ALLOW_ANON, O_AUDIT, O_WORKER_USER, O_NVJITLINK, O_MAX_REQ_TENANT, O_MAX_CONN_ADDR, O_RETRY_ABOVE,
-       O_TEARDOWN, O_METRICS, O_CONFIG, O_CHECK_CONFIG, O_EMU_GPUS, O_PLACEMENT };
+       O_RETRY_ABOVE_ADDR, O_HS_TIMEOUT, O_TEARDOWN, O_METRICS, O_CONFIG, O_CHECK_CONFIG,
+       O_EMU_GPUS, O_PLACEMENT };
 
 /* The command line; the configuration file's keys are the same names. */
 static const struct option opts[] = {
@@ -156,6 +164,8 @@ static const struct option opts[] = {
     {"max-requests-per-tenant", required_argument, 0, O_MAX_REQ_TENANT},
     {"max-connections-per-address", required_argument, 0, O_MAX_CONN_ADDR},
     {"retry-above-handshakes", required_argument, 0, O_RETRY_ABOVE},
+    {"retry-above-address-handshakes", required_argument, 0, O_RETRY_ABOVE_ADDR},
+    {"handshake-timeout-ms", required_argument, 0, O_HS_TIMEOUT},
     {"teardown-timeout-ms", required_argument, 0, O_TEARDOWN},
     {"auth", required_argument, 0, O_AUTH},
     {"client-ca", required_argument, 0, O_CLIENT_CA},
@@ -236,6 +246,20 @@ static int apply_option(gl_options *cl, int code, const char *name, const char *
       return -1;
     }
     cfg->retry_above_handshakes = v == 0 ? UINT32_MAX : (uint32_t)v;
+    break;
+  case O_RETRY_ABOVE_ADDR:
+    if (gl_parse_u64(value, 1u << 20, &v) != 0 || v == 0) {
+      snprintf(err, errlen, "%s: expected 1..1048576, got '%s'", name, value);
+      return -1;
+    }
+    cfg->retry_above_address_handshakes = (uint32_t)v;
+    break;
+  case O_HS_TIMEOUT:
+    if (gl_parse_u64(value, 60000, &v) != 0 || v < 100) {
+      snprintf(err, errlen, "%s: expected 100..60000, got '%s'", name, value);
+      return -1;
+    }
+    cfg->handshake_timeout_ms = (uint32_t)v;
     break;
   case O_AUDIT:
     if (copy_arg(cfg->audit_log, sizeof cfg->audit_log, value, name, err, errlen)) return -1;

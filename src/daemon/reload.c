@@ -44,6 +44,8 @@ static const restart_only k_restart_only[] = {
     VAL("auth", auth_mode),
     VAL("allow-anonymous", allow_anonymous),
     STR("metrics-listen", metrics_listen),
+    VAL("retry-above-address-handshakes", retry_above_address_handshakes),
+    VAL("handshake-timeout-ms", handshake_timeout_ms),
 };
 #undef STR
 #undef VAL

@@ -120,14 +120,26 @@ typedef struct gl_qserver_config {
    * default, 64; UINT32_MAX: never send Retry (tokens are still checked).
    * E.g. 1: Retry as soon as one handshake is under way. */
   uint32_t retry_above_handshakes;
+  /* The same for the handshakes from one IP address (counted as
+   * max_connections_per_address counts addresses): while this many from
+   * the client's address are under way, its first Initial gets a Retry
+   * (with Retry off, retry_above_handshakes UINT32_MAX: it is dropped). A
+   * client that brings a valid Retry token is admitted whatever the
+   * number of handshakes under way (up to max_connections and
+   * max_connections_per_address), so Initials that never finish, from
+   * one address behind a NAT or from many, lock nobody out. 0: the
+   * default, 8. */
+  uint32_t retry_above_address_handshakes;
   /* Answer every Initial without a valid token with a Retry, whatever the
    * load (tests; or a server that always wants validated addresses, at
    * the cost of one more round trip per connection). */
   bool always_retry;
-  /* Most connections one IP address (the port does not count; an
-   * IPv4-mapped IPv6 address is its IPv4 address) may hold at once,
-   * counted from the first packet until the connection is freed (after
-   * its closing or draining period, 3 PTO, when it closes). A new one
+  /* Most completed connections one IP address (the port does not count;
+   * an IPv4-mapped IPv6 address is its IPv4 address) may hold at once,
+   * counted from the end of the handshake until the connection is freed
+   * (after its closing or draining period, 3 PTO, when it closes); those
+   * still in their handshake do not count (see
+   * retry_above_address_handshakes for them). A new one
    * beyond it is refused as beyond max_connections is: CONNECTION_CLOSE
    * with CONNECTION_REFUSED, and the client's connect fails with
    * GL_QC_UNREACHABLE: "<host>:<port> refused the connection (transport
@@ -135,8 +147,8 @@ typedef struct gl_qserver_config {
    * address)". 0: the default, 64. */
   uint32_t max_connections_per_address;
   /* A connection whose handshake has not completed this long (ms) after
-   * its first packet is dropped silently. 0: the default, 10000; at most
-   * idle_timeout_ms. */
+   * its first packet is dropped silently, and stops counting as a
+   * handshake under way. 0: the default, 5000; at most idle_timeout_ms. */
   uint32_t handshake_timeout_ms;
 } gl_qserver_config;
 
@@ -162,7 +174,8 @@ int gl_qserver_set_tls(gl_qserver *srv, const char *cert_file, const char *key_f
 
 /* Changes max_connections_per_address and retry_above_handshakes (0: the
  * defaults, as in gl_qserver_config) for the connections that come next.
- * Safe from any thread. */
+ * Safe from any thread. (retry_above_address_handshakes and
+ * handshake_timeout_ms stay as the server was made.) */
 void gl_qserver_set_limits(gl_qserver *srv, uint32_t max_connections_per_address,
                            uint32_t retry_above_handshakes);
 
@@ -183,12 +196,29 @@ size_t gl_qserver_retries_sent(const gl_qserver *srv);
  * thread. */
 size_t gl_qserver_tokens_refused(const gl_qserver *srv);
 
-/* Number of connections the server holds for the IP address of addr
- * (AF_INET or AF_INET6; its port is ignored), as counted against
+/* Number of completed connections the server holds for the IP address of
+ * addr (AF_INET or AF_INET6; its port is ignored), as counted against
  * max_connections_per_address: connections closing or draining count
- * until they are freed. 0 for NULL or another family. Only on the
- * server's own thread. */
+ * until they are freed; those in their handshake do not. 0 for NULL or
+ * another family. Only on the server's own thread. */
 size_t gl_qserver_connections_from(const gl_qserver *srv, const struct sockaddr *addr);
+
+/* Number of handshakes under way from the IP address of addr (as
+ * gl_qserver_connections_from counts addresses), as counted against
+ * retry_above_address_handshakes. 0 for NULL or another family. Only on
+ * the server's own thread. */
+size_t gl_qserver_handshakes_from(const gl_qserver *srv, const struct sockaddr *addr);
+
+/* Number of connections in their handshake (as counted against
+ * retry_above_handshakes). For metrics and tests; only on the server's
+ * own thread. */
+size_t gl_qserver_handshake_count(const gl_qserver *srv);
+
+/* Number of first Initials dropped without an answer because Retry is
+ * off and retry_above_address_handshakes handshakes from their address
+ * were under way. For metrics and tests; only on the server's own
+ * thread. */
+size_t gl_qserver_initials_dropped(const gl_qserver *srv);
 
 /* Sends msg (copied) as the response on req's stream, then FIN, and frees
  * req. If the connection or stream is gone, only frees req. Returns 0, or -1

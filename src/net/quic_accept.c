@@ -5,7 +5,26 @@
  * session with the ALPN check and, with client_ca_file, the client
  * certificate's check and identity; and the answers that need no
  * connection: Retry (address validation), CONNECTION_CLOSE refusals and
- * Version Negotiation.
+ * Version Negotiation; and the admission of a client's first Initial
+ * (gl_qs_admit) with the counts it reads.
+ *
+ * Admission (issue 30): a first Initial keeps no state until it is
+ * admitted, and a half-open connection never stands in a validated
+ * client's way:
+ *   - A Retry token must verify (else INVALID_TOKEN); with it the client
+ *     has proven its address (validated).
+ *   - Without one, the Initial gets a Retry while retry_above_handshakes
+ *     handshakes are under way in all, or retry_above_address_handshakes
+ *     from its IP address (or always, with always_retry); with Retry
+ *     turned off (retry_above_handshakes UINT32_MAX) the latter is
+ *     dropped instead. So a flood of Initials that never finish holds at
+ *     most that many connections, each for handshake_timeout_ms.
+ *   - Then max_connections (everything the server holds) and
+ *     max_connections_per_address, which counts completed connections
+ *     only (s->addrs): a validated client is admitted while its address
+ *     has fewer completed connections than that, whatever number of
+ *     handshakes from it are under way (handshakes that complete at once
+ *     may pass the limit by their number; the next one is refused).
  */
 #include <errno.h>
 #include <netdb.h>
@@ -241,6 +260,97 @@ bool gl_qs_retry_needed(const gl_qserver *s) {
   uint32_t above = __atomic_load_n(&s->cfg.retry_above_handshakes, __ATOMIC_RELAXED);
   if (above == UINT32_MAX) return false;
   return s->nhandshaking >= above;
+}
+
+bool gl_qs_admit(gl_qserver *s, const ngtcp2_pkt_hd *hd, const struct sockaddr *local,
+                 const struct sockaddr *remote, socklen_t remotelen, uint64_t now,
+                 const char *peer, bool *validated, ngtcp2_cid *odcid, uint8_t ip[16]) {
+  *validated = false;
+  if (!gl_q_addr_key(remote, ip)) return false;
+  /* A Retry token must verify: it is the client's proof of address. Other
+   * tokens (NEW_TOKEN, never ours) count as none (RFC 9000 8.1.3). */
+  if (hd->tokenlen && hd->token[0] == NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY) {
+    if (gl_q_retry_token_check(odcid, hd->token, hd->tokenlen, s->retry_secret, hd->version,
+                               remote, remotelen, &hd->dcid, now) != 0) {
+      s->tokens_refused++;
+      if (gl_qs_log_due(&s->last_token_log_ns, now))
+        GL_WARN("quic: refusing %s: invalid Retry token (forged, expired or from another "
+                "address)", peer);
+      gl_qs_send_stateless_close(s, hd, local, remote, remotelen, NGTCP2_INVALID_TOKEN,
+                                 "invalid Retry token");
+      return false;
+    }
+    *validated = true;
+  }
+
+  if (!*validated) {
+    size_t hs_ip = gl_q_addrtab_count(&s->hs_addrs, ip);
+    uint32_t per_ip_hs =
+        __atomic_load_n(&s->cfg.retry_above_address_handshakes, __ATOMIC_RELAXED);
+    bool busy_ip = hs_ip >= per_ip_hs;
+    if (busy_ip || gl_qs_retry_needed(s)) {
+      bool retry_off = !s->cfg.always_retry &&
+                       __atomic_load_n(&s->cfg.retry_above_handshakes, __ATOMIC_RELAXED) ==
+                           UINT32_MAX;
+      if (retry_off) { /* busy_ip: no way to prove the address, so no answer */
+        s->initials_dropped++;
+        if (gl_qs_log_due(&s->last_retry_log_ns, now))
+          GL_WARN("quic: dropping Initials from %s: %zu handshakes from its address under way "
+                  "(Retry is off)", peer, hs_ip);
+        return false;
+      }
+      if (gl_qs_log_due(&s->last_retry_log_ns, now))
+        GL_INFO("quic: %zu handshakes under way (%zu from %s): new clients must prove their "
+                "address (Retry)", s->nhandshaking, hs_ip, peer);
+      GL_DEBUG("quic: Retry to %s", peer);
+      gl_qs_send_retry(s, hd, local, remote, remotelen, now);
+      return false;
+    }
+  }
+
+  if (s->nconns >= s->cfg.max_connections) {
+    if (gl_qs_log_due(&s->last_refusal_log_ns, now))
+      GL_WARN("quic: refusing connections: %zu open (max %zu)", s->nconns,
+              s->cfg.max_connections);
+    gl_qs_send_stateless_close(s, hd, local, remote, remotelen, NGTCP2_CONNECTION_REFUSED,
+                               "too many connections");
+    return false;
+  }
+  size_t from_ip = gl_q_addrtab_count(&s->addrs, ip);
+  uint32_t per_addr = __atomic_load_n(&s->cfg.max_connections_per_address, __ATOMIC_RELAXED);
+  if (from_ip >= per_addr) {
+    if (gl_qs_log_due(&s->last_addr_refusal_log_ns, now))
+      GL_WARN("quic: refusing %s: %zu connections from its address (max %u)", peer, from_ip,
+              (unsigned)per_addr);
+    gl_qs_send_stateless_close(s, hd, local, remote, remotelen, NGTCP2_CONNECTION_REFUSED,
+                               "too many connections from this address");
+    return false;
+  }
+  return true;
+}
+
+int gl_qs_hs_begin(qconn *c) {
+  if (gl_q_addrtab_ref(&c->srv->hs_addrs, c->ip) != 0) return -1;
+  c->in_hs = true;
+  c->srv->nhandshaking++;
+  return 0;
+}
+
+void gl_qs_hs_end(qconn *c, bool completed) {
+  gl_qserver *s = c->srv;
+  if (!c->in_hs) return;
+  c->in_hs = false;
+  s->nhandshaking--;
+  gl_q_addrtab_unref(&s->hs_addrs, c->ip);
+  /* Out of memory: the connection goes uncounted (it is still within
+   * max_connections). */
+  if (completed && gl_q_addrtab_ref(&s->addrs, c->ip) == 0) c->ip_counted = true;
+}
+
+void gl_qs_addr_release(qconn *c) {
+  if (!c->ip_counted) return;
+  c->ip_counted = false;
+  gl_q_addrtab_unref(&c->srv->addrs, c->ip);
 }
 
 void gl_qs_send_version_negotiation(gl_qserver *s, const ngtcp2_version_cid *vc,

@@ -51,18 +51,21 @@
  *     complete, so every request of the connection sees it. A gl_qreq
  *     copies the identity and the peer's address when it is made, so the
  *     daemon may read them on another thread or after the connection went.
- *   - Overload and abuse: a new connection is refused (CONNECTION_CLOSE
- *     with CONNECTION_REFUSED, no state kept) beyond max_connections in
- *     all or max_connections_per_address from one IP address (a small
- *     hash table of address -> connections, kept from conn_accept to
- *     conn_free). While retry_above_handshakes connections are in their
- *     handshake (or always, with always_retry), a first Initial without a
- *     token gets a Retry instead of a connection: its token, sealed under
- *     a secret drawn at start, names the client's address and original
- *     DCID, and the Initial that brings it back proves the client receives
- *     at that address (RFC 9000 8.1.2). A Retry token that does not verify
- *     is answered with INVALID_TOKEN, whatever the load. A handshake that
- *     does not complete within handshake_timeout_ms is dropped.
+ *   - Overload and abuse (gl_qs_admit, quic_accept.c, says the rules): a
+ *     first Initial without a Retry token gets a Retry instead of a
+ *     connection while retry_above_handshakes connections are in their
+ *     handshake, or retry_above_address_handshakes from its IP address (or
+ *     always, with always_retry): its token, sealed under a secret drawn
+ *     at start, names the client's address and original DCID, and the
+ *     Initial that brings it back proves the client receives at that
+ *     address (RFC 9000 8.1.2). A Retry token that does not verify is
+ *     answered with INVALID_TOKEN, whatever the load. A new connection is
+ *     refused (CONNECTION_CLOSE with CONNECTION_REFUSED, no state kept)
+ *     beyond max_connections in all or max_connections_per_address
+ *     completed ones from one IP address (small hash tables of address ->
+ *     count: hs_addrs from conn_accept to the handshake's end, addrs from
+ *     then to conn_free). A handshake that does not complete within
+ *     handshake_timeout_ms is dropped.
  *   - Packet I/O is udp_io.c's: datagrams come in by recvmmsg (several per
  *     slot with GRO); a connection's write round fills the server's one
  *     transmit buffer with packets (64 KiB each on loopback once path MTU
@@ -103,8 +106,9 @@
 #define DEFAULT_MAX_CONNECTIONS 1024u
 #define DEFAULT_MAX_STREAMS 256u
 #define DEFAULT_MAX_MESSAGE (64u << 20)
-#define DEFAULT_HANDSHAKE_TIMEOUT_MS 10000u
+#define DEFAULT_HANDSHAKE_TIMEOUT_MS 5000u
 #define DEFAULT_RETRY_ABOVE_HANDSHAKES 64u
+#define DEFAULT_RETRY_ABOVE_ADDRESS_HANDSHAKES 8u
 #define DEFAULT_MAX_CONNS_PER_ADDRESS 64u
 /* Least per-connection budget of undelivered request bytes (see above). */
 #define RX_BUDGET_FLOOR ((size_t)64 << 20)
@@ -310,16 +314,9 @@ static void conn_orphan_all(qconn *c) {
   c->ready_head = c->ready_tail = NULL;
 }
 
-/* c no longer counts as a handshake under way (completed, or c left). */
-static void conn_hs_end(qconn *c) {
-  if (!c->in_hs) return;
-  c->in_hs = false;
-  c->srv->nhandshaking--;
-}
-
 static void conn_leave_active(qconn *c, enum conn_state to) {
   if (c->state == ST_ACTIVE) c->srv->nactive--;
-  conn_hs_end(c);
+  gl_qs_hs_end(c, false);
   c->state = to;
   conn_orphan_all(c);
   conn_mark_dirty(c);
@@ -430,8 +427,8 @@ static void conn_free(qconn *c) {
     }
   }
   if (c->state == ST_ACTIVE) s->nactive--;
-  conn_hs_end(c);
-  if (c->ip_counted) gl_q_addrtab_unref(&s->addrs, c->ip);
+  gl_qs_hs_end(c, false);
+  gl_qs_addr_release(c);
   if (c->prev) c->prev->next = c->next;
   else s->conns = c->next;
   if (c->next) c->next->prev = c->prev;
@@ -765,7 +762,7 @@ int gl_qreq_set_identity(gl_qreq *req, const char *identity) {
 static int cb_handshake_completed(ngtcp2_conn *conn, void *user_data) {
   (void)conn;
   qconn *c = user_data;
-  conn_hs_end(c);
+  gl_qs_hs_end(c, true);
   if (c->idlen) GL_INFO("quic: connection from %s established (client %s)", c->peer, c->identity);
   else GL_INFO("quic: connection from %s established", c->peer);
   return 0;
@@ -900,66 +897,22 @@ static qconn *conn_accept(gl_qserver *s, const ngtcp2_path *path, const uint8_t 
   char peer[PEER_LEN];
   gl_qs_addr_to_str(remote, peer, sizeof peer);
 
-  /* A Retry token must verify: it is the client's proof of address. Other
-   * tokens (NEW_TOKEN, never ours) count as none (RFC 9000 8.1.3). */
   ngtcp2_cid odcid;
-  bool validated = false;
-  if (hd.tokenlen && hd.token[0] == NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY) {
-    if (gl_q_retry_token_check(&odcid, hd.token, hd.tokenlen, s->retry_secret, hd.version,
-                               remote, remotelen, &hd.dcid, now) != 0) {
-      s->tokens_refused++;
-      if (gl_qs_log_due(&s->last_token_log_ns, now))
-        GL_WARN("quic: refusing %s: invalid Retry token (forged, expired or from another "
-                "address)", peer);
-      gl_qs_send_stateless_close(s, &hd, local, remote, remotelen, NGTCP2_INVALID_TOKEN,
-                                 "invalid Retry token");
-      return NULL;
-    }
-    validated = true;
-  }
-
-  if (s->nconns >= s->cfg.max_connections) {
-    if (gl_qs_log_due(&s->last_refusal_log_ns, now))
-      GL_WARN("quic: refusing connections: %zu open (max %zu)", s->nconns,
-              s->cfg.max_connections);
-    gl_qs_send_stateless_close(s, &hd, local, remote, remotelen, NGTCP2_CONNECTION_REFUSED,
-                               "too many connections");
-    return NULL;
-  }
+  bool validated;
   uint8_t ip[16];
-  if (!gl_q_addr_key(remote, ip)) return NULL;
-  size_t from_ip = gl_q_addrtab_count(&s->addrs, ip);
-  uint32_t per_addr = __atomic_load_n(&s->cfg.max_connections_per_address, __ATOMIC_RELAXED);
-  if (from_ip >= per_addr) {
-    if (gl_qs_log_due(&s->last_addr_refusal_log_ns, now))
-      GL_WARN("quic: refusing %s: %zu connections from its address (max %u)", peer, from_ip,
-              (unsigned)per_addr);
-    gl_qs_send_stateless_close(s, &hd, local, remote, remotelen, NGTCP2_CONNECTION_REFUSED,
-                               "too many connections from this address");
+  if (!gl_qs_admit(s, &hd, local, remote, remotelen, now, peer, &validated, &odcid, ip))
     return NULL;
-  }
-  if (!validated && gl_qs_retry_needed(s)) {
-    if (gl_qs_log_due(&s->last_retry_log_ns, now))
-      GL_INFO("quic: %zu handshakes under way: new clients must prove their address (Retry)",
-              s->nhandshaking);
-    GL_DEBUG("quic: Retry to %s", peer);
-    gl_qs_send_retry(s, &hd, local, remote, remotelen, now);
-    return NULL;
-  }
 
   qconn *c = calloc(1, sizeof *c);
   if (!c) return NULL;
-  if (gl_q_addrtab_ref(&s->addrs, ip) != 0) {
+  memcpy(c->ip, ip, sizeof ip);
+  c->srv = s;
+  if (gl_qs_hs_begin(c) != 0) {
     free(c);
     return NULL;
   }
-  c->ip_counted = true;
-  memcpy(c->ip, ip, sizeof ip);
-  c->srv = s;
   c->state = ST_ACTIVE;
   c->fresh = true;
-  c->in_hs = true;
-  s->nhandshaking++;
   ev_timer_init(&c->timer, conn_timer_cb, 0.0, 0.0);
   c->timer.data = c;
   memcpy(c->peer, peer, sizeof peer);
@@ -1208,6 +1161,8 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
   if (!s->cfg.max_connections_per_address)
     s->cfg.max_connections_per_address = DEFAULT_MAX_CONNS_PER_ADDRESS;
   if (!s->cfg.handshake_timeout_ms) s->cfg.handshake_timeout_ms = DEFAULT_HANDSHAKE_TIMEOUT_MS;
+  if (!s->cfg.retry_above_address_handshakes)
+    s->cfg.retry_above_address_handshakes = DEFAULT_RETRY_ABOVE_ADDRESS_HANDSHAKES;
   s->rx_budget = s->cfg.max_message_bytes > SIZE_MAX / 2 ? SIZE_MAX : 2 * s->cfg.max_message_bytes;
   if (s->rx_budget < RX_BUDGET_FLOOR) s->rx_budget = RX_BUDGET_FLOOR;
   s->max_udp = gl_q_max_udp_payload(s->cfg.max_udp_payload_bytes);
@@ -1220,6 +1175,7 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
       gl_q_random(&hash_key, sizeof hash_key) != 0 ||
       gl_q_cidtab_init(&s->cids, hash_key) != 0 ||
       gl_q_addrtab_init(&s->addrs, hash_key ^ 0x9e3779b97f4a7c15ull) != 0 ||
+      gl_q_addrtab_init(&s->hs_addrs, hash_key ^ 0x6a09e667f3bcc909ull) != 0 ||
       gl_q_random(s->retry_secret, sizeof s->retry_secret) != 0) {
     gl_set_err(err, errlen, "out of memory");
     goto fail;
@@ -1275,6 +1231,7 @@ void gl_qserver_del(gl_qserver *srv) {
   }
   gl_q_cidtab_free(&s->cids);
   gl_q_addrtab_free(&s->addrs);
+  gl_q_addrtab_free(&s->hs_addrs);
   if (s->prio) gnutls_priority_deinit(s->prio);
   gl_qs_cred_release(s, s->cred);
   pthread_mutex_destroy(&s->cred_mu);
@@ -1299,4 +1256,16 @@ size_t gl_qserver_connections_from(const gl_qserver *srv, const struct sockaddr 
   uint8_t ip[16];
   if (!srv || !addr || !gl_q_addr_key(addr, ip)) return 0;
   return gl_q_addrtab_count(&srv->addrs, ip);
+}
+
+size_t gl_qserver_handshakes_from(const gl_qserver *srv, const struct sockaddr *addr) {
+  uint8_t ip[16];
+  if (!srv || !addr || !gl_q_addr_key(addr, ip)) return 0;
+  return gl_q_addrtab_count(&srv->hs_addrs, ip);
+}
+
+size_t gl_qserver_handshake_count(const gl_qserver *srv) { return srv ? srv->nhandshaking : 0; }
+
+size_t gl_qserver_initials_dropped(const gl_qserver *srv) {
+  return srv ? srv->initials_dropped : 0;
 }

@@ -92,8 +92,8 @@ struct qconn {
   bool in_dirty, in_blocked;
   enum conn_state state;
   bool fresh; /* no packet accepted yet: errors drop it silently */
-  bool in_hs;      /* counted in srv->nhandshaking (handshake not completed) */
-  bool ip_counted; /* counted in srv's address table under ip */
+  bool in_hs;      /* counted in srv->nhandshaking and srv->hs_addrs under ip */
+  bool ip_counted; /* completed: counted in srv->addrs under ip */
   uint8_t ip[16];  /* the peer's IP address (IPv4 as v4-mapped IPv6) */
   ngtcp2_conn *conn;
   gnutls_session_t tls;
@@ -149,9 +149,10 @@ struct gl_qserver {
   uint64_t last_refusal_log_ns;
   uint64_t last_addr_refusal_log_ns, last_retry_log_ns, last_token_log_ns;
   size_t nhandshaking; /* ACTIVE connections whose handshake is not complete */
-  size_t retries_sent, tokens_refused;
+  size_t retries_sent, tokens_refused, initials_dropped;
   uint8_t retry_secret[GL_Q_RETRY_SECRET_LEN];
-  gl_q_addrtab addrs; /* connections per peer IP address */
+  gl_q_addrtab addrs;    /* completed connections per peer IP address */
+  gl_q_addrtab hs_addrs; /* handshakes under way per peer IP address */
   qconn *dirty_head, *dirty_tail;
   qconn *blocked_head;
   bool in_batch;
@@ -208,6 +209,32 @@ void gl_qs_send_retry(gl_qserver *s, const ngtcp2_pkt_hd *hd, const struct socka
 
 /* Whether a new connection must first prove its address (Retry). */
 bool gl_qs_retry_needed(const gl_qserver *s);
+
+/* The admission of a client's first Initial hd (from remote, parsed by
+ * ngtcp2_accept) before any state is kept for it; see the top of
+ * quic_accept.c for the rules. Returns true when a connection may be made
+ * for it: then *validated says whether it brought a valid Retry token
+ * (and *odcid is the original DCID the token names) and ip holds the
+ * peer's address key (gl_q_addr_key). False when it was answered (Retry,
+ * CONNECTION_CLOSE) or dropped; nothing to do then. Counts retries_sent
+ * and tokens_refused, logs at most once a second per kind. */
+bool gl_qs_admit(gl_qserver *s, const ngtcp2_pkt_hd *hd, const struct sockaddr *local,
+                 const struct sockaddr *remote, socklen_t remotelen, uint64_t now,
+                 const char *peer, bool *validated, ngtcp2_cid *odcid, uint8_t ip[16]);
+
+/* Counts the new connection c (its ip set) as a handshake under way, in
+ * total and for its address. 0, or -1 when out of memory (nothing
+ * counted). */
+int gl_qs_hs_begin(qconn *c);
+
+/* c's handshake is over (completed when completed is true; else c failed
+ * or left): it stops counting as a handshake under way; completed, it
+ * counts among its address's connections (max_connections_per_address)
+ * until gl_qs_addr_release. Idempotent. */
+void gl_qs_hs_end(qconn *c, bool completed);
+
+/* Stops counting c under its address (c is being freed). */
+void gl_qs_addr_release(qconn *c);
 
 /* Answers a packet of another QUIC version with Version Negotiation. */
 void gl_qs_send_version_negotiation(gl_qserver *s, const ngtcp2_version_cid *vc,

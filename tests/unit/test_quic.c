@@ -47,6 +47,7 @@
 #include "common/util.h"
 #include "daemon/dreq.h"
 #include "daemon/shards.h"
+#include "e2e/initial_flood.h"
 #include "net/local.h"
 #include "net/quic.h"
 #include "net/quic_internal.h"
@@ -77,9 +78,10 @@ typedef struct server_fx {
   uint16_t port;
   deferred *pending;
   atomic_size_t conn_count;
-  /* Also copied by stats_cb: gl_qserver_retries_sent, _tokens_refused, and
-   * gl_qserver_connections_from 127.0.0.1. */
-  atomic_size_t retries, tokens_refused, from_local;
+  /* Also copied by stats_cb: gl_qserver_retries_sent, _tokens_refused,
+   * _handshake_count, and gl_qserver_connections_from and
+   * _handshakes_from 127.0.0.1. */
+  atomic_size_t retries, tokens_refused, from_local, handshakes, hs_local;
   atomic_int too_large;
   atomic_size_t too_large_len;
   atomic_int requests;
@@ -267,6 +269,8 @@ static void stats_cb(struct ev_loop *loop, ev_timer *w, int revents) {
   atomic_store(&fx->tokens_refused, gl_qserver_tokens_refused(fx->srv));
   struct sockaddr_in lo = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   atomic_store(&fx->from_local, gl_qserver_connections_from(fx->srv, (struct sockaddr *)&lo));
+  atomic_store(&fx->hs_local, gl_qserver_handshakes_from(fx->srv, (struct sockaddr *)&lo));
+  atomic_store(&fx->handshakes, gl_qserver_handshake_count(fx->srv));
 }
 
 /* The test's verdict on a header: a request starting "NOPE" is refused
@@ -304,6 +308,7 @@ typedef struct server_opts {
   bool always_retry;
   uint32_t max_connections_per_address;
   uint32_t handshake_timeout_ms;
+  uint32_t retry_above_address_handshakes;
   bool header_verdict; /* on_header = header_verdict */
 } server_opts;
 
@@ -330,6 +335,7 @@ static server_fx *server_start(const server_opts *o) {
       .always_retry = o && o->always_retry,
       .max_connections_per_address = o ? o->max_connections_per_address : 0,
       .handshake_timeout_ms = o ? o->handshake_timeout_ms : 0,
+      .retry_above_address_handshakes = o ? o->retry_above_address_handshakes : 0,
       .on_header = o && o->header_verdict ? header_verdict : NULL,
       .header_user = fx,
   };
@@ -1340,19 +1346,21 @@ static int connect_burst(uint16_t port, int nt) {
 }
 
 /* retry_above_handshakes: at the default (64) a burst of 16 connects needs
- * no Retry; at 1, those that come while another handshake is under way
- * get one, and every client still connects. */
+ * no Retry (with as many allowed from one address); at 1, those that come
+ * while another handshake is under way get one, and every client still
+ * connects. */
 static void test_retry_threshold(void **state) {
   (void)state;
   enum { NT = 16 };
-  server_fx *fx = server_start(NULL);
+  server_opts o16 = {.retry_above_address_handshakes = NT};
+  server_fx *fx = server_start(&o16);
   assert_int_equal(connect_burst(fx->port, NT), NT * 3);
   sleep_ms(60); /* a stats round */
   assert_int_equal(atomic_load(&fx->retries), 0);
   assert_true(wait_count(fx, 0, 5000));
   server_stop(fx);
 
-  server_opts o = {.retry_above_handshakes = 1};
+  server_opts o = {.retry_above_handshakes = 1, .retry_above_address_handshakes = NT};
   fx = server_start(&o);
   /* A burst almost always overlaps; a few more make it certain. */
   for (int round = 0; round < 5 && atomic_load(&fx->retries) == 0; round++) {
@@ -1408,16 +1416,99 @@ static void test_handshake_timeout(void **state) {
   uint64_t t0 = gl_mono_ns();
   assert_int_equal(send(fwd, dgram, (size_t)n, 0), n);
   assert_true(wait_count(fx, 1, 1000)); /* in its handshake */
-  assert_true(wait_size(&fx->from_local, 1, 1000));
+  assert_true(wait_size(&fx->hs_local, 1, 1000));
+  assert_int_equal(atomic_load(&fx->handshakes), 1);
+  /* Not a connection of its address's (max_connections_per_address). */
+  assert_int_equal(atomic_load(&fx->from_local), 0);
   assert_true(wait_count(fx, 0, 4000));
   uint64_t ms = (gl_mono_ns() - t0) / 1000000;
   fprintf(stderr, "stalled handshake dropped after %llu ms\n", (unsigned long long)ms);
   assert_true(ms >= 400 && ms < 3000);
-  assert_true(wait_size(&fx->from_local, 0, 1000));
+  assert_true(wait_size(&fx->hs_local, 0, 1000));
+  assert_int_equal(atomic_load(&fx->handshakes), 0);
   pthread_join(th, NULL);
   assert_int_equal(arg.rc, GL_QC_UNREACHABLE);
   close(fwd);
   close(trap);
+  server_stop(fx);
+}
+
+/* Waits up to ms for *v <= want. */
+static bool wait_size_max(atomic_size_t *v, size_t want, unsigned ms) {
+  for (unsigned t = 0; t < ms; t += 10) {
+    if (atomic_load(v) <= want) return true;
+    sleep_ms(10);
+  }
+  return atomic_load(v) <= want;
+}
+
+/* Issue 30: Initials that never finish (real first flights, from one
+ * address) hold at most retry_above_address_handshakes connections, the
+ * rest get a Retry; they count against no completed-connection limit, so
+ * clients from the same address that answer the Retry still get their
+ * max_connections_per_address; and the half-open ones go at the handshake
+ * timeout. With Retry off the surplus is dropped, unanswered. */
+static void test_initial_flood_per_address(void **state) {
+  (void)state;
+  enum { FLOOD = 200, PER_IP_HS = 4 };
+  server_opts o = {.listen_host = "127.0.0.1", .max_connections_per_address = 2,
+                   .retry_above_address_handshakes = PER_IP_HS, .handshake_timeout_ms = 1500};
+  server_fx *fx = server_start(&o);
+  struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(fx->port),
+                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  struct sockaddr_in from = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  uint64_t t0 = gl_mono_ns();
+  assert_int_equal(gl_test_initial_flood((struct sockaddr *)&to, sizeof to,
+                                         (struct sockaddr *)&from, FLOOD, 8, 25),
+                   FLOOD);
+  /* Each Initial past the first PER_IP_HS got a Retry (the kernel might
+   * drop a few of the flood on a loaded machine). */
+  wait_size_min(&fx->retries, FLOOD - PER_IP_HS, 3000);
+  fprintf(stderr, "flood of %d: %zu Retries\n", FLOOD, atomic_load(&fx->retries));
+  assert_true(atomic_load(&fx->retries) <= FLOOD - PER_IP_HS);
+  assert_true(atomic_load(&fx->retries) >= FLOOD / 2);
+  assert_true(wait_size(&fx->hs_local, PER_IP_HS, 1000));
+  assert_int_equal(atomic_load(&fx->conn_count), PER_IP_HS);
+  assert_int_equal(atomic_load(&fx->from_local), 0);
+
+  /* Two clients from the address answer the Retry and get in; a third is
+   * refused for the two completed ones, not for the half-open ones. */
+  gl_qclient_config cfg = pin_config(fx->port);
+  cfg.host = "127.0.0.1";
+  gl_qclient *a = connect_ok(&cfg), *b = connect_ok(&cfg), *c = NULL;
+  fprintf(stderr, "flood of %d: two clients in after %llu ms\n", FLOOD,
+          (unsigned long long)((gl_mono_ns() - t0) / 1000000));
+  expect_text(a, "a", "a");
+  expect_text(b, "ab", "ba");
+  assert_true(wait_size(&fx->from_local, 2, 1000));
+  char err[512] = "";
+  cfg.timeout_ms = 3000;
+  assert_int_equal(gl_qclient_connect(&cfg, &c, err, sizeof err), GL_QC_UNREACHABLE);
+  assert_non_null(strstr(err, "from this address"));
+  /* The half-open ones go at the handshake timeout; the clients stay. */
+  assert_true(wait_size(&fx->hs_local, 0, 4000));
+  assert_true(wait_count(fx, 2, 1000));
+  expect_text(a, "still", "llits");
+  gl_qclient_del(a);
+  gl_qclient_del(b);
+  assert_true(wait_count(fx, 0, 5000));
+  gl_test_flood_close();
+  server_stop(fx);
+
+  /* Retry off: the surplus is dropped (no Retry, no connection). */
+  server_opts off = o;
+  off.retry_above_handshakes = UINT32_MAX;
+  fx = server_start(&off);
+  to.sin_port = htons(fx->port);
+  assert_int_equal(gl_test_initial_flood((struct sockaddr *)&to, sizeof to,
+                                         (struct sockaddr *)&from, 50, 8, 25),
+                   50);
+  assert_true(wait_size(&fx->hs_local, PER_IP_HS, 2000));
+  sleep_ms(100);
+  assert_int_equal(atomic_load(&fx->conn_count), PER_IP_HS);
+  assert_int_equal(atomic_load(&fx->retries), 0);
+  assert_true(wait_size_max(&fx->hs_local, 0, 4000));
+  gl_test_flood_close();
   server_stop(fx);
 }
 
@@ -2838,6 +2929,7 @@ int main(void) {
       cmocka_unit_test(test_connections_per_address),
       cmocka_unit_test(test_retry_threshold),
       cmocka_unit_test(test_handshake_timeout),
+      cmocka_unit_test(test_initial_flood_per_address),
       cmocka_unit_test(test_pipeline_500_reverse),
       cmocka_unit_test(test_pipeline_2000_unwaited),
       cmocka_unit_test(test_pipeline_out_of_order),
