@@ -91,7 +91,9 @@ typedef struct gl_sop_sync {
  *     Nothing is answered: on failure the status is returned with s->err
  *     filled and made the session's failure (the caller checks for a lost
  *     context once it has added what the kernel printed).
- * f is the session's (borrowed). Errors: INVALID_ARGUMENT (dimensions,
+ * f, r, job and sync stay the caller's (job is answered, not freed). A
+ * GPU_SUBMIT's dimensions were checked before, with its own wording
+ * (gl_submit_check): here they always pass. Errors: INVALID_ARGUMENT (dimensions,
  * argument count or sizes, buffer offsets), INVALID_HANDLE (a buffer),
  * INTERNAL (out of memory), and the backend's (WRITE_FAILED,
  * LAUNCH_FAILED, READ_FAILED, UNSUPPORTED...). */

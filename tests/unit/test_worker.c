@@ -1179,6 +1179,34 @@ static void test_mock_submit_beside_session(void **state) {
   free(msg);
   free(r);
   sync_clean(f, sid, seq++);
+  /* Pipelined: a GPU_SUBMIT and a session op in flight together, each
+   * answered on its own lane, in whichever order they finish. */
+  gl_request both = submit("iota", k_ptx_iota, 128, 128 * sizeof(float));
+  send_req(f->fd, &both);
+  req = (gl_request){.op = GL_OP_SYNC};
+  req.u.sync.s.session_id = sid;
+  req.u.sync.s.seq = seq++;
+  send_req(f->fd, &req);
+  bool got_submit = false, got_sync = false;
+  for (int i = 0; i < 2; i++) {
+    r = calloc(1, sizeof *r);
+    msg = recv_resp(f->fd, r);
+    assert_int_equal(r->status, GPULEASE_OK);
+    if (r->op == GL_OP_GPU_SUBMIT) {
+      assert_int_equal(r->u.submit.output_len, 128 * sizeof(float));
+      float last;
+      memcpy(&last, r->u.submit.output + 127 * sizeof(float), sizeof last);
+      assert_true(last == 128.0f);
+      got_submit = true;
+    } else {
+      assert_int_equal(r->op, GL_OP_SYNC);
+      assert_int_equal(r->u.sync.error_status, 0);
+      got_sync = true;
+    }
+    free(msg);
+    free(r);
+  }
+  assert_true(got_submit && got_sync);
   req = (gl_request){.op = GL_OP_MEM_READ};
   req.u.mem_read.s.session_id = sid;
   req.u.mem_read.s.seq = seq++;
