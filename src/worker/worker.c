@@ -1,7 +1,7 @@
 /*
  * worker.c - the worker loop: the channel, dispatch to the leases, and the
  * process's and leases' own ops (WORKER_PROBE, WORKER_WARM, WORKER_INIT,
- * WORKER_RELEASE, GPU_SUBMIT).
+ * WORKER_RELEASE, SHM_ATTACH, SHM_DETACH).
  *
  * Everything device-specific is behind gl_backend (backend.h). The main
  * thread reads tagged requests and answers PROBE, WARM, INIT and RELEASE
@@ -9,15 +9,14 @@
  * it: session ops go to their session's lane (session.c), and each
  * GPU_SUBMIT to the lane of the lease's implicit session (submit.c: its
  * checks, then module, function and the one launch that LAUNCH uses too,
- * with its input and output). A worker of isolated leases
- * serves one lease; a shared worker adds one per WORKER_INIT with the
- * shared flag and drops one per WORKER_RELEASE. Every request gets exactly
- * one reply, with its tag.
+ * with its input and output). A worker of isolated leases serves one
+ * lease; a shared worker adds one per WORKER_INIT with the shared flag and
+ * drops one per WORKER_RELEASE. Every request gets exactly one reply, with
+ * its tag.
  *
- * Its floor: the state in wk_types.h, the replies in wk_reply.h, the
- * lost-context check in wk_check.h; what it calls of the sessions is
- * declared in session.h, of GPU_SUBMIT in submit.h, of BATCH in batch.h,
- * of segments in segments.h.
+ * Its floor: the state in wk_types.h, the replies in wk_reply.h; what it
+ * calls of the sessions is declared in session.h, of GPU_SUBMIT in
+ * submit.h, of BATCH in batch.h, of segments in segments.h.
  */
 #include "worker/worker.h"
 
@@ -41,7 +40,6 @@
 #include "worker/segments.h"
 #include "worker/session.h"
 #include "worker/submit.h"
-#include "worker/wk_check.h"
 #include "worker/wk_reply.h"
 
 static const char *g_jit_dir;
