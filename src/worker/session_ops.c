@@ -494,10 +494,11 @@ gpulease_status gl_sop_param_pointer(gl_wsession *s, size_t k, const gl_launch_p
   return GPULEASE_OK;
 }
 
-/* The argument sizes against the kernel's, when known; `what` is the
- * launch ("launch") or the GPU_SUBMIT ("request", submit its request),
- * as the messages name it. A GPU_SUBMIT also refuses a kernel with more
- * parameters than any list holds. */
+/* The argument sizes against the kernel's, when known. submit: the
+ * GPU_SUBMIT whose arguments these are (the messages name "the request",
+ * as GPU_SUBMIT's always did), NULL for a launch ("the launch"). A
+ * GPU_SUBMIT also refuses a kernel with more parameters than any list
+ * holds. */
 static gpulease_status check_sizes(gl_wsession *s, const gl_wfunction *f, const size_t *sizes,
                                    size_t k, const gl_submit_req *submit) {
   bool counted = f->sizes_known || (submit && f->param_count > GPULEASE_MAX_PARAMS);
