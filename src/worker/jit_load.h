@@ -1,7 +1,7 @@
 /*
  * jit_load.h - a PTX module through the worker's disk JIT cache
- * (jit_cache.h), for both of a lease's module tables: the sessions'
- * (modtab.c) and GPU_SUBMIT's (module_cache.c).
+ * (jit_cache.h), for the lease's module table (modtab.c), which the
+ * sessions and GPU_SUBMIT (through module_cache.c) load through.
  */
 #ifndef GL_WORKER_JIT_LOAD_H
 #define GL_WORKER_JIT_LOAD_H

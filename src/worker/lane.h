@@ -2,7 +2,8 @@
  * lane.h - a thread that runs jobs one at a time, in the order queued.
  *
  * The worker gives each session a lane (its ops run in order, while other
- * sessions' lanes run concurrently), and one more to GPU_SUBMIT. A job is a
+ * sessions' lanes run concurrently), a lease's implicit session, which
+ * runs its GPU_SUBMITs, included. A job is a
  * request read from the daemon: its call tag, the message bytes (owned by
  * the job) and the decoded request (borrowing from those bytes).
  */

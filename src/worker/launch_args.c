@@ -1,6 +1,7 @@
 /*
  * launch_args.c - the kernel argument areas and the one builder of a
- * launch's arguments (launch_args.h), for GPU_SUBMIT and session LAUNCH.
+ * launch's arguments (launch_args.h), for GPU_SUBMIT and session LAUNCH
+ * (gl_sop_launch).
  */
 #include "worker/launch_args.h"
 

@@ -1,9 +1,10 @@
 /*
  * launch_args.h - the one builder of kernel arguments for the backend's
- * launch (gl_launch's args[] and arg_sizes[], backend.h), used by
- * GPU_SUBMIT (worker.c, from its param list of pointer offsets and
- * scalars) and by a session's LAUNCH and LAUNCH_EX (session_ops.c, from
- * buffers + offsets and scalars).
+ * launch (gl_launch's args[] and arg_sizes[], backend.h), used by the
+ * worker's one launch (gl_sop_launch, session_ops.c) for GPU_SUBMIT (from
+ * its param list of pointer offsets and scalars) and for a session's
+ * LAUNCH and LAUNCH_EX (from buffers + offsets and scalars), and by a
+ * launch recorded in a graph.
  *
  * The callers read their own param lists and check them (offsets against
  * the region or the buffer, sizes against the kernel's); this file lays

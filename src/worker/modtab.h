@@ -1,14 +1,15 @@
 /*
  * modtab.h - the modules loaded in a lease's context, shared by its
- * sessions.
+ * sessions (GPU_SUBMIT's implicit session among them, through
+ * module_cache.h).
  *
  * A lease's sessions (each on its own worker thread) load modules by
  * sending image bytes. Every module stays loaded while some session holds
  * it, and a second session sending the same bytes gets the loaded module
  * (one more reference) instead of another load. Identity is the SHA-256 of
  * the bytes plus the format, so equal images share a module and different
- * ones never do (unlike module_cache.h, there is no eviction: sessions
- * decide, by releasing).
+ * ones never do (there is no eviction: sessions decide, by releasing;
+ * module_cache.h releases GPU_SUBMIT's least recently used).
  *
  * For PTX on a backend that can compile it (compile_ptx, backend.h), the
  * compiled binary goes through the on-disk JIT cache (jit_cache.h), so a

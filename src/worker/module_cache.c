@@ -1,15 +1,13 @@
-/* module_cache.c - see module_cache.h. */
+/* module_cache.c - GPU_SUBMIT's modules over the lease's module table: see
+ * module_cache.h. */
 #include "worker/module_cache.h"
-#include "worker/counters.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <gnutls/crypto.h>
-#include <gnutls/gnutls.h>
-
-#include "worker/jit_load.h"
+#include "worker/counters.h"
+#include "worker/session.h"
 
 uint64_t gl_fnv1a64(const uint8_t *p, size_t n) {
   uint64_t h = 0xcbf29ce484222325ull;
@@ -20,17 +18,27 @@ uint64_t gl_fnv1a64(const uint8_t *p, size_t n) {
   return h;
 }
 
-void gl_module_cache_init(gl_module_cache *c, gl_backend *backend) {
+void gl_module_cache_init(gl_module_cache *c, gl_modtab *t) {
   memset(c, 0, sizeof *c);
-  c->backend = backend;
+  c->modtab = t;
+}
+
+/* Frees an entry's functions and copy, and empties the slot. */
+static void drop(gl_module_cache *c, gl_module_entry *e) {
+  for (gl_wfunction *f = e->funcs; f;) {
+    gl_wfunction *n = f->next;
+    free(f);
+    f = n;
+  }
+  c->bytes -= e->len;
+  free(e->image);
+  memset(e, 0, sizeof *e);
 }
 
 static void evict(gl_module_cache *c, gl_module_entry *e) {
   if (!e->image) return;
-  c->backend->ops->unload_module(c->backend, e->module);
-  c->bytes -= e->len;
-  free(e->image);
-  memset(e, 0, sizeof *e);
+  gl_modtab_release(c->modtab, e->module);
+  drop(c, e);
 }
 
 void gl_module_cache_clear(gl_module_cache *c) {
@@ -38,9 +46,8 @@ void gl_module_cache_clear(gl_module_cache *c) {
 }
 
 void gl_module_cache_forget(gl_module_cache *c) {
-  for (int i = 0; i < GL_MODULE_CACHE_SLOTS; i++) free(c->e[i].image);
-  memset(c->e, 0, sizeof c->e);
-  c->bytes = 0;
+  for (int i = 0; i < GL_MODULE_CACHE_SLOTS; i++)
+    if (c->e[i].image) drop(c, &c->e[i]);
 }
 
 /* The least recently used entry other than `keep` (NULL when none). */
@@ -55,8 +62,8 @@ static gl_module_entry *lru(gl_module_cache *c, const gl_module_entry *keep) {
 }
 
 gpulease_status gl_module_cache_get(gl_module_cache *c, const uint8_t *image, size_t len,
-                                    gpulease_image_format format, void **module, char *err,
-                                    size_t errlen) {
+                                    gpulease_image_format format, gl_module_entry **entry,
+                                    char *err, size_t errlen) {
   uint64_t h = gl_fnv1a64(image, len);
   for (int i = 0; i < GL_MODULE_CACHE_SLOTS; i++) {
     gl_module_entry *e = &c->e[i];
@@ -65,12 +72,11 @@ gpulease_status gl_module_cache_get(gl_module_cache *c, const uint8_t *image, si
       e->last_use = ++c->clock;
       c->hits++;
       gl_worker_count(GL_WC_MODULE_HIT);
-      *module = e->module;
+      *entry = e;
       return GPULEASE_OK;
     }
   }
-  c->misses++;
-  gl_worker_count(GL_WC_MODULE_MISS);
+  c->misses++; /* counted by the table, as loaded or found in the context */
 
   if (len > SIZE_MAX - 1) {
     snprintf(err, errlen, "image too large");
@@ -85,15 +91,8 @@ gpulease_status gl_module_cache_get(gl_module_cache *c, const uint8_t *image, si
   copy[len] = 0;
 
   void *m = NULL;
-  gpulease_status st;
-  uint8_t sha[32];
-  if (gl_jit_load_usable(c->backend, c->jit, format) &&
-      gnutls_hash_fast(GNUTLS_DIG_SHA256, copy, len, sha) >= 0) {
-    bool from_disk;
-    st = gl_jit_load_ptx(c->backend, c->jit, copy, len, sha, &m, &from_disk, err, errlen);
-  } else {
-    st = c->backend->ops->load_module(c->backend, copy, len, format, &m, err, errlen);
-  }
+  uint8_t source = 0;
+  gpulease_status st = gl_modtab_acquire(c->modtab, image, len, format, &m, &source, err, errlen);
   if (st != GPULEASE_OK) {
     free(copy);
     return st;
@@ -112,11 +111,12 @@ gpulease_status gl_module_cache_get(gl_module_cache *c, const uint8_t *image, si
   slot->hash = h;
   slot->format = format;
   slot->module = m;
+  slot->funcs = NULL;
   slot->last_use = ++c->clock;
   c->bytes += len;
   /* Stay within the byte budget, keeping the entry just loaded. */
   gl_module_entry *old;
   while (c->bytes > GL_MODULE_CACHE_MAX_BYTES && (old = lru(c, slot)) != NULL) evict(c, old);
-  *module = m;
+  *entry = slot;
   return GPULEASE_OK;
 }

@@ -7,9 +7,11 @@
  * session's lane once all ops with a lower seq have been handed over, so a
  * client may pipeline ops on many QUIC streams and still have them run in
  * the order it issued them. What each op does is in session_ops.c.
+ * Here too is the lease's implicit session, GPU_SUBMIT's (made on its
+ * first GPU_SUBMIT, ended with the lease; its op is in submit.c).
  *
  * It stands on wk_types.h (the lease's state) and wk_reply.h (replies);
- * worker.c calls it through session.h.
+ * worker.c and submit.c call it through session.h.
  */
 #include "worker/session.h"
 
@@ -66,8 +68,31 @@ static void session_free(gl_wsession *s) {
   gl_hmap_free(&s->functions);
   gl_hmap_free(&s->graphs);
   if (s->args_ready) gl_argbuf_free(&s->args);
+  free(s->submit_modules);
   free(s->err);
   free(s);
+}
+
+/* A new session of w with nothing in it yet (no stream, no lane); NULL
+ * when out of memory. */
+static gl_wsession *session_alloc(gl_wk *w) {
+  gl_wsession *s = calloc(1, sizeof *s);
+  char *err = malloc(GL_WK_ERR_MAX);
+  if (!s || !err) {
+    free(s);
+    free(err);
+    return NULL;
+  }
+  s->w = w;
+  s->err = err;
+  s->next_seq = 1;
+  gl_hmap_init(&s->buffers);
+  gl_hmap_init(&s->modules);
+  gl_hmap_init(&s->functions);
+  gl_hmap_init(&s->graphs);
+  atomic_init(&s->closed, false);
+  err[0] = 0;
+  return s;
 }
 
 static void unlink_session(gl_wk *w, gl_wsession *s) {
@@ -125,26 +150,14 @@ static void open_session(gl_wk *w, gl_job *job) {
     gl_wk_job_error(w, job, op, GPULEASE_CAPACITY_EXCEEDED, msg);
     return;
   }
-  gl_wsession *s = calloc(1, sizeof *s);
-  char *err = malloc(GL_WK_ERR_MAX);
-  if (!s || !err) {
-    free(s);
-    free(err);
+  gl_wsession *s = session_alloc(w);
+  if (!s) {
     gl_wk_job_error(w, job, op, GPULEASE_INTERNAL, "worker out of memory");
     return;
   }
-  s->w = w;
-  s->err = err;
-  s->next_seq = 1;
-  gl_hmap_init(&s->buffers);
-  gl_hmap_init(&s->modules);
-  gl_hmap_init(&s->functions);
-  gl_hmap_init(&s->graphs);
-  atomic_init(&s->closed, false);
-  err[0] = 0;
-  gpulease_status st = w->be->ops->stream_create(w->be, &s->stream, err, GL_WK_ERR_MAX);
+  gpulease_status st = w->be->ops->stream_create(w->be, &s->stream, s->err, GL_WK_ERR_MAX);
   if (st != GPULEASE_OK) {
-    gl_wk_job_error(w, job, op, st, err);
+    gl_wk_job_error(w, job, op, st, s->err);
     session_free(s);
     return;
   }
@@ -165,6 +178,50 @@ static void open_session(gl_wk *w, gl_job *job) {
   gl_response r = {.op = op, .status = GPULEASE_OK, .msg = ""};
   r.u.handle = s->id;
   gl_wk_job_reply(w, job, &r);
+}
+
+/* ---- the implicit session ------------------------------------------------------
+ *
+ * GPU_SUBMIT's (submit.c): one a lease, made on the first GPU_SUBMIT and
+ * kept until the lease ends. It is not in w->sessions, so no client op
+ * finds it, SESSION_OPEN does not count it and WORKER_LOST does not list
+ * it; its ops come in arrival order (no seqs) and run on its lane.
+ */
+
+gl_wsession *gl_session_implicit(gl_wk *w, gl_lane_run_fn run) {
+  if (w->implicit) return w->implicit;
+  gl_wsession *s = session_alloc(w);
+  if (!s) return NULL;
+  s->submit_modules = malloc(sizeof *s->submit_modules);
+  if (!s->submit_modules) {
+    session_free(s);
+    return NULL;
+  }
+  gl_module_cache_init(s->submit_modules, w->modtab);
+  s->lane = gl_lane_start(run, s);
+  if (!s->lane) {
+    session_free(s);
+    return NULL;
+  }
+  w->implicit = s;
+  return s;
+}
+
+bool gl_session_implicit_stop_within(gl_wk *w, unsigned timeout_ms) {
+  gl_wsession *s = w->implicit;
+  if (!s || !s->lane) return true;
+  bool stopped = gl_lane_stop_within(s->lane, timeout_ms);
+  s->lane = NULL; /* stopped and freed, or left to the process exit */
+  return stopped;
+}
+
+void gl_session_implicit_end(gl_wk *w) {
+  gl_wsession *s = w->implicit;
+  if (!s) return;
+  gl_lane_stop(s->lane); /* NULL once stopped for a lost context */
+  gl_session_release_all(s);
+  session_free(s);
+  w->implicit = NULL;
 }
 
 /* ---- order ------------------------------------------------------------------

@@ -8,11 +8,18 @@
  * (kind in the top byte). Its ops run on its own lane, in seq order; the
  * first op that fails is the session's failure until a SYNC acknowledges
  * it (docs/protocol.md, "Sessions").
+ *
+ * Each lease also has one implicit session, GPU_SUBMIT's (submit.h):
+ * started on the first GPU_SUBMIT, never in the lease's table (no id a
+ * client can name, not counted against its limits), with no stream of its
+ * own (its launches wait on the backend's synchronous path) and a module
+ * cache (module_cache.h) over the same module table.
  */
 #ifndef GL_WORKER_SESSION_H
 #define GL_WORKER_SESSION_H
 
 #include "worker/hmap.h"
+#include "worker/module_cache.h"
 #include "worker/wk_types.h"
 
 /* Handle kinds (top byte), so a handle of the wrong kind is never found. */
@@ -116,6 +123,10 @@ struct gl_wsession {
   gl_hmap graphs;
 
   atomic_bool closed; /* SESSION_CLOSE done: the main thread reaps it */
+
+  /* The implicit session only (NULL in a client's): GPU_SUBMIT's modules
+   * (lane thread). */
+  gl_module_cache *submit_modules;
 };
 
 /* Runs one job of session s (its lane's run function). */
@@ -164,5 +175,26 @@ int gl_session_lost_notice(gl_wk *w, unsigned timeout_ms, gl_buf *out, size_t *b
 /* Main thread, at exit: stops every lane and frees every session (its
  * buffers and modules too, unless the context is lost). */
 void gl_session_close_all(gl_wk *w);
+
+/* ---- the lease's implicit session (main thread, for submit.c and worker.c) ---- */
+
+/* Main thread: lease w's implicit session (w->implicit), started on the
+ * first call with run as its lane's function (ctx: the session), not in
+ * the table of sessions. NULL when out of memory or no thread could be
+ * started (nothing is kept then; a later call tries again). */
+gl_wsession *gl_session_implicit(gl_wk *w, gl_lane_run_fn run);
+
+/* Main thread, once the context is lost: stops the implicit session's lane
+ * (if any), waiting at most timeout_ms. True when it stopped (or there was
+ * none); false when its op still runs (left to the process exit). Either
+ * way the lane is no longer the lease's; gl_session_implicit_end frees the
+ * rest. */
+bool gl_session_implicit_stop_within(gl_wk *w, unsigned timeout_ms);
+
+/* Main thread, at lease end: stops the implicit session's lane (the op it
+ * runs finishes, queued ones are dropped unanswered), releases its modules
+ * to the module table (unless the context is lost) and frees it. Nothing
+ * to do when the lease never had one. */
+void gl_session_implicit_end(gl_wk *w);
 
 #endif /* GL_WORKER_SESSION_H */

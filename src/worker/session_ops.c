@@ -11,8 +11,12 @@
  * next waits) is put down to the first LAUNCH queued since the stream was
  * last known idle.
  *
+ * gl_sop_launch is the worker's one launch: LAUNCH and LAUNCH_EX queue
+ * through it on the session's stream, and GPU_SUBMIT (submit.c, the
+ * implicit session) runs through it on the backend's synchronous path.
+ *
  * It stands on wk_types.h, wk_reply.h and wk_check.h (the lost context),
- * sharing session_ops.h with session_exec.c and session_tmap.c.
+ * sharing session_ops.h with session_exec.c, session_tmap.c and submit.c.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -41,6 +45,13 @@ void gl_sop_set_failure(gl_wsession *s, uint16_t op, uint64_t seq, gpulease_stat
   s->f_op = op;
   s->f_seq = seq;
   snprintf(s->f_msg, sizeof s->f_msg, "%s", msg);
+}
+
+void gl_sop_clear_failure(gl_wsession *s) {
+  s->f_status = GPULEASE_OK;
+  s->f_op = 0;
+  s->f_seq = 0;
+  s->f_msg[0] = 0;
 }
 
 /* The message of a lost context as a session's failure. */
@@ -370,6 +381,31 @@ static gpulease_status op_module_unload(gl_wsession *s, const gl_handle_req *r, 
   return GPULEASE_OK;
 }
 
+gpulease_status gl_sop_function_find(gl_wsession *s, void *module, const char *name,
+                                     size_t name_len, gl_wfunction *f) {
+  gl_wk *w = s->w;
+  memcpy(f->name, name, name_len);
+  f->name[name_len] = 0;
+  gpulease_status st = w->be->ops->get_function(w->be, module, f->name, &f->fn, s->err,
+                                                GL_WK_ERR_MAX);
+  if (st != GPULEASE_OK) return st;
+  /* The sizes of the first GPULEASE_MAX_PARAMS parameters, and how many
+   * there are: a kernel with more is counted (a GPU_SUBMIT refuses it) but
+   * its sizes are not known. A backend that cannot tell leaves them
+   * unknown: the launch goes as asked. */
+  size_t count = 0;
+  f->sizes_known = false;
+  f->param_count = 0;
+  if (w->be->ops->param_sizes &&
+      w->be->ops->param_sizes(w->be, f->fn, f->param_sizes, GPULEASE_MAX_PARAMS, &count, s->err,
+                              GL_WK_ERR_MAX) == GPULEASE_OK) {
+    f->param_count = count;
+    f->sizes_known = count <= GPULEASE_MAX_PARAMS;
+  }
+  s->err[0] = 0;
+  return GPULEASE_OK;
+}
+
 static gpulease_status op_func_info(gl_wsession *s, const gl_func_info_req *r, gl_response *resp) {
   gl_wk *w = s->w;
   gl_wmodule *m;
@@ -380,10 +416,7 @@ static gpulease_status op_func_info(gl_wsession *s, const gl_func_info_req *r, g
                 s->id, GL_WS_MAX_FUNCTIONS);
   gl_wfunction *f = calloc(1, sizeof *f);
   if (!f) return gl_sop_errf(s, GPULEASE_INTERNAL, "worker out of memory");
-  memcpy(f->name, r->kernel_name, r->kernel_name_len);
-  f->name[r->kernel_name_len] = 0;
-  st = w->be->ops->get_function(w->be, m->module, f->name, &f->fn, s->err,
-                                                GL_WK_ERR_MAX);
+  st = gl_sop_function_find(s, m->module, r->kernel_name, r->kernel_name_len, f);
   if (st == GPULEASE_LAUNCH_FAILED) st = GPULEASE_NOT_FOUND; /* CUDA_ERROR_NOT_FOUND */
   gl_func_info_resp *fi = &resp->u.func_info;
   if (st == GPULEASE_OK) st = w->be->ops->func_info(w->be, f->fn, fi, s->err, GL_WK_ERR_MAX);
@@ -392,17 +425,10 @@ static gpulease_status op_func_info(gl_wsession *s, const gl_func_info_req *r, g
     return st;
   }
   fi->param_count = GL_WIRE_PARAMS_UNKNOWN;
-  size_t count = 0;
-  if (w->be->ops->param_sizes &&
-      w->be->ops->param_sizes(w->be, f->fn, f->param_sizes, GPULEASE_MAX_PARAMS, &count, s->err,
-                              GL_WK_ERR_MAX) == GPULEASE_OK &&
-      count <= GPULEASE_MAX_PARAMS) {
-    f->sizes_known = true;
-    f->param_count = count;
-    fi->param_count = (uint16_t)count;
-    for (size_t i = 0; i < count; i++) fi->param_sizes[i] = (uint16_t)f->param_sizes[i];
+  if (f->sizes_known) {
+    fi->param_count = (uint16_t)f->param_count;
+    for (size_t i = 0; i < f->param_count; i++) fi->param_sizes[i] = (uint16_t)f->param_sizes[i];
   }
-  s->err[0] = 0;
   f->mod = m;
   f->handle = gl_sop_put_handle(s, &s->functions, GL_HANDLE_FUNCTION, f);
   if (!f->handle) {
@@ -419,16 +445,24 @@ static gpulease_status op_func_info(gl_wsession *s, const gl_func_info_req *r, g
  * LAUNCH
  * ==================================================================== */
 
+/* The session's function h. */
+static gpulease_status find_function(gl_wsession *s, uint64_t h, gl_wfunction **fo) {
+  *fo = gl_hmap_get(&s->functions, h);
+  if (*fo) return GPULEASE_OK;
+  return gl_sop_errf(s, GPULEASE_INVALID_HANDLE,
+                     "0x%016" PRIx64 " is not a function of session %" PRIu64
+                     " (never returned by FUNC_INFO here, its module unloaded, or another "
+                     "session's)",
+                     h, s->id);
+}
+
 /* The launch's function, its dimensions checked. */
 gpulease_status gl_sop_launch_function(gl_wsession *s, const gl_launch_req *r,
                                        gl_wfunction **fo) {
-  gl_wfunction *f = gl_hmap_get(&s->functions, r->function);
-  if (!f)
-    return gl_sop_errf(s, GPULEASE_INVALID_HANDLE,
-                "0x%016" PRIx64 " is not a function of session %" PRIu64
-                " (never returned by FUNC_INFO here, its module unloaded, or another session's)",
-                r->function, s->id);
-  gpulease_status st = gl_sop_check_dims(s, r);
+  gl_wfunction *f;
+  gpulease_status st = find_function(s, r->function, &f);
+  if (st != GPULEASE_OK) return st;
+  st = gl_sop_check_dims(s, r);
   if (st != GPULEASE_OK) return st;
   *fo = f;
   return GPULEASE_OK;
@@ -460,21 +494,78 @@ gpulease_status gl_sop_param_pointer(gl_wsession *s, size_t k, const gl_launch_p
   return GPULEASE_OK;
 }
 
-/* The parameter sizes a launch passes against the kernel's, when known. */
-gpulease_status gl_sop_check_param_sizes(gl_wsession *s, const gl_wfunction *f,
-                                         const size_t *sizes, size_t k) {
-  if (!f->sizes_known) return GPULEASE_OK;
+/* The argument sizes against the kernel's, when known. submit: the
+ * GPU_SUBMIT whose arguments these are (the messages name "the request",
+ * as GPU_SUBMIT's always did), NULL for a launch ("the launch"). A
+ * GPU_SUBMIT also refuses a kernel with more parameters than any list
+ * holds. */
+static gpulease_status check_sizes(gl_wsession *s, const gl_wfunction *f, const size_t *sizes,
+                                   size_t k, const gl_submit_req *submit) {
+  bool counted = f->sizes_known || (submit && f->param_count > GPULEASE_MAX_PARAMS);
+  if (!counted) return GPULEASE_OK;
+  const char *what = submit ? "request" : "launch";
   if (f->param_count != k)
     return gl_sop_errf(s, GPULEASE_INVALID_ARGUMENT,
-                "kernel '%s' takes %zu parameter%s but the launch passes %zu", f->name,
-                f->param_count, f->param_count == 1 ? "" : "s", k);
+                       "kernel '%s' takes %zu parameter%s but the %s passes %zu%s", f->name,
+                       f->param_count, f->param_count == 1 ? "" : "s", what, k,
+                       submit && !(submit->flags & GL_SUBMIT_F_PARAMS)
+                           ? " (without a param list the region's pointer is the only parameter)"
+                           : "");
   for (size_t i = 0; i < k; i++)
     if (f->param_sizes[i] != sizes[i])
       return gl_sop_errf(s, GPULEASE_INVALID_ARGUMENT,
-                  "parameter %zu of kernel '%s' is %zu bytes but the launch passes %zu bytes "
-                  "(buffers are 8-byte pointers)",
-                  i, f->name, f->param_sizes[i], sizes[i]);
+                         "parameter %zu of kernel '%s' is %zu bytes but the %s passes %zu bytes "
+                         "(%s)",
+                         i, f->name, f->param_sizes[i], what, sizes[i],
+                         submit ? "pointers are 8 bytes" : "buffers are 8-byte pointers");
   return GPULEASE_OK;
+}
+
+/* The parameter sizes a launch passes against the kernel's, when known. */
+gpulease_status gl_sop_check_param_sizes(gl_wsession *s, const gl_wfunction *f,
+                                         const size_t *sizes, size_t k) {
+  return check_sizes(s, f, sizes, k, NULL);
+}
+
+/* Builds the arguments of a launch of f in s->args (count in *n): from
+ * r's param list, or a GPU_SUBMIT's (submit: region offsets, or without
+ * a list the region's pointer alone); then checks them against f. */
+static gpulease_status build_args(gl_wsession *s, const gl_launch_req *r,
+                                  const gl_submit_req *submit, const gl_wfunction *f, size_t *n) {
+  if (!s->args_ready) {
+    if (gl_argbuf_init(&s->args) != 0) return gl_sop_errf(s, GPULEASE_INTERNAL, "worker out of memory");
+    s->args_ready = true;
+  }
+  gl_argbuf *a = &s->args;
+  const uint64_t base = s->w->region_base;
+  gl_launch_args_begin(a);
+  if (submit && !(submit->flags & GL_SUBMIT_F_PARAMS)) {
+    gl_launch_args_pointer(a, base);
+  } else if (submit) {
+    size_t pos = 0;
+    gl_param p;
+    while (a->count < GPULEASE_MAX_PARAMS && gl_param_next(submit, &pos, &p)) {
+      if (p.kind == GPULEASE_PARAM_POINTER)
+        gl_launch_args_pointer(a, base + p.offset); /* offset < vram: gl_submit_check */
+      else
+        gl_launch_args_value(a, p.value, p.size);
+    }
+  } else {
+    size_t pos = 0;
+    gl_launch_param p;
+    while (a->count < GPULEASE_MAX_PARAMS && gl_launch_param_next(r, &pos, &p)) {
+      if (p.kind == GL_LAUNCH_PARAM_BUFFER) {
+        uint64_t ptr;
+        gpulease_status st = gl_sop_param_pointer(s, a->count, &p, &ptr);
+        if (st != GPULEASE_OK) return st;
+        gl_launch_args_pointer(a, ptr);
+      } else {
+        gl_launch_args_value(a, p.value, p.size);
+      }
+    }
+  }
+  *n = a->count;
+  return check_sizes(s, f, a->sizes, a->count, submit);
 }
 
 /* Checks the launch and builds its arguments in s->args; the argument
@@ -484,29 +575,9 @@ gpulease_status gl_sop_prepare_launch(gl_wsession *s, const gl_launch_req *r, gl
   gl_wfunction *f;
   gpulease_status st = gl_sop_launch_function(s, r, &f);
   if (st != GPULEASE_OK) return st;
-  if (!s->args_ready) {
-    if (gl_argbuf_init(&s->args) != 0) return gl_sop_errf(s, GPULEASE_INTERNAL, "worker out of memory");
-    s->args_ready = true;
-  }
-  gl_argbuf *a = &s->args;
-  gl_launch_args_begin(a);
-  size_t pos = 0;
-  gl_launch_param p;
-  while (a->count < GPULEASE_MAX_PARAMS && gl_launch_param_next(r, &pos, &p)) {
-    if (p.kind == GL_LAUNCH_PARAM_BUFFER) {
-      uint64_t ptr;
-      st = gl_sop_param_pointer(s, a->count, &p, &ptr);
-      if (st != GPULEASE_OK) return st;
-      gl_launch_args_pointer(a, ptr);
-    } else {
-      gl_launch_args_value(a, p.value, p.size);
-    }
-  }
-  size_t k = a->count;
-  st = gl_sop_check_param_sizes(s, f, a->sizes, k);
+  st = build_args(s, r, NULL, f, n);
   if (st != GPULEASE_OK) return st;
   *fo = f;
-  *n = k;
   return GPULEASE_OK;
 }
 
@@ -524,59 +595,105 @@ void gl_sop_launch_of(gl_wsession *s, const gl_launch_req *r, const gl_wfunction
   memcpy(l->cluster, r->cluster, sizeof l->cluster);
 }
 
-/* Runs LAUNCH or LAUNCH_EX and answers it. */
-static void op_launch(gl_wsession *s, gl_job *job) {
-  gl_wk *w = s->w;
-  const uint16_t op = job->req.op;
-  const gl_launch_req *r = &job->req.u.launch;
-  gl_wfunction *f = NULL;
-  size_t n = 0;
-  gpulease_status st = gl_sop_prepare_launch(s, r, &f, &n);
-  if (st != GPULEASE_OK) {
-    gl_sop_set_failure(s, op, r->s.seq, st, s->err);
-    gl_wk_job_error(w, job, op, st, s->err);
-    return;
+/* GPU_SUBMIT's run of l: input, kernel, output, on the backend's
+ * synchronous path. */
+static gpulease_status run_sync(gl_wsession *s, const gl_wfunction *f, const gl_launch *l,
+                                gl_sop_sync *sync) {
+  gl_backend *be = s->w->be;
+  const gl_submit_req *req = sync->req;
+  gpulease_status st;
+  if (req->input_len > 0) {
+    st = be->ops->write(be, req->input_offset, req->input, req->input_len, s->err, GL_WK_ERR_MAX);
+    if (st != GPULEASE_OK) return st;
   }
-  gl_launch l;
-  gl_sop_launch_of(s, r, f, n, &l);
-  bool attrs = l.flags || l.cluster[0] || l.cluster[1] || l.cluster[2];
+  size_t out_len = (size_t)req->output_size;
+  if (be->ops->launch_read) /* kernel and output with one wait */
+    return be->ops->launch_read(be, f->fn, l, &sync->gpu_time_ns, req->output_offset, sync->out,
+                                out_len, s->err, GL_WK_ERR_MAX);
+  st = be->ops->launch(be, f->fn, l, &sync->gpu_time_ns, s->err, GL_WK_ERR_MAX);
+  if (st == GPULEASE_OK && out_len > 0)
+    st = be->ops->read(be, req->output_offset, sync->out, out_len, s->err, GL_WK_ERR_MAX);
+  return st;
+}
+
+/* LAUNCH's queueing of l on the session's stream, answered. */
+static gpulease_status run_queued(gl_wsession *s, uint16_t op, uint64_t seq, const gl_wfunction *f,
+                                  const gl_launch *l, gl_job *job) {
+  gl_wk *w = s->w;
+  gpulease_status st;
+  bool attrs = l->flags || l->cluster[0] || l->cluster[1] || l->cluster[2];
   if (w->be->ops->launch_runs_inline && attrs) {
     /* Launch attributes are checked by the backend's launch, GPU_SUBMIT's
      * check (emulated device: before the kernel runs): its refusal must be
      * this op's own answer, so the device runs it first. A fault while it
      * runs is put down to it as for LAUNCH, shown at the next SYNC. */
-    st = w->be->ops->launch_async(w->be, s->stream, f->fn, &l, s->err, GL_WK_ERR_MAX);
+    st = w->be->ops->launch_async(w->be, s->stream, f->fn, l, s->err, GL_WK_ERR_MAX);
     if (st != GPULEASE_OK && !w->be->ops->context_lost(w->be)) {
-      gl_sop_fail_from_backend(s, op, r->s.seq, st);
+      gl_sop_fail_from_backend(s, op, seq, st);
       gl_wk_job_error(w, job, op, st, s->err);
-      return;
+      return st;
     }
     gl_wk_job_ok(w, job, op);
     if (st != GPULEASE_OK) {
       gl_sop_after_backend(s);
-      gl_sop_set_failure(s, op, r->s.seq, st, s->err);
+      gl_sop_set_failure(s, op, seq, st, s->err);
     }
-    return;
+    return GPULEASE_OK;
   }
   if (w->be->ops->launch_runs_inline) {
     /* The device runs it now: "queued" is the truthful answer first. */
     gl_wk_job_ok(w, job, op);
-    st = w->be->ops->launch_async(w->be, s->stream, f->fn, &l, s->err, GL_WK_ERR_MAX);
+    st = w->be->ops->launch_async(w->be, s->stream, f->fn, l, s->err, GL_WK_ERR_MAX);
     if (st != GPULEASE_OK) {
       gl_sop_after_backend(s);
-      gl_sop_set_failure(s, op, r->s.seq, st, s->err);
+      gl_sop_set_failure(s, op, seq, st, s->err);
     }
-    return;
+    return GPULEASE_OK;
   }
-  st = w->be->ops->launch_async(w->be, s->stream, f->fn, &l, s->err, GL_WK_ERR_MAX);
+  st = w->be->ops->launch_async(w->be, s->stream, f->fn, l, s->err, GL_WK_ERR_MAX);
   GL_LAT(GL_LAT_W_DONE);
   if (st != GPULEASE_OK) {
-    gl_sop_fail_from_backend(s, op, r->s.seq, st);
+    gl_sop_fail_from_backend(s, op, seq, st);
     gl_wk_job_error(w, job, op, st, s->err);
+    return st;
+  }
+  if (!s->unsynced_launch_seq) s->unsynced_launch_seq = seq ? seq : 1;
+  gl_wk_job_ok(w, job, op);
+  return GPULEASE_OK;
+}
+
+gpulease_status gl_sop_launch(gl_wsession *s, uint16_t op, const gl_launch_req *r,
+                              const gl_wfunction *f, gl_job *job, gl_sop_sync *sync) {
+  size_t n = 0;
+  gpulease_status st = gl_sop_check_dims(s, r);
+  if (st == GPULEASE_OK) st = build_args(s, r, sync ? sync->req : NULL, f, &n);
+  if (st != GPULEASE_OK) {
+    gl_sop_set_failure(s, op, r->s.seq, st, s->err);
+    if (job) gl_wk_job_error(s->w, job, op, st, s->err);
+    return st;
+  }
+  gl_launch l;
+  gl_sop_launch_of(s, r, f, n, &l);
+  if (job) return run_queued(s, op, r->s.seq, f, &l, job);
+  GL_LAT(GL_LAT_W_DONE);
+  st = run_sync(s, f, &l, sync);
+  GL_LAT(GL_LAT_W_DONE);
+  if (st != GPULEASE_OK) gl_sop_set_failure(s, op, r->s.seq, st, s->err);
+  return st;
+}
+
+/* Runs LAUNCH or LAUNCH_EX and answers it. */
+static void op_launch(gl_wsession *s, gl_job *job) {
+  const uint16_t op = job->req.op;
+  const gl_launch_req *r = &job->req.u.launch;
+  gl_wfunction *f = NULL;
+  gpulease_status st = find_function(s, r->function, &f);
+  if (st != GPULEASE_OK) {
+    gl_sop_set_failure(s, op, r->s.seq, st, s->err);
+    gl_wk_job_error(s->w, job, op, st, s->err);
     return;
   }
-  if (!s->unsynced_launch_seq) s->unsynced_launch_seq = r->s.seq ? r->s.seq : 1;
-  gl_wk_job_ok(w, job, op);
+  (void)gl_sop_launch(s, op, r, f, job, NULL);
 }
 
 /* ======================================================================
@@ -637,10 +754,7 @@ static void op_sync(gl_wsession *s, gl_job *job) {
   if (r->ack_seq && s->f_status && (r->ack_seq == s->f_seq || r->ack_seq == GL_SYNC_ACK_ANY)) {
     GL_DEBUG("worker: session %" PRIu64 ": failure of op %" PRIu64 " acknowledged", s->id,
              s->f_seq);
-    s->f_status = GPULEASE_OK;
-    s->f_op = 0;
-    s->f_seq = 0;
-    s->f_msg[0] = 0;
+    gl_sop_clear_failure(s);
   }
 }
 
@@ -667,6 +781,10 @@ void gl_session_release_all(gl_wsession *s) {
     free(b);
   }
   gl_hmap_free(&s->buffers);
+  if (s->submit_modules) {
+    if (lost) gl_module_cache_forget(s->submit_modules);
+    else gl_module_cache_clear(s->submit_modules);
+  }
   for (size_t i = 0; i < GL_WIRE_MAX_EVENTS; i++) {
     if (s->events[i] && !lost) w->be->ops->event_destroy(w->be, s->events[i]);
     s->events[i] = NULL;

@@ -7,12 +7,12 @@
  * A worker process (gl_wkproc) serves one lease (class isolated or device:
  * the backend's own region) or several (class shared: one CUDA context,
  * each lease a range of it seen through a view backend, backend_view.h).
- * Each lease is a gl_wk: its region, buffers, modules, sessions, segments
- * and submit lane.
+ * Each lease is a gl_wk: its region, buffers, modules, sessions (its
+ * implicit one, GPU_SUBMIT's, among them) and segments.
  *
  * Threads: the main thread reads requests and dispatches them to their
- * lease; each lease's GPU_SUBMIT runs on its submit lane; each session's
- * ops run on that session's lane. Replies are written by whichever thread
+ * lease; each session's ops run on that session's lane, each lease's
+ * GPU_SUBMITs on the lane of its implicit session. Replies are written by whichever thread
  * finishes the op, under the process's write_mu, each behind its call tag.
  */
 #ifndef GL_WORKER_WK_TYPES_H
@@ -32,7 +32,6 @@
 #include "worker/launch_args.h"
 #include "worker/lane.h"
 #include "worker/modtab.h"
-#include "worker/module_cache.h"
 #include "worker/suballoc.h"
 
 /* Room for a message with a JIT log in it; the wire caps messages at
@@ -111,12 +110,9 @@ struct gl_wk {
   pthread_mutex_t seg_mu;
   struct gl_wseg *segs[16];
 
-  /* GPU_SUBMIT: its lane and that lane's state. */
-  gl_lane *submit_lane;
-  gl_module_cache cache;
-  char *err; /* GL_WK_ERR_MAX */
-  gl_argbuf submit_args;
-  uint64_t submits;
+  /* GPU_SUBMIT's implicit session (session.h), not in `sessions`; NULL
+   * until the first GPU_SUBMIT (main thread). */
+  gl_wsession *implicit;
 
   /* Kernel output captured for this lease (kout.h); none in a shared worker. */
   gl_kout_buf kout;

@@ -1,21 +1,22 @@
 /*
  * worker.c - the worker loop: the channel, dispatch to the leases, and the
  * process's and leases' own ops (WORKER_PROBE, WORKER_WARM, WORKER_INIT,
- * WORKER_RELEASE, GPU_SUBMIT).
+ * WORKER_RELEASE, SHM_ATTACH, SHM_DETACH).
  *
  * Everything device-specific is behind gl_backend (backend.h). The main
  * thread reads tagged requests and answers PROBE, WARM, INIT and RELEASE
  * itself; every other request names its lease (lease_auth) and goes to
- * it: each GPU_SUBMIT runs on the lease's submit lane (checks in
- * submit_check.h, then load, copy, launch, wait, read back) and session
- * ops go to their session's lane (session.c). A worker of isolated leases
- * serves one lease; a shared worker adds one per WORKER_INIT with the
- * shared flag and drops one per WORKER_RELEASE. Every request gets exactly
- * one reply, with its tag.
+ * it: session ops go to their session's lane (session.c), and each
+ * GPU_SUBMIT to the lane of the lease's implicit session (submit.c: its
+ * checks, then module, function and the one launch that LAUNCH uses too,
+ * with its input and output). A worker of isolated leases serves one
+ * lease; a shared worker adds one per WORKER_INIT with the shared flag and
+ * drops one per WORKER_RELEASE. Every request gets exactly one reply, with
+ * its tag.
  *
- * Its floor: the state in wk_types.h, the replies in wk_reply.h, the
- * lost-context check in wk_check.h; what it calls of the sessions is
- * declared in session.h, of BATCH in batch.h, of segments in segments.h.
+ * Its floor: the state in wk_types.h, the replies in wk_reply.h; what it
+ * calls of the sessions is declared in session.h, of GPU_SUBMIT in
+ * submit.h, of BATCH in batch.h, of segments in segments.h.
  */
 #include "worker/worker.h"
 
@@ -38,11 +39,8 @@
 #include "worker/ipc.h"
 #include "worker/segments.h"
 #include "worker/session.h"
-#include "worker/submit_check.h"
-#include "worker/wk_check.h"
+#include "worker/submit.h"
 #include "worker/wk_reply.h"
-
-static void run_submit_job(void *ctx, gl_job *job);
 
 static const char *g_jit_dir;
 static unsigned g_seq_timeout_ms;
@@ -153,54 +151,35 @@ static gl_wk *lease_new(gl_wkproc *p, uint64_t lease_id) {
   pthread_mutex_init(&w->seg_mu, NULL);
   gl_kout_buf_init(&w->kout);
   gl_kout_drain(NULL, NULL, 0); /* nothing an earlier lease printed */
-  w->err = malloc(GL_WK_ERR_MAX);
-  if (!w->err || gl_argbuf_init(&w->submit_args) != 0) {
-    free(w->err);
-    gl_argbuf_free(&w->submit_args);
-    gl_kout_buf_free(&w->kout);
-    free(w);
-    return NULL;
-  }
   return w;
 }
 
-/* Starts what a lease with its backend and region set needs: its module
- * cache, buffers, module table and submit lane. 0 or -1 (out of memory). */
+/* Starts what a lease with its backend and region set needs: its buffers
+ * and module table (its implicit session waits for the first
+ * GPU_SUBMIT). 0 or -1 (out of memory). */
 static int lease_start(gl_wk *w) {
-  gl_module_cache_init(&w->cache, w->be);
-  w->cache.jit = w->p->jit; /* GPU_SUBMIT's PTX through the disk JIT cache too */
   w->alloc = gl_suballoc_new(w->vram_bytes, 256);
   w->modtab = w->p->jit ? gl_modtab_new(w->be, w->p->jit) : NULL;
   if (!w->alloc || !w->modtab) return -1;
-  w->submit_lane = gl_lane_start(run_submit_job, w);
-  if (!w->submit_lane) return -1;
   w->initialised = true;
   return 0;
 }
 
 /* Ends a lease: its lanes stop (each finishing the op it runs), its
- * sessions, segments and modules go, then its range of a shared context
- * (the process's own region goes with the process). */
+ * sessions (the implicit one too), segments and modules go, then its range
+ * of a shared context (the process's own region goes with the process).
+ * A lost context cannot unload anything; the process exit frees it all. */
 static void lease_end(gl_wk *w) {
   bool lost = atomic_load(&w->p->lost);
-  gl_lane_stop(w->submit_lane);
+  gl_session_implicit_end(w);
   gl_session_close_all(w);
   gl_segments_free_all(w);
-  if (w->initialised) {
-    /* A lost context cannot unload anything; the process exit frees it all. */
-    if (lost)
-      gl_module_cache_forget(&w->cache);
-    else
-      gl_module_cache_clear(&w->cache);
-  }
   gl_modtab_free(w->modtab, lost);
   gl_suballoc_free(w->alloc);
   if (w->be && w->be != w->p->be) {
     if (!lost) w->p->be->ops->region_remove(w->p->be, w->range_offset);
     w->be->ops->destroy(w->be);
   }
-  free(w->err);
-  gl_argbuf_free(&w->submit_args);
   gl_kout_drain(NULL, NULL, 0); /* never to the next lease of this process */
   gl_kout_buf_free(&w->kout);
   pthread_mutex_destroy(&w->sess_mu);
@@ -362,179 +341,6 @@ static void do_release(gl_wkproc *p, uint64_t tag, uint64_t lease_id) {
   gl_wkproc_reply_ok(p, tag, op);
 }
 
-/* Builds the launch's arguments in w->submit_args (launch_args.h) from the
- * request: without a param list the region's base pointer is the only
- * argument. Returns the argument count. */
-static size_t build_args(gl_wk *w, const gl_submit_req *req) {
-  gl_argbuf *a = &w->submit_args;
-  gl_launch_args_begin(a);
-  if (!(req->flags & GL_SUBMIT_F_PARAMS)) {
-    gl_launch_args_pointer(a, w->region_base);
-    return a->count;
-  }
-  size_t pos = 0;
-  gl_param p;
-  while (a->count < GPULEASE_MAX_PARAMS && gl_param_next(req, &pos, &p)) {
-    if (p.kind == GPULEASE_PARAM_POINTER)
-      gl_launch_args_pointer(a, w->region_base + p.offset); /* offset < vram: checked */
-    else
-      gl_launch_args_value(a, p.value, p.size);
-  }
-  return a->count;
-}
-
-/* When the backend knows the kernel's parameter sizes, refuses a list that
- * does not match them. OK when it matches or cannot be checked. */
-static gpulease_status check_args(gl_wk *w, void *fn, const gl_submit_req *req,
-                                  const char *name, size_t n) {
-  if (!w->be->ops->param_sizes) return GPULEASE_OK;
-  size_t count = 0;
-  gpulease_status st = w->be->ops->param_sizes(w->be, fn, w->submit_args.kernel_sizes,
-                                               GPULEASE_MAX_PARAMS + 1, &count, w->err, GL_WK_ERR_MAX);
-  if (st != GPULEASE_OK) return GPULEASE_OK; /* cannot tell: launch as asked */
-  if (count != n) {
-    snprintf(w->err, GL_WK_ERR_MAX, "kernel '%s' takes %zu parameter%s but the request passes %zu%s",
-             name, count, count == 1 ? "" : "s", n,
-             (req->flags & GL_SUBMIT_F_PARAMS)
-                 ? ""
-                 : " (without a param list the region's pointer is the only parameter)");
-    return GPULEASE_INVALID_ARGUMENT;
-  }
-  for (size_t i = 0; i < n && i <= GPULEASE_MAX_PARAMS; i++) {
-    if (w->submit_args.kernel_sizes[i] != w->submit_args.sizes[i]) {
-      snprintf(w->err, GL_WK_ERR_MAX,
-               "parameter %zu of kernel '%s' is %zu bytes but the request passes %zu bytes "
-               "(pointers are 8 bytes)",
-               i, name, w->submit_args.kernel_sizes[i], w->submit_args.sizes[i]);
-      return GPULEASE_INVALID_ARGUMENT;
-    }
-  }
-  return GPULEASE_OK;
-}
-
-/* Runs one submit. On failure returns the status with w->err filled; on
- * success *output (malloc'd, may be NULL for 0 bytes) and *gpu_time_ns. */
-static gpulease_status run_submit(gl_wk *w, const gl_submit_req *req, uint8_t **output,
-                                  uint64_t *gpu_time_ns) {
-  uint64_t kout_room = req->flags & GL_SUBMIT_F_KOUT ? GL_KOUT_MAX + 13 : 0;
-  gpulease_status st = gl_submit_check(req, w->vram_bytes, GL_WORKER_MAX_OUTPUT - kout_room,
-                                       w->err, GL_WK_ERR_MAX);
-  if (st != GPULEASE_OK) return st;
-
-  gpulease_image_format fmt;
-  size_t text_len;
-  st = gl_image_resolve(req->image_format, req->image, req->image_len, &fmt, &text_len, w->err,
-                        GL_WK_ERR_MAX);
-  if (st != GPULEASE_OK) return st;
-
-  char name[GL_WIRE_MAX_KERNEL_NAME + 1];
-  memcpy(name, req->kernel_name, req->kernel_name_len);
-  name[req->kernel_name_len] = 0;
-
-  void *module = NULL, *fn = NULL;
-  st = gl_module_cache_get(&w->cache, req->image, text_len, fmt, &module, w->err, GL_WK_ERR_MAX);
-  if (st != GPULEASE_OK) return st;
-  st = w->be->ops->get_function(w->be, module, name, &fn, w->err, GL_WK_ERR_MAX);
-  if (st != GPULEASE_OK) return st;
-
-  size_t n = build_args(w, req);
-  st = check_args(w, fn, req, name, n);
-  if (st != GPULEASE_OK) return st;
-  GL_LAT(GL_LAT_W_DONE);
-
-  if (req->input_len > 0) {
-    st = w->be->ops->write(w->be, req->input_offset, req->input, req->input_len, w->err,
-                           GL_WK_ERR_MAX);
-    if (st != GPULEASE_OK) return st;
-  }
-
-  gl_launch l;
-  memset(&l, 0, sizeof l);
-  l.kernel_name = name;
-  memcpy(l.grid, req->grid, sizeof l.grid);
-  memcpy(l.block, req->block, sizeof l.block);
-  l.shared_mem_bytes = req->shared_mem_bytes;
-  if (req->flags & GL_SUBMIT_F_COOPERATIVE) l.flags |= GL_LAUNCH_F_COOPERATIVE;
-  if (req->flags & GL_SUBMIT_F_CLUSTER) memcpy(l.cluster, req->cluster, sizeof l.cluster);
-  l.args = w->submit_args.args;
-  l.arg_sizes = w->submit_args.sizes;
-  l.arg_count = n;
-  *output = NULL;
-  uint8_t *out = NULL;
-  if (req->output_size > 0 && !(out = malloc((size_t)req->output_size))) {
-    snprintf(w->err, GL_WK_ERR_MAX, "worker out of memory for %llu bytes of output",
-             (unsigned long long)req->output_size);
-    return GPULEASE_INTERNAL;
-  }
-  if (w->be->ops->launch_read) { /* kernel and output with one wait */
-    st = w->be->ops->launch_read(w->be, fn, &l, gpu_time_ns, req->output_offset, out,
-                                 (size_t)req->output_size, w->err, GL_WK_ERR_MAX);
-  } else {
-    st = w->be->ops->launch(w->be, fn, &l, gpu_time_ns, w->err, GL_WK_ERR_MAX);
-    if (st == GPULEASE_OK && out)
-      st = w->be->ops->read(w->be, req->output_offset, out, (size_t)req->output_size, w->err,
-                            GL_WK_ERR_MAX);
-  }
-  GL_LAT(GL_LAT_W_DONE);
-  if (st != GPULEASE_OK) {
-    free(out);
-    return st;
-  }
-  *output = out;
-  return GPULEASE_OK;
-}
-
-/* The submit lane's run function: one GPU_SUBMIT. */
-static void run_submit_job(void *ctx, gl_job *job) {
-  gl_wk *w = ctx;
-  const uint16_t op = GL_OP_GPU_SUBMIT;
-  const gl_submit_req *req = &job->req.u.submit;
-  w->err[0] = 0;
-  if (atomic_load(&w->p->lost)) {
-    /* Left unanswered: once this worker has exited, the daemon sends the
-     * request, which never ran, to a fresh worker. */
-    gl_job_free(job);
-    return;
-  }
-  uint8_t *output = NULL;
-  uint64_t ns = 0;
-  gpulease_status st = run_submit(w, req, &output, &ns);
-  char asserts[2048] = "";
-  gl_wk_kout_collect(w, st == GPULEASE_OK ? NULL : asserts, sizeof asserts);
-  if (st != GPULEASE_OK && asserts[0]) {
-    size_t n = strlen(w->err);
-    snprintf(w->err + n, GL_WK_ERR_MAX - n, "%s%s", n ? ": " : "", asserts);
-  }
-  if (st != GPULEASE_OK) {
-    if (gl_wk_check_lost(w, w->err) && w->p->shared) {
-      size_t n = strlen(w->err);
-      snprintf(w->err + n, GL_WK_ERR_MAX - n,
-               " [this lease is of class shared: the lost CUDA context held every shared lease "
-               "of the GPU, and they have all ended]");
-    }
-    gl_wk_reply_error(w, job->tag, op, st, w->err);
-  } else {
-    w->submits++;
-    gl_response resp;
-    memset(&resp, 0, sizeof resp);
-    resp.op = op;
-    resp.status = GPULEASE_OK;
-    resp.msg = "";
-    resp.u.submit.gpu_time_ns = ns;
-    resp.u.submit.output = output;
-    resp.u.submit.output_len = (uint32_t)req->output_size;
-    char *kout = NULL;
-    if (req->flags & GL_SUBMIT_F_KOUT) {
-      resp.u.submit.has_kout = true;
-      gl_wk_kout_take(w, &resp.u.submit.kout, &kout);
-    }
-    gl_wk_reply(w, job->tag, &resp);
-    free(output);
-    free(kout);
-  }
-  gl_job_free(job);
-}
-
 /* Main thread: SHM_ATTACH (its descriptor came with the message, in
  * p->fdq) and SHM_DETACH. */
 static void serve_segment(gl_wk *w, gl_job *job) {
@@ -662,7 +468,7 @@ static int serve(gl_wkproc *p, uint64_t tag, uint8_t *msg, size_t len, gl_reques
     gl_job_free(job);
     return 0;
   case GL_OP_GPU_SUBMIT:
-    gl_lane_push(w->submit_lane, job);
+    gl_submit_dispatch(w, job);
     return 0;
   default:
     gl_session_dispatch(w, job);
@@ -754,12 +560,11 @@ static bool send_lost_notice(gl_wkproc *p) {
   gl_buf_init(&notice);
   for (size_t i = 0; i < p->nleases; i++) {
     gl_wk *w = p->leases[i];
-    if (!gl_lane_stop_within(w->submit_lane, 2000)) {
-      GL_WARN("worker: the GPU_SUBMIT lane of lease %llu is still busy",
+    if (!gl_session_implicit_stop_within(w, 2000)) {
+      GL_WARN("worker: the GPU_SUBMIT session of lease %llu is still busy",
               (unsigned long long)w->lease_id);
       busy++;
     }
-    w->submit_lane = NULL;
     gl_buf b;
     gl_buf_init(&b);
     size_t busy_sessions = 0;

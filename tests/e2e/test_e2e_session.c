@@ -716,6 +716,105 @@ static void test_concurrent_sessions(void **state) {
 }
 
 /* ======================================================================
+ * GPU_SUBMIT beside sessions
+ * ==================================================================== */
+
+/* A GPU_SUBMIT of the build's iota.ptx (its bytes in *ptx) running kernel
+ * `name`: 256 threads, 1 KiB out. */
+static gpulease_status submit_named(gpulease_client *c, const gpulease_lease *l,
+                                    const uint8_t *ptx, size_t len, const char *name,
+                                    gpulease_error *err) {
+  gpulease_submit_desc sd;
+  gpulease_submit_desc_default(&sd);
+  sd.image = ptx;
+  sd.image_size = len;
+  sd.kernel = name;
+  sd.block[0] = 256;
+  sd.output_size = 1024;
+  gpulease_submit_result r = {.struct_version = GPULEASE_SUBMIT_RESULT_VERSION};
+  gpulease_status st = gpulease_submit(c, l, &sd, &r, err);
+  if (st == GPULEASE_OK) {
+    const float *out = r.output;
+    for (int i = 0; i < 256; i++) assert_true(out[i] == (float)(i + 1));
+    gpulease_submit_result_release(&r);
+  }
+  return st;
+}
+
+/* GPU_SUBMIT runs as the lease's implicit session: concurrently with the
+ * lease's sessions, a failed one leaving the next GPU_SUBMITs and the
+ * sessions alone, and sharing its module with a session that loads the
+ * same image. */
+static void test_submit_beside_sessions(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  start(&d, "64M");
+  gpulease_client *c = gl_test_connect(&d, 30000);
+  gpulease_lease l = lease(c, 1 * MiB, 120);
+  const char *bin = getenv("GL_TEST_BIN_DIR");
+  char path[512];
+  snprintf(path, sizeof path, "%s/kernels/iota.ptx", bin ? bin : ".");
+  uint8_t *ptx = NULL;
+  size_t len = 0;
+  assert_int_equal(gl_read_file(path, 1 << 20, &ptx, &len), 0);
+  /* GPU_SUBMIT's iota writes the region's first KiB: a buffer there keeps
+   * the sessions' buffers out of its way. */
+  gpulease_session *guard = open_session(c, &l);
+  gpulease_buffer first;
+  uint64_t first_at = 1;
+  CHECK(gpulease_mem_alloc_region(guard, 4096, &first, &first_at, E));
+  assert_int_equal(first_at, 0);
+  worker_arg wa[2];
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++) {
+    wa[i] = (worker_arg){.d = &d, .lease = l, .scale = (float)(i + 2)};
+    assert_int_equal(pthread_create(&th[i], NULL, session_thread, &wa[i]), 0);
+  }
+  int failed = 0;
+  for (int i = 0; i < 40; i++) {
+    gpulease_error err;
+    if (i % 8 == 3) {
+      assert_int_equal(submit_named(c, &l, ptx, len, "no_such_kernel", &err),
+                       GPULEASE_LAUNCH_FAILED);
+      assert_non_null(strstr(err.message, "CUDA_ERROR_NOT_FOUND"));
+      failed++;
+    } else {
+      gpulease_status st = submit_named(c, &l, ptx, len, "iota", &err);
+      if (st != GPULEASE_OK) fail_msg("GPU_SUBMIT %d: %s: %s", i, gpulease_status_name(st),
+                                      err.message);
+    }
+  }
+  assert_int_equal(failed, 5);
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < 2; i++) assert_int_equal(wa[i].ok, 1);
+  /* The GPU_SUBMITs keep iota loaded in the lease's context: a session
+   * loading the same bytes finds it there and runs it. */
+  gpulease_session *s = open_session(c, &l);
+  gpulease_module m;
+  gpulease_module_source src = GPULEASE_MODULE_LOADED;
+  CHECK(gpulease_module_load(s, ptx, len, GPULEASE_IMAGE_PTX, &m, &src, E));
+  assert_int_equal(src, GPULEASE_MODULE_IN_CONTEXT);
+  gpulease_function f;
+  CHECK(gpulease_function_get(s, m, "iota", &f, NULL, E));
+  gpulease_buffer out;
+  CHECK(gpulease_mem_alloc(s, 1024, &out, E));
+  gpulease_arg a[] = {gpulease_arg_buffer(out, 0)};
+  const uint32_t g[3] = {1, 1, 1}, b[3] = {256, 1, 1};
+  CHECK(gpulease_launch(s, f, g, b, 0, a, 1, E));
+  sync_ok(s);
+  float y[256];
+  CHECK(gpulease_mem_read(s, out, 0, y, sizeof y, E));
+  for (int i = 0; i < 256; i++) assert_true(y[i] == (float)(i + 1));
+  CHECK(gpulease_session_close(s, E));
+  CHECK(gpulease_session_close(guard, E));
+  gl_test_run_iota(c, &l);
+  CHECK(gpulease_lease_free(c, &l, E));
+  free(ptx);
+  gpulease_client_close(c);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
+/* ======================================================================
  * gpulease_call and the renewal helper
  * ==================================================================== */
 
@@ -811,6 +910,7 @@ int main(void) {
       cmocka_unit_test(test_module_cache),
       cmocka_unit_test(test_large_transfer),
       cmocka_unit_test(test_concurrent_sessions),
+      cmocka_unit_test(test_submit_beside_sessions),
       cmocka_unit_test(test_call),
       cmocka_unit_test(test_renewer),
   };

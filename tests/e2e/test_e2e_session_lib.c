@@ -557,8 +557,8 @@ static void test_cli_session(void **state) {
 static const char k_ptx_nop[] = ".version 8.0\n.target sm_75\n.address_size 64\n"
                                 ".visible .entry nop(.param .u64 p)\n{\n  ret;\n}\n";
 
-/* The u32 at region offset off, read by a GPU_SUBMIT on the lease (the
- * submit lane, beside the session's). */
+/* The u32 at region offset off, read by a GPU_SUBMIT on the lease (its
+ * implicit session's lane, beside the session's). */
 static uint32_t region_u32(gpulease_client *c, const gpulease_lease *l, uint64_t off) {
   gpulease_submit_desc d;
   gpulease_submit_desc_default(&d);

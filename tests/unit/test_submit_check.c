@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "worker/ipc.h"
+#include "worker/modtab.h"
 #include "worker/module_cache.h"
 #include "worker/submit_check.h"
 
@@ -263,62 +264,85 @@ static const gl_backend_ops k_counting_ops = {.name = "counting",
 static void test_module_cache(void **state) {
   (void)state;
   counting cb = {.base = {.ops = &k_counting_ops}};
+  gl_modtab *t = gl_modtab_new(&cb.base, NULL);
+  assert_non_null(t);
   gl_module_cache c;
-  gl_module_cache_init(&c, &cb.base);
+  gl_module_cache_init(&c, t);
   char err[64];
-  void *m0 = NULL, *m;
+  gl_module_entry *e;
+  void *m0 = NULL;
   char img[32];
 
   snprintf(img, sizeof img, "image-0");
-  assert_int_equal(gl_module_cache_get(&c, (uint8_t *)img, 7, GPULEASE_IMAGE_PTX, &m0, err,
+  assert_int_equal(gl_module_cache_get(&c, (uint8_t *)img, 7, GPULEASE_IMAGE_PTX, &e, err,
                                        sizeof err),
                    GPULEASE_OK);
-  assert_int_equal(gl_module_cache_get(&c, (uint8_t *)img, 7, GPULEASE_IMAGE_PTX, &m, err,
+  m0 = e->module;
+  assert_int_equal(gl_module_cache_get(&c, (uint8_t *)img, 7, GPULEASE_IMAGE_PTX, &e, err,
                                        sizeof err),
                    GPULEASE_OK);
-  assert_ptr_equal(m, m0);
+  assert_ptr_equal(e->module, m0);
   assert_int_equal(cb.loads, 1);
   /* Same bytes, other format: another module. Prefix: another module. */
-  assert_int_equal(gl_module_cache_get(&c, (uint8_t *)img, 7, GPULEASE_IMAGE_CUBIN, &m, err,
+  assert_int_equal(gl_module_cache_get(&c, (uint8_t *)img, 7, GPULEASE_IMAGE_CUBIN, &e, err,
                                        sizeof err),
                    GPULEASE_OK);
-  assert_int_equal(gl_module_cache_get(&c, (uint8_t *)img, 6, GPULEASE_IMAGE_PTX, &m, err,
+  assert_int_equal(gl_module_cache_get(&c, (uint8_t *)img, 6, GPULEASE_IMAGE_PTX, &e, err,
                                        sizeof err),
                    GPULEASE_OK);
   assert_int_equal(cb.loads, 3);
 
-  /* Fill past the slots: the least recently used goes, image-0 (touched
-   * last) stays. */
+  /* Fill past the slots: the least recently used goes (its module
+   * released to the table, which unloads it), image-0 (touched last)
+   * stays. */
   for (int i = 1; i <= GL_MODULE_CACHE_SLOTS; i++) {
-    assert_int_equal(gl_module_cache_get(&c, (uint8_t *)img, 7, GPULEASE_IMAGE_PTX, &m, err,
+    assert_int_equal(gl_module_cache_get(&c, (uint8_t *)img, 7, GPULEASE_IMAGE_PTX, &e, err,
                                          sizeof err),
                      GPULEASE_OK); /* keep image-0 warm */
     char other[32];
     snprintf(other, sizeof other, "image-%d", i);
     assert_int_equal(gl_module_cache_get(&c, (uint8_t *)other, strlen(other),
-                                         GPULEASE_IMAGE_PTX, &m, err, sizeof err),
+                                         GPULEASE_IMAGE_PTX, &e, err, sizeof err),
                      GPULEASE_OK);
   }
   assert_int_equal(cb.live, GL_MODULE_CACHE_SLOTS);
+  assert_int_equal(gl_modtab_count(t), GL_MODULE_CACHE_SLOTS);
   int loads = cb.loads;
-  assert_int_equal(gl_module_cache_get(&c, (uint8_t *)img, 7, GPULEASE_IMAGE_PTX, &m, err,
+  assert_int_equal(gl_module_cache_get(&c, (uint8_t *)img, 7, GPULEASE_IMAGE_PTX, &e, err,
                                        sizeof err),
                    GPULEASE_OK);
-  assert_ptr_equal(m, m0);
+  assert_ptr_equal(e->module, m0);
   assert_int_equal(cb.loads, loads);
 
   /* A failed load caches nothing. */
   cb.fail_next = 1;
-  assert_int_equal(gl_module_cache_get(&c, (uint8_t *)"zzz", 3, GPULEASE_IMAGE_PTX, &m, err,
+  assert_int_equal(gl_module_cache_get(&c, (uint8_t *)"zzz", 3, GPULEASE_IMAGE_PTX, &e, err,
                                        sizeof err),
                    GPULEASE_LOAD_FAILED);
   assert_int_equal(cb.live, GL_MODULE_CACHE_SLOTS);
   assert_true(c.hits >= 3);
 
+  /* A module a session holds in the table is shared, not loaded again,
+   * and outlives the cache's reference. */
+  void *held = NULL;
+  uint8_t source = 0;
+  assert_int_equal(gl_modtab_acquire(t, (const uint8_t *)"shared", 6, GPULEASE_IMAGE_PTX, &held,
+                                     &source, err, sizeof err),
+                   GPULEASE_OK);
+  loads = cb.loads;
+  assert_int_equal(gl_module_cache_get(&c, (uint8_t *)"shared", 6, GPULEASE_IMAGE_PTX, &e, err,
+                                       sizeof err),
+                   GPULEASE_OK);
+  assert_ptr_equal(e->module, held);
+  assert_int_equal(cb.loads, loads);
+
   gl_module_cache_clear(&c);
+  assert_int_equal(c.bytes, 0);
+  assert_int_equal(cb.live, 1); /* the session's */
+  assert_true(gl_modtab_release(t, held));
   assert_int_equal(cb.live, 0);
   assert_int_equal(cb.loads, cb.unloads);
-  assert_int_equal(c.bytes, 0);
+  gl_modtab_free(t, false);
 }
 
 static void test_fnv(void **state) {

@@ -11,7 +11,8 @@
  * Part 2 runs gl_worker_run() in a thread with a fake backend that
  * "executes" a few kernels on host memory, to cover the submit path:
  * argument building, range checks, the module cache, parameter-list
- * checks and the context-lost exit.
+ * checks and the context-lost exit; and, with the fake's stream ops,
+ * GPU_SUBMIT as the lease's implicit session beside a client's session.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -34,6 +35,7 @@
 #include "proto/wire.h"
 #include "backend/backend.h"
 #include "worker/ipc.h"
+#include "worker/module_cache.h"
 #include "worker/worker.h"
 
 /* ==========================================================================
@@ -394,6 +396,7 @@ typedef struct mock {
   bool lost;
   bool know_params;
   int loads, unloads, writes, launches, reads;
+  int streams, streams_destroyed; /* stream_create, stream_destroy */
   size_t last_arg_count;
   char last_image_tail; /* the byte after the image: must be NUL */
   char *live[16];       /* loaded modules not yet unloaded */
@@ -566,6 +569,63 @@ static gpulease_status m_read(gl_backend *b, uint64_t off, void *dst, size_t len
 
 static bool m_lost(gl_backend *b) { return as_mock(b)->lost; }
 
+/* Sessions: a stream is a token; its ops run at once. */
+static gpulease_status m_stream_create(gl_backend *b, void **stream, char *err, size_t errlen) {
+  (void)err;
+  (void)errlen;
+  mock *m = as_mock(b);
+  *stream = (void *)(uintptr_t)(++m->streams);
+  return GPULEASE_OK;
+}
+
+static void m_stream_destroy(gl_backend *b, void *stream) {
+  (void)stream;
+  as_mock(b)->streams_destroyed++;
+}
+
+static gpulease_status m_launch_async(gl_backend *b, void *stream, void *fn, const gl_launch *l,
+                                      char *err, size_t errlen) {
+  (void)stream;
+  uint64_t ns;
+  return m_launch(b, fn, l, &ns, err, errlen);
+}
+
+static gpulease_status m_read_sync(gl_backend *b, void *stream, uint64_t off, void *dst,
+                                   size_t len, char *err, size_t errlen) {
+  (void)stream;
+  return m_read(b, off, dst, len, err, errlen);
+}
+
+static gpulease_status m_stream_sync(gl_backend *b, void *stream, char *err, size_t errlen) {
+  (void)b;
+  (void)stream;
+  (void)err;
+  (void)errlen;
+  return GPULEASE_OK;
+}
+
+static gpulease_status m_func_info(gl_backend *b, void *fn, gl_func_info_resp *out, char *err,
+                                   size_t errlen) {
+  (void)b;
+  (void)fn;
+  (void)err;
+  (void)errlen;
+  memset(out, 0, sizeof *out);
+  out->max_threads_per_block = 1024;
+  return GPULEASE_OK;
+}
+
+/* WORKER_RELEASE: the region goes, the device stays open. */
+static gpulease_status m_reset(gl_backend *b, char *err, size_t errlen) {
+  (void)err;
+  (void)errlen;
+  mock *m = as_mock(b);
+  free(m->mem);
+  m->mem = NULL;
+  m->initialised = false;
+  return GPULEASE_OK;
+}
+
 static void m_destroy(gl_backend *b) {
   mock *m = as_mock(b);
   for (int i = 0; i < 16; i++) free(m->live[i]); /* left behind after a lost context */
@@ -585,6 +645,13 @@ static const gl_backend_ops k_mock_ops = {
     .read = m_read,
     .context_lost = m_lost,
     .destroy = m_destroy,
+    .stream_create = m_stream_create,
+    .stream_destroy = m_stream_destroy,
+    .launch_async = m_launch_async,
+    .read_sync = m_read_sync,
+    .stream_sync = m_stream_sync,
+    .func_info = m_func_info,
+    .reset = m_reset,
 };
 
 typedef struct fixture {
@@ -964,6 +1031,252 @@ static void test_mock_context_lost(void **state) {
   assert_int_equal(f->m.unloads, 0);
 }
 
+/* ---- GPU_SUBMIT beside a session ------------------------------------------ */
+
+/* Sends a session op and returns its response (the caller frees *msg). */
+static gl_response *session_call(fixture *f, gl_request *req, uint8_t **msg) {
+  send_req(f->fd, req);
+  gl_response *r = calloc(1, sizeof *r);
+  assert_non_null(r);
+  *msg = recv_resp(f->fd, r);
+  if (r->status != GPULEASE_OK)
+    fail_msg("op 0x%04x: %s: %.*s", req->op, gpulease_status_name(r->status), (int)r->msg_len,
+             r->msg);
+  return r;
+}
+
+static uint64_t open_session(fixture *f) {
+  gl_request req = {.op = GL_OP_SESSION_OPEN};
+  uint8_t *msg;
+  gl_response *r = session_call(f, &req, &msg);
+  uint64_t id = r->u.handle;
+  assert_true(id != 0);
+  free(msg);
+  free(r);
+  return id;
+}
+
+/* A SYNC of session id (seq) that finds no failure. */
+static void sync_clean(fixture *f, uint64_t id, uint64_t seq) {
+  gl_request req = {.op = GL_OP_SYNC};
+  req.u.sync.s.session_id = id;
+  req.u.sync.s.seq = seq;
+  uint8_t *msg;
+  gl_response *r = session_call(f, &req, &msg);
+  assert_int_equal(r->u.sync.error_status, 0);
+  free(msg);
+  free(r);
+}
+
+/* A GPU_SUBMIT of iota (n floats out at output_offset) that succeeds. */
+static void submit_iota(fixture *f, const char *image, uint32_t n) {
+  gl_request req = submit("iota", image, n, n * sizeof(float));
+  send_req(f->fd, &req);
+  float *out = calloc(n, sizeof *out);
+  expect_output(f->fd, out, n * sizeof(float));
+  for (uint32_t i = 0; i < n; i++) assert_true(out[i] == (float)(i + 1));
+  free(out);
+}
+
+/* GPU_SUBMIT runs as the lease's implicit session: beside a client's
+ * session on the same lease, sharing its modules through the module
+ * table; a failed GPU_SUBMIT poisons neither the next one nor the
+ * session; the implicit session is not counted against the session
+ * limit; and the lease's end leaves no
+ * module loaded and no stream. */
+static void test_mock_submit_beside_session(void **state) {
+  fixture *f = *state;
+  init_ok(f, 1 << 20);
+  uint64_t sid = open_session(f);
+  uint64_t seq = 1;
+  uint8_t *msg;
+  gl_response *r;
+
+  /* The session loads iota; a GPU_SUBMIT of the same image uses that
+   * module (no second load), and the other way round below. */
+  gl_request req = {.op = GL_OP_MODULE_LOAD};
+  req.u.module_load.s.session_id = sid;
+  req.u.module_load.s.seq = seq++;
+  req.u.module_load.image_format = GPULEASE_IMAGE_PTX;
+  req.u.module_load.image = (const uint8_t *)k_ptx_iota;
+  req.u.module_load.image_len = (uint32_t)strlen(k_ptx_iota);
+  r = session_call(f, &req, &msg);
+  uint64_t mod = r->u.module_load.module;
+  assert_int_equal(r->u.module_load.cache, GL_MODULE_CACHE_LOADED);
+  free(msg);
+  free(r);
+  assert_int_equal(f->m.loads, 1);
+  submit_iota(f, k_ptx_iota, 64);
+  assert_int_equal(f->m.loads, 1);
+
+  req = (gl_request){.op = GL_OP_FUNC_INFO};
+  req.u.func_info.s.session_id = sid;
+  req.u.func_info.s.seq = seq++;
+  req.u.func_info.module = mod;
+  req.u.func_info.kernel_name = "iota";
+  req.u.func_info.kernel_name_len = 4;
+  r = session_call(f, &req, &msg);
+  uint64_t fn = r->u.func_info.function;
+  assert_int_equal(r->u.func_info.param_count, 1);
+  free(msg);
+  free(r);
+  req = (gl_request){.op = GL_OP_MEM_ALLOC};
+  req.u.mem_alloc.s.session_id = sid;
+  req.u.mem_alloc.s.seq = seq++;
+  req.u.mem_alloc.size_bytes = 4096;
+  r = session_call(f, &req, &msg);
+  uint64_t buf = r->u.mem_alloc.buffer;
+  free(msg);
+  free(r);
+
+  /* A GPU_SUBMIT that fails (vector_add without its param list: loaded,
+   * then refused), interleaved with the session's LAUNCH. */
+  gl_request bad = submit("vector_add", k_ptx_vadd, 32, 0);
+  send_req(f->fd, &bad);
+  expect_status(f->fd, GL_OP_GPU_SUBMIT, GPULEASE_INVALID_ARGUMENT,
+                "kernel 'vector_add' takes 4 parameters but the request passes 1 (without a "
+                "param list the region's pointer is the only parameter)");
+  gl_buf pb;
+  gl_buf_init(&pb);
+  gl_launch_param lp = {.kind = GL_LAUNCH_PARAM_BUFFER, .buffer = buf, .offset = 0};
+  assert_int_equal(gl_launch_param_put(&pb, &lp), GPULEASE_OK);
+  req = (gl_request){.op = GL_OP_LAUNCH};
+  req.u.launch.s.session_id = sid;
+  req.u.launch.s.seq = seq++;
+  req.u.launch.function = fn;
+  req.u.launch.grid[0] = req.u.launch.grid[1] = req.u.launch.grid[2] = 1;
+  req.u.launch.block[0] = 256;
+  req.u.launch.block[1] = req.u.launch.block[2] = 1;
+  req.u.launch.param_count = 1;
+  req.u.launch.params_raw = pb.data;
+  req.u.launch.params_raw_len = pb.len;
+  r = session_call(f, &req, &msg);
+  free(msg);
+  free(r);
+  /* A wrong LAUNCH words its refusal as a launch's. */
+  gl_request wrong = req;
+  wrong.u.launch.s.seq = seq++;
+  wrong.u.launch.param_count = 0;
+  wrong.u.launch.params_raw = NULL;
+  wrong.u.launch.params_raw_len = 0;
+  send_req(f->fd, &wrong);
+  expect_status(f->fd, GL_OP_LAUNCH, GPULEASE_INVALID_ARGUMENT,
+                "kernel 'iota' takes 1 parameter but the launch passes 0");
+  uint64_t wrong_seq = wrong.u.launch.s.seq;
+  gl_buf_free(&pb);
+  /* The GPU_SUBMIT after the failed one runs (nothing carried over), and
+   * so does one after the session's failure. */
+  submit_iota(f, k_ptx_iota, 32);
+  /* The session's failure is its own LAUNCH's, not the GPU_SUBMIT's. */
+  req = (gl_request){.op = GL_OP_SYNC};
+  req.u.sync.s.session_id = sid;
+  req.u.sync.s.seq = seq++;
+  req.u.sync.ack_seq = wrong_seq;
+  r = session_call(f, &req, &msg);
+  assert_int_equal(r->u.sync.error_status, GPULEASE_INVALID_ARGUMENT);
+  assert_int_equal(r->u.sync.error_op, GL_OP_LAUNCH);
+  assert_int_equal(r->u.sync.error_seq, wrong_seq);
+  free(msg);
+  free(r);
+  sync_clean(f, sid, seq++);
+  /* Pipelined: a GPU_SUBMIT and a session op in flight together, each
+   * answered on its own lane, in whichever order they finish. */
+  gl_request both = submit("iota", k_ptx_iota, 128, 128 * sizeof(float));
+  send_req(f->fd, &both);
+  req = (gl_request){.op = GL_OP_SYNC};
+  req.u.sync.s.session_id = sid;
+  req.u.sync.s.seq = seq++;
+  send_req(f->fd, &req);
+  bool got_submit = false, got_sync = false;
+  for (int i = 0; i < 2; i++) {
+    r = calloc(1, sizeof *r);
+    msg = recv_resp(f->fd, r);
+    assert_int_equal(r->status, GPULEASE_OK);
+    if (r->op == GL_OP_GPU_SUBMIT) {
+      assert_int_equal(r->u.submit.output_len, 128 * sizeof(float));
+      float last;
+      memcpy(&last, r->u.submit.output + 127 * sizeof(float), sizeof last);
+      assert_true(last == 128.0f);
+      got_submit = true;
+    } else {
+      assert_int_equal(r->op, GL_OP_SYNC);
+      assert_int_equal(r->u.sync.error_status, 0);
+      got_sync = true;
+    }
+    free(msg);
+    free(r);
+  }
+  assert_true(got_submit && got_sync);
+  req = (gl_request){.op = GL_OP_MEM_READ};
+  req.u.mem_read.s.session_id = sid;
+  req.u.mem_read.s.seq = seq++;
+  req.u.mem_read.buffer = buf;
+  req.u.mem_read.size_bytes = 256 * sizeof(float);
+  r = session_call(f, &req, &msg);
+  assert_int_equal(r->u.mem_read.data_len, 256 * sizeof(float));
+  float got[256];
+  memcpy(got, r->u.mem_read.data, sizeof got);
+  for (int i = 0; i < 256; i++) assert_true(got[i] == (float)(i + 1));
+  free(msg);
+  free(r);
+
+  /* The session unloads iota: GPU_SUBMIT still holds it. */
+  req = (gl_request){.op = GL_OP_MODULE_UNLOAD};
+  req.u.handle.s.session_id = sid;
+  req.u.handle.s.seq = seq++;
+  req.u.handle.handle = mod;
+  r = session_call(f, &req, &msg);
+  free(msg);
+  free(r);
+  assert_int_equal(f->m.unloads, 0);
+  submit_iota(f, k_ptx_iota, 16);
+  assert_int_equal(f->m.loads, 2); /* iota, vector_add */
+  /* ... and a session loading vector_add, which only GPU_SUBMIT loaded,
+   * finds it in the context. */
+  req = (gl_request){.op = GL_OP_MODULE_LOAD};
+  req.u.module_load.s.session_id = sid;
+  req.u.module_load.s.seq = seq++;
+  req.u.module_load.image_format = GPULEASE_IMAGE_PTX;
+  req.u.module_load.image = (const uint8_t *)k_ptx_vadd;
+  req.u.module_load.image_len = (uint32_t)strlen(k_ptx_vadd);
+  r = session_call(f, &req, &msg);
+  assert_int_equal(r->u.module_load.cache, GL_MODULE_CACHE_CONTEXT);
+  free(msg);
+  free(r);
+  assert_int_equal(f->m.loads, 2);
+
+  /* The implicit session (id 0, which no request can carry) is not
+   * counted: the lease opens its 64 sessions beside it. */
+  for (int i = 1; i < 64; i++) (void)open_session(f);
+  req = (gl_request){.op = GL_OP_SESSION_OPEN};
+  send_req(f->fd, &req);
+  expect_status(f->fd, GL_OP_SESSION_OPEN, GPULEASE_CAPACITY_EXCEEDED, "64 sessions open");
+  submit_iota(f, k_ptx_iota, 8);
+
+  /* Images past the cache's slots: the least recently used are released
+   * (and unloaded, held by no session), so the lease keeps a bounded
+   * number loaded. */
+  char images[GL_MODULE_CACHE_SLOTS + 2][sizeof k_ptx_iota + 16];
+  for (int i = 0; i < GL_MODULE_CACHE_SLOTS + 2; i++) {
+    snprintf(images[i], sizeof images[i], "// %d\n%s", i, k_ptx_iota);
+    submit_iota(f, images[i], 4);
+  }
+  assert_int_equal(f->m.loads, 2 + GL_MODULE_CACHE_SLOTS + 2);
+  /* Loaded: the cache's slots and vector_add, which the session holds. */
+  assert_int_equal(f->m.loads - f->m.unloads, GL_MODULE_CACHE_SLOTS + 1);
+
+  /* The lease ends (the device stays open): nothing of it is left. */
+  req = (gl_request){.op = GL_OP_WORKER_RELEASE};
+  req.u.worker_init.lease_id = 0;
+  send_req(f->fd, &req);
+  expect_status(f->fd, GL_OP_WORKER_RELEASE, GPULEASE_OK, NULL);
+  assert_int_equal(f->m.loads, f->m.unloads);
+  for (int i = 0; i < 16; i++) assert_null(f->m.live[i]);
+  assert_int_equal(f->m.streams, 64);
+  assert_int_equal(f->m.streams_destroyed, 64);
+  assert_int_equal(stop_worker(f), GL_WORKER_EXIT_OK);
+}
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   const struct CMUnitTest tests[] = {
@@ -986,6 +1299,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_mock_vector_add, setup_mock, teardown_mock),
       cmocka_unit_test_setup_teardown(test_mock_refusals, setup_mock, teardown_mock),
       cmocka_unit_test_setup_teardown(test_mock_context_lost, setup_mock, teardown_mock),
+      cmocka_unit_test_setup_teardown(test_mock_submit_beside_session, setup_mock,
+                                      teardown_mock),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
