@@ -51,8 +51,11 @@ static int cred_add_crls(qcred *q, const char *crl_file, char *err, size_t errle
   int rc = gnutls_certificate_set_x509_crl_file(q->cred, crl_file, GNUTLS_X509_FMT_PEM);
   if (rc <= 0) rc = gnutls_certificate_set_x509_crl_file(q->cred, crl_file, GNUTLS_X509_FMT_DER);
   if (rc <= 0) {
-    gl_set_err(err, errlen, "cannot load the CRL %s: %s", crl_file,
-               rc == 0 ? "no CRL found" : gnutls_strerror(rc));
+    gl_set_err(err, errlen, "cannot load the CRL %s: %s%s", crl_file,
+               rc == 0 ? "no CRL found" : gnutls_strerror(rc),
+               rc == GNUTLS_E_CRL_VERIFICATION_ERROR
+                   ? " (signed by none of the client CAs, or past its next update)"
+                   : "");
     return -1;
   }
   GL_INFO("quic: client certificates are checked against %d CRL%s from %s", rc,
