@@ -14,8 +14,10 @@
  *   gpu_seconds_per_hour = 7200
  *   admin = false          ; true/false, yes/no, on/off, 1/0
  *
- *   [defaults]             ; the quotas of unlisted identities, and of a
- *   vram = 8GiB            ; listed tenant for each key it does not set
+ *   [defaults]             ; the quotas of unlisted identities (the anonymous
+ *   vram = 8GiB            ; tenant), and of a listed tenant for each key it
+ *                          ; does not set (under --auth mtls only listed
+ *                          ; tenants are served: daemon/client_auth.h)
  *
  *   [deny]                 ; client certificates refused under --auth mtls
  *   fingerprint = 5e:0f... ; SHA-256 of the certificate (DER): 64 hex digits

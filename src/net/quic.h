@@ -170,7 +170,7 @@ void gl_qserver_del(gl_qserver *srv);
  * certificate. With client CAs, every open connection's client
  * certificate is then checked again on the server's own loop as a new
  * handshake would check it (chain, dates, CRL, policy), and each one that
- * fails is closed with application error 0x104 and the reason, logged.
+ * fails is closed with application error 0x105 and the reason, logged.
  * Safe from any thread. 0, or -1 with err (a file that cannot be read or
  * holds no certificate or CRL, a CRL no client CA signed): the server
  * keeps the credentials it had. */

@@ -777,6 +777,12 @@ static int cb_handshake_completed(ngtcp2_conn *conn, void *user_data) {
   conn_hs_end(c);
   if (c->idlen) GL_INFO("quic: connection from %s established (client %s)", c->peer, c->identity);
   else GL_INFO("quic: connection from %s established", c->peer);
+  /* Verified on a credential a reload has replaced since: checked again on
+   * the current one (gl_qs_recheck_cb), outside this callback. */
+  pthread_mutex_lock(&c->srv->cred_mu);
+  bool stale = c->cred != c->srv->cred;
+  pthread_mutex_unlock(&c->srv->cred_mu);
+  if (stale && c->idlen && c->srv->recheck_on) ev_async_send(c->srv->loop, &c->srv->recheck);
   return 0;
 }
 

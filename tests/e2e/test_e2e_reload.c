@@ -298,14 +298,15 @@ static void refused(const gl_test_daemon *d, const who *w, const char *needle) {
   if (!strstr(err.message, needle)) fail_msg("'%s' lacks '%s'", err.message, needle);
 }
 
-/* A request on c fails now that the daemon closed c: the connection's
- * end, or (had it come before the close) the refusal of a removed tenant;
- * never OK. */
-static void cut(gpulease_client *c, gpulease_lease *l) {
+/* A request on c fails now that the daemon closed c (the log said so):
+ * DISCONNECTED, with application error 0x105 and the reason (why). */
+static void cut(gpulease_client *c, gpulease_lease *l, const char *why) {
   gpulease_error err;
   gpulease_status st = gpulease_lease_query(c, l, &err);
   fprintf(stderr, "after the reload: %s: %s\n", gpulease_status_name(st), err.message);
-  assert_int_not_equal(st, GPULEASE_OK);
+  expect(st, &err, GPULEASE_DISCONNECTED,
+         "(application error 0x105: client certificate refused after a reload: ");
+  assert_non_null(strstr(err.message, why));
 }
 
 /* Waits up to 5 s for the daemon's log to hold needle n times. */
@@ -376,9 +377,9 @@ static void test_reload_mtls(void **state) {
   logged(&d, "(client alice) closed: identity 'alice' is not a tenant of the tenants file", 1);
   logged(&d, "(client bob) closed: its certificate is on the deny list (SHA-256 fingerprint", 1);
   logged(&d, "(client carol) closed: its certificate is revoked", 1);
-  cut(ca_, &la);
-  cut(cb, &lb);
-  cut(cc, &lc);
+  cut(ca_, &la, "identity 'alice' is not a tenant of the tenants file");
+  cut(cb, &lb, "its certificate is on the deny list");
+  cut(cc, &lc, "its certificate is revoked");
   /* New handshakes: refused, with the reason. */
   refused(&d, &alice, "identity 'alice' is not a tenant of the tenants file");
   refused(&d, &bob, "is on the deny list");
