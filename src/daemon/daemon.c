@@ -321,6 +321,13 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
     if (!(policy = gl_daemon_client_policy(d->tenants, err, errlen))) return -1;
     sc.client_crl_file = gl_daemon_crl_file(d->cfg.client_crl);
     sc.client_policy = policy;
+    size_t nfp, nserial;
+    gl_client_policy_counts(policy, &nfp, &nserial, NULL);
+    GL_INFO("client certificates: CRL %s; deny list %zu fingerprint%s, %zu serial%s; %s",
+            sc.client_crl_file ? sc.client_crl_file : "none", nfp, nfp == 1 ? "" : "s", nserial,
+            nserial == 1 ? "" : "s",
+            d->tenants ? "only the tenants of the tenants file"
+                       : "every identity (no tenants file)");
   }
   int started = gl_qserver_new(d->loop, &sc, &d->server, err, errlen);
   if (started == 0 && cfg->net_threads > 0) {
