@@ -15,6 +15,7 @@
  */
 #include "auth/tenants.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -57,6 +58,8 @@ struct gl_tenants {
   token_rec *tokens;  /* sorted by digest */
   size_t ntokens;
   gl_quota_limits defaults;
+  char **deny[2]; /* [deny]: by gl_deny_kind, normalised, file order */
+  size_t ndeny[2], deny_cap[2];
 };
 
 /* What the parser knows of a [tenant] section beyond gl_tenant. */
@@ -65,7 +68,7 @@ typedef struct tenant_info {
   int key_line[K_COUNT]; /* where each key was set; 0: not set */
 } tenant_info;
 
-enum section_kind { SEC_NONE, SEC_BAD, SEC_TENANT, SEC_DEFAULTS };
+enum section_kind { SEC_NONE, SEC_BAD, SEC_TENANT, SEC_DEFAULTS, SEC_DENY };
 
 typedef struct parser {
   /* the reader */
@@ -218,6 +221,10 @@ static void section_line(parser *p, const char *s, size_t n) {
     p->sec = SEC_DEFAULTS;
     return;
   }
+  if (inlen == 4 && memcmp(in, "deny", 4) == 0) {
+    p->sec = SEC_DENY;
+    return;
+  }
   if (inlen >= 6 && memcmp(in, "tenant", 6) == 0 && (inlen == 6 || is_blank(in[6]))) {
     const char *name = in + 6, *nend = close;
     while (name < nend && is_blank(*name)) name++;
@@ -225,7 +232,7 @@ static void section_line(parser *p, const char *s, size_t n) {
     begin_tenant(p, name, (size_t)(nend - name));
     return;
   }
-  fail(p, p->line, "unknown section [%s] (expected [tenant NAME] or [defaults])",
+  fail(p, p->line, "unknown section [%s] (expected [tenant NAME], [defaults] or [deny])",
        shown(in, inlen, shown_buf));
 }
 
@@ -402,6 +409,72 @@ static bool quota_value(parser *p, enum key_id k, const char *v, gl_quota_limits
   }
 }
 
+/* v as hex digits, ':' between them ignored, into lower case (without
+ * leading zeros when strip): 0, or -1 when v has another byte, no digit,
+ * or more than max digits. out has max + 1 bytes. */
+static int hex_normalise(const char *v, bool strip, size_t max, char *out) {
+  size_t n = 0;
+  bool digit = false;
+  for (; *v; v++) {
+    if (*v == ':') continue;
+    if (!isxdigit((unsigned char)*v)) return -1;
+    digit = true;
+    if (strip && n == 0 && *v == '0') continue;
+    if (n == max) return -1;
+    out[n++] = (char)tolower((unsigned char)*v);
+  }
+  if (!digit) return -1;
+  if (n == 0) out[n++] = '0';
+  out[n] = 0;
+  return 0;
+}
+
+/* A key of [deny]: fingerprint = 64 hex digits, serial = 1..40. */
+static int deny_key(parser *p, const char *name, const char *value) {
+  char shown_buf[68], hex[65];
+  gl_tenants *t = p->out;
+  gl_deny_kind k;
+  if (strcmp(name, "fingerprint") == 0) {
+    k = GL_DENY_FINGERPRINT;
+    if (hex_normalise(value, false, 64, hex) != 0 || strlen(hex) != 64) {
+      fail(p, p->line,
+           "bad fingerprint \"%s\": expected a certificate's SHA-256, 64 hex digits (':' "
+           "between bytes allowed)",
+           shown(value, strlen(value), shown_buf));
+      return 0;
+    }
+  } else if (strcmp(name, "serial") == 0) {
+    k = GL_DENY_SERIAL;
+    if (hex_normalise(value, true, 40, hex) != 0) {
+      fail(p, p->line,
+           "bad serial \"%s\": expected a certificate's serial number, 1 to 40 hex digits "
+           "(':' between bytes allowed)",
+           shown(value, strlen(value), shown_buf));
+      return 0;
+    }
+  } else {
+    fail(p, p->line, "unknown key \"%s\" in [deny] (expected fingerprint or serial)",
+         shown(name, strlen(name), shown_buf));
+    return 0;
+  }
+  if (t->ndeny[k] == t->deny_cap[k]) {
+    size_t cap = t->deny_cap[k] ? t->deny_cap[k] * 2 : 8;
+    char **v = realloc(t->deny[k], cap * sizeof *v);
+    if (!v) {
+      p->oom = true;
+      return 0;
+    }
+    t->deny[k] = v;
+    t->deny_cap[k] = cap;
+  }
+  if (!(t->deny[k][t->ndeny[k]] = strdup(hex))) {
+    p->oom = true;
+    return 0;
+  }
+  t->ndeny[k]++;
+  return 1;
+}
+
 /* inih's handler: one key line. section is inih's (always "": the reader
  * hides section lines from it). Returns 0 on error (inih then reports this
  * line, which fail() has already recorded). */
@@ -416,6 +489,7 @@ static int on_key(void *user, const char *section, const char *name, const char 
          shown(name, strlen(name), shown_buf));
     return 0;
   }
+  if (p->sec == SEC_DENY) return deny_key(p, name, value);
   int k = -1;
   for (int i = 0; i < K_COUNT; i++)
     if (strcmp(name, key_names[i]) == 0) k = i;
@@ -536,7 +610,7 @@ static gl_tenants *parse_n(const char *text, size_t len, const char *file, char 
   gl_quota_limits_unlimited(&p.out->defaults);
   int r = ini_parse_stream(read_line, &p, on_key, &p);
   if (r > 0 && (!p.err_line || r < p.err_line))
-    fail(&p, r, "expected key = value, [tenant NAME] or [defaults]");
+    fail(&p, r, "expected key = value, [tenant NAME], [defaults] or [deny]");
   if (r < 0) p.oom = true; /* -2: inih could not allocate its line */
   if (!p.oom) finish(&p); /* even after an error: a duplicate may come before it */
   free(p.info);
@@ -632,6 +706,10 @@ void gl_tenants_free(gl_tenants *t) {
   free(t->tokens);
   free(t->by_name);
   free(t->v);
+  for (int k = 0; k < 2; k++) {
+    for (size_t i = 0; i < t->ndeny[k]; i++) free(t->deny[k][i]);
+    free(t->deny[k]);
+  }
   free(t);
 }
 
@@ -680,3 +758,11 @@ const gl_tenant *gl_tenants_at(const gl_tenants *t, size_t i) {
 }
 
 const gl_quota_limits *gl_tenants_defaults(const gl_tenants *t) { return &t->defaults; }
+
+size_t gl_tenants_deny_count(const gl_tenants *t, gl_deny_kind k) {
+  return t && (unsigned)k < 2 ? t->ndeny[k] : 0;
+}
+
+const char *gl_tenants_deny_at(const gl_tenants *t, gl_deny_kind k, size_t i) {
+  return t && (unsigned)k < 2 && i < t->ndeny[k] ? t->deny[k][i] : NULL;
+}

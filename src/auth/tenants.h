@@ -14,8 +14,18 @@
  *   gpu_seconds_per_hour = 7200
  *   admin = false          ; true/false, yes/no, on/off, 1/0
  *
- *   [defaults]             ; the quotas of unlisted identities, and of a
- *   vram = 8GiB            ; listed tenant for each key it does not set
+ *   [defaults]             ; the quotas of unlisted identities (the anonymous
+ *   vram = 8GiB            ; tenant), and of a listed tenant for each key it
+ *                          ; does not set (under --auth mtls only listed
+ *                          ; tenants are served: daemon/client_auth.h)
+ *
+ *   [deny]                 ; client certificates refused under --auth mtls
+ *   fingerprint = 5e:0f... ; SHA-256 of the certificate (DER): 64 hex digits
+ *   serial = 1f3a...       ; serial number, 1..40 hex digits; may repeat
+ *
+ * In [deny] both keys may repeat, any case, with or without ':' between
+ * bytes; a serial's leading zeros do not count. [deny] may appear more
+ * than once.
  *
  * Every quota key is optional and also takes the value `unlimited`. A quota
  * that neither the tenant's section nor [defaults] sets is unlimited:
@@ -121,5 +131,19 @@ const gl_tenant *gl_tenants_at(const gl_tenants *t, size_t i);
 
 /* The [defaults] limits (all unlimited when the file has none). */
 const gl_quota_limits *gl_tenants_defaults(const gl_tenants *t);
+
+/* The two lists of [deny]. */
+typedef enum gl_deny_kind {
+  GL_DENY_FINGERPRINT = 0, /* 64 lower-case hex digits */
+  GL_DENY_SERIAL = 1,      /* lower-case hex digits, no leading zeros ("0" for 0) */
+} gl_deny_kind;
+
+/* The number of [deny] entries of kind k (0 for NULL t). */
+size_t gl_tenants_deny_count(const gl_tenants *t, gl_deny_kind k);
+
+/* The i-th [deny] entry of kind k in file order, normalised as
+ * gl_deny_kind says (a pointer into the set, living as long as it); NULL
+ * when i is out of range. */
+const char *gl_tenants_deny_at(const gl_tenants *t, gl_deny_kind k, size_t i);
 
 #endif /* GL_AUTH_TENANTS_H */

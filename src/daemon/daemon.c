@@ -5,6 +5,7 @@
 
 #include <sodium.h>
 
+#include "daemon/client_auth.h"
 #include "daemon/early.h"
 #include "daemon/fence.h"
 #include "daemon/metrics.h"
@@ -237,6 +238,10 @@ static int setup_access(gl_daemon *d, char *err, size_t errlen) {
     snprintf(err, errlen, "--auth token needs --tenants FILE (the tenants and their tokens)");
     return -1;
   }
+  if (c->client_crl[0] && c->auth_mode != GL_AUTH_MTLS) {
+    snprintf(err, errlen, "--client-crl is for client certificates: it needs --auth mtls");
+    return -1;
+  }
   if (c->tenants_file[0]) {
     d->tenants = gl_tenants_load(c->tenants_file, err, errlen);
     if (!d->tenants) return -1;
@@ -314,15 +319,32 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
       .retry_above_address_handshakes = cfg->retry_above_address_handshakes,
       .handshake_timeout_ms = cfg->handshake_timeout_ms,
   };
-  if (gl_qserver_new(d->loop, &sc, &d->server, err, errlen) != 0) return -1;
-  if (cfg->net_threads > 0) {
+  /* Under mtls: the deny list and the tenants (client_auth.h), and the CRL. */
+  gl_client_policy *policy = NULL;
+  if (cfg->auth_mode == GL_AUTH_MTLS) {
+    if (!(policy = gl_daemon_client_policy(d->tenants, err, errlen))) return -1;
+    sc.client_crl_file = gl_daemon_crl_file(d->cfg.client_crl);
+    sc.client_policy = policy;
+    size_t nfp, nserial;
+    gl_client_policy_counts(policy, &nfp, &nserial, NULL);
+    GL_INFO("client certificates: CRL %s; deny list %zu fingerprint%s, %zu serial%s; %s",
+            sc.client_crl_file ? sc.client_crl_file : "none", nfp, nfp == 1 ? "" : "s", nserial,
+            nserial == 1 ? "" : "s",
+            d->tenants ? "only the tenants of the tenants file"
+                       : "every identity (no tenants file)");
+  }
+  int started = gl_qserver_new(d->loop, &sc, &d->server, err, errlen);
+  if (started == 0 && cfg->net_threads > 0) {
     uint16_t port = gl_qserver_port(d->server);
     uint16_t first = cfg->stripe_port            ? cfg->stripe_port
                      : cfg->listen_port && port < 65535 ? (uint16_t)(port + 1)
                                                  : 0;
-    if (gl_shards_start(d->loop, &sc, cfg->net_threads, first, gl_daemon_on_shard_request, d,
-                        &d->shards, err, errlen) != 0)
-      return -1;
+    started = gl_shards_start(d->loop, &sc, cfg->net_threads, first, gl_daemon_on_shard_request,
+                              d, &d->shards, err, errlen);
+  }
+  gl_client_policy_unref(policy); /* the servers hold theirs */
+  if (started != 0) return -1;
+  if (cfg->net_threads > 0) {
     char ports[GL_WIRE_MAX_STRIPES * 7] = "";
     for (unsigned i = 0, n = 0; i < gl_shards_count(d->shards); i++)
       n += (unsigned)snprintf(ports + n, sizeof ports - n, "%s%u", i ? "," : "",

@@ -56,6 +56,7 @@ typedef struct gl_daemon_config {
                                       measured (UINT64_MAX: measure, else assume 330 MiB) */
   gl_auth_mode auth_mode;      /* --auth */
   char client_ca[1024];        /* --client-ca: CAs of client certificates (--auth mtls) */
+  char client_crl[1024];       /* --client-crl: CRLs of those CAs; "" none */
   char tenants_file[1024];     /* --tenants: bearer tokens, quotas, admins; "" none */
   bool allow_anonymous;        /* --allow-anonymous: --auth none beyond loopback */
   char audit_log[1024];        /* --audit-log: JSON lines; "-" stderr; "" none */
@@ -102,8 +103,8 @@ typedef struct gl_daemon {
   ev_signal sigint, sigterm, sighup;
   gl_daemon_config_fn reload_fn; /* SIGHUP reads the configuration through it (reload.h) */
   void *reload_user;
-  bool tenants_reloaded;
-  bool announced;         /* ready: READY=1 and the ready file are out */  /* token identities are checked against the file again */
+  bool tenants_reloaded;  /* identities are checked against the tenants file again */
+  bool announced;         /* ready: READY=1 and the ready file are out */
   char fingerprint[65];
 } gl_daemon;
 

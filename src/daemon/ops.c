@@ -421,7 +421,7 @@ gl_lease *gl_ops_auth(gl_daemon *d, gl_dreq *req, const gl_request *r, const gl_
   gpulease_status st =
       gl_access_check(&d->cap_key, d->leases, gl_dreq_identity(req), r->op,
                       gl_access_op_rights(r), a, gl_unix_s(), &l, NULL, err, sizeof err);
-  if (st == GPULEASE_OK) return l;
+  if (st == GPULEASE_OK) return gl_ops_lease_tenant_ok(d, req, r->op, l) ? l : NULL;
   gl_ops_reply_error(req, r->op, st, "%s", err);
   return NULL;
 }
@@ -1058,18 +1058,19 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
     free(r);
     return;
   }
-  /* A token's tenant taken out of the tenants file by a reload loses the
-   * connections it authenticated before. */
-  if (framed && d->tenants_reloaded && d->cfg.auth_mode == GL_AUTH_TOKEN &&
+  /* A tenant taken out of the tenants file by a reload loses the
+   * connections it opened before: a token's may authenticate again, an
+   * mTLS tenant's are closed by the servers (client_auth.h). */
+  if (framed && d->tenants_reloaded && gl_ops_tenant_gone(d, gl_dreq_identity(req)) &&
       h.op != GL_OP_AUTHENTICATE) {
-    if (!gl_tenants_lookup(d->tenants, gl_dreq_identity(req), NULL)) {
-      gl_ops_reply_error(req, h.op, GPULEASE_UNAUTHORIZED,
-                         "tenant '%s' is no longer in the daemon's tenants file (reloaded); "
-                         "authenticate with a current token",
-                         gl_dreq_identity(req));
-      free(r);
-      return;
-    }
+    gl_ops_reply_error(req, h.op, GPULEASE_UNAUTHORIZED,
+                       "tenant '%s' is no longer in the daemon's tenants file (reloaded); %s",
+                       gl_dreq_identity(req),
+                       d->cfg.auth_mode == GL_AUTH_TOKEN
+                           ? "authenticate with a current token"
+                           : "its connections are closed");
+    free(r);
+    return;
   }
   /* One tenant's requests in flight are bounded (overload, not a quota). */
   if (framed) {

@@ -74,6 +74,20 @@ void gl_ops_authenticate(gl_daemon *d, gl_dreq *req, const gl_request *r) {
   gl_buf_free(&b);
 }
 
+bool gl_ops_tenant_gone(const gl_daemon *d, const char *tenant) {
+  return d->cfg.auth_mode != GL_AUTH_NONE && d->tenants && tenant && tenant[0] &&
+         !gl_tenants_lookup(d->tenants, tenant, NULL);
+}
+
+bool gl_ops_lease_tenant_ok(gl_daemon *d, gl_dreq *req, uint16_t op, const gl_lease *l) {
+  if (!d->tenants_reloaded || !gl_ops_tenant_gone(d, l->tenant)) return true;
+  gl_ops_reply_error(req, op, GPULEASE_UNAUTHORIZED,
+                     "lease %" PRIu64 " belongs to tenant '%s', which is no longer in the "
+                     "daemon's tenants file (reloaded); its secrets are refused",
+                     l->id, l->tenant);
+  return false;
+}
+
 /* ======================================================================
  * LEASE_DELEGATE
  * ==================================================================== */
@@ -91,6 +105,7 @@ void gl_ops_lease_delegate(gl_daemon *d, gl_dreq *req, const gl_request *r) {
     gl_ops_reply_error(req, r->op, st, "%s", err);
     return;
   }
+  if (!gl_ops_lease_tenant_ok(d, req, r->op, l)) return;
   /* A derived secret is never stronger than the one presented. */
   uint32_t extra = q->rights & ~cap.rights;
   if (extra) {

@@ -73,6 +73,9 @@ void gl_options_usage(FILE *f) {
         "                        from --client-ca; the tenant is the URI SAN, else the\n"
         "                        CN) or token (bearer tokens of --tenants, AUTHENTICATE)\n"
         "  --client-ca FILE      PEM CA certificates that client certificates chain to\n"
+        "  --client-crl FILE     CRLs (PEM or DER, signed by a --client-ca CA): client\n"
+        "                        certificates they list are refused, open connections\n"
+        "                        closed when a reload adds them\n"
         "  --tenants FILE        tenants: bearer tokens, quotas and admins (INI; see\n"
         "                        docs/security.md); quotas apply under every --auth\n"
         "  --allow-anonymous     serve --auth none on an address beyond loopback\n"
@@ -133,7 +136,7 @@ static int copy_arg(char *dst, size_t len, const char *src, const char *name, ch
 enum { O_LISTEN = 256, O_CERT, O_KEY, O_STATE, O_TTL, O_LEASES, O_MSG, O_LOG, O_READY, O_WORKER,
        O_DEVICE, O_EMU_VRAM, O_EMU_THREADS, O_JIT_CACHE, O_SEQ_TIMEOUT, O_MAX_STREAMS,
        O_LOCAL_SOCKET, O_LOCAL_MODE, O_MAX_PINNED, O_NET_THREADS, O_STRIPE_PORT, O_WARM,
-       O_CTX_OVERHEAD, O_CUDA_VISIBLE, O_NO_SANDBOX, O_AUTH, O_CLIENT_CA, O_TENANTS,
+       O_CTX_OVERHEAD, O_CUDA_VISIBLE, O_NO_SANDBOX, O_AUTH, O_CLIENT_CA, O_CLIENT_CRL, O_TENANTS,
        O_ALLOW_ANON, O_AUDIT, O_WORKER_USER, O_NVJITLINK, O_MAX_REQ_TENANT, O_MAX_CONN_ADDR, O_RETRY_ABOVE,
        O_RETRY_ABOVE_ADDR, O_HS_TIMEOUT, O_TEARDOWN, O_METRICS, O_CONFIG, O_CHECK_CONFIG,
        O_EMU_GPUS, O_PLACEMENT };
@@ -169,6 +172,7 @@ static const struct option opts[] = {
     {"teardown-timeout-ms", required_argument, 0, O_TEARDOWN},
     {"auth", required_argument, 0, O_AUTH},
     {"client-ca", required_argument, 0, O_CLIENT_CA},
+    {"client-crl", required_argument, 0, O_CLIENT_CRL},
     {"tenants", required_argument, 0, O_TENANTS},
     {"allow-anonymous", no_argument, 0, O_ALLOW_ANON},
     {"audit-log", required_argument, 0, O_AUDIT},
@@ -208,6 +212,9 @@ static int apply_option(gl_options *cl, int code, const char *name, const char *
     break;
   case O_CLIENT_CA:
     if (copy_arg(cfg->client_ca, sizeof cfg->client_ca, value, name, err, errlen)) return -1;
+    break;
+  case O_CLIENT_CRL:
+    if (copy_arg(cfg->client_crl, sizeof cfg->client_crl, value, name, err, errlen)) return -1;
     break;
   case O_TENANTS:
     if (copy_arg(cfg->tenants_file, sizeof cfg->tenants_file, value, name, err, errlen)) return -1;

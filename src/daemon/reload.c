@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "daemon/client_auth.h"
 #include "daemon/fence.h"
 #include "daemon/notify.h"
 #include "net/tls.h"
@@ -74,6 +75,10 @@ int gl_daemon_apply_config(gl_daemon *d, const gl_daemon_config *cfg, char *err,
     snprintf(err, errlen, "--auth mtls needs --client-ca FILE (the CAs of client certificates)");
     return -1;
   }
+  if (d->cfg.auth_mode != GL_AUTH_MTLS && cfg->client_crl[0]) {
+    snprintf(err, errlen, "--client-crl is for client certificates: it needs --auth mtls");
+    return -1;
+  }
   /* Everything that can fail first, into new objects. */
   gl_tenants *tenants = NULL;
   if (cfg->tenants_file[0] && !(tenants = gl_tenants_load(cfg->tenants_file, err, errlen)))
@@ -85,23 +90,44 @@ int gl_daemon_apply_config(gl_daemon *d, const gl_daemon_config *cfg, char *err,
     return -1;
   }
   char cert[sizeof d->cfg.cert_file], key[sizeof d->cfg.key_file], fp[65];
-  const char *ca = d->cfg.auth_mode == GL_AUTH_MTLS ? cfg->client_ca : NULL;
+  bool mtls = d->cfg.auth_mode == GL_AUTH_MTLS;
+  const char *ca = mtls ? cfg->client_ca : NULL;
+  const char *crl = mtls ? gl_daemon_crl_file(cfg->client_crl) : NULL;
+  /* Under mtls the new tenants and [deny] go to the servers with the CAs
+   * and the CRL; they check the open connections again (client_auth.h). */
+  gl_client_policy *policy = NULL;
+  if (mtls && !(policy = gl_daemon_client_policy(tenants, err, errlen))) goto fail;
   /* The state directory stays the one the daemon started with. */
   gl_daemon_config paths = *cfg;
   snprintf(paths.state_dir, sizeof paths.state_dir, "%s", d->cfg.state_dir);
   if (gl_daemon_tls_paths(&paths, cert, key, sizeof cert, err, errlen) != 0 ||
       gl_tls_file_fingerprint(cert, fp, err, errlen) != 0 ||
-      gl_qserver_set_tls(d->server, cert, key, ca, err, errlen) != 0)
+      gl_qserver_set_tls(d->server, cert, key, ca, crl, policy, err, errlen) != 0)
     goto fail;
-  if (gl_shards_set_tls(d->shards, cert, key, ca, err, errlen) != 0) {
+  if (gl_shards_set_tls(d->shards, cert, key, ca, crl, policy, err, errlen) != 0) {
     /* Put the main port's credentials back to match the shards'. */
     char why[256];
-    const char *old_ca = d->cfg.auth_mode == GL_AUTH_MTLS ? d->cfg.client_ca : NULL;
-    if (gl_qserver_set_tls(d->server, d->cfg.cert_file, d->cfg.key_file, old_ca, why,
-                           sizeof why) != 0)
+    const char *old_ca = mtls ? d->cfg.client_ca : NULL;
+    const char *old_crl = mtls ? gl_daemon_crl_file(d->cfg.client_crl) : NULL;
+    gl_client_policy *old = NULL;
+    if (mtls && !(old = gl_daemon_client_policy(d->tenants, why, sizeof why)))
+      GL_WARN("reload: the main port keeps the new client policy: %s", why);
+    else if (gl_qserver_set_tls(d->server, d->cfg.cert_file, d->cfg.key_file, old_ca, old_crl,
+                                old, why, sizeof why) != 0)
       GL_WARN("reload: the main port keeps the new certificate: %s", why);
+    gl_client_policy_unref(old);
     goto fail;
   }
+  if (mtls) {
+    size_t nfp, nserial;
+    gl_client_policy_counts(policy, &nfp, &nserial, NULL);
+    GL_INFO("reload: client certificates: CRL %s; deny list %zu fingerprint%s, %zu serial%s; "
+            "%s; open connections are checked again",
+            crl ? crl : "none", nfp, nfp == 1 ? "" : "s", nserial, nserial == 1 ? "" : "s",
+            tenants ? "only the tenants of the tenants file" : "every identity (no tenants file)");
+  }
+  gl_client_policy_unref(policy);
+  policy = NULL;
 
   /* Nothing fails from here on. */
   if (strcmp(fp, d->fingerprint) != 0)
@@ -112,6 +138,7 @@ int gl_daemon_apply_config(gl_daemon *d, const gl_daemon_config *cfg, char *err,
   snprintf(d->cfg.cert_file, sizeof d->cfg.cert_file, "%s", cert);
   snprintf(d->cfg.key_file, sizeof d->cfg.key_file, "%s", key);
   snprintf(d->cfg.client_ca, sizeof d->cfg.client_ca, "%s", cfg->client_ca);
+  snprintf(d->cfg.client_crl, sizeof d->cfg.client_crl, "%s", cfg->client_crl);
 
   gl_tenants_free(d->tenants);
   d->tenants = tenants;
@@ -176,6 +203,7 @@ int gl_daemon_apply_config(gl_daemon *d, const gl_daemon_config *cfg, char *err,
   return 0;
 
 fail:
+  gl_client_policy_unref(policy);
   gl_tenants_free(tenants);
   gl_audit_close(audit);
   return -1;

@@ -5,8 +5,11 @@
  * (through the function main() gives it) and applies, while it serves:
  * log-level; the tenants file (tokens, quotas, admins); the audit log
  * (closed and opened again, so that logrotate works); the TLS certificate
- * and key, and the client CAs (new connections get them, open ones keep
- * theirs); max-ttl, max-requests-per-tenant, max-connections-per-address,
+ * and key, the client CAs and the client CRL (new connections get them,
+ * open ones keep their server certificate; under mtls each open
+ * connection's client certificate is checked again against the CAs, the
+ * CRL, the tenants file's [deny] and its tenants, and closed if it fails:
+ * client_auth.h); max-ttl, max-requests-per-tenant, max-connections-per-address,
  * retry-above-handshakes and teardown-timeout-ms. Any other option that
  * changed is logged as taking effect at the next start, and left as it
  * is. Leases, sessions and connections are kept. A configuration with an

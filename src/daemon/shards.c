@@ -343,11 +343,12 @@ uint16_t gl_shards_port(const gl_shards *s, unsigned i) {
 }
 
 int gl_shards_set_tls(gl_shards *s, const char *cert_file, const char *key_file,
-                      const char *client_ca_file, char *err, size_t errlen) {
+                      const char *client_ca_file, const char *client_crl_file,
+                      gl_client_policy *client_policy, char *err, size_t errlen) {
   for (unsigned i = 0; s && i < s->n; i++) {
     char why[256];
-    if (gl_qserver_set_tls(s->sh[i]->srv, cert_file, key_file, client_ca_file, why,
-                           sizeof why) != 0) {
+    if (gl_qserver_set_tls(s->sh[i]->srv, cert_file, key_file, client_ca_file, client_crl_file,
+                           client_policy, why, sizeof why) != 0) {
       snprintf(err, errlen, "network thread %u: %s", i, why);
       return -1;
     }

@@ -40,11 +40,12 @@ int gl_shards_start(struct ev_loop *main, const gl_qserver_config *base, unsigne
 void gl_shards_stop(gl_shards *s);
 
 /* Main loop: gl_qserver_set_tls on every shard's server (a configuration
- * reload). 0, or -1 with err at the first that failed (those before it
+ * reload; the client CRL file and policy as gl_qserver_set_tls takes them). 0, or -1 with err at the first that failed (those before it
  * have the new credentials: the caller sets them again, or the old ones
  * back). NULL s: 0. */
 int gl_shards_set_tls(gl_shards *s, const char *cert_file, const char *key_file,
-                      const char *client_ca_file, char *err, size_t errlen);
+                      const char *client_ca_file, const char *client_crl_file,
+                      gl_client_policy *client_policy, char *err, size_t errlen);
 
 /* Main loop: gl_qserver_set_limits on every shard's server. */
 void gl_shards_set_limits(gl_shards *s, uint32_t max_connections_per_address,

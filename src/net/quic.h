@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "net/client_policy.h"
+
 struct ev_loop;
 struct sockaddr;
 
@@ -85,6 +87,14 @@ typedef struct gl_qserver_config {
    * NULL: no client certificate is asked for; connections have no
    * identity until gl_qreq_set_identity gives them one. */
   const char *client_ca_file;
+  /* With client_ca_file: a file of CRLs (PEM or DER; NULL: none) that
+   * client certificates are checked against in the handshake, each CRL
+   * signed by one of the client CAs (else the server is not made). */
+  const char *client_crl_file;
+  /* With client_ca_file: the deny list and the identities admitted
+   * (client_policy.h; NULL: all that pass the chain check). The server
+   * takes a reference. */
+  gl_client_policy *client_policy;
   size_t max_message_bytes;  /* per request stream */
   uint32_t idle_timeout_ms;  /* connection idle timeout (default 60000) */
   size_t max_connections;    /* beyond: new connections refused (default 1024) */
@@ -165,12 +175,20 @@ void gl_qserver_del(gl_qserver *srv);
 
 /* Loads a new certificate chain and key (and client CAs: given exactly
  * when the server was made with client_ca_file, since whether clients
- * must present a certificate cannot change) and makes them the ones new
- * connections get; connections already open keep theirs. Safe from any
- * thread. 0, or -1 with err (a file that cannot be read or holds no
- * certificate): the server keeps the credentials it had. */
+ * must present a certificate cannot change; with them the CRL file
+ * client_crl_file, NULL for none, and the client policy, NULL for none,
+ * of which the server takes a reference) and makes them the ones new
+ * connections get; connections already open keep their server
+ * certificate. With client CAs, every open connection's client
+ * certificate is then checked again on the server's own loop as a new
+ * handshake would check it (chain, dates, CRL, policy), and each one that
+ * fails is closed with application error 0x105 and the reason, logged.
+ * Safe from any thread. 0, or -1 with err (a file that cannot be read or
+ * holds no certificate or CRL, a CRL no client CA signed): the server
+ * keeps the credentials it had. */
 int gl_qserver_set_tls(gl_qserver *srv, const char *cert_file, const char *key_file,
-                       const char *client_ca_file, char *err, size_t errlen);
+                       const char *client_ca_file, const char *client_crl_file,
+                       gl_client_policy *client_policy, char *err, size_t errlen);
 
 /* Changes max_connections_per_address and retry_above_handshakes (0: the
  * defaults, as in gl_qserver_config) for the connections that come next.

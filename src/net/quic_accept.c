@@ -63,10 +63,28 @@ void gl_qs_addr_to_str(const struct sockaddr *sa, char *buf, size_t len) {
   }
 }
 
-/* Loads a certificate chain and key, and the client CAs when ca_file is
- * not NULL, into a new credential holding one reference. NULL with err. */
+/* Adds crl_file's CRLs (PEM, else DER) to q, each checked against the
+ * client CAs already loaded. 0, or -1 with err. */
+static int cred_add_crls(qcred *q, const char *crl_file, char *err, size_t errlen) {
+  gnutls_certificate_set_flags(q->cred, GNUTLS_CERTIFICATE_VERIFY_CRLS);
+  int rc = gnutls_certificate_set_x509_crl_file(q->cred, crl_file, GNUTLS_X509_FMT_PEM);
+  if (rc <= 0) rc = gnutls_certificate_set_x509_crl_file(q->cred, crl_file, GNUTLS_X509_FMT_DER);
+  if (rc <= 0) {
+    gl_set_err(err, errlen, "cannot load the CRL %s: %s%s", crl_file,
+               rc == 0 ? "no CRL found" : gnutls_strerror(rc),
+               rc == GNUTLS_E_CRL_VERIFICATION_ERROR
+                   ? " (signed by none of the client CAs, or past its next update)"
+                   : "");
+    return -1;
+  }
+  GL_INFO("quic: client certificates are checked against %d CRL%s from %s", rc,
+          rc == 1 ? "" : "s", crl_file);
+  return 0;
+}
+
 qcred *gl_qs_cred_load(const char *cert_file, const char *key_file, const char *ca_file,
-                       char *err, size_t errlen) {
+                       const char *crl_file, gl_client_policy *policy, char *err,
+                       size_t errlen) {
   qcred *q = calloc(1, sizeof *q);
   if (!q) {
     gl_set_err(err, errlen, "out of memory");
@@ -95,7 +113,9 @@ qcred *gl_qs_cred_load(const char *cert_file, const char *key_file, const char *
     }
     GL_INFO("quic: clients must present a certificate from %s (%d CA certificate%s)", ca_file, rc,
             rc == 1 ? "" : "s");
+    if (crl_file && cred_add_crls(q, crl_file, err, errlen) != 0) goto fail;
   }
+  q->policy = gl_client_policy_ref(policy);
   return q;
 fail:
   gnutls_certificate_free_credentials(q->cred);
@@ -109,6 +129,7 @@ void gl_qs_cred_release(gl_qserver *s, qcred *q) {
   bool last = --q->refs == 0;
   pthread_mutex_unlock(&s->cred_mu);
   if (!last) return;
+  gl_client_policy_unref(q->policy);
   gnutls_certificate_free_credentials(q->cred);
   free(q);
 }
@@ -154,21 +175,24 @@ static int verify_client_cert(gnutls_session_t session) {
             gnutls_strerror(rc));
     return -1;
   }
+  char why[256];
   if (status != 0) {
-    gnutls_datum_t text = {NULL, 0};
-    if (gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &text, 0) < 0)
-      text.data = NULL;
-    while (text.data && text.size > 0 && text.data[text.size - 1] == ' ')
-      text.data[--text.size] = 0;
-    GL_WARN("quic: client %s refused: %s", c->peer,
-            text.data ? (const char *)text.data : "certificate not trusted");
-    gnutls_free(text.data);
+    gl_qs_status_text(status, why, sizeof why);
+    GL_WARN("quic: client %s refused: %s", c->peer, why);
+    if (status & GNUTLS_CERT_REVOKED) snprintf(c->refusal, sizeof c->refusal, "%.120s", why);
     return -1;
   }
-  char why[256];
   if (gl_tls_cert_identity(certs[0].data, certs[0].size, c->identity, sizeof c->identity, why,
                            sizeof why) != 0) {
     GL_WARN("quic: client %s refused: its certificate names no identity (%s)", c->peer, why);
+    return -1;
+  }
+  /* The deny list and the tenants (the credential's policy). */
+  if (gl_client_policy_check(c->cred->policy, certs[0].data, certs[0].size, c->identity, why,
+                             sizeof why) != 0) {
+    GL_WARN("quic: client %s (%s) refused: %s", c->peer, c->identity, why);
+    snprintf(c->refusal, sizeof c->refusal, "client certificate refused: %.96s", why);
+    c->identity[0] = 0;
     return -1;
   }
   c->idlen = strlen(c->identity);
@@ -441,7 +465,8 @@ int gl_qs_bind(gl_qserver *s, char *err, size_t errlen) {
 }
 
 int gl_qserver_set_tls(gl_qserver *s, const char *cert_file, const char *key_file,
-                       const char *client_ca_file, char *err, size_t errlen) {
+                       const char *client_ca_file, const char *client_crl_file,
+                       gl_client_policy *policy, char *err, size_t errlen) {
   if (!cert_file || !key_file || (!client_ca_file != !s->client_ca_file)) {
     gl_set_err(err, errlen, client_ca_file || s->client_ca_file
                              ? "client certificates are asked for from start to stop: "
@@ -449,12 +474,15 @@ int gl_qserver_set_tls(gl_qserver *s, const char *cert_file, const char *key_fil
                              : "no certificate or key");
     return -1;
   }
-  qcred *q = gl_qs_cred_load(cert_file, key_file, client_ca_file, err, errlen);
+  qcred *q = gl_qs_cred_load(cert_file, key_file, client_ca_file, client_crl_file, policy, err,
+                             errlen);
   if (!q) return -1;
   pthread_mutex_lock(&s->cred_mu);
   qcred *old = s->cred;
   s->cred = q;
   pthread_mutex_unlock(&s->cred_mu);
   gl_qs_cred_release(s, old); /* the server's reference; connections keep theirs */
+  /* Open connections are checked against the new one on s's own loop. */
+  if (s->client_ca_file && s->recheck_on) ev_async_send(s->loop, &s->recheck);
   return 0;
 }

@@ -57,6 +57,7 @@ enum {
   GL_Q_APP_CANCELLED = 0x102, /* requester gave up (timeout) */
   GL_Q_APP_SHUTDOWN = 0x103,  /* server shutting down */
   GL_Q_APP_REFUSED = 0x104,   /* answered on its header: the rest is not read */
+  GL_Q_APP_REVOKED = 0x105,   /* the client's certificate was refused on a reload */
 };
 
 /* UDP payload size limit for a configured value (0: the default; at least

@@ -386,10 +386,19 @@ static void conn_close_liberr(qconn *c, int liberr) {
   }
   ngtcp2_ccerr e;
   ngtcp2_ccerr_default(&e);
-  if (liberr == NGTCP2_ERR_CRYPTO)
-    ngtcp2_ccerr_set_tls_alert(&e, ngtcp2_conn_get_tls_alert(c->conn), NULL, 0);
+  if (liberr == NGTCP2_ERR_CRYPTO) /* with why verify_client_cert refused, if it did */
+    ngtcp2_ccerr_set_tls_alert(&e, ngtcp2_conn_get_tls_alert(c->conn),
+                               (const uint8_t *)c->refusal, strlen(c->refusal));
   else
     ngtcp2_ccerr_set_liberr(&e, liberr, NULL, 0);
+  conn_close(c, &e);
+}
+
+void gl_qs_conn_close_app(qconn *c, uint64_t code, const char *reason) {
+  ngtcp2_ccerr e;
+  ngtcp2_ccerr_default(&e);
+  size_t n = strnlen(reason, 128);
+  ngtcp2_ccerr_set_application_error(&e, code, (const uint8_t *)reason, n);
   conn_close(c, &e);
 }
 
@@ -765,6 +774,12 @@ static int cb_handshake_completed(ngtcp2_conn *conn, void *user_data) {
   gl_qs_hs_end(c, true);
   if (c->idlen) GL_INFO("quic: connection from %s established (client %s)", c->peer, c->identity);
   else GL_INFO("quic: connection from %s established", c->peer);
+  /* Verified on a credential a reload has replaced since: checked again on
+   * the current one (gl_qs_recheck_cb), outside this callback. */
+  pthread_mutex_lock(&c->srv->cred_mu);
+  bool stale = c->cred != c->srv->cred;
+  pthread_mutex_unlock(&c->srv->cred_mu);
+  if (stale && c->idlen && c->srv->recheck_on) ev_async_send(c->srv->loop, &c->srv->recheck);
   return 0;
 }
 
@@ -1148,10 +1163,13 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
   s->cert_file = dup_str(cfg->cert_file);
   s->key_file = dup_str(cfg->key_file);
   s->client_ca_file = dup_str(cfg->client_ca_file);
+  s->client_crl_file = dup_str(cfg->client_crl_file);
   s->cfg.listen_host = s->listen_host;
   s->cfg.cert_file = s->cert_file;
   s->cfg.key_file = s->key_file;
   s->cfg.client_ca_file = s->client_ca_file;
+  s->cfg.client_crl_file = s->client_crl_file;
+  s->cfg.client_policy = NULL; /* the credential holds it */
   if (!s->cfg.idle_timeout_ms) s->cfg.idle_timeout_ms = DEFAULT_IDLE_TIMEOUT_MS;
   if (!s->cfg.max_connections) s->cfg.max_connections = DEFAULT_MAX_CONNECTIONS;
   if (!s->cfg.max_streams_per_conn) s->cfg.max_streams_per_conn = DEFAULT_MAX_STREAMS;
@@ -1171,7 +1189,8 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
   s->txbuf = malloc(GL_Q_TX_BYTES);
   uint64_t hash_key;
   if ((cfg->listen_host && !s->listen_host) || !s->cert_file || !s->key_file ||
-      (cfg->client_ca_file && !s->client_ca_file) || !s->txbuf ||
+      (cfg->client_ca_file && !s->client_ca_file) ||
+      (cfg->client_crl_file && !s->client_crl_file) || !s->txbuf ||
       gl_q_random(&hash_key, sizeof hash_key) != 0 ||
       gl_q_cidtab_init(&s->cids, hash_key) != 0 ||
       gl_q_addrtab_init(&s->addrs, hash_key ^ 0x9e3779b97f4a7c15ull) != 0 ||
@@ -1181,7 +1200,8 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
     goto fail;
   }
 
-  if (!(s->cred = gl_qs_cred_load(s->cert_file, s->key_file, s->client_ca_file, err, errlen)))
+  if (!(s->cred = gl_qs_cred_load(s->cert_file, s->key_file, s->client_ca_file,
+                                  s->client_crl_file, cfg->client_policy, err, errlen)))
     goto fail;
   const char *errpos = NULL;
   int rc = gnutls_priority_init(&s->prio, GL_Q_PRIORITY, &errpos);
@@ -1197,6 +1217,10 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
   ev_io_init(&s->wio, srv_on_writable, s->fd, EV_WRITE);
   s->wio.data = s;
   ev_io_start(loop, &s->rio);
+  ev_async_init(&s->recheck, gl_qs_recheck_cb);
+  s->recheck.data = s;
+  ev_async_start(loop, &s->recheck);
+  s->recheck_on = true;
   char addr[INET6_ADDRSTRLEN + 8];
   gl_qs_addr_to_str((const struct sockaddr *)&s->bound, addr, sizeof addr);
   GL_INFO("quic: listening on %s (UDP)", addr);
@@ -1224,6 +1248,7 @@ void gl_qserver_del(gl_qserver *srv) {
     conn_free(c);
   }
   s->dirty_head = s->dirty_tail = NULL;
+  if (s->recheck_on) ev_async_stop(s->loop, &s->recheck);
   if (s->udp) {
     ev_io_stop(s->loop, &s->rio);
     ev_io_stop(s->loop, &s->wio);
@@ -1239,6 +1264,7 @@ void gl_qserver_del(gl_qserver *srv) {
   free(s->cert_file);
   free(s->key_file);
   free(s->client_ca_file);
+  free(s->client_crl_file);
   free(s->txbuf);
   gl_q_pool_clear(&s->pool);
   free(s);

@@ -21,6 +21,7 @@
 #include <ngtcp2/ngtcp2.h>
 #include <ngtcp2/ngtcp2_crypto.h>
 
+#include "net/client_policy.h"
 #include "net/quic.h"
 #include "net/quic_conn.h"
 #include "net/quic_internal.h"
@@ -79,7 +80,8 @@ struct qstream {
  * session uses it. A reload (gl_qserver_set_tls) installs a new one; the
  * old one is freed when its last connection is. */
 typedef struct qcred {
-  gnutls_certificate_credentials_t cred;
+  gnutls_certificate_credentials_t cred; /* with the client CAs' CRLs, if any */
+  gl_client_policy *policy; /* held; NULL: every certificate the chain check passes */
   unsigned refs;
 } qcred;
 
@@ -126,12 +128,15 @@ struct qconn {
    * gl_qreq_set_identity; idlen 0: none. */
   char identity[GL_IDENTITY_MAX];
   size_t idlen;
+  /* Why the client certificate was refused (verify_client_cert), sent as
+   * the reason of the handshake's CONNECTION_CLOSE; "" none. */
+  char refusal[128];
 };
 
 struct gl_qserver {
   struct ev_loop *loop;
   gl_qserver_config cfg; /* strings point to the copies below */
-  char *listen_host, *cert_file, *key_file, *client_ca_file;
+  char *listen_host, *cert_file, *key_file, *client_ca_file, *client_crl_file;
   gl_udp *udp;
   int fd; /* udp's, for the watchers */
   struct sockaddr_storage bound;
@@ -142,6 +147,8 @@ struct gl_qserver {
   qcred *cred;            /* current; new connections take a reference */
   pthread_mutex_t cred_mu; /* cred and its counts: gl_qserver_set_tls comes from any thread */
   gnutls_priority_t prio;
+  ev_async recheck; /* gl_qserver_set_tls: check the open connections' certificates again */
+  bool recheck_on;
   qconn *conns;
   size_t nconns;   /* all allocated */
   size_t nactive;  /* ACTIVE only */
@@ -174,6 +181,28 @@ struct gl_qserver {
 void gl_qs_send_one(gl_qserver *s, const struct sockaddr *local, const struct sockaddr *remote,
                     socklen_t remotelen, const uint8_t *pkt, size_t len);
 
+/* Closes c (an established connection) with application error code and
+ * reason (NUL-terminated, at most 128 bytes sent), logged. */
+void gl_qs_conn_close_app(qconn *c, uint64_t code, const char *reason);
+
+/* ---- quic_clients.c ------------------------------------------------------ */
+
+/* Whether the client certificate chain of c's TLS session still passes
+ * what a new handshake on cred would check: the chain against cred's
+ * client CAs and CRLs (dates too), and cred's policy for c's identity. 0
+ * (also when c presented none); -1 with the reason in why. */
+int gl_qs_client_still_ok(qconn *c, const qcred *cred, char *why, size_t whylen);
+
+/* The server's recheck watcher (s->recheck, on s's loop): every
+ * established connection with a client certificate is checked with
+ * gl_qs_client_still_ok on the current credential; those that fail are
+ * closed (GL_Q_APP_REVOKED, the reason logged and sent). */
+void gl_qs_recheck_cb(struct ev_loop *loop, ev_async *w, int revents);
+
+/* The words for a refusal of a chain check's GnuTLS status (revoked,
+ * expired, not trusted...) into buf. */
+void gl_qs_status_text(unsigned status, char *buf, size_t len);
+
 /* ---- quic_accept.c ------------------------------------------------------- */
 
 /* sa as "192.0.2.7:40123" or "[2001:db8::1]:40123" (v4-mapped as IPv4). */
@@ -183,9 +212,12 @@ void gl_qs_addr_to_str(const struct sockaddr *sa, char *buf, size_t len);
 int gl_qs_bind(gl_qserver *s, char *err, size_t errlen);
 
 /* Loads a certificate chain and key, and the client CAs when ca_file is
- * not NULL, into a new credential holding one reference. NULL with err. */
+ * not NULL (with crl_file's CRLs, PEM or DER, when it is not NULL; each
+ * must be signed by one of the CAs), into a new credential holding one
+ * reference, and a reference to policy (may be NULL). NULL with err. */
 qcred *gl_qs_cred_load(const char *cert_file, const char *key_file, const char *ca_file,
-                       char *err, size_t errlen);
+                       const char *crl_file, gl_client_policy *policy, char *err,
+                       size_t errlen);
 
 /* Drops a reference to q (NULL ignored); the last frees it. */
 void gl_qs_cred_release(gl_qserver *s, qcred *q);

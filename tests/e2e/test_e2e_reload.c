@@ -5,7 +5,10 @@
  * the tenants file again and applies what may change while serving (the
  * TLS certificate, max-ttl, the tenants, the audit log) without dropping
  * leases or open connections; a broken file changes nothing, and a key
- * that needs a restart is logged as such. On the emulated device.
+ * that needs a restart is logged as such. Under --auth mtls a reload
+ * applies the tenants file, its [deny] list and --client-crl to open
+ * connections (closed) and new handshakes (refused). On the emulated
+ * device.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -27,6 +30,7 @@
 #include "gpulease/gpulease.h"
 #include "lib_check.h"
 #include "net/tls.h"
+#include "net/tls_crl.h"
 
 static char tmpdir[64];
 static int notify_fd = -1;
@@ -255,10 +259,163 @@ static void test_reload_tenants(void **state) {
   assert_int_equal(gl_test_daemon_stop(&d), 0);
 }
 
+/* ---- mTLS: tenants, the deny list and the CRL on a reload ---------------- */
+
+typedef struct who {
+  char cert[320], key[320];
+} who;
+
+static void issue(const char *ca, const char *cak, const char *cn, who *w) {
+  char err[512];
+  snprintf(w->cert, sizeof w->cert, "%s/%s.pem", tmpdir, cn);
+  snprintf(w->key, sizeof w->key, "%s/%s.key", tmpdir, cn);
+  if (gl_tls_issue_client_cert(ca, cak, cn, NULL, false, w->cert, w->key, err, sizeof err) != 0)
+    fail_msg("issue %s: %s", cn, err);
+}
+
+static gpulease_client *connect_cert(const gl_test_daemon *d, const who *w, gpulease_status *st,
+                                     gpulease_error *err) {
+  gpulease_connect_options o;
+  gpulease_connect_options_default(&o);
+  o.addr = d->addr;
+  o.pin_sha256 = d->fingerprint;
+  o.timeout_ms = 20000;
+  o.no_local = 1;
+  o.cert_file = w->cert;
+  o.key_file = w->key;
+  gpulease_client *c = NULL;
+  *st = gpulease_client_connect(&o, &c, err);
+  if (*st != GPULEASE_OK) fprintf(stderr, "connect: %s: %s\n", gpulease_status_name(*st), err->message);
+  return *st == GPULEASE_OK ? c : NULL;
+}
+
+/* The handshake of w fails, and the client is told why (needle). */
+static void refused(const gl_test_daemon *d, const who *w, const char *needle) {
+  gpulease_status st;
+  gpulease_error err;
+  assert_null(connect_cert(d, w, &st, &err));
+  assert_int_equal(st, GPULEASE_TLS_FAILED);
+  if (!strstr(err.message, needle)) fail_msg("'%s' lacks '%s'", err.message, needle);
+}
+
+/* A request on c fails now that the daemon closed c (the log said so):
+ * DISCONNECTED, with application error 0x105 and the reason (why). */
+static void cut(gpulease_client *c, gpulease_lease *l, const char *why) {
+  gpulease_error err;
+  gpulease_status st = gpulease_lease_query(c, l, &err);
+  fprintf(stderr, "after the reload: %s: %s\n", gpulease_status_name(st), err.message);
+  expect(st, &err, GPULEASE_DISCONNECTED,
+         "(application error 0x105: client certificate refused after a reload: ");
+  assert_non_null(strstr(err.message, why));
+}
+
+/* Waits up to 5 s for the daemon's log to hold needle n times. */
+static void logged(const gl_test_daemon *d, const char *needle, int n) {
+  for (int i = 0; i < 250 && gl_test_daemon_log_count(d, needle) < n; i++) {
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  if (gl_test_daemon_log_count(d, needle) < n) fail_msg("the log lacks '%s'", needle);
+}
+
+/* Under --auth mtls with a tenants file: a certificate of no tenant is
+ * refused (no [defaults] tenant); a reload that takes alice out, puts
+ * bob's fingerprint on [deny] and carol's serial on the CRL closes their
+ * open connections, refuses their new handshakes with the reason and
+ * alice's lease secrets, and leaves dave's connection be. */
+static void test_reload_mtls(void **state) {
+  (void)state;
+  char ca[300], cak[300], crl[300], tenants[300], err[512], fp[GL_TLS_FP_HEX_LEN], text[1024];
+  snprintf(ca, sizeof ca, "%s/mca.pem", tmpdir);
+  snprintf(cak, sizeof cak, "%s/mca.key", tmpdir);
+  snprintf(crl, sizeof crl, "%s/clients.crl", tmpdir);
+  snprintf(tenants, sizeof tenants, "%s/mtenants.ini", tmpdir);
+  assert_int_equal(gl_tls_make_ca("reload CA", ca, cak, err, sizeof err), 0);
+  who alice, bob, carol, dave, erin;
+  issue(ca, cak, "alice", &alice);
+  issue(ca, cak, "bob", &bob);
+  issue(ca, cak, "carol", &carol);
+  issue(ca, cak, "dave", &dave);
+  issue(ca, cak, "erin", &erin);
+  if (gl_tls_make_crl(ca, cak, NULL, 0, crl, err, sizeof err) != 0) fail_msg("CRL: %s", err);
+  write_file(tenants, "[tenant alice]\n[tenant bob]\n[tenant carol]\n[tenant dave]\n"
+                      "[defaults]\nleases = 4\n");
+  gl_test_daemon d;
+  const char *extra[] = {"--auth", "mtls", "--client-ca", ca, "--client-crl", crl,
+                         "--tenants", tenants, "--config", "none", NULL};
+  assert_int_equal(gl_test_daemon_start(&d, gl_test_on_gpu() ? NULL : "64M", extra), 0);
+  gpulease_status st;
+  gpulease_error e;
+  gpulease_client *ca_ = connect_cert(&d, &alice, &st, &e), *cb = connect_cert(&d, &bob, &st, &e),
+                  *cc = connect_cert(&d, &carol, &st, &e), *cd = connect_cert(&d, &dave, &st, &e);
+  assert_non_null(ca_);
+  assert_non_null(cb);
+  assert_non_null(cc);
+  assert_non_null(cd);
+  /* erin has a certificate of the CA but no [tenant]: not a default tenant. */
+  refused(&d, &erin, "identity 'erin' is not a tenant of the tenants file");
+  gpulease_lease la, lb, lc, ld;
+  CHECK(gpulease_lease_alloc(ca_, GPULEASE_ANY_GPU, MiB, 60, &la, E));
+  CHECK(gpulease_lease_alloc(cb, GPULEASE_ANY_GPU, MiB, 60, &lb, E));
+  CHECK(gpulease_lease_alloc(cc, GPULEASE_ANY_GPU, MiB, 60, &lc, E));
+  CHECK(gpulease_lease_alloc(cd, GPULEASE_ANY_GPU, MiB, 60, &ld, E));
+  /* alice hands dave a secret of her lease. */
+  gpulease_lease for_dave = la;
+  CHECK(gpulease_lease_delegate(ca_, &la, GPULEASE_RIGHT_QUERY, 0, "dave", for_dave.secret, E));
+  CHECK(gpulease_lease_query(cd, &for_dave, E));
+
+  /* alice out, bob's fingerprint denied, carol's certificate revoked. */
+  assert_int_equal(gl_tls_file_fingerprint(bob.cert, fp, err, sizeof err), 0);
+  snprintf(text, sizeof text,
+           "[tenant bob]\n[tenant carol]\n[tenant dave]\n[defaults]\nleases = 4\n"
+           "[deny]\nfingerprint = %s\n",
+           fp);
+  write_file(tenants, text);
+  const char *revoked[] = {carol.cert};
+  if (gl_tls_make_crl(ca, cak, revoked, 1, crl, err, sizeof err) != 0) fail_msg("CRL: %s", err);
+  reload(&d);
+  logged(&d, "(client alice) closed: identity 'alice' is not a tenant of the tenants file", 1);
+  logged(&d, "(client bob) closed: its certificate is on the deny list (SHA-256 fingerprint", 1);
+  logged(&d, "(client carol) closed: its certificate is revoked", 1);
+  cut(ca_, &la, "identity 'alice' is not a tenant of the tenants file");
+  cut(cb, &lb, "its certificate is on the deny list");
+  cut(cc, &lc, "its certificate is revoked");
+  /* New handshakes: refused, with the reason. */
+  refused(&d, &alice, "identity 'alice' is not a tenant of the tenants file");
+  refused(&d, &bob, "is on the deny list");
+  refused(&d, &carol, "its certificate is revoked");
+  assert_true(gl_test_daemon_log_count(&d, "(alice) refused: identity 'alice' is not a tenant") >=
+              1);
+  /* dave carries on, but alice's secret is void. */
+  CHECK(gpulease_lease_query(cd, &ld, E));
+  expect(gpulease_lease_query(cd, &for_dave, &e), &e, GPULEASE_UNAUTHORIZED,
+         "belongs to tenant 'alice', which is no longer in the daemon's tenants file");
+  gpulease_client *cd2 = connect_cert(&d, &dave, &st, &e);
+  assert_non_null(cd2);
+  CHECK(gpulease_lease_free(cd2, &ld, E));
+  gpulease_client_close(cd2);
+  gpulease_client_close(ca_);
+  gpulease_client_close(cb);
+  gpulease_client_close(cc);
+  gpulease_client_close(cd);
+
+  /* A CRL signed by another CA fails the reload, and changes nothing. */
+  char other[300], otherk[300];
+  snprintf(other, sizeof other, "%s/oca.pem", tmpdir);
+  snprintf(otherk, sizeof otherk, "%s/oca.key", tmpdir);
+  assert_int_equal(gl_tls_make_ca("other CA", other, otherk, err, sizeof err), 0);
+  if (gl_tls_make_crl(other, otherk, NULL, 0, crl, err, sizeof err) != 0) fail_msg("CRL: %s", err);
+  reload(&d);
+  assert_int_equal(gl_test_daemon_log_count(&d, "reload failed, nothing changed: "), 1);
+  refused(&d, &carol, "its certificate is revoked");
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reload_config),
       cmocka_unit_test(test_reload_tenants),
+      cmocka_unit_test(test_reload_mtls),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

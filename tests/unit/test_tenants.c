@@ -240,8 +240,8 @@ static void test_errors_name_file_and_line(void **state) {
                F "2: unknown key \"VRAM\" (expected token, vram, leases, sessions, max_ttl, "
                  "gpu_seconds_per_hour or admin)");
   expect_error("# c\n\n[tenants a]\n",
-               F "3: unknown section [tenants a] (expected [tenant NAME] or [defaults])");
-  expect_error("[global]\nx = 1\n", F "1: unknown section [global] (expected [tenant NAME] or [defaults])");
+               F "3: unknown section [tenants a] (expected [tenant NAME], [defaults] or [deny])");
+  expect_error("[global]\nx = 1\n", F "1: unknown section [global] (expected [tenant NAME], [defaults] or [deny])");
   expect_error("vram = 1G\n[tenant a]\n",
                F "1: key \"vram\" outside a section (start with [tenant NAME] or [defaults])");
   expect_error("[tenant a]\n[tenant b]\n\n[tenant a]\n", F "4: duplicate tenant a (first at line 1)");
@@ -293,7 +293,7 @@ static void test_errors_name_file_and_line(void **state) {
   expect_error("[tenant a] vram = 1\n", F "1: unexpected text after ']'");
   expect_error("[tenant a\x7f]\n", F "1: tenant name \"a?\" is not printable ASCII");
   expect_error("[tenant a]\njust some words\n",
-               F "2: expected key = value, [tenant NAME] or [defaults]");
+               F "2: expected key = value, [tenant NAME], [defaults] or [deny]");
   /* the first error wins, whichever way it was found */
   expect_error("[tenant a]\n[tenant b]\nx = 1\n[tenant a]\n",
                F "3: unknown key \"x\" (expected token, vram, leases, sessions, max_ttl, "
@@ -302,13 +302,13 @@ static void test_errors_name_file_and_line(void **state) {
   expect_error("[tenant a]\ntoken = " TOK_A1 "\n[tenant b]\ntoken = " TOK_A1 "\nnonsense\n",
                F "4: duplicate token: tenant a has it already (line 2)");
   expect_error("[tenant a]\nnonsense\nx = 1\n",
-               F "2: expected key = value, [tenant NAME] or [defaults]");
+               F "2: expected key = value, [tenant NAME], [defaults] or [deny]");
   expect_error("[tenant a]\nnonsense\n[tenant a]\n",
-               F "2: expected key = value, [tenant NAME] or [defaults]");
+               F "2: expected key = value, [tenant NAME], [defaults] or [deny]");
   /* no default name */
   char err[256];
   assert_null(gl_tenants_parse("[x]\n", NULL, err, sizeof err));
-  assert_string_equal(err, "tenants:1: unknown section [x] (expected [tenant NAME] or [defaults])");
+  assert_string_equal(err, "tenants:1: unknown section [x] (expected [tenant NAME], [defaults] or [deny])");
   /* errlen 0: no message, no crash */
   assert_null(gl_tenants_parse("[x]\n", NULL, NULL, 0));
 }
@@ -413,6 +413,46 @@ static void test_name_validity(void **state) {
   assert_false(gl_tenant_name_valid(NULL));
 }
 
+/* [deny]: fingerprints and serials, normalised (case, ':', a serial's
+ * leading zeros), repeatable, in file order; bad values name their line. */
+static void test_deny_list(void **state) {
+  (void)state;
+  gl_tenants *t = parse_ok("[tenant alice]\n"
+                           "[deny]\n"
+                           "fingerprint = AA:bb:" "0123456789abcdef0123456789abcdef"
+                           "0123456789abcdef0123456789ab\n"
+                           "serial = 00:0A:ff\n"
+                           "serial = 0\n"
+                           "[defaults]\nleases = 1\n"
+                           "[deny]\n"
+                           "fingerprint = ffffffffffffffffffffffffffffffff"
+                           "ffffffffffffffffffffffffffffffff\n");
+  assert_int_equal(gl_tenants_count(t), 1);
+  assert_int_equal(gl_tenants_deny_count(t, GL_DENY_FINGERPRINT), 2);
+  assert_string_equal(gl_tenants_deny_at(t, GL_DENY_FINGERPRINT, 0),
+                      "aabb0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab");
+  assert_string_equal(gl_tenants_deny_at(t, GL_DENY_FINGERPRINT, 1),
+                      "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff");
+  assert_int_equal(gl_tenants_deny_count(t, GL_DENY_SERIAL), 2);
+  assert_string_equal(gl_tenants_deny_at(t, GL_DENY_SERIAL, 0), "aff");
+  assert_string_equal(gl_tenants_deny_at(t, GL_DENY_SERIAL, 1), "0");
+  assert_null(gl_tenants_deny_at(t, GL_DENY_SERIAL, 2));
+  assert_int_equal(gl_tenants_defaults(t)->leases, 1);
+  gl_tenants_free(t);
+  assert_int_equal(gl_tenants_deny_count(NULL, GL_DENY_SERIAL), 0);
+  expect_error("[deny]\nfingerprint = abc\n",
+               F "2: bad fingerprint \"abc\": expected a certificate's SHA-256, 64 hex "
+               "digits (':' between bytes allowed)");
+  expect_error("[deny]\nserial = 12345678901234567890123456789012345678901\n",
+               F "2: bad serial \"12345678901234567890123456789012345678901\": expected a "
+               "certificate's serial number, 1 to 40 hex digits (':' between bytes allowed)");
+  expect_error("[deny]\nserial = xyz\n",
+               F "2: bad serial \"xyz\": expected a certificate's serial number, 1 to 40 "
+               "hex digits (':' between bytes allowed)");
+  expect_error("[deny]\nvram = 1G\n",
+               F "2: unknown key \"vram\" in [deny] (expected fingerprint or serial)");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_good_file_every_field),
@@ -424,6 +464,7 @@ int main(void) {
       cmocka_unit_test(test_long_names_and_lines),
       cmocka_unit_test(test_load_from_disk),
       cmocka_unit_test(test_name_validity),
+      cmocka_unit_test(test_deny_list),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
