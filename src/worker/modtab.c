@@ -16,6 +16,7 @@
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 
+#include "backend/footprint.h"
 #include "common/log.h"
 #include "worker/jit_load.h"
 
@@ -24,6 +25,9 @@ typedef struct mod_entry {
   gpulease_image_format fmt;
   void *module;
   uint64_t refs;
+  uint64_t bytes;      /* the device memory it declares */
+  bool charged;        /* the part of it past the allowance is reserved in the region */
+  uint64_t charge_off; /* at this offset */
 } mod_entry;
 
 struct gl_modtab {
@@ -32,6 +36,9 @@ struct gl_modtab {
   pthread_mutex_t mu;
   mod_entry *e;
   size_t n, cap;
+  gl_suballoc *alloc; /* borrowed: where modules are charged; NULL: not charged */
+  uint64_t vram_bytes;
+  uint64_t module_bytes; /* what the loaded modules declare, in all */
 };
 
 gl_modtab *gl_modtab_new(gl_backend *be, gl_jit_cache *jit) {
@@ -44,6 +51,58 @@ gl_modtab *gl_modtab_new(gl_backend *be, gl_jit_cache *jit) {
   t->be = be;
   t->jit = jit;
   return t;
+}
+
+void gl_modtab_charge_to(gl_modtab *t, gl_suballoc *alloc, uint64_t vram_bytes) {
+  pthread_mutex_lock(&t->mu);
+  t->alloc = alloc;
+  t->vram_bytes = vram_bytes;
+  pthread_mutex_unlock(&t->mu);
+}
+
+/* Charges the device memory image declares to the lease (t->mu held):
+ * *bytes receives it; what takes the table's modules past
+ * GL_MODTAB_FREE_BYTES in all is reserved in the lease's region (*charged,
+ * at *off). Nothing is charged without an allocator or for an image
+ * footprint.c cannot read (the driver refuses that one). CAPACITY_EXCEEDED
+ * with the figures when the reservation does not fit. */
+static gpulease_status charge(gl_modtab *t, const uint8_t *image, size_t len,
+                              gpulease_image_format fmt, uint64_t *bytes, bool *charged,
+                              uint64_t *off, char *err, size_t errlen) {
+  *charged = false;
+  *bytes = 0;
+  gl_footprint fp;
+  char why[256];
+  if (!t->alloc || gl_footprint_of(image, len, fmt, 0, &fp, why, sizeof why) != 0)
+    return GPULEASE_OK;
+  uint64_t need = gl_footprint_total(&fp);
+  uint64_t before = t->module_bytes;
+  uint64_t after = before > UINT64_MAX - need ? UINT64_MAX : before + need;
+  uint64_t past = (after > GL_MODTAB_FREE_BYTES ? after - GL_MODTAB_FREE_BYTES : 0) -
+                  (before > GL_MODTAB_FREE_BYTES ? before - GL_MODTAB_FREE_BYTES : 0);
+  *bytes = need;
+  if (past == 0) return GPULEASE_OK;
+  gpulease_status st = gl_suballoc_alloc(t->alloc, past, off, why, sizeof why);
+  if (st == GPULEASE_CAPACITY_EXCEEDED || st == GPULEASE_INVALID_ARGUMENT) {
+    uint64_t used = gl_suballoc_used(t->alloc);
+    uint64_t left = used < t->vram_bytes ? t->vram_bytes - used : 0;
+    snprintf(err, errlen,
+             "loading this module needs %llu bytes of device memory (%llu of globals, %llu of "
+             "constants, %llu of code, as the image declares them); the lease's modules hold %llu "
+             "already, %u KiB of modules are free of charge, and the lease has %llu of its %llu "
+             "bytes free for the rest",
+             (unsigned long long)need, (unsigned long long)fp.global_bytes,
+             (unsigned long long)fp.const_bytes, (unsigned long long)fp.code_bytes,
+             (unsigned long long)before, GL_MODTAB_FREE_BYTES >> 10, (unsigned long long)left,
+             (unsigned long long)t->vram_bytes);
+    return GPULEASE_CAPACITY_EXCEEDED;
+  }
+  if (st != GPULEASE_OK) {
+    snprintf(err, errlen, "%s", why);
+    return st;
+  }
+  *charged = true;
+  return GPULEASE_OK;
 }
 
 void gl_modtab_free(gl_modtab *t, bool forget) {
@@ -121,14 +180,24 @@ gpulease_status gl_modtab_acquire(gl_modtab *t, const uint8_t *image, size_t len
   }
   void *m = NULL;
   uint8_t src = GL_MODULE_CACHE_LOADED;
-  gpulease_status st = load_new(t, image, len, fmt, sha, &m, &src, err, errlen);
-  gl_worker_count(GL_WC_MODULE_MISS);
+  bool charged = false;
+  uint64_t off = 0, bytes = 0;
+  gpulease_status st = charge(t, image, len, fmt, &bytes, &charged, &off, err, errlen);
+  if (st == GPULEASE_OK) {
+    st = load_new(t, image, len, fmt, sha, &m, &src, err, errlen);
+    gl_worker_count(GL_WC_MODULE_MISS);
+    if (st != GPULEASE_OK && charged) gl_suballoc_release(t->alloc, off);
+  }
   if (st == GPULEASE_OK) {
     mod_entry *e = &t->e[t->n++];
     memcpy(e->sha, sha, sizeof sha);
     e->fmt = fmt;
     e->module = m;
     e->refs = 1;
+    e->bytes = bytes;
+    e->charged = charged;
+    e->charge_off = off;
+    t->module_bytes = t->module_bytes > UINT64_MAX - bytes ? UINT64_MAX : t->module_bytes + bytes;
     *module = m;
     *source = src;
   }
@@ -143,6 +212,8 @@ bool gl_modtab_release(gl_modtab *t, void *module) {
     if (e->module != module) continue;
     if (--e->refs == 0) {
       t->be->ops->unload_module(t->be, module);
+      if (e->charged && t->alloc) gl_suballoc_release(t->alloc, e->charge_off);
+      t->module_bytes -= e->bytes < t->module_bytes ? e->bytes : t->module_bytes;
       *e = t->e[--t->n];
     }
     pthread_mutex_unlock(&t->mu);

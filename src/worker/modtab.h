@@ -16,6 +16,15 @@
  * kernel is compiled once per device kind and driver, across leases and
  * daemon restarts.
  *
+ * A module's own device memory (its globals, constants and code, as the
+ * image declares them: backend/footprint.h) is charged to the lease: past
+ * GL_MODTAB_FREE_BYTES for all its modules together (small kernels, their
+ * printf strings), a table given an allocator (gl_modtab_charge_to)
+ * reserves the bytes in the lease's region for as long as the module
+ * stays loaded, so the lease's buffers and modules together never exceed
+ * its VRAM by more than that allowance, and a load that would is refused
+ * before the driver sees the image.
+ *
  * Thread-safe: one mutex per table; loads and unloads happen under it
  * (they are rare, and it keeps one image from being loaded twice at once).
  */
@@ -28,13 +37,25 @@
 
 #include "backend/backend.h"
 #include "worker/jit_cache.h"
+#include "worker/suballoc.h"
 
 typedef struct gl_modtab gl_modtab;
+
+/* Module memory a lease holds free of charge, all its modules together. */
+#define GL_MODTAB_FREE_BYTES (1u << 20)
 
 /* Creates an empty table loading through be (initialised). be and jit are
  * borrowed and must outlive the table; jit may be NULL (no disk cache: PTX
  * is then loaded directly). NULL when out of memory. */
 gl_modtab *gl_modtab_new(gl_backend *be, gl_jit_cache *jit);
+
+/* From now on, each module loaded anew charges its device memory (the
+ * largest any of the image's forms declares: backend/footprint.h) to the
+ * lease: what takes the modules past GL_MODTAB_FREE_BYTES is reserved in
+ * alloc, the lease's region of vram_bytes, until it is unloaded. alloc is
+ * borrowed and must outlive the table; NULL stops charging (modules
+ * already charged keep their reservation). */
+void gl_modtab_charge_to(gl_modtab *t, gl_suballoc *alloc, uint64_t vram_bytes);
 
 /* Frees the table. Every module still loaded is unloaded first
  * (be->ops->unload_module), whatever its references, unless forget is
@@ -60,7 +81,11 @@ void gl_modtab_free(gl_modtab *t, bool forget);
  * Errors, with a message in err (errlen bytes), nothing loaded or kept:
  * the backend's status and message (LOAD_FAILED with the JIT log,
  * UNSUPPORTED...), INVALID_ARGUMENT for an empty image or an unresolved
- * format, INTERNAL when out of memory. */
+ * format, CAPACITY_EXCEEDED when the module's device memory does not fit
+ * in what the lease has free ("loading this module needs N bytes of
+ * device memory (G of globals, C of constants, K of code, ...); the
+ * lease's modules hold M already, ... and the lease has F of its V bytes
+ * free for the rest"), INTERNAL when out of memory. */
 gpulease_status gl_modtab_acquire(gl_modtab *t, const uint8_t *image, size_t len,
                                   gpulease_image_format fmt, void **module, uint8_t *source,
                                   char *err, size_t errlen);

@@ -161,6 +161,7 @@ static int lease_start(gl_wk *w) {
   w->alloc = gl_suballoc_new(w->vram_bytes, 256);
   w->modtab = w->p->jit ? gl_modtab_new(w->be, w->p->jit) : NULL;
   if (!w->alloc || !w->modtab) return -1;
+  gl_modtab_charge_to(w->modtab, w->alloc, w->vram_bytes); /* modules count in the lease */
   w->initialised = true;
   return 0;
 }

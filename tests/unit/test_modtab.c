@@ -499,6 +499,74 @@ static void expect_fail(gl_modtab *t, const void *image, size_t len, gpulease_im
   assert_int_equal(src, 0x77);
 }
 
+/* A PTX module declaring `bytes` of globals (a distinct image per size). */
+static char *ptx_with_globals(unsigned long long bytes) {
+  char *p = malloc(256);
+  snprintf(p, 256,
+           ".version 8.0\n.target sm_90\n.address_size 64\n"
+           ".global .align 4 .b8 g[%llu];\n.visible .entry k()\n{\n\tret;\n}\n",
+           bytes);
+  return p;
+}
+
+/* Modules' declared device memory is charged to the lease's region past
+ * the allowance: refused with the figures when it does not fit, given back
+ * on the last release, never charged twice for a shared image. */
+static void test_module_memory_charged(void **state) {
+  fx *x = *state;
+  x->be.base.ops = &k_plain_ops;
+  gl_modtab *t = gl_modtab_new(&x->be.base, NULL);
+  const uint64_t lease = 4u << 20;
+  gl_suballoc *a = gl_suballoc_new(lease, 256);
+  assert_non_null(t);
+  assert_non_null(a);
+  gl_modtab_charge_to(t, a, lease);
+  /* Within the allowance: nothing reserved. */
+  char *small = ptx_with_globals(GL_MODTAB_FREE_BYTES / 2);
+  void *m1 = acquire_ptx(t, small, GL_MODULE_CACHE_LOADED);
+  assert_int_equal(gl_suballoc_used(a), 0);
+  /* The same image again: one more reference, no second charge. */
+  void *m1b = acquire_ptx(t, small, GL_MODULE_CACHE_CONTEXT);
+  assert_ptr_equal(m1, m1b);
+  /* Past it: the excess is reserved. */
+  char *mid = ptx_with_globals(1u << 20);
+  void *m2 = acquire_ptx(t, mid, GL_MODULE_CACHE_LOADED);
+  assert_int_equal(gl_suballoc_used(a), (1u << 20) - GL_MODTAB_FREE_BYTES / 2);
+  /* A buffer takes most of the rest; a module larger than what is left is
+   * refused before the backend sees it, and nothing changes. */
+  uint64_t buf;
+  assert_int_equal(gl_suballoc_alloc(a, 3u << 20, &buf, NULL, 0), GPULEASE_OK);
+  int loads = x->be.loads;
+  char *big = ptx_with_globals(1ull << 30);
+  expect_fail(t, big, strlen(big), GPULEASE_IMAGE_PTX, GPULEASE_CAPACITY_EXCEEDED,
+              "loading this module needs 1073741824 bytes of device memory (1073741824 of "
+              "globals");
+  expect_fail(t, big, strlen(big), GPULEASE_IMAGE_PTX, GPULEASE_CAPACITY_EXCEEDED,
+              "of its 4194304 bytes free");
+  assert_int_equal(x->be.loads, loads);
+  assert_int_equal(gl_modtab_count(t), 2);
+  /* The last release gives the reservation back. */
+  assert_true(gl_modtab_release(t, m2));
+  assert_int_equal(gl_suballoc_used(a), 3u << 20);
+  assert_true(gl_suballoc_release(a, buf));
+  /* Now the 1 GiB module still does not fit in a 4 MiB lease; 3 MiB does. */
+  expect_fail(t, big, strlen(big), GPULEASE_IMAGE_PTX, GPULEASE_CAPACITY_EXCEEDED, "needs");
+  char *fits = ptx_with_globals(3u << 20);
+  void *m3 = acquire_ptx(t, fits, GL_MODULE_CACHE_LOADED);
+  assert_int_equal(gl_suballoc_used(a), (3u << 20) + GL_MODTAB_FREE_BYTES / 2 - GL_MODTAB_FREE_BYTES);
+  assert_true(gl_modtab_release(t, m3));
+  assert_true(gl_modtab_release(t, m1));
+  assert_true(gl_modtab_release(t, m1b));
+  assert_int_equal(gl_suballoc_used(a), 0);
+  assert_int_equal(x->be.live, 0);
+  gl_modtab_free(t, false);
+  gl_suballoc_free(a);
+  free(small);
+  free(mid);
+  free(big);
+  free(fits);
+}
+
 static void test_failures_leave_nothing(void **state) {
   fx *x = *state;
   gl_modtab *t = gl_modtab_new(&x->be.base, x->jit);
@@ -633,6 +701,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_binaries_skip_disk_cache, setup, teardown),
       cmocka_unit_test_setup_teardown(test_no_jit_loads_ptx_directly, setup, teardown),
       cmocka_unit_test_setup_teardown(test_failures_leave_nothing, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_module_memory_charged, setup, teardown),
       cmocka_unit_test_setup_teardown(test_release_unknown, setup, teardown),
       cmocka_unit_test_setup_teardown(test_free_forget, setup, teardown),
       cmocka_unit_test_setup_teardown(test_threads_share, setup, teardown),
