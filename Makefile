@@ -60,7 +60,7 @@ fuzz: deps
 install: build
 	cmake --install $(BUILD)
 
-# Debian packages (gpuleased, libgpulease0, libgpulease-dev, gpulease-tools)
+# Debian packages (gpuleased, libgpulease1, libgpulease-dev, gpulease-tools)
 # into $(BUILD_DEB)/, built for /usr; cmake/package.cmake says what goes where.
 BUILD_DEB ?= build-deb
 deb: deps

@@ -2,7 +2,9 @@
 # generator, one package per component):
 #   gpuleased        component daemon   the daemon, its systemd unit, the
 #                                       default configuration, gpuleased(8)
-#   libgpulease0     component runtime  the shared library
+#   libgpulease1     component runtime  the shared library (libgpulease.so.1:
+#                                       the package's name carries the soname's
+#                                       number, GL_SOVERSION, src/lib)
 #   libgpulease-dev  component dev      header, .so link, pkg-config file,
 #                                       CMake package, libgpulease(3)
 #   gpulease-tools   component tools    the CLI, gpulease(1)
@@ -52,7 +54,13 @@ set(CPACK_DEBIAN_DAEMON_PACKAGE_CONTROL_EXTRA
   "${PROJECT_SOURCE_DIR}/packaging/debian/conffiles;${PROJECT_SOURCE_DIR}/packaging/debian/postinst;${PROJECT_SOURCE_DIR}/packaging/debian/prerm;${PROJECT_SOURCE_DIR}/packaging/debian/postrm")
 set(CPACK_DEBIAN_DAEMON_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 
-set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME libgpulease0)
+# Named after the soname (Debian policy 8.1): libgpulease${GL_SOVERSION}.
+# Another soname is another package, installable beside this one (their
+# files differ: libgpulease.so.0 and libgpulease.so.0.1.0 for 0.1's
+# libgpulease0), so programs built against 0.1 keep their library; no
+# Conflicts or Replaces. GENERATE_SHLIBS writes its shlibs file from the
+# soname, so programs linked against it depend on libgpulease1.
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME libgpulease${GL_SOVERSION})
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libs)
 set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
   "client library of gpulease\n libgpulease leases GPUs on gpuleased nodes and runs CUDA kernels on them\n over QUIC, with no CUDA toolkit or driver on the client.")

@@ -18,6 +18,6 @@ if ! read -r port fp < "$state/ready"; then
   echo "gpuleased did not start:" >&2; cat "$state/daemon.log" >&2; exit 1
 fi
 echo "== python3 python/examples/quickstart.py 127.0.0.1:$port $fp build/kernels/vector_add.ptx"
-PYTHONPATH="$root/python/src" GPULEASE_LIBRARY="$(ls "$build"/src/lib/libgpulease.so.0)" \
+PYTHONPATH="$root/python/src" GPULEASE_LIBRARY="$(ls "$build"/src/lib/libgpulease.so.1)" \
   /usr/bin/python3 "$root/python/examples/quickstart.py" "127.0.0.1:$port" "$fp" \
   "$build/kernels/vector_add.ptx"

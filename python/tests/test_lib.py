@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import gpulease
+from gpulease import _lib
 from gpulease._util import dims, load_image, parse_size
 
 
@@ -35,13 +36,48 @@ def test_library_from_environment() -> None:
     assert gpulease.status_name(7) == "LEASE_EXPIRED"
 
 
+def _elf_soname(path: pathlib.Path) -> "str | None":
+    """DT_SONAME of a 64-bit little-endian ELF shared object, read from its
+    SHT_DYNAMIC section and the string table that section links to."""
+    import struct
+    data = path.read_bytes()
+    assert data[:4] == b"\x7fELF" and data[4] == 2 and data[5] == 1, path
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
+                for i in range(shnum)]
+    for _name, kind, _f, _a, off, size, link, _i, _al, entsize in sections:
+        if kind != 6:  # SHT_DYNAMIC
+            continue
+        strtab = sections[link][4]
+        for at in range(off, off + size, entsize or 16):
+            tag, val = struct.unpack_from("<qQ", data, at)
+            if tag == 0:
+                break
+            if tag == 14:  # DT_SONAME
+                return data[strtab + val:data.index(b"\0", strtab + val)].decode()
+    return None
+
+
+def test_soname_is_the_loaders() -> None:
+    """The library loaded carries the soname the loader looks for
+    (libgpulease.so.1 since 0.2.0 changed the structs' layout): a system
+    or bundled libgpulease.so.0, 0.1's layout, is never taken for it."""
+    assert _lib.SONAME == "libgpulease.so.1"
+    assert _lib.BUNDLED.name == _lib.SONAME
+    lib_file = pathlib.Path(gpulease.LIBRARY_PATH)
+    if not lib_file.is_file():
+        pytest.skip("the loaded library is not a file path")
+    assert _elf_soname(lib_file.resolve()) == _lib.SONAME
+
+
 def test_import_error_names_all_three_places() -> None:
-    r = _import_in_subprocess("/nonexistent/libgpulease.so.0")
+    r = _import_in_subprocess("/nonexistent/libgpulease.so.1")
     assert r.returncode != 0
     assert "ImportError" in r.stderr
-    assert "$GPULEASE_LIBRARY=/nonexistent/libgpulease.so.0" in r.stderr
-    assert "bundled" in r.stderr and "_lib/libgpulease.so.0" in r.stderr
-    assert "system libgpulease.so.0" in r.stderr
+    assert "$GPULEASE_LIBRARY=/nonexistent/libgpulease.so.1" in r.stderr
+    assert "bundled" in r.stderr and "_lib/libgpulease.so.1" in r.stderr
+    assert "system libgpulease.so.1" in r.stderr
 
 
 def test_without_environment_bundled_or_system() -> None:
@@ -49,10 +85,10 @@ def test_without_environment_bundled_or_system() -> None:
     if r.returncode == 0:
         # A bundled or system library was found; it is one of those two.
         where = r.stdout.strip()
-        assert where == "libgpulease.so.0" or where.endswith("/_lib/libgpulease.so.0")
+        assert where == "libgpulease.so.1" or where.endswith("/_lib/libgpulease.so.1")
     else:
         assert "$GPULEASE_LIBRARY: not set" in r.stderr
-        assert "bundled" in r.stderr and "system libgpulease.so.0" in r.stderr
+        assert "bundled" in r.stderr and "system libgpulease.so.1" in r.stderr
 
 
 @pytest.mark.parametrize("text,value", [
@@ -139,7 +175,7 @@ def test_out_and_inout() -> None:
 
 
 def test_bundled_library_is_found(tmp_path: pathlib.Path) -> None:
-    """The wheel's layout: gpulease/_lib/libgpulease.so.0 next to the
+    """The wheel's layout: gpulease/_lib/libgpulease.so.1 next to the
     package's modules (the _lib folder beside _lib.py), no environment."""
     lib_file = pathlib.Path(gpulease.LIBRARY_PATH)
     if not lib_file.is_file():
@@ -148,7 +184,7 @@ def test_bundled_library_is_found(tmp_path: pathlib.Path) -> None:
     shutil.copytree(pathlib.Path(gpulease.__file__).resolve().parent, pkg,
                     ignore=shutil.ignore_patterns("__pycache__", "_lib"))
     (pkg / "_lib").mkdir()
-    shutil.copy(lib_file.resolve(), pkg / "_lib" / "libgpulease.so.0")
+    shutil.copy(lib_file.resolve(), pkg / "_lib" / "libgpulease.so.1")
     # The package first; what else the path had (cffi may live there) after.
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(tmp_path)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
@@ -158,4 +194,4 @@ def test_bundled_library_is_found(tmp_path: pathlib.Path) -> None:
                         "print(gpulease.status_name(16))"],
                        capture_output=True, text=True, env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == [str(pkg / "_lib" / "libgpulease.so.0"), "INVALID_HANDLE"]
+    assert r.stdout.split() == [str(pkg / "_lib" / "libgpulease.so.1"), "INVALID_HANDLE"]

@@ -155,7 +155,10 @@ static void rd_end(gl_wire__rd *r, bool request) {
     return;
   }
   const gl_wire__codec *c = codec_of(r->op);
-  const char *last = c ? c->last_field : NULL;
+  gl_wire__rd_fail_newer(r, extra, c ? c->last_field : NULL);
+}
+
+void gl_wire__rd_fail_newer(gl_wire__rd *r, size_t extra, const char *last) {
   if (last && !*last)
     gl_wire__rd_fail(r, GPULEASE_UNSUPPORTED,
                      "%zu bytes where this daemon knows an empty body: a field of a newer "

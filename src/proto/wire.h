@@ -610,8 +610,16 @@ typedef struct gl_burst_req {
 } gl_burst_req;
 
 /* Walks a BURST's list that gl_request_decode_ref left unchecked, with
- * gl_request_decode's checks and statuses (MALFORMED, INVALID_ARGUMENT,
- * the reason in err); sets b->checked on success. OK at once when checked. */
+ * gl_request_decode's checks and statuses, the reason in err ("BURST: ...",
+ * err may be NULL):
+ *   INVALID_ARGUMENT  count out of 1..4096, or a launch's field out of its
+ *                     limits (the message names it: "launch[3].param_count");
+ *   MALFORMED         the list ends inside one of the count launches;
+ *   UNSUPPORTED       bytes after the last launch: a field of a newer
+ *                     release (docs/protocol.md section 2, "Compatibility":
+ *                     "BURST: N bytes after the last field this daemon
+ *                     knows (launches): ...").
+ * Sets b->checked on success. OK at once when checked. */
 gpulease_status gl_burst_check(gl_burst_req *b, char *err, size_t errlen);
 
 /* Walks a decoded BURST's launches:

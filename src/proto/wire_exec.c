@@ -179,9 +179,10 @@ gpulease_status gl_burst_check(gl_burst_req *b, char *err, size_t errlen) {
   gl_wire__rd_init(&r, b->launches, b->launches_len, GL_OP_BURST, err, errlen);
   check_burst_count(&r, b->count);
   if (gl_wire__rd_ok(&r)) burst_scan(&r, b->count);
+  /* Bytes after the last launch: a field of a newer release, as after any
+   * request's last field (launches is BURST's last). */
   if (gl_wire__rd_ok(&r) && r.pos != b->launches_len)
-    gl_wire__rd_fail(&r, GPULEASE_MALFORMED, "%zu bytes after the %u launches",
-                     b->launches_len - r.pos, b->count);
+    gl_wire__rd_fail_newer(&r, b->launches_len - r.pos, gl_wire__op_BURST.last_field);
   if (r.st == GPULEASE_OK) b->checked = true;
   return r.st;
 }

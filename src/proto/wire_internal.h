@@ -69,6 +69,15 @@ static inline bool gl_wire__rd_ok(const gl_wire__rd *r) { return r->st == GPULEA
 __attribute__((format(printf, 3, 4))) void gl_wire__rd_fail(gl_wire__rd *r, gpulease_status st,
                                                             const char *fmt, ...);
 
+/* Records a request body that runs extra bytes past last, the last field
+ * this release knows of r's op ("" for an empty body, NULL: "the body"),
+ * as UNSUPPORTED with the compatibility rule's message (docs/protocol.md
+ * section 2, "Compatibility", rule 2): "OP: N bytes after the last field
+ * this daemon knows (last): a field of a newer release? ...". Used after
+ * the last field of a network op's request (wire.c) and after a BURST's
+ * last launch (gl_burst_check). */
+void gl_wire__rd_fail_newer(gl_wire__rd *r, size_t extra, const char *last);
+
 /* The field's full name: "grid_x", or "gpu[3].uuid" inside an array. */
 const char *gl_wire__rd_field(const gl_wire__rd *r, const char *field, char *buf,
                               size_t buflen);

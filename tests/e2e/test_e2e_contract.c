@@ -417,14 +417,33 @@ static void test_refused_request_leaves_seq_unused(void **state) {
   x = call(p.q, &burst);
   expect(&x, GPULEASE_MALFORMED, "launch[1]");
   reply_free(&x);
-  gl_buf_free(&one);
   gl_request s6 = r_sync(&p, 6, 5);
   y = call(p.q, &s6);
   expect(&y, GPULEASE_OK, NULL);
   assert_int_equal(y.r.u.sync.error_status, GPULEASE_MALFORMED);
   assert_int_equal(y.r.u.sync.error_seq, 5);
   reply_free(&y);
-  close_peer(&p, 7);
+  /* A BURST whose body runs past its last launch (count 1, two launches):
+   * the compatibility rule's UNSUPPORTED, naming BURST's last field, in
+   * the op's turn (the seq used, the session's failure). */
+  assert_int_equal(gl_burst_add(&one, &l1), GPULEASE_OK);
+  burst.u.burst.s = ref(&p, 7);
+  burst.u.burst.count = 1;
+  burst.u.burst.launches = one.data;
+  burst.u.burst.launches_len = one.len;
+  x = call(p.q, &burst);
+  expect(&x, GPULEASE_UNSUPPORTED,
+         "BURST: 38 bytes after the last field this daemon knows (launches): a field of a "
+         "newer release? this daemon speaks gpulease 0.2");
+  reply_free(&x);
+  gl_buf_free(&one);
+  gl_request s8 = r_sync(&p, 8, 7);
+  y = call(p.q, &s8);
+  expect(&y, GPULEASE_OK, NULL);
+  assert_int_equal(y.r.u.sync.error_status, GPULEASE_UNSUPPORTED);
+  assert_int_equal(y.r.u.sync.error_seq, 7);
+  reply_free(&y);
+  close_peer(&p, 9);
   assert_int_equal(gl_test_daemon_stop(&d), 0);
 }
 

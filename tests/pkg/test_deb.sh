@@ -15,23 +15,23 @@ work=$(mktemp -d /tmp/gl-deb.XXXXXX)
 daemon=
 cleanup() {
   [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
-  dpkg --purge gpulease-tools libgpulease-dev libgpulease0 gpuleased >/dev/null 2>&1 || true
+  dpkg --purge gpulease-tools libgpulease-dev libgpulease1 gpuleased >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
 fail() { echo "test_deb: FAIL: $*" >&2; [ -f "$work/daemon.log" ] && cat "$work/daemon.log" >&2; exit 1; }
 
-debs=("$build"/gpuleased_*.deb "$build"/libgpulease0_*.deb "$build"/libgpulease-dev_*.deb
+debs=("$build"/gpuleased_*.deb "$build"/libgpulease1_*.deb "$build"/libgpulease-dev_*.deb
       "$build"/gpulease-tools_*.deb)
 for d in "${debs[@]}"; do [ -f "$d" ] || fail "no package $d (make deb)"; done
 echo "== dpkg -i ${debs[*]##*/}"
 dpkg -i "${debs[@]}" || fail "dpkg -i"
-for p in gpuleased libgpulease0 libgpulease-dev gpulease-tools; do
+for p in gpuleased libgpulease1 libgpulease-dev gpulease-tools; do
   dpkg-query -W -f='${Package} ${Version} ${Status}\n' "$p" | grep -q "install ok installed" ||
     fail "$p not installed"
 done
-dpkg-query -W -f='${Depends}\n' libgpulease-dev | grep -q "libgpulease0 (= " ||
-  fail "libgpulease-dev does not depend on its libgpulease0"
+dpkg-query -W -f='${Depends}\n' libgpulease-dev | grep -q "libgpulease1 (= " ||
+  fail "libgpulease-dev does not depend on its libgpulease1"
 grep -qx /etc/gpulease/gpuleased.conf /var/lib/dpkg/info/gpuleased.conffiles ||
   fail "/etc/gpulease/gpuleased.conf is not a conffile"
 
@@ -42,6 +42,11 @@ for f in /usr/bin/gpuleased /usr/bin/gpulease /usr/include/gpulease/gpulease.h \
          /usr/share/man/man3/libgpulease.3.gz; do
   [ -e "$f" ] || fail "missing $f"
 done
+echo "== the runtime package carries the soname libgpulease.so.1"
+lib=$(dpkg -L libgpulease1 | grep '/libgpulease\.so\.1$') || fail "libgpulease1 holds no libgpulease.so.1"
+objdump -p "$lib" | grep -Eq '^ +SONAME +libgpulease\.so\.1$' || fail "$lib: soname is not libgpulease.so.1"
+grep -Eqx 'libgpulease 1 libgpulease1 \((=|>=) [0-9.]+\)' /var/lib/dpkg/info/libgpulease1.shlibs ||
+  fail "libgpulease1's shlibs file does not map soname 1 to libgpulease1"
 if command -v systemd-analyze >/dev/null; then
   echo "== systemd-analyze verify gpuleased.service"
   systemd-analyze verify /usr/lib/systemd/system/gpuleased.service || fail "unit file"
@@ -62,6 +67,9 @@ target_link_libraries(iota PRIVATE gpulease::gpulease)
 CM
 cmake -S "$work/cm" -B "$work/cm/build" >/dev/null || fail "find_package(gpulease)"
 cmake --build "$work/cm/build" >/dev/null || fail "CMake build against gpulease::gpulease"
+for e in "$work/iota-pc" "$work/cm/build/iota"; do
+  objdump -p "$e" | grep -Eq '^ +NEEDED +libgpulease\.so\.1$' || fail "$e does not need libgpulease.so.1"
+done
 
 echo "== the installed daemon, installed configuration, emulated device"
 ready=$work/ready
@@ -87,7 +95,7 @@ kill "$daemon"; wait "$daemon" || fail "the daemon's exit status"
 daemon=
 
 echo "== dpkg -r keeps the configuration, --purge removes it"
-dpkg -r gpulease-tools libgpulease-dev libgpulease0 gpuleased >/dev/null || fail "dpkg -r"
+dpkg -r gpulease-tools libgpulease-dev libgpulease1 gpuleased >/dev/null || fail "dpkg -r"
 [ ! -e /usr/bin/gpuleased ] || fail "/usr/bin/gpuleased left after dpkg -r"
 [ -e /etc/gpulease/gpuleased.conf ] || fail "dpkg -r removed the conffile"
 dpkg --purge gpuleased >/dev/null || fail "dpkg --purge"

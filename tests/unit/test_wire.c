@@ -3495,6 +3495,127 @@ static void decode_fails(const gl_request *req, gpulease_status want, const char
   gl_buf_free(&b);
 }
 
+/* A BURST message of count launches whose list is list[0..len), encoded as
+ * it stands (checked: the encoder does not walk it). */
+static void burst_msg(gl_buf *msg, uint16_t count, const uint8_t *list, size_t len) {
+  gl_request q;
+  memset(&q, 0, sizeof q);
+  q.op = GL_OP_BURST;
+  q.u.burst.s.auth.lease_id = 42;
+  q.u.burst.s.session_id = 3;
+  q.u.burst.s.seq = 9;
+  q.u.burst.count = count;
+  q.u.burst.launches = list;
+  q.u.burst.launches_len = len;
+  q.u.burst.checked = true;
+  gl_buf_init(msg);
+  assert_status(gl_request_encode(&q, msg), GPULEASE_OK);
+}
+
+/* The BURST of count launches over list[0..len) as the worker sees it
+ * (gl_request_decode_ref, then gl_burst_check) gets want, err containing
+ * needle; and gl_request_decode, which walks the list itself, gives the
+ * same status, and for bytes past the last launch (UNSUPPORTED) the same
+ * message (a truncation's names the offset in the list, not the body). */
+static void burst_check_is(uint16_t count, const uint8_t *list, size_t len,
+                           gpulease_status want, const char *needle) {
+  gl_buf msg;
+  burst_msg(&msg, count, list, len);
+  static gl_request ref, full;
+  char err[256] = "x", err2[256] = "";
+  assert_status(gl_request_decode_ref(msg.data, msg.len, MAX_BODY, &ref, NULL, err, sizeof err),
+                GPULEASE_OK);
+  assert_false(ref.u.burst.checked);
+  assert_int_equal(ref.u.burst.count, count);
+  assert_int_equal(ref.u.burst.launches_len, len);
+  assert_status(gl_burst_check(&ref.u.burst, err, sizeof err), want);
+  assert_contains(err, needle);
+  assert_int_equal(ref.u.burst.checked, want == GPULEASE_OK);
+  assert_status(gl_request_decode(msg.data, msg.len, MAX_BODY, &full, NULL, err2, sizeof err2),
+                want);
+  assert_contains(err2, needle);
+  if (want != GPULEASE_MALFORMED) assert_string_equal(err, err2);
+  if (want == GPULEASE_OK) {
+    /* checked: OK at once, err cleared */
+    assert_status(gl_burst_check(&ref.u.burst, err, sizeof err), GPULEASE_OK);
+    assert_string_equal(err, "");
+  }
+  gl_buf_free(&msg);
+}
+
+/* gl_burst_check, the worker's check of a BURST's launch list: bytes after
+ * the last launch are a field of a newer release (UNSUPPORTED, the
+ * compatibility rule's message naming BURST's last field, launches), as
+ * gl_request_decode says for them; a list cut short or a count that claims
+ * more launches than the list holds stay MALFORMED, a bad count
+ * INVALID_ARGUMENT. */
+static void test_burst_check(void **state) {
+  (void)state;
+  gl_buf list;
+  gl_buf_init(&list);
+  size_t at[4] = {0}; /* at[i]: where launch i starts */
+  for (unsigned i = 0; i < 3; i++) {
+    gl_launch_req l;
+    memset(&l, 0, sizeof l);
+    l.function = 0x0100000000000001ull + i;
+    l.grid[0] = l.grid[1] = l.grid[2] = l.block[0] = l.block[1] = l.block[2] = 1;
+    static const uint8_t scalar[4] = {1, 2, 3, 4};
+    gl_buf params;
+    gl_buf_init(&params);
+    if (i == 1) {
+      gl_launch_param p = {.kind = GL_LAUNCH_PARAM_SCALAR, .size = 4, .value = scalar};
+      assert_status(gl_launch_param_put(&params, &p), GPULEASE_OK);
+      l.param_count = 1;
+      l.params_raw = params.data;
+      l.params_raw_len = params.len;
+    }
+    at[i] = list.len;
+    assert_status(gl_burst_add(&list, &l), GPULEASE_OK);
+    gl_buf_free(&params);
+  }
+  at[3] = list.len;
+  assert_int_equal(at[1], 38);
+  size_t n = at[3];
+  uint8_t *more = malloc(n + 1); /* the list and one byte past its last launch */
+  assert_non_null(more);
+  memcpy(more, list.data, n);
+  more[n] = 0xEE;
+  gl_buf_free(&list);
+
+  burst_check_is(3, more, n, GPULEASE_OK, "");
+  burst_check_is(1, more, at[1], GPULEASE_OK, "");
+  /* Past the last launch: UNSUPPORTED, in the words of every other op. */
+  burst_check_is(3, more, n + 1, GPULEASE_UNSUPPORTED,
+                 "BURST: 1 bytes after the last field this daemon knows (launches): a field "
+                 "of a newer release? this daemon speaks gpulease 0.2");
+  /* A count below the launches held: the rest is past the last. */
+  char want[200];
+  snprintf(want, sizeof want,
+           "BURST: %zu bytes after the last field this daemon knows (launches)", n - at[2]);
+  burst_check_is(2, more, n, GPULEASE_UNSUPPORTED, want);
+  snprintf(want, sizeof want,
+           "BURST: %zu bytes after the last field this daemon knows (launches)", n - at[1]);
+  burst_check_is(1, more, n, GPULEASE_UNSUPPORTED, want);
+  /* A list cut short, or a count past the list: MALFORMED. */
+  burst_check_is(3, more, n - 1, GPULEASE_MALFORMED, "BURST: truncated in launch[2].");
+  burst_check_is(3, more, at[2] + 5, GPULEASE_MALFORMED, "truncated in launch[2].function");
+  burst_check_is(4, more, n, GPULEASE_MALFORMED, "truncated in launch[3].function");
+  burst_check_is(4, more, n + 1, GPULEASE_MALFORMED, "truncated in launch[3].function");
+  /* count out of range: INVALID_ARGUMENT (the daemon's decoder says so
+   * before the worker sees it; gl_burst_check says the same). */
+  gl_buf msg;
+  burst_msg(&msg, 1, more, n);
+  msg.data[12 + 64] = 0, msg.data[12 + 65] = 0; /* count 0 */
+  static gl_request ref;
+  char err[256];
+  assert_status(gl_request_decode_ref(msg.data, msg.len, MAX_BODY, &ref, NULL, err, sizeof err),
+                GPULEASE_OK);
+  assert_status(gl_burst_check(&ref.u.burst, err, sizeof err), GPULEASE_INVALID_ARGUMENT);
+  assert_contains(err, "BURST: count 0 out of range 1..4096");
+  gl_buf_free(&msg);
+  free(more);
+}
+
 static void test_exec_ops(void **state) {
   (void)state;
   static gl_request req, out;
@@ -5284,6 +5405,7 @@ int main(void) {
       cmocka_unit_test(test_session_response_encode_refuses),
       cmocka_unit_test(test_launch_params),
       cmocka_unit_test(test_exec_ops),
+      cmocka_unit_test(test_burst_check),
       cmocka_unit_test(test_session_max_chunk),
       cmocka_unit_test(test_doc_session_example),
       cmocka_unit_test(test_doc_hex_dumps),

@@ -18,7 +18,7 @@ libgpulease (no CUDA toolkit or driver on the client)::
 on many daemons (``pool.map(image, kernel, x, chunk, args=[gpulease.IN,
 gpulease.OUT, ...])``). Failures raise subclasses of
 :class:`GpuleaseError`, one per status of gpulease.h. The library is ``$GPULEASE_LIBRARY``, else the copy
-bundled in the wheel, else the system's ``libgpulease.so.0``.
+bundled in the wheel, else the system's ``libgpulease.so.1``.
 """
 
 from ._lib import LIBRARY_PATH

@@ -2,11 +2,11 @@
 
 Where the library comes from, first match wins:
 
-1. ``$GPULEASE_LIBRARY``, a path to ``libgpulease.so.0`` (when set, it is
+1. ``$GPULEASE_LIBRARY``, a path to ``libgpulease.so.1`` (when set, it is
    the only candidate: a typo there should not silently load another
    copy);
-2. the copy bundled in the wheel, ``gpulease/_lib/libgpulease.so.0``;
-3. the system's ``libgpulease.so.0`` (the dynamic loader's search path:
+2. the copy bundled in the wheel, ``gpulease/_lib/libgpulease.so.1``;
+3. the system's ``libgpulease.so.1`` (the dynamic loader's search path:
    the Debian package, ``LD_LIBRARY_PATH``).
 
 When none loads, importing :mod:`gpulease` raises ImportError naming all
@@ -23,7 +23,7 @@ import cffi
 
 from ._cdef import CDEF
 
-SONAME = "libgpulease.so.0"
+SONAME = "libgpulease.so.1"
 ENV_VAR = "GPULEASE_LIBRARY"
 BUNDLED = Path(__file__).resolve().parent / "_lib" / SONAME
 
