@@ -272,8 +272,10 @@ static void stats_cb(struct ev_loop *loop, ev_timer *w, int revents) {
 /* The test's verdict on a header: a request starting "NOPE" is refused
  * ("REFUSED:<body_len>"), one whose header declares more than the
  * server's limit (12 + body_len, big-endian at 8) too ("BIG:<size>"). */
-static size_t header_verdict(void *user, const uint8_t *hdr, uint8_t *reply, size_t cap) {
+static size_t header_verdict(void *user, const gl_req_origin *from, const uint8_t *hdr,
+                             uint8_t *reply, size_t cap, void **ticket) {
   server_fx *fx = user;
+  (void)from, (void)ticket;
   atomic_fetch_add(&fx->headers, 1);
   uint32_t body =
       (uint32_t)hdr[8] << 24 | (uint32_t)hdr[9] << 16 | (uint32_t)hdr[10] << 8 | hdr[11];
