@@ -410,6 +410,10 @@ static void test_bookkeeping(void **state) {
   assert_true(got[2] == g_refused_worker_init);
   assert_true(sample(body, "gpulease_request_duration_seconds_count{op=\"MEM_WRITE\"}") ==
               g_refused_mem_write);
+  /* The requests let through and then cancelled, or cut by their
+   * connection's close, are unfinished no more. */
+  assert_true(sample(body, "gpulease_unfinished_requests") == 0);
+  assert_true(sample(body, "gpulease_unfinished_request_bytes") == 0);
   /* The audit log: a line per refusal, as handle() writes one. */
   FILE *f = fopen(g_audit, "r");
   assert_non_null(f);

@@ -8,6 +8,11 @@
  *     through, the other 616 answered BUSY on their header, as is any
  *     other request of the tenant while it is at the bound; /metrics shows
  *     16,384 unfinished requests and the 616 refusals;
+ *   - the bytes unfinished requests declare are bounded per connection
+ *     (--max-buffered-per-connection, 512 MiB) and per tenant
+ *     (--max-buffered-per-tenant, 1 GiB): MEM_WRITEs declaring their
+ *     largest body (84 + 64 MiB) are BUSY on their header as the 8th of
+ *     one connection and as the 16th of the tenant;
  *   - once the connections are closed the tenant has nothing unfinished,
  *     is served again, and the daemon's RSS comes back to within 4 MiB of
  *     what it was before the flood (not checked under ASan, whose
@@ -228,6 +233,53 @@ static void test_flood(void **state) {
   gl_qclient_del(probe);
 }
 
+/* Sends the header of a MEM_WRITE declaring its largest body (no FIN);
+ * its token. */
+static uint64_t big_header(gl_qclient *q) {
+  uint32_t body = 84u + GL_WIRE_MAX_CHUNK;
+  uint8_t h[GL_WIRE_HEADER_SIZE] = {GL_WIRE_MAGIC0, GL_WIRE_MAGIC1, GL_WIRE_VERSION,
+                                    GL_WIRE_KIND_REQUEST, (uint8_t)(GL_OP_MEM_WRITE >> 8),
+                                    (uint8_t)GL_OP_MEM_WRITE, 0, 0, (uint8_t)(body >> 24),
+                                    (uint8_t)(body >> 16), (uint8_t)(body >> 8), (uint8_t)body};
+  uint64_t tok = 0;
+  char err[256];
+  assert_int_equal(gl_qclient_send_open(q, h, sizeof h, &tok, err, sizeof err), GL_QC_OK);
+  return tok;
+}
+
+/* Waits for tok's answer: BUSY with needle. */
+static void expect_busy(gl_qclient *q, uint64_t tok, const char *needle) {
+  uint8_t *resp = NULL;
+  size_t len = 0;
+  char err[256];
+  int rc = gl_qclient_wait(q, tok, &resp, &len, err, sizeof err);
+  if (rc != GL_QC_OK) fprintf(stderr, "wait: %s\n", err);
+  assert_int_equal(rc, GL_QC_OK);
+  gl_response r;
+  assert_int_equal(gl_response_decode(resp, len, len, &r, NULL, 0), GPULEASE_OK);
+  printf("  -> %s: %.*s\n", gpulease_status_name(r.status), (int)r.msg_len, r.msg);
+  assert_int_equal(r.status, GPULEASE_BUSY);
+  assert_non_null(memmem(r.msg, r.msg_len, needle, strlen(needle)));
+  free(resp);
+}
+
+static void test_byte_bounds(void **state) {
+  (void)state;
+  const uint64_t whole = GL_WIRE_HEADER_SIZE + 84u + GL_WIRE_MAX_CHUNK;
+  gl_qclient *a = dial(), *b = dial(), *c = dial();
+  for (int i = 0; i < 7; i++) big_header(a);
+  expect_busy(a, big_header(a), "this connection has 7 unfinished requests declaring 469762720");
+  for (int i = 0; i < 7; i++) big_header(b);
+  big_header(c);
+  assert_true(metric_wait("gpulease_unfinished_request_bytes", 15.0 * (double)whole) ==
+              15.0 * (double)whole);
+  expect_busy(c, big_header(c), "--max-buffered-per-tenant 1073741824");
+  gl_qclient_del(a);
+  gl_qclient_del(b);
+  gl_qclient_del(c);
+  assert_true(metric_wait("gpulease_unfinished_requests", 0) == 0);
+}
+
 static int setup(void **state) {
   (void)state;
   const char *extra[] = {"--net-threads", "0", "--metrics-listen", "127.0.0.1:0", NULL};
@@ -240,6 +292,7 @@ static int teardown(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_flood)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_flood),
+                                     cmocka_unit_test(test_byte_bounds)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }
