@@ -6,13 +6,15 @@
  * local socket. Only the header is sent (no FIN, no body):
  *   - an internal op (0x7Fxx) with body_len 1000 is UNSUPPORTED within a
  *     second, the message naming the op as internal;
- *   - a MEM_WRITE declaring 1 GiB is TOO_LARGE within 100 ms;
+ *   - a MEM_WRITE declaring 1 GiB, sent with 1 MiB of its body, is
+ *     TOO_LARGE within 100 ms, the daemon's RSS not growing by what was
+ *     sent (on the local socket: its header alone);
  *   - the limit (--max-message, 256 MiB by default) counts the header:
  *     body_len limit - 11 is TOO_LARGE, limit - 12 of a GPU_SUBMIT (whose
  *     body only the message limit bounds) is read on (no answer while
  *     its body does not come);
  *   - each op's own limit (its largest body and 4096 bytes of headroom,
- *     gl_request_body_limit): a MEM_WRITE declaring 128 MiB, sent with 4
+ *     gl_request_body_limit): a MEM_WRITE declaring 128 MiB, sent with 1
  *     MiB of its body, is TOO_LARGE within 100 ms naming the op, the size
  *     and the limit, and the daemon's RSS does not grow by the body sent;
  *     a LEASE_QUERY declaring 1 MiB is TOO_LARGE; one 100 bytes past its
@@ -191,18 +193,24 @@ static void rules_over_quic(uint16_t port) {
   gl_qclient *q = dial(port);
   header_only(q, GL_OP_MEM_WRITE_ARENA, 1000, GPULEASE_UNSUPPORTED, "is internal to the daemon");
   header_only(q, GL_OP_WORKER_INIT, 1000, GPULEASE_UNSUPPORTED, "0x7f01");
-  header_only(q, GL_OP_MEM_WRITE, 1u << 30, GPULEASE_TOO_LARGE, "larger than the daemon's limit");
+  /* 1 GiB, 1 MiB of its body with the header: none of it is kept. */
+  long rss_a = daemon_rss_kib();
+  header_then(q, GL_OP_MEM_WRITE, 1u << 30, 1u << 20, GPULEASE_TOO_LARGE,
+              "larger than the daemon's limit");
+  long rss_b = daemon_rss_kib();
+  printf("  daemon RSS %ld -> %ld KiB around the refused 1 GiB MEM_WRITE\n", rss_a, rss_b);
+  assert_true(rss_b - rss_a < 768); /* the 1 MiB it was sent would show */
   header_only(q, GL_OP_MEM_WRITE, (uint32_t)(LIMIT - 11), GPULEASE_TOO_LARGE,
               "request of 268435457 bytes");
   /* The op's own limit: a MEM_WRITE's body is at most 84 + 64 MiB, with
-   * 4096 bytes of headroom. 4 MiB of its body come with the header; the
+   * 4096 bytes of headroom. 1 MiB of its body comes with the header; the
    * daemon keeps none of it. */
   long rss0 = daemon_rss_kib();
-  header_then(q, GL_OP_MEM_WRITE, 128u << 20, 4u << 20, GPULEASE_TOO_LARGE,
+  header_then(q, GL_OP_MEM_WRITE, 128u << 20, 1u << 20, GPULEASE_TOO_LARGE,
               "MEM_WRITE: body_len 134217728 declared, over the op's limit of 67113044 bytes");
   long rss1 = daemon_rss_kib();
   printf("  daemon RSS %ld -> %ld KiB around the refused 128 MiB MEM_WRITE\n", rss0, rss1);
-  assert_true(rss1 - rss0 < 1536); /* the 4 MiB it was sent would show */
+  assert_true(rss1 - rss0 < 768); /* the 1 MiB it was sent would show */
   header_only(q, GL_OP_MEM_WRITE, 84u + (64u << 20) + 4097u, GPULEASE_TOO_LARGE,
               "over the op's limit of 67113044 bytes");
   header_only(q, GL_OP_LEASE_QUERY, 1u << 20, GPULEASE_TOO_LARGE,
