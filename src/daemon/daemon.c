@@ -138,9 +138,10 @@ static void on_trim_timer(struct ev_loop *loop, ev_timer *t, int revents) {
   gl_daemon *d = t->data;
   uint64_t n, bytes;
   gl_admit_take_released(d->admit, &n, &bytes);
-  /* Now, and once more a tick later, for what the connections of the
-   * flood free when they close (after their closing period). */
-  if (n >= TRIM_AFTER_REQUESTS || bytes >= TRIM_AFTER_BYTES) d->trim_due = 2;
+  /* Now, and at the next two ticks, for what the connections of the
+   * flood free when they close (after their closing period) and what was
+   * still live at the first. */
+  if (n >= TRIM_AFTER_REQUESTS || bytes >= TRIM_AFTER_BYTES) d->trim_due = 3;
   if (!d->trim_due) return;
   d->trim_due--;
   malloc_trim(0);
