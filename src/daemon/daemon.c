@@ -5,8 +5,10 @@
 
 #include <sodium.h>
 
+#include "daemon/admit.h"
 #include "daemon/client_auth.h"
 #include "daemon/early.h"
+#include "daemon/hdrlog.h"
 #include "daemon/fence.h"
 #include "daemon/metrics.h"
 #include "daemon/notify.h"
@@ -14,6 +16,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +43,8 @@ void gl_daemon_config_default(gl_daemon_config *cfg) {
   cfg->max_message_bytes = 256u << 20;
   cfg->max_connections = 1024;
   cfg->max_requests_per_tenant = 16384;
+  cfg->max_buffered_per_connection = 512ull << 20;
+  cfg->max_buffered_per_tenant = 1ull << 30;
   cfg->teardown_timeout_ms = 10000;
   cfg->retry_above_address_handshakes = 8;
   cfg->handshake_timeout_ms = 5000;
@@ -119,6 +124,30 @@ static void on_expiry_timer(struct ev_loop *loop, ev_timer *t, int revents) {
   (void)revents;
   gl_daemon *d = t->data;
   gl_lease_table_expire(d->leases, gl_mono_ns(), on_expiry_one, d);
+}
+
+/* Requests ended, or bytes their headers declared, since the last tick,
+ * past which freed memory is handed back to the system: glibc keeps what
+ * a flood of small requests freed (the heap's top cannot shrink past a
+ * live chunk, and arenas of the network threads keep theirs), so RSS
+ * would stay at the flood's peak. */
+#define TRIM_AFTER_REQUESTS 1024u
+#define TRIM_AFTER_BYTES (16ull << 20)
+#define TRIM_TICK_S 1.0
+
+static void on_trim_timer(struct ev_loop *loop, ev_timer *t, int revents) {
+  (void)loop;
+  (void)revents;
+  gl_daemon *d = t->data;
+  uint64_t n, bytes;
+  gl_admit_take_released(d->admit, &n, &bytes);
+  /* Now, and at the next two ticks, for what the connections of the
+   * flood free when they close (after their closing period) and what was
+   * still live at the first. */
+  if (n >= TRIM_AFTER_REQUESTS || bytes >= TRIM_AFTER_BYTES) d->trim_due = 3;
+  if (!d->trim_due) return;
+  d->trim_due--;
+  malloc_trim(0);
 }
 
 static void on_signal(struct ev_loop *loop, ev_signal *s, int revents) {
@@ -249,8 +278,10 @@ static int setup_access(gl_daemon *d, char *err, size_t errlen) {
   }
   d->quota = gl_quota_new();
   d->load = gl_tenant_load_new();
+  d->admit = gl_admit_new(c->max_requests_per_tenant, c->max_buffered_per_tenant);
+  d->hdrlog = gl_hdrlog_new(d->loop, d);
   d->fence = gl_fence_new(d, c->teardown_timeout_ms / 1000.0);
-  if (!d->quota || !d->load || !d->fence) {
+  if (!d->quota || !d->load || !d->admit || !d->hdrlog || !d->fence) {
     snprintf(err, errlen, "out of memory");
     return -1;
   }
@@ -313,6 +344,7 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
       .user = d,
       .on_header = gl_daemon_on_header, /* the network threads' servers too */
       .header_user = d,
+      .on_header_end = gl_daemon_on_header_end,
       .client_ca_file = cfg->auth_mode == GL_AUTH_MTLS ? d->cfg.client_ca : NULL,
       .max_connections_per_address = cfg->max_connections_per_address,
       .retry_above_handshakes = cfg->retry_above_handshakes,
@@ -364,10 +396,14 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
                              .on_request = gl_daemon_on_local_request,
                              .on_close = gl_daemon_on_local_close,
                              .user = d,
-                             .on_header = gl_daemon_on_header};
+                             .on_header = gl_daemon_on_header,
+                             .on_header_end = gl_daemon_on_header_end};
     if (gl_lserver_new(d->loop, &lc2, &d->local, err, errlen) != 0) return -1;
   }
 
+  ev_timer_init(&d->trim_timer, on_trim_timer, TRIM_TICK_S, TRIM_TICK_S);
+  d->trim_timer.data = d;
+  ev_timer_start(d->loop, &d->trim_timer);
   ev_timer_init(&d->expiry_timer, on_expiry_timer, EXPIRY_TICK_S, EXPIRY_TICK_S);
   d->expiry_timer.data = d;
   ev_timer_start(d->loop, &d->expiry_timer);
@@ -446,6 +482,11 @@ void gl_daemon_stop(gl_daemon *d) {
   /* Let the killed workers be reaped so nothing is left behind. */
   for (int i = 0; i < 100 && gl_wproc_live_count() > 0; i++) ev_run(d->loop, EVRUN_ONCE);
   ev_timer_stop(d->loop, &d->expiry_timer);
+  ev_timer_stop(d->loop, &d->trim_timer);
+  gl_hdrlog_free(d->hdrlog); /* the servers are gone: no more refusals */
+  d->hdrlog = NULL;
+  gl_admit_free(d->admit);
+  d->admit = NULL;
   ev_signal_stop(d->loop, &d->sigint);
   ev_signal_stop(d->loop, &d->sigterm);
   ev_signal_stop(d->loop, &d->sighup);

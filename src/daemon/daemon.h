@@ -60,7 +60,11 @@ typedef struct gl_daemon_config {
   char tenants_file[1024];     /* --tenants: bearer tokens, quotas, admins; "" none */
   bool allow_anonymous;        /* --allow-anonymous: --auth none beyond loopback */
   char audit_log[1024];        /* --audit-log: JSON lines; "-" stderr; "" none */
-  uint32_t max_requests_per_tenant; /* --max-requests-per-tenant: in flight; beyond: BUSY */
+  uint32_t max_requests_per_tenant; /* --max-requests-per-tenant: in flight, and unfinished
+                                       (admit.h); beyond: BUSY */
+  uint64_t max_buffered_per_connection; /* --max-buffered-per-connection: bytes the headers of
+                                           a connection's unfinished requests declare */
+  uint64_t max_buffered_per_tenant;     /* --max-buffered-per-tenant: the same, a tenant's */
   uint32_t max_connections_per_address; /* --max-connections-per-address (0: 64) */
   uint32_t retry_above_handshakes;      /* --retry-above-handshakes (0: 64; UINT32_MAX never) */
   uint32_t retry_above_address_handshakes; /* --retry-above-address-handshakes (0: 8) */
@@ -95,6 +99,10 @@ typedef struct gl_daemon {
   gl_quota *quota;        /* each tenant's use */
   gl_audit *audit;        /* --audit-log, or NULL */
   gl_tenant_load *load;   /* requests in flight per tenant */
+  struct gl_admit *admit; /* unfinished requests per tenant (admit.h; any thread) */
+  struct gl_hdrlog *hdrlog; /* refusals on the header, to audit and count (hdrlog.h) */
+  ev_timer trim_timer;    /* gives freed memory back to the system after a flood */
+  unsigned trim_due;      /*   malloc_trim calls still to make */
   struct gl_fence *fence; /* GPUs fenced after a failed teardown (fence.h) */
   struct gl_metrics *metrics; /* --metrics-listen, or NULL (metrics.h) */
   gl_node node;

@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "daemon/admit.h"
 #include "daemon/daemon.h"
 #include "gpu/nvml.h"
 #include "proto/wire.h"
@@ -235,6 +236,16 @@ static void render(gl_metrics *m) {
   for (size_t i = 0; i < m->nops; i++)
     put(&o, "gpulease_request_errors_total{op=\"%s\"} %" PRIu64 "\n", gl_op_name(m->ops[i].op),
         m->ops[i].errors);
+  uint64_t unfinished = 0, unfinished_bytes = 0;
+  if (d->admit) gl_admit_totals(d->admit, &unfinished, &unfinished_bytes);
+  help(&o, "gpulease_unfinished_requests", "gauge",
+       "Requests whose header has come and been let through but not yet their whole body, "
+       "all tenants (bounded per tenant by --max-requests-per-tenant).");
+  put(&o, "gpulease_unfinished_requests %" PRIu64 "\n", unfinished);
+  help(&o, "gpulease_unfinished_request_bytes", "gauge",
+       "What the headers of those requests declare (12 + body_len each): the most the daemon "
+       "buffers for them (bounded by --max-buffered-per-connection and -per-tenant).");
+  put(&o, "gpulease_unfinished_request_bytes %" PRIu64 "\n", unfinished_bytes);
   help(&o, "gpulease_connections", "gauge", "QUIC connections open on the main port.");
   put(&o, "gpulease_connections %zu\n", d->server ? gl_qserver_connection_count(d->server) : 0);
   help(&o, "gpulease_quic_handshakes", "gauge",

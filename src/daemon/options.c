@@ -79,8 +79,14 @@ void gl_options_usage(FILE *f) {
         "  --tenants FILE        tenants: bearer tokens, quotas and admins (INI; see\n"
         "                        docs/security.md); quotas apply under every --auth\n"
         "  --allow-anonymous     serve --auth none on an address beyond loopback\n"
-        "  --max-requests-per-tenant N  requests one tenant may have in flight; beyond:\n"
-        "                        BUSY (default 16384)\n"
+        "  --max-requests-per-tenant N  requests one tenant may have in flight, and\n"
+        "                        unfinished (header in, body not); beyond: BUSY on the\n"
+        "                        header (default 16384)\n"
+        "  --max-buffered-per-connection BYTES  what the headers of a connection's\n"
+        "                        unfinished requests may declare in all; one more past\n"
+        "                        it: BUSY on its header (default 512M)\n"
+        "  --max-buffered-per-tenant BYTES  the same for all of a tenant's connections\n"
+        "                        (default 1G)\n"
         "  --max-connections-per-address N  QUIC connections from one IP address that\n"
         "                        completed their handshake (default 64)\n"
         "  --retry-above-handshakes N  answer new connections with a QUIC Retry (address\n"
@@ -139,7 +145,7 @@ enum { O_LISTEN = 256, O_CERT, O_KEY, O_STATE, O_TTL, O_LEASES, O_MSG, O_LOG, O_
        O_CTX_OVERHEAD, O_CUDA_VISIBLE, O_NO_SANDBOX, O_AUTH, O_CLIENT_CA, O_CLIENT_CRL, O_TENANTS,
        O_ALLOW_ANON, O_AUDIT, O_WORKER_USER, O_NVJITLINK, O_MAX_REQ_TENANT, O_MAX_CONN_ADDR, O_RETRY_ABOVE,
        O_RETRY_ABOVE_ADDR, O_HS_TIMEOUT, O_TEARDOWN, O_METRICS, O_CONFIG, O_CHECK_CONFIG,
-       O_EMU_GPUS, O_PLACEMENT };
+       O_EMU_GPUS, O_PLACEMENT, O_BUF_CONN, O_BUF_TENANT };
 
 /* The command line; the configuration file's keys are the same names. */
 static const struct option opts[] = {
@@ -165,6 +171,8 @@ static const struct option opts[] = {
     {"worker-user", required_argument, 0, O_WORKER_USER},
     {"nvjitlink", required_argument, 0, O_NVJITLINK},
     {"max-requests-per-tenant", required_argument, 0, O_MAX_REQ_TENANT},
+    {"max-buffered-per-connection", required_argument, 0, O_BUF_CONN},
+    {"max-buffered-per-tenant", required_argument, 0, O_BUF_TENANT},
     {"max-connections-per-address", required_argument, 0, O_MAX_CONN_ADDR},
     {"retry-above-handshakes", required_argument, 0, O_RETRY_ABOVE},
     {"retry-above-address-handshakes", required_argument, 0, O_RETRY_ABOVE_ADDR},
@@ -229,6 +237,15 @@ static int apply_option(gl_options *cl, int code, const char *name, const char *
       return -1;
     }
     cfg->max_requests_per_tenant = (uint32_t)v;
+    break;
+  case O_BUF_CONN:
+  case O_BUF_TENANT:
+    if (gl_parse_size(value, &v) != 0 || v < (1u << 20) || v > (1ull << 40)) {
+      snprintf(err, errlen, "%s: expected 1M..1T, got '%s'", name, value);
+      return -1;
+    }
+    if (code == O_BUF_CONN) cfg->max_buffered_per_connection = v;
+    else cfg->max_buffered_per_tenant = v;
     break;
   case O_MAX_CONN_ADDR:
     if (gl_parse_u64(value, 1u << 20, &v) != 0 || v == 0) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "daemon/admit.h"
 #include "daemon/client_auth.h"
 #include "daemon/fence.h"
 #include "daemon/notify.h"
@@ -35,6 +36,7 @@ static const restart_only k_restart_only[] = {
     VAL("placement", placement),
     VAL("seq-timeout-ms", seq_timeout_ms),
     VAL("max-streams", max_streams_per_conn),
+    VAL("max-buffered-per-connection", max_buffered_per_connection),
     STR("local-socket", local_socket),
     VAL("local-socket-mode", local_socket_mode),
     VAL("max-pinned", max_pinned_bytes),
@@ -169,9 +171,13 @@ int gl_daemon_apply_config(gl_daemon *d, const gl_daemon_config *cfg, char *err,
     d->cfg.max_ttl_s = cfg->max_ttl_s;
     gl_lease_table_set_max_ttl(d->leases, cfg->max_ttl_s);
   }
-  if (cfg->max_requests_per_tenant != d->cfg.max_requests_per_tenant) {
-    GL_INFO("reload: max-requests-per-tenant %" PRIu32, cfg->max_requests_per_tenant);
+  if (cfg->max_requests_per_tenant != d->cfg.max_requests_per_tenant ||
+      cfg->max_buffered_per_tenant != d->cfg.max_buffered_per_tenant) {
+    GL_INFO("reload: max-requests-per-tenant %" PRIu32 ", max-buffered-per-tenant %" PRIu64,
+            cfg->max_requests_per_tenant, cfg->max_buffered_per_tenant);
     d->cfg.max_requests_per_tenant = cfg->max_requests_per_tenant;
+    d->cfg.max_buffered_per_tenant = cfg->max_buffered_per_tenant;
+    gl_admit_set_limits(d->admit, cfg->max_requests_per_tenant, cfg->max_buffered_per_tenant);
   }
   if (cfg->teardown_timeout_ms != d->cfg.teardown_timeout_ms) {
     GL_INFO("reload: teardown-timeout-ms %" PRIu32, cfg->teardown_timeout_ms);

@@ -26,6 +26,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "net/origin.h"
+
 struct ev_loop;
 
 /* ======================================================================
@@ -60,7 +62,12 @@ typedef struct gl_lserver_config {
    * at once under the request's tag and its body is skipped as it comes
    * (the connection is closed instead when the header declares more than
    * max_message_bytes); on_request is not called for it. */
-  size_t (*on_header)(void *user, const uint8_t *hdr, uint8_t *reply, size_t cap);
+  size_t (*on_header)(void *user, const gl_req_origin *from, const uint8_t *hdr, uint8_t *reply,
+                      size_t cap, void **ticket);
+  /* With on_header: told when a request it let through ends (its whole
+   * message delivered, or the connection closed first), as origin.h
+   * says; NULL: not told. */
+  gl_req_end_cb on_header_end;
 } gl_lserver_config;
 
 #define GL_LSERVER_HEADER_REPLY_MAX 2048

@@ -28,6 +28,7 @@
 #define TAG_BYTES 8
 #define MAX_QUEUED_FDS 16
 #define DEFAULT_MAX_CONNECTIONS 256
+#define IN_KEEP 131072 /* a connection's read buffer, kept between messages */
 
 typedef struct lout {
   struct lout *next;
@@ -49,6 +50,9 @@ typedef struct lconn {
   size_t nfds;
   lout *out_head, *out_tail;
   bool hdr_judged; /* on_header passed the message at the front of in */
+  bool admitted;   /* ... and on_header_end is owed for it (conn_unadmit) */
+  void *ticket;    /*   on_header's ticket */
+  uint64_t whole;  /*   what its header declared (12 + body_len) */
   uint64_t skip;   /* body bytes of a request refused on its header, to drop */
   unsigned refs; /* the server's (while open) and each pending request's */
   bool closed;
@@ -91,10 +95,21 @@ static void conn_unref(lconn *c) {
   free(c);
 }
 
+/* The request on_header let through has ended (delivered, or the
+ * connection closed first): on_header_end is told, once. */
+static void conn_unadmit(lconn *c) {
+  if (!c->admitted) return;
+  c->admitted = false;
+  gl_lserver *s = c->srv;
+  if (s->cfg.on_header_end) s->cfg.on_header_end(s->cfg.user, c->ticket, c->whole);
+  c->ticket = NULL;
+}
+
 static void conn_close(lconn *c) {
   if (c->closed) return;
   gl_lserver *s = c->srv;
   c->closed = true;
+  conn_unadmit(c);
   ev_io_stop(s->loop, &c->rio);
   ev_io_stop(s->loop, &c->wio);
   close(c->fd);
@@ -167,7 +182,13 @@ static void deliver(lconn *c) {
     size_t total = GL_WIRE_HEADER_SIZE + (size_t)h.body_len;
     if (st == GPULEASE_OK && s->cfg.on_header && !c->hdr_judged) {
       uint8_t answer[GL_LSERVER_HEADER_REPLY_MAX];
-      size_t n = s->cfg.on_header(s->cfg.user, p + TAG_BYTES, answer, sizeof answer);
+      char peer[64];
+      snprintf(peer, sizeof peer, "unix:pid=%ld,uid=%lu", (long)c->pid, (unsigned long)c->uid);
+      /* One message at a time: nothing else of c is unfinished. */
+      gl_req_origin from = {.identity = c->idlen ? c->identity : "", .peer = peer};
+      void *ticket = NULL;
+      size_t n = s->cfg.on_header(s->cfg.user, &from, p + TAG_BYTES, answer, sizeof answer,
+                                  &ticket);
       if (n && n <= sizeof answer) {
         gl_lreq *r = lreq_new(c, tag);
         if (r) gl_lreq_reply(r, answer, n);
@@ -181,6 +202,9 @@ static void deliver(lconn *c) {
         continue;
       }
       c->hdr_judged = true;
+      c->admitted = true;
+      c->ticket = ticket;
+      c->whole = total;
     }
     if (st != GPULEASE_OK || total > s->cfg.max_message_bytes) {
       /* The stream cannot be followed: answer, then close. */
@@ -208,12 +232,21 @@ static void deliver(lconn *c) {
       return;
     }
     c->hdr_judged = false;
+    conn_unadmit(c);
     s->cfg.on_request(s->cfg.user, r, p + TAG_BYTES, total);
     off += TAG_BYTES + total;
   }
   if (c->closed) return;
   memmove(c->in, c->in + off, c->in_len - off);
   c->in_len -= off;
+  /* A large message's room is given back once it is through. */
+  if (c->in_cap > IN_KEEP && c->in_len <= IN_KEEP / 2) {
+    uint8_t *n = realloc(c->in, IN_KEEP);
+    if (n) {
+      c->in = n;
+      c->in_cap = IN_KEEP;
+    }
+  }
 }
 
 static void on_readable(struct ev_loop *loop, ev_io *w, int revents) {
@@ -222,7 +255,7 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents) {
   c->refs++; /* deliver() may close it */
   for (;;) {
     if (c->in_cap - c->in_len < 65536) {
-      size_t ncap = c->in_cap ? c->in_cap * 2 : 131072;
+      size_t ncap = c->in_cap ? c->in_cap * 2 : IN_KEEP;
       uint8_t *n = realloc(c->in, ncap);
       if (!n) {
         conn_close(c);

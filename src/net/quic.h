@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "net/client_policy.h"
+#include "net/origin.h"
 
 struct ev_loop;
 struct sockaddr;
@@ -60,8 +61,12 @@ typedef void (*gl_qserver_request_take_cb)(void *user, gl_qreq *req, uint8_t *ms
 
 /* The owner's early verdict on a request, called on the server's thread
  * once a request stream's first 12 bytes (its gpulease/1 header, hdr) have
- * arrived, before the rest of the stream is read, exactly once per stream
- * that gets that far. Return 0 to read on (on_request follows as usual);
+ * arrived, before the rest of the stream is read (nothing past the header
+ * is buffered before the verdict), exactly once per stream that gets that
+ * far; from says whose connection it is and what it has unfinished.
+ * Return 0 to read on (on_request follows as usual; *ticket, NULL
+ * before the call, may be set: on_header_end gets it back once the
+ * request's body is whole or never will be);
  * or write a whole response message of at most cap
  * (GL_QSERVER_HEADER_REPLY_MAX) bytes into reply and return its length:
  * the request is refused on its header. The transport then stops reading
@@ -70,8 +75,9 @@ typedef void (*gl_qserver_request_take_cb)(void *user, gl_qreq *req, uint8_t *ms
  * discarded), sends reply with FIN, and
  * never calls on_request for it. Runs while the server reads packets: it
  * must only compute its answer (no call into the server). */
-typedef size_t (*gl_qserver_header_cb)(void *header_user, const uint8_t *hdr, uint8_t *reply,
-                                       size_t cap);
+typedef size_t (*gl_qserver_header_cb)(void *header_user, const gl_req_origin *from,
+                                       const uint8_t *hdr, uint8_t *reply, size_t cap,
+                                       void **ticket);
 
 typedef struct gl_qserver_config {
   const char *listen_host;   /* "0.0.0.0", "::", "127.0.0.1" ... */
@@ -107,6 +113,9 @@ typedef struct gl_qserver_config {
    * user (the daemon's network threads) keeps it. */
   gl_qserver_header_cb on_header;
   void *header_user;
+  /* With on_header: told (header_user, ticket, whole) when each request
+   * on_header let through ends, as origin.h says; NULL: not told. */
+  gl_req_end_cb on_header_end;
   /* UDP I/O (see udp_io.h); 0 / false: the default. */
   size_t max_udp_payload_bytes; /* largest UDP payload sent (1200 to 65527; default
                                    65488: 64 KiB datagrams where the path carries

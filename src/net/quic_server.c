@@ -18,7 +18,10 @@
  *     connection's ready list). A request refused on its header
  *     (on_header's answer kept as the stream's reply) goes on the ready
  *     list too; delivering it stops the stream's reading (STOP_SENDING)
- *     and queues the answer. After ngtcp2_conn_read_pkt
+ *     and queues the answer. The header is judged before any of the body
+ *     is buffered; a request it lets through counts as the connection's
+ *     unfinished (gl_req_origin) until it is delivered or abandoned, when
+ *     on_header_end is told (stream_unadmit). After ngtcp2_conn_read_pkt
  *     returns, ready requests are handed to on_request and the connection
  *     is put on the server's "dirty" list. srv_flush() then writes every
  *     dirty connection (stream data, ACKs, retransmissions), re-arms its
@@ -303,8 +306,11 @@ static void conn_mark_dirty(qconn *c) {
 
 /* Every outstanding request of c becomes orphaned; undelivered ones are
  * dropped. */
+static void stream_unadmit(qstream *st);
+
 static void conn_orphan_all(qconn *c) {
   for (qstream *st = c->streams; st; st = st->next) {
+    stream_unadmit(st);
     if (st->req) {
       st->req->st = NULL;
       st->req = NULL;
@@ -550,8 +556,22 @@ static void sbuf_drop(qstream *st) {
   st->scap = 0;
 }
 
+/* A request on_header let through has ended (its body whole, or never to
+ * be): on_header_end is told, once. */
+static void stream_unadmit(qstream *st) {
+  if (!st->admitted) return;
+  qconn *c = st->c;
+  st->admitted = false;
+  c->unfinished--;
+  c->unfinished_bytes -= st->whole;
+  gl_qserver *s = c->srv;
+  if (s->cfg.on_header_end) s->cfg.on_header_end(s->cfg.header_user, st->ticket, st->whole);
+  st->ticket = NULL;
+}
+
 static void stream_free(qstream *st) {
   qconn *c = st->c;
+  stream_unadmit(st);
   if (st->req) st->req->st = NULL; /* orphaned */
   gl_q_outq_remove(&c->sendq, &st->out);
   ready_remove(c, st);
@@ -564,10 +584,12 @@ static void stream_free(qstream *st) {
   free(st);
 }
 
-static int buf_append(qstream *st, const uint8_t *data, size_t len, size_t limit) {
+/* presize: make room for the whole message its header declares at once
+ * (not before the header's verdict). */
+static int buf_append(qstream *st, const uint8_t *data, size_t len, size_t limit, bool presize) {
   if (len == 0) return 0;
   size_t need = st->rlen + len, whole = gl_q_msg_size(st->rbuf, st->rlen, data, len);
-  if (whole > need && whole <= limit) need = whole; /* room for all of it at once */
+  if (presize && whole > need && whole <= limit) need = whole; /* room for all of it at once */
   if (gl_q_buf_grow(&st->c->srv->pool, &st->rbuf, &st->rcap, st->rlen, need,
                     limit, 0) != 0)
     return -1;
@@ -583,8 +605,20 @@ static void stream_verdict(qconn *c, qstream *st) {
   gl_qserver *s = c->srv;
   st->hdr_seen = true;
   uint8_t answer[GL_QSERVER_HEADER_REPLY_MAX];
-  size_t n = s->cfg.on_header(s->cfg.header_user, st->rbuf, answer, sizeof answer);
-  if (n == 0 || n > sizeof answer) return;
+  gl_req_origin from = {.identity = c->idlen ? c->identity : "",
+                        .peer = c->peer,
+                        .conn_unfinished = c->unfinished,
+                        .conn_unfinished_bytes = c->unfinished_bytes};
+  void *ticket = NULL;
+  size_t n = s->cfg.on_header(s->cfg.header_user, &from, st->rbuf, answer, sizeof answer, &ticket);
+  if (n == 0 || n > sizeof answer) {
+    st->admitted = true;
+    st->ticket = ticket;
+    st->whole = gl_q_hdr_msg_size(st->rbuf);
+    c->unfinished++;
+    c->unfinished_bytes += st->whole;
+    return;
+  }
   uint8_t *copy = malloc(n);
   if (!copy) return; /* read on: the request is judged whole instead */
   memcpy(copy, answer, n);
@@ -626,6 +660,7 @@ static void conn_deliver(qconn *c) {
     st->in_ready = false;
     if (st->delivered) continue;
     st->delivered = true;
+    stream_unadmit(st); /* whole, cut, or abandoned: no longer unfinished */
     if (st->refused) {
       /* Answered on its header: read no more of it, send the answer. */
       uint64_t code = st->too_large ? GL_Q_APP_TOO_LARGE : GL_Q_APP_REFUSED;
@@ -809,20 +844,42 @@ static int cb_recv_stream_data(ngtcp2_conn *conn, uint32_t flags, int64_t stream
     return 0;
   }
   size_t limit = c->srv->cfg.max_message_bytes;
+  size_t total = datalen;
+  bool judge = c->srv->cfg.on_header && !st->hdr_seen;
+  if (judge && st->rlen < GL_Q_HEADER_BYTES) {
+    /* The header alone first: its verdict comes before a byte of the
+     * body is buffered (or room made for it). */
+    size_t n = GL_Q_HEADER_BYTES - st->rlen;
+    if (n > datalen) n = datalen;
+    if (buf_append(st, data, n, limit, false) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
+    c->rx_buffered += n;
+    ngtcp2_conn_extend_max_stream_offset(conn, stream_id, n);
+    data += n;
+    datalen -= n;
+    if (st->rlen < GL_Q_HEADER_BYTES) {
+      if (flags & NGTCP2_STREAM_DATA_FLAG_FIN) ready_push(c, st); /* short: malformed */
+      conn_return_credit(c, total);
+      return 0;
+    }
+    stream_verdict(c, st);
+    if (st->refused) { /* the rest is discarded */
+      conn_return_credit(c, total);
+      return 0;
+    }
+  }
   size_t before = st->rlen;
   if (datalen > limit - st->rlen) {
-    if (buf_append(st, data, limit - st->rlen, limit) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
+    if (buf_append(st, data, limit - st->rlen, limit, true) != 0)
+      return NGTCP2_ERR_CALLBACK_FAILURE;
     st->too_large = true;
     ready_push(c, st);
   } else {
-    if (buf_append(st, data, datalen, limit) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
+    if (buf_append(st, data, datalen, limit, true) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
     ngtcp2_conn_extend_max_stream_offset(conn, stream_id, datalen);
     if (flags & NGTCP2_STREAM_DATA_FLAG_FIN) ready_push(c, st);
   }
   c->rx_buffered += st->rlen - before;
-  if (!st->hdr_seen && st->rlen >= GL_Q_HEADER_BYTES && c->srv->cfg.on_header)
-    stream_verdict(c, st);
-  conn_return_credit(c, datalen);
+  conn_return_credit(c, total);
   return 0;
 }
 
@@ -853,6 +910,7 @@ static int cb_stream_reset(ngtcp2_conn *conn, int64_t stream_id, uint64_t final_
   qstream *st = stream_user_data;
   if (!st || st->delivered || st->too_large || st->refused) return 0;
   /* Unfinished request: free its bytes now, close our side on delivery. */
+  stream_unadmit(st);
   st->reset_rx = true;
   c->rx_buffered -= st->rlen;
   gl_q_pool_put(&c->srv->pool, st->rbuf, st->rcap);

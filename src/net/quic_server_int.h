@@ -63,6 +63,9 @@ struct qstream {
   bool too_large, reset_rx, delivered;
   bool hdr_seen; /* its first 12 bytes went to on_header */
   bool refused;  /* ... which answered (sbuf): deliver stops the reading */
+  bool admitted; /* ... which let it through: on_header_end is owed (stream_unadmit) */
+  void *ticket;  /*   on_header's ticket for it */
+  uint64_t whole; /*  and what its header declared (12 + body_len) */
   gl_qreq *req; /* delivered, not answered yet */
   /* Reply side: sbuf lives until the stream closes (retransmissions). A
    * lent sbuf (srelease set) is given back through srelease, not pooled.
@@ -115,6 +118,10 @@ struct qconn {
   gl_q_outq sendq; /* streams with reply bytes left to hand to ngtcp2 */
   qstream *ready_head, *ready_tail;
   size_t rx_buffered; /* request bytes held in undelivered stream buffers */
+  /* Streams on_header let through whose body is not whole yet, and the
+   * sizes their headers declared (gl_req_origin). */
+  uint32_t unfinished;
+  uint64_t unfinished_bytes;
   uint64_t rx_owed;   /* connection credit not yet returned (budget full) */
   /* Datagrams a full socket refused (malloc'd copies), sent first when it
    * is writable; nothing else is written meanwhile. */

@@ -294,6 +294,26 @@ enum gl_op_index {
 /* Sessions a WORKER_LOST notice lists at most (a lease's open sessions). */
 #define GL_WIRE_MAX_LOST_SESSIONS 64
 
+/* Bytes a request body may run past the largest this release decodes and
+ * still be read (and then refused UNSUPPORTED, "a field of a newer
+ * release": docs/protocol.md, "Compatibility"), rather than refused on
+ * its header as TOO_LARGE. */
+#define GL_WIRE_BODY_HEADROOM 4096u
+
+/* The largest request body of op that this release's decoder accepts
+ * (its layout and the decoder's field limits, docs/protocol.md sections 4
+ * and 6: a LEASE_QUERY's 48 bytes, a MEM_WRITE's 84 + 64 MiB), or
+ * UINT64_MAX where only the message limit bounds it (GPU_SUBMIT,
+ * MODULE_LOAD and BATCH, whose images and entries may be any size), for
+ * an op code of no row, and for the internal ops. Pure; any thread. */
+uint64_t gl_request_body_max(uint16_t op);
+
+/* The most body_len a daemon whose whole requests are at most
+ * max_message bytes (header included) reads for op: gl_request_body_max
+ * plus GL_WIRE_BODY_HEADROOM, and never more than max_message - 12 (that
+ * alone where op's body has no bound of its own). Pure; any thread. */
+uint64_t gl_request_body_limit(uint16_t op, uint64_t max_message);
+
 /* Returns "GPU_SUBMIT" etc., or "UNKNOWN". Static string. */
 const char *gl_op_name(uint16_t op);
 

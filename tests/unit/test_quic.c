@@ -88,6 +88,10 @@ typedef struct server_fx {
   atomic_int deferred_fired;
   atomic_int deferred_orphaned;
   atomic_int headers; /* on_header calls (header_verdict) */
+  atomic_int admitted; /* ... that let the request through */
+  atomic_int ended;    /* on_header_end calls (header_end) */
+  atomic_ullong ended_bytes; /*  and the wholes they gave back */
+  atomic_int bad_ticket; /* on_header_end calls with another ticket */
   size_t max_message;
   /* WHO_LATER's last answer, written before deferred_fired counts it. */
   char late_identity[GL_IDENTITY_MAX];
@@ -276,7 +280,8 @@ static void stats_cb(struct ev_loop *loop, ev_timer *w, int revents) {
 /* The test's verdict on a header: a request starting "NOPE" is refused
  * ("REFUSED:<body_len>"), one whose header declares more than the
  * server's limit (12 + body_len, big-endian at 8) too ("BIG:<size>"). */
-static size_t header_verdict(void *user, const uint8_t *hdr, uint8_t *reply, size_t cap) {
+static size_t header_verdict(void *user, const gl_req_origin *from, const uint8_t *hdr,
+                             uint8_t *reply, size_t cap, void **ticket) {
   server_fx *fx = user;
   atomic_fetch_add(&fx->headers, 1);
   uint32_t body =
@@ -284,9 +289,24 @@ static size_t header_verdict(void *user, const uint8_t *hdr, uint8_t *reply, siz
   int n = 0;
   if (memcmp(hdr, "NOPE", 4) == 0)
     n = snprintf((char *)reply, cap, "REFUSED:%u", (unsigned)body);
+  else if (memcmp(hdr, "CNTU", 4) == 0) /* what the connection has unfinished */
+    n = snprintf((char *)reply, cap, "UNF:%u:%llu", (unsigned)from->conn_unfinished,
+                 (unsigned long long)from->conn_unfinished_bytes);
   else if (12 + (uint64_t)body > fx->max_message)
     n = snprintf((char *)reply, cap, "BIG:%llu", (unsigned long long)(12 + (uint64_t)body));
+  if (n <= 0) {
+    atomic_fetch_add(&fx->admitted, 1);
+    *ticket = fx;
+  }
   return n > 0 ? (size_t)n : 0;
+}
+
+/* on_header_end: counts, and checks the ticket is header_verdict's. */
+static void header_end(void *user, void *ticket, uint64_t whole) {
+  server_fx *fx = user;
+  if (ticket != fx) atomic_fetch_add(&fx->bad_ticket, 1);
+  atomic_fetch_add(&fx->ended_bytes, whole);
+  atomic_fetch_add(&fx->ended, 1);
 }
 
 static void *server_main(void *arg) {
@@ -337,6 +357,7 @@ static server_fx *server_start(const server_opts *o) {
       .handshake_timeout_ms = o ? o->handshake_timeout_ms : 0,
       .retry_above_address_handshakes = o ? o->retry_above_address_handshakes : 0,
       .on_header = o && o->header_verdict ? header_verdict : NULL,
+      .on_header_end = o && o->header_verdict ? header_end : NULL,
       .header_user = fx,
   };
   fx->max_message = cfg.max_message_bytes;
@@ -1603,6 +1624,53 @@ static void expect_on_header(gl_qclient *c, const uint8_t h[12], const char *wan
   assert_int_equal(rc, GL_QC_OK);
   wait_text(c, tok, want);
   assert_true(mono_s() - t0 < 1.0);
+}
+
+/* Waits up to 2 s for the server's on_header_end count to reach n. */
+static int wait_ended(server_fx *fx, int n) {
+  for (int i = 0; i < 200 && atomic_load(&fx->ended) < n; i++) usleep(10000);
+  return atomic_load(&fx->ended);
+}
+
+/* on_header_end: once for each request on_header let through, with its
+ * ticket, when it ends (whole and delivered, reset by the client, or cut
+ * by the connection's close); on_header sees the connection's unfinished
+ * requests and what their headers declare. */
+static void test_header_end(void **state) {
+  (void)state;
+  server_opts o = {.max_message_bytes = 1u << 20, .header_verdict = true, .max_streams = 16};
+  server_fx *fx = server_start(&o);
+  gl_qclient_config cfg = pin_config(fx->port);
+  gl_qclient *c = connect_ok(&cfg);
+  uint8_t h[12];
+  uint64_t tok[3];
+  char err[256];
+  put_header(h, "FINE", 100);
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(gl_qclient_send_open(c, h, sizeof h, &tok[i], err, sizeof err), GL_QC_OK);
+  put_header(h, "CNTU", 0);
+  expect_on_header(c, h, "UNF:3:336");
+  assert_int_equal(atomic_load(&fx->ended), 0);
+  /* One reset: it ends. */
+  gl_qclient_cancel(c, tok[0]);
+  assert_int_equal(wait_ended(fx, 1), 1);
+  expect_on_header(c, h, "UNF:2:224");
+  /* A whole one: let through, then delivered (and ended) at once. */
+  uint8_t small[16];
+  put_header(small, "FINE", 4);
+  memcpy(small + 12, "abcd", 4);
+  wait_reversed(c, send_ok(c, small, 16), small, 16);
+  assert_int_equal(wait_ended(fx, 2), 2);
+  expect_on_header(c, h, "UNF:2:224");
+  /* The connection closes: the two left end too, each once. */
+  gl_qclient_del(c);
+  assert_int_equal(wait_ended(fx, 4), 4);
+  usleep(100000);
+  assert_int_equal(atomic_load(&fx->ended), 4);
+  assert_int_equal(atomic_load(&fx->admitted), 4);
+  assert_int_equal(atomic_load(&fx->bad_ticket), 0);
+  assert_true(atomic_load(&fx->ended_bytes) == 3 * 112 + 16);
+  server_stop(fx);
 }
 
 /* on_header: a request is answered on its first 12 bytes (no FIN, the body
@@ -2917,6 +2985,7 @@ int main(void) {
       cmocka_unit_test(test_big_roundtrip),
       cmocka_unit_test(test_too_large),
       cmocka_unit_test(test_header_verdict),
+      cmocka_unit_test(test_header_end),
       cmocka_unit_test(test_sequential_1000),
       cmocka_unit_test(test_concurrent_clients),
       cmocka_unit_test(test_deferred_and_orphaned),

@@ -5370,6 +5370,100 @@ static void test_rights_names(void **state) {
   gpulease_rights_format(0x7F, NULL, 0); /* harmless */
 }
 
+/* gl_request_body_max against the encoder: every network op has a bound
+ * or is one of the three only the message limit bounds; a request of each
+ * fixed-size op, and the string and data ops filled to their maxima,
+ * encodes to exactly its bound; the ops with a param list encode to the
+ * bound less the largest list (16384 bytes); gl_request_body_limit adds
+ * the headroom and stops at the message limit. */
+static void test_body_max(void **state) {
+  (void)state;
+  size_t n;
+  const gl_op_info *t = gl_op_table(&n);
+  for (size_t i = 0; i < n; i++) {
+    uint16_t op = t[i].code;
+    uint64_t max = gl_request_body_max(op);
+    if (t[i].served == GL_OP_SERVED_INTERNAL) {
+      assert_true(max == UINT64_MAX);
+      continue;
+    }
+    bool unbounded = op == GL_OP_GPU_SUBMIT || op == GL_OP_MODULE_LOAD || op == GL_OP_BATCH;
+    if (unbounded != (max == UINT64_MAX)) fail_msg("%s: body max %llu", t[i].name,
+                                                   (unsigned long long)max);
+    if (unbounded) continue;
+    gl_request r;
+    memset(&r, 0, sizeof r);
+    r.op = op;
+    gl_session_ref *ref = (gl_session_ref *)gl_request_session(&r);
+    if (ref) ref->session_id = 1;
+    uint64_t variable = 0; /* what the zero request leaves out */
+    switch (op) {
+    case GL_OP_AUTHENTICATE: memset(r.u.authenticate.token, 'a', 255); break;
+    case GL_OP_LEASE_DELEGATE:
+      r.u.delegate.rights = 1;
+      memset(r.u.delegate.audience, 'a', 255);
+      break;
+    case GL_OP_LEASE_REVOKE: memset(r.u.revoke.reason, 'a', 255); break;
+    case GL_OP_MEM_ALLOC: r.u.mem_alloc.size_bytes = 1; break;
+    case GL_OP_MEM_READ: r.u.mem_read.size_bytes = 1; break;
+    case GL_OP_MEM_COPY: r.u.mem_copy.size_bytes = 1; break;
+    case GL_OP_MEMSET:
+      r.u.memset.element_size = 1;
+      r.u.memset.count = 1;
+      break;
+    case GL_OP_MEM_WRITE_SHM:
+    case GL_OP_MEM_READ_SHM: r.u.mem_shm.size_bytes = 1; break;
+    case GL_OP_SHM_ATTACH: r.u.shm_attach.size_bytes = 1; break;
+    case GL_OP_LAUNCH:
+    case GL_OP_LAUNCH_EX:
+    case GL_OP_GRAPH_SET_ARGS: variable = GL_WIRE_MAX_LAUNCH_PARAM_BYTES; break;
+    default: break;
+    }
+    static char name[GL_WIRE_MAX_KERNEL_NAME];
+    memset(name, 'k', sizeof name);
+    if (op == GL_OP_FUNC_INFO) {
+      r.u.func_info.kernel_name = name;
+      r.u.func_info.kernel_name_len = GL_WIRE_MAX_KERNEL_NAME;
+    }
+    uint8_t *data = NULL;
+    if (op == GL_OP_MEM_WRITE) {
+      data = calloc(1, GL_WIRE_MAX_CHUNK);
+      assert_non_null(data);
+      r.u.mem_write.data = data;
+      r.u.mem_write.data_len = GL_WIRE_MAX_CHUNK;
+    }
+    gl_buf b;
+    gl_buf_init(&b);
+    gpulease_status st = gl_request_encode(&r, &b);
+    free(data);
+    if (st != GPULEASE_OK) { /* a field the zero request gets wrong: no size to compare */
+      printf("  %s: not encodable from zeros (%s), bound %llu\n", t[i].name,
+             gpulease_status_name(st), (unsigned long long)max);
+      assert_true(op == GL_OP_BURST || op == GL_OP_TENSORMAP_ENCODE); /* checked below */
+      gl_buf_free(&b);
+      continue;
+    }
+    uint64_t body = b.len - GL_WIRE_HEADER_SIZE;
+    gl_buf_free(&b);
+    if (body + variable != max)
+      fail_msg("%s: encodes to %llu + %llu bytes, bound %llu", t[i].name,
+               (unsigned long long)body, (unsigned long long)variable, (unsigned long long)max);
+  }
+  assert_true(gl_request_body_max(GL_OP_MEM_WRITE) == 84u + GL_WIRE_MAX_CHUNK);
+  /* BURST: its session_ref, count and 4096 launches, each LAUNCH's body
+   * after the session_ref (102 - 64 bytes) with the largest list;
+   * TENSORMAP_ENCODE: docs/protocol.md's 216 bytes. */
+  assert_true(gl_request_body_max(GL_OP_BURST) == 66u + 4096u * (38u + 16384u));
+  assert_true(gl_request_body_max(GL_OP_LAUNCH) - 16384u - 64u == 38u);
+  assert_true(gl_request_body_max(GL_OP_TENSORMAP_ENCODE) == 216u);
+  assert_true(gl_request_body_max(0x0999) == UINT64_MAX);
+  assert_true(gl_request_body_limit(GL_OP_LEASE_QUERY, 256u << 20) == 48 + GL_WIRE_BODY_HEADROOM);
+  assert_true(gl_request_body_limit(GL_OP_GPU_SUBMIT, 256u << 20) == (256u << 20) - 12);
+  assert_true(gl_request_body_limit(GL_OP_MEM_WRITE, 1u << 20) == (1u << 20) - 12);
+  assert_true(gl_request_body_limit(GL_OP_MEM_WRITE, 256u << 20) ==
+              84u + GL_WIRE_MAX_CHUNK + GL_WIRE_BODY_HEADROOM);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_names),
@@ -5428,6 +5522,7 @@ int main(void) {
       cmocka_unit_test(test_lease_renew_flags),
       cmocka_unit_test(test_rights_names),
       cmocka_unit_test(test_corpus_files),
+      cmocka_unit_test(test_body_max),
   };
   return cmocka_run_group_tests_name("wire", tests, NULL, NULL);
 }
