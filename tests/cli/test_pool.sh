@@ -117,7 +117,12 @@ cmp -s "$dir/m1j.bin" "$dir/ref.bin"; expect "isolated leases: the same bytes" $
 # One lease per node, so the job runs long enough to be cut into.
 map "$dir/m2" --nodes-file "$dir/nodes" --max-leases-per-node 1 --attempts 5 &
 mp=$!
-sleep 0.3
+# Cut in once both nodes hold a lease of the map (not after a fixed time:
+# on a loaded machine the map may not have reached them yet).
+for _ in $(seq 1 200); do
+  [ "$(leases_on c)" -ge 1 ] && [ "$(leases_on d)" -ge 1 ] && break
+  sleep 0.05
+done
 kill -0 $mp 2>/dev/null; expect "the map is still running when the daemons fail" $?
 stop c KILL
 stop d TERM
