@@ -1,7 +1,8 @@
 /*
  * fuzz_wire.c - libFuzzer harness for the gpulease/1 codec (src/proto).
  *
- * Every input is fed to gl_request_decode() and gl_response_decode(). The
+ * Every input is fed to gl_request_decode() (and gl_request_decode_entries(),
+ * which must agree, a BATCH's entries included) and gl_response_decode(). The
  * sanitizers catch out-of-bounds reads and undefined behaviour; on top of
  * that the harness checks properties and abort()s when one fails:
  *
@@ -347,6 +348,25 @@ static void fuzz_request(const uint8_t *data, size_t size) {
   }
   if (req.op == GL_OP_GPU_SUBMIT) check_params(&req.u.submit);
   check_session_req(&req);
+  /* The decoder that keeps a BATCH's entries agrees with the plain one,
+   * and each entry with the entry's own decoding. */
+  static gl_request with;
+  gl_request *ents = NULL;
+  check(gl_request_decode_entries(data, size, MAX_BODY, &with, &op, &ents, err, sizeof err) ==
+            GPULEASE_OK,
+        "decode_entries refuses what decode takes");
+  check((req.op == GL_OP_BATCH) == (ents != NULL), "entries for a BATCH only");
+  if (ents) {
+    size_t pos = 0, n = 0;
+    const uint8_t *m;
+    static gl_request one;
+    for (uint16_t i = 0; i < req.u.batch.count; i++) {
+      check(gl_batch_next(req.u.batch.ops, req.u.batch.ops_len, &pos, &m, &n), "entry missing");
+      check(gl_request_decode(m, n, n, &one, NULL, NULL, 0) == GPULEASE_OK, "entry decodes");
+      check(request_equal(&one, &ents[i]), "entry differs from its own decoding");
+    }
+    free(ents);
+  }
   check(gl_request_validate(&req, err, sizeof err) == GPULEASE_OK, "decoded request invalid");
 
   gl_buf b;

@@ -1088,10 +1088,16 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
   }
   /* A BURST (thousands of launches) is checked in full by the worker it
    * goes to; the daemon reads its frame and session_ref. */
+  /* A BATCH's entries, as its decoder decodes them, go to the worker with
+   * it (worker_proc.c), which then decodes nothing (decode once). */
+  gl_request *entries = NULL;
   gpulease_status st =
       framed && h.op == GL_OP_BURST
           ? gl_request_decode_ref(msg, len, d->cfg.max_message_bytes, r, &op, why, sizeof why)
-          : gl_request_decode(msg, len, d->cfg.max_message_bytes, r, &op, why, sizeof why);
+      : h.op == GL_OP_BATCH ? gl_request_decode_entries(msg, len, d->cfg.max_message_bytes, r,
+                                                         &op, &entries, why, sizeof why)
+                            : gl_request_decode(msg, len, d->cfg.max_message_bytes, r, &op, why,
+                                                sizeof why);
   /* Its count is the decoder's limit all the same (section 6): refused here,
    * like every decoder refusal it leaves the seq unused ("Ordering"). */
   if (st == GPULEASE_OK && r->op == GL_OP_BURST &&
@@ -1113,6 +1119,7 @@ static void handle(gl_daemon *d, gl_dreq *req, const uint8_t *msg, size_t len, i
   else if (fn) fn(d, req, r, msg, len);
   else if (info->flags & GL_OPF_SESSION) op_session(d, req, r, msg, len);
   else gl_ops_reply_internal(req, r->op);
+  free(entries); /* copied onto the worker's channel, if it went there */
   free(r);
 }
 

@@ -507,17 +507,46 @@ static int call_send(gl_wproc *w, const uint8_t *msg, size_t len, const gl_reque
                      int fd, gl_wproc_reply_cb cb, void *ctx) {
   if (w->dead || w->killed || w->retired) return -1;
   wcall *p = calloc(1, sizeof *p);
-  size_t extra = decoded ? sizeof *decoded : 0;
+  /* A decoded BATCH is followed by its count entries, decoded as well
+   * (from its decoder, or here when it came without them). */
+  const gl_request *ents = NULL;
+  gl_request *own = NULL;
+  size_t nents = 0;
+  if (decoded && decoded->op == GL_OP_BATCH) {
+    nents = decoded->u.batch.count;
+    ents = decoded->u.batch.entries;
+    if (!ents && nents && (own = calloc(nents, sizeof *own))) {
+      size_t pos = 0;
+      for (size_t i = 0; i < nents; i++) {
+        const uint8_t *m = NULL;
+        size_t n = 0;
+        if (!gl_batch_next(decoded->u.batch.ops, decoded->u.batch.ops_len, &pos, &m, &n) ||
+            gl_request_decode(m, n, n, &own[i], NULL, NULL, 0) != GPULEASE_OK) {
+          free(own);
+          own = NULL;
+          break;
+        }
+      }
+      ents = own;
+    }
+    if (!ents) {
+      free(p);
+      return -1;
+    }
+  }
+  size_t extra = decoded ? sizeof *decoded + nents * sizeof *decoded : 0;
   uint8_t *copy = malloc(GL_IPC_TAG_BYTES + len + extra);
   if (!p || !copy) {
     free(p);
     free(copy);
+    free(own);
     return -1;
   }
   p->fd = -1;
   if (fd >= 0 && (p->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) {
     free(p);
     free(copy);
+    free(own);
     return -1;
   }
   p->tag = ++w->next_tag;
@@ -525,13 +554,21 @@ static int call_send(gl_wproc *w, const uint8_t *msg, size_t len, const gl_reque
   memcpy(copy + GL_IPC_TAG_BYTES, msg, len);
   if (decoded) {
     gl_request r = *decoded;
-    if (gl_request_detach(&r, msg, len) != GPULEASE_OK) {
+    bool ok = gl_request_detach(&r, msg, len) == GPULEASE_OK;
+    if (r.op == GL_OP_BATCH) r.u.batch.entries = NULL; /* they follow */
+    memcpy(copy + GL_IPC_TAG_BYTES + len, &r, sizeof r);
+    for (size_t i = 0; ok && i < nents; i++) {
+      gl_request e = ents[i];
+      ok = gl_request_detach(&e, msg, len) == GPULEASE_OK;
+      memcpy(copy + GL_IPC_TAG_BYTES + len + (1 + i) * sizeof e, &e, sizeof e);
+    }
+    free(own);
+    if (!ok) {
       if (p->fd >= 0) close(p->fd);
       free(p);
       free(copy);
       return -1;
     }
-    memcpy(copy + GL_IPC_TAG_BYTES + len, &r, sizeof r);
   }
   p->data = copy;
   p->len = GL_IPC_TAG_BYTES + len + extra;

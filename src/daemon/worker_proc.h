@@ -102,7 +102,11 @@ void gl_wproc_cancel_lease(gl_wproc *w, uint64_t lease_id, gpulease_status statu
 
 /* As gl_wproc_call, for a request the daemon has decoded (decoded, from
  * msg's bytes, borrowed for the call): the worker gets the decoded request
- * beside the message and does not decode it again (GL_IPC_TAG_DECODED). */
+ * beside the message and does not decode it again (GL_IPC_TAG_DECODED). A
+ * BATCH's count entries follow it, each decoded (decoded->u.batch.entries,
+ * from gl_request_decode_entries; decoded here when NULL). -1 when the
+ * worker cannot take calls, out of memory, or a pointer of the request
+ * lies outside msg. */
 int gl_wproc_call_req(gl_wproc *w, const uint8_t *msg, size_t len, const gl_request *decoded,
                       gl_wproc_reply_cb cb, void *ctx);
 

@@ -683,6 +683,12 @@ typedef struct gl_batch_req {
   uint16_t count;
   const uint8_t *ops; /* borrowed: count x { u32 len, message } */
   size_t ops_len;
+  /* The count entries as the BATCH's decoder decoded them, their pointers
+   * borrowing ops (gl_request_decode_entries; the worker's copy after
+   * attach), or NULL: decode them from ops. Never encoded, and not carried
+   * by gl_request_detach (the worker's channel carries the entries after
+   * the BATCH's decoded request: worker_proc.c). */
+  const struct gl_request *entries;
 } gl_batch_req;
 
 /* Walks a BATCH's list of messages (requests or replies):
@@ -1037,6 +1043,16 @@ typedef struct gl_response {
  * op when the header could be read, else 0, so the caller can echo it. */
 gpulease_status gl_request_decode(const uint8_t *msg, size_t len, size_t max_body,
                                   gl_request *out, uint16_t *out_op, char *err, size_t errlen);
+
+/* gl_request_decode, keeping what a BATCH's decoder decodes of its
+ * entries (it decodes each to check it): for a BATCH decoded OK,
+ * *entries receives its count entries (malloc'd, caller frees; their
+ * pointers borrow msg, as out's do) and out->u.batch.entries points to
+ * them; for any other op, or a failure, *entries is NULL. Errors as
+ * gl_request_decode's, and INTERNAL when out of memory for the entries. */
+gpulease_status gl_request_decode_entries(const uint8_t *msg, size_t len, size_t max_body,
+                                          gl_request *out, uint16_t *out_op,
+                                          gl_request **entries, char *err, size_t errlen);
 
 /* Decodes a session request's frame and its session_ref only, leaving
  * the rest of the body unread (out holds op and the session_ref; for a

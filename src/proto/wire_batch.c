@@ -14,6 +14,8 @@
  * the batch's seq is 0), and at most GL_WIRE_MAX_BATCH_READ_BYTES of
  * MEM_READ in all, so the response stays bounded.
  */
+#include <stdlib.h>
+
 #include "proto/wire_internal.h"
 
 /* ========================================================================
@@ -76,28 +78,40 @@ static bool op_allowed(uint16_t op) {
  * next seq. */
 static void check_ops(gl_wire__rd *r, const gl_session_ref *s, uint16_t count) {
   uint64_t read_bytes = 0;
-  gl_request q;
+  gl_request one;
   char why[400];
+  /* gl_request_decode_entries: each entry is decoded into the array handed
+   * out, so that nobody decodes it again. */
+  gl_request *all = NULL;
+  if (r->entries_out && count) {
+    all = calloc(count, sizeof *all);
+    if (!all) {
+      gl_wire__rd_fail(r, GPULEASE_INTERNAL, "out of memory for the batch's %u entries", count);
+      return;
+    }
+    *r->entries_out = all;
+  }
   r->elem = "op";
   for (uint16_t i = 0; i < count && gl_wire__rd_ok(r); i++) {
     r->idx = i;
+    gl_request *qp = all ? &all[i] : &one;
     uint32_t len = gl_wire__rd_u32(r, "len");
     const uint8_t *m = gl_wire__rd_take(r, len, "message");
     if (!m) break;
     uint16_t op = 0;
-    gpulease_status st = gl_request_decode(m, len, len, &q, &op, why, sizeof why);
+    gpulease_status st = gl_request_decode(m, len, len, qp, &op, why, sizeof why);
     if (st != GPULEASE_OK) {
       gl_wire__rd_fail(r, st, "op %u: %s", i, why);
       break;
     }
-    if (!op_allowed(q.op)) {
+    if (!op_allowed(qp->op)) {
       gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
                        "op %u: %s cannot be in a batch (only session ops but SESSION_OPEN, "
                        "BATCH and the internal ops)",
-                       i, gl_op_name(q.op));
+                       i, gl_op_name(qp->op));
       break;
     }
-    const gl_session_ref *e = gl_request_session(&q);
+    const gl_session_ref *e = gl_request_session(qp);
     uint64_t want = s->seq ? s->seq + i : 0;
     if (e->auth.lease_id != s->auth.lease_id ||
         memcmp(e->auth.secret, s->auth.secret, sizeof e->auth.secret) != 0 ||
@@ -108,7 +122,7 @@ static void check_ops(gl_wire__rd *r, const gl_session_ref *s, uint16_t count) {
       gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
                        "op %u: seq %llu, but the batch gives it seq %llu", i,
                        (unsigned long long)e->seq, (unsigned long long)want);
-    if (q.op == GL_OP_MEM_READ) read_bytes += q.u.mem_read.size_bytes;
+    if (qp->op == GL_OP_MEM_READ) read_bytes += qp->u.mem_read.size_bytes;
     if (gl_wire__rd_ok(r) && read_bytes > GL_WIRE_MAX_BATCH_READ_BYTES)
       gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
                        "its MEM_READs ask for more than %u bytes in all",
@@ -134,6 +148,7 @@ static void batch_decode(gl_wire__rd *r, gl_request *q) {
   check_ops(r, &b->s, b->count);
   b->ops = r->p + start;
   b->ops_len = r->pos - start; /* trailing bytes: the frame's end check refuses them */
+  if (r->entries_out) b->entries = *r->entries_out;
 }
 
 static void batch_validate(gl_wire__rd *r, const gl_request *q) {

@@ -43,6 +43,9 @@ typedef struct gl_wire__rd {
   gpulease_status st; /* first failure; GPULEASE_OK while none */
   char *err;          /* caller's message buffer (may be NULL) */
   size_t errlen;
+  /* gl_request_decode_entries: where a BATCH's decoder hands out the
+   * entries it decodes (a malloc'd array of count); NULL otherwise. */
+  gl_request **entries_out;
 } gl_wire__rd;
 
 /* Big-endian load of n (1..8) bytes. */

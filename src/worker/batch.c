@@ -124,8 +124,10 @@ gl_job *gl_wbatch_expand(gl_wk *w, gl_job *batch_job) {
       atomic_fetch_sub(&b->refs, (unsigned)(br->count - i));
       break;
     }
-    /* Decoded already by the BATCH's decoder: cannot fail here. */
-    gl_request_decode(m, len, len, &j->req, NULL, NULL, 0);
+    /* As the daemon decoded it (decode once); a BATCH that came without
+     * its entries was checked by the BATCH's decoder, so this cannot fail. */
+    if (br->entries) j->req = br->entries[i];
+    else gl_request_decode(m, len, len, &j->req, NULL, NULL, 0);
     j->tag = b->tag;
     j->batch = b;
     j->batch_index = i;

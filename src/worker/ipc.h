@@ -54,8 +54,9 @@ int gl_ipc_write_all(int fd, const void *buf, size_t len);
 /* A daemon's call whose tag has this bit carries, after its message, the
  * request as the daemon decoded it: sizeof(gl_request) bytes with its
  * borrowed pointers as offsets (gl_request_detach), so the worker does not
- * decode it again (docs/protocol.md section 7). The worker's reply echoes
- * the tag without the bit. */
+ * decode it again (docs/protocol.md section 7); for a BATCH, its count
+ * entries follow, each as another sizeof(gl_request) bytes detached the
+ * same way. The worker's reply echoes the tag without the bit. */
 #define GL_IPC_TAG_DECODED (1ull << 63)
 
 /* Reads exactly n bytes (after a message: a decoded request). 0, or -1

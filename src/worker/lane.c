@@ -37,6 +37,7 @@ struct gl_lane {
 void gl_job_free(gl_job *job) {
   if (!job) return;
   if (job->release) job->release(job);
+  free(job->entries);
   free(job->msg);
   free(job);
 }

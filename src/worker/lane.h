@@ -29,6 +29,9 @@ typedef struct gl_job {
   uint8_t *msg;   /* malloc'd whole message; freed by gl_job_free */
   size_t len;
   gl_request req; /* decoded; borrows from msg */
+  gl_request *entries; /* a BATCH's entries as the daemon decoded them
+                          (req.u.batch.entries; borrow from msg), or NULL;
+                          freed by gl_job_free */
   uint8_t kind;   /* enum gl_job_kind */
   /* While held by its session (session.c): an unordered op (seq 0) runs
    * right after the op with seq after_seq, the last op held when it came. */

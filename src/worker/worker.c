@@ -393,10 +393,12 @@ static gl_wk *route(gl_wkproc *p, const gl_request *q, char *msg, size_t len) {
  * pointers still offsets into msg (GL_IPC_TAG_DECODED), or NULL for a
  * message to decode here. 0 to go on, -1 when a reply could not be
  * written. */
-static int serve(gl_wkproc *p, uint64_t tag, uint8_t *msg, size_t len, gl_request *decoded) {
+static int serve(gl_wkproc *p, uint64_t tag, uint8_t *msg, size_t len, gl_request *decoded,
+                 gl_request *entries) {
   gl_job *job = calloc(1, sizeof *job);
   if (!job) {
     free(msg);
+    free(entries);
     return gl_wkproc_reply_error(p, tag, 0, GPULEASE_INTERNAL, "worker out of memory");
   }
   job->tag = tag;
@@ -413,12 +415,24 @@ static int serve(gl_wkproc *p, uint64_t tag, uint8_t *msg, size_t len, gl_reques
     job->req = *decoded;
     op = job->req.op;
     st = gl_request_attach(&job->req, msg, len);
+    if (st == GPULEASE_OK && op == GL_OP_BATCH) { /* and its entries */
+      job->entries = entries;
+      entries = NULL;
+      for (uint16_t i = 0; st == GPULEASE_OK && i < job->req.u.batch.count; i++) {
+        st = gl_request_attach(&job->entries[i], msg, len);
+        const gl_op_info *ei = gl_op_info_of(job->entries[i].op);
+        if (st == GPULEASE_OK && (!ei || !(ei->flags & GL_OPF_BATCH)))
+          st = GPULEASE_MALFORMED; /* the daemon's decoder lets through only these */
+      }
+      job->req.u.batch.entries = job->entries;
+    }
     if (st != GPULEASE_OK) snprintf(err, sizeof err, "the daemon's decoded request does not fit its message");
   } else if (gl_message_peek_op(msg, len) == GL_OP_BURST) {
     st = gl_request_decode_ref(msg, len, GL_IPC_MAX_BODY, &job->req, &op, err, sizeof err);
   } else {
     st = gl_request_decode(msg, len, GL_IPC_MAX_BODY, &job->req, &op, err, sizeof err);
   }
+  free(entries); /* a BATCH's went to the job above; NULL otherwise */
   if (st != GPULEASE_OK) {
     gl_job_free(job);
     return gl_wkproc_reply_error(p, tag, op, st, err[0] ? err : "malformed request");
@@ -476,6 +490,22 @@ static int serve(gl_wkproc *p, uint64_t tag, uint8_t *msg, size_t len, gl_reques
     gl_session_reap(w);
     return 0;
   }
+}
+
+/* Reads the count decoded entries that follow a decoded BATCH on the
+ * channel (GL_IPC_TAG_DECODED) into *out (malloc'd, caller frees). 0, or
+ * -1 on a count out of range, out of memory or a failed read (the stream
+ * cannot be followed). */
+static int read_batch_entries(int fd, uint16_t count, gl_request **out) {
+  *out = NULL;
+  if (count == 0 || count > GL_WIRE_MAX_BATCH) return -1;
+  gl_request *e = malloc((size_t)count * sizeof *e);
+  if (!e || gl_ipc_read_exact(fd, e, (size_t)count * sizeof *e) != 0) {
+    free(e);
+    return -1;
+  }
+  *out = e;
+  return 0;
 }
 
 /* ---- loop ------------------------------------------------------------------ */
@@ -623,7 +653,7 @@ int gl_worker_run(int fd, gl_backend *backend) {
     GL_LAT(GL_LAT_W_READ);
     bool has_decoded = tag & GL_IPC_TAG_DECODED;
     tag &= ~GL_IPC_TAG_DECODED;
-    gl_request decoded, *dp = NULL;
+    gl_request decoded, *dp = NULL, *entries = NULL;
     if (has_decoded && (r == GL_IPC_MESSAGE || r == GL_IPC_TOO_LARGE)) {
       /* The request as the daemon decoded it follows the message. */
       if (gl_ipc_read_exact(fd, &decoded, sizeof decoded) != 0) {
@@ -633,6 +663,13 @@ int gl_worker_run(int fd, gl_backend *backend) {
         break;
       }
       dp = &decoded;
+      if (decoded.op == GL_OP_BATCH &&
+          read_batch_entries(fd, decoded.u.batch.count, &entries) != 0) {
+        free(msg);
+        GL_WARN("worker: reading a decoded batch's entries failed; exiting");
+        rc = GL_WORKER_EXIT_IO;
+        break;
+      }
     }
     if (r == GL_IPC_EOF) break;
     if (r == GL_IPC_IO_ERROR) {
@@ -653,13 +690,14 @@ int gl_worker_run(int fd, gl_backend *backend) {
     if (r == GL_IPC_TOO_LARGE) {
       snprintf(why, sizeof why, "request body of %u bytes exceeds the worker's limit of %u",
                h.body_len, GL_IPC_MAX_BODY);
+      free(entries);
       if (gl_wkproc_reply_error(p, tag, h.op, GPULEASE_TOO_LARGE, why) != 0) {
         rc = GL_WORKER_EXIT_IO;
         break;
       }
       continue;
     }
-    if (serve(p, tag, msg, len, dp) != 0) {
+    if (serve(p, tag, msg, len, dp, entries) != 0) {
       rc = GL_WORKER_EXIT_IO;
       break;
     }

@@ -593,7 +593,7 @@ static void requests(const uint8_t *vadd_ptx, size_t vadd_len) {
   e.u.sync = (gl_sync_req){sref(9), 0};
   gl_batch_add(&ops, &e);
   q = rq(GL_OP_BATCH);
-  q->u.batch = (gl_batch_req){sref(7), 3, ops.data, ops.len};
+  q->u.batch = (gl_batch_req){sref(7), 3, ops.data, ops.len, NULL};
   req("req-batch", q);
   gl_buf ops2;
   gl_buf_init(&ops2);
@@ -609,7 +609,7 @@ static void requests(const uint8_t *vadd_ptx, size_t vadd_len) {
   e.op = GL_OP_SYNC;
   e.u.sync = (gl_sync_req){sref(22), 0};
   gl_batch_add(&ops2, &e);
-  q->u.batch = (gl_batch_req){sref(20), 3, ops2.data, ops2.len};
+  q->u.batch = (gl_batch_req){sref(20), 3, ops2.data, ops2.len, NULL};
   req("req-batch-memset-read-sync", q);
   gl_buf ops3;
   gl_buf_init(&ops3);
@@ -621,7 +621,7 @@ static void requests(const uint8_t *vadd_ptx, size_t vadd_len) {
   e.op = GL_OP_SYNC;
   e.u.sync = (gl_sync_req){sref(0), 0};
   gl_batch_add(&ops3, &e);
-  q->u.batch = (gl_batch_req){sref(0), 2, ops3.data, ops3.len};
+  q->u.batch = (gl_batch_req){sref(0), 2, ops3.data, ops3.len, NULL};
   req("req-batch-unordered", q);
 
   /* The internal ops (daemon and worker of one release). */

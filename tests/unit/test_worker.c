@@ -1084,6 +1084,90 @@ static void submit_iota(fixture *f, const char *image, uint32_t n) {
  * session; the implicit session is not counted against the session
  * limit; and the lease's end leaves no
  * module loaded and no stream. */
+/* A BATCH as the daemon hands it over (GL_IPC_TAG_DECODED, worker_proc.c):
+ * the message, the decoded BATCH and its entries decoded (detached). The
+ * entries' bytes in the message are then spoiled, so a worker that decoded
+ * them again would not run them: it runs what the daemon decoded. */
+static void test_mock_batch_decoded_once(void **state) {
+  fixture *f = *state;
+  init_ok(f, 1 << 20);
+  uint64_t sid = open_session(f);
+  gl_buf ops;
+  gl_buf_init(&ops);
+  gl_request e = {.op = GL_OP_MEM_ALLOC};
+  e.u.mem_alloc.s.session_id = sid;
+  e.u.mem_alloc.s.seq = 1;
+  e.u.mem_alloc.size_bytes = 4096;
+  assert_int_equal(gl_batch_add(&ops, &e), GPULEASE_OK);
+  e = (gl_request){.op = GL_OP_SYNC};
+  e.u.sync.s.session_id = sid;
+  e.u.sync.s.seq = 2;
+  assert_int_equal(gl_batch_add(&ops, &e), GPULEASE_OK);
+  gl_request q = {.op = GL_OP_BATCH};
+  q.u.batch.s.session_id = sid;
+  q.u.batch.s.seq = 1;
+  q.u.batch.count = 2;
+  q.u.batch.ops = ops.data;
+  q.u.batch.ops_len = ops.len;
+  gl_buf m;
+  gl_buf_init(&m);
+  assert_int_equal(gl_request_encode(&q, &m), GPULEASE_OK);
+  gl_request d, *ents = NULL;
+  char err[256];
+  assert_int_equal(gl_request_decode_entries(m.data, m.len, m.len, &d, NULL, &ents, err,
+                                             sizeof err),
+                   GPULEASE_OK);
+  assert_non_null(ents);
+  assert_ptr_equal(d.u.batch.entries, ents);
+  assert_int_equal(ents[0].op, GL_OP_MEM_ALLOC);
+  assert_int_equal(ents[1].u.sync.s.seq, 2);
+  /* What the channel carries: tag | DECODED, message, BATCH, entries. */
+  size_t n = GL_IPC_TAG_BYTES + m.len + 3 * sizeof(gl_request);
+  uint8_t *call = malloc(n);
+  assert_non_null(call);
+  gl_ipc_put_tag(call, TEST_TAG | GL_IPC_TAG_DECODED);
+  memcpy(call + GL_IPC_TAG_BYTES, m.data, m.len);
+  gl_request r = d;
+  assert_int_equal(gl_request_detach(&r, m.data, m.len), GPULEASE_OK);
+  r.u.batch.entries = NULL;
+  memcpy(call + GL_IPC_TAG_BYTES + m.len, &r, sizeof r);
+  for (int i = 0; i < 2; i++) {
+    gl_request x = ents[i];
+    assert_int_equal(gl_request_detach(&x, m.data, m.len), GPULEASE_OK);
+    memcpy(call + GL_IPC_TAG_BYTES + m.len + (size_t)(1 + i) * sizeof x, &x, sizeof x);
+  }
+  /* Spoil each entry's magic in the copy the worker gets (the BATCH's
+   * own header stays whole: the channel reads it). */
+  size_t pos = 0;
+  const uint8_t *em;
+  size_t elen;
+  while (gl_batch_next(d.u.batch.ops, d.u.batch.ops_len, &pos, &em, &elen))
+    call[GL_IPC_TAG_BYTES + (size_t)(em - m.data)] = 'X';
+  assert_int_equal(gl_ipc_write_all(f->fd, call, n), 0);
+  gl_response *resp = calloc(1, sizeof *resp);
+  uint8_t *rm = recv_resp(f->fd, resp);
+  assert_int_equal(resp->op, GL_OP_BATCH);
+  assert_int_equal(resp->status, GPULEASE_OK);
+  assert_int_equal(resp->u.batch.count, 2);
+  pos = 0;
+  int k = 0;
+  while (gl_batch_next(resp->u.batch.replies, resp->u.batch.replies_len, &pos, &em, &elen)) {
+    gl_response one;
+    assert_int_equal(gl_response_decode(em, elen, elen, &one, err, sizeof err), GPULEASE_OK);
+    assert_int_equal(one.status, GPULEASE_OK);
+    assert_int_equal(one.op, k == 0 ? GL_OP_MEM_ALLOC : GL_OP_SYNC);
+    if (k == 0) assert_true(one.u.mem_alloc.buffer != 0);
+    k++;
+  }
+  assert_int_equal(k, 2);
+  free(rm);
+  free(resp);
+  free(call);
+  free(ents);
+  gl_buf_free(&m);
+  gl_buf_free(&ops);
+}
+
 static void test_mock_submit_beside_session(void **state) {
   fixture *f = *state;
   init_ok(f, 1 << 20);
@@ -1299,6 +1383,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_mock_vector_add, setup_mock, teardown_mock),
       cmocka_unit_test_setup_teardown(test_mock_refusals, setup_mock, teardown_mock),
       cmocka_unit_test_setup_teardown(test_mock_context_lost, setup_mock, teardown_mock),
+      cmocka_unit_test_setup_teardown(test_mock_batch_decoded_once, setup_mock, teardown_mock),
       cmocka_unit_test_setup_teardown(test_mock_submit_beside_session, setup_mock,
                                       teardown_mock),
   };
