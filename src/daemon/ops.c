@@ -338,6 +338,21 @@ static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req 
                 "one context and take its defaults (leave them 0)");
     return;
   }
+  /* The context's heap and printf FIFO are VRAM beyond the region: past
+   * the defaults, the lease must hold as much VRAM as they take, so what a
+   * lease makes the GPU hold stays within twice its size (security.md). */
+  uint64_t fifo = a->printf_fifo_bytes, heap = a->malloc_heap_bytes;
+  uint64_t extra = (fifo > DEFAULT_PRINTF_FIFO_BYTES ? fifo - DEFAULT_PRINTF_FIFO_BYTES : 0) +
+                   (heap > DEFAULT_MALLOC_HEAP_BYTES ? heap - DEFAULT_MALLOC_HEAP_BYTES : 0);
+  if (extra > a->vram_bytes) {
+    gl_ops_reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_CAPACITY_EXCEEDED,
+                       "printf_fifo_bytes %llu and malloc_heap_bytes %llu take %llu bytes of the "
+                       "context's VRAM beyond the defaults (64 KiB, 1 MiB), more than the lease's "
+                       "vram_bytes %llu: lease at least that much VRAM",
+                       (unsigned long long)fifo, (unsigned long long)heap,
+                       (unsigned long long)extra, (unsigned long long)a->vram_bytes);
+    return;
+  }
   uint32_t gpu_index = a->gpu_index;
   int mig = -1;
   if (a->lease_class == GPULEASE_CLASS_PARTITION &&

@@ -226,9 +226,16 @@ static void test_device_and_refusals(void **state) {
                              .printf_fifo_bytes = 1 << 20};
   assert_int_equal(alloc_status(c, GPULEASE_CLASS_SHARED, 4 * MiB, &lim, &x, &err),
                    GPULEASE_INVALID_ARGUMENT);
-  /* An isolated lease may ask for bigger limits. */
+  /* An isolated lease may ask for bigger limits, within its VRAM: past the
+   * defaults they are the context's VRAM beyond the region (16 MiB - 1 MiB
+   * of heap, 1 MiB - 64 KiB of FIFO here). */
   lim.malloc_heap_bytes = 16 * MiB;
-  assert_int_equal(alloc_status(c, GPULEASE_CLASS_ISOLATED, 4 * MiB, &lim, &x, &err), GPULEASE_OK);
+  assert_int_equal(alloc_status(c, GPULEASE_CLASS_ISOLATED, 4 * MiB, &lim, &x, &err),
+                   GPULEASE_CAPACITY_EXCEEDED);
+  assert_non_null(strstr(err.message, "take 16711680 bytes of the context's VRAM beyond the "
+                                      "defaults"));
+  assert_int_equal(alloc_status(c, GPULEASE_CLASS_ISOLATED, 16 * MiB, &lim, &x, &err),
+                   GPULEASE_OK);
   gl_test_run_iota(c, &x);
   CHECK(gpulease_lease_free(c, &x, E));
   gpulease_client_close(c);
