@@ -507,46 +507,23 @@ static int call_send(gl_wproc *w, const uint8_t *msg, size_t len, const gl_reque
                      int fd, gl_wproc_reply_cb cb, void *ctx) {
   if (w->dead || w->killed || w->retired) return -1;
   wcall *p = calloc(1, sizeof *p);
-  /* A decoded BATCH is followed by its count entries, decoded as well
-   * (from its decoder, or here when it came without them). */
-  const gl_request *ents = NULL;
-  gl_request *own = NULL;
-  size_t nents = 0;
-  if (decoded && decoded->op == GL_OP_BATCH) {
-    nents = decoded->u.batch.count;
-    ents = decoded->u.batch.entries;
-    if (!ents && nents && (own = calloc(nents, sizeof *own))) {
-      size_t pos = 0;
-      for (size_t i = 0; i < nents; i++) {
-        const uint8_t *m = NULL;
-        size_t n = 0;
-        if (!gl_batch_next(decoded->u.batch.ops, decoded->u.batch.ops_len, &pos, &m, &n) ||
-            gl_request_decode(m, n, n, &own[i], NULL, NULL, 0) != GPULEASE_OK) {
-          free(own);
-          own = NULL;
-          break;
-        }
-      }
-      ents = own;
-    }
-    if (!ents) {
-      free(p);
-      return -1;
-    }
-  }
+  /* A decoded BATCH is followed by its count entries, as its decoder
+   * decoded them; one that comes without them goes undecoded (the worker
+   * decodes it). */
+  if (decoded && decoded->op == GL_OP_BATCH && !decoded->u.batch.entries) decoded = NULL;
+  const gl_request *ents = decoded && decoded->op == GL_OP_BATCH ? decoded->u.batch.entries : NULL;
+  size_t nents = ents ? decoded->u.batch.count : 0;
   size_t extra = decoded ? sizeof *decoded + nents * sizeof *decoded : 0;
   uint8_t *copy = malloc(GL_IPC_TAG_BYTES + len + extra);
   if (!p || !copy) {
     free(p);
     free(copy);
-    free(own);
     return -1;
   }
   p->fd = -1;
   if (fd >= 0 && (p->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) {
     free(p);
     free(copy);
-    free(own);
     return -1;
   }
   p->tag = ++w->next_tag;
@@ -562,7 +539,6 @@ static int call_send(gl_wproc *w, const uint8_t *msg, size_t len, const gl_reque
       ok = gl_request_detach(&e, msg, len) == GPULEASE_OK;
       memcpy(copy + GL_IPC_TAG_BYTES + len + (1 + i) * sizeof e, &e, sizeof e);
     }
-    free(own);
     if (!ok) {
       if (p->fd >= 0) close(p->fd);
       free(p);

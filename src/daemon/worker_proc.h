@@ -104,7 +104,7 @@ void gl_wproc_cancel_lease(gl_wproc *w, uint64_t lease_id, gpulease_status statu
  * msg's bytes, borrowed for the call): the worker gets the decoded request
  * beside the message and does not decode it again (GL_IPC_TAG_DECODED). A
  * BATCH's count entries follow it, each decoded (decoded->u.batch.entries,
- * from gl_request_decode_entries; decoded here when NULL). -1 when the
+ * from gl_request_decode_entries; a BATCH without them goes undecoded). -1 when the
  * worker cannot take calls, out of memory, or a pointer of the request
  * lies outside msg. */
 int gl_wproc_call_req(gl_wproc *w, const uint8_t *msg, size_t len, const gl_request *decoded,

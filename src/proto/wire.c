@@ -361,36 +361,14 @@ static const gl_wire__codec *codec_of(uint16_t op) {
  * Requests
  * ====================================================================== */
 
-gpulease_status gl_request_decode(const uint8_t *msg, size_t len, size_t max_body,
-                                  gl_request *out, uint16_t *out_op, char *err, size_t errlen) {
+/* gl_request_decode, and with entries non-NULL gl_request_decode_entries:
+ * a BATCH's decoder then keeps what it decodes of its entries there. */
+static gpulease_status request_decode(const uint8_t *msg, size_t len, size_t max_body,
+                                      gl_request *out, uint16_t *out_op, gl_request **entries,
+                                      char *err, size_t errlen) {
   uint16_t op = 0;
   gl_header h;
-  err_clear(err, errlen);
-  memset(out, 0, sizeof *out);
-  gpulease_status st =
-      frame_check(msg, len, max_body, GL_WIRE_KIND_REQUEST, &h, &op, err, errlen);
-  if (out_op) *out_op = op;
-  if (st != GPULEASE_OK) return st;
-  if (!op_known(op)) {
-    gl_set_err(err, errlen, "unknown op 0x%04x", op);
-    return GPULEASE_UNSUPPORTED;
-  }
-  const gl_wire__codec *c = codec_of(op);
-  gl_wire__rd r;
-  gl_wire__rd_init(&r, msg + GL_WIRE_HEADER_SIZE, h.body_len, op, err, errlen);
-  out->op = op;
-  if (c->decode) c->decode(&r, out);
-  rd_end(&r, true);
-  if (r.st != GPULEASE_OK) memset(out, 0, sizeof *out);
-  return r.st;
-}
-
-gpulease_status gl_request_decode_entries(const uint8_t *msg, size_t len, size_t max_body,
-                                          gl_request *out, uint16_t *out_op,
-                                          gl_request **entries, char *err, size_t errlen) {
-  uint16_t op = 0;
-  gl_header h;
-  *entries = NULL;
+  if (entries) *entries = NULL;
   err_clear(err, errlen);
   memset(out, 0, sizeof *out);
   gpulease_status st =
@@ -410,10 +388,23 @@ gpulease_status gl_request_decode_entries(const uint8_t *msg, size_t len, size_t
   rd_end(&r, true);
   if (r.st != GPULEASE_OK) {
     memset(out, 0, sizeof *out);
-    free(*entries);
-    *entries = NULL;
+    if (entries) {
+      free(*entries);
+      *entries = NULL;
+    }
   }
   return r.st;
+}
+
+gpulease_status gl_request_decode(const uint8_t *msg, size_t len, size_t max_body,
+                                  gl_request *out, uint16_t *out_op, char *err, size_t errlen) {
+  return request_decode(msg, len, max_body, out, out_op, NULL, err, errlen);
+}
+
+gpulease_status gl_request_decode_entries(const uint8_t *msg, size_t len, size_t max_body,
+                                          gl_request *out, uint16_t *out_op,
+                                          gl_request **entries, char *err, size_t errlen) {
+  return request_decode(msg, len, max_body, out, out_op, entries, err, errlen);
 }
 
 gpulease_status gl_request_decode_ref(const uint8_t *msg, size_t len, size_t max_body,
