@@ -283,6 +283,8 @@ def corpus():
                                           struct.pack(">IQQBIQ", 0, 256 << 20, 8, 1, 64 << 10, 1 << 20) + str8(b""))
     yield "req-worker-release", frame(REQ, o["WORKER_RELEASE"], struct.pack(">Q", 8))
     yield "resp-worker-release", resp(o["WORKER_RELEASE"])
+    yield "resp-worker-held", resp(o["WORKER_HELD"], struct.pack(">QQQ", 8, 33 << 20, 64 << 20))
+    yield "bad-worker-held-short", resp(o["WORKER_HELD"], struct.pack(">QQ", 8, 33 << 20))
     yield "req-worker-warm", frame(REQ, o["WORKER_WARM"], struct.pack(">I", 0) + str8(b"GPU-1"))
     yield "req-worker-probe", frame(REQ, o["WORKER_PROBE"], b"")
     yield "resp-inventory-2gpus", resp(o["GET_INVENTORY"], struct.pack(">I", 3600) + str8(b"550.54.15") +

@@ -320,7 +320,9 @@ typedef struct gpulease_gpu_info {
   uint32_t sm_count;        /* streaming multiprocessors; 0 if unknown */
   uint64_t total_vram_bytes;
   uint64_t free_vram_bytes;   /* as NVML reports now */
-  uint64_t leased_vram_bytes; /* granted to live leases */
+  uint64_t leased_vram_bytes; /* held by live leases: their VRAM, and what their contexts
+                                 hold for them beyond it (heap and printf FIFO past the
+                                 defaults, modules, kernels' local memory) */
   uint32_t active_leases;
   uint32_t flags;           /* GPULEASE_GPU_* */
   /* VRAM a CUDA context of its own takes beyond the lease's size (an

@@ -331,6 +331,20 @@ typedef struct gl_backend_ops {
   gpulease_status (*func_info)(gl_backend *b, void *fn, gl_func_info_resp *out, char *err,
                                size_t errlen);
 
+  /* Optional (NULL: kernels' local memory is not charged). How the device
+   * holds kernels' local memory (docs/security.md, "Device memory outside
+   * the region"): the context sets aside, at a launch, the kernel's
+   * per-thread local size (CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES) past
+   * *free_per_thread for each of *threads threads, and keeps the most it
+   * has set aside until the context ends. CUDA: *threads is the SMs times
+   * the resident threads per SM, *free_per_thread the stack size limit
+   * (CU_LIMIT_STACK_SIZE, which the context holds from its start); as
+   * measured on an H200 with driver 580. The emulated device: its host
+   * threads times the largest block, 1024 bytes free, in host memory.
+   * INTERNAL when the device cannot tell. */
+  gpulease_status (*local_memory)(gl_backend *b, uint64_t *threads, uint32_t *free_per_thread,
+                                  char *err, size_t errlen);
+
   /* Optional (may be NULL): compiles PTX text (len bytes plus a NUL at
    * ptx[len]) for this device into a loadable binary (cuLinkCreate /
    * cuLinkAddData / cuLinkComplete: a cubin), for the worker's disk JIT

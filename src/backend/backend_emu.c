@@ -390,6 +390,18 @@ static gpulease_status emu_func_info(gl_backend *b, void *fn, gl_func_info_resp 
   return GPULEASE_OK;
 }
 
+/* The launch sets aside host memory for the local memory of every block
+ * its host threads run at once (launch.c: one block each, of at most 1024
+ * threads), nothing before: the same accounting as a CUDA context's. */
+static gpulease_status emu_local_memory(gl_backend *b, uint64_t *threads,
+                                        uint32_t *free_per_thread, char *err, size_t errlen) {
+  (void)err, (void)errlen;
+  emu_backend *e = (emu_backend *)b;
+  *threads = (uint64_t)e->threads * 1024u;
+  *free_per_thread = 0;
+  return GPULEASE_OK;
+}
+
 static gpulease_status emu_compile_ptx(gl_backend *b, const uint8_t *ptx, size_t len,
                                        uint8_t **bin, size_t *bin_len, char *err,
                                        size_t errlen) {
@@ -755,6 +767,7 @@ static const gl_backend_ops k_emu_ops = {
     .memset_async = emu_memset_async,
     .stream_sync = emu_stream_sync,
     .func_info = emu_func_info,
+    .local_memory = emu_local_memory,
     .compile_ptx = emu_compile_ptx,
     .cache_tag = emu_cache_tag,
     .host_register = emu_host_register,

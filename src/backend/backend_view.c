@@ -96,6 +96,12 @@ static gpulease_status view_func_info(gl_backend *b, void *fn, gl_func_info_resp
   return r->ops->func_info(r, fn, out, err, errlen);
 }
 
+static gpulease_status view_local_memory(gl_backend *b, uint64_t *threads,
+                                         uint32_t *free_per_thread, char *err, size_t errlen) {
+  gl_backend *r = as_view(b)->real;
+  return r->ops->local_memory(r, threads, free_per_thread, err, errlen);
+}
+
 static gpulease_status view_compile_ptx(gl_backend *b, const uint8_t *ptx, size_t len,
                                         uint8_t **bin, size_t *bin_len, char *err,
                                         size_t errlen) {
@@ -364,6 +370,7 @@ static const gl_backend_ops k_view_ops = {
     .memset_async = view_memset_async,
     .stream_sync = view_stream_sync,
     .func_info = view_func_info,
+    .local_memory = view_local_memory,
     .compile_ptx = view_compile_ptx,
     .host_register = view_host_register,
     .host_unregister = view_host_unregister,
@@ -408,6 +415,7 @@ gl_backend *gl_backend_view_new(gl_backend *real, uint64_t offset, uint64_t byte
   VIEW_LIKE_REAL(memset_async);
   VIEW_LIKE_REAL(stream_sync);
   VIEW_LIKE_REAL(func_info);
+  VIEW_LIKE_REAL(local_memory);
   VIEW_LIKE_REAL(compile_ptx);
   VIEW_LIKE_REAL(host_register);
   VIEW_LIKE_REAL(host_unregister);

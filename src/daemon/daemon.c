@@ -2,6 +2,7 @@
  * daemon.c - gpuleased's start-up, main loop, expiry timer and shutdown.
  */
 #include "daemon/daemon.h"
+#include "daemon/held.h"
 
 #include <sodium.h>
 
@@ -281,6 +282,7 @@ static int setup_access(gl_daemon *d, char *err, size_t errlen) {
   d->admit = gl_admit_new(c->max_requests_per_tenant, c->max_buffered_per_tenant);
   d->hdrlog = gl_hdrlog_new(d->loop, d);
   d->fence = gl_fence_new(d, c->teardown_timeout_ms / 1000.0);
+  gl_wproc_set_held_watch(gl_daemon_on_held, d);
   if (!d->quota || !d->load || !d->admit || !d->hdrlog || !d->fence) {
     snprintf(err, errlen, "out of memory");
     return -1;
@@ -502,6 +504,7 @@ void gl_daemon_stop(gl_daemon *d) {
   d->audit = NULL;
   gl_tenant_load_free(d->load);
   d->load = NULL;
+  gl_wproc_set_held_watch(NULL, NULL);
   gl_fence_free(d->fence);
   d->fence = NULL;
   sodium_memzero(&d->cap_key, sizeof d->cap_key);

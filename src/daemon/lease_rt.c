@@ -74,8 +74,11 @@ void gl_daemon_end_lease(gl_daemon *d, gl_lease *l, gpulease_status why_status,
   if (rt->shared) {
     gl_shared_leave(d->shared, rt->gpu_index, rt->lease_id, why_status, why);
   } else if (rt->w && d->pool && !d->stopping && rt->mig < 0 && gl_wproc_usable(rt->w) &&
-             gl_wproc_pending(rt->w) == 0 && !rt->printf_fifo_bytes && !rt->malloc_heap_bytes) {
-    /* Nothing runs in it: the worker serves the next lease (pool.h). */
+             gl_wproc_pending(rt->w) == 0 && !rt->printf_fifo_bytes && !rt->malloc_heap_bytes &&
+             l->held_local_bytes == 0) {
+    /* Nothing runs in it: the worker serves the next lease (pool.h). Not
+     * one whose context set aside local memory for this lease's kernels:
+     * the context keeps that until it ends. */
     gl_pool_recycle(d->pool, rt->gpu_index, rt->w, rt->lease_id);
   } else if (rt->w) {
     gl_wproc_kill(rt->w, why_status, why);

@@ -96,12 +96,20 @@ void gl_lease_table_set_mig(gl_lease_table *t, uint32_t index, bool mig) {
 
 /* What GPU index holds now: its live leases, and how they use it. */
 typedef struct gpu_use {
-  uint64_t vram;     /* the leases' own regions */
+  uint64_t vram;     /* the leases' own regions, and what they hold beyond them */
   uint64_t bytes;    /* regions and contexts */
   uint32_t leases;
   uint32_t shared;   /* shared leases (one context between them) */
   uint64_t device_id; /* a live device lease, or 0 */
 } gpu_use;
+
+uint64_t gl_lease_holds(const gl_lease *l) {
+  uint64_t n = l->vram_bytes;
+  const uint64_t more[] = {l->held_limits_bytes, l->held_module_bytes, l->held_local_bytes};
+  for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
+    n = n > UINT64_MAX - more[i] ? UINT64_MAX : n + more[i];
+  return n;
+}
 
 static gpu_use usage(const gl_lease_table *t, uint32_t index) {
   gpu_use u = {0};
@@ -110,8 +118,8 @@ static gpu_use usage(const gl_lease_table *t, uint32_t index) {
     const gl_lease *l = t->leases[i];
     if (!is_live(l) || l->gpu_index != index) continue;
     u.leases++;
-    u.vram += l->vram_bytes;
-    u.bytes += l->vram_bytes;
+    u.vram += gl_lease_holds(l);
+    u.bytes += gl_lease_holds(l);
     if (l->lease_class == GPULEASE_CLASS_SHARED) u.shared++;
     else u.bytes += ctx;
     if (l->lease_class == GPULEASE_CLASS_DEVICE) u.device_id = l->id;

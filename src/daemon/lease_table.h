@@ -33,6 +33,12 @@ typedef struct gl_lease {
   char end_note[600];               /* a revoked tombstone's: by whom, why */
   uint32_t gpu_index;
   uint64_t vram_bytes;
+  /* What it makes the GPU hold beyond its region (docs/security.md,
+   * "Device memory outside the region"), counted with vram_bytes in the
+   * GPU's leased figure: its context's heap and printf FIFO past the
+   * defaults (set at LEASE_ALLOC), its modules and its kernels' local
+   * memory (as its worker last said, WORKER_HELD). */
+  uint64_t held_limits_bytes, held_module_bytes, held_local_bytes;
   uint32_t ttl_s;
   uint64_t expires_ns; /* PENDING/ACTIVE: expiry; EXPIRED: tombstone end */
   uint64_t submits;
@@ -45,6 +51,9 @@ typedef struct gl_lease {
 /* Why a lease became a tombstone (what later requests with its secret
  * hear). */
 enum { GL_LEASE_END_EXPIRED = 0, GL_LEASE_END_LOST = 1, GL_LEASE_END_REVOKED = 2 };
+
+/* vram_bytes plus what the lease holds beyond its region (saturating). */
+uint64_t gl_lease_holds(const gl_lease *l);
 
 typedef struct gl_lease_table gl_lease_table;
 

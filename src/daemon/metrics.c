@@ -287,7 +287,8 @@ static void render(gl_metrics *m) {
   PER_GPU("gpulease_leases", "gauge", "Live leases, by GPU.", "%" PRIu32, now[g].leases);
   PER_GPU("gpulease_sessions", "gauge", "Live sessions of the GPU's leases.", "%" PRIu32,
           sessions[g]);
-  PER_GPU("gpulease_vram_allocated_bytes", "gauge", "VRAM granted to live leases, by GPU.",
+  PER_GPU("gpulease_vram_allocated_bytes", "gauge",
+          "VRAM live leases hold, by GPU: their VRAM and what their contexts hold beyond it.",
           "%" PRIu64, now[g].leased);
   PER_GPU("gpulease_gpu_fenced", "gauge", "1 while the GPU is fenced (a failed teardown).", "%d",
           gl_lease_table_fenced(d->leases, g) != NULL);

@@ -381,6 +381,7 @@ static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req 
     gl_ops_reply_error(req, GL_OP_LEASE_ALLOC, st, "%s", err);
     return;
   }
+  l->held_limits_bytes = extra; /* the context holds them beyond the region */
   uint64_t free_now = gl_node_free_vram(&d->node, l->gpu_index, UINT64_MAX);
   if (l->vram_bytes > free_now) {
     gl_ops_reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_CAPACITY_EXCEEDED,

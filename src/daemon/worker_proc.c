@@ -88,6 +88,15 @@ struct gl_wproc {
 
 static size_t g_live;
 
+/* The WORKER_HELD watch (gl_wproc_set_held_watch). */
+static gl_wproc_held_cb g_held_cb;
+static void *g_held_user;
+
+void gl_wproc_set_held_watch(gl_wproc_held_cb cb, void *user) {
+  g_held_cb = cb;
+  g_held_user = user;
+}
+
 /* The teardown watch (gl_wproc_set_teardown_watch). */
 static double g_teardown_s = 10.0;
 static gl_wproc_teardown_cb g_teardown_cb;
@@ -266,6 +275,11 @@ static void deliver(gl_wproc *w) {
       return;
     }
     if (w->in_len - off - GL_IPC_TAG_BYTES < total) break;
+    if (tag == GL_IPC_NOTICE_TAG && gl_message_peek_op(p, total) == GL_OP_WORKER_HELD) {
+      if (g_held_cb && !w->killed) g_held_cb(g_held_user, w, p, total);
+      off += GL_IPC_TAG_BYTES + total;
+      continue;
+    }
     if (tag == GL_IPC_NOTICE_TAG) {
       if (w->on_notice && !w->killed && !w->retired) w->on_notice(w->owner, p, total);
       if (w->dead) return; /* the owner killed the worker */

@@ -58,6 +58,16 @@ typedef void (*gl_wproc_teardown_cb)(void *user, uint32_t tag, pid_t pid, bool e
  * every worker of the process (the daemon's one loop). */
 void gl_wproc_set_teardown_watch(double timeout_s, gl_wproc_teardown_cb cb, void *user);
 
+/* Called for a WORKER_HELD notice of worker w (what one of its leases
+ * makes its context hold beyond its region, docs/protocol.md section 7),
+ * instead of the worker's notice callback. msg is the whole message,
+ * valid during the call only; it is not yet decoded. */
+typedef void (*gl_wproc_held_cb)(void *user, gl_wproc *w, const uint8_t *msg, size_t len);
+
+/* Sets the WORKER_HELD callback for every worker of the process (NULL:
+ * such notices are dropped). */
+void gl_wproc_set_held_watch(gl_wproc_held_cb cb, void *user);
+
 /* Tags w with a number the teardown callback gets (the daemon's GPU index
  * of the worker). */
 void gl_wproc_set_tag(gl_wproc *w, uint32_t tag);

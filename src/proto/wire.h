@@ -206,6 +206,11 @@
  *     result : u16 count (<= 64), count x { u64 session_id (!= 0),
  *              u16 status (1..99), u16 op, u64 seq, u16 msg_len, msg }
  *              (the message is the reason the context was lost)
+ *   WORKER_HELD (0x7F08): a notice from the worker (tag 0), not a reply
+ *     request: empty (never sent)
+ *     result : u64 lease_id, u64 module_bytes, u64 local_bytes (the device
+ *              memory the lease's modules and kernels' local memory make
+ *              the context hold beyond its region, now)
  *
  * Limits: a decoder rejects a header whose version is not 1 (UNSUPPORTED),
  * a bad magic or kind (MALFORMED), a body_len different from the bytes
@@ -949,6 +954,13 @@ typedef struct gl_mem_alloc_resp {
   uint64_t region_offset; /* where it starts in the lease's region */
 } gl_mem_alloc_resp;
 
+/* WORKER_HELD: what a lease makes its context hold beyond its region. */
+typedef struct gl_worker_held_resp {
+  uint64_t lease_id;
+  uint64_t module_bytes; /* its loaded modules' globals, constants and code */
+  uint64_t local_bytes;  /* its kernels' local memory, set aside at launch */
+} gl_worker_held_resp;
+
 /* One session of a WORKER_LOST notice: its failure. */
 typedef struct gl_lost_session {
   uint64_t session_id;
@@ -1017,6 +1029,7 @@ typedef struct gl_response {
     gl_pool_info pool_info;   /* POOL_INFO */
     gl_mem_alloc_resp mem_alloc; /* MEM_ALLOC */
     gl_worker_lost_resp worker_lost; /* WORKER_LOST */
+    gl_worker_held_resp worker_held; /* WORKER_HELD */
     gl_batch_resp batch;      /* BATCH */
     gl_sync_resp sync;        /* SYNC */
     gl_kout kout;             /* KERNEL_OUTPUT */

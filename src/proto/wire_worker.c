@@ -4,13 +4,16 @@
  * refuses them from the network): WORKER_INIT (the device and the lease's
  * VRAM region), WORKER_WARM (the device alone, ahead of a lease),
  * WORKER_RELEASE (one lease of a shared worker ends),
- * WORKER_PROBE (the GPUs present), and WORKER_LOST (a notice
- * the worker sends after a lost context: its sessions and their failures),
+ * WORKER_PROBE (the GPUs present), WORKER_LOST (a notice
+ * the worker sends after a lost context: its sessions and their failures)
+ * and WORKER_HELD (a notice of what a lease makes its context hold beyond
+ * its region),
  * requests and results: one codec per op (gl_wire__op_<NAME>, at the
  * end, called by wire.c's entry points). Layouts in wire.h.
  *
- * Their requests are fixed fields with no range to check (WORKER_PROBE
- * and WORKER_LOST have empty bodies: WORKER_LOST's request form is one),
+ * Their requests are fixed fields with no range to check (WORKER_PROBE,
+ * WORKER_LOST and WORKER_HELD have empty bodies: the notices' request
+ * forms are one),
  * the validators of WORKER_INIT and WORKER_WARM only that gpu_uuid fits
  * its str8; the results refuse a gpu count over 64, a str8 string that
  * does not fit its array, more than 64 lost sessions, a session id 0 and a
@@ -196,6 +199,24 @@ static void lost_result_put(gl_buf *b, const gl_response *resp) {
   lost_put(b, &resp->u.worker_lost);
 }
 
+/* WORKER_HELD: three u64s, any value. */
+static void held_result_decode(gl_wire__rd *r, gl_response *out) {
+  gl_worker_held_resp *h = &out->u.worker_held;
+  h->lease_id = gl_wire__rd_u64(r, "lease_id");
+  h->module_bytes = gl_wire__rd_u64(r, "module_bytes");
+  h->local_bytes = gl_wire__rd_u64(r, "local_bytes");
+}
+static bool held_result_valid(const gl_response *resp) {
+  (void)resp;
+  return true;
+}
+static void held_result_put(gl_buf *b, const gl_response *resp) {
+  const gl_worker_held_resp *h = &resp->u.worker_held;
+  gl_wire__put_u64(b, h->lease_id);
+  gl_wire__put_u64(b, h->module_bytes);
+  gl_wire__put_u64(b, h->local_bytes);
+}
+
 /* WORKER_INIT: the region's base and the device's name. */
 static void init_result_decode(gl_wire__rd *r, gl_response *out) {
   out->u.worker_init.region_base = gl_wire__rd_u64(r, "region_base");
@@ -247,4 +268,10 @@ const gl_wire__codec gl_wire__op_WORKER_WARM = {
 const gl_wire__codec gl_wire__op_WORKER_RELEASE = {
     .decode = release_decode,
     .put = release_put,
+};
+
+const gl_wire__codec gl_wire__op_WORKER_HELD = {
+    .result_decode = held_result_decode,
+    .result_valid = held_result_valid,
+    .result_put = held_result_put,
 };

@@ -39,6 +39,8 @@ struct gl_modtab {
   gl_suballoc *alloc; /* borrowed: where modules are charged; NULL: not charged */
   uint64_t vram_bytes;
   uint64_t module_bytes; /* what the loaded modules declare, in all */
+  void (*on_change)(void *user);
+  void *on_change_user;
 };
 
 gl_modtab *gl_modtab_new(gl_backend *be, gl_jit_cache *jit) {
@@ -58,6 +60,26 @@ void gl_modtab_charge_to(gl_modtab *t, gl_suballoc *alloc, uint64_t vram_bytes) 
   t->alloc = alloc;
   t->vram_bytes = vram_bytes;
   pthread_mutex_unlock(&t->mu);
+}
+
+void gl_modtab_on_change(gl_modtab *t, void (*fn)(void *user), void *user) {
+  pthread_mutex_lock(&t->mu);
+  t->on_change = fn;
+  t->on_change_user = user;
+  pthread_mutex_unlock(&t->mu);
+}
+
+uint64_t gl_modtab_bytes(gl_modtab *t) {
+  pthread_mutex_lock(&t->mu);
+  uint64_t n = t->module_bytes;
+  pthread_mutex_unlock(&t->mu);
+  return n;
+}
+
+/* Calls the change hook (the table's mutex not held) when the figure
+ * changed. */
+static void changed(bool yes, void (*fn)(void *), void *user) {
+  if (yes && fn) fn(user);
 }
 
 /* Charges the device memory image declares to the lease (t->mu held):
@@ -201,7 +223,10 @@ gpulease_status gl_modtab_acquire(gl_modtab *t, const uint8_t *image, size_t len
     *module = m;
     *source = src;
   }
+  void (*fn)(void *) = t->on_change;
+  void *user = t->on_change_user;
   pthread_mutex_unlock(&t->mu);
+  changed(st == GPULEASE_OK && bytes > 0, fn, user);
   return st;
 }
 
@@ -210,13 +235,18 @@ bool gl_modtab_release(gl_modtab *t, void *module) {
   for (size_t i = 0; i < t->n; i++) {
     mod_entry *e = &t->e[i];
     if (e->module != module) continue;
+    bool gone = false;
     if (--e->refs == 0) {
       t->be->ops->unload_module(t->be, module);
       if (e->charged && t->alloc) gl_suballoc_release(t->alloc, e->charge_off);
       t->module_bytes -= e->bytes < t->module_bytes ? e->bytes : t->module_bytes;
+      gone = e->bytes > 0;
       *e = t->e[--t->n];
     }
+    void (*fn)(void *) = t->on_change;
+    void *user = t->on_change_user;
     pthread_mutex_unlock(&t->mu);
+    changed(gone, fn, user);
     return true;
   }
   pthread_mutex_unlock(&t->mu);

@@ -57,6 +57,15 @@ gl_modtab *gl_modtab_new(gl_backend *be, gl_jit_cache *jit);
  * already charged keep their reservation). */
 void gl_modtab_charge_to(gl_modtab *t, gl_suballoc *alloc, uint64_t vram_bytes);
 
+/* From now on, fn(user) is called after each load anew and each unload
+ * (what the modules declare changed), outside the table's mutex, before
+ * the acquire or release returns. NULL fn: none. */
+void gl_modtab_on_change(gl_modtab *t, void (*fn)(void *user), void *user);
+
+/* The device memory the loaded modules declare, in all (bytes; 0 for
+ * modules charged to nothing, see gl_modtab_charge_to). */
+uint64_t gl_modtab_bytes(gl_modtab *t);
+
 /* Frees the table. Every module still loaded is unloaded first
  * (be->ops->unload_module), whatever its references, unless forget is
  * true: for a lost context, where unloading cannot work, only the

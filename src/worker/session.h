@@ -66,6 +66,7 @@ struct gl_wfunction {
   bool sizes_known;
   size_t param_count;
   size_t param_sizes[GPULEASE_MAX_PARAMS];
+  uint32_t local_bytes;  /* per thread (CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES): charged at launch */
 };
 
 struct gl_wsession {

@@ -28,6 +28,7 @@
 #include "common/log.h"
 #include "worker/session.h"
 #include "worker/session_ops.h"
+#include "worker/held.h"
 #include "worker/segments.h"
 #include "worker/submit_check.h"
 #include "worker/worker.h"
@@ -402,8 +403,26 @@ gpulease_status gl_sop_function_find(gl_wsession *s, void *module, const char *n
     f->param_count = count;
     f->sizes_known = count <= GPULEASE_MAX_PARAMS;
   }
+  /* Its local memory, charged to the lease at its launches (lmem.h). */
+  gl_func_info_resp fi;
+  memset(&fi, 0, sizeof fi);
+  f->local_bytes = 0;
+  if (w->be->ops->local_memory &&
+      w->be->ops->func_info(w->be, f->fn, &fi, s->err, GL_WK_ERR_MAX) == GPULEASE_OK)
+    f->local_bytes = fi.local_bytes;
   s->err[0] = 0;
   return GPULEASE_OK;
+}
+
+gpulease_status gl_sop_cover_local(gl_wsession *s, const gl_wfunction *f) {
+  gl_wk *w = s->w;
+  if (f->local_bytes <= atomic_load_explicit(&w->lmem.covered, memory_order_acquire))
+    return GPULEASE_OK;
+  bool grew = false;
+  gpulease_status st =
+      gl_lmem_cover(&w->lmem, w->be, f->local_bytes, f->name, &grew, s->err, GL_WK_ERR_MAX);
+  if (grew) gl_wk_held_report(w);
+  return st;
 }
 
 static gpulease_status op_func_info(gl_wsession *s, const gl_func_info_req *r, gl_response *resp) {
@@ -463,6 +482,7 @@ gpulease_status gl_sop_launch_function(gl_wsession *s, const gl_launch_req *r,
   gpulease_status st = find_function(s, r->function, &f);
   if (st != GPULEASE_OK) return st;
   st = gl_sop_check_dims(s, r);
+  if (st == GPULEASE_OK) st = gl_sop_cover_local(s, f);
   if (st != GPULEASE_OK) return st;
   *fo = f;
   return GPULEASE_OK;
@@ -666,6 +686,7 @@ gpulease_status gl_sop_launch(gl_wsession *s, uint16_t op, const gl_launch_req *
                               const gl_wfunction *f, gl_job *job, gl_sop_sync *sync) {
   size_t n = 0;
   gpulease_status st = gl_sop_check_dims(s, r);
+  if (st == GPULEASE_OK) st = gl_sop_cover_local(s, f);
   if (st == GPULEASE_OK) st = build_args(s, r, sync ? sync->req : NULL, f, &n);
   if (st != GPULEASE_OK) {
     gl_sop_set_failure(s, op, r->s.seq, st, s->err);

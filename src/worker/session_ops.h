@@ -107,6 +107,11 @@ gpulease_status gl_sop_launch(gl_wsession *s, uint16_t op, const gl_launch_req *
  * module has no such kernel; the backend's status otherwise. */
 gpulease_status gl_sop_function_find(gl_wsession *s, void *module, const char *name,
                                      size_t name_len, gl_wfunction *f);
+
+/* Before a launch of f: its local memory charged to the lease (lmem.h),
+ * the daemon told when the charge grew (held.h). CAPACITY_EXCEEDED with
+ * s->err naming what it needs and what the lease has. */
+gpulease_status gl_sop_cover_local(gl_wsession *s, const gl_wfunction *f);
 /* Checks every launch of a BURST and packs its parameters into the
  * session's burst area: fns[i], ls[i] are launch i; *bad the failing one. */
 gpulease_status gl_sop_prepare_burst(gl_wsession *s, const gl_burst_req *b, void **fns,

@@ -31,6 +31,7 @@
 #include "worker/kout.h"
 #include "worker/launch_args.h"
 #include "worker/lane.h"
+#include "worker/lmem.h"
 #include "worker/modtab.h"
 #include "worker/suballoc.h"
 
@@ -98,6 +99,12 @@ struct gl_wk {
   uint64_t range_offset; /* shared: where the lease's range lies in the context's */
   gl_suballoc *alloc; /* the sessions' buffers in the region */
   gl_modtab *modtab;  /* modules loaded for sessions */
+  gl_lmem lmem;       /* its kernels' local memory, charged to the region (lmem.h) */
+
+  /* What the daemon last heard the lease holds beyond its region
+   * (WORKER_HELD, held.h), under held_mu. */
+  pthread_mutex_t held_mu;
+  uint64_t held_module_sent, held_local_sent;
 
   /* Sessions: the table is changed by the main thread; lanes read the
    * count under sess_mu. */

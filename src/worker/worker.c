@@ -19,6 +19,7 @@
  * submit.h, of BATCH in batch.h, of segments in segments.h.
  */
 #include "worker/worker.h"
+#include "worker/held.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -149,6 +150,8 @@ static gl_wk *lease_new(gl_wkproc *p, uint64_t lease_id) {
   w->seq_timeout_ms = p->seq_timeout_ms;
   pthread_mutex_init(&w->sess_mu, NULL);
   pthread_mutex_init(&w->seg_mu, NULL);
+  pthread_mutex_init(&w->held_mu, NULL);
+  gl_lmem_init(&w->lmem, NULL, 0);
   gl_kout_buf_init(&w->kout);
   gl_kout_drain(NULL, NULL, 0); /* nothing an earlier lease printed */
   return w;
@@ -162,6 +165,9 @@ static int lease_start(gl_wk *w) {
   w->modtab = w->p->jit ? gl_modtab_new(w->be, w->p->jit) : NULL;
   if (!w->alloc || !w->modtab) return -1;
   gl_modtab_charge_to(w->modtab, w->alloc, w->vram_bytes); /* modules count in the lease */
+  gl_modtab_on_change(w->modtab, gl_wk_held_hook, w);      /* and the daemon hears of them */
+  w->lmem.alloc = w->alloc;                                  /* so does local memory */
+  w->lmem.vram_bytes = w->vram_bytes;
   w->initialised = true;
   return 0;
 }
@@ -176,6 +182,7 @@ static void lease_end(gl_wk *w) {
   gl_session_close_all(w);
   gl_segments_free_all(w);
   gl_modtab_free(w->modtab, lost);
+  gl_lmem_destroy(&w->lmem);
   gl_suballoc_free(w->alloc);
   if (w->be && w->be != w->p->be) {
     if (!lost) w->p->be->ops->region_remove(w->p->be, w->range_offset);
@@ -185,6 +192,7 @@ static void lease_end(gl_wk *w) {
   gl_kout_buf_free(&w->kout);
   pthread_mutex_destroy(&w->sess_mu);
   pthread_mutex_destroy(&w->seg_mu);
+  pthread_mutex_destroy(&w->held_mu);
   free(w);
 }
 

@@ -186,6 +186,9 @@ result "4 GiB MEM_WRITE/MEM_READ round trip with checksum" ${PIPESTATUS[0]}
 echo "== lease classes on the GPU (tests/e2e/test_e2e_classes.c, GL_TEST_DEVICE=cuda)"
 "$B/tests/test_e2e_classes" 2>&1 | grep -v "^\[ *RUN \|^\[ *OK " | tail -12
 result "lease classes: shared contexts, a fault in one, device exclusivity, 1,000 cycles leave nothing" ${PIPESTATUS[0]}
+echo "== device memory beyond a lease's region (tests/gpu/budget_check.sh)"
+"$(dirname "$0")/budget_check.sh" "$B"
+result "modules, local memory and the heap charged to the lease; NVML's used VRAM within the leased figure and the contexts" $?
 echo "== launch features on the GPU (tests/e2e/test_e2e_exec.c): bursts, events, cooperative, clusters"
 "$B/tests/test_e2e_exec" 2>&1 | grep -v "^\[ *RUN " | tail -20
 result "bursts (graphs built, replayed, updated), events, cooperative grid sync, clusters" ${PIPESTATUS[0]}
