@@ -351,20 +351,26 @@ static void print_header(void) {
          "| --- | ---: | ---: | ---: | --- | --- | --- | --- |\n");
 }
 
+/* "a / b / c" of three figures, "-" for one not taken (negative). */
+static void fmt3(int a, int b, int c, bool have_c, char *buf, size_t len) {
+  char x[3][16];
+  const int v[3] = {a, b, have_c ? c : -1};
+  for (int i = 0; i < 3; i++) {
+    if (v[i] < 0) snprintf(x[i], sizeof x[i], "-");
+    else snprintf(x[i], sizeof x[i], "%d", v[i]);
+  }
+  snprintf(buf, len, "%s / %s / %s", x[0], x[1], x[2]);
+}
+
 static void print_row(const row *r) {
   char rb[24], ra[24], rs[24], fd[64], ch[64], lat[48];
   fmt_rss(&r->before, rb, sizeof rb);
   fmt_rss(&r->after, ra, sizeof ra);
   fmt_rss(&r->settled, rs, sizeof rs);
   if (!r->have_settled) snprintf(rs, sizeof rs, "-");
-  if (r->have_settled) {
-    snprintf(fd, sizeof fd, "%d / %d / %d", r->before.fds, r->after.fds, r->settled.fds);
-    snprintf(ch, sizeof ch, "%d / %d / %d", r->before.children, r->after.children,
-             r->settled.children);
-  } else {
-    snprintf(fd, sizeof fd, "%d / %d / -", r->before.fds, r->after.fds);
-    snprintf(ch, sizeof ch, "%d / %d / -", r->before.children, r->after.children);
-  }
+  fmt3(r->before.fds, r->after.fds, r->settled.fds, r->have_settled, fd, sizeof fd);
+  fmt3(r->before.children, r->after.children, r->settled.children, r->have_settled, ch,
+       sizeof ch);
   if (r->p50 >= 0) snprintf(lat, sizeof lat, "%.1f / %.1f", r->p50, r->p90);
   else snprintf(lat, sizeof lat, "none completed");
   printf("| %s | %d | %.1f | %s | %s | %s / %s / %s | %s | %s |\n", r->cls, r->clients, r->rate,
