@@ -42,7 +42,6 @@
  * was wrong, a connection failed or the figures of the default part could
  * not be taken; 2 on bad arguments.
  */
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,24 +49,12 @@
 #include <time.h>
 
 #include "common/util.h"
+#include "cycles.h"
 #include "gpulease/gpulease.h"
 #include "iota_ptx.h"
 #include "median.h"
 
 #define MIB (1024.0 * 1024.0)
-
-static double now_ms(void) { return (double)gl_mono_ns() / 1e6; }
-
-static void pause_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
-/* The statuses that mean the connection, not the request, failed. */
-static int is_conn_error(gpulease_status st) {
-  return st == GPULEASE_DISCONNECTED || st == GPULEASE_TLS_FAILED ||
-         st == GPULEASE_PROTOCOL_ERROR || st == GPULEASE_TIMEOUT;
-}
 
 /* ------------------------------------------------------------------------
  * The table printed at the end
@@ -108,236 +95,49 @@ static void print_table(const char *label) {
   }
 }
 
-/* ------------------------------------------------------------------------
- * The iota kernel as a GPU_SUBMIT on a lease
- * ---------------------------------------------------------------------- */
-
-/* Written to the region before the kernel so that a region that still
- * holds an earlier lease's output (a SHARED context reuses freed memory)
- * cannot pass for this kernel's. */
-static const unsigned char k_zeros[1024];
-
-static void iota_submit_desc(gpulease_submit_desc *d) {
-  gpulease_submit_desc_default(d);
-  d->image = k_iota_ptx;
-  d->image_size = sizeof k_iota_ptx - 1;
-  d->format = GPULEASE_IMAGE_PTX;
-  d->kernel = "iota";
-  d->grid[0] = d->grid[1] = d->grid[2] = 1;
-  d->block[0] = 256;
-  d->block[1] = d->block[2] = 1;
-  d->input = k_zeros;
-  d->input_size = sizeof k_zeros;
-  d->input_offset = 0;
-  d->output_offset = 0;
-  d->output_size = 256 * sizeof(float);
-}
-
-/* -1 when out holds out[i] = i + 1 for i < 256, else the first wrong index
- * (256 when the size is wrong). */
-static int iota_wrong_at(const void *out, size_t size) {
-  if (!out || size != 256 * sizeof(float)) return 256;
-  float v[256];
-  memcpy(v, out, sizeof v);
-  for (int k = 0; k < 256; k++)
-    if (v[k] != (float)(k + 1)) return k;
-  return -1;
-}
-
-/* ------------------------------------------------------------------------
- * Cycles: N clients, each alloc -> submit -> free in a loop
- * ---------------------------------------------------------------------- */
-
-enum { NSTAT = 128 }; /* status buckets; 127 (UNKNOWN) takes any larger */
-
-typedef struct cycler {
-  gpulease_client *client;
-  gpulease_lease_class cls;
-  uint64_t bytes;
-  double deadline_ms;
-  double *ms; /* the completed cycles' durations */
-  size_t n, cap;
-  uint64_t fails[NSTAT];
-  uint64_t wrong;    /* cycles whose output was wrong */
-  int conn_failed;   /* a connection error happened */
-  int dead;          /* and the reconnect failed: the thread stopped */
-  double end_ms;
-  char first_msg[256]; /* the first failure's status and message */
-} cycler;
-
-static void note_msg(cycler *t, const char *what, const char *msg) {
-  if (!t->first_msg[0])
-    snprintf(t->first_msg, sizeof t->first_msg, "%.40s: %.200s", what, msg);
-}
-
-/* Counts a failed step; on a connection error reconnects. 0 when the
- * thread cannot go on. */
-static int cycle_failed(cycler *t, gpulease_status st, const gpulease_error *err) {
-  t->fails[(unsigned)st < NSTAT ? (unsigned)st : NSTAT - 1]++;
-  note_msg(t, gpulease_status_name(st), err->message);
-  if (!is_conn_error(st)) return 1;
-  t->conn_failed = 1;
-  gpulease_error e2;
-  if (gpulease_client_reconnect(t->client, &e2) != GPULEASE_OK) {
-    note_msg(t, "reconnect", e2.message);
-    t->dead = 1;
-    return 0;
-  }
-  return 1;
-}
-
-static void *cycle_main(void *arg) {
-  cycler *t = arg;
-  gpulease_lease_opts lo;
-  gpulease_lease_opts_default(&lo);
-  lo.lease_class = t->cls;
-  gpulease_submit_desc d;
-  iota_submit_desc(&d);
-  while (now_ms() < t->deadline_ms) {
-    gpulease_lease l;
-    gpulease_error err;
-    double t0 = now_ms();
-    gpulease_status st = gpulease_lease_alloc_opts(t->client, GPULEASE_ANY_GPU, t->bytes, 60,
-                                                   &lo, &l, &err);
-    if (st != GPULEASE_OK) {
-      if (!cycle_failed(t, st, &err)) break;
-      pause_ms(5);
-      continue;
-    }
-    int ok = 1;
-    gpulease_submit_result r;
-    gpulease_submit_result_init(&r);
-    st = gpulease_submit(t->client, &l, &d, &r, &err);
-    if (st == GPULEASE_OK) {
-      int at = iota_wrong_at(r.output, r.output_size);
-      if (at >= 0) {
-        t->wrong++;
-        char m[64];
-        snprintf(m, sizeof m, "wrong at %d", at);
-        note_msg(t, "WRONG_OUTPUT", m);
-        ok = 0;
-      }
-      gpulease_submit_result_release(&r);
-    } else {
-      ok = 0;
-      if (!cycle_failed(t, st, &err)) break; /* the lease is left to its TTL */
-    }
-    st = gpulease_lease_free(t->client, &l, &err);
-    if (st != GPULEASE_OK) {
-      ok = 0;
-      if (!cycle_failed(t, st, &err)) break;
-    }
-    if (!ok) {
-      pause_ms(5);
-      continue;
-    }
-    if (t->n == t->cap) {
-      size_t cap = t->cap ? 2 * t->cap : 256;
-      double *ms = realloc(t->ms, cap * sizeof *ms);
-      if (!ms) break;
-      t->ms = ms;
-      t->cap = cap;
-    }
-    t->ms[t->n++] = now_ms() - t0;
-  }
-  t->end_ms = now_ms();
-  return NULL;
-}
-
-/* Runs the cycles of one class on the n clients and reports them. 0, or
- * -1 when an output was wrong or a connection failed. */
+/* Runs the cycles of one class on the n clients (cycles.c) and reports
+ * them. 0, or -1 when an output was wrong or a connection failed. */
 static int run_cycles(gpulease_client **clients, int n, gpulease_lease_class cls,
                       uint64_t mib, int secs, const char *label, bool counted) {
   const char *cname = gpulease_lease_class_name(cls);
-  cycler *ts = calloc((size_t)n, sizeof *ts);
-  pthread_t *th = calloc((size_t)n, sizeof *th);
-  if (!ts || !th) {
-    free(ts);
-    free(th);
-    fprintf(stderr, "bench: out of memory\n");
+  gl_cycle_stats st;
+  gl_cycle_opts co = {.cls = cls, .bytes = mib << 20, .secs = secs};
+  if (gl_cycles_run(clients, n, &co, &st) != 0 && st.clients == 0) {
+    fprintf(stderr, "bench: cannot start the cycles' threads\n");
     return -1;
   }
-  double t0 = now_ms();
-  int started = 0;
-  for (int i = 0; i < n; i++) {
-    ts[i].client = clients[i];
-    ts[i].cls = cls;
-    ts[i].bytes = mib << 20;
-    ts[i].deadline_ms = t0 + 1000.0 * secs;
-    if (pthread_create(&th[i], NULL, cycle_main, &ts[i]) != 0) {
-      fprintf(stderr, "bench: cannot start thread %d\n", i);
-      break;
-    }
-    started++;
-  }
-  size_t total = 0;
-  double end = t0;
-  for (int i = 0; i < started; i++) {
-    pthread_join(th[i], NULL);
-    total += ts[i].n;
-    if (ts[i].end_ms > end) end = ts[i].end_ms;
-  }
-  double *all = malloc((total ? total : 1) * sizeof *all);
-  uint64_t fails[NSTAT] = {0}, wrong = 0, nfail = 0;
-  int conn = 0;
-  const char *first = "";
-  size_t k = 0;
-  for (int i = 0; i < started; i++) {
-    if (all) memcpy(all + k, ts[i].ms, ts[i].n * sizeof *all);
-    k += ts[i].n;
-    for (int s = 0; s < NSTAT; s++) {
-      fails[s] += ts[i].fails[s];
-      nfail += ts[i].fails[s];
-    }
-    wrong += ts[i].wrong;
-    nfail += ts[i].wrong;
-    conn |= ts[i].conn_failed;
-    if (!*first && ts[i].first_msg[0]) first = ts[i].first_msg;
-  }
-  double secs_run = (end - t0) / 1000.0;
-  double rate = secs_run > 0 ? (double)total / secs_run : 0;
-  char fig[64];
+  int started = st.clients;
+  double rate = st.secs > 0 ? (double)st.cycles / st.secs : 0;
+  double p50 = gl_cycle_quantile(&st, 0.5), p90 = gl_cycle_quantile(&st, 0.9);
+  char fig[64], fails[512];
+  gl_cycle_fails_format(&st, fails, sizeof fails);
   printf("| %s: %s: %d clients x %d s of alloc %llu MiB + submit + free | %.1f cycles/s "
          "(%zu in %.2f s) |",
-         label, cname, started, secs, (unsigned long long)mib, rate, total, secs_run);
-  if (total && all)
-    printf(" cycle p50 %.2f ms | p90 %.2f ms |", median(all, total),
-           percentile(all, total, 0.9));
-  printf(" failures %llu", (unsigned long long)nfail);
-  const char *sep = ": ";
-  for (int s = 0; s < NSTAT; s++)
-    if (fails[s]) {
-      printf("%s%s %llu", sep, gpulease_status_name(s), (unsigned long long)fails[s]);
-      sep = ", ";
-    }
-  if (wrong) printf("%sWRONG_OUTPUT %llu", sep, (unsigned long long)wrong);
+         label, cname, started, secs, (unsigned long long)mib, rate, st.cycles, st.secs);
+  if (st.cycles) printf(" cycle p50 %.2f ms | p90 %.2f ms |", p50, p90);
+  printf(" failures %llu", (unsigned long long)st.nfail);
+  if (st.nfail) printf(": %s", fails);
   printf(" |\n");
-  if (*first) printf("|   %s: first failure: %s |\n", cname, first);
+  if (st.first_msg[0]) printf("|   %s: first failure: %s |\n", cname, st.first_msg);
   if (!counted) printf("|   (warm-up: the clients' first leases, not in the table) |\n");
 
   const char *target = "-";
-  if (!counted) goto out;
-  if (started == 32 && cls == GPULEASE_CLASS_SHARED) target = ">= 100";
-  else if (started == 32 && cls == GPULEASE_CLASS_ISOLATED) target = ">= 20";
-  snprintf(fig, sizeof fig, "cycles/s, %d clients", started);
-  add_row(fig, cname, target, "%.1f", rate);
-  snprintf(fig, sizeof fig, "cycle p50 / p90 ms, %d clients", started);
-  if (total && all)
-    add_row(fig, cname, "-", "%.1f / %.1f", median(all, total), percentile(all, total, 0.9));
-  else
-    add_row(fig, cname, "-", "none completed");
-  snprintf(fig, sizeof fig, "cycle failures, %d clients", started);
-  add_row(fig, cname, "-", "%llu", (unsigned long long)nfail);
-
-out:
-  for (int i = 0; i < started; i++) free(ts[i].ms);
-  free(all);
-  free(ts);
-  free(th);
-  if (wrong) fprintf(stderr, "bench: %s: %llu cycles' output was wrong\n", cname,
-                     (unsigned long long)wrong);
-  if (conn) fprintf(stderr, "bench: %s: a cycle's connection failed\n", cname);
-  return wrong || conn || started < n ? -1 : 0;
+  if (counted) {
+    if (started == 32 && cls == GPULEASE_CLASS_SHARED) target = ">= 100";
+    else if (started == 32 && cls == GPULEASE_CLASS_ISOLATED) target = ">= 20";
+    snprintf(fig, sizeof fig, "cycles/s, %d clients", started);
+    add_row(fig, cname, target, "%.1f", rate);
+    snprintf(fig, sizeof fig, "cycle p50 / p90 ms, %d clients", started);
+    if (st.cycles) add_row(fig, cname, "-", "%.1f / %.1f", p50, p90);
+    else add_row(fig, cname, "-", "none completed");
+    snprintf(fig, sizeof fig, "cycle failures, %d clients", started);
+    add_row(fig, cname, "-", "%llu", (unsigned long long)st.nfail);
+  }
+  gl_cycle_stats_free(&st);
+  if (st.wrong) fprintf(stderr, "bench: %s: %llu cycles' output was wrong\n", cname,
+                        (unsigned long long)st.wrong);
+  if (st.conn_failed) fprintf(stderr, "bench: %s: a cycle's connection failed\n", cname);
+  return st.wrong || st.conn_failed || started < n ? -1 : 0;
 }
 
 /* ------------------------------------------------------------------------
@@ -367,8 +167,8 @@ static uint64_t sum_used(const uint64_t *v, const unsigned char *used) {
 static void settle(gpulease_client *c, gpulease_inventory *inv) {
   gpulease_warm_pool_info pool = {.struct_version = GPULEASE_WARM_POOL_INFO_VERSION};
   uint64_t free_b[GPULEASE_MAX_GPUS];
-  double t0 = now_ms(), last = -1;
-  while (now_ms() - t0 < 5000) {
+  double t0 = gl_bench_now_ms(), last = -1;
+  while (gl_bench_now_ms() - t0 < 5000) {
     uint32_t starting = 0;
     if (gpulease_warm_pool_get(c, &pool, NULL) == GPULEASE_OK)
       for (uint32_t g = 0; g < pool.gpu_count && g < GPULEASE_MAX_GPUS; g++)
@@ -379,7 +179,7 @@ static void settle(gpulease_client *c, gpulease_inventory *inv) {
     double d = f - last;
     if (!starting && last >= 0 && d < 16 * MIB && d > -16 * MIB) return;
     last = f;
-    pause_ms(100);
+    gl_bench_pause_ms(100);
   }
 }
 
@@ -408,7 +208,7 @@ static int run_max(gpulease_client *c, gpulease_lease_class cls, uint64_t mib, i
     fprintf(stderr, "bench: %s: inventory: %s\n", cname, err.message);
     free(inv);
     free(ls);
-    return is_conn_error(st) ? -1 : 0;
+    return gl_bench_conn_error(st) ? -1 : 0;
   }
   memcpy(peak, before, sizeof peak);
   gpulease_lease_opts lo;
@@ -420,7 +220,7 @@ static int run_max(gpulease_client *c, gpulease_lease_class cls, uint64_t mib, i
     st = gpulease_lease_alloc_opts(c, GPULEASE_ANY_GPU, mib << 20, 120, &lo, &ls[held], &err);
     if (st != GPULEASE_OK) {
       snprintf(why, sizeof why, "%s: %s", gpulease_status_name(st), err.message);
-      if (is_conn_error(st)) {
+      if (gl_bench_conn_error(st)) {
         rc = -1;
         gpulease_client_reconnect(c, NULL);
       }
@@ -458,20 +258,20 @@ static int run_max(gpulease_client *c, gpulease_lease_class cls, uint64_t mib, i
           "%.1f", over);
 
   /* Free them all from this thread, then poll until the VRAM is back. */
-  double t0 = now_ms();
+  double t0 = gl_bench_now_ms();
   int free_fail = 0;
   for (int i = 0; i < held; i++) {
     st = gpulease_lease_free(c, &ls[i], &err);
     if (st != GPULEASE_OK) {
       if (!free_fail++) fprintf(stderr, "bench: %s: lease_free: %s: %s\n", cname,
                                 gpulease_status_name(st), err.message);
-      if (is_conn_error(st)) {
+      if (gl_bench_conn_error(st)) {
         rc = -1;
         if (gpulease_client_reconnect(c, NULL) != GPULEASE_OK) break;
       }
     }
   }
-  double t_free = now_ms() - t0;
+  double t_free = gl_bench_now_ms() - t0;
   /* Two moments: the leases' own VRAM (their regions) free again, and
    * every byte back, contexts included (an isolated lease's worker may wait
    * as a spare for GL_POOL_SPARE_IDLE_S before its context goes). */
@@ -480,18 +280,18 @@ static int run_max(gpulease_client *c, gpulease_lease_class cls, uint64_t mib, i
   uint64_t regions = (uint64_t)held * (mib << 20);
   uint64_t want_regions = sum_used(peak, used) + (regions > tol ? regions - tol : 0);
   double back = -1, back_regions = -1;
-  while (now_ms() - t0 < 20000) {
+  while (gl_bench_now_ms() - t0 < 20000) {
     if ((st = read_free(c, inv, now_b, &err)) != GPULEASE_OK) {
-      if (is_conn_error(st)) rc = -1;
+      if (gl_bench_conn_error(st)) rc = -1;
       break;
     }
     uint64_t f = sum_used(now_b, used);
-    if (back_regions < 0 && f >= want_regions) back_regions = now_ms() - t0;
+    if (back_regions < 0 && f >= want_regions) back_regions = gl_bench_now_ms() - t0;
     if (f + tol >= want) {
-      back = now_ms() - t0;
+      back = gl_bench_now_ms() - t0;
       break;
     }
-    pause_ms(10);
+    gl_bench_pause_ms(10);
   }
   if (back_regions >= 0)
     printf("| %s: %s: the leases' own %llu MiB free again after %.0f ms |\n", label, cname,
@@ -589,14 +389,14 @@ int main(int argc, char **argv) {
   double *alloc = calloc((size_t)iters, sizeof *alloc), *call = calloc((size_t)iters, sizeof *call);
   for (int i = 0; i < iters; i++) {
     gpulease_lease l;
-    double t0 = now_ms();
+    double t0 = gl_bench_now_ms();
     if (gpulease_lease_alloc(c, GPULEASE_ANY_GPU, mib << 20, 60, &l, &err) != GPULEASE_OK) {
       fprintf(stderr, "bench: lease_alloc: %s\n", err.message);
       return 1;
     }
-    alloc[i] = now_ms() - t0;
+    alloc[i] = gl_bench_now_ms() - t0;
     gpulease_lease_free(c, &l, NULL);
-    pause_ms(gap_ms);
+    gl_bench_pause_ms(gap_ms);
   }
   float out[256];
   gpulease_call_arg a = {.kind = GPULEASE_CALL_OUT, .out = out, .size = sizeof out};
@@ -613,18 +413,18 @@ int main(int argc, char **argv) {
   d.arg_count = 1;
   for (int i = 0; i < iters; i++) {
     memset(out, 0, sizeof out);
-    double t0 = now_ms();
+    double t0 = gl_bench_now_ms();
     if (gpulease_call(c, NULL, &d, NULL, &err) != GPULEASE_OK) {
       fprintf(stderr, "bench: call: %s\n", err.message);
       return 1;
     }
-    call[i] = now_ms() - t0;
+    call[i] = gl_bench_now_ms() - t0;
     for (int k = 0; k < 256; k++)
       if (out[k] != (float)(k + 1)) {
         fprintf(stderr, "bench: call's output is wrong at %d\n", k);
         return 1;
       }
-    pause_ms(gap_ms);
+    gl_bench_pause_ms(gap_ms);
   }
   /* VRAM a lease costs beyond its region, and how soon a freed lease's
    * VRAM is free again, as the daemon's inventory (NVML) says. */
@@ -639,18 +439,18 @@ int main(int argc, char **argv) {
     if (gpulease_lease_alloc(c, 0, mib << 20, 60, &l, &err) != GPULEASE_OK) return 1;
     if (gpulease_inventory_get(c, inv, &err) != GPULEASE_OK) return 1;
     over[k] = ((double)free0 - (double)inv->gpus[0].free_vram_bytes - (double)(mib << 20)) / MIB;
-    double t0 = now_ms();
+    double t0 = gl_bench_now_ms();
     gpulease_lease_free(c, &l, NULL);
     back[k] = -1;
-    while (now_ms() - t0 < 5000) {
+    while (gl_bench_now_ms() - t0 < 5000) {
       if (gpulease_inventory_get(c, inv, &err) != GPULEASE_OK) return 1;
       if (inv->gpus[0].free_vram_bytes + (16u << 20) >= free0) {
-        back[k] = now_ms() - t0;
+        back[k] = gl_bench_now_ms() - t0;
         break;
       }
-      pause_ms(5);
+      gl_bench_pause_ms(5);
     }
-    pause_ms(gap_ms);
+    gl_bench_pause_ms(gap_ms);
   }
   free(inv);
   double alloc50 = median(alloc, (size_t)iters), alloc90 = percentile(alloc, (size_t)iters, 0.9);
@@ -680,17 +480,14 @@ int main(int argc, char **argv) {
   if (clients > 0) {
     /* One client per thread, connected before the clock starts. */
     gpulease_client **cl = calloc((size_t)clients, sizeof *cl);
-    int connected = 0;
-    for (; cl && connected < clients; connected++)
-      if (gpulease_client_connect(&o, &cl[connected], &err) != GPULEASE_OK) {
-        fprintf(stderr, "bench: client %d of %d: %s\n", connected + 1, clients, err.message);
-        break;
-      }
+    int connected = cl ? gl_clients_connect(&o, clients, 8, cl, &err) : 0;
+    if (cl && connected < clients)
+      fprintf(stderr, "bench: %d of %d clients connected: %s\n", connected, clients, err.message);
     if (!cl || connected < clients) {
       rc = 1;
     } else {
       for (int i = 0; i < ncls; i++) {
-        if (i > 0) pause_ms(gap_ms);
+        if (i > 0) gl_bench_pause_ms(gap_ms);
         /* Steady state: a warm-up pass first (the clients' first leases
          * find no spare worker yet), then the measured one. */
         if (warmup_s > 0 &&
@@ -700,12 +497,12 @@ int main(int argc, char **argv) {
         fflush(stdout);
       }
     }
-    for (int i = 0; cl && i < connected; i++) gpulease_client_close(cl[i]);
+    if (cl) gl_clients_close(cl, clients);
     free(cl);
   }
   if (max_mib > 0) {
     for (int i = 0; i < ncls; i++) {
-      pause_ms(gap_ms);
+      gl_bench_pause_ms(gap_ms);
       if (run_max(c, cls[i], max_mib, max_leases, label) != 0) rc = 1;
       fflush(stdout);
     }

@@ -6,7 +6,8 @@
 # QUIC transfers; the same session and lease benchmarks with tenants
 # (--auth token) in the same run; the lease benchmark with and without warm
 # workers (with them: 32 clients cycling leases of each class, the most
-# concurrent 256 MiB leases of each); the emulator's benchmark. Exits
+# concurrent 256 MiB leases of each); with GL_BENCH_LOAD=1 the load table
+# (tests/gpu/load_check.sh); the emulator's benchmark. Exits
 # non-zero when a benchmark's own checks fail.
 set -uo pipefail
 B=$(cd "${1:-build}" && pwd)
@@ -65,6 +66,11 @@ for warm in 0 2; do
   result "lease benchmark with --warm-workers $warm (every call's output checked)" $?
   kill $LD; wait $LD 2>/dev/null; rm -rf "$LW"
 done
+if [ -n "${GL_BENCH_LOAD:-}" ]; then
+  # Issue 34's load table (4 to 5 minutes more; on its own: load_check.sh).
+  "$(dirname "$0")/load_check.sh" "$B"
+  result "load benchmark (tests/gpu/load_check.sh)" $?
+fi
 echo "== emulator benchmark (host CPU of the GPU node)"
 "$B/bench/gl_bench_emu" "$B/emu-kernels/sm_75" 512 5
 echo
