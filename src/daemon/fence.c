@@ -132,9 +132,11 @@ static void on_poll(struct ev_loop *loop, ev_timer *t, int revents) {
   if (!f->n) ev_timer_stop(loop, t);
 }
 
-static watch *find(gl_fence *f, pid_t pid) {
+/* The record of pid's teardown not reaped yet (a reaped one whose memory
+ * NVML still lists may share the PID with a new worker's). */
+static watch *find_unreaped(gl_fence *f, pid_t pid) {
   for (size_t i = 0; i < f->n; i++)
-    if (f->w[i].pid == pid) return &f->w[i];
+    if (f->w[i].pid == pid && !f->w[i].reaped) return &f->w[i];
   return NULL;
 }
 
@@ -166,8 +168,8 @@ static void on_teardown(void *user, uint32_t gpu, pid_t pid, bool exited) {
     begin(f, gpu, pid);
     return;
   }
-  watch *w = find(f, pid);
-  if (!w || w->reaped) return;
+  watch *w = find_unreaped(f, pid);
+  if (!w) return;
   w->reaped = true;
   gl_teardown_end(f->td, gpu, ev_now(f->d->loop), true);
   check(f, (size_t)(w - f->w), ev_now(f->d->loop)); /* gone at once when its memory is back */
