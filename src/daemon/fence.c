@@ -98,7 +98,7 @@ static bool check(gl_fence *f, size_t i, double now) {
   }
   uint32_t timeout_ms = gl_teardown_timeout_ms(f->td, w->gpu, GL_TEARDOWN_EXIT, w->peak);
   double waited_ms = (now - w->begun) * 1000.0;
-  bool due = waited_ms >= timeout_ms;
+  bool due = waited_ms >= timeout_ms || w->warned || w->fencing; /* once due, it stays */
   if (!due && !w->reaped) return true;
   gl_worker_mem m;
   if (gl_worker_mem_check(&f->d->node, w->gpu, w->pid, w->reaped, &m)) {
