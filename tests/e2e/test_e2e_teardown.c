@@ -12,7 +12,10 @@
  *  - a lone slow-exiting worker within its deadline does not fence;
  *  - wedged workers (GL_FAULT_WORKER_KILL_IGNORED: they never exit) still
  *    fence, not before the scaled deadline, with an ERROR that names the
- *    figures; the fence lifts once they are gone.
+ *    figures; the fence lifts once they are gone;
+ *  - freed leases whose workers cannot release them (a kernel still
+ *    running) are ended after the release deadline, which grows the same
+ *    way with the releases under way together.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -154,6 +157,7 @@ static void test_wedged_workers_fence_after_scaled_timeout(void **state) {
   double t0 = now_s();
   for (int i = 0; i < WEDGED; i++) CHECK(gpulease_lease_free(c, &l[i], E));
   double frees = now_s() - t0;
+  fprintf(stderr, "%d frees took %.0f ms\n", WEDGED, frees * 1000);
   /* Past the base deadline (300 ms) but not the scaled one (800 ms): with
    * the kills close together (each deadline grows when the next comes),
    * nothing is fenced yet. */
@@ -195,10 +199,78 @@ static void test_wedged_workers_fence_after_scaled_timeout(void **state) {
   gl_test_daemon_stop(&d);
 }
 
+/* A kernel that counts to n: still running when its lease is freed. */
+static const char k_spin[] =
+    ".version 7.0\n.target sm_70\n.address_size 64\n"
+    ".visible .entry spin(.param .u64 n)\n{\n"
+    "  .reg .b64 %rd<3>;\n  .reg .pred %p<2>;\n"
+    "  ld.param.u64 %rd1, [n];\n  mov.u64 %rd2, 0;\n"
+    "LOOP:\n  add.u64 %rd2, %rd2, 1;\n  setp.lt.u64 %p1, %rd2, %rd1;\n"
+    "  @%p1 bra LOOP;\n  ret;\n}\n";
+
+/* Starts the spin kernel, without end, in a session of lease l. */
+static gpulease_session *spin_forever(gpulease_client *c, const gpulease_lease *l) {
+  gpulease_session *s;
+  CHECK(gpulease_session_open(c, l, &s, E));
+  gpulease_module m;
+  CHECK(gpulease_module_load(s, k_spin, sizeof k_spin - 1, GPULEASE_IMAGE_PTX, &m, NULL, E));
+  gpulease_function fn;
+  CHECK(gpulease_function_get(s, m, "spin", &fn, NULL, E));
+  uint64_t forever = 1ull << 62;
+  gpulease_arg arg = gpulease_arg_scalar(&forever, sizeof forever);
+  const uint32_t one[3] = {1, 1, 1};
+  CHECK(gpulease_launch(s, fn, one, one, 0, &arg, 1, E)); /* queued: answered at once */
+  return s;
+}
+
+/* Two leases freed together while their kernels run: their workers are
+ * offered for reuse (the pool) and cannot release them. Each release's
+ * deadline is 2000 + 1 x 1000 ms: they are ended after 3 s, not 2. */
+static void test_release_deadline_scales(void **state) {
+  (void)state;
+  const char *env[] = {NULL};
+  const char *extra[] = {"--warm-workers", "1", "--teardown-per-context-ms", "1000", NULL};
+  gl_test_daemon d;
+  start_with(&d, env, extra);
+  gpulease_client *c = gl_test_connect(&d, 30000);
+  gpulease_lease l[2];
+  gpulease_session *s[2];
+  alloc_n(c, l, 2);
+  for (int i = 0; i < 2; i++) s[i] = spin_forever(c, &l[i]);
+  usleep(100 * 1000); /* the kernels run */
+  double t0 = now_s();
+  for (int i = 0; i < 2; i++) CHECK(gpulease_lease_free(c, &l[i], E));
+  double frees = now_s() - t0;
+  fprintf(stderr, "2 frees took %.0f ms\n", frees * 1000);
+  if (frees < 0.3) { /* released together: neither is ended at the base's 2 s */
+    sleep_until(t0 + 2.5);
+    assert_int_equal(gl_test_daemon_log_count(&d, "did not release it"), 0);
+  }
+  const char *ended = "did not release it in";
+  for (int i = 0; i < 40 && gl_test_daemon_log_count(&d, ended) < 2; i++) usleep(100 * 1000);
+  assert_int_equal(gl_test_daemon_log_count(&d, ended), 2);
+  assert_true(now_s() - t0 >= 3.0);
+  if (frees < 0.3)
+    assert_int_equal(gl_test_daemon_log_count(&d, "(2000 ms + 1000 ms for each of the 1 other "
+                                                  "worker(s) tearing down with it"),
+                     2);
+  /* The GPU is fine: a lease runs its kernel. */
+  gpulease_lease x;
+  CHECK(gpulease_lease_alloc(c, 0, 4 * MiB, 60, &x, E));
+  gpulease_error err;
+  assert_int_equal(gl_test_submit_iota(c, &x, &err), GPULEASE_OK);
+  CHECK(gpulease_lease_free(c, &x, E));
+  assert_int_equal(gl_test_daemon_log_count(&d, "fenced"), 0);
+  for (int i = 0; i < 2; i++) gpulease_session_close(s[i], NULL);
+  gpulease_client_close(c);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_burst_of_slow_exits),
       cmocka_unit_test(test_wedged_workers_fence_after_scaled_timeout),
+      cmocka_unit_test(test_release_deadline_scales),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
