@@ -8,7 +8,8 @@
  *   GL_FAULT_WORKER_EXIT_DELAY_MS=N  once its channel to the daemon is
  *       closed, the worker waits N ms (0..60000) before it exits. The
  *       daemon, seeing the variable, sends its ended workers no SIGKILL
- *       (which would not wait): it closes their channel only.
+ *       (which would not wait): it closes their channel only, so a worker
+ *       whose kernel still runs ends only after it (not for such tests).
  *   GL_FAULT_WORKER_EXIT_LOCK=FILE   the wait is taken holding an
  *       exclusive flock(2) on FILE (opened at start, before the sandbox),
  *       so the waits of workers ending together run one after another, as
