@@ -11,6 +11,7 @@
 #include "daemon/early.h"
 #include "daemon/hdrlog.h"
 #include "daemon/fence.h"
+#include "daemon/teardown.h"
 #include "daemon/metrics.h"
 #include "daemon/notify.h"
 #include "daemon/reload.h"
@@ -47,6 +48,7 @@ void gl_daemon_config_default(gl_daemon_config *cfg) {
   cfg->max_buffered_per_connection = 512ull << 20;
   cfg->max_buffered_per_tenant = 1ull << 30;
   cfg->teardown_timeout_ms = 10000;
+  cfg->teardown_per_context_ms = GL_TEARDOWN_PER_CONTEXT_MS;
   cfg->retry_above_address_handshakes = 8;
   cfg->handshake_timeout_ms = 5000;
   cfg->device_mode = GL_DEVICE_AUTO;
@@ -281,7 +283,9 @@ static int setup_access(gl_daemon *d, char *err, size_t errlen) {
   d->load = gl_tenant_load_new();
   d->admit = gl_admit_new(c->max_requests_per_tenant, c->max_buffered_per_tenant);
   d->hdrlog = gl_hdrlog_new(d->loop, d);
-  d->fence = gl_fence_new(d, c->teardown_timeout_ms / 1000.0);
+  gl_teardown_limits tl = gl_daemon_teardown_limits(c);
+  d->teardown = gl_teardown_new(&tl);
+  d->fence = d->teardown ? gl_fence_new(d, d->teardown) : NULL;
   gl_wproc_set_held_watch(gl_daemon_on_held, d);
   if (!d->quota || !d->load || !d->admit || !d->hdrlog || !d->fence) {
     snprintf(err, errlen, "out of memory");
@@ -294,6 +298,12 @@ static int setup_access(gl_daemon *d, char *err, size_t errlen) {
   GL_INFO("authentication: %s%s", gl_auth_mode_name(c->auth_mode),
           c->auth_mode == GL_AUTH_NONE ? " (every client is the anonymous tenant)" : "");
   return 0;
+}
+
+gl_teardown_limits gl_daemon_teardown_limits(const gl_daemon_config *cfg) {
+  return (gl_teardown_limits){.exit_base_ms = cfg->teardown_timeout_ms,
+                              .release_base_ms = GL_TEARDOWN_RELEASE_BASE_MS,
+                              .per_context_ms = cfg->teardown_per_context_ms};
 }
 
 int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t errlen) {
@@ -425,8 +435,12 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
   if (cfg->warm_workers > 0 && d->node.gpu_count > 0) {
     d->pool = gl_pool_new(d->loop, &d->node, d->cfg.worker_exe, d->cfg.log_level,
                           cfg->warm_workers);
-    if (!d->pool) GL_WARN("out of memory for the warm workers: leases start their own");
-    else GL_INFO("%u warm worker(s) a GPU", cfg->warm_workers);
+    if (!d->pool) {
+      GL_WARN("out of memory for the warm workers: leases start their own");
+    } else {
+      gl_pool_set_teardown(d->pool, d->teardown);
+      GL_INFO("%u warm worker(s) a GPU", cfg->warm_workers);
+    }
   }
   d->shared = gl_shared_new(d->loop, &d->node, d->pool, d->cfg.worker_exe, d->cfg.log_level,
                             gl_daemon_on_shared_lost, d);
@@ -507,5 +521,7 @@ void gl_daemon_stop(gl_daemon *d) {
   gl_wproc_set_held_watch(NULL, NULL);
   gl_fence_free(d->fence);
   d->fence = NULL;
+  gl_teardown_free(d->teardown);
+  d->teardown = NULL;
   sodium_memzero(&d->cap_key, sizeof d->cap_key);
 }

@@ -23,6 +23,7 @@
 #include "daemon/pool.h"
 #include "daemon/shards.h"
 #include "daemon/shared.h"
+#include "daemon/teardown.h"
 #include "net/local.h"
 #include "net/quic.h"
 
@@ -69,7 +70,10 @@ typedef struct gl_daemon_config {
   uint32_t retry_above_handshakes;      /* --retry-above-handshakes (0: 64; UINT32_MAX never) */
   uint32_t retry_above_address_handshakes; /* --retry-above-address-handshakes (0: 8) */
   uint32_t handshake_timeout_ms;        /* --handshake-timeout-ms (0: 5000) */
-  uint32_t teardown_timeout_ms;  /* --teardown-timeout-ms: a killed worker's deadline (fence.h) */
+  uint32_t teardown_timeout_ms;  /* --teardown-timeout-ms: a killed worker's deadline when it
+                                    tears down alone (teardown.h) */
+  uint32_t teardown_per_context_ms; /* --teardown-per-context-ms: added to it (and to a
+                                       release's) for each other worker tearing down */
   char metrics_listen[300];      /* --metrics-listen HOST:PORT: Prometheus /metrics; "" none */
 } gl_daemon_config;
 
@@ -104,6 +108,7 @@ typedef struct gl_daemon {
   ev_timer trim_timer;    /* gives freed memory back to the system after a flood */
   unsigned trim_due;      /*   malloc_trim calls still to make */
   struct gl_fence *fence; /* GPUs fenced after a failed teardown (fence.h) */
+  struct gl_teardown *teardown; /* workers tearing down per GPU, their deadlines (teardown.h) */
   struct gl_metrics *metrics; /* --metrics-listen, or NULL (metrics.h) */
   gl_node node;
   ev_timer expiry_timer;
@@ -119,6 +124,11 @@ typedef struct gl_daemon {
 /* Fills defaults: listen 127.0.0.1:5701, max TTL 300 s, 1024 leases, 256
  * MiB messages, 1024 connections. */
 void gl_daemon_config_default(gl_daemon_config *cfg);
+
+/* The teardown deadlines' figures (teardown.h) of a configuration:
+ * --teardown-timeout-ms, GL_TEARDOWN_RELEASE_BASE_MS and
+ * --teardown-per-context-ms. */
+gl_teardown_limits gl_daemon_teardown_limits(const gl_daemon_config *cfg);
 
 /* Discovers GPUs, loads or creates the TLS credentials, binds the socket.
  * 0, or -1 with a reason in err. */

@@ -19,6 +19,7 @@
 #include "daemon/options.h"
 #include "daemon/reload.h"
 #include "worker/counters.h"
+#include "worker/exit_fault.h"
 #include "worker/kout.h"
 #include "worker/sandbox.h"
 #include "worker/worker.h"
@@ -43,6 +44,7 @@ static int worker_main(gl_options *o) {
   bool emu = o->device_given && cfg->device_mode == GL_DEVICE_EMU;
   /* nvJitLink named by gpuleased --nvjitlink: opened before the sandbox. */
   if (!emu) gl_cuda_compat_preload(getenv("GL_NVJITLINK"));
+  gl_exit_fault_prepare(); /* test-only; nothing unless its variables are set */
   /* Before any thread or the device: see src/worker/sandbox.h. */
   const char *nosb = getenv("GL_WORKER_NO_SANDBOX");
   char jit_path[PATH_MAX];
@@ -79,6 +81,7 @@ static int worker_main(gl_options *o) {
    * the driver does not; only SIGKILL from outside ends it. */
   if (getenv("GL_FAULT_WORKER_KILL_IGNORED"))
     for (;;) pause();
+  gl_exit_fault_delay(); /* test-only, as above (src/worker/exit_fault.h) */
   /* After a device fault the session threads may still be inside the
    * dead context: leave without running exit handlers. */
   if (rc == GL_WORKER_EXIT_CONTEXT_LOST) {

@@ -292,6 +292,10 @@ static void render(gl_metrics *m) {
           "%" PRIu64, now[g].leased);
   PER_GPU("gpulease_gpu_fenced", "gauge", "1 while the GPU is fenced (a failed teardown).", "%d",
           gl_lease_table_fenced(d->leases, g) != NULL);
+  PER_GPU("gpulease_gpu_teardowns", "gauge",
+          "Workers of the GPU tearing down now: exiting after their lease, or releasing it "
+          "for reuse (their fencing deadline grows with this).",
+          "%u", d->teardown ? gl_teardown_in_flight(d->teardown, g) : 0u);
   PER_GPU("gpulease_gpu_memory_total_bytes", "gauge", "The GPU's memory.", "%" PRIu64,
           d->node.gpus[g].total_vram_bytes);
   PER_GPU("gpulease_gpu_memory_free_bytes", "gauge",

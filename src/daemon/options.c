@@ -99,10 +99,14 @@ void gl_options_usage(FILE *f) {
         "  --handshake-timeout-ms MS  a QUIC connection whose handshake has not completed\n"
         "                        this long after its first packet is dropped (100..60000;\n"
         "                        default 5000)\n"
-        "  --teardown-timeout-ms MS  how long an ended lease's worker may take to exit and\n"
-        "                        its memory to come back (NVML) before its GPU is fenced:\n"
-        "                        no new leases until it does or an admin unfences it\n"
-        "                        (default 10000)\n"
+        "  --teardown-timeout-ms MS  how long an ended lease's worker, tearing down alone,\n"
+        "                        may take to exit before its GPU is fenced if its memory\n"
+        "                        has not come back (NVML): no new leases until it does or\n"
+        "                        an admin unfences it (10..3600000; default 10000)\n"
+        "  --teardown-per-context-ms MS  added to that deadline, and to a freed lease's 2 s\n"
+        "                        to release its worker, for each other worker of the GPU\n"
+        "                        tearing down at the same time (or twice the measured time\n"
+        "                        a context takes, when longer); 0..60000, default 250\n"
         "  --audit-log FILE      append a JSON line per lease op, session open and close,\n"
         "                        module load and refused request (\"-\": stderr)\n"
         "  --worker-user USER    the user workers run as (default: nobody when gpuleased\n"
@@ -144,7 +148,7 @@ enum { O_LISTEN = 256, O_CERT, O_KEY, O_STATE, O_TTL, O_LEASES, O_MSG, O_LOG, O_
        O_LOCAL_SOCKET, O_LOCAL_MODE, O_MAX_PINNED, O_NET_THREADS, O_STRIPE_PORT, O_WARM,
        O_CTX_OVERHEAD, O_CUDA_VISIBLE, O_NO_SANDBOX, O_AUTH, O_CLIENT_CA, O_CLIENT_CRL, O_TENANTS,
        O_ALLOW_ANON, O_AUDIT, O_WORKER_USER, O_NVJITLINK, O_MAX_REQ_TENANT, O_MAX_CONN_ADDR, O_RETRY_ABOVE,
-       O_RETRY_ABOVE_ADDR, O_HS_TIMEOUT, O_TEARDOWN, O_METRICS, O_CONFIG, O_CHECK_CONFIG,
+       O_RETRY_ABOVE_ADDR, O_HS_TIMEOUT, O_TEARDOWN, O_TEARDOWN_STEP, O_METRICS, O_CONFIG, O_CHECK_CONFIG,
        O_EMU_GPUS, O_PLACEMENT, O_BUF_CONN, O_BUF_TENANT };
 
 /* The command line; the configuration file's keys are the same names. */
@@ -178,6 +182,7 @@ static const struct option opts[] = {
     {"retry-above-address-handshakes", required_argument, 0, O_RETRY_ABOVE_ADDR},
     {"handshake-timeout-ms", required_argument, 0, O_HS_TIMEOUT},
     {"teardown-timeout-ms", required_argument, 0, O_TEARDOWN},
+    {"teardown-per-context-ms", required_argument, 0, O_TEARDOWN_STEP},
     {"auth", required_argument, 0, O_AUTH},
     {"client-ca", required_argument, 0, O_CLIENT_CA},
     {"client-crl", required_argument, 0, O_CLIENT_CRL},
@@ -262,6 +267,13 @@ static int apply_option(gl_options *cl, int code, const char *name, const char *
       return -1;
     }
     cfg->teardown_timeout_ms = (uint32_t)v;
+    break;
+  case O_TEARDOWN_STEP:
+    if (gl_parse_u64(value, 60000, &v) != 0) {
+      snprintf(err, errlen, "%s: expected 0..60000, got '%s'", name, value);
+      return -1;
+    }
+    cfg->teardown_per_context_ms = (uint32_t)v;
     break;
   case O_RETRY_ABOVE:
     if (gl_parse_u64(value, UINT32_MAX, &v) != 0) {

@@ -7,11 +7,13 @@
 #include "daemon/pool.h"
 
 #include <ev.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
+#include "daemon/teardown.h"
 #include "proto/wire.h"
 
 #define RETRY_S 1.0
@@ -44,12 +46,16 @@ typedef struct spare {
   bool ready;    /* released: may be handed out */
   double since;  /* ev_now when it became ready */
   ev_timer timeout; /* the release must be answered in time */
+  double released_at; /* ev_now when WORKER_RELEASE went out */
+  unsigned peak;      /* most of the GPU's teardowns under way at once since */
+  gl_teardown *counted; /* the release counts there until release_over */
   struct spare *next;
 } spare;
 
 /* A release not answered in this time (a kernel still running in the
- * ended lease) ends the worker instead. */
-#define RELEASE_TIMEOUT_S 2.0
+ * ended lease) ends the worker instead; without a teardown table, and as
+ * the base of its deadline with one (teardown.h). */
+#define RELEASE_TIMEOUT_S (GL_TEARDOWN_RELEASE_BASE_MS / 1000.0)
 
 struct gl_pool {
   struct ev_loop *loop;
@@ -59,7 +65,20 @@ struct gl_pool {
   slot *slots; /* node->gpu_count x per_gpu */
   spare *spares; /* newest first */
   ev_timer retire;
+  gl_teardown *td; /* gl_pool_set_teardown, or NULL */
 };
+
+void gl_pool_set_teardown(gl_pool *p, gl_teardown *td) {
+  if (p) p->td = td;
+}
+
+/* sp's release is no longer under way (answered: measured; else given
+ * up). */
+static void release_over(spare *sp, bool measured) {
+  if (!sp->counted) return;
+  gl_teardown_end(sp->counted, sp->gpu, ev_now(sp->pool->loop), measured);
+  sp->counted = NULL;
+}
 
 static void slot_start(slot *s);
 
@@ -78,6 +97,7 @@ static void on_spare_exit(void *owner, int code, int signo) {
   spare *sp = owner;
   GL_DEBUG("spare worker for GPU %u ended (code %d, signal %d)", (unsigned)sp->gpu, code, signo);
   spare_unlink(sp->pool, sp);
+  release_over(sp, false);
   if (!sp->answered) { /* release_done comes next and frees it */
     sp->gone = true;
     return;
@@ -95,6 +115,7 @@ static unsigned spare_count(const gl_pool *p, uint32_t gpu, bool ready_only) {
 
 static void spare_end(gl_pool *p, spare *sp, const char *why) {
   spare_unlink(p, sp);
+  release_over(sp, false);
   ev_timer_stop(p->loop, &sp->timeout);
   sp->ending = true; /* a release_done from the kill leaves sp to us */
   gl_wproc_kill(sp->w, GPULEASE_INTERNAL, why);
@@ -109,6 +130,7 @@ static void release_done(void *ctx, gpulease_status status, const uint8_t *msg, 
             h.status == GPULEASE_OK;
   sp->answered = true;
   ev_timer_stop(sp->pool->loop, &sp->timeout);
+  release_over(sp, status == GPULEASE_OK);
   if (sp->ending) return;
   if (sp->taken || sp->gone) { /* a lease has it (its WORKER_INIT tells), or it ended */
     free(sp);
@@ -134,8 +156,29 @@ static void on_release_timeout(struct ev_loop *loop, ev_timer *t, int revents) {
   (void)loop;
   (void)revents;
   spare *sp = t->data;
-  GL_WARN("a freed lease's worker did not release it in %.0f s (a kernel still running?); "
-          "ending it", RELEASE_TIMEOUT_S);
+  double waited_s = ev_now(loop) - sp->released_at;
+  if (sp->counted) { /* the deadline grows with the teardowns that came since */
+    unsigned cur = gl_teardown_in_flight(sp->counted, sp->gpu);
+    if (cur > sp->peak) sp->peak = cur;
+    double limit_s =
+        gl_teardown_timeout_ms(sp->counted, sp->gpu, GL_TEARDOWN_RELEASE, sp->peak) / 1000.0;
+    if (waited_s < limit_s) {
+      ev_timer_set(t, limit_s - waited_s, 0.0);
+      ev_timer_start(loop, t);
+      return;
+    }
+    gl_teardown_limits lim = gl_teardown_get_limits(sp->counted);
+    GL_WARN("GPU %u: a freed lease's worker (PID %d) did not release it in %.0f ms, its "
+            "timeout (%" PRIu32 " ms + %" PRIu32 " ms for each of the %u other worker(s) "
+            "tearing down with it; %u now); a kernel still running? Ending it",
+            (unsigned)sp->gpu, (int)gl_wproc_pid(sp->w), waited_s * 1000.0,
+            lim.release_base_ms, gl_teardown_step_ms(sp->counted, sp->gpu),
+            sp->peak > 1 ? sp->peak - 1 : 0, cur);
+  } else {
+    GL_WARN("a freed lease's worker did not release it in %.0f s (a kernel still running?); "
+            "ending it", RELEASE_TIMEOUT_S);
+  }
+  release_over(sp, false);
   if (sp->taken) gl_wproc_kill(sp->w, GPULEASE_INTERNAL, "the worker's last lease did not end");
   else spare_end(sp->pool, sp, "release timed out");
 }
@@ -153,7 +196,14 @@ void gl_pool_recycle(gl_pool *p, uint32_t gpu, gl_wproc *w, uint64_t lease_id) {
   sp->pool = p;
   sp->gpu = gpu;
   sp->w = w;
-  ev_timer_init(&sp->timeout, on_release_timeout, RELEASE_TIMEOUT_S, 0.0);
+  sp->released_at = ev_now(p->loop);
+  double limit_s = RELEASE_TIMEOUT_S;
+  if (p->td) {
+    sp->counted = p->td;
+    sp->peak = gl_teardown_begin(p->td, gpu, sp->released_at);
+    limit_s = gl_teardown_timeout_ms(p->td, gpu, GL_TEARDOWN_RELEASE, sp->peak) / 1000.0;
+  }
+  ev_timer_init(&sp->timeout, on_release_timeout, limit_s, 0.0);
   sp->timeout.data = sp;
   ev_timer_start(p->loop, &sp->timeout);
   gl_wproc_set_owner(w, on_spare_exit, NULL, sp);

@@ -27,6 +27,7 @@
 #include "daemon/worker_proc.h"
 
 struct ev_loop;
+struct gl_teardown;
 typedef struct gl_pool gl_pool;
 
 /* Starts per_gpu (1..16) warm workers for each GPU of node (borrowed, as
@@ -62,11 +63,20 @@ gl_wproc *gl_pool_take_fresh(gl_pool *p, uint32_t gpu, gl_wproc_exit_cb on_exit,
  * instead of a fresh worker: a lease then costs no CUDA context start and
  * no context teardown. A worker still being released may be handed out
  * too (the lease's WORKER_INIT queues behind the release). The worker is
- * ended instead when the release fails or takes over 2 s (a kernel still
- * running: the lease that took it then sees its WORKER_INIT fail),
- * GL_POOL_SPARES_MAX spares wait already, or it stays unused
- * GL_POOL_SPARE_IDLE_S. */
+ * ended instead when the release fails or takes longer than its deadline
+ * (a kernel still running: the lease that took it then sees its
+ * WORKER_INIT fail), GL_POOL_SPARES_MAX spares wait already, or it stays
+ * unused GL_POOL_SPARE_IDLE_S. The deadline is 2 s, and with a teardown
+ * table (gl_pool_set_teardown) it scales with the GPU's workers releasing
+ * or exiting at the same time, whose driver work queues with it
+ * (teardown.h, GL_TEARDOWN_RELEASE); each release counts there while it
+ * is under way. */
 void gl_pool_recycle(gl_pool *p, uint32_t gpu, gl_wproc *w, uint64_t lease_id);
+
+/* Counts the pool's releases in td (borrowed; it must outlive the pool,
+ * NULL: none) and takes their deadlines from it. For the releases that
+ * start from now on. */
+void gl_pool_set_teardown(gl_pool *p, struct gl_teardown *td);
 
 /* Spares of GPU gpu waiting now. */
 unsigned gl_pool_spares(const gl_pool *p, uint32_t gpu);

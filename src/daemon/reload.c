@@ -9,7 +9,7 @@
 #include "common/log.h"
 #include "daemon/admit.h"
 #include "daemon/client_auth.h"
-#include "daemon/fence.h"
+#include "daemon/teardown.h"
 #include "daemon/notify.h"
 #include "net/tls.h"
 
@@ -179,10 +179,14 @@ int gl_daemon_apply_config(gl_daemon *d, const gl_daemon_config *cfg, char *err,
     d->cfg.max_buffered_per_tenant = cfg->max_buffered_per_tenant;
     gl_admit_set_limits(d->admit, cfg->max_requests_per_tenant, cfg->max_buffered_per_tenant);
   }
-  if (cfg->teardown_timeout_ms != d->cfg.teardown_timeout_ms) {
-    GL_INFO("reload: teardown-timeout-ms %" PRIu32, cfg->teardown_timeout_ms);
+  if (cfg->teardown_timeout_ms != d->cfg.teardown_timeout_ms ||
+      cfg->teardown_per_context_ms != d->cfg.teardown_per_context_ms) {
+    GL_INFO("reload: teardown-timeout-ms %" PRIu32 ", teardown-per-context-ms %" PRIu32,
+            cfg->teardown_timeout_ms, cfg->teardown_per_context_ms);
     d->cfg.teardown_timeout_ms = cfg->teardown_timeout_ms;
-    gl_fence_set_timeout(d->fence, cfg->teardown_timeout_ms / 1000.0);
+    d->cfg.teardown_per_context_ms = cfg->teardown_per_context_ms;
+    gl_teardown_limits tl = gl_daemon_teardown_limits(&d->cfg);
+    gl_teardown_set_limits(d->teardown, &tl);
   }
   if (cfg->max_connections_per_address != d->cfg.max_connections_per_address ||
       cfg->retry_above_handshakes != d->cfg.retry_above_handshakes) {

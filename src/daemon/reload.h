@@ -10,7 +10,8 @@
  * connection's client certificate is checked again against the CAs, the
  * CRL, the tenants file's [deny] and its tenants, and closed if it fails:
  * client_auth.h); max-ttl, max-requests-per-tenant, max-connections-per-address,
- * retry-above-handshakes and teardown-timeout-ms. Any other option that
+ * retry-above-handshakes, teardown-timeout-ms and teardown-per-context-ms.
+ * Any other option that
  * changed is logged as taking effect at the next start, and left as it
  * is. Leases, sessions and connections are kept. A configuration with an
  * error changes nothing: the error is logged (FILE:LINE for the file).

@@ -81,9 +81,7 @@ struct gl_wproc {
   gl_wproc_notice_cb on_notice;
   void *owner;
   uint32_t tag;         /* gl_wproc_set_tag: the daemon's GPU index */
-  ev_timer teardown;    /* after gl_wproc_kill: the deadline for its exit */
-  double killed_at;
-  bool stuck;           /* the deadline passed before it exited */
+  bool let_go;          /* its teardown was reported begun (killed or retired) */
 };
 
 static size_t g_live;
@@ -98,12 +96,10 @@ void gl_wproc_set_held_watch(gl_wproc_held_cb cb, void *user) {
 }
 
 /* The teardown watch (gl_wproc_set_teardown_watch). */
-static double g_teardown_s = 10.0;
 static gl_wproc_teardown_cb g_teardown_cb;
 static void *g_teardown_user;
 
-void gl_wproc_set_teardown_watch(double timeout_s, gl_wproc_teardown_cb cb, void *user) {
-  g_teardown_s = timeout_s > 0 ? timeout_s : 10.0;
+void gl_wproc_set_teardown_watch(gl_wproc_teardown_cb cb, void *user) {
   g_teardown_cb = cb;
   g_teardown_user = user;
 }
@@ -112,14 +108,11 @@ void gl_wproc_set_tag(gl_wproc *w, uint32_t tag) {
   w->tag = tag;
 }
 
-static void on_teardown_late(struct ev_loop *loop, ev_timer *t, int revents) {
-  (void)loop;
-  (void)revents;
-  gl_wproc *w = t->data;
-  w->stuck = true;
-  GL_ERROR("worker %d did not exit within %.1f s of SIGKILL (a process stuck in the driver?)",
-           (int)w->pid, g_teardown_s);
-  if (g_teardown_cb) g_teardown_cb(g_teardown_user, w->tag, w->pid, false, true);
+/* The daemon lets w go: its teardown begins (reported once). */
+static void teardown_begins(gl_wproc *w) {
+  if (w->let_go) return;
+  w->let_go = true;
+  if (g_teardown_cb) g_teardown_cb(g_teardown_user, w->tag, w->pid, false);
 }
 
 /* Busy polling: for GL_WPROC_SPIN_NS after a call goes to a worker or a
@@ -201,7 +194,6 @@ static void close_channel(gl_wproc *w) {
 static void destroy(gl_wproc *w) {
   close_channel(w);
   ev_child_stop(w->loop, &w->cw);
-  ev_timer_stop(w->loop, &w->teardown);
   ev_timer_stop(w->loop, &w->retire_timer);
   free(w->retire_why);
   free(w);
@@ -223,7 +215,7 @@ static void on_child(struct ev_loop *loop, ev_child *cw, int revents) {
     close_channel(w);
     fail_pending(w, w->retire_status, w->retire_why ? w->retire_why : "the worker ended");
     /* As after a kill: the daemon checks its memory came back. */
-    if (g_teardown_cb) g_teardown_cb(g_teardown_user, w->tag, w->pid, true, false);
+    if (g_teardown_cb && w->let_go) g_teardown_cb(g_teardown_user, w->tag, w->pid, true);
   } else if (!w->killed) {
     char why[128];
     if (sig)
@@ -242,9 +234,9 @@ static void on_child(struct ev_loop *loop, ev_child *cw, int revents) {
                    "the lease's worker ended after a device fault without running this request");
     else
       fail_pending(w, GPULEASE_INTERNAL, why);
-  } else if (g_teardown_cb) {
+  } else if (g_teardown_cb && w->let_go) {
     /* A torn-down worker is gone: the daemon checks its memory came back. */
-    g_teardown_cb(g_teardown_user, w->tag, w->pid, true, w->stuck);
+    g_teardown_cb(g_teardown_user, w->tag, w->pid, true);
   }
   destroy(w);
 }
@@ -468,8 +460,6 @@ int gl_wproc_spawn(struct ev_loop *loop, const char *worker_exe, const char *log
   w->on_notice = on_notice;
   w->owner = owner;
   w->tag = UINT32_MAX;
-  ev_timer_init(&w->teardown, on_teardown_late, 0, 0); /* started by gl_wproc_kill */
-  w->teardown.data = w;
   ev_timer_init(&w->retire_timer, on_retire_late, 0, 0); /* started by gl_wproc_retire */
   w->retire_timer.data = w;
   ev_io_init(&w->rio, on_read, w->fd, EV_READ);
@@ -607,19 +597,25 @@ void gl_wproc_retire(gl_wproc *w, gpulease_status status, const char *why) {
   w->retire_why = strdup(why ? why : "the worker ended");
   ev_timer_set(&w->retire_timer, 1.0, 0);
   ev_timer_start(w->loop, &w->retire_timer);
+  teardown_begins(w);
 }
 
 void gl_wproc_kill(gl_wproc *w, gpulease_status status, const char *why) {
   if (w->killed) return;
   ev_timer_stop(w->loop, &w->retire_timer);
   w->killed = true;
-  /* Fault injection for the tests of fencing: the kill has no effect, as
-   * for a process stuck in the driver (docs/security.md, "Fenced GPUs"). */
+  /* Fault injection for the tests of fencing (docs/security.md, "Fenced
+   * GPUs"): with GL_FAULT_WORKER_KILL_IGNORED the kill has no effect, as
+   * for a process stuck in the driver; with GL_FAULT_WORKER_EXIT_DELAY_MS
+   * none is sent either, and the worker, its channel closed, takes that
+   * long to exit by itself (src/worker/exit_fault.h), as a process whose
+   * context the driver tears down slowly. Test-only. */
   static int ignore = -1;
-  if (ignore < 0) ignore = getenv("GL_FAULT_WORKER_KILL_IGNORED") != NULL;
+  if (ignore < 0)
+    ignore = getenv("GL_FAULT_WORKER_KILL_IGNORED") != NULL ||
+             getenv("GL_FAULT_WORKER_EXIT_DELAY_MS") != NULL;
   if (!ignore) kill(w->pid, SIGKILL);
-  ev_timer_set(&w->teardown, g_teardown_s, 0);
-  ev_timer_start(w->loop, &w->teardown);
+  teardown_begins(w);
   close_channel(w);
   fail_pending(w, status, why);
   /* on_child frees w once the kernel has reaped the process. */

@@ -47,16 +47,19 @@ typedef void (*gl_wproc_notice_cb)(void *owner, const uint8_t *msg, size_t len);
  * was killed with gl_wproc_kill (then the owner already knows). */
 typedef void (*gl_wproc_exit_cb)(void *owner, int exit_code, int signo);
 
-/* Called when a worker ended with gl_wproc_kill has not exited within the
- * teardown deadline (exited false, stuck true), and when such a worker is
- * reaped (exited true; stuck: whether it had been reported stuck). tag is
- * the worker's (gl_wproc_set_tag; UINT32_MAX when never set). */
-typedef void (*gl_wproc_teardown_cb)(void *user, uint32_t tag, pid_t pid, bool exited,
-                                     bool stuck);
+/* A worker's teardown, as the daemon's fencing follows it (fence.h): with
+ * exited false when the daemon lets the worker go (gl_wproc_kill, or
+ * gl_wproc_retire: once a worker), with exited true when such a worker has
+ * exited and been reaped. tag is the worker's (gl_wproc_set_tag;
+ * UINT32_MAX when never set). The deadline is the callee's: nothing here
+ * waits or times a teardown, and every worker's is its own (a kill is sent
+ * at once, each exit is reaped when it comes), so many tear down in
+ * parallel as far as the driver allows. */
+typedef void (*gl_wproc_teardown_cb)(void *user, uint32_t tag, pid_t pid, bool exited);
 
-/* Sets the teardown deadline (seconds, default 10) and its callback, for
- * every worker of the process (the daemon's one loop). */
-void gl_wproc_set_teardown_watch(double timeout_s, gl_wproc_teardown_cb cb, void *user);
+/* Sets the teardown callback (NULL: none) for every worker of the process
+ * (the daemon's one loop). */
+void gl_wproc_set_teardown_watch(gl_wproc_teardown_cb cb, void *user);
 
 /* Called for a WORKER_HELD notice of worker w (what one of its leases
  * makes its context hold beyond its region, docs/protocol.md section 7),

@@ -196,6 +196,7 @@ static void test_metrics(void **state) {
   assert_true(sample(body, "gpulease_response_bytes_total") > 2 * 1024); /* two outputs */
   assert_non_null(strstr(body, "gpulease_vram_allocated_bytes{gpu=\"0\""));
   assert_non_null(strstr(body, "gpulease_leases{gpu=\"0\""));
+  assert_non_null(strstr(body, "gpulease_gpu_teardowns{gpu=\"0\""));
   assert_non_null(strstr(body, "# TYPE gpulease_request_duration_seconds histogram"));
   assert_non_null(strstr(body, "gpulease_request_duration_seconds_bucket{op=\"GPU_SUBMIT\",le=\"+Inf\"} 2"));
   /* Module loads: the two submits (a miss, then a hit in the worker's
