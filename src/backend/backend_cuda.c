@@ -98,6 +98,7 @@ static const gl_backend_ops k_cuda_ops = {
     .graph_destroy = gl_cuda__graph_destroy,
     .stream_sync = gl_cuda__stream_sync,
     .func_info = gl_cuda__func_info,
+    .local_memory = gl_cuda__local_memory,
     .compile_ptx = gl_cuda__compile_ptx,
     .cache_tag = gl_cuda__cache_tag,
     .host_register = gl_cuda__host_register,

@@ -235,9 +235,29 @@ static CUresult set_start_stack(cuda_backend *c) {
   CUresult r = cu->cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 0);
   if (r != CUDA_SUCCESS) r = cu->cuCtxSetLimit(CU_LIMIT_STACK_SIZE, GL_CUDA_START_STACK_BYTES);
   size_t now = 0;
-  if (cu->cuCtxGetLimit && cu->cuCtxGetLimit(&now, CU_LIMIT_STACK_SIZE) == CUDA_SUCCESS)
+  c->start_stack = 1024; /* the driver's default, if it cannot tell */
+  if (cu->cuCtxGetLimit && cu->cuCtxGetLimit(&now, CU_LIMIT_STACK_SIZE) == CUDA_SUCCESS) {
     GL_DEBUG("cuda: the context's stack is %zu bytes a thread", now);
+    c->start_stack = now;
+  }
   return r;
+}
+
+/* Local memory: the context sets aside (local size - the starting stack)
+ * for every thread the GPU holds at once, SMs x threads per SM, and keeps
+ * the most it has set aside (an H200, driver 580: a kernel of 64 KiB of
+ * local memory a thread made the context hold 16,632 MiB more, 64,512
+ * bytes for each of 270,336 threads, after a launch of any grid). */
+gpulease_status gl_cuda__local_memory(gl_backend *b, uint64_t *threads, uint32_t *free_per_thread,
+                                      char *err, size_t errlen) {
+  cuda_backend *c = (cuda_backend *)b;
+  if (!c->opened || c->sm_count <= 0 || c->threads_per_sm <= 0) {
+    snprintf(err, errlen, "the device's SM count or resident threads per SM is not known");
+    return GPULEASE_INTERNAL;
+  }
+  *threads = (uint64_t)c->sm_count * (uint64_t)c->threads_per_sm;
+  *free_per_thread = c->start_stack > UINT32_MAX ? UINT32_MAX : (uint32_t)c->start_stack;
+  return GPULEASE_OK;
 }
 
 /* Opens device `ordinal`: its primary context (current on this thread),
@@ -272,6 +292,10 @@ static gpulease_status open_device(cuda_backend *c, uint32_t ordinal, char *err,
   if (cu->cuDeviceGetAttribute(&c->coop_launch, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, c->dev) !=
       CUDA_SUCCESS)
     c->coop_launch = 0;
+  if (cu->cuDeviceGetAttribute(&c->threads_per_sm,
+                               CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+                               c->dev) != CUDA_SUCCESS)
+    c->threads_per_sm = 0;
 
   if ((r = cu->cuDevicePrimaryCtxRetain(&c->ctx, c->dev)) != CUDA_SUCCESS) {
     c->ctx = NULL;

@@ -32,6 +32,8 @@ typedef struct cuda_backend {
   int cc_major, cc_minor;
   int sm_count;    /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT; 0: unknown */
   int coop_launch; /* CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH */
+  int threads_per_sm; /* CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR; 0: unknown */
+  size_t start_stack; /* the stack a thread has from the context's start (set_start_stack) */
   /* Bumped by every unload_module: a BURST graph built before refers to
    * function handles that the driver may hand out again. */
   atomic_uint_fast64_t unload_gen;
@@ -167,6 +169,8 @@ gpulease_status gl_cuda__param_sizes(gl_backend *b, void *fn, size_t *sizes, siz
                                      size_t *count, char *err, size_t errlen);
 gpulease_status gl_cuda__tensormap_encode(gl_backend *b, uint64_t offset, const gl_tmap_req *t,
                                           uint8_t out[GL_TMAP_BYTES], char *err, size_t errlen);
+gpulease_status gl_cuda__local_memory(gl_backend *b, uint64_t *threads, uint32_t *free_per_thread,
+                                      char *err, size_t errlen);
 gpulease_status gl_cuda__func_info(gl_backend *b, void *fn, gl_func_info_resp *out, char *err,
                                    size_t errlen);
 gpulease_status gl_cuda__compile_ptx(gl_backend *b, const uint8_t *ptx, size_t len,

@@ -68,6 +68,7 @@
   X(CUDA_ERROR_NOT_SUPPORTED)                                                                \
   X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)                                                   \
   X(CUDA_ERROR_INVALID_CLUSTER_SIZE)                                                         \
+  X(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)                                      \
   X(CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)                                                  \
   X(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)                                   \
   X(CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH)                                                      \
