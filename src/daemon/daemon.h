@@ -70,6 +70,10 @@ typedef struct gl_daemon_config {
   uint32_t retry_above_address_handshakes; /* --retry-above-address-handshakes (0: 8) */
   uint32_t handshake_timeout_ms;        /* --handshake-timeout-ms (0: 5000) */
   uint32_t teardown_timeout_ms;  /* --teardown-timeout-ms: a killed worker's deadline (fence.h) */
+  unsigned max_isolated_contexts; /* --max-isolated-contexts: a GPU's own contexts at most
+                                     (lease_admit.h; default 64) */
+  unsigned isolated_queue_max;    /* --isolated-queue-max: LEASE_ALLOCs waiting for one */
+  unsigned isolated_queue_ms;     /* --isolated-queue-ms: how long each waits; 0: never */
   char metrics_listen[300];      /* --metrics-listen HOST:PORT: Prometheus /metrics; "" none */
 } gl_daemon_config;
 
@@ -104,6 +108,8 @@ typedef struct gl_daemon {
   ev_timer trim_timer;    /* gives freed memory back to the system after a flood */
   unsigned trim_due;      /*   malloc_trim calls still to make */
   struct gl_fence *fence; /* GPUs fenced after a failed teardown (fence.h) */
+  struct gl_ctx_admit *ctx_admit; /* each GPU's limit of isolated contexts, and the
+                                     LEASE_ALLOCs waiting for one (lease_admit.h) */
   struct gl_metrics *metrics; /* --metrics-listen, or NULL (metrics.h) */
   gl_node node;
   ev_timer expiry_timer;

@@ -84,9 +84,45 @@ struct gl_wproc {
   ev_timer teardown;    /* after gl_wproc_kill: the deadline for its exit */
   double killed_at;
   bool stuck;           /* the deadline passed before it exited */
+  int ctx_gpu;          /* gl_wproc_count_context: the GPU whose context it holds; -1 */
+  bool ctx_ending;      /* counted in g_ctx_ending (killed or retired) */
 };
 
 static size_t g_live;
+
+/* Isolated CUDA contexts held by live workers, and those ending, per GPU
+ * (gl_wproc_count_context), and who hears of each reaped one. */
+static unsigned g_ctx_held[GPULEASE_MAX_GPUS], g_ctx_ending[GPULEASE_MAX_GPUS];
+static void (*g_ctx_cb)(void *user, uint32_t gpu);
+static void *g_ctx_user;
+
+void gl_wproc_count_context(gl_wproc *w, uint32_t gpu) {
+  if (!w || w->ctx_gpu >= 0 || gpu >= GPULEASE_MAX_GPUS) return;
+  w->ctx_gpu = (int)gpu;
+  g_ctx_held[gpu]++;
+  if (w->killed || w->retired) {
+    w->ctx_ending = true;
+    g_ctx_ending[gpu]++;
+  }
+}
+
+void gl_wproc_contexts(uint32_t gpu, unsigned *held, unsigned *ending) {
+  bool ok = gpu < GPULEASE_MAX_GPUS;
+  if (held) *held = ok ? g_ctx_held[gpu] : 0;
+  if (ending) *ending = ok ? g_ctx_ending[gpu] : 0;
+}
+
+void gl_wproc_set_context_watch(void (*cb)(void *user, uint32_t gpu), void *user) {
+  g_ctx_cb = cb;
+  g_ctx_user = user;
+}
+
+/* w is going away (killed or retired): its context counts as ending. */
+static void context_ending(gl_wproc *w) {
+  if (w->ctx_gpu < 0 || w->ctx_ending) return;
+  w->ctx_ending = true;
+  g_ctx_ending[w->ctx_gpu]++;
+}
 
 /* The teardown watch (gl_wproc_set_teardown_watch). */
 static double g_teardown_s = 10.0;
@@ -195,8 +231,14 @@ static void destroy(gl_wproc *w) {
   ev_timer_stop(w->loop, &w->teardown);
   ev_timer_stop(w->loop, &w->retire_timer);
   free(w->retire_why);
+  int gpu = w->ctx_gpu;
+  if (gpu >= 0) {
+    g_ctx_held[gpu]--;
+    if (w->ctx_ending) g_ctx_ending[gpu]--;
+  }
   free(w);
   g_live--;
+  if (gpu >= 0 && g_ctx_cb) g_ctx_cb(g_ctx_user, (uint32_t)gpu);
 }
 
 static void drain(gl_wproc *w);
@@ -446,6 +488,7 @@ int gl_wproc_spawn(struct ev_loop *loop, const char *worker_exe, const char *log
     snprintf(err, errlen, "out of memory");
     return -1;
   }
+  w->ctx_gpu = -1;
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   w->loop = loop;
   w->pid = pid;
@@ -589,6 +632,7 @@ void gl_wproc_cancel_lease(gl_wproc *w, uint64_t lease_id, gpulease_status statu
 void gl_wproc_retire(gl_wproc *w, gpulease_status status, const char *why) {
   if (w->killed || w->retired) return;
   w->retired = true;
+  context_ending(w);
   w->retire_status = status;
   w->retire_why = strdup(why ? why : "the worker ended");
   ev_timer_set(&w->retire_timer, 1.0, 0);
@@ -599,6 +643,7 @@ void gl_wproc_kill(gl_wproc *w, gpulease_status status, const char *why) {
   if (w->killed) return;
   ev_timer_stop(w->loop, &w->retire_timer);
   w->killed = true;
+  context_ending(w);
   /* Fault injection for the tests of fencing: the kill has no effect, as
    * for a process stuck in the driver (docs/security.md, "Fenced GPUs"). */
   static int ignore = -1;
