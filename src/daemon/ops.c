@@ -178,7 +178,7 @@ static int start_worker(gl_daemon *d, gl_lease *l, lease_rt *rt, gl_wproc_reply_
  * GET_INVENTORY
  * ==================================================================== */
 
-static void op_inventory(gl_daemon *d, gl_dreq *req) {
+static void op_inventory(gl_daemon *d, gl_dreq *req, const gl_request *q) {
   gl_response *r = calloc(1, sizeof *r);
   if (!r) {
     gl_ops_reply_error(req, GL_OP_GET_INVENTORY, GPULEASE_INTERNAL, "daemon out of memory");
@@ -210,6 +210,21 @@ static void op_inventory(gl_daemon *d, gl_dreq *req) {
     memcpy(e->ptx_isa_nvjitlink, g->ptx_isa_nvjitlink, sizeof e->ptx_isa_nvjitlink);
   }
   gl_ops_tenant_info(d, gl_dreq_identity(req), &inv->tenant);
+  /* The admission block only for a client that asked (protocol.md's
+   * compatibility rule 3). */
+  if (q->u.inventory.flags & GL_INVENTORY_F_ADMISSION) {
+    inv->has_admission = true;
+    inv->isolated_queue_max = gl_ctx_admit_queue_max(d->ctx_admit);
+    inv->isolated_queue_ms = gl_ctx_admit_queue_ms(d->ctx_admit);
+    for (uint32_t i = 0; i < d->node.gpu_count; i++) {
+      gl_lease_admit_figures f;
+      gl_lease_admit_figures_of(d, i, &f);
+      inv->admission[i] = (gl_gpu_admission){
+          .max_isolated_contexts = f.limit, .isolated_contexts = f.held, .leased = f.leased,
+          .warm = f.warm, .spare = f.spares, .tearing_down = f.ending, .queued = f.queued,
+          .flags = f.learned ? GL_ADMISSION_F_LEARNED : 0};
+    }
+  }
   gl_buf b;
   gl_buf_init(&b);
   gl_response_encode(r, &b);
@@ -1123,7 +1138,7 @@ typedef void (*daemon_op)(gl_daemon *d, gl_dreq *req, const gl_request *r, const
     (void)msg, (void)len;                                                                        \
     fn(d, req, r);                                                                               \
   }
-GL_DAEMON_OP2(op_inventory)
+GL_DAEMON_OP3(op_inventory)
 GL_DAEMON_OP2(op_node_info)
 GL_DAEMON_OP2(op_net_info)
 GL_DAEMON_OP2(op_pool_info)
