@@ -260,17 +260,18 @@ static void inventory_put(gl_buf *b, const gl_inventory *inv) {
 }
 
 /* GET_INVENTORY's request: empty, or flags (added in 0.2). */
-static void inventory_req_decode(gl_wire__rd *r, gl_request *q) {
-  q->u.inventory.has_flags = r->pos < r->len;
-  q->u.inventory.flags = 0;
-  if (q->u.inventory.has_flags) q->u.inventory.flags = gl_wire__rd_u32(r, "flags");
-}
-
 static void inventory_req_validate(gl_wire__rd *r, const gl_request *q) {
   if (gl_wire__rd_ok(r) && (q->u.inventory.flags & ~GL_INVENTORY_F_ADMISSION))
     gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
                      "flags 0x%08x: only bit 0 (the admission block) is defined",
                      q->u.inventory.flags);
+}
+
+static void inventory_req_decode(gl_wire__rd *r, gl_request *q) {
+  q->u.inventory.has_flags = r->pos < r->len;
+  q->u.inventory.flags = 0;
+  if (q->u.inventory.has_flags) q->u.inventory.flags = gl_wire__rd_u32(r, "flags");
+  inventory_req_validate(r, q);
 }
 
 static void inventory_req_put(gl_buf *b, const gl_request *q) {
