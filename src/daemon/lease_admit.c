@@ -113,7 +113,7 @@ void gl_lease_admit_describe(gl_daemon *d, uint32_t gpu, char *buf, size_t len) 
            gpu == GL_CTX_ADMIT_ANY && d->node.gpu_count > 1 ? "no GPU has room for another "
                                                               "context: "
                                                             : "",
-           g, f.held, f.limit, f.learned ? " (learned from the driver's refusal)" : "",
+           g, f.held, f.limit, f.learned ? ", learned from the driver's refusal," : "",
            f.leased, f.warm, f.spares, f.ending, queued, queued == 1 ? "" : "s",
            gl_ctx_admit_queue_max(d->ctx_admit), gl_ctx_admit_queue_ms(d->ctx_admit));
 }

@@ -15,7 +15,10 @@
  *     count past the limit, and makes room for leases; the inventory and
  *     the metrics show the limit and the counts;
  *   - two tenants: one with several requests queued first does not get
- *     the next contexts ahead of the other (round robin).
+ *     the next contexts ahead of the other (round robin);
+ *   - a driver that refuses a context below the limit (the emulated
+ *     device's GL_EMU_CONTEXT_SLOTS) teaches the daemon the limit: the
+ *     refused request waits and is served, never the driver's error.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -27,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -327,6 +331,72 @@ static void test_warm_pool_within_limit(void **state) {
   assert_int_equal(gl_test_daemon_stop(&d), 0);
 }
 
+/* A driver that holds 2 contexts (the emulated device's
+ * GL_EMU_CONTEXT_SLOTS) under a limit of 8: the first refusal teaches the
+ * daemon the limit, logged; the refused request waits and is served, no
+ * driver error reaches the client; past the deadline it is
+ * CAPACITY_EXCEEDED with the learned figures. */
+static void test_learned_limit(void **state) {
+  (void)state;
+  char slots[300], env[320];
+  snprintf(slots, sizeof slots, "/tmp/gl-admit-slots-%d", (int)getpid());
+  assert_int_equal(mkdir(slots, 0700), 0);
+  snprintf(env, sizeof env, "%s:2", slots);
+  setenv("GL_EMU_CONTEXT_SLOTS", env, 1);
+  gl_test_daemon d;
+  const char *extra[] = {"--max-isolated-contexts", "8", "--isolated-queue-ms", "20000",
+                         "--no-worker-sandbox", NULL};
+  assert_int_equal(gl_test_daemon_start(&d, "256M", extra), 0);
+  gpulease_client *c = connect_as(&d, NULL);
+  gpulease_lease a, b;
+  CHECK(alloc_isolated(c, &a, E));
+  CHECK(alloc_isolated(c, &b, E));
+  waiter w;
+  atomic_store(&g_order, 0);
+  waiter_start(&w, &d, NULL);
+  sleep_ms(1500);
+  assert_false(atomic_load(&w.done)); /* refused by the driver: it waits, no error */
+  assert_int_equal(gl_test_daemon_log_count(&d, "the limit of isolated contexts goes from 8 to 2"),
+                   1);
+  char out[16384];
+  assert_int_equal(gl_test_cli(&d, out, sizeof out, "inventory --json"), 0);
+  assert_non_null(strstr(out, "\"max_isolated_contexts\": 2"));
+  assert_non_null(strstr(out, "\"max_isolated_contexts_learned\": true"));
+  CHECK(gpulease_lease_free(c, &a, E)); /* its worker ends: its context goes */
+  assert_int_equal(wait_done(&w, 1, 1, 10000), 1);
+  if (w.st != GPULEASE_OK) fprintf(stderr, "waiter: %s\n", w.msg);
+  assert_int_equal(w.st, GPULEASE_OK);
+  waiter_end(&w);
+  CHECK(gpulease_lease_free(c, &b, E));
+  gpulease_client_close(c);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+
+  /* With a short deadline: CAPACITY_EXCEEDED with the learned limit. */
+  const char *short_args[] = {"--max-isolated-contexts", "8", "--isolated-queue-ms", "300",
+                              "--no-worker-sandbox", NULL};
+  assert_int_equal(gl_test_daemon_start(&d, "256M", short_args), 0);
+  c = connect_as(&d, NULL);
+  CHECK(alloc_isolated(c, &a, E));
+  CHECK(alloc_isolated(c, &b, E));
+  gpulease_lease x;
+  gpulease_error err;
+  assert_int_equal(alloc_isolated(c, &x, &err), GPULEASE_CAPACITY_EXCEEDED);
+  fprintf(stderr, "refused: %s\n", err.message);
+  assert_null(strstr(err.message, "cuDevicePrimaryCtxRetain")); /* not the driver's error */
+  assert_non_null(strstr(err.message, "of its limit of 2 isolated CUDA contexts, learned"));
+  CHECK(gpulease_lease_free(c, &a, E));
+  CHECK(gpulease_lease_free(c, &b, E));
+  gpulease_client_close(c);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+  unsetenv("GL_EMU_CONTEXT_SLOTS");
+  for (int k = 0; k < 2; k++) {
+    char p[340];
+    snprintf(p, sizeof p, "%s/slot-%d", slots, k);
+    unlink(p);
+  }
+  rmdir(slots);
+}
+
 #define TOKEN_A "tenant-a-0123456789abcdef0123456789abcdef"
 #define TOKEN_B "tenant-b-0123456789abcdef0123456789abcdef"
 
@@ -385,6 +455,7 @@ int main(void) {
       cmocka_unit_test(test_deadline),
       cmocka_unit_test(test_warm_pool_within_limit),
       cmocka_unit_test(test_fair_across_tenants),
+      cmocka_unit_test(test_learned_limit),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
