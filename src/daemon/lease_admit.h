@@ -62,6 +62,8 @@ typedef struct gl_lease_admit_figures {
   unsigned queued;      /* requests waiting for one (those for any GPU included) */
 } gl_lease_admit_figures;
 
+/* Fills *out (caller-owned) with GPU gpu's figures now; all 0 for a gpu
+ * out of range. */
 void gl_lease_admit_figures_of(struct gl_daemon *d, uint32_t gpu, gl_lease_admit_figures *out);
 
 /* The driver refused a new context on gpu for want of memory while the
