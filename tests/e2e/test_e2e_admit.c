@@ -18,9 +18,11 @@
  *     the next contexts ahead of the other (round robin);
  *   - a driver that refuses a context below the limit (the emulated
  *     device's GL_EMU_CONTEXT_SLOTS) teaches the daemon the limit: the
- *     refused request waits and is served, never the driver's error.
+ *     refused request waits and is served, never the driver's error;
+ *   - a reload (SIGHUP) applies a new --max-isolated-contexts.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -397,6 +399,41 @@ static void test_learned_limit(void **state) {
   rmdir(slots);
 }
 
+/* SIGHUP with the configuration file's limit raised: room at once. */
+static void test_reload(void **state) {
+  (void)state;
+  char conf[300];
+  snprintf(conf, sizeof conf, "/tmp/gl-admit-conf-%d.conf", (int)getpid());
+  FILE *f = fopen(conf, "w");
+  assert_non_null(f);
+  fputs("max-isolated-contexts = 1\nisolated-queue-ms = 0\n", f);
+  fclose(f);
+  gl_test_daemon d;
+  const char *extra[] = {"--config", conf, NULL};
+  assert_int_equal(gl_test_daemon_start(&d, "256M", extra), 0);
+  gpulease_client *c = connect_as(&d, NULL);
+  gpulease_lease a, b;
+  gpulease_error err;
+  CHECK(alloc_isolated(c, &a, E));
+  assert_int_equal(alloc_isolated(c, &b, &err), GPULEASE_CAPACITY_EXCEEDED);
+  assert_non_null(strstr(err.message, "limit of 1"));
+  f = fopen(conf, "w");
+  assert_non_null(f);
+  fputs("max-isolated-contexts = 2\nisolated-queue-ms = 0\n", f);
+  fclose(f);
+  assert_int_equal(kill(d.pid, SIGHUP), 0);
+  for (int i = 0; i < 500 && gl_test_daemon_log_count(&d, "reload: max-isolated-contexts 2") < 1;
+       i++)
+    sleep_ms(20);
+  assert_int_equal(gl_test_daemon_log_count(&d, "reload: max-isolated-contexts 2"), 1);
+  CHECK(alloc_isolated(c, &b, E));
+  CHECK(gpulease_lease_free(c, &a, E));
+  CHECK(gpulease_lease_free(c, &b, E));
+  gpulease_client_close(c);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+  unlink(conf);
+}
+
 #define TOKEN_A "tenant-a-0123456789abcdef0123456789abcdef"
 #define TOKEN_B "tenant-b-0123456789abcdef0123456789abcdef"
 
@@ -456,6 +493,7 @@ int main(void) {
       cmocka_unit_test(test_warm_pool_within_limit),
       cmocka_unit_test(test_fair_across_tenants),
       cmocka_unit_test(test_learned_limit),
+      cmocka_unit_test(test_reload),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
