@@ -95,6 +95,7 @@ static void on_deadline(struct ev_loop *loop, ev_timer *tm, int revents) {
   free(w);
   a->timed_out++;
   done(ctx, false);
+  gl_ctx_admit_poke(a); /* fewer waiters: after may use the room (warm workers) */
 }
 
 /* One round: serves waiters round robin while some fit; at most as many
