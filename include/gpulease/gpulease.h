@@ -388,6 +388,47 @@ GPULEASE_API gpulease_status gpulease_inventory_get(gpulease_client *client,
                                                     gpulease_inventory *out,
                                                     gpulease_error *err);
 
+#define GPULEASE_ADMISSION_INFO_VERSION 1
+#define GPULEASE_ADMISSION_LEARNED 0x1u /* the limit was learned from the driver's refusal */
+
+/* The daemon's admission of isolated CUDA contexts (gpuleased
+ * --max-isolated-contexts; docs/protocol.md "Isolated contexts"): for each
+ * GPU, the contexts of their own it may hold and holds now, and the
+ * LEASE_ALLOCs waiting for one. Counts are of contexts (worker
+ * processes). */
+typedef struct gpulease_gpu_admission {
+  uint32_t max_isolated_contexts; /* the limit */
+  uint32_t isolated_contexts;     /* held now: the four below together */
+  uint32_t leased;                /* by leases' workers (isolated, device, shared) */
+  uint32_t warm;                  /* by warm workers, ready or starting */
+  uint32_t spare;                 /* by released workers of ended leases */
+  uint32_t tearing_down;          /* by workers being torn down */
+  uint32_t queued;                /* LEASE_ALLOCs waiting (those for any GPU included) */
+  uint32_t flags;                 /* GPULEASE_ADMISSION_* */
+} gpulease_gpu_admission;
+
+typedef struct gpulease_admission_info {
+  uint32_t struct_version;     /* GPULEASE_ADMISSION_INFO_VERSION */
+  uint32_t isolated_queue_max; /* requests that may wait, all GPUs */
+  uint32_t isolated_queue_ms;  /* how long each waits, milliseconds (0: none waits) */
+  uint32_t gpu_count;
+  gpulease_gpu_admission gpus[GPULEASE_MAX_GPUS]; /* by the daemon's GPU index */
+} gpulease_admission_info;
+
+/* Zeroes *info (caller-owned) and sets its struct_version, ready for
+ * gpulease_admission_get(). NULL is ignored. */
+GPULEASE_API void gpulease_admission_info_init(gpulease_admission_info *info);
+
+/* Reads each GPU's admission of isolated contexts (GET_INVENTORY with
+ * flags bit 0, docs/protocol.md "GET_INVENTORY"). out: caller-owned,
+ * struct_version set (gpulease_admission_info_init()); written on success
+ * (gpu_count entries, struct_version kept). Errors: INVALID_ARGUMENT (out
+ * NULL or of unknown version, nothing sent), UNSUPPORTED from a daemon
+ * older than 0.2 (no admission), DISCONNECTED, TIMEOUT, PROTOCOL_ERROR. */
+GPULEASE_API gpulease_status gpulease_admission_get(gpulease_client *client,
+                                                    gpulease_admission_info *out,
+                                                    gpulease_error *err);
+
 #define GPULEASE_WARM_POOL_INFO_VERSION 1
 
 /* The daemon's warm workers (gpuleased --warm-workers): for each GPU, the

@@ -87,7 +87,8 @@ def test_struct_layouts_match_the_compiler(tmp_path: Path) -> None:
     # The public API's structs, opaque ones (client, session, renewer) aside.
     assert set(_structs()) >= {
         "gpulease_error", "gpulease_connect_options", "gpulease_gpu_info", "gpulease_tenant_info",
-        "gpulease_inventory", "gpulease_warm_pool_info", "gpulease_lease", "gpulease_lease_opts",
+        "gpulease_inventory", "gpulease_warm_pool_info", "gpulease_admission_info",
+        "gpulease_gpu_admission", "gpulease_lease", "gpulease_lease_opts",
         "gpulease_param", "gpulease_submit_desc", "gpulease_submit_result",
         "gpulease_op_failure", "gpulease_func_info", "gpulease_arg", "gpulease_launch_attrs",
         "gpulease_burst_launch", "gpulease_call_arg", "gpulease_call_desc",

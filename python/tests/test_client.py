@@ -66,6 +66,11 @@ def test_inventory(client: Client, daemon: Daemon) -> None:
     with pytest.warns(DeprecationWarning, match="warm_pool"):
         assert client.pool() == pool  # the old name, for one release
     assert gpulease.PoolInfo is gpulease.WarmPoolInfo
+    adm = client.admission()
+    assert len(adm) == len(inv.gpus)
+    assert all(isinstance(a, gpulease.AdmissionInfo) for a in adm)
+    assert all(a.limit == 64 and not a.learned and a.queued == 0 for a in adm)  # the default
+    assert all(a.held == a.leased + a.warm + a.spare + a.tearing_down for a in adm)
 
 
 def test_lease_attributes_and_query(client: Client) -> None:

@@ -39,12 +39,14 @@
 #include "backend/backend_emu.h"
 #include "backend/fatbin.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -152,6 +154,46 @@ static gpulease_status emu_probe(gl_backend *b, gl_probe_resp *out, char *err, s
   return GPULEASE_OK;
 }
 
+/* ---- a driver's limit of contexts (tests) -------------------------------------- */
+
+/* GL_EMU_CONTEXT_SLOTS=DIR:N: the emulated device refuses a context as a
+ * driver that holds N contexts on a GPU does (cuDevicePrimaryCtxRetain's
+ * CUDA_ERROR_OUT_OF_MEMORY) while N other workers hold one. A worker
+ * holds a lock (flock) on one of DIR/slot-0 .. DIR/slot-(N-1) from its
+ * context's start until the process ends, however it ends. Unset: no
+ * limit. For the tests of the daemon's admission (lease_admit.h); the
+ * worker sandbox must allow DIR (tests run --no-worker-sandbox). */
+static int g_slot_fd = -1;
+
+static gpulease_status take_context(char *err, size_t errlen) {
+  const char *spec = getenv("GL_EMU_CONTEXT_SLOTS");
+  if (!spec || !*spec || g_slot_fd >= 0) return GPULEASE_OK;
+  const char *colon = strrchr(spec, ':');
+  unsigned long n = colon ? strtoul(colon + 1, NULL, 10) : 0;
+  char path[4200];
+  for (unsigned long k = 0; colon && k < n && k < 4096; k++) {
+    snprintf(path, sizeof path, "%.*s/slot-%lu", (int)(colon - spec), spec, k);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) continue;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      g_slot_fd = fd; /* held until the process ends */
+      return GPULEASE_OK;
+    }
+    close(fd);
+  }
+  snprintf(err, errlen,
+           "cuDevicePrimaryCtxRetain(device 0): CUDA_ERROR_OUT_OF_MEMORY (the emulated driver "
+           "holds %lu contexts, GL_EMU_CONTEXT_SLOTS)",
+           n);
+  return GPULEASE_CAPACITY_EXCEEDED;
+}
+
+/* WORKER_WARM: the context, no region yet. */
+static gpulease_status emu_warm(gl_backend *b, uint32_t ordinal, char *err, size_t errlen) {
+  (void)b, (void)ordinal;
+  return take_context(err, errlen);
+}
+
 /* Opens the device with a region of `bytes` (init: the lease's;
  * open_shared: the whole capacity, for the leases' ranges). */
 static gpulease_status open_region(emu_backend *e, uint32_t ordinal, uint64_t bytes,
@@ -165,6 +207,8 @@ static gpulease_status open_region(emu_backend *e, uint32_t ordinal, uint64_t by
     snprintf(err, errlen, "the emulated device has ordinal 0 only, not %" PRIu32, ordinal);
     return GPULEASE_NO_DEVICE;
   }
+  gpulease_status st = take_context(err, errlen);
+  if (st != GPULEASE_OK) return st;
   e->dev = gl_emu_device_new(bytes);
   if (!e->dev) {
     snprintf(err, errlen, "cannot reserve %" PRIu64 " bytes of host memory for the emulated "
@@ -739,6 +783,7 @@ static void emu_destroy(gl_backend *b) {
 static const gl_backend_ops k_emu_ops = {
     .name = "emulated",
     .probe = emu_probe,
+    .warm = emu_warm,
     .init = emu_init,
     .reset = emu_reset,
     .set_limits = emu_set_limits,

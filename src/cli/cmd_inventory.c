@@ -79,7 +79,13 @@ static void targets_of(const gpulease_gpu_info *g, char *t1, char *t2, size_t le
   else t2[0] = 0;
 }
 
-static void print_json(const gpulease_inventory *inv, const gpulease_warm_pool_info *pool) {
+/* GPU i's admission figures, or NULL (an older daemon). */
+static const gpulease_gpu_admission *admission_of(const gpulease_admission_info *adm, uint32_t i) {
+  return adm && i < adm->gpu_count && i < GPULEASE_MAX_GPUS ? &adm->gpus[i] : NULL;
+}
+
+static void print_json(const gpulease_inventory *inv, const gpulease_warm_pool_info *pool,
+                       const gpulease_admission_info *adm) {
   json_object *o = json_object_new_object();
   json_object_object_add(o, "driver_version", json_object_new_string(inv->driver_version));
   json_object_object_add(o, "max_ttl_s", json_object_new_int64(inv->max_ttl_s));
@@ -126,15 +132,34 @@ static void print_json(const gpulease_inventory *inv, const gpulease_warm_pool_i
       json_object_object_add(w, "starting", json_object_new_int64(st));
       json_object_object_add(j, "warm_workers", w);
     }
+    const gpulease_gpu_admission *a = admission_of(adm, i);
+    if (a) {
+      json_object_object_add(j, "max_isolated_contexts",
+                             json_object_new_int64(a->max_isolated_contexts));
+      json_object_object_add(
+          j, "max_isolated_contexts_learned",
+          json_object_new_boolean((a->flags & GPULEASE_ADMISSION_LEARNED) != 0));
+      json_object_object_add(j, "isolated_contexts", json_object_new_int64(a->isolated_contexts));
+      json_object_object_add(j, "isolated_leased", json_object_new_int64(a->leased));
+      json_object_object_add(j, "isolated_warm", json_object_new_int64(a->warm));
+      json_object_object_add(j, "isolated_spare", json_object_new_int64(a->spare));
+      json_object_object_add(j, "isolated_tearing_down", json_object_new_int64(a->tearing_down));
+      json_object_object_add(j, "isolated_queued", json_object_new_int64(a->queued));
+    }
     json_object_array_add(arr, j);
   }
   json_object_object_add(o, "gpus", arr);
+  if (adm) {
+    json_object_object_add(o, "isolated_queue_max", json_object_new_int64(adm->isolated_queue_max));
+    json_object_object_add(o, "isolated_queue_ms", json_object_new_int64(adm->isolated_queue_ms));
+  }
   json_object_object_add(o, "tenant", tenant_json(&inv->tenant));
   puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
   json_object_put(o);
 }
 
-static void print_text(const gpulease_inventory *inv, const gpulease_warm_pool_info *pool) {
+static void print_text(const gpulease_inventory *inv, const gpulease_warm_pool_info *pool,
+                       const gpulease_admission_info *adm) {
   printf("driver %s, max TTL %" PRIu32 " s, %" PRIu32 " GPU(s)\n",
          inv->driver_version[0] ? inv->driver_version : "(none)", inv->max_ttl_s, inv->gpu_count);
   print_tenant_text(&inv->tenant);
@@ -183,6 +208,14 @@ static void print_text(const gpulease_inventory *inv, const gpulease_warm_pool_i
     if (pool_of(pool, g->index, &t, &r, &st) && t > 0)
       printf("    warm workers: %" PRIu32 " ready, %" PRIu32 " starting (pool of %" PRIu32 ")\n",
              r, st, t);
+    const gpulease_gpu_admission *a = admission_of(adm, i);
+    if (a && !(g->flags & GPULEASE_GPU_MIG))
+      printf("    isolated contexts: %" PRIu32 " of %" PRIu32 "%s (%" PRIu32 " leased, %" PRIu32
+             " warm, %" PRIu32 " spare, %" PRIu32 " tearing down); %" PRIu32
+             " request(s) waiting for one\n",
+             a->isolated_contexts, a->max_isolated_contexts,
+             (a->flags & GPULEASE_ADMISSION_LEARNED) ? " (learned from the driver)" : "",
+             a->leased, a->warm, a->spare, a->tearing_down, a->queued);
   }
 }
 
@@ -194,16 +227,21 @@ int cmd_inventory(gl_cli *cli) {
   if (!c) return EXIT_FAILED;
   static gpulease_inventory inv;
   static gpulease_warm_pool_info pool;
+  static gpulease_admission_info adm;
   gpulease_inventory_init(&inv);
   gpulease_warm_pool_info_init(&pool);
+  gpulease_admission_info_init(&adm);
   gpulease_error err;
   if (gpulease_inventory_get(c, &inv, &err) != GPULEASE_OK) {
     rc = cli_fail(cli, "inventory", &err);
   } else {
     /* An older daemon has no POOL_INFO: the inventory without the pool. */
     const gpulease_warm_pool_info *p = gpulease_warm_pool_get(c, &pool, NULL) == GPULEASE_OK ? &pool : NULL;
-    if (cli->json) print_json(&inv, p);
-    else print_text(&inv, p);
+    /* An older daemon has no admission block: the inventory without it. */
+    const gpulease_admission_info *a =
+        gpulease_admission_get(c, &adm, NULL) == GPULEASE_OK ? &adm : NULL;
+    if (cli->json) print_json(&inv, p, a);
+    else print_text(&inv, p, a);
   }
   gpulease_client_close(c);
   return rc;

@@ -10,8 +10,10 @@
 #include "daemon/client_auth.h"
 #include "daemon/early.h"
 #include "daemon/hdrlog.h"
+#include "daemon/ctx_admit.h"
 #include "daemon/fence.h"
 #include "daemon/teardown.h"
+#include "daemon/lease_admit.h"
 #include "daemon/metrics.h"
 #include "daemon/notify.h"
 #include "daemon/reload.h"
@@ -49,6 +51,9 @@ void gl_daemon_config_default(gl_daemon_config *cfg) {
   cfg->max_buffered_per_tenant = 1ull << 30;
   cfg->teardown_timeout_ms = 10000;
   cfg->teardown_per_context_ms = GL_TEARDOWN_PER_CONTEXT_MS;
+  cfg->max_isolated_contexts = GL_CTX_ADMIT_DEFAULT_LIMIT;
+  cfg->isolated_queue_max = GL_CTX_ADMIT_DEFAULT_QUEUE;
+  cfg->isolated_queue_ms = GL_CTX_ADMIT_DEFAULT_QUEUE_MS;
   cfg->retry_above_address_handshakes = 8;
   cfg->handshake_timeout_ms = 5000;
   cfg->device_mode = GL_DEVICE_AUTO;
@@ -432,9 +437,21 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
   GL_INFO("certificate SHA-256 fingerprint: %s", d->fingerprint);
   for (uint32_t i = 0; i < d->node.gpu_count && i < GPULEASE_MAX_GPUS; i++)
     d->free_before_pool[i] = gl_node_free_vram(&d->node, i, 0);
+  if (gl_lease_admit_start(d) != 0) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  for (uint32_t i = 0; i < d->node.gpu_count && i < GPULEASE_MAX_GPUS; i++)
+    if (!d->node.gpus[i].mig_count)
+      GL_INFO("GPU %" PRIu32 ": at most %u isolated CUDA contexts at once; beyond, LEASE_ALLOC "
+              "waits up to %u ms (%u requests at most)",
+              i, gl_ctx_admit_limit(d->ctx_admit, i), cfg->isolated_queue_ms,
+              cfg->isolated_queue_max);
   if (cfg->warm_workers > 0 && d->node.gpu_count > 0) {
+    gl_pool_hooks hooks;
+    gl_lease_admit_pool_hooks(d, &hooks);
     d->pool = gl_pool_new(d->loop, &d->node, d->cfg.worker_exe, d->cfg.log_level,
-                          cfg->warm_workers);
+                          cfg->warm_workers, &hooks);
     if (!d->pool) {
       GL_WARN("out of memory for the warm workers: leases start their own");
     } else {
@@ -483,6 +500,7 @@ void gl_daemon_stop(gl_daemon *d) {
   d->stopping = true;
   gl_metrics_stop(d->metrics); /* /healthz answers 503 from here on */
   d->metrics = NULL;
+  gl_lease_admit_stop(d); /* the waiting LEASE_ALLOCs are answered */
   if (d->leases) gl_lease_table_foreach(d->leases, end_one, d);
   ev_timer_stop(d->loop, &d->ready_timer);
   gl_shared_del(d->shared);

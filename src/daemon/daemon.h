@@ -74,6 +74,10 @@ typedef struct gl_daemon_config {
                                     tears down alone (teardown.h) */
   uint32_t teardown_per_context_ms; /* --teardown-per-context-ms: added to it (and to a
                                        release's) for each other worker tearing down */
+  unsigned max_isolated_contexts; /* --max-isolated-contexts: a GPU's own contexts at most
+                                     (lease_admit.h; default 64) */
+  unsigned isolated_queue_max;    /* --isolated-queue-max: LEASE_ALLOCs waiting for one */
+  unsigned isolated_queue_ms;     /* --isolated-queue-ms: how long each waits; 0: never */
   char metrics_listen[300];      /* --metrics-listen HOST:PORT: Prometheus /metrics; "" none */
 } gl_daemon_config;
 
@@ -109,6 +113,8 @@ typedef struct gl_daemon {
   unsigned trim_due;      /*   malloc_trim calls still to make */
   struct gl_fence *fence; /* GPUs fenced after a failed teardown (fence.h) */
   struct gl_teardown *teardown; /* workers tearing down per GPU, their deadlines (teardown.h) */
+  struct gl_ctx_admit *ctx_admit; /* each GPU's limit of isolated contexts, and the
+                                     LEASE_ALLOCs waiting for one (lease_admit.h) */
   struct gl_metrics *metrics; /* --metrics-listen, or NULL (metrics.h) */
   gl_node node;
   ev_timer expiry_timer;

@@ -11,6 +11,7 @@
 
 #include "common/util.h"
 #include "daemon/pool.h"
+#include "daemon/lease_admit.h"
 #include "daemon/reply.h"
 #include "daemon/shared.h"
 
@@ -88,6 +89,7 @@ void gl_daemon_end_lease(gl_daemon *d, gl_lease *l, gpulease_status why_status,
   gl_lease_rt_segs_gone(rt);
   free(rt);
   l->owner = NULL;
+  gl_lease_admit_poke(d); /* its worker may serve a waiting lease (lease_admit.h) */
 }
 
 static void add_sessions(void *user, gl_lease *l) {

@@ -15,7 +15,9 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "daemon/admit.h"
+#include "daemon/ctx_admit.h"
 #include "daemon/daemon.h"
+#include "daemon/lease_admit.h"
 #include "gpu/nvml.h"
 #include "proto/wire.h"
 #include "worker/counters.h"
@@ -301,7 +303,32 @@ static void render(gl_metrics *m) {
   PER_GPU("gpulease_gpu_memory_free_bytes", "gauge",
           "The GPU's free memory (NVML; the emulated device: what leases leave).", "%" PRIu64,
           now[g].free_b);
+  gl_lease_admit_figures adm[GPULEASE_MAX_GPUS];
+  for (uint32_t g = 0; g < ngpu && g < GPULEASE_MAX_GPUS; g++) gl_lease_admit_figures_of(d, g, &adm[g]);
+  PER_GPU("gpulease_isolated_contexts_limit", "gauge",
+          "CUDA contexts of its own the GPU may hold (--max-isolated-contexts, or lower as "
+          "learned from the driver).",
+          "%u", adm[g].limit);
+  PER_GPU("gpulease_isolated_contexts", "gauge",
+          "CUDA contexts of its own the GPU holds now: leased, warm, spare and tearing down.",
+          "%u", adm[g].held);
+  PER_GPU("gpulease_isolated_contexts_ending", "gauge",
+          "Of those, the ones being torn down (killed, not reaped yet).", "%u", adm[g].ending);
+  PER_GPU("gpulease_isolated_queue", "gauge",
+          "LEASE_ALLOCs waiting for a CUDA context on the GPU (those for any GPU included).",
+          "%u", adm[g].queued);
 #undef PER_GPU
+  {
+    uint64_t served = 0, timed_out = 0, refused = 0;
+    gl_ctx_admit_totals(d->ctx_admit, &served, &timed_out, &refused);
+    help(&o, "gpulease_isolated_queue_total", "counter",
+         "LEASE_ALLOCs that waited for a CUDA context, by how it ended: served, timed_out "
+         "(CAPACITY_EXCEEDED past --isolated-queue-ms), refused (CAPACITY_EXCEEDED at once: "
+         "the queue full or no wait).");
+    put(&o, "gpulease_isolated_queue_total{result=\"served\"} %" PRIu64 "\n", served);
+    put(&o, "gpulease_isolated_queue_total{result=\"timed_out\"} %" PRIu64 "\n", timed_out);
+    put(&o, "gpulease_isolated_queue_total{result=\"refused\"} %" PRIu64 "\n", refused);
+  }
   help(&o, "gpulease_warm_workers", "gauge", "Warm workers of the GPU, ready or starting.");
   for (uint32_t g = 0; g < ngpu; g++) {
     put(&o, "gpulease_warm_workers{gpu=\"%" PRIu32 "\",state=\"ready\"} %u\n", g,

@@ -31,6 +31,8 @@
 #include "daemon/bulk.h"
 #include "daemon/dreq.h"
 #include "daemon/ended.h"
+#include "daemon/ctx_admit.h"
+#include "daemon/lease_admit.h"
 #include "daemon/lease_rt.h"
 #include "daemon/shared.h"
 #include "daemon/worker_proc.h"
@@ -49,6 +51,7 @@ typedef struct call {
   bool resent; /* GPU_SUBMIT, SESSION_OPEN: sent again once already (see submit_done) */
   bool quota_session; /* SESSION_OPEN: a session counted in the quota ahead of the answer */
   bool closes;        /* a SESSION_CLOSE, or a BATCH holding one (quota_settle) */
+  gl_lease_alloc_req alloc; /* LEASE_ALLOC: the request, to wait again (alloc_wait) */
 } call;
 
 static call *call_new(gl_daemon *d, gl_dreq *req, uint16_t op, uint64_t lease_id) {
@@ -155,6 +158,7 @@ static int start_worker(gl_daemon *d, gl_lease *l, lease_rt *rt, gl_wproc_reply_
       return -1;
   }
   gl_wproc_set_tag(rt->w, l->gpu_index); /* its teardown is watched for its GPU (fence.h) */
+  if (rt->mig < 0) gl_wproc_count_context(rt->w, l->gpu_index); /* lease_admit.h */
   gl_buf b;
   if (encode_worker_init(d, l, rt, &b) != 0 || gl_wproc_call(rt->w, b.data, b.len, cb, ctx) != 0) {
     gl_buf_free(&b);
@@ -174,7 +178,7 @@ static int start_worker(gl_daemon *d, gl_lease *l, lease_rt *rt, gl_wproc_reply_
  * GET_INVENTORY
  * ==================================================================== */
 
-static void op_inventory(gl_daemon *d, gl_dreq *req) {
+static void op_inventory(gl_daemon *d, gl_dreq *req, const gl_request *q) {
   gl_response *r = calloc(1, sizeof *r);
   if (!r) {
     gl_ops_reply_error(req, GL_OP_GET_INVENTORY, GPULEASE_INTERNAL, "daemon out of memory");
@@ -206,6 +210,21 @@ static void op_inventory(gl_daemon *d, gl_dreq *req) {
     memcpy(e->ptx_isa_nvjitlink, g->ptx_isa_nvjitlink, sizeof e->ptx_isa_nvjitlink);
   }
   gl_ops_tenant_info(d, gl_dreq_identity(req), &inv->tenant);
+  /* The admission block only for a client that asked (protocol.md's
+   * compatibility rule 3). */
+  if (q->u.inventory.flags & GL_INVENTORY_F_ADMISSION) {
+    inv->has_admission = true;
+    inv->isolated_queue_max = gl_ctx_admit_queue_max(d->ctx_admit);
+    inv->isolated_queue_ms = gl_ctx_admit_queue_ms(d->ctx_admit);
+    for (uint32_t i = 0; i < d->node.gpu_count; i++) {
+      gl_lease_admit_figures f;
+      gl_lease_admit_figures_of(d, i, &f);
+      inv->admission[i] = (gl_gpu_admission){
+          .max_isolated_contexts = f.limit, .isolated_contexts = f.held, .leased = f.leased,
+          .warm = f.warm, .spare = f.spares, .tearing_down = f.ending, .queued = f.queued,
+          .flags = f.learned ? GL_ADMISSION_F_LEARNED : 0};
+    }
+  }
   gl_buf b;
   gl_buf_init(&b);
   gl_response_encode(r, &b);
@@ -216,6 +235,21 @@ static void op_inventory(gl_daemon *d, gl_dreq *req) {
 /* ======================================================================
  * LEASE_ALLOC
  * ==================================================================== */
+
+static void alloc_wait(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req *a,
+                       const char *tenant);
+
+/* Whether a worker's refusal is the driver's: no room for another CUDA
+ * context (cuda_device.c: cuDevicePrimaryCtxRetain out of memory), not
+ * the lease's VRAM. */
+static bool context_refused(const gl_response *resp) {
+  static const char what[] = "cuDevicePrimaryCtxRetain";
+  if (resp->status != GPULEASE_CAPACITY_EXCEEDED || !resp->msg) return false;
+  size_t n = sizeof what - 1;
+  for (size_t i = 0; i + n <= resp->msg_len; i++)
+    if (memcmp(resp->msg + i, what, n) == 0) return true;
+  return false;
+}
 
 static void alloc_done(void *ctx, gpulease_status status, const uint8_t *msg, size_t len,
                        const char *why) {
@@ -250,6 +284,16 @@ static void alloc_done(void *ctx, gpulease_status status, const uint8_t *msg, si
       gl_lease_table_remove(d->leases, l);
     }
     gl_ops_reply_error(c->req, GL_OP_LEASE_ALLOC, GPULEASE_INTERNAL, "worker reply malformed: %s", err);
+  } else if (l && rt && !rt->shared && rt->mig < 0 && context_refused(&resp)) {
+    /* The driver holds no more contexts on this GPU: the limit is learned
+     * from the others (lease_admit.h), and the request waits for one
+     * instead of getting the driver's error. */
+    char tenant[GL_LEASE_TENANT_MAX];
+    snprintf(tenant, sizeof tenant, "%s", l->tenant);
+    gl_lease_admit_context_refused(d, l->gpu_index);
+    gl_daemon_end_lease(d, l, GPULEASE_INTERNAL, "no room for the lease's CUDA context");
+    gl_lease_table_remove(d->leases, l);
+    alloc_wait(d, c->req, &c->alloc, tenant);
   } else if (resp.status != GPULEASE_OK) {
     if (l) {
       gl_daemon_end_lease(d, l, GPULEASE_INTERNAL, "lease setup failed");
@@ -325,8 +369,80 @@ static void find_shared_owner(void *user, gl_lease *l) {
     so->other = true;
 }
 
+/* A LEASE_ALLOC waiting for a CUDA context (lease_admit.h). */
+typedef struct alloc_waiter {
+  gl_daemon *d;
+  gl_dreq *req;
+  gl_lease_alloc_req a;
+  uint32_t gpu; /* GL_CTX_ADMIT_ANY for any */
+  char tenant[GL_LEASE_TENANT_MAX];
+} alloc_waiter;
+
 static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req *a,
-                           const char *tenant) {
+                           const char *tenant, bool admitted);
+
+static bool alloc_fresh(const gl_lease_alloc_req *a) {
+  return a->printf_fifo_bytes || a->malloc_heap_bytes;
+}
+
+/* The waiter's end (ctx_admit.h): room came, or its deadline passed. */
+static void alloc_wait_done(void *ctx, bool admitted) {
+  alloc_waiter *w = ctx;
+  gl_daemon *d = w->d;
+  if (gl_dreq_orphaned(w->req)) {
+    gl_dreq_reply(w->req, NULL, 0); /* the client left while it waited */
+  } else if (d->stopping) {
+    gl_ops_reply_error(w->req, GL_OP_LEASE_ALLOC, GPULEASE_BUSY,
+                       "the daemon is shutting down: no lease was granted");
+  } else if (admitted) {
+    op_lease_alloc(d, w->req, &w->a, w->tenant, true);
+  } else {
+    char fig[512];
+    gl_lease_admit_describe(d, w->gpu, fig, sizeof fig);
+    gl_ops_reply_error(w->req, GL_OP_LEASE_ALLOC, GPULEASE_CAPACITY_EXCEEDED,
+                       "no isolated CUDA context came free within the %u ms a request waits "
+                       "(--isolated-queue-ms): %s",
+                       gl_ctx_admit_queue_ms(d->ctx_admit), fig);
+  }
+  free(w);
+}
+
+/* Queues a LEASE_ALLOC that found no room for its context, or answers it
+ * CAPACITY_EXCEEDED with the figures when it cannot wait. A lease that
+ * needs a fresh context has a spare ended to make room for it. */
+static void alloc_wait(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req *a,
+                       const char *tenant) {
+  uint32_t gpu = a->gpu_index == GPULEASE_ANY_GPU ? GL_CTX_ADMIT_ANY : a->gpu_index;
+  bool fresh = alloc_fresh(a);
+  const char *why = "daemon out of memory";
+  alloc_waiter *w = calloc(1, sizeof *w);
+  if (w) {
+    w->d = d;
+    w->req = req;
+    w->a = *a;
+    w->gpu = gpu;
+    snprintf(w->tenant, sizeof w->tenant, "%s", tenant ? tenant : "");
+    if (gl_ctx_admit_wait(d->ctx_admit, w->tenant, gpu, fresh, alloc_wait_done, w, &why) == 0) {
+      GL_DEBUG("LEASE_ALLOC waits for an isolated CUDA context (%u waiting)",
+               gl_ctx_admit_waiting(d->ctx_admit, GL_CTX_ADMIT_ANY));
+      for (uint32_t g = 0; fresh && d->pool && g < d->node.gpu_count; g++)
+        if ((gpu == GL_CTX_ADMIT_ANY || gpu == g) && !gl_pool_has_idle(d->pool, g, true) &&
+            gl_pool_end_spare(d->pool, g))
+          break;
+      return;
+    }
+    free(w);
+  }
+  gl_ctx_admit_count_refusal(d->ctx_admit);
+  char fig[512];
+  gl_lease_admit_describe(d, gpu, fig, sizeof fig);
+  gl_ops_reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_CAPACITY_EXCEEDED,
+                     "no isolated CUDA context is free and the request cannot wait (%s): %s", why,
+                     fig);
+}
+
+static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req *a,
+                           const char *tenant, bool admitted) {
   char err[512];
   if (d->node.gpu_count == 0) {
     gl_ops_reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_NO_DEVICE, "%s", d->node.no_gpu_reason);
@@ -381,6 +497,27 @@ static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req 
     gl_ops_reply_error(req, GL_OP_LEASE_ALLOC, st, "%s", err);
     return;
   }
+  /* A context of its own: within its GPU's limit, or the request waits
+   * (lease_admit.h). One that did not wait yet queues behind the waiters. */
+  if (l->lease_class != GPULEASE_CLASS_SHARED && mig < 0) {
+    bool fresh = alloc_fresh(a);
+    bool behind = !admitted && gl_ctx_admit_waiting(d->ctx_admit, l->gpu_index) > 0;
+    if (behind || !gl_lease_admit_room(d, l->gpu_index, fresh)) {
+      uint32_t other = behind || a->gpu_index != GPULEASE_ANY_GPU
+                           ? UINT32_MAX
+                           : gl_lease_admit_find_room(d, l->gpu_index, fresh);
+      gl_lease_table_remove(d->leases, l);
+      l = NULL;
+      if (other != UINT32_MAX &&
+          gl_lease_table_alloc(d->leases, gl_mono_ns(), other, a->lease_class, a->vram_bytes,
+                               a->ttl_s, tenant, &l, err, sizeof err) != GPULEASE_OK)
+        l = NULL;
+      if (!l) {
+        alloc_wait(d, req, a, tenant);
+        return;
+      }
+    }
+  }
   l->held_limits_bytes = extra; /* the context holds them beyond the region */
   uint64_t free_now = gl_node_free_vram(&d->node, l->gpu_index, UINT64_MAX);
   if (l->vram_bytes > free_now) {
@@ -401,6 +538,7 @@ static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req 
     return;
   }
   call *c = call_new(d, req, GL_OP_LEASE_ALLOC, l->id);
+  if (c) c->alloc = *a;
   gl_lease_auth auth = {.lease_id = l->id};
   gl_access_mint(&d->cap_key, l, GPULEASE_RIGHTS_ALL, 0, 0, auth.secret);
   gl_bulk *bulk = gl_bulk_new(&auth, (gl_bulk_budget){&d->pinned_bytes, d->cfg.max_pinned_bytes});
@@ -1001,7 +1139,7 @@ typedef void (*daemon_op)(gl_daemon *d, gl_dreq *req, const gl_request *r, const
     (void)msg, (void)len;                                                                        \
     fn(d, req, r);                                                                               \
   }
-GL_DAEMON_OP2(op_inventory)
+GL_DAEMON_OP3(op_inventory)
 GL_DAEMON_OP2(op_node_info)
 GL_DAEMON_OP2(op_net_info)
 GL_DAEMON_OP2(op_pool_info)
@@ -1018,7 +1156,7 @@ GL_DAEMON_OP3(gl_ops_admin_unfence)
 static void h_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_request *r, const uint8_t *msg,
                           size_t len) {
   (void)msg, (void)len;
-  op_lease_alloc(d, req, &r->u.alloc, gl_dreq_identity(req));
+  op_lease_alloc(d, req, &r->u.alloc, gl_dreq_identity(req), false);
 }
 
 static const daemon_op k_daemon_ops[GL_OP_COUNT] = {

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "daemon/config_file.h"
+#include "daemon/ctx_admit.h"
 #include "proto/wire.h"
 
 void gl_options_usage(FILE *f) {
@@ -107,6 +108,18 @@ void gl_options_usage(FILE *f) {
         "                        to release its worker, for each other worker of the GPU\n"
         "                        tearing down at the same time (or twice the measured time\n"
         "                        a context takes, when longer); 0..60000, default 250\n"
+        "  --max-isolated-contexts N  CUDA contexts of its own a GPU holds at once: warm\n"
+        "                        workers, spares, isolated and device leases' workers, the\n"
+        "                        shared context, and those being torn down (1..4096;\n"
+        "                        default 64: drivers refuse a context past about 100 on\n"
+        "                        an H200; lowered by itself when the driver refuses one\n"
+        "                        below it). A LEASE_ALLOC beyond it waits, then gets\n"
+        "                        CAPACITY_EXCEEDED\n"
+        "  --isolated-queue-max N  LEASE_ALLOCs that may wait for a context, all GPUs and\n"
+        "                        tenants (0..65536; default 256; a tenant at most half);\n"
+        "                        beyond: CAPACITY_EXCEEDED at once\n"
+        "  --isolated-queue-ms MS  how long each waits, served round robin across tenants\n"
+        "                        (0..600000; default 2000; 0: CAPACITY_EXCEEDED at once)\n"
         "  --audit-log FILE      append a JSON line per lease op, session open and close,\n"
         "                        module load and refused request (\"-\": stderr)\n"
         "  --worker-user USER    the user workers run as (default: nobody when gpuleased\n"
@@ -149,7 +162,8 @@ enum { O_LISTEN = 256, O_CERT, O_KEY, O_STATE, O_TTL, O_LEASES, O_MSG, O_LOG, O_
        O_CTX_OVERHEAD, O_CUDA_VISIBLE, O_NO_SANDBOX, O_AUTH, O_CLIENT_CA, O_CLIENT_CRL, O_TENANTS,
        O_ALLOW_ANON, O_AUDIT, O_WORKER_USER, O_NVJITLINK, O_MAX_REQ_TENANT, O_MAX_CONN_ADDR, O_RETRY_ABOVE,
        O_RETRY_ABOVE_ADDR, O_HS_TIMEOUT, O_TEARDOWN, O_TEARDOWN_STEP, O_METRICS, O_CONFIG, O_CHECK_CONFIG,
-       O_EMU_GPUS, O_PLACEMENT, O_BUF_CONN, O_BUF_TENANT };
+       O_EMU_GPUS, O_PLACEMENT, O_BUF_CONN, O_BUF_TENANT, O_MAX_ISO_CTX, O_ISO_QUEUE_MAX,
+       O_ISO_QUEUE_MS };
 
 /* The command line; the configuration file's keys are the same names. */
 static const struct option opts[] = {
@@ -183,6 +197,9 @@ static const struct option opts[] = {
     {"handshake-timeout-ms", required_argument, 0, O_HS_TIMEOUT},
     {"teardown-timeout-ms", required_argument, 0, O_TEARDOWN},
     {"teardown-per-context-ms", required_argument, 0, O_TEARDOWN_STEP},
+    {"max-isolated-contexts", required_argument, 0, O_MAX_ISO_CTX},
+    {"isolated-queue-max", required_argument, 0, O_ISO_QUEUE_MAX},
+    {"isolated-queue-ms", required_argument, 0, O_ISO_QUEUE_MS},
     {"auth", required_argument, 0, O_AUTH},
     {"client-ca", required_argument, 0, O_CLIENT_CA},
     {"client-crl", required_argument, 0, O_CLIENT_CRL},
@@ -274,6 +291,28 @@ static int apply_option(gl_options *cl, int code, const char *name, const char *
       return -1;
     }
     cfg->teardown_per_context_ms = (uint32_t)v;
+    break;
+  case O_MAX_ISO_CTX:
+    if (gl_parse_u64(value, GL_CTX_ADMIT_MAX_LIMIT, &v) != 0 || v == 0) {
+      snprintf(err, errlen, "%s: expected 1..%u, got '%s'", name, GL_CTX_ADMIT_MAX_LIMIT, value);
+      return -1;
+    }
+    cfg->max_isolated_contexts = (unsigned)v;
+    break;
+  case O_ISO_QUEUE_MAX:
+    if (gl_parse_u64(value, GL_CTX_ADMIT_MAX_QUEUE, &v) != 0) {
+      snprintf(err, errlen, "%s: expected 0..%u, got '%s'", name, GL_CTX_ADMIT_MAX_QUEUE, value);
+      return -1;
+    }
+    cfg->isolated_queue_max = (unsigned)v;
+    break;
+  case O_ISO_QUEUE_MS:
+    if (gl_parse_u64(value, GL_CTX_ADMIT_MAX_QUEUE_MS, &v) != 0) {
+      snprintf(err, errlen, "%s: expected 0..%u, got '%s'", name, GL_CTX_ADMIT_MAX_QUEUE_MS,
+               value);
+      return -1;
+    }
+    cfg->isolated_queue_ms = (unsigned)v;
     break;
   case O_RETRY_ABOVE:
     if (gl_parse_u64(value, UINT32_MAX, &v) != 0) {

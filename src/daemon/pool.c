@@ -66,6 +66,7 @@ struct gl_pool {
   spare *spares; /* newest first */
   ev_timer retire;
   gl_teardown *td; /* gl_pool_set_teardown, or NULL */
+  gl_pool_hooks hooks;
 };
 
 void gl_pool_set_teardown(gl_pool *p, gl_teardown *td) {
@@ -262,15 +263,19 @@ static void warm_done(void *ctx, gpulease_status status, const uint8_t *msg, siz
                       const char *why) {
   slot *s = ctx;
   gl_response r;
-  bool ok = status == GPULEASE_OK &&
-            gl_response_decode(msg, len, len, &r, NULL, 0) == GPULEASE_OK &&
-            r.status == GPULEASE_OK;
+  bool decoded = status == GPULEASE_OK &&
+                 gl_response_decode(msg, len, len, &r, NULL, 0) == GPULEASE_OK;
+  bool ok = decoded && r.status == GPULEASE_OK;
   s->answered = true;
+  gl_pool *p = s->pool;
   if (ok) {
     s->state = READY;
     GL_DEBUG("warm worker for GPU %u ready", (unsigned)s->gpu);
+    if (p->hooks.ready) p->hooks.ready(p->hooks.user, s->gpu);
     return;
   }
+  if (decoded && r.status == GPULEASE_CAPACITY_EXCEEDED && p->hooks.no_room)
+    p->hooks.no_room(p->hooks.user, s->gpu);
   if (status != GPULEASE_OK)
     GL_WARN("warm worker for GPU %u: %s", (unsigned)s->gpu, why ? why : "it ended");
   else
@@ -283,6 +288,12 @@ static void slot_start(slot *s) {
   gl_pool *p = s->pool;
   char err[256];
   const gl_node_gpu *g = &p->node->gpus[s->gpu];
+  if (p->hooks.may_start && !p->hooks.may_start(p->hooks.user, s->gpu)) {
+    /* No room for another context: the slot waits for gl_pool_refill. */
+    s->state = EMPTY;
+    s->answered = true;
+    return;
+  }
   if (gl_wproc_spawn(p->loop, p->worker_exe, p->log_level, gl_node_worker_args(p->node, s->gpu),
                      on_warm_exit, NULL, s, &s->w, err, sizeof err) != 0) {
     GL_WARN("cannot start a warm worker for GPU %u: %s", (unsigned)s->gpu, err);
@@ -291,6 +302,7 @@ static void slot_start(slot *s) {
     return;
   }
   gl_wproc_set_tag(s->w, s->gpu);
+  gl_wproc_count_context(s->w, s->gpu);
   gl_request q = {.op = GL_OP_WORKER_WARM};
   q.u.worker_init.cuda_ordinal = (uint32_t)g->cuda_ordinal;
   gl_node_worker_uuid(p->node, s->gpu, false, q.u.worker_init.gpu_uuid,
@@ -308,10 +320,11 @@ static void slot_start(slot *s) {
 }
 
 gl_pool *gl_pool_new(struct ev_loop *loop, const gl_node *node, const char *worker_exe,
-                     const char *log_level, unsigned per_gpu) {
+                     const char *log_level, unsigned per_gpu, const gl_pool_hooks *hooks) {
   if (per_gpu > MAX_PER_GPU) per_gpu = MAX_PER_GPU;
   gl_pool *p = calloc(1, sizeof *p);
   if (!p) return NULL;
+  if (hooks) p->hooks = *hooks;
   p->loop = loop;
   p->node = node;
   p->worker_exe = worker_exe;
@@ -387,6 +400,37 @@ gl_wproc *gl_pool_take_fresh(gl_pool *p, uint32_t gpu, gl_wproc_exit_cb on_exit,
     return w;
   }
   return NULL;
+}
+
+void gl_pool_refill(gl_pool *p) {
+  for (unsigned i = 0; p && i < p->nslots; i++) {
+    slot *s = &p->slots[i];
+    if (s->state != EMPTY || s->w || ev_is_active(&s->retry) || p->node->gpus[s->gpu].mig_count)
+      continue;
+    if (p->hooks.may_start && !p->hooks.may_start(p->hooks.user, s->gpu)) continue;
+    slot_start(s);
+  }
+}
+
+bool gl_pool_has_idle(const gl_pool *p, uint32_t gpu, bool fresh) {
+  if (!p) return false;
+  /* As gl_pool_take and gl_pool_take_fresh choose. */
+  for (const spare *sp = fresh ? NULL : p->spares; sp; sp = sp->next)
+    if (sp->gpu == gpu && sp->keep && gl_wproc_usable(sp->w)) return true;
+  for (unsigned i = 0; i < p->nslots; i++) {
+    const slot *s = &p->slots[i];
+    if (s->gpu == gpu && s->state == READY && gl_wproc_usable(s->w)) return true;
+  }
+  return false;
+}
+
+bool gl_pool_end_spare(gl_pool *p, uint32_t gpu) {
+  spare *oldest = NULL;
+  for (spare *sp = p ? p->spares : NULL; sp; sp = sp->next)
+    if (sp->gpu == gpu && sp->ready) oldest = sp;
+  if (!oldest) return false;
+  spare_end(p, oldest, "its context makes room for a lease");
+  return true;
 }
 
 static unsigned count(const gl_pool *p, uint32_t gpu, enum slot_state st) {

@@ -21,6 +21,7 @@
 #ifndef GL_DAEMON_POOL_H
 #define GL_DAEMON_POOL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "daemon/node.h"
@@ -30,11 +31,39 @@ struct ev_loop;
 struct gl_teardown;
 typedef struct gl_pool gl_pool;
 
+/* What the daemon's admission of isolated contexts (ctx_admit.h) tells
+ * the pool and hears from it; any member may be NULL. */
+typedef struct gl_pool_hooks {
+  /* Whether a warm worker may start a CUDA context on gpu now (the count
+   * below the GPU's limit, no lease waiting for one). A slot refused
+   * waits, empty, for gl_pool_refill. */
+  bool (*may_start)(void *user, uint32_t gpu);
+  /* A worker of gpu became ready to hand out (a warm one answered). */
+  void (*ready)(void *user, uint32_t gpu);
+  /* The driver refused a warm worker's context for want of memory
+   * (WORKER_WARM answered CAPACITY_EXCEEDED); the worker is still live. */
+  void (*no_room)(void *user, uint32_t gpu);
+  void *user;
+} gl_pool_hooks;
+
 /* Starts per_gpu (1..16) warm workers for each GPU of node (borrowed, as
- * are worker_exe and log_level, for the pool's life). NULL when out of
- * memory. */
+ * are worker_exe and log_level, for the pool's life), as hooks (copied;
+ * NULL: none) allow; each counts as one of its GPU's contexts
+ * (gl_wproc_count_context). NULL when out of memory. */
 gl_pool *gl_pool_new(struct ev_loop *loop, const gl_node *node, const char *worker_exe,
-                     const char *log_level, unsigned per_gpu);
+                     const char *log_level, unsigned per_gpu, const gl_pool_hooks *hooks);
+
+/* Starts the warm workers of the empty slots that hooks' may_start allows
+ * now (after room came back). */
+void gl_pool_refill(gl_pool *p);
+
+/* Whether gl_pool_take (fresh false) or gl_pool_take_fresh (fresh true)
+ * would hand out a worker of gpu now. */
+bool gl_pool_has_idle(const gl_pool *p, uint32_t gpu, bool fresh);
+
+/* Ends one released spare of gpu (the oldest), so that its context makes
+ * room for a lease that needs a fresh one. true when there was one. */
+bool gl_pool_end_spare(gl_pool *p, uint32_t gpu);
 
 /* Kills the warm workers. NULL is ignored. */
 void gl_pool_del(gl_pool *p);

@@ -10,6 +10,8 @@
 #include "daemon/admit.h"
 #include "daemon/client_auth.h"
 #include "daemon/teardown.h"
+#include "daemon/ctx_admit.h"
+#include "daemon/fence.h"
 #include "daemon/notify.h"
 #include "net/tls.h"
 
@@ -178,6 +180,17 @@ int gl_daemon_apply_config(gl_daemon *d, const gl_daemon_config *cfg, char *err,
     d->cfg.max_requests_per_tenant = cfg->max_requests_per_tenant;
     d->cfg.max_buffered_per_tenant = cfg->max_buffered_per_tenant;
     gl_admit_set_limits(d->admit, cfg->max_requests_per_tenant, cfg->max_buffered_per_tenant);
+  }
+  if (cfg->max_isolated_contexts != d->cfg.max_isolated_contexts ||
+      cfg->isolated_queue_max != d->cfg.isolated_queue_max ||
+      cfg->isolated_queue_ms != d->cfg.isolated_queue_ms) {
+    GL_INFO("reload: max-isolated-contexts %u, isolated-queue-max %u, isolated-queue-ms %u",
+            cfg->max_isolated_contexts, cfg->isolated_queue_max, cfg->isolated_queue_ms);
+    d->cfg.max_isolated_contexts = cfg->max_isolated_contexts;
+    d->cfg.isolated_queue_max = cfg->isolated_queue_max;
+    d->cfg.isolated_queue_ms = cfg->isolated_queue_ms;
+    gl_ctx_admit_configure(d->ctx_admit, cfg->max_isolated_contexts, cfg->isolated_queue_max,
+                           cfg->isolated_queue_ms);
   }
   if (cfg->teardown_timeout_ms != d->cfg.teardown_timeout_ms ||
       cfg->teardown_per_context_ms != d->cfg.teardown_per_context_ms) {

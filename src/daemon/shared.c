@@ -150,6 +150,7 @@ gl_wproc *gl_shared_join(gl_shared *s, uint32_t gpu, uint64_t lease_id, char *er
       return NULL;
   }
   gl_wproc_set_tag(c->w, gpu);
+  gl_wproc_count_context(c->w, gpu); /* a context of the GPU's (lease_admit.h) */
   ev_timer_stop(s->loop, &c->linger);
   c->ids[c->n++] = lease_id;
   return c->w;

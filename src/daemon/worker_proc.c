@@ -82,6 +82,8 @@ struct gl_wproc {
   void *owner;
   uint32_t tag;         /* gl_wproc_set_tag: the daemon's GPU index */
   bool let_go;          /* its teardown was reported begun (killed or retired) */
+  int ctx_gpu;          /* gl_wproc_count_context: the GPU whose context it holds; -1 */
+  bool ctx_ending;      /* counted in g_ctx_ending (killed or retired) */
 };
 
 static size_t g_live;
@@ -93,6 +95,40 @@ static void *g_held_user;
 void gl_wproc_set_held_watch(gl_wproc_held_cb cb, void *user) {
   g_held_cb = cb;
   g_held_user = user;
+}
+
+/* Isolated CUDA contexts held by live workers, and those ending, per GPU
+ * (gl_wproc_count_context), and who hears of each reaped one. */
+static unsigned g_ctx_held[GPULEASE_MAX_GPUS], g_ctx_ending[GPULEASE_MAX_GPUS];
+static void (*g_ctx_cb)(void *user, uint32_t gpu);
+static void *g_ctx_user;
+
+void gl_wproc_count_context(gl_wproc *w, uint32_t gpu) {
+  if (!w || w->ctx_gpu >= 0 || gpu >= GPULEASE_MAX_GPUS) return;
+  w->ctx_gpu = (int)gpu;
+  g_ctx_held[gpu]++;
+  if (w->killed || w->retired) {
+    w->ctx_ending = true;
+    g_ctx_ending[gpu]++;
+  }
+}
+
+void gl_wproc_contexts(uint32_t gpu, unsigned *held, unsigned *ending) {
+  bool ok = gpu < GPULEASE_MAX_GPUS;
+  if (held) *held = ok ? g_ctx_held[gpu] : 0;
+  if (ending) *ending = ok ? g_ctx_ending[gpu] : 0;
+}
+
+void gl_wproc_set_context_watch(void (*cb)(void *user, uint32_t gpu), void *user) {
+  g_ctx_cb = cb;
+  g_ctx_user = user;
+}
+
+/* w is going away (killed or retired): its context counts as ending. */
+static void context_ending(gl_wproc *w) {
+  if (w->ctx_gpu < 0 || w->ctx_ending) return;
+  w->ctx_ending = true;
+  g_ctx_ending[w->ctx_gpu]++;
 }
 
 /* The teardown watch (gl_wproc_set_teardown_watch). */
@@ -196,8 +232,14 @@ static void destroy(gl_wproc *w) {
   ev_child_stop(w->loop, &w->cw);
   ev_timer_stop(w->loop, &w->retire_timer);
   free(w->retire_why);
+  int gpu = w->ctx_gpu;
+  if (gpu >= 0) {
+    g_ctx_held[gpu]--;
+    if (w->ctx_ending) g_ctx_ending[gpu]--;
+  }
   free(w);
   g_live--;
+  if (gpu >= 0 && g_ctx_cb) g_ctx_cb(g_ctx_user, (uint32_t)gpu);
 }
 
 static void drain(gl_wproc *w);
@@ -452,6 +494,7 @@ int gl_wproc_spawn(struct ev_loop *loop, const char *worker_exe, const char *log
     snprintf(err, errlen, "out of memory");
     return -1;
   }
+  w->ctx_gpu = -1;
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   w->loop = loop;
   w->pid = pid;
@@ -593,6 +636,7 @@ void gl_wproc_cancel_lease(gl_wproc *w, uint64_t lease_id, gpulease_status statu
 void gl_wproc_retire(gl_wproc *w, gpulease_status status, const char *why) {
   if (w->killed || w->retired) return;
   w->retired = true;
+  context_ending(w);
   w->retire_status = status;
   w->retire_why = strdup(why ? why : "the worker ended");
   ev_timer_set(&w->retire_timer, 1.0, 0);
@@ -604,6 +648,7 @@ void gl_wproc_kill(gl_wproc *w, gpulease_status status, const char *why) {
   if (w->killed) return;
   ev_timer_stop(w->loop, &w->retire_timer);
   w->killed = true;
+  context_ending(w);
   /* Fault injection for the tests of fencing (docs/security.md, "Fenced
    * GPUs"): with GL_FAULT_WORKER_KILL_IGNORED the kill has no effect, as
    * for a process stuck in the driver; with GL_FAULT_WORKER_EXIT_DELAY_MS

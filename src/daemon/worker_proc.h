@@ -146,6 +146,23 @@ int gl_worker_spawn_raw(const char *worker_exe, const char *log_level,
                         const char *const *device_args, pid_t *pid_out, int *fd_out, char *err,
                         size_t errlen);
 
+/* Marks w as holding one of GPU gpu's isolated CUDA contexts (a warm
+ * worker's, an isolated or device lease's) from now until its process is
+ * reaped, whoever owns it meanwhile (the pool, a lease, a teardown): the
+ * count the daemon's admission holds to its limit (ctx_admit.h). Once per
+ * worker; gpu below GPULEASE_MAX_GPUS (else ignored). */
+void gl_wproc_count_context(gl_wproc *w, uint32_t gpu);
+
+/* The counted contexts of GPU gpu now: *held those of live workers (not
+ * reaped yet), *ending those of them being torn down (killed or retired,
+ * not reaped yet); either pointer may be NULL. 0 for a gpu out of range. */
+void gl_wproc_contexts(uint32_t gpu, unsigned *held, unsigned *ending);
+
+/* cb(user, gpu) runs (on the loop) each time a counted worker of GPU gpu
+ * has been reaped, its context gone; NULL cb for none. One watch for the
+ * process. */
+void gl_wproc_set_context_watch(void (*cb)(void *user, uint32_t gpu), void *user);
+
 /* Number of live worker objects (spawned, not yet reaped). For tests and
  * metrics. */
 size_t gl_wproc_live_count(void);

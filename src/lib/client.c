@@ -363,6 +363,50 @@ gpulease_status gpulease_pool_get(gpulease_client *client, gpulease_warm_pool_in
   return gpulease_warm_pool_get(client, out, err);
 }
 
+void gpulease_admission_info_init(gpulease_admission_info *info) {
+  if (!info) return;
+  memset(info, 0, sizeof *info);
+  info->struct_version = GPULEASE_ADMISSION_INFO_VERSION;
+}
+
+gpulease_status gpulease_admission_get(gpulease_client *client, gpulease_admission_info *out,
+                                       gpulease_error *err) {
+  if (!out) return gl_lib_set_err(err, GPULEASE_INVALID_ARGUMENT, "out is NULL");
+  if (!gl_lib_version_ok(out->struct_version, GPULEASE_ADMISSION_INFO_VERSION))
+    return gl_lib_version_err(err, "admission info", out->struct_version);
+  gl_request req = {.op = GL_OP_GET_INVENTORY};
+  req.u.inventory.has_flags = true;
+  req.u.inventory.flags = GL_INVENTORY_F_ADMISSION;
+  gl_response *resp = malloc(sizeof *resp);
+  if (!resp) return gl_lib_set_err(err, GPULEASE_NO_MEMORY, "out of memory");
+  uint8_t *raw;
+  gpulease_status st = gl_lib_exchange(client, &req, resp, &raw, err);
+  if (st == GPULEASE_OK && !resp->u.inventory.has_admission)
+    st = gl_lib_set_err(err, GPULEASE_PROTOCOL_ERROR,
+                        "GET_INVENTORY: the daemon left out the admission block it was asked for");
+  if (st == GPULEASE_OK) {
+    const gl_inventory *inv = &resp->u.inventory;
+    GL_LIB_CLEAR_KEEP_VERSION(out);
+    out->isolated_queue_max = inv->isolated_queue_max;
+    out->isolated_queue_ms = inv->isolated_queue_ms;
+    out->gpu_count = inv->gpu_count;
+    for (uint32_t i = 0; i < inv->gpu_count && i < GPULEASE_MAX_GPUS; i++) {
+      const gl_gpu_admission *a = &inv->admission[i];
+      out->gpus[i].max_isolated_contexts = a->max_isolated_contexts;
+      out->gpus[i].isolated_contexts = a->isolated_contexts;
+      out->gpus[i].leased = a->leased;
+      out->gpus[i].warm = a->warm;
+      out->gpus[i].spare = a->spare;
+      out->gpus[i].tearing_down = a->tearing_down;
+      out->gpus[i].queued = a->queued;
+      out->gpus[i].flags = a->flags;
+    }
+  }
+  free(raw);
+  free(resp);
+  return st;
+}
+
 void gpulease_inventory_init(gpulease_inventory *inv) {
   if (!inv) return;
   memset(inv, 0, sizeof *inv);

@@ -35,7 +35,7 @@
  * Op bodies (request -> OK response result):
  *
  *   GET_INVENTORY (0x0001)
- *     request: empty
+ *     request: empty, or u32 flags (bit 0: the admission block; 0.2)
  *     result : u32 max_ttl_s, str8 driver_version, u16 gpu_count (<= 64),
  *              gpu_count x { u32 index, str8 uuid, str8 name, u8 cc_major,
  *                            u8 cc_minor, u32 sm_count, u64 total_vram_bytes,
@@ -44,7 +44,11 @@
  *                            u64 context_overhead_bytes,
  *                            u8 ptx_isa_driver_major, u8 ..._minor,
  *                            u8 ptx_isa_nvjitlink_major, u8 ..._minor },
- *              tenant_info (the caller's tenant, quota and use)
+ *              tenant_info (the caller's tenant, quota and use),
+ *              with flags bit 0: u32 isolated_queue_max, u32 isolated_queue_ms,
+ *              gpu_count x { u32 max_isolated_contexts, u32 isolated_contexts,
+ *                            u32 leased, u32 warm, u32 spare,
+ *                            u32 tearing_down, u32 queued, u32 flags }
  *
  *   LEASE_ALLOC (0x0101)
  *     request: u32 gpu_index (0xFFFFFFFF = any), u64 vram_bytes, u32 ttl_s,
@@ -755,9 +759,17 @@ typedef struct gl_worker_init_req {
   char gpu_uuid[96];
 } gl_worker_init_req;
 
+/* GET_INVENTORY's request: flags, present or not (an empty body, the
+ * previous release's: flags 0). */
+typedef struct gl_inventory_req {
+  bool has_flags;
+  uint32_t flags; /* GL_INVENTORY_F_* */
+} gl_inventory_req;
+
 typedef struct gl_request {
   uint16_t op;
   union {
+    gl_inventory_req inventory;   /* GET_INVENTORY */
     gl_lease_alloc_req alloc;     /* LEASE_ALLOC */
     gl_lease_renew_req renew;     /* LEASE_RENEW */
     gl_lease_delegate_req delegate; /* LEASE_DELEGATE */
@@ -854,13 +866,34 @@ typedef struct gl_tenant_info {
   uint64_t used_gpu_seconds; /* in the last hour */
 } gl_tenant_info;
 
+/* A GPU's admission of isolated CUDA contexts (GET_INVENTORY flags bit 0;
+ * docs/protocol.md "Isolated contexts"). */
+typedef struct gl_gpu_admission {
+  uint32_t max_isolated_contexts; /* the limit (the flag, or learned lower) */
+  uint32_t isolated_contexts;     /* counted now: all below */
+  uint32_t leased, warm, spare, tearing_down;
+  uint32_t queued;                /* LEASE_ALLOCs waiting (those for any GPU included) */
+  uint32_t flags;                 /* GL_ADMISSION_F_* */
+} gl_gpu_admission;
+
+#define GL_ADMISSION_F_LEARNED 0x1u /* the limit was learned from the driver's refusal */
+
+/* GET_INVENTORY's request flags (u32 after an empty body; absent: 0). */
+#define GL_INVENTORY_F_ADMISSION 0x1u /* append the admission block to the result */
+
 typedef struct gl_inventory {
   uint32_t max_ttl_s;
   char driver_version[64]; /* NUL-terminated copy */
   uint16_t gpu_count;
   gl_gpu_entry gpus[GPULEASE_MAX_GPUS];
   gl_tenant_info tenant;
+  /* The admission block, after tenant_info: only for a request with
+   * GL_INVENTORY_F_ADMISSION (has_admission). */
+  bool has_admission;
+  uint32_t isolated_queue_max, isolated_queue_ms;
+  gl_gpu_admission admission[GPULEASE_MAX_GPUS]; /* gpu_count of them */
 } gl_inventory;
+
 
 typedef struct gl_lease_info {
   uint64_t lease_id;

@@ -176,6 +176,25 @@ static void inventory_decode(gl_wire__rd *r, gl_inventory *inv) {
   t->used_leases = gl_wire__rd_u32(r, "used_leases");
   t->used_sessions = gl_wire__rd_u32(r, "used_sessions");
   t->used_gpu_seconds = gl_wire__rd_u64(r, "used_gpu_seconds");
+  /* The admission block: there for a request that asked (flags bit 0). */
+  inv->has_admission = gl_wire__rd_ok(r) && r->pos < r->len;
+  if (!inv->has_admission) return;
+  inv->isolated_queue_max = gl_wire__rd_u32(r, "isolated_queue_max");
+  inv->isolated_queue_ms = gl_wire__rd_u32(r, "isolated_queue_ms");
+  r->elem = "admission";
+  for (unsigned i = 0; i < inv->gpu_count && gl_wire__rd_ok(r); i++) {
+    gl_gpu_admission *a = &inv->admission[i];
+    r->idx = i;
+    a->max_isolated_contexts = gl_wire__rd_u32(r, "max_isolated_contexts");
+    a->isolated_contexts = gl_wire__rd_u32(r, "isolated_contexts");
+    a->leased = gl_wire__rd_u32(r, "leased");
+    a->warm = gl_wire__rd_u32(r, "warm");
+    a->spare = gl_wire__rd_u32(r, "spare");
+    a->tearing_down = gl_wire__rd_u32(r, "tearing_down");
+    a->queued = gl_wire__rd_u32(r, "queued");
+    a->flags = gl_wire__rd_u32(r, "flags");
+  }
+  r->elem = NULL;
 }
 
 static bool inventory_valid(const gl_inventory *inv) {
@@ -224,6 +243,39 @@ static void inventory_put(gl_buf *b, const gl_inventory *inv) {
   gl_wire__put_u32(b, t->used_leases);
   gl_wire__put_u32(b, t->used_sessions);
   gl_wire__put_u64(b, t->used_gpu_seconds);
+  if (!inv->has_admission) return;
+  gl_wire__put_u32(b, inv->isolated_queue_max);
+  gl_wire__put_u32(b, inv->isolated_queue_ms);
+  for (unsigned i = 0; i < inv->gpu_count; i++) {
+    const gl_gpu_admission *a = &inv->admission[i];
+    gl_wire__put_u32(b, a->max_isolated_contexts);
+    gl_wire__put_u32(b, a->isolated_contexts);
+    gl_wire__put_u32(b, a->leased);
+    gl_wire__put_u32(b, a->warm);
+    gl_wire__put_u32(b, a->spare);
+    gl_wire__put_u32(b, a->tearing_down);
+    gl_wire__put_u32(b, a->queued);
+    gl_wire__put_u32(b, a->flags);
+  }
+}
+
+/* GET_INVENTORY's request: empty, or flags (added in 0.2). */
+static void inventory_req_validate(gl_wire__rd *r, const gl_request *q) {
+  if (gl_wire__rd_ok(r) && (q->u.inventory.flags & ~GL_INVENTORY_F_ADMISSION))
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+                     "flags 0x%08x: only bit 0 (the admission block) is defined",
+                     q->u.inventory.flags);
+}
+
+static void inventory_req_decode(gl_wire__rd *r, gl_request *q) {
+  q->u.inventory.has_flags = r->pos < r->len;
+  q->u.inventory.flags = 0;
+  if (q->u.inventory.has_flags) q->u.inventory.flags = gl_wire__rd_u32(r, "flags");
+  inventory_req_validate(r, q);
+}
+
+static void inventory_req_put(gl_buf *b, const gl_request *q) {
+  if (q->u.inventory.has_flags) gl_wire__put_u32(b, q->u.inventory.flags);
 }
 
 static void lease_info_decode(gl_wire__rd *r, gl_lease_info *l) {
@@ -292,7 +344,10 @@ static void tenant_result_put(gl_buf *b, const gl_response *resp) {
  * ====================================================================== */
 
 const gl_wire__codec gl_wire__op_GET_INVENTORY = {
-    .last_field = "",
+    .last_field = "flags",
+    .decode = inventory_req_decode,
+    .validate = inventory_req_validate,
+    .put = inventory_req_put,
     .result_decode = inventory_result_decode,
     .result_valid = inventory_result_valid,
     .result_put = inventory_result_put,

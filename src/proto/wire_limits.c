@@ -24,7 +24,7 @@
 #define UNBOUNDED UINT64_MAX
 
 static const uint64_t k_body_max[GL_OP_COUNT] = {
-    [GL_OPI_GET_INVENTORY] = B(0),
+    [GL_OPI_GET_INVENTORY] = B(4),
     [GL_OPI_NODE_INFO] = B(0),
     [GL_OPI_NET_INFO] = B(0),
     [GL_OPI_POOL_INFO] = B(0),

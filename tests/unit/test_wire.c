@@ -298,6 +298,13 @@ static void b_inventory_req(frame *f, long body) {
   fb_seal(f);
 }
 
+/* GET_INVENTORY with flags `flags` (u32). */
+static void b_inventory_req_flags(frame *f, long flags) {
+  fb_header(f, GL_WIRE_KIND_REQUEST, GL_OP_GET_INVENTORY, 0);
+  fb_be(f, (uint64_t)flags, 4);
+  fb_seal(f);
+}
+
 static void b_sub_default(frame *f, long unused) {
   (void)unused;
   sub_spec s = sub_default();
@@ -410,6 +417,19 @@ static void b_inv_cut(frame *f, long n) {
   fb_inventory(f, 2, 9, 40, false);
   assert_int_equal(f->n, GL_WIRE_HEADER_SIZE + 232 + TENANT_INFO_LEN(6));
   f->n = GL_WIRE_HEADER_SIZE + (size_t)n;
+  fb_seal(f);
+}
+
+/* An inventory of 2 GPUs with the admission block (GET_INVENTORY flags bit
+ * 0: 8 bytes and 32 a GPU), plus n bytes (n < 0: cut short). */
+static void b_inv_admission(frame *f, long n) {
+  fb_inventory(f, 2, 9, 40, false);
+  fb_be(f, 256, 4);  /* isolated_queue_max */
+  fb_be(f, 2000, 4); /* isolated_queue_ms */
+  for (int g = 0; g < 2; g++)
+    for (int k = 0; k < 8; k++) fb_be(f, (uint64_t)(g * 8 + k), 4);
+  if (n >= 0) fb_fill(f, 0, (size_t)n);
+  else f->n -= (size_t)-n;
   fb_seal(f);
 }
 
@@ -955,9 +975,14 @@ static const bad_case bad_cases[] = {
      NULL},
     {"alloc malloc_heap_bytes set", DEC_REQ, b_alloc_patch, PATCH(38, 0x10), 0, GPULEASE_OK,
      NULL},
-    {"inventory request with body", DEC_REQ, b_inventory_req, 1, 0, GPULEASE_UNSUPPORTED,
-     "GET_INVENTORY: 1 bytes where this daemon knows an empty body: a field of a newer "
-     "release? this daemon speaks gpulease 0.2"},
+    {"inventory request with a byte", DEC_REQ, b_inventory_req, 1, 0, GPULEASE_MALFORMED,
+     "GET_INVENTORY: truncated in flags"},
+    {"inventory request with flags", DEC_REQ, b_inventory_req, 4, 0, GPULEASE_OK, NULL},
+    {"inventory request with unknown flags", DEC_REQ, b_inventory_req_flags, 2, 0,
+     GPULEASE_INVALID_ARGUMENT, "only bit 0 (the admission block) is defined"},
+    {"inventory request past flags", DEC_REQ, b_inventory_req, 5, 0, GPULEASE_UNSUPPORTED,
+     "GET_INVENTORY: 1 bytes after the last field this daemon knows (flags): a field of a "
+     "newer release? this daemon speaks gpulease 0.2"},
     {"inventory request empty", DEC_REQ, b_inventory_req, 0, 0, GPULEASE_OK, NULL},
 
     /* GPU_SUBMIT limits */
@@ -1046,7 +1071,12 @@ static const bad_case bad_cases[] = {
      "GET_INVENTORY: truncated in used_gpu_seconds: needs 8 bytes at body offset 287, 7 left"},
     {"inventory whole (cut at its end)", DEC_RESP, b_inv_cut, 295, 0, GPULEASE_OK, NULL},
     {"inventory byte after tenant block", DEC_RESP, b_inv_cut, 296, 0, GPULEASE_MALFORMED,
-     "GET_INVENTORY: 1 trailing bytes after the last field"},
+     "GET_INVENTORY: truncated in isolated_queue_max"},
+    {"inventory with the admission block", DEC_RESP, b_inv_admission, 0, 0, GPULEASE_OK, NULL},
+    {"inventory admission block cut", DEC_RESP, b_inv_admission, -1, 0, GPULEASE_MALFORMED,
+     "GET_INVENTORY: truncated in admission[1].flags"},
+    {"inventory byte after the admission block", DEC_RESP, b_inv_admission, 1, 0,
+     GPULEASE_MALFORMED, "GET_INVENTORY: 1 trailing bytes after the last field"},
     {"inventory anonymous tenant", DEC_RESP, b_inv_tenant_len, 0, 0, GPULEASE_OK, NULL},
     {"inventory tenant 255 bytes", DEC_RESP, b_inv_tenant_len, 255, 0, GPULEASE_OK, NULL},
     {"inventory tenant with NUL", DEC_RESP, b_inv_tenant_nul, 8, 0, GPULEASE_INVALID_ARGUMENT,
@@ -5399,6 +5429,7 @@ static void test_body_max(void **state) {
     uint64_t variable = 0; /* what the zero request leaves out */
     switch (op) {
     case GL_OP_AUTHENTICATE: memset(r.u.authenticate.token, 'a', 255); break;
+    case GL_OP_GET_INVENTORY: r.u.inventory.has_flags = true; break;
     case GL_OP_LEASE_DELEGATE:
       r.u.delegate.rights = 1;
       memset(r.u.delegate.audience, 'a', 255);

@@ -60,8 +60,10 @@ static const changed CHANGED[] = {
     {"0.1", "bad-lease-alloc-4-more-bytes", GPULEASE_UNSUPPORTED,
      "LEASE_ALLOC: 4 bytes after the last field this daemon knows (malloc_heap_bytes): a field "
      "of a newer release? this daemon speaks gpulease"},
-    {"0.1", "bad-get-inventory-1-more-byte", GPULEASE_UNSUPPORTED,
-     "GET_INVENTORY: 1 bytes where this daemon knows an empty body"},
+    /* 0.2 gave GET_INVENTORY a request field (flags, a u32): one byte is
+     * a truncated field now, not a field of a newer release. */
+    {"0.1", "bad-get-inventory-1-more-byte", GPULEASE_MALFORMED,
+     "GET_INVENTORY: truncated in flags"},
     {"0.1", "bad-lease-query-8-more-bytes", GPULEASE_UNSUPPORTED,
      "LEASE_QUERY: 8 bytes after the last field this daemon knows (secret)"},
     {"0.1", "bad-session-close-1-more-byte", GPULEASE_UNSUPPORTED,

@@ -24,8 +24,8 @@ bundled in the wheel, else the system's ``libgpulease.so.1``.
 from ._lib import LIBRARY_PATH
 from ._params import InOut, Out, inout, out
 from ._util import parse_size
-from .client import (Client, GpuInfo, Inventory, PoolInfo, TenantInfo, WarmPoolInfo, connect,
-                     library_version)
+from .client import (AdmissionInfo, Client, GpuInfo, Inventory, PoolInfo, TenantInfo,
+                     WarmPoolInfo, connect, library_version)
 from .errors import (
     ERROR_CLASSES,
     Busy,
@@ -66,7 +66,8 @@ __version__ = "0.2.0"
 __all__ = [
     "LIBRARY_PATH", "__version__", "library_version",
     "connect", "Client", "Lease", "Session", "DeviceArray", "Module", "Kernel",
-    "Inventory", "GpuInfo", "TenantInfo", "WarmPoolInfo", "PoolInfo", "FuncInfo", "KernelOutput",
+    "Inventory", "GpuInfo", "TenantInfo", "WarmPoolInfo", "PoolInfo", "AdmissionInfo", "FuncInfo",
+    "KernelOutput",
     "Pool", "PoolNode", "MapStats", "MapNodeStats", "IN", "OUT", "CHUNK_BYTES", "CHUNK_INDEX",
     "out", "inout", "Out", "InOut", "parse_size",
     "ptx_params", "ptx_kernels", "PtxParam", "PtxError",

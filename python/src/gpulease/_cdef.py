@@ -123,6 +123,29 @@ gpulease_status gpulease_inventory_get(gpulease_client *client,
                                                     gpulease_inventory *out,
                                                     gpulease_error *err);
 #define GPULEASE_WARM_POOL_INFO_VERSION 1
+#define GPULEASE_ADMISSION_INFO_VERSION 1
+#define GPULEASE_ADMISSION_LEARNED 0x1
+typedef struct gpulease_gpu_admission {
+  uint32_t max_isolated_contexts;
+  uint32_t isolated_contexts;
+  uint32_t leased;
+  uint32_t warm;
+  uint32_t spare;
+  uint32_t tearing_down;
+  uint32_t queued;
+  uint32_t flags;
+} gpulease_gpu_admission;
+typedef struct gpulease_admission_info {
+  uint32_t struct_version;
+  uint32_t isolated_queue_max;
+  uint32_t isolated_queue_ms;
+  uint32_t gpu_count;
+  gpulease_gpu_admission gpus[GPULEASE_MAX_GPUS];
+} gpulease_admission_info;
+void gpulease_admission_info_init(gpulease_admission_info *info);
+gpulease_status gpulease_admission_get(gpulease_client *client,
+                                                    gpulease_admission_info *out,
+                                                    gpulease_error *err);
 typedef struct gpulease_warm_pool_info {
   uint32_t struct_version;
   uint32_t gpu_count;

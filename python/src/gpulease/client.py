@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
     from .session import Session
 
-__all__ = ["Client", "GpuInfo", "Inventory", "PoolInfo", "TenantInfo", "WarmPoolInfo", "connect",
-           "library_version"]
+__all__ = ["AdmissionInfo", "Client", "GpuInfo", "Inventory", "PoolInfo", "TenantInfo",
+           "WarmPoolInfo", "connect", "library_version"]
 
 LEASE_CLASSES = ("isolated", "shared", "device", "partition")
 
@@ -181,6 +181,26 @@ class WarmPoolInfo:
     starting: int
 
 
+@dataclass(frozen=True)
+class AdmissionInfo:
+    """One GPU's admission of isolated CUDA contexts (gpuleased
+    --max-isolated-contexts): the contexts of their own it may hold
+    (``limit``, ``learned`` when the driver's refusal lowered it), those it
+    holds now (``held``: ``leased``, ``warm``, ``spare`` and
+    ``tearing_down`` together) and the LEASE_ALLOCs waiting for one
+    (``queued``)."""
+
+    index: int
+    limit: int
+    learned: bool
+    held: int
+    leased: int
+    warm: int
+    spare: int
+    tearing_down: int
+    queued: int
+
+
 #: Deprecated (0.2, removed in 0.3): the old name of :class:`WarmPoolInfo`.
 PoolInfo = WarmPoolInfo
 
@@ -288,6 +308,24 @@ class Client:
             check(lib.gpulease_warm_pool_get(self._handle(), info, err), err)
         return [WarmPoolInfo(index=g.index, target=g.target, ready=g.ready, starting=g.starting)
                 for g in (info.gpus[i] for i in range(info.gpu_count))]
+
+    def admission(self) -> List[AdmissionInfo]:
+        """Each GPU's admission of isolated CUDA contexts (GET_INVENTORY
+        with flags bit 0, gpulease_admission_get): its limit, the contexts
+        it holds and the requests waiting for one.
+
+        Raises Unsupported from a daemon older than 0.2, Disconnected,
+        Timeout, ProtocolError."""
+        info = ffi.new("gpulease_admission_info *")
+        lib.gpulease_admission_info_init(info)
+        err = ffi.new("gpulease_error *")
+        with self._lock:
+            check(lib.gpulease_admission_get(self._handle(), info, err), err)
+        return [AdmissionInfo(index=i, limit=g.max_isolated_contexts,
+                              learned=bool(g.flags & 1), held=g.isolated_contexts,
+                              leased=g.leased, warm=g.warm, spare=g.spare,
+                              tearing_down=g.tearing_down, queued=g.queued)
+                for i, g in ((i, info.gpus[i]) for i in range(info.gpu_count))]
 
     def pool(self) -> List[WarmPoolInfo]:
         """Deprecated (0.2, removed in 0.3): :meth:`warm_pool` under its old
