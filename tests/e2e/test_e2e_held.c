@@ -13,7 +13,8 @@
  *   - a module of 32 MiB of globals (on the GPU 1 GiB) adds what it
  *     declares to the leased figure while loaded, and the figure goes back
  *     at its unload;
- *   - a context heap past the default counts from LEASE_ALLOC on;
+ *   - a context heap past the default counts from LEASE_ALLOC on; a
+ *     printf FIFO past the lease's VRAM is refused with the figures;
  *   - with every lease freed the leased figure is 0 again;
  *   - on the GPU: NVML's used VRAM grows by no more than the leased figure
  *     plus the leases' contexts (and a little slack), at each step.
@@ -215,6 +216,16 @@ static void test_held_beyond_region(void **state) {
   gpulease_lease h = lease(c, 16 * MiB, 8 * MiB);
   assert_int_equal(inventory(c).leased, 16 * MiB + 7 * MiB);
   CHECK(gpulease_lease_free(c, &h, E));
+  assert_int_equal(inventory(c).leased, 0);
+  /* A printf FIFO past the lease's VRAM: refused with the figures. */
+  gpulease_lease_opts fifo = {.struct_version = GPULEASE_LEASE_OPTS_VERSION,
+                              .lease_class = GPULEASE_CLASS_ISOLATED,
+                              .printf_fifo_bytes = 8 * MiB};
+  gpulease_lease x;
+  assert_int_equal(gpulease_lease_alloc_opts(c, GPULEASE_ANY_GPU, 4 * MiB, 60, &fifo, &x, &err),
+                   GPULEASE_CAPACITY_EXCEEDED);
+  assert_non_null(strstr(err.message, "printf_fifo_bytes 8388608"));
+  assert_non_null(strstr(err.message, "more than the lease's vram_bytes 4194304"));
   assert_int_equal(inventory(c).leased, 0);
 
   gpulease_client_close(c);
