@@ -34,7 +34,7 @@ typedef struct gl_ctx_admit gl_ctx_admit;
 #define GL_CTX_ADMIT_MAX_LIMIT 4096u
 #define GL_CTX_ADMIT_DEFAULT_QUEUE 256u
 #define GL_CTX_ADMIT_MAX_QUEUE 65536u
-#define GL_CTX_ADMIT_DEFAULT_QUEUE_MS 2000u
+#define GL_CTX_ADMIT_DEFAULT_QUEUE_MS 1000u
 #define GL_CTX_ADMIT_MAX_QUEUE_MS 600000u
 
 /* A gpu value meaning "any GPU" (the request's GPULEASE_ANY_GPU). */

@@ -119,7 +119,7 @@ void gl_options_usage(FILE *f) {
         "                        tenants (0..65536; default 256; a tenant at most half);\n"
         "                        beyond: CAPACITY_EXCEEDED at once\n"
         "  --isolated-queue-ms MS  how long each waits, served round robin across tenants\n"
-        "                        (0..600000; default 2000; 0: CAPACITY_EXCEEDED at once)\n"
+        "                        (0..600000; default 1000; 0: CAPACITY_EXCEEDED at once)\n"
         "  --audit-log FILE      append a JSON line per lease op, session open and close,\n"
         "                        module load and refused request (\"-\": stderr)\n"
         "  --worker-user USER    the user workers run as (default: nobody when gpuleased\n"
