@@ -54,6 +54,7 @@ void gl_daemon_config_default(gl_daemon_config *cfg) {
   cfg->max_isolated_contexts = GL_CTX_ADMIT_DEFAULT_LIMIT;
   cfg->isolated_queue_max = GL_CTX_ADMIT_DEFAULT_QUEUE;
   cfg->isolated_queue_ms = GL_CTX_ADMIT_DEFAULT_QUEUE_MS;
+  cfg->max_contexts_starting = 4;
   cfg->retry_above_address_handshakes = 8;
   cfg->handshake_timeout_ms = 5000;
   cfg->device_mode = GL_DEVICE_AUTO;

@@ -78,6 +78,8 @@ typedef struct gl_daemon_config {
                                      (lease_admit.h; default 64) */
   unsigned isolated_queue_max;    /* --isolated-queue-max: LEASE_ALLOCs waiting for one */
   unsigned isolated_queue_ms;     /* --isolated-queue-ms: how long each waits; 0: never */
+  unsigned max_contexts_starting; /* --max-contexts-starting: new contexts being made at
+                                     once per GPU for leases (0: no cap; default 4) */
   char metrics_listen[300];      /* --metrics-listen HOST:PORT: Prometheus /metrics; "" none */
 } gl_daemon_config;
 

@@ -18,7 +18,12 @@ static bool room_on(gl_daemon *d, uint32_t gpu, bool fresh) {
   if (d->pool && gl_pool_has_idle(d->pool, gpu, fresh)) return true;
   unsigned held = 0;
   gl_wproc_contexts(gpu, &held, NULL);
-  return held < gl_ctx_admit_limit(d->ctx_admit, gpu);
+  /* A new context only while few are being made: the driver makes them
+   * one at a time, and a request that waits a moment mostly gets a spare
+   * of a lease that ends meanwhile (--max-contexts-starting). */
+  unsigned cap = d->cfg.max_contexts_starting;
+  return held < gl_ctx_admit_limit(d->ctx_admit, gpu) &&
+         (cap == 0 || gl_wproc_contexts_starting(gpu) < cap);
 }
 
 bool gl_lease_admit_room(gl_daemon *d, uint32_t gpu, bool fresh) {

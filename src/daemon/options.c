@@ -120,6 +120,9 @@ void gl_options_usage(FILE *f) {
         "                        beyond: CAPACITY_EXCEEDED at once\n"
         "  --isolated-queue-ms MS  how long each waits, served round robin across tenants\n"
         "                        (0..600000; default 1000; 0: CAPACITY_EXCEEDED at once)\n"
+        "  --max-contexts-starting N  new CUDA contexts made at once on a GPU for leases;\n"
+        "                        beyond, a LEASE_ALLOC waits for a spare or for one of\n"
+        "                        them (0..4096, 0: no cap; default 4)\n"
         "  --audit-log FILE      append a JSON line per lease op, session open and close,\n"
         "                        module load and refused request (\"-\": stderr)\n"
         "  --worker-user USER    the user workers run as (default: nobody when gpuleased\n"
@@ -163,7 +166,7 @@ enum { O_LISTEN = 256, O_CERT, O_KEY, O_STATE, O_TTL, O_LEASES, O_MSG, O_LOG, O_
        O_ALLOW_ANON, O_AUDIT, O_WORKER_USER, O_NVJITLINK, O_MAX_REQ_TENANT, O_MAX_CONN_ADDR, O_RETRY_ABOVE,
        O_RETRY_ABOVE_ADDR, O_HS_TIMEOUT, O_TEARDOWN, O_TEARDOWN_STEP, O_METRICS, O_CONFIG, O_CHECK_CONFIG,
        O_EMU_GPUS, O_PLACEMENT, O_BUF_CONN, O_BUF_TENANT, O_MAX_ISO_CTX, O_ISO_QUEUE_MAX,
-       O_ISO_QUEUE_MS };
+       O_ISO_QUEUE_MS, O_CTX_STARTING };
 
 /* The command line; the configuration file's keys are the same names. */
 static const struct option opts[] = {
@@ -200,6 +203,7 @@ static const struct option opts[] = {
     {"max-isolated-contexts", required_argument, 0, O_MAX_ISO_CTX},
     {"isolated-queue-max", required_argument, 0, O_ISO_QUEUE_MAX},
     {"isolated-queue-ms", required_argument, 0, O_ISO_QUEUE_MS},
+    {"max-contexts-starting", required_argument, 0, O_CTX_STARTING},
     {"auth", required_argument, 0, O_AUTH},
     {"client-ca", required_argument, 0, O_CLIENT_CA},
     {"client-crl", required_argument, 0, O_CLIENT_CRL},
@@ -313,6 +317,13 @@ static int apply_option(gl_options *cl, int code, const char *name, const char *
       return -1;
     }
     cfg->isolated_queue_ms = (unsigned)v;
+    break;
+  case O_CTX_STARTING:
+    if (gl_parse_u64(value, GL_CTX_ADMIT_MAX_LIMIT, &v) != 0) {
+      snprintf(err, errlen, "%s: expected 0..%u, got '%s'", name, GL_CTX_ADMIT_MAX_LIMIT, value);
+      return -1;
+    }
+    cfg->max_contexts_starting = (unsigned)v;
     break;
   case O_RETRY_ABOVE:
     if (gl_parse_u64(value, UINT32_MAX, &v) != 0) {

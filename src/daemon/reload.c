@@ -11,6 +11,7 @@
 #include "daemon/client_auth.h"
 #include "daemon/teardown.h"
 #include "daemon/ctx_admit.h"
+#include "daemon/lease_admit.h"
 #include "daemon/fence.h"
 #include "daemon/notify.h"
 #include "net/tls.h"
@@ -191,6 +192,11 @@ int gl_daemon_apply_config(gl_daemon *d, const gl_daemon_config *cfg, char *err,
     d->cfg.isolated_queue_ms = cfg->isolated_queue_ms;
     gl_ctx_admit_configure(d->ctx_admit, cfg->max_isolated_contexts, cfg->isolated_queue_max,
                            cfg->isolated_queue_ms);
+  }
+  if (cfg->max_contexts_starting != d->cfg.max_contexts_starting) {
+    GL_INFO("reload: max-contexts-starting %u", cfg->max_contexts_starting);
+    d->cfg.max_contexts_starting = cfg->max_contexts_starting;
+    gl_lease_admit_poke(d); /* a higher cap may serve a waiting request now */
   }
   if (cfg->teardown_timeout_ms != d->cfg.teardown_timeout_ms ||
       cfg->teardown_per_context_ms != d->cfg.teardown_per_context_ms) {

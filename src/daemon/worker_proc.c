@@ -84,6 +84,8 @@ struct gl_wproc {
   bool let_go;          /* its teardown was reported begun (killed or retired) */
   int ctx_gpu;          /* gl_wproc_count_context: the GPU whose context it holds; -1 */
   bool ctx_ending;      /* counted in g_ctx_ending (killed or retired) */
+  bool ctx_starting;    /* counted in g_ctx_starting: no reply yet (its context is being made) */
+  bool answered_once;   /* it has sent a reply */
 };
 
 static size_t g_live;
@@ -100,6 +102,7 @@ void gl_wproc_set_held_watch(gl_wproc_held_cb cb, void *user) {
 /* Isolated CUDA contexts held by live workers, and those ending, per GPU
  * (gl_wproc_count_context), and who hears of each reaped one. */
 static unsigned g_ctx_held[GPULEASE_MAX_GPUS], g_ctx_ending[GPULEASE_MAX_GPUS];
+static unsigned g_ctx_starting[GPULEASE_MAX_GPUS];
 static void (*g_ctx_cb)(void *user, uint32_t gpu);
 static void *g_ctx_user;
 
@@ -110,7 +113,23 @@ void gl_wproc_count_context(gl_wproc *w, uint32_t gpu) {
   if (w->killed || w->retired) {
     w->ctx_ending = true;
     g_ctx_ending[gpu]++;
+  } else if (!w->answered_once) {
+    w->ctx_starting = true;
+    g_ctx_starting[gpu]++;
   }
+}
+
+/* w's context is no longer being made (it answered, or it goes away):
+ * out of g_ctx_starting; the watcher hears of it when `tell`. */
+static void ctx_started(gl_wproc *w, bool tell) {
+  if (!w->ctx_starting) return;
+  w->ctx_starting = false;
+  g_ctx_starting[w->ctx_gpu]--;
+  if (tell && g_ctx_cb) g_ctx_cb(g_ctx_user, (uint32_t)w->ctx_gpu);
+}
+
+unsigned gl_wproc_contexts_starting(uint32_t gpu) {
+  return gpu < GPULEASE_MAX_GPUS ? g_ctx_starting[gpu] : 0;
 }
 
 void gl_wproc_contexts(uint32_t gpu, unsigned *held, unsigned *ending) {
@@ -126,6 +145,7 @@ void gl_wproc_set_context_watch(void (*cb)(void *user, uint32_t gpu), void *user
 
 /* w is going away (killed or retired): its context counts as ending. */
 static void context_ending(gl_wproc *w) {
+  if (w->ctx_gpu >= 0) ctx_started(w, false);
   if (w->ctx_gpu < 0 || w->ctx_ending) return;
   w->ctx_ending = true;
   g_ctx_ending[w->ctx_gpu]++;
@@ -234,6 +254,7 @@ static void destroy(gl_wproc *w) {
   free(w->retire_why);
   int gpu = w->ctx_gpu;
   if (gpu >= 0) {
+    ctx_started(w, false); /* the callback below tells */
     g_ctx_held[gpu]--;
     if (w->ctx_ending) g_ctx_ending[gpu]--;
   }
@@ -337,6 +358,10 @@ static void deliver(gl_wproc *w) {
       continue;
     }
     pd->answered = true;
+    if (!w->answered_once) { /* its context is made (or refused): no longer starting */
+      w->answered_once = true;
+      if (w->ctx_gpu >= 0) ctx_started(w, true);
+    }
     spin_a_while(w->loop);
     pd->cb(pd->ctx, GPULEASE_OK, p, total, NULL);
     call_release(pd);

@@ -158,8 +158,14 @@ void gl_wproc_count_context(gl_wproc *w, uint32_t gpu);
  * not reaped yet); either pointer may be NULL. 0 for a gpu out of range. */
 void gl_wproc_contexts(uint32_t gpu, unsigned *held, unsigned *ending);
 
+/* The counted contexts of GPU gpu being made now: workers that have not
+ * answered their first request (WORKER_WARM or WORKER_INIT) and are not
+ * ending. 0 for a gpu out of range. */
+unsigned gl_wproc_contexts_starting(uint32_t gpu);
+
 /* cb(user, gpu) runs (on the loop) each time a counted worker of GPU gpu
- * has been reaped, its context gone; NULL cb for none. One watch for the
+ * has been reaped, its context gone, and each time one that was starting
+ * answers its first request; NULL cb for none. One watch for the
  * process. */
 void gl_wproc_set_context_watch(void (*cb)(void *user, uint32_t gpu), void *user);
 

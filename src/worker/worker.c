@@ -20,6 +20,7 @@
  */
 #include "worker/worker.h"
 #include "worker/held.h"
+#include "worker/start_fault.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -113,6 +114,7 @@ static void do_warm(gl_wkproc *p, uint64_t tag, uint32_t ordinal) {
     gl_wkproc_reply_error(p, tag, op, GPULEASE_INTERNAL, "worker already warmed or initialised");
     return;
   }
+  gl_start_fault_delay(); /* test-only: nothing unless set */
   if (p->be->ops->warm) {
     gpulease_status st = p->be->ops->warm(p->be, ordinal, err, sizeof err);
     if (st != GPULEASE_OK) {
@@ -217,6 +219,7 @@ static int lease_add(gl_wkproc *p, gl_wk *w) {
 static gpulease_status open_device(gl_wkproc *p, const gl_worker_init_req *req,
                                    uint64_t *base, char *err, size_t errlen) {
   gpulease_status st;
+  if (!p->warmed) gl_start_fault_delay(); /* test-only: nothing unless set */
   p->shared = (req->flags & GL_WORKER_INIT_SHARED) != 0;
   if (p->shared) {
     if (!p->be->ops->open_shared) {

@@ -494,6 +494,48 @@ static void test_fair_across_tenants(void **state) {
   unlink(tenants);
 }
 
+/* --max-contexts-starting: with contexts slow to make (600 ms each, a
+ * test fault), one cap makes the three requests take new contexts one
+ * after another; without a cap all three are made at once. */
+static void run_starting(const char *cap, int *max_children, double *last_s) {
+  gl_test_daemon d;
+  const char *extra[] = {"--warm-workers", "0", "--max-contexts-starting", cap,
+                         "--isolated-queue-ms", "10000", NULL};
+  setenv("GL_FAULT_WORKER_START_DELAY_MS", "600", 1);
+  assert_int_equal(gl_test_daemon_start(&d, "256M", extra), 0);
+  unsetenv("GL_FAULT_WORKER_START_DELAY_MS");
+  enum { N = 3 };
+  waiter w[N];
+  sampler smp;
+  for (int i = 0; i < N; i++) w[i].c = NULL;
+  atomic_store(&g_order, 0);
+  for (int i = 0; i < N; i++) waiter_start(&w[i], &d, NULL);
+  sampler_start(&smp, &d);
+  sleep_ms(400);
+  *max_children = sampler_end(&smp);
+  assert_int_equal(wait_done(w, N, N, 15000), N);
+  *last_s = 0;
+  for (int i = 0; i < N; i++) {
+    assert_int_equal(w[i].st, GPULEASE_OK);
+    if (w[i].waited_s > *last_s) *last_s = w[i].waited_s;
+  }
+  for (int i = 0; i < N; i++) waiter_end(&w[i]);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
+static void test_contexts_starting(void **state) {
+  (void)state;
+  int capped_max, free_max;
+  double capped_last, free_last;
+  run_starting("1", &capped_max, &capped_last);
+  run_starting("0", &free_max, &free_last);
+  fprintf(stderr, "cap 1: at most %d workers in the first 400 ms, the last served after %.2f s; "
+          "no cap: %d, %.2f s\n", capped_max, capped_last, free_max, free_last);
+  assert_int_equal(capped_max, 1);
+  assert_true(capped_last >= 1.1); /* the third waited for two contexts made in turn */
+  assert_int_equal(free_max, 3);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_wait_and_serve),
@@ -502,6 +544,7 @@ int main(void) {
       cmocka_unit_test(test_fair_across_tenants),
       cmocka_unit_test(test_learned_limit),
       cmocka_unit_test(test_reload),
+      cmocka_unit_test(test_contexts_starting),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
