@@ -403,6 +403,28 @@ void gl_qs_send_version_negotiation(gl_qserver *s, const ngtcp2_version_cid *vc,
   if (n > 0) gl_qs_send_one(s, local, remote, remotelen, buf, (size_t)n);
 }
 
+/* A UDP socket (non-blocking, close-on-exec) bound to at (IPv6: dual
+ * stack when at is the wildcard), with SO_REUSEPORT when reuseport. The
+ * descriptor, or -1 with errno. */
+static int bound_udp(const struct sockaddr_storage *at, socklen_t len, bool reuseport) {
+  int fd = socket(at->ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (at->ss_family == AF_INET6) {
+    const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)at;
+    int v6only = IN6_IS_ADDR_UNSPECIFIED(&a6->sin6_addr) ? 0 : 1;
+    (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
+  }
+  int on = 1;
+  if ((reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0) ||
+      bind(fd, (const struct sockaddr *)at, len) != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+
 int gl_qs_bind(gl_qserver *s, char *err, size_t errlen) {
   const char *host = s->listen_host && *s->listen_host ? s->listen_host : "::";
   char port[8];
@@ -429,25 +451,35 @@ int gl_qs_bind(gl_qserver *s, char *err, size_t errlen) {
   int last_errno = 0;
   for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
     if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6) continue;
-    int fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    struct sockaddr_storage at;
+    memcpy(&at, ai->ai_addr, ai->ai_addrlen);
+    if (s->grouped && !gl_qgroup_port(s->grp)) {
+      /* The group's first socket: its port must be free of every socket.
+       * The kernel would let an SO_REUSEPORT socket share a port with
+       * those of another process of this user (another daemon, whose
+       * clients would then be split with ours), and even pick such a port
+       * for port 0; a socket without the option gets a port nobody has. */
+      int probe = bound_udp(&at, ai->ai_addrlen, false);
+      if (probe < 0) {
+        last_errno = errno;
+        continue;
+      }
+      struct sockaddr_storage got;
+      socklen_t gotlen = sizeof got;
+      int rc2 = getsockname(probe, (struct sockaddr *)&got, &gotlen);
+      close(probe);
+      if (rc2 != 0) {
+        last_errno = errno;
+        continue;
+      }
+      if (at.ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)&at)->sin6_port = ((struct sockaddr_in6 *)&got)->sin6_port;
+      else
+        ((struct sockaddr_in *)&at)->sin_port = ((struct sockaddr_in *)&got)->sin_port;
+    }
+    int fd = bound_udp(&at, ai->ai_addrlen, s->grouped);
     if (fd < 0) {
       last_errno = errno;
-      continue;
-    }
-    if (ai->ai_family == AF_INET6) {
-      const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)ai->ai_addr;
-      int v6only = IN6_IS_ADDR_UNSPECIFIED(&a6->sin6_addr) ? 0 : 1;
-      (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
-    }
-    int on = 1;
-    if (s->grouped && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0) {
-      last_errno = errno;
-      close(fd);
-      continue;
-    }
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-      last_errno = errno;
-      close(fd);
       continue;
     }
     /* Buffers, GRO, don't-fragment, and, on a wildcard address, the

@@ -19,6 +19,10 @@
  * retry_above_handshakes and retry_above_address_handshakes are checked
  * against, the counters read for metrics, and the bound port (a group
  * whose first server was given port 0 has the others bind the port it got).
+ * The group's first server binds only a port no socket has (probed
+ * without SO_REUSEPORT first), so a group never shares its port with
+ * another process's SO_REUSEPORT sockets (another daemon of the same
+ * user, which the kernel would allow), as a plain server would refuse.
  * Each check and its count are taken under the group's mutex but not as
  * one step, so N servers admitting at once may pass a limit by at most
  * N - 1 connections.

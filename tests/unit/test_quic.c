@@ -2781,6 +2781,17 @@ static void test_shard_group(void **state) {
   uint16_t port = gl_shards_port(fx->shards, 0);
   assert_true(port != 0);
   for (unsigned i = 1; i < SERVERS; i++) assert_int_equal(gl_shards_port(fx->shards, i), port);
+  /* Another group (another daemon) cannot take the port (before the
+   * loop runs: gl_shards_start_shared is the loop's own call). */
+  gl_shards *other = NULL;
+  gl_qserver_config oc = qc;
+  oc.listen_port = port;
+  assert_int_equal(gl_shards_start_shared(fx->loop, &oc, 2, dreq_on_shard, fx, &other, err,
+                                          sizeof err),
+                   -1);
+  assert_null(other);
+  fprintf(stderr, "a second group on port %u: %s\n", (unsigned)port, err);
+  assert_non_null(strstr(err, "in use"));
   ev_async_init(&fx->stop, dreq_stop_cb);
   fx->stop.data = fx;
   ev_async_start(fx->loop, &fx->stop);
@@ -2798,8 +2809,8 @@ static void test_shard_group(void **state) {
   for (int t = 0; t < 300 && gl_shards_connection_count(fx->shards) != LIMIT; t++) sleep_ms(10);
   assert_int_equal(gl_shards_connection_count(fx->shards), LIMIT);
   assert_true(gl_shards_retries_sent(fx->shards) >= LIMIT); /* always_retry, any server */
-  fprintf(stderr, "%d clients over %d servers of one port: requests came through %d of them\n", LIMIT,
-          SERVERS, atomic_load(&fx->nseen));
+  fprintf(stderr, "%d clients over %d servers of one port: requests came through %d\n",
+          LIMIT, SERVERS, atomic_load(&fx->nseen));
   assert_true(atomic_load(&fx->nseen) >= 2); /* all on one: 3^-11 */
   gl_qclient *extra = NULL;
   cfg.timeout_ms = 3000;
