@@ -152,6 +152,7 @@ void gl_daemon_run(gl_daemon *d);
  * (server) or the control threads (control) serve it. Main loop. */
 uint16_t gl_daemon_quic_port(const gl_daemon *d);
 size_t gl_daemon_quic_connections(const gl_daemon *d);
+size_t gl_daemon_quic_held(const gl_daemon *d); /* closing and draining too */
 size_t gl_daemon_quic_handshakes(const gl_daemon *d);
 size_t gl_daemon_quic_retries(const gl_daemon *d);
 

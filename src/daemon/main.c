@@ -34,20 +34,6 @@ static void tune_malloc(void) {
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
 }
 
-/* With control threads, every connection's TLS session, QUIC state and
- * buffers are allocated on the thread that serves it. glibc would give
- * each such thread an arena of its own, and malloc_trim cannot shrink the
- * top of an arena other than the main one: after a load peak of 1,000
- * clients on 4 threads the daemon stayed 14 to 40 MB over its start in 3
- * runs of 6 (past the 10 MB the target allows), and within 10 MB in 5
- * runs of 5 with one arena (tests/e2e/test_e2e_control.c). So the threads share the main
- * arena, whose freed memory the daemon's trim after a peak hands back
- * (daemon.c), small blocks coming from each thread's cache without a
- * lock. MALLOC_ARENA_MAX in the environment overrides it. */
-static void share_arena(const gl_daemon_config *cfg) {
-  if (cfg->control_threads > 1 && !getenv("MALLOC_ARENA_MAX")) mallopt(M_ARENA_MAX, 1);
-}
-
 static int worker_main(gl_options *o) {
   gl_daemon_config *cfg = &o->cfg;
   /* Notices to systemd are the daemon's alone. */
@@ -143,7 +129,6 @@ int main(int argc, char **argv) {
   if (o.worker_fd >= 0) return worker_main(&o);
 
   gl_daemon_config *cfg = &o.cfg;
-  share_arena(cfg); /* before any thread */
   gl_log_init("gpuleased", (enum gl_log_level)gl_log_level_parse(cfg->log_level));
   /* The workers inherit the environment: each loads nvJitLink from there
    * before its sandbox closes the file system (src/backend/cuda_compat.h). */

@@ -392,6 +392,10 @@ size_t gl_shards_connection_count(const gl_shards *s) {
   return s && s->grp ? gl_qgroup_connection_count(s->grp) : 0;
 }
 
+size_t gl_shards_connections_held(const gl_shards *s) {
+  return s && s->grp ? gl_qgroup_held_count(s->grp) : 0;
+}
+
 size_t gl_shards_handshake_count(const gl_shards *s) {
   return s && s->grp ? gl_qgroup_handshake_count(s->grp) : 0;
 }

@@ -60,6 +60,7 @@ int gl_shards_start_shared(struct ev_loop *main, const gl_qserver_config *base, 
  * connections, the handshakes under way and the Retry packets sent since
  * the start, over all their servers. 0 for NULL or other shards. */
 size_t gl_shards_connection_count(const gl_shards *s);
+size_t gl_shards_connections_held(const gl_shards *s); /* closing and draining too */
 size_t gl_shards_handshake_count(const gl_shards *s);
 size_t gl_shards_retries_sent(const gl_shards *s);
 

@@ -219,6 +219,11 @@ uint16_t gl_qserver_port(const gl_qserver *srv);
  * when the server has one (then from any thread). */
 size_t gl_qserver_connection_count(const gl_qserver *srv);
 
+/* Number of connections the server holds: live ones and those in their
+ * closing or draining period, whose memory is freed at its end (of the
+ * whole group with one; any thread). */
+size_t gl_qserver_connections_held(const gl_qserver *srv);
+
 /* Number of Retry packets sent since the server started (address
  * validation, see retry_above_handshakes). For metrics and tests; of the
  * whole group with one; any thread. */

@@ -61,6 +61,10 @@ size_t gl_qgroup_initials_dropped(const gl_qgroup *g) {
   return g ? __atomic_load_n(&g->initials_dropped, __ATOMIC_RELAXED) : 0;
 }
 
+size_t gl_qgroup_held_count(const gl_qgroup *g) {
+  return g ? __atomic_load_n(&g->nconns, __ATOMIC_RELAXED) : 0;
+}
+
 uint16_t gl_qgroup_port(const gl_qgroup *g) {
   return g ? __atomic_load_n(&g->port, __ATOMIC_RELAXED) : 0;
 }

@@ -56,6 +56,11 @@ size_t gl_qgroup_retries_sent(const gl_qgroup *g);
 size_t gl_qgroup_tokens_refused(const gl_qgroup *g);
 size_t gl_qgroup_initials_dropped(const gl_qgroup *g);
 
+/* The connections the group's servers hold now: live ones and those in
+ * their closing or draining period (each still holding its memory). 0
+ * for NULL. Any thread. */
+size_t gl_qgroup_held_count(const gl_qgroup *g);
+
 /* The UDP port the group's first server bound; 0 before. Any thread. */
 uint16_t gl_qgroup_port(const gl_qgroup *g);
 

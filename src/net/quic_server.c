@@ -449,7 +449,7 @@ static void conn_free(qconn *c) {
   else s->conns = c->next;
   if (c->next) c->next->prev = c->prev;
   pthread_mutex_lock(&s->grp->mu);
-  s->grp->nconns--;
+  __atomic_sub_fetch(&s->grp->nconns, 1, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&s->grp->mu);
   if (--s->nconns == 0) gl_q_pool_clear(&s->pool); /* idle: give the memory back */
   if (c->conn) ngtcp2_conn_del(c->conn);
@@ -1007,7 +1007,7 @@ static qconn *conn_accept(gl_qserver *s, const ngtcp2_path *path, const uint8_t 
   s->conns = c;
   s->nconns++;
   pthread_mutex_lock(&s->grp->mu);
-  s->grp->nconns++;
+  __atomic_add_fetch(&s->grp->nconns, 1, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&s->grp->mu);
   __atomic_add_fetch(&s->grp->nactive, 1, __ATOMIC_RELAXED);
 
@@ -1346,6 +1346,10 @@ uint16_t gl_qserver_port(const gl_qserver *srv) { return srv ? srv->port : 0; }
 
 size_t gl_qserver_connection_count(const gl_qserver *srv) {
   return srv ? gl_qgroup_connection_count(srv->grp) : 0;
+}
+
+size_t gl_qserver_connections_held(const gl_qserver *srv) {
+  return srv ? gl_qgroup_held_count(srv->grp) : 0;
 }
 
 size_t gl_qserver_retries_sent(const gl_qserver *srv) {

@@ -149,7 +149,7 @@ struct gl_qgroup {
   gl_q_addrtab addrs;    /* completed connections per peer IP address */
   gl_q_addrtab hs_addrs; /* handshakes under way per peer IP address */
   size_t nhandshaking;   /* ACTIVE connections whose handshake is not complete */
-  size_t nconns;         /* all allocated, against max_connections */
+  size_t nconns;         /* all allocated, against max_connections (also __atomic) */
   uint16_t port;         /* bound by the first server; 0 before */
   /* Read and written with __atomic builtins (any thread): */
   size_t nactive; /* ACTIVE only */
