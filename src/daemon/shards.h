@@ -88,7 +88,12 @@ int gl_shards_set_tls(gl_shards *s, const char *cert_file, const char *key_file,
 void gl_shards_set_limits(gl_shards *s, uint32_t max_connections_per_address,
                           uint32_t retry_above_handshakes);
 
+/* The number of shards (threads) of s; 0 for NULL. */
 unsigned gl_shards_count(const gl_shards *s);
+
+/* The UDP port shard i serves (every i the same one for shards of
+ * gl_shards_start_shared); 0 for NULL, i past the count, or after
+ * gl_shards_close. */
 uint16_t gl_shards_port(const gl_shards *s, unsigned i);
 
 /* Main loop: answers req (from on_request) through its shard; msg is
