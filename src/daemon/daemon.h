@@ -111,6 +111,7 @@ typedef struct gl_daemon {
   ev_timer trim_timer;    /* gives freed memory back to the system after a flood */
   unsigned trim_due;      /*   malloc_trim calls still to make */
   size_t trim_conns_peak; /*   the most QUIC connections since the last trim */
+  bool trim_peak;         /*   a flood of requests under way: trim when it ends */
   struct gl_fence *fence; /* GPUs fenced after a failed teardown (fence.h) */
   struct gl_teardown *teardown; /* workers tearing down per GPU, their deadlines (teardown.h) */
   struct gl_metrics *metrics; /* --metrics-listen, or NULL (metrics.h) */
