@@ -171,9 +171,8 @@ static void on_expiry_timer(struct ev_loop *loop, ev_timer *t, int revents) {
  * draining period (3 PTO, seconds under load), after the requests' count
  * went quiet. Measured (gl_bench_load, 1,000 shared clients, emulated
  * device): without this the daemon stayed at 52 MB, 2 MB of it in use,
- * 10 s after; with it 9 MB on the main loop alone, 11.5 to 12 MB with 4
- * control threads, whether their arenas are glibc's per thread (kept:
- * no lock between the threads) or one (MALLOC_ARENA_MAX=1). */
+ * 10 s after; with it 9 MB on the main loop alone, 11.5 to 13 MB with 4
+ * control threads (which share one arena: main.c). */
 #define TRIM_AFTER_CLOSED 64u
 #define TRIM_TICK_S 1.0
 
