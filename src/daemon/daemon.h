@@ -51,6 +51,8 @@ typedef struct gl_daemon_config {
   unsigned local_socket_mode;  /* --local-socket-mode, e.g. 0660 */
   uint64_t max_pinned_bytes;   /* --max-pinned: shared memory page-locked for leases */
   unsigned net_threads;        /* --net-threads: stripe ports, a thread each (shards.h) */
+  unsigned control_threads;    /* --control-threads: threads serving the main port
+                                  together (shards.h); 1: the main loop serves it */
   uint16_t stripe_port;        /* --stripe-port: the first; 0: after the listen port */
   unsigned warm_workers;       /* --warm-workers: started ahead of leases, per GPU (pool.h) */
   uint64_t context_overhead_bytes; /* --context-overhead: a CUDA context's VRAM, until
@@ -90,7 +92,8 @@ typedef int (*gl_daemon_config_fn)(void *user, gl_daemon_config *out, char *err,
 typedef struct gl_daemon {
   gl_daemon_config cfg;
   struct ev_loop *loop;
-  gl_qserver *server;
+  gl_qserver *server;     /* the main port on the main loop, or NULL (control) */
+  gl_shards *control;     /* the main port's control threads (--control-threads > 1) */
   gl_lserver *local;      /* the local socket, or NULL */
   gl_shards *shards;      /* the network threads of the stripe ports, or NULL */
   gl_pool *pool;          /* warm workers, or NULL (--warm-workers 0) */
@@ -113,6 +116,8 @@ typedef struct gl_daemon {
   struct gl_hdrlog *hdrlog; /* refusals on the header, to audit and count (hdrlog.h) */
   ev_timer trim_timer;    /* gives freed memory back to the system after a flood */
   unsigned trim_due;      /*   malloc_trim calls still to make */
+  size_t trim_conns_peak; /*   the most QUIC connections since the last trim */
+  bool trim_peak;         /*   a flood of requests under way: trim when it ends */
   struct gl_fence *fence; /* GPUs fenced after a failed teardown (fence.h) */
   struct gl_teardown *teardown; /* workers tearing down per GPU, their deadlines (teardown.h) */
   struct gl_ctx_admit *ctx_admit; /* each GPU's limit of isolated contexts, and the
@@ -133,6 +138,12 @@ typedef struct gl_daemon {
  * MiB messages, 1024 connections. */
 void gl_daemon_config_default(gl_daemon_config *cfg);
 
+/* The default of --control-threads on a node with cores online (<= 0:
+ * unknown): 1 below 4 cores (the main loop serves the main port), else a
+ * quarter of the cores, at most 8, so that the main loop, the stripe
+ * ports' threads and the workers keep cores of their own. */
+unsigned gl_daemon_default_control_threads(long cores);
+
 /* The teardown deadlines' figures (teardown.h) of a configuration:
  * --teardown-timeout-ms, GL_TEARDOWN_RELEASE_BASE_MS and
  * --teardown-per-context-ms. */
@@ -144,6 +155,15 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
 
 /* Runs until SIGINT/SIGTERM; then frees every lease (kills workers). */
 void gl_daemon_run(gl_daemon *d);
+
+/* The main port's UDP port, its live QUIC connections, handshakes under
+ * way and Retry packets sent since the start, whether the main loop
+ * (server) or the control threads (control) serve it. Main loop. */
+uint16_t gl_daemon_quic_port(const gl_daemon *d);
+size_t gl_daemon_quic_connections(const gl_daemon *d);
+size_t gl_daemon_quic_held(const gl_daemon *d); /* closing and draining too */
+size_t gl_daemon_quic_handshakes(const gl_daemon *d);
+size_t gl_daemon_quic_retries(const gl_daemon *d);
 
 void gl_daemon_stop(gl_daemon *d);
 

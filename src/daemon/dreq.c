@@ -165,7 +165,7 @@ void gl_dreq_peer(const gl_dreq *r, char *buf, size_t len) {
 }
 
 bool gl_dreq_orphaned(const gl_dreq *r) {
-  if (r->sh) return false;
+  if (r->sh) return gl_qreq_gone(r->q); /* q lives on the shard's thread */
   return r->q ? gl_qreq_orphaned(r->q) : gl_lreq_orphaned(r->l);
 }
 

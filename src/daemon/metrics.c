@@ -249,13 +249,13 @@ static void render(gl_metrics *m) {
        "buffers for them (bounded by --max-buffered-per-connection and -per-tenant).");
   put(&o, "gpulease_unfinished_request_bytes %" PRIu64 "\n", unfinished_bytes);
   help(&o, "gpulease_connections", "gauge", "QUIC connections open on the main port.");
-  put(&o, "gpulease_connections %zu\n", d->server ? gl_qserver_connection_count(d->server) : 0);
+  put(&o, "gpulease_connections %zu\n", gl_daemon_quic_connections(d));
   help(&o, "gpulease_quic_handshakes", "gauge",
        "QUIC connections on the main port whose handshake is under way.");
-  put(&o, "gpulease_quic_handshakes %zu\n", d->server ? gl_qserver_handshake_count(d->server) : 0);
+  put(&o, "gpulease_quic_handshakes %zu\n", gl_daemon_quic_handshakes(d));
   help(&o, "gpulease_quic_retries_total", "counter",
        "QUIC Retry packets sent on the main port (address validation).");
-  put(&o, "gpulease_quic_retries_total %zu\n", d->server ? gl_qserver_retries_sent(d->server) : 0);
+  put(&o, "gpulease_quic_retries_total %zu\n", gl_daemon_quic_retries(d));
   /* Per GPU, one family after another (the exposition format wants each
    * family's samples together under its HELP and TYPE). */
   uint32_t sessions[GPULEASE_MAX_GPUS];

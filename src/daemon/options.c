@@ -11,6 +11,7 @@
 #include "common/util.h"
 #include "daemon/config_file.h"
 #include "daemon/ctx_admit.h"
+#include "daemon/shards.h"
 #include "proto/wire.h"
 
 void gl_options_usage(FILE *f) {
@@ -60,6 +61,11 @@ void gl_options_usage(FILE *f) {
         "  --net-threads N       network threads, each serving a stripe port of its own,\n"
         "                        over which clients stripe large transfers (0..16; default\n"
         "                        8 on 16 or more cores, 4 on 8 to 15, 2 on 4 to 7, else 0)\n"
+        "  --control-threads N   threads that serve the main port together (SO_REUSEPORT):\n"
+        "                        TLS, QUIC and decoding of many connections on N cores,\n"
+        "                        leases and sessions on the main loop (1..16; 1: the\n"
+        "                        main loop serves it; default 1 below 4 cores, else a\n"
+        "                        quarter of the cores, at most 8)\n"
         "  --stripe-port PORT    the first stripe port, the others follow it (default: the\n"
         "                        listen port + 1, or free ports when that is 0)\n"
         "  --warm-workers N      worker processes a GPU kept started, device open, ahead of\n"
@@ -161,7 +167,8 @@ static int copy_arg(char *dst, size_t len, const char *src, const char *name, ch
 
 enum { O_LISTEN = 256, O_CERT, O_KEY, O_STATE, O_TTL, O_LEASES, O_MSG, O_LOG, O_READY, O_WORKER,
        O_DEVICE, O_EMU_VRAM, O_EMU_THREADS, O_JIT_CACHE, O_SEQ_TIMEOUT, O_MAX_STREAMS,
-       O_LOCAL_SOCKET, O_LOCAL_MODE, O_MAX_PINNED, O_NET_THREADS, O_STRIPE_PORT, O_WARM,
+       O_LOCAL_SOCKET, O_LOCAL_MODE, O_MAX_PINNED, O_NET_THREADS, O_CONTROL_THREADS,
+       O_STRIPE_PORT, O_WARM,
        O_CTX_OVERHEAD, O_CUDA_VISIBLE, O_NO_SANDBOX, O_AUTH, O_CLIENT_CA, O_CLIENT_CRL, O_TENANTS,
        O_ALLOW_ANON, O_AUDIT, O_WORKER_USER, O_NVJITLINK, O_MAX_REQ_TENANT, O_MAX_CONN_ADDR, O_RETRY_ABOVE,
        O_RETRY_ABOVE_ADDR, O_HS_TIMEOUT, O_TEARDOWN, O_TEARDOWN_STEP, O_METRICS, O_CONFIG, O_CHECK_CONFIG,
@@ -184,6 +191,7 @@ static const struct option opts[] = {
     {"local-socket-mode", required_argument, 0, O_LOCAL_MODE},
     {"max-pinned", required_argument, 0, O_MAX_PINNED},
     {"net-threads", required_argument, 0, O_NET_THREADS},
+    {"control-threads", required_argument, 0, O_CONTROL_THREADS},
     {"stripe-port", required_argument, 0, O_STRIPE_PORT},
     {"warm-workers", required_argument, 0, O_WARM},
     {"context-overhead", required_argument, 0, O_CTX_OVERHEAD},
@@ -457,6 +465,13 @@ static int apply_option(gl_options *cl, int code, const char *name, const char *
       return -1;
     }
     cfg->net_threads = (unsigned)v;
+    break;
+  case O_CONTROL_THREADS:
+    if (gl_parse_u64(value, GL_SHARDS_MAX, &v) != 0 || v == 0) {
+      snprintf(err, errlen, "%s: expected 1..%d, got '%s'", name, GL_SHARDS_MAX, value);
+      return -1;
+    }
+    cfg->control_threads = (unsigned)v;
     break;
   case O_STRIPE_PORT:
     if (gl_parse_u64(value, 65535, &v) != 0 || v == 0) {

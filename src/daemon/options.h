@@ -9,7 +9,7 @@
  *             [--emu-gpus N] [--placement spread|pack]
  *             [--seq-timeout-ms MS] [--max-streams N]
  *             [--local-socket PATH|none] [--local-socket-mode MODE] [--max-pinned BYTES]
- *             [--net-threads N] [--stripe-port PORT] [--warm-workers N]
+ *             [--net-threads N] [--control-threads N] [--stripe-port PORT] [--warm-workers N]
  *             [--context-overhead BYTES]
  *             [--auth none|mtls|token] [--client-ca FILE] [--client-crl FILE]
  *             [--tenants FILE]

@@ -44,6 +44,7 @@ static const restart_only k_restart_only[] = {
     VAL("local-socket-mode", local_socket_mode),
     VAL("max-pinned", max_pinned_bytes),
     VAL("net-threads", net_threads),
+    VAL("control-threads", control_threads),
     VAL("stripe-port", stripe_port),
     VAL("warm-workers", warm_workers),
     VAL("context-overhead", context_overhead_bytes),
@@ -55,6 +56,15 @@ static const restart_only k_restart_only[] = {
 };
 #undef STR
 #undef VAL
+
+/* gl_qserver_set_tls on the main port: its server on the main loop, or
+ * its control threads' (shards.h). */
+static int main_port_set_tls(gl_daemon *d, const char *cert, const char *key, const char *ca,
+                             const char *crl, gl_client_policy *policy, char *err,
+                             size_t errlen) {
+  if (d->control) return gl_shards_set_tls(d->control, cert, key, ca, crl, policy, err, errlen);
+  return gl_qserver_set_tls(d->server, cert, key, ca, crl, policy, err, errlen);
+}
 
 static bool differs(const restart_only *r, const gl_daemon_config *a, const gl_daemon_config *b) {
   const char *x = (const char *)a + r->offset, *y = (const char *)b + r->offset;
@@ -107,7 +117,7 @@ int gl_daemon_apply_config(gl_daemon *d, const gl_daemon_config *cfg, char *err,
   snprintf(paths.state_dir, sizeof paths.state_dir, "%s", d->cfg.state_dir);
   if (gl_daemon_tls_paths(&paths, cert, key, sizeof cert, err, errlen) != 0 ||
       gl_tls_file_fingerprint(cert, fp, err, errlen) != 0 ||
-      gl_qserver_set_tls(d->server, cert, key, ca, crl, policy, err, errlen) != 0)
+      main_port_set_tls(d, cert, key, ca, crl, policy, err, errlen) != 0)
     goto fail;
   if (gl_shards_set_tls(d->shards, cert, key, ca, crl, policy, err, errlen) != 0) {
     /* Put the main port's credentials back to match the shards'. */
@@ -117,8 +127,8 @@ int gl_daemon_apply_config(gl_daemon *d, const gl_daemon_config *cfg, char *err,
     gl_client_policy *old = NULL;
     if (mtls && !(old = gl_daemon_client_policy(d->tenants, why, sizeof why)))
       GL_WARN("reload: the main port keeps the new client policy: %s", why);
-    else if (gl_qserver_set_tls(d->server, d->cfg.cert_file, d->cfg.key_file, old_ca, old_crl,
-                                old, why, sizeof why) != 0)
+    else if (main_port_set_tls(d, d->cfg.cert_file, d->cfg.key_file, old_ca, old_crl, old, why,
+                               sizeof why) != 0)
       GL_WARN("reload: the main port keeps the new certificate: %s", why);
     gl_client_policy_unref(old);
     goto fail;
@@ -215,8 +225,11 @@ int gl_daemon_apply_config(gl_daemon *d, const gl_daemon_config *cfg, char *err,
             cfg->retry_above_handshakes == UINT32_MAX ? 0 : cfg->retry_above_handshakes);
     d->cfg.max_connections_per_address = cfg->max_connections_per_address;
     d->cfg.retry_above_handshakes = cfg->retry_above_handshakes;
-    gl_qserver_set_limits(d->server, cfg->max_connections_per_address,
-                          cfg->retry_above_handshakes);
+    if (d->server)
+      gl_qserver_set_limits(d->server, cfg->max_connections_per_address,
+                            cfg->retry_above_handshakes);
+    gl_shards_set_limits(d->control, cfg->max_connections_per_address,
+                         cfg->retry_above_handshakes);
     gl_shards_set_limits(d->shards, cfg->max_connections_per_address,
                          cfg->retry_above_handshakes);
   }

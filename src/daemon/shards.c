@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "net/quic_group.h"
 #include "proto/wire.h"
 
 typedef enum { IT_REQ, IT_RELEASE, IT_REPLY, IT_LENT, IT_RECYCLE } item_kind;
@@ -57,7 +58,9 @@ struct gl_shards {
   gl_shards_request_fn on_request;
   void *user;
   unsigned n;
-  gl_shard *sh[GL_WIRE_MAX_STRIPES];
+  bool closed; /* gl_shards_close: no threads, no servers; replies go nowhere */
+  gl_qgroup *grp; /* gl_shards_start_shared: the servers' one port */
+  gl_shard *sh[GL_SHARDS_MAX];
 };
 
 static void q_init(queue *q) {
@@ -182,7 +185,16 @@ static void main_wake(struct ev_loop *loop, ev_async *w, int revents) {
   }
 }
 
+/* After gl_shards_close: req's server is gone (req orphaned), so freeing
+ * it is all its answer does, here on the main loop. */
+static bool closed_answer(gl_shard *sh, gl_qreq *req) {
+  if (!sh->all->closed) return false;
+  gl_qreq_reply(req, NULL, 0);
+  return true;
+}
+
 int gl_shard_reply(gl_shard *sh, gl_qreq *req, const uint8_t *msg, size_t len) {
+  if (closed_answer(sh, req)) return 0;
   item *it = calloc(1, sizeof *it);
   uint8_t *copy = malloc(len ? len : 1);
   if (!it || !copy) {
@@ -201,6 +213,7 @@ int gl_shard_reply_identity(gl_shard *sh, gl_qreq *req, const char *identity, co
                             size_t len) {
   /* What is known here: gl_qreq_identity reads req's own copy, which the
    * shard's thread does not touch while the request is ours. */
+  if (closed_answer(sh, req)) return 0;
   size_t n = identity ? strnlen(identity, GL_IDENTITY_MAX) : 0;
   if (n == 0 || n == GL_IDENTITY_MAX || gl_qreq_identity(req)[0]) {
     (void)gl_shard_reply(sh, req, msg, len);
@@ -225,6 +238,10 @@ int gl_shard_reply_identity(gl_shard *sh, gl_qreq *req, const char *identity, co
 
 int gl_shard_reply_lent(gl_shard *sh, gl_qreq *req, const uint8_t *msg, size_t len,
                         void (*release)(void *ctx), void *ctx) {
+  if (closed_answer(sh, req)) {
+    release(ctx);
+    return 0;
+  }
   item *it = calloc(1, sizeof *it);
   if (!it) {
     release(ctx);
@@ -239,17 +256,22 @@ int gl_shard_reply_lent(gl_shard *sh, gl_qreq *req, const uint8_t *msg, size_t l
 
 /* ---- start and stop --------------------------------------------------------- */
 
-static void shard_free(gl_shard *sh) {
+static void shard_close(gl_shard *sh) {
   if (sh->running) {
     atomic_store(&sh->stop, true);
     ev_async_send(sh->loop, &sh->wake);
     pthread_join(sh->thread, NULL);
+    sh->running = false;
   }
   /* The thread is gone: its server and queue are ours now. Requests still
    * queued are orphaned by the server's end; their answers only free. */
   if (sh->srv) gl_qserver_del(sh->srv);
   sh->srv = NULL;
   run_out(sh);
+}
+
+static void shard_free(gl_shard *sh) {
+  shard_close(sh);
   if (sh->loop) {
     ev_async_stop(sh->loop, &sh->wake);
     ev_loop_destroy(sh->loop);
@@ -258,9 +280,9 @@ static void shard_free(gl_shard *sh) {
   free(sh);
 }
 
-void gl_shards_stop(gl_shards *s) {
-  if (!s) return;
-  for (unsigned i = 0; i < s->n; i++) shard_free(s->sh[i]);
+void gl_shards_close(gl_shards *s) {
+  if (!s || s->closed) return;
+  for (unsigned i = 0; i < s->n; i++) shard_close(s->sh[i]);
   /* Requests never handled: answered into the void; releases run. */
   for (item *it = q_take_all(&s->in), *next; it; it = next) {
     next = it->next;
@@ -269,21 +291,36 @@ void gl_shards_stop(gl_shards *s) {
     free(it->kind == IT_REQ ? it->buf : NULL);
     free(it);
   }
+  s->closed = true;
+}
+
+void gl_shards_stop(gl_shards *s) {
+  if (!s) return;
+  gl_shards_close(s);
+  for (unsigned i = 0; i < s->n; i++) shard_free(s->sh[i]);
   ev_async_stop(s->main, &s->wake);
   pthread_mutex_destroy(&s->in.mu);
+  gl_qgroup_unref(s->grp);
   free(s);
 }
 
-int gl_shards_start(struct ev_loop *main, const gl_qserver_config *base, unsigned n,
-                    uint16_t first_port, gl_shards_request_fn on_request, void *user,
-                    gl_shards **out, char *err, size_t errlen) {
+/* gl_shards_start, or with shared gl_shards_start_shared: every server
+ * on first_port in one group. */
+static int start(struct ev_loop *main, const gl_qserver_config *base, unsigned n,
+                 uint16_t first_port, bool shared, gl_shards_request_fn on_request, void *user,
+                 gl_shards **out, char *err, size_t errlen) {
   *out = NULL;
-  if (n < 1 || n > GL_WIRE_MAX_STRIPES) {
-    snprintf(err, errlen, "%u network threads: 1 to %d", n, GL_WIRE_MAX_STRIPES);
+  if (n < 1 || n > GL_SHARDS_MAX) {
+    snprintf(err, errlen, "%u network threads: 1 to %d", n, GL_SHARDS_MAX);
     return -1;
   }
   gl_shards *s = calloc(1, sizeof *s);
   if (!s) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  if (shared && !(s->grp = gl_qgroup_new())) {
+    free(s);
     snprintf(err, errlen, "out of memory");
     return -1;
   }
@@ -315,7 +352,8 @@ int gl_shards_start(struct ev_loop *main, const gl_qserver_config *base, unsigne
     sh->wake.data = sh;
     ev_async_start(sh->loop, &sh->wake);
     gl_qserver_config c = *base;
-    c.listen_port = first_port ? (uint16_t)(first_port + i) : 0;
+    c.listen_port = shared ? first_port : first_port ? (uint16_t)(first_port + i) : 0;
+    c.group = s->grp;
     c.on_request = NULL;
     c.on_request_take = shard_request;
     c.user = sh;
@@ -336,7 +374,35 @@ int gl_shards_start(struct ev_loop *main, const gl_qserver_config *base, unsigne
   return 0;
 }
 
+int gl_shards_start(struct ev_loop *main, const gl_qserver_config *base, unsigned n,
+                    uint16_t first_port, gl_shards_request_fn on_request, void *user,
+                    gl_shards **out, char *err, size_t errlen) {
+  return start(main, base, n, first_port, false, on_request, user, out, err, errlen);
+}
+
+int gl_shards_start_shared(struct ev_loop *main, const gl_qserver_config *base, unsigned n,
+                           gl_shards_request_fn on_request, void *user, gl_shards **out,
+                           char *err, size_t errlen) {
+  return start(main, base, n, base->listen_port, true, on_request, user, out, err, errlen);
+}
+
 unsigned gl_shards_count(const gl_shards *s) { return s ? s->n : 0; }
+
+size_t gl_shards_connection_count(const gl_shards *s) {
+  return s && s->grp ? gl_qgroup_connection_count(s->grp) : 0;
+}
+
+size_t gl_shards_connections_held(const gl_shards *s) {
+  return s && s->grp ? gl_qgroup_held_count(s->grp) : 0;
+}
+
+size_t gl_shards_handshake_count(const gl_shards *s) {
+  return s && s->grp ? gl_qgroup_handshake_count(s->grp) : 0;
+}
+
+size_t gl_shards_retries_sent(const gl_shards *s) {
+  return s && s->grp ? gl_qgroup_retries_sent(s->grp) : 0;
+}
 
 uint16_t gl_shards_port(const gl_shards *s, unsigned i) {
   return s && i < s->n ? gl_qserver_port(s->sh[i]->srv) : 0;

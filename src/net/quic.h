@@ -169,6 +169,12 @@ typedef struct gl_qserver_config {
    * its first packet is dropped silently, and stops counting as a
    * handshake under way. 0: the default, 5000; at most idle_timeout_ms. */
   uint32_t handshake_timeout_ms;
+  /* The servers this one shares its port with (quic_group.h; the server
+   * takes a reference): it binds with SO_REUSEPORT (listen_port 0: the
+   * port the group's first server got, or a free one for the first), and
+   * the limits above count the whole group's connections and handshakes,
+   * as do the counts below. NULL: a server alone on its port. */
+  struct gl_qgroup *group;
 } gl_qserver_config;
 
 /* Binds a UDP socket and starts serving on loop. cfg is copied (strings
@@ -209,42 +215,48 @@ void gl_qserver_set_limits(gl_qserver *srv, uint32_t max_connections_per_address
 /* The UDP port actually bound. */
 uint16_t gl_qserver_port(const gl_qserver *srv);
 
-/* Number of live connections (for metrics and tests). */
+/* Number of live connections (for metrics and tests); of the whole group
+ * when the server has one (then from any thread). */
 size_t gl_qserver_connection_count(const gl_qserver *srv);
 
+/* Number of connections the server holds: live ones and those in their
+ * closing or draining period, whose memory is freed at its end (of the
+ * whole group with one; any thread). */
+size_t gl_qserver_connections_held(const gl_qserver *srv);
+
 /* Number of Retry packets sent since the server started (address
- * validation, see retry_above_handshakes). For metrics and tests; only on
- * the server's own thread. */
+ * validation, see retry_above_handshakes). For metrics and tests; of the
+ * whole group with one; any thread. */
 size_t gl_qserver_retries_sent(const gl_qserver *srv);
 
 /* Number of Initial packets refused since the server started because
  * their Retry token did not verify (forged, replayed from another
- * address, expired). For metrics and tests; only on the server's own
- * thread. */
+ * address, expired). For metrics and tests; of the whole group with one;
+ * any thread. */
 size_t gl_qserver_tokens_refused(const gl_qserver *srv);
 
 /* Number of completed connections the server holds for the IP address of
  * addr (AF_INET or AF_INET6; its port is ignored), as counted against
  * max_connections_per_address: connections closing or draining count
  * until they are freed; those in their handshake do not. 0 for NULL or
- * another family. Only on the server's own thread. */
+ * another family. Of the whole group with one; any thread. */
 size_t gl_qserver_connections_from(const gl_qserver *srv, const struct sockaddr *addr);
 
 /* Number of handshakes under way from the IP address of addr (as
  * gl_qserver_connections_from counts addresses), as counted against
- * retry_above_address_handshakes. 0 for NULL or another family. Only on
- * the server's own thread. */
+ * retry_above_address_handshakes. 0 for NULL or another family. Of the
+ * whole group with one; any thread. */
 size_t gl_qserver_handshakes_from(const gl_qserver *srv, const struct sockaddr *addr);
 
 /* Number of connections in their handshake (as counted against
- * retry_above_handshakes). For metrics and tests; only on the server's
- * own thread. */
+ * retry_above_handshakes). For metrics and tests; of the whole group
+ * with one; any thread. */
 size_t gl_qserver_handshake_count(const gl_qserver *srv);
 
 /* Number of first Initials dropped without an answer because Retry is
  * off and retry_above_address_handshakes handshakes from their address
- * were under way. For metrics and tests; only on the server's own
- * thread. */
+ * were under way. For metrics and tests; of the whole group with one;
+ * any thread. */
 size_t gl_qserver_initials_dropped(const gl_qserver *srv);
 
 /* Sends msg (copied) as the response on req's stream, then FIN, and frees
@@ -273,6 +285,12 @@ int gl_qreq_reply_lent(gl_qreq *req, const uint8_t *msg, size_t len, void (*rele
 /* True when the connection of req has closed (the reply would be dropped).
  * Lets the daemon skip work for vanished clients. */
 bool gl_qreq_orphaned(const gl_qreq *req);
+
+/* As gl_qreq_orphaned, from any thread (a request handed to another
+ * thread while its server's thread runs): true once the server knows req's
+ * connection or stream is gone. The answer may lag the server's by the
+ * time the flag takes to be seen; req must not have been answered. */
+bool gl_qreq_gone(const gl_qreq *req);
 
 /* ---- who is asking ---------------------------------------------------------
  * A connection's identity is the tenant it speaks for: the first URI

@@ -261,7 +261,7 @@ void gl_qs_send_retry(gl_qserver *s, const ngtcp2_pkt_hd *hd, const struct socka
     if (gl_q_random(scid.data, scid.datalen) != 0) return;
   } while (gl_q_cidtab_get(&s->cids, scid.data, scid.datalen) || ngtcp2_cid_eq(&scid, &hd->dcid));
   uint8_t token[GL_Q_RETRY_TOKEN_MAX];
-  ngtcp2_ssize tlen = gl_q_retry_token_make(token, s->retry_secret, hd->version, remote,
+  ngtcp2_ssize tlen = gl_q_retry_token_make(token, s->grp->retry_secret, hd->version, remote,
                                             remotelen, &scid, &hd->dcid, now);
   if (tlen < 0) {
     GL_DEBUG("quic: cannot make a Retry token");
@@ -275,7 +275,7 @@ void gl_qs_send_retry(gl_qserver *s, const ngtcp2_pkt_hd *hd, const struct socka
     return;
   }
   gl_qs_send_one(s, local, remote, remotelen, buf, (size_t)n);
-  s->retries_sent++;
+  __atomic_add_fetch(&s->grp->retries_sent, 1, __ATOMIC_RELAXED);
 }
 
 /* Whether a new connection must first prove its address (Retry). */
@@ -283,7 +283,7 @@ bool gl_qs_retry_needed(const gl_qserver *s) {
   if (s->cfg.always_retry) return true;
   uint32_t above = __atomic_load_n(&s->cfg.retry_above_handshakes, __ATOMIC_RELAXED);
   if (above == UINT32_MAX) return false;
-  return s->nhandshaking >= above;
+  return __atomic_load_n(&s->grp->nhandshaking, __ATOMIC_RELAXED) >= above;
 }
 
 bool gl_qs_admit(gl_qserver *s, const ngtcp2_pkt_hd *hd, const struct sockaddr *local,
@@ -294,9 +294,9 @@ bool gl_qs_admit(gl_qserver *s, const ngtcp2_pkt_hd *hd, const struct sockaddr *
   /* A Retry token must verify: it is the client's proof of address. Other
    * tokens (NEW_TOKEN, never ours) count as none (RFC 9000 8.1.3). */
   if (hd->tokenlen && hd->token[0] == NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY) {
-    if (gl_q_retry_token_check(odcid, hd->token, hd->tokenlen, s->retry_secret, hd->version,
+    if (gl_q_retry_token_check(odcid, hd->token, hd->tokenlen, s->grp->retry_secret, hd->version,
                                remote, remotelen, &hd->dcid, now) != 0) {
-      s->tokens_refused++;
+      __atomic_add_fetch(&s->grp->tokens_refused, 1, __ATOMIC_RELAXED);
       if (gl_qs_log_due(&s->last_token_log_ns, now))
         GL_WARN("quic: refusing %s: invalid Retry token (forged, expired or from another "
                 "address)", peer);
@@ -308,7 +308,9 @@ bool gl_qs_admit(gl_qserver *s, const ngtcp2_pkt_hd *hd, const struct sockaddr *
   }
 
   if (!*validated) {
-    size_t hs_ip = gl_q_addrtab_count(&s->hs_addrs, ip);
+    pthread_mutex_lock(&s->grp->mu);
+    size_t hs_ip = gl_q_addrtab_count(&s->grp->hs_addrs, ip);
+    pthread_mutex_unlock(&s->grp->mu);
     uint32_t per_ip_hs =
         __atomic_load_n(&s->cfg.retry_above_address_handshakes, __ATOMIC_RELAXED);
     bool busy_ip = hs_ip >= per_ip_hs;
@@ -317,7 +319,7 @@ bool gl_qs_admit(gl_qserver *s, const ngtcp2_pkt_hd *hd, const struct sockaddr *
                        __atomic_load_n(&s->cfg.retry_above_handshakes, __ATOMIC_RELAXED) ==
                            UINT32_MAX;
       if (retry_off) { /* busy_ip: no way to prove the address, so no answer */
-        s->initials_dropped++;
+        __atomic_add_fetch(&s->grp->initials_dropped, 1, __ATOMIC_RELAXED);
         if (gl_qs_log_due(&s->last_retry_log_ns, now))
           GL_WARN("quic: dropping Initials from %s: %zu handshakes from its address under way "
                   "(Retry is off)", peer, hs_ip);
@@ -325,22 +327,25 @@ bool gl_qs_admit(gl_qserver *s, const ngtcp2_pkt_hd *hd, const struct sockaddr *
       }
       if (gl_qs_log_due(&s->last_retry_log_ns, now))
         GL_INFO("quic: %zu handshakes under way (%zu from %s): new clients must prove their "
-                "address (Retry)", s->nhandshaking, hs_ip, peer);
+                "address (Retry)", gl_qgroup_handshake_count(s->grp), hs_ip, peer);
       GL_DEBUG("quic: Retry to %s", peer);
       gl_qs_send_retry(s, hd, local, remote, remotelen, now);
       return false;
     }
   }
 
-  if (s->nconns >= s->cfg.max_connections) {
+  pthread_mutex_lock(&s->grp->mu);
+  size_t nconns = s->grp->nconns;
+  size_t from_ip = gl_q_addrtab_count(&s->grp->addrs, ip);
+  pthread_mutex_unlock(&s->grp->mu);
+  if (nconns >= s->cfg.max_connections) {
     if (gl_qs_log_due(&s->last_refusal_log_ns, now))
-      GL_WARN("quic: refusing connections: %zu open (max %zu)", s->nconns,
+      GL_WARN("quic: refusing connections: %zu open (max %zu)", nconns,
               s->cfg.max_connections);
     gl_qs_send_stateless_close(s, hd, local, remote, remotelen, NGTCP2_CONNECTION_REFUSED,
                                "too many connections");
     return false;
   }
-  size_t from_ip = gl_q_addrtab_count(&s->addrs, ip);
   uint32_t per_addr = __atomic_load_n(&s->cfg.max_connections_per_address, __ATOMIC_RELAXED);
   if (from_ip >= per_addr) {
     if (gl_qs_log_due(&s->last_addr_refusal_log_ns, now))
@@ -354,27 +359,35 @@ bool gl_qs_admit(gl_qserver *s, const ngtcp2_pkt_hd *hd, const struct sockaddr *
 }
 
 int gl_qs_hs_begin(qconn *c) {
-  if (gl_q_addrtab_ref(&c->srv->hs_addrs, c->ip) != 0) return -1;
+  gl_qgroup *g = c->srv->grp;
+  pthread_mutex_lock(&g->mu);
+  int rc = gl_q_addrtab_ref(&g->hs_addrs, c->ip);
+  if (rc == 0) __atomic_add_fetch(&g->nhandshaking, 1, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&g->mu);
+  if (rc != 0) return -1;
   c->in_hs = true;
-  c->srv->nhandshaking++;
   return 0;
 }
 
 void gl_qs_hs_end(qconn *c, bool completed) {
-  gl_qserver *s = c->srv;
+  gl_qgroup *g = c->srv->grp;
   if (!c->in_hs) return;
   c->in_hs = false;
-  s->nhandshaking--;
-  gl_q_addrtab_unref(&s->hs_addrs, c->ip);
+  pthread_mutex_lock(&g->mu);
+  __atomic_sub_fetch(&g->nhandshaking, 1, __ATOMIC_RELAXED);
+  gl_q_addrtab_unref(&g->hs_addrs, c->ip);
   /* Out of memory: the connection goes uncounted (it is still within
    * max_connections). */
-  if (completed && gl_q_addrtab_ref(&s->addrs, c->ip) == 0) c->ip_counted = true;
+  if (completed && gl_q_addrtab_ref(&g->addrs, c->ip) == 0) c->ip_counted = true;
+  pthread_mutex_unlock(&g->mu);
 }
 
 void gl_qs_addr_release(qconn *c) {
   if (!c->ip_counted) return;
   c->ip_counted = false;
-  gl_q_addrtab_unref(&c->srv->addrs, c->ip);
+  pthread_mutex_lock(&c->srv->grp->mu);
+  gl_q_addrtab_unref(&c->srv->grp->addrs, c->ip);
+  pthread_mutex_unlock(&c->srv->grp->mu);
 }
 
 void gl_qs_send_version_negotiation(gl_qserver *s, const ngtcp2_version_cid *vc,
@@ -390,10 +403,35 @@ void gl_qs_send_version_negotiation(gl_qserver *s, const ngtcp2_version_cid *vc,
   if (n > 0) gl_qs_send_one(s, local, remote, remotelen, buf, (size_t)n);
 }
 
+/* A UDP socket (non-blocking, close-on-exec) bound to at (IPv6: dual
+ * stack when at is the wildcard), with SO_REUSEPORT when reuseport. The
+ * descriptor, or -1 with errno. */
+static int bound_udp(const struct sockaddr_storage *at, socklen_t len, bool reuseport) {
+  int fd = socket(at->ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (at->ss_family == AF_INET6) {
+    const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)at;
+    int v6only = IN6_IS_ADDR_UNSPECIFIED(&a6->sin6_addr) ? 0 : 1;
+    (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
+  }
+  int on = 1;
+  if ((reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0) ||
+      bind(fd, (const struct sockaddr *)at, len) != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+
 int gl_qs_bind(gl_qserver *s, char *err, size_t errlen) {
   const char *host = s->listen_host && *s->listen_host ? s->listen_host : "::";
   char port[8];
-  snprintf(port, sizeof port, "%u", (unsigned)s->cfg.listen_port);
+  /* A group's servers after the first bind the port it got. */
+  uint16_t want = s->cfg.listen_port;
+  if (s->grouped && !want) want = gl_qgroup_port(s->grp);
+  snprintf(port, sizeof port, "%u", (unsigned)want);
   struct addrinfo hints = {
       .ai_family = AF_UNSPEC,
       .ai_socktype = SOCK_DGRAM,
@@ -413,19 +451,35 @@ int gl_qs_bind(gl_qserver *s, char *err, size_t errlen) {
   int last_errno = 0;
   for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
     if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6) continue;
-    int fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    struct sockaddr_storage at;
+    memcpy(&at, ai->ai_addr, ai->ai_addrlen);
+    if (s->grouped && !gl_qgroup_port(s->grp)) {
+      /* The group's first socket: its port must be free of every socket.
+       * The kernel would let an SO_REUSEPORT socket share a port with
+       * those of another process of this user (another daemon, whose
+       * clients would then be split with ours), and even pick such a port
+       * for port 0; a socket without the option gets a port nobody has. */
+      int probe = bound_udp(&at, ai->ai_addrlen, false);
+      if (probe < 0) {
+        last_errno = errno;
+        continue;
+      }
+      struct sockaddr_storage got;
+      socklen_t gotlen = sizeof got;
+      int rc2 = getsockname(probe, (struct sockaddr *)&got, &gotlen);
+      close(probe);
+      if (rc2 != 0) {
+        last_errno = errno;
+        continue;
+      }
+      if (at.ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)&at)->sin6_port = ((struct sockaddr_in6 *)&got)->sin6_port;
+      else
+        ((struct sockaddr_in *)&at)->sin_port = ((struct sockaddr_in *)&got)->sin_port;
+    }
+    int fd = bound_udp(&at, ai->ai_addrlen, s->grouped);
     if (fd < 0) {
       last_errno = errno;
-      continue;
-    }
-    if (ai->ai_family == AF_INET6) {
-      const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)ai->ai_addr;
-      int v6only = IN6_IS_ADDR_UNSPECIFIED(&a6->sin6_addr) ? 0 : 1;
-      (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
-    }
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-      last_errno = errno;
-      close(fd);
       continue;
     }
     /* Buffers, GRO, don't-fragment, and, on a wildcard address, the
@@ -453,11 +507,14 @@ int gl_qs_bind(gl_qserver *s, char *err, size_t errlen) {
     s->port = ntohs(ai->ai_family == AF_INET6
                         ? ((struct sockaddr_in6 *)&s->bound)->sin6_port
                         : ((struct sockaddr_in *)&s->bound)->sin_port);
+    pthread_mutex_lock(&s->grp->mu);
+    if (!s->grp->port) __atomic_store_n(&s->grp->port, s->port, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&s->grp->mu);
     break;
   }
   freeaddrinfo(res);
   if (s->fd < 0) {
-    gl_set_err(err, errlen, "cannot bind UDP %s port %u: %s", host, (unsigned)s->cfg.listen_port,
+    gl_set_err(err, errlen, "cannot bind UDP %s port %u: %s", host, (unsigned)want,
                strerror(last_errno ? last_errno : EADDRNOTAVAIL));
     return -1;
   }

@@ -313,6 +313,7 @@ static void conn_orphan_all(qconn *c) {
     stream_unadmit(st);
     if (st->req) {
       st->req->st = NULL;
+      __atomic_store_n(&st->req->gone, true, __ATOMIC_RELEASE);
       st->req = NULL;
     }
     st->in_ready = false;
@@ -321,7 +322,7 @@ static void conn_orphan_all(qconn *c) {
 }
 
 static void conn_leave_active(qconn *c, enum conn_state to) {
-  if (c->state == ST_ACTIVE) c->srv->nactive--;
+  if (c->state == ST_ACTIVE) __atomic_sub_fetch(&c->srv->grp->nactive, 1, __ATOMIC_RELAXED);
   gl_qs_hs_end(c, false);
   c->state = to;
   conn_orphan_all(c);
@@ -441,12 +442,15 @@ static void conn_free(qconn *c) {
       }
     }
   }
-  if (c->state == ST_ACTIVE) s->nactive--;
+  if (c->state == ST_ACTIVE) __atomic_sub_fetch(&s->grp->nactive, 1, __ATOMIC_RELAXED);
   gl_qs_hs_end(c, false);
   gl_qs_addr_release(c);
   if (c->prev) c->prev->next = c->next;
   else s->conns = c->next;
   if (c->next) c->next->prev = c->prev;
+  pthread_mutex_lock(&s->grp->mu);
+  __atomic_sub_fetch(&s->grp->nconns, 1, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&s->grp->mu);
   if (--s->nconns == 0) gl_q_pool_clear(&s->pool); /* idle: give the memory back */
   if (c->conn) ngtcp2_conn_del(c->conn);
   if (c->tls) gnutls_deinit(c->tls);
@@ -572,7 +576,10 @@ static void stream_unadmit(qstream *st) {
 static void stream_free(qstream *st) {
   qconn *c = st->c;
   stream_unadmit(st);
-  if (st->req) st->req->st = NULL; /* orphaned */
+  if (st->req) { /* orphaned */
+    st->req->st = NULL;
+    __atomic_store_n(&st->req->gone, true, __ATOMIC_RELEASE);
+  }
   gl_q_outq_remove(&c->sendq, &st->out);
   ready_remove(c, st);
   c->rx_buffered -= st->rlen;
@@ -683,6 +690,7 @@ static void conn_deliver(qconn *c) {
       continue;
     }
     req->st = st;
+    req->gone = false;
     memcpy(req->peer, c->peer, c->peerlen + 1);
     if (c->idlen) memcpy(req->identity, c->identity, c->idlen + 1);
     else req->identity[0] = 0;
@@ -776,6 +784,10 @@ int gl_qreq_reply_lent(gl_qreq *req, const uint8_t *msg, size_t len, void (*rele
 
 bool gl_qreq_orphaned(const gl_qreq *req) {
   return !req || !req->st || req->st->c->state != ST_ACTIVE;
+}
+
+bool gl_qreq_gone(const gl_qreq *req) {
+  return !req || __atomic_load_n(&req->gone, __ATOMIC_ACQUIRE);
 }
 
 const char *gl_qreq_identity(const gl_qreq *req) { return req ? req->identity : ""; }
@@ -994,7 +1006,10 @@ static qconn *conn_accept(gl_qserver *s, const ngtcp2_path *path, const uint8_t 
   if (s->conns) s->conns->prev = c;
   s->conns = c;
   s->nconns++;
-  s->nactive++;
+  pthread_mutex_lock(&s->grp->mu);
+  __atomic_add_fetch(&s->grp->nconns, 1, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&s->grp->mu);
+  __atomic_add_fetch(&s->grp->nactive, 1, __ATOMIC_RELAXED);
 
   ngtcp2_cid scid;
   scid.datalen = GL_Q_SCID_LEN;
@@ -1076,7 +1091,7 @@ static qconn *conn_accept(gl_qserver *s, const ngtcp2_path *path, const uint8_t 
 
 fail:
   c->state = ST_DEAD;
-  s->nactive--;
+  __atomic_sub_fetch(&s->grp->nactive, 1, __ATOMIC_RELAXED);
   conn_free(c);
   return NULL;
 }
@@ -1245,15 +1260,15 @@ int gl_qserver_new(struct ev_loop *loop, const gl_qserver_config *cfg, gl_qserve
   size_t keep = s->cfg.max_message_bytes;
   gl_q_pool_init(&s->pool, keep > GL_Q_POOL_FLOOR ? keep : GL_Q_POOL_FLOOR);
   s->txbuf = malloc(GL_Q_TX_BYTES);
+  s->grouped = cfg->group != NULL;
+  s->grp = s->grouped ? gl_qgroup_ref(cfg->group) : gl_qgroup_new();
+  s->cfg.group = NULL; /* s->grp is the server's */
   uint64_t hash_key;
   if ((cfg->listen_host && !s->listen_host) || !s->cert_file || !s->key_file ||
       (cfg->client_ca_file && !s->client_ca_file) ||
       (cfg->client_crl_file && !s->client_crl_file) || !s->txbuf ||
       gl_q_random(&hash_key, sizeof hash_key) != 0 ||
-      gl_q_cidtab_init(&s->cids, hash_key) != 0 ||
-      gl_q_addrtab_init(&s->addrs, hash_key ^ 0x9e3779b97f4a7c15ull) != 0 ||
-      gl_q_addrtab_init(&s->hs_addrs, hash_key ^ 0x6a09e667f3bcc909ull) != 0 ||
-      gl_q_random(s->retry_secret, sizeof s->retry_secret) != 0) {
+      gl_q_cidtab_init(&s->cids, hash_key) != 0 || !s->grp) {
     gl_set_err(err, errlen, "out of memory");
     goto fail;
   }
@@ -1313,8 +1328,7 @@ void gl_qserver_del(gl_qserver *srv) {
     gl_udp_del(s->udp);
   }
   gl_q_cidtab_free(&s->cids);
-  gl_q_addrtab_free(&s->addrs);
-  gl_q_addrtab_free(&s->hs_addrs);
+  gl_qgroup_unref(s->grp);
   if (s->prio) gnutls_priority_deinit(s->prio);
   gl_qs_cred_release(s, s->cred);
   pthread_mutex_destroy(&s->cred_mu);
@@ -1330,26 +1344,44 @@ void gl_qserver_del(gl_qserver *srv) {
 
 uint16_t gl_qserver_port(const gl_qserver *srv) { return srv ? srv->port : 0; }
 
-size_t gl_qserver_connection_count(const gl_qserver *srv) { return srv ? srv->nactive : 0; }
+size_t gl_qserver_connection_count(const gl_qserver *srv) {
+  return srv ? gl_qgroup_connection_count(srv->grp) : 0;
+}
 
-size_t gl_qserver_retries_sent(const gl_qserver *srv) { return srv ? srv->retries_sent : 0; }
+size_t gl_qserver_connections_held(const gl_qserver *srv) {
+  return srv ? gl_qgroup_held_count(srv->grp) : 0;
+}
 
-size_t gl_qserver_tokens_refused(const gl_qserver *srv) { return srv ? srv->tokens_refused : 0; }
+size_t gl_qserver_retries_sent(const gl_qserver *srv) {
+  return srv ? gl_qgroup_retries_sent(srv->grp) : 0;
+}
+
+size_t gl_qserver_tokens_refused(const gl_qserver *srv) {
+  return srv ? gl_qgroup_tokens_refused(srv->grp) : 0;
+}
 
 size_t gl_qserver_connections_from(const gl_qserver *srv, const struct sockaddr *addr) {
   uint8_t ip[16];
   if (!srv || !addr || !gl_q_addr_key(addr, ip)) return 0;
-  return gl_q_addrtab_count(&srv->addrs, ip);
+  pthread_mutex_lock(&srv->grp->mu);
+  size_t n = gl_q_addrtab_count(&srv->grp->addrs, ip);
+  pthread_mutex_unlock(&srv->grp->mu);
+  return n;
 }
 
 size_t gl_qserver_handshakes_from(const gl_qserver *srv, const struct sockaddr *addr) {
   uint8_t ip[16];
   if (!srv || !addr || !gl_q_addr_key(addr, ip)) return 0;
-  return gl_q_addrtab_count(&srv->hs_addrs, ip);
+  pthread_mutex_lock(&srv->grp->mu);
+  size_t n = gl_q_addrtab_count(&srv->grp->hs_addrs, ip);
+  pthread_mutex_unlock(&srv->grp->mu);
+  return n;
 }
 
-size_t gl_qserver_handshake_count(const gl_qserver *srv) { return srv ? srv->nhandshaking : 0; }
+size_t gl_qserver_handshake_count(const gl_qserver *srv) {
+  return srv ? gl_qgroup_handshake_count(srv->grp) : 0;
+}
 
 size_t gl_qserver_initials_dropped(const gl_qserver *srv) {
-  return srv ? srv->initials_dropped : 0;
+  return srv ? gl_qgroup_initials_dropped(srv->grp) : 0;
 }

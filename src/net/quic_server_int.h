@@ -24,6 +24,7 @@
 #include "net/client_policy.h"
 #include "net/quic.h"
 #include "net/quic_conn.h"
+#include "net/quic_group.h"
 #include "net/quic_internal.h"
 #include "net/tls.h"
 #include "net/udp_io.h"
@@ -43,6 +44,7 @@ typedef struct qstream qstream;
 
 struct gl_qreq {
   qstream *st; /* NULL once orphaned */
+  bool gone;   /* set (__atomic) when orphaned: gl_qreq_gone from any thread */
   /* Copies from the connection, made when the request was delivered
    * (identity only as far as its NUL). */
   char peer[PEER_LEN];
@@ -97,8 +99,8 @@ struct qconn {
   bool in_dirty, in_blocked;
   enum conn_state state;
   bool fresh; /* no packet accepted yet: errors drop it silently */
-  bool in_hs;      /* counted in srv->nhandshaking and srv->hs_addrs under ip */
-  bool ip_counted; /* completed: counted in srv->addrs under ip */
+  bool in_hs;      /* counted in srv->grp->nhandshaking and hs_addrs under ip */
+  bool ip_counted; /* completed: counted in srv->grp->addrs under ip */
   uint8_t ip[16];  /* the peer's IP address (IPv4 as v4-mapped IPv6) */
   ngtcp2_conn *conn;
   gnutls_session_t tls;
@@ -140,6 +142,22 @@ struct qconn {
   char refusal[128];
 };
 
+/* The state a server shares with the other servers of its port
+ * (quic_group.h); a server given no group has one of its own. */
+struct gl_qgroup {
+  pthread_mutex_t mu;    /* addrs, hs_addrs, nhandshaking, nconns, port */
+  gl_q_addrtab addrs;    /* completed connections per peer IP address */
+  gl_q_addrtab hs_addrs; /* handshakes under way per peer IP address */
+  size_t nhandshaking;   /* ACTIVE connections whose handshake is not complete */
+  size_t nconns;         /* all allocated, against max_connections (also __atomic) */
+  uint16_t port;         /* bound by the first server; 0 before */
+  /* Read and written with __atomic builtins (any thread): */
+  size_t nactive; /* ACTIVE only */
+  size_t retries_sent, tokens_refused, initials_dropped;
+  int refs;
+  uint8_t retry_secret[GL_Q_RETRY_SECRET_LEN]; /* set once, at gl_qgroup_new */
+};
+
 struct gl_qserver {
   struct ev_loop *loop;
   gl_qserver_config cfg; /* strings point to the copies below */
@@ -157,16 +175,12 @@ struct gl_qserver {
   ev_async recheck; /* gl_qserver_set_tls: check the open connections' certificates again */
   bool recheck_on;
   qconn *conns;
-  size_t nconns;   /* all allocated */
-  size_t nactive;  /* ACTIVE only */
+  gl_qgroup *grp;  /* its port's shared counts (one reference) */
+  bool grouped;    /* grp was given (cfg.group): SO_REUSEPORT */
+  size_t nconns;   /* all allocated by this server */
   size_t rx_budget; /* per connection, see the top of the file */
   uint64_t last_refusal_log_ns;
   uint64_t last_addr_refusal_log_ns, last_retry_log_ns, last_token_log_ns;
-  size_t nhandshaking; /* ACTIVE connections whose handshake is not complete */
-  size_t retries_sent, tokens_refused, initials_dropped;
-  uint8_t retry_secret[GL_Q_RETRY_SECRET_LEN];
-  gl_q_addrtab addrs;    /* completed connections per peer IP address */
-  gl_q_addrtab hs_addrs; /* handshakes under way per peer IP address */
   qconn *dirty_head, *dirty_tail;
   qconn *blocked_head;
   bool in_batch;

@@ -90,6 +90,13 @@ static int spawn(gl_test_daemon *d, const char *emu_vram, const char *const *ext
     argv[n++] = "--device";
     argv[n++] = "cuda";
   }
+  /* GL_TEST_CONTROL_THREADS=N runs every test's daemon with N control
+   * threads (the main port on the threads of shards.h; extra still wins). */
+  const char *ct = getenv("GL_TEST_CONTROL_THREADS");
+  if (ct && *ct) {
+    argv[n++] = "--control-threads";
+    argv[n++] = ct;
+  }
   for (int i = 0; extra && extra[i] && n < 30; i++) argv[n++] = extra[i];
   argv[n] = NULL;
   pid_t pid = fork();

@@ -2566,6 +2566,8 @@ typedef struct dreq_fx {
   gl_lserver *lsrv;
   char path[600];
   atomic_int binds, bind_fail;
+  gl_shard *seen[GL_SHARDS_MAX]; /* the shards requests came through (main loop) */
+  atomic_int nseen;
 } dreq_fx;
 
 static void dreq_handle(dreq_fx *fx, gl_dreq *r, const char *body, size_t blen, bool local) {
@@ -2608,6 +2610,13 @@ static void dreq_on_quic(void *user, gl_qreq *req, const uint8_t *msg, size_t le
 static void dreq_on_shard(void *user, gl_shard *sh, gl_qreq *req, const uint8_t *msg, size_t len,
                           int err) {
   (void)err;
+  dreq_fx *fx = user;
+  int n = atomic_load(&fx->nseen), i = 0;
+  while (i < n && fx->seen[i] != sh) i++;
+  if (i == n && n < GL_SHARDS_MAX) {
+    fx->seen[n] = sh;
+    atomic_store(&fx->nseen, n + 1);
+  }
   gl_dreq *r = gl_dreq_shard(sh, req);
   assert_non_null(r);
   dreq_handle(user, r, (const char *)msg, len, false);
@@ -2742,6 +2751,74 @@ static void test_shard_bind(void **state) {
   expect_who(c, "bob");
   gl_qclient_del(c);
   gl_qclient_del(d);
+  ev_async_send(fx->loop, &fx->stop);
+  pthread_join(fx->thread, NULL);
+  ev_loop_destroy(fx->loop);
+  free(fx);
+}
+
+/* Shards that serve one port together (gl_shards_start_shared, as the
+ * daemon's control threads): every server has the same port, the clients
+ * are spread over them (the kernel's SO_REUSEPORT hash), and the limit
+ * per address, the connection count and the Retry count are the group's:
+ * 12 clients from one address fill a limit of 12 over 3 servers, and the
+ * 13th is refused. */
+static void test_shard_group(void **state) {
+  (void)state;
+  enum { LIMIT = 12, SERVERS = 3 };
+  dreq_fx *fx = calloc(1, sizeof *fx);
+  assert_non_null(fx);
+  fx->loop = ev_loop_new(EVFLAG_AUTO);
+  assert_non_null(fx->loop);
+  char err[512] = "";
+  gl_qserver_config qc = {.listen_host = "127.0.0.1", .cert_file = g_cert, .key_file = g_key,
+                          .idle_timeout_ms = 5000, .max_connections_per_address = LIMIT,
+                          .always_retry = true};
+  if (gl_shards_start_shared(fx->loop, &qc, SERVERS, dreq_on_shard, fx, &fx->shards, err,
+                             sizeof err) != 0)
+    fail_msg("gl_shards_start_shared: %s", err);
+  assert_int_equal(gl_shards_count(fx->shards), SERVERS);
+  uint16_t port = gl_shards_port(fx->shards, 0);
+  assert_true(port != 0);
+  for (unsigned i = 1; i < SERVERS; i++) assert_int_equal(gl_shards_port(fx->shards, i), port);
+  /* Another group (another daemon) cannot take the port (before the
+   * loop runs: gl_shards_start_shared is the loop's own call). */
+  gl_shards *other = NULL;
+  gl_qserver_config oc = qc;
+  oc.listen_port = port;
+  assert_int_equal(gl_shards_start_shared(fx->loop, &oc, 2, dreq_on_shard, fx, &other, err,
+                                          sizeof err),
+                   -1);
+  assert_null(other);
+  fprintf(stderr, "a second group on port %u: %s\n", (unsigned)port, err);
+  assert_non_null(strstr(err, "in use"));
+  ev_async_init(&fx->stop, dreq_stop_cb);
+  fx->stop.data = fx;
+  ev_async_start(fx->loop, &fx->stop);
+  assert_int_equal(pthread_create(&fx->thread, NULL, dreq_main, fx), 0);
+
+  gl_qclient_config cfg = pin_config(port);
+  gl_qclient *c[LIMIT];
+  for (int i = 0; i < LIMIT; i++) {
+    c[i] = connect_ok(&cfg);
+    expect_text(c[i], "hello", "BOUND");
+    expect_who(c[i], "");
+  }
+  /* Counted once they are complete (the server's side of the handshake
+   * may end a moment after the client's). */
+  for (int t = 0; t < 300 && gl_shards_connection_count(fx->shards) != LIMIT; t++) sleep_ms(10);
+  assert_int_equal(gl_shards_connection_count(fx->shards), LIMIT);
+  assert_true(gl_shards_retries_sent(fx->shards) >= LIMIT); /* always_retry, any server */
+  fprintf(stderr, "%d clients over %d servers of one port: requests came through %d\n",
+          LIMIT, SERVERS, atomic_load(&fx->nseen));
+  assert_true(atomic_load(&fx->nseen) >= 2); /* all on one: 3^-11 */
+  gl_qclient *extra = NULL;
+  cfg.timeout_ms = 3000;
+  assert_int_equal(gl_qclient_connect(&cfg, &extra, err, sizeof err), GL_QC_UNREACHABLE);
+  assert_non_null(strstr(err, "from this address"));
+  for (int i = 0; i < LIMIT; i++) gl_qclient_del(c[i]);
+  for (int t = 0; t < 300 && gl_shards_connection_count(fx->shards) != 0; t++) sleep_ms(10);
+  assert_int_equal(gl_shards_connection_count(fx->shards), 0);
   ev_async_send(fx->loop, &fx->stop);
   pthread_join(fx->thread, NULL);
   ev_loop_destroy(fx->loop);
@@ -2980,6 +3057,7 @@ int main(void) {
       cmocka_unit_test(test_local_identity),
       cmocka_unit_test(test_dreq_identity),
       cmocka_unit_test(test_shard_bind),
+      cmocka_unit_test(test_shard_group),
       cmocka_unit_test(test_nothing_listening),
       cmocka_unit_test(test_connection_budget),
       cmocka_unit_test(test_big_roundtrip),
