@@ -138,11 +138,6 @@ typedef struct gl_daemon {
  * MiB messages, 1024 connections. */
 void gl_daemon_config_default(gl_daemon_config *cfg);
 
-/* The default of --control-threads on a node with cores online (<= 0:
- * unknown): 1 below 4 cores (the main loop serves the main port), else a
- * quarter of the cores, at most 8, so that the main loop, the stripe
- * ports' threads and the workers keep cores of their own. */
-unsigned gl_daemon_default_control_threads(long cores);
 
 /* The teardown deadlines' figures (teardown.h) of a configuration:
  * --teardown-timeout-ms, GL_TEARDOWN_RELEASE_BASE_MS and
