@@ -33,6 +33,7 @@
 #include "worker/counters.h"
 #include "net/tls.h"
 #include "proto/wire.h"
+#include "daemon/vram_watch.h"
 
 #define EXPIRY_TICK_S 0.05
 #define TOMBSTONE_NS (600ull * 1000000000ull)
@@ -105,6 +106,8 @@ void gl_daemon_config_default(gl_daemon_config *cfg) {
 /* A CUDA context's VRAM when it cannot be measured: an H100's with the
  * worker's small stack, printf FIFO and heap (about 330 MiB). */
 #define ASSUMED_CONTEXT_BYTES (330ull << 20)
+/* How old a free-VRAM figure may be before a read asks for a new one. */
+#define VRAM_MAX_AGE_MS 100u
 
 /* Sets each GPU's context overhead for the capacity check: the configured
  * figure, or what NVML saw the warm pool take (free VRAM before and after,
@@ -365,6 +368,10 @@ gl_teardown_limits gl_daemon_teardown_limits(const gl_daemon_config *cfg) {
                               .per_context_ms = cfg->teardown_per_context_ms};
 }
 
+static int read_free_vram(void *node, uint32_t index, uint64_t *free_bytes) {
+  return gl_node_read_free_vram(node, index, free_bytes);
+}
+
 int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t errlen) {
   memset(d, 0, sizeof *d);
   d->cfg = *cfg;
@@ -401,6 +408,11 @@ int gl_daemon_start(gl_daemon *d, const gl_daemon_config *cfg, char *err, size_t
             g->total_vram_bytes >> 20);
   }
   if (d->node.gpu_count == 0) GL_WARN("%s; leases will be refused", d->node.no_gpu_reason);
+  if (!(d->vram_watch =
+            gl_vram_watch_new(d->node.gpu_count, read_free_vram, &d->node, VRAM_MAX_AGE_MS))) {
+    snprintf(err, errlen, "cannot start the thread that reads free VRAM (out of memory)");
+    return -1;
+  }
 
   gl_qserver_config sc = {
       .listen_host = cfg->listen_host,
@@ -591,6 +603,8 @@ void gl_daemon_stop(gl_daemon *d) {
   ev_timer_stop(d->loop, &d->status_timer);
   gl_lease_table_del(d->leases);
   d->leases = NULL;
+  gl_vram_watch_del(d->vram_watch);
+  d->vram_watch = NULL;
   gl_node_close(&d->node);
   gl_tenants_free(d->tenants);
   d->tenants = NULL;

@@ -124,6 +124,7 @@ typedef struct gl_daemon {
                                      LEASE_ALLOCs waiting for one (lease_admit.h) */
   struct gl_metrics *metrics; /* --metrics-listen, or NULL (metrics.h) */
   gl_node node;
+  struct gl_vram_watch *vram_watch; /* free VRAM off the main loop (vram_watch.h) */
   ev_timer expiry_timer;
   ev_timer status_timer;  /* STATUS= to the service manager (notify.h) */
   ev_signal sigint, sigterm, sighup;

@@ -19,6 +19,7 @@
 #include "daemon/daemon.h"
 #include "daemon/lease_admit.h"
 #include "gpu/nvml.h"
+#include "daemon/vram_watch.h"
 #include "proto/wire.h"
 #include "worker/counters.h"
 
@@ -273,7 +274,10 @@ static void render(gl_metrics *m) {
     /* Free memory as the inventory gives it: NVML's, or (the emulated
      * device) what the leases leave. */
     uint64_t total = d->node.gpus[g].total_vram_bytes;
-    n->free_b = gl_node_free_vram(&d->node, g, total > n->leased ? total - n->leased : 0);
+    uint64_t fallback = total > n->leased ? total - n->leased : 0;
+    bool stale = false; /* a scrape every few seconds mostly reads it now */
+    n->free_b = gl_vram_watch_free(d->vram_watch, g, fallback, &stale);
+    if (stale) n->free_b = gl_vram_watch_read_now(d->vram_watch, g, fallback);
     unsigned mem_pct = 0;
     n->activity = d->node.nvml ? gl_nvml_activity(d->node.nvml, d->node.gpus[g].uuid,
                                                   &n->util_pct, &mem_pct, &n->celsius)

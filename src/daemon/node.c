@@ -290,12 +290,17 @@ const char *const *gl_node_worker_args(const gl_node *n, uint32_t index) {
   return n->cuda_args;
 }
 
+int gl_node_read_free_vram(const gl_node *n, uint32_t index, uint64_t *free_bytes) {
+  if (!n->nvml || index >= n->gpu_count) return -1;
+  uint64_t total, used;
+  return gl_nvml_memory_by_uuid(n->nvml, n->gpus[index].uuid, &total, free_bytes, &used) == 0
+             ? 0
+             : -1;
+}
+
 uint64_t gl_node_free_vram(const gl_node *n, uint32_t index, uint64_t fallback) {
-  if (!n->nvml || index >= n->gpu_count) return fallback;
-  uint64_t total, free_bytes, used;
-  if (gl_nvml_memory_by_uuid(n->nvml, n->gpus[index].uuid, &total, &free_bytes, &used) != 0)
-    return fallback;
-  return free_bytes;
+  uint64_t free_bytes;
+  return gl_node_read_free_vram(n, index, &free_bytes) == 0 ? free_bytes : fallback;
 }
 
 void gl_node_close(gl_node *n) {

@@ -112,8 +112,13 @@ void gl_node_worker_uuid(const gl_node *n, uint32_t index, bool mig, char *out, 
  * there is no such instance. */
 const char *const *gl_node_mig_worker_args(gl_node *n, uint32_t index, unsigned k);
 
-/* Free VRAM of GPU `index` now: NVML's figure, or `fallback` without NVML. */
+/* Free VRAM of GPU `index` now: NVML's figure, or `fallback` without NVML.
+ * Blocks on NVML (milliseconds under load): the main loop reads
+ * vram_watch.h's figure instead. */
 uint64_t gl_node_free_vram(const gl_node *n, uint32_t index, uint64_t fallback);
+/* The same into *free_bytes (bytes): 0, or -1 when NVML has no figure for
+ * the GPU (no NVML, an emulated GPU, an index out of range). */
+int gl_node_read_free_vram(const gl_node *n, uint32_t index, uint64_t *free_bytes);
 
 void gl_node_close(gl_node *n);
 

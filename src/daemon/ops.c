@@ -27,6 +27,7 @@
 #include "daemon/access.h"
 #include "daemon/metrics.h"
 #include "daemon/ops_internal.h"
+#include "daemon/vram_watch.h"
 #include "daemon/reply.h"
 #include "daemon/bulk.h"
 #include "daemon/dreq.h"
@@ -203,7 +204,9 @@ static void op_inventory(gl_daemon *d, gl_dreq *req, const gl_request *q) {
     gl_lease_table_gpu_usage(d->leases, i, &e->leased_vram_bytes, &e->active_leases);
     uint64_t fallback =
         g->total_vram_bytes > e->leased_vram_bytes ? g->total_vram_bytes - e->leased_vram_bytes : 0;
-    e->free_vram_bytes = gl_node_free_vram(&d->node, i, fallback);
+    bool stale = false; /* a figure nobody asked for lately: read it now */
+    e->free_vram_bytes = gl_vram_watch_free(d->vram_watch, i, fallback, &stale);
+    if (stale) e->free_vram_bytes = gl_vram_watch_read_now(d->vram_watch, i, fallback);
     e->flags = g->flags | (gl_lease_table_fenced(d->leases, i) ? GPULEASE_GPU_FENCED : 0);
     e->context_overhead_bytes = gl_lease_table_overhead(d->leases, i);
     memcpy(e->ptx_isa_driver, g->ptx_isa_driver, sizeof e->ptx_isa_driver);
@@ -519,7 +522,12 @@ static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req 
     }
   }
   l->held_limits_bytes = extra; /* the context holds them beyond the region */
-  uint64_t free_now = gl_node_free_vram(&d->node, l->gpu_index, UINT64_MAX);
+  /* NVML's figure, read off the main loop (vram_watch.h); a refusal on a
+   * figure nobody asked for lately is confirmed with a reading now. */
+  bool stale = false;
+  uint64_t free_now = gl_vram_watch_free(d->vram_watch, l->gpu_index, UINT64_MAX, &stale);
+  if (l->vram_bytes > free_now && stale)
+    free_now = gl_vram_watch_read_now(d->vram_watch, l->gpu_index, UINT64_MAX);
   if (l->vram_bytes > free_now) {
     gl_ops_reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_CAPACITY_EXCEEDED,
                 "GPU %" PRIu32 " has %" PRIu64 " bytes of VRAM free, %" PRIu64 " requested",
