@@ -69,7 +69,7 @@ def test_inventory(client: Client, daemon: Daemon) -> None:
     adm = client.admission()
     assert len(adm) == len(inv.gpus)
     assert all(isinstance(a, gpulease.AdmissionInfo) for a in adm)
-    assert all(a.limit == 64 and not a.learned and a.queued == 0 for a in adm)  # the default
+    assert all(a.limit == 16 and not a.learned and a.queued == 0 for a in adm)  # the default
     assert all(a.held == a.leased + a.warm + a.spare + a.tearing_down for a in adm)
 
 

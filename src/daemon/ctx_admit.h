@@ -26,11 +26,14 @@
 struct ev_loop;
 typedef struct gl_ctx_admit gl_ctx_admit;
 
-/* The defaults of the flags. 64 contexts: well below the ~100 an H200
- * holds on driver 580, at or above what the project's benchmarks showed
- * running well (32 clients); the limit is learned lower where a driver
- * holds fewer. */
-#define GL_CTX_ADMIT_DEFAULT_LIMIT 64u
+/* The defaults of the flags. 16 contexts: an H200 on driver 580 holds
+ * about 100, but every context more slows the driver's work in all of
+ * them (cuMemAlloc, cuMemFree, NVML's queries take milliseconds with 36
+ * contexts busy). 100 isolated clients cycling alloc, GPU_SUBMIT and free
+ * (issue 34): 681 cycles/s with a limit of 64, 1,688 with 24, 2,083 with
+ * 16, 2,208 with 12. The limit is learned lower where a driver holds
+ * fewer. */
+#define GL_CTX_ADMIT_DEFAULT_LIMIT 16u
 #define GL_CTX_ADMIT_MAX_LIMIT 4096u
 #define GL_CTX_ADMIT_DEFAULT_QUEUE 256u
 #define GL_CTX_ADMIT_MAX_QUEUE 65536u
