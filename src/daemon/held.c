@@ -30,8 +30,7 @@ void gl_daemon_on_held(void *user, gl_wproc *w, const uint8_t *msg, size_t len) 
              h->lease_id);
     return;
   }
-  l->held_module_bytes = h->module_bytes;
-  l->held_local_bytes = h->local_bytes;
+  gl_lease_table_set_held(d->leases, l, l->held_limits_bytes, h->module_bytes, h->local_bytes);
   GL_DEBUG("lease %" PRIu64 " holds %" PRIu64 " bytes of modules and %" PRIu64
            " of local memory beyond its region",
            h->lease_id, h->module_bytes, h->local_bytes);

@@ -1,9 +1,17 @@
 /*
  * lease_table.c - see lease_table.h.
  *
- * Leases live in a flat array of pointers: a daemon holds at most a few
- * hundred, and a linear scan per request is cheaper than any hashing at that
- * size. Pointers stay stable because each lease is its own allocation.
+ * Leases live in a flat array of pointers (for the expiry walk and foreach)
+ * and in an id -> lease hash map (open addressing, linear probing,
+ * backward-shift deletion: no deleted markers), so that the per-request
+ * paths are O(1): lookup and find by id, remove (each lease knows its array
+ * index, tab_slot), and the capacity check of an alloc, which reads per-GPU
+ * aggregates of the live leases kept up to date as leases join (alloc),
+ * leave (bury, remove, expire) and change what they hold (set_held). With a
+ * thousand clients the scans this replaced were most of the main loop's
+ * time per LEASE_ALLOC and LEASE_FREE. Pointers stay stable because each
+ * lease is its own allocation. gl_lease_table_check recomputes everything
+ * by scanning (for the unit test).
  */
 #include "daemon/lease_table.h"
 
@@ -16,6 +24,12 @@
 
 #define NS_PER_S 1000000000ull
 
+/* A tenant with live shared leases on a GPU, and how many. */
+typedef struct shared_tenant {
+  uint32_t count;
+  char name[GL_LEASE_TENANT_MAX];
+} shared_tenant;
+
 typedef struct gpu_slot {
   uint64_t capacity_bytes;
   uint64_t overhead_bytes; /* a context's own VRAM */
@@ -23,12 +37,27 @@ typedef struct gpu_slot {
   bool mig; /* MIG mode: partition leases only */
   bool fenced; /* a teardown failed: no new leases (gl_lease_table_fence) */
   char fence_why[256];
+  /* Aggregates of its live leases (what usage() reports). */
+  uint32_t live;      /* live leases */
+  uint32_t shared;    /* of which shared */
+  uint32_t devices;   /* of which device leases (at most 1 by class_fits) */
+  uint64_t holds;     /* sum of gl_lease_holds, modulo 2^64 like the scan's sum */
+  uint64_t device_id; /* a live device lease, or 0 */
+  /* Tenants of its live shared leases, each with its count (normally one:
+   * a shared context is one tenant's). */
+  shared_tenant *tenants;
+  uint32_t ntenants, captenants;
 } gpu_slot;
 
 struct gl_lease_table {
   gl_lease_table_config cfg;
   gl_lease **leases; /* live leases and tombstones */
   size_t count, cap;
+  size_t live; /* live (pending + active) leases */
+  /* id -> lease, every lease of leases[] (tombstones included); key 0 empty */
+  uint64_t *map_keys;
+  gl_lease **map_vals;
+  size_t map_cap; /* power of two, or 0 */
   uint64_t next_id;
   gpu_slot gpus[GPULEASE_MAX_GPUS];
   uint32_t gpu_count;
@@ -60,6 +89,9 @@ void gl_lease_table_del(gl_lease_table *t) {
   if (!t) return;
   for (size_t i = 0; i < t->count; i++) free(t->leases[i]);
   free(t->leases);
+  free(t->map_keys);
+  free(t->map_vals);
+  for (size_t i = 0; i < GPULEASE_MAX_GPUS; i++) free(t->gpus[i].tenants);
   free(t);
 }
 
@@ -75,12 +107,144 @@ uint32_t gl_lease_table_gpu_count(const gl_lease_table *t) { return t->gpu_count
 
 static bool is_live(const gl_lease *l) { return l->state != GL_LEASE_EXPIRED; }
 
+/* --- the id map ------------------------------------------------------- */
 
-size_t gl_lease_table_live_count(const gl_lease_table *t) {
-  size_t n = 0;
-  for (size_t i = 0; i < t->count; i++) n += is_live(t->leases[i]);
-  return n;
+static size_t map_home(const gl_lease_table *t, uint64_t id) {
+  return (size_t)((id * 0x9E3779B97F4A7C15ull) >> 32) & (t->map_cap - 1);
 }
+
+static gl_lease *map_get(const gl_lease_table *t, uint64_t id) {
+  if (!t->map_cap || id == 0) return NULL;
+  for (size_t i = map_home(t, id);; i = (i + 1) & (t->map_cap - 1)) {
+    if (t->map_keys[i] == id) return t->map_vals[i];
+    if (t->map_keys[i] == 0) return NULL;
+  }
+}
+
+/* Inserts without growing: the map has a free slot and id is absent. */
+static void map_insert(gl_lease_table *t, gl_lease *l) {
+  size_t i = map_home(t, l->id);
+  while (t->map_keys[i]) i = (i + 1) & (t->map_cap - 1);
+  t->map_keys[i] = l->id;
+  t->map_vals[i] = l;
+}
+
+/* Makes room for one more entry (load at most 1/2). 0, or -1 out of
+ * memory (the map unchanged). */
+static int map_reserve(gl_lease_table *t) {
+  if ((t->count + 1) * 2 <= t->map_cap) return 0;
+  size_t ncap = t->map_cap ? t->map_cap * 2 : 64;
+  uint64_t *keys = calloc(ncap, sizeof *keys);
+  gl_lease **vals = calloc(ncap, sizeof *vals);
+  if (!keys || !vals) {
+    free(keys);
+    free(vals);
+    return -1;
+  }
+  uint64_t *okeys = t->map_keys;
+  gl_lease **ovals = t->map_vals;
+  size_t ocap = t->map_cap;
+  t->map_keys = keys;
+  t->map_vals = vals;
+  t->map_cap = ncap;
+  for (size_t i = 0; i < ocap; i++)
+    if (okeys[i]) map_insert(t, ovals[i]);
+  free(okeys);
+  free(ovals);
+  return 0;
+}
+
+/* Removes id (present): backward-shift deletion keeps every probe chain
+ * unbroken without deleted markers. */
+static void map_remove(gl_lease_table *t, uint64_t id) {
+  size_t mask = t->map_cap - 1, i = map_home(t, id);
+  while (t->map_keys[i] != id) {
+    if (t->map_keys[i] == 0) return; /* absent: nothing to do */
+    i = (i + 1) & mask;
+  }
+  for (size_t j = (i + 1) & mask; t->map_keys[j]; j = (j + 1) & mask) {
+    size_t h = map_home(t, t->map_keys[j]);
+    /* the entry at j may move to the hole at i unless its home lies
+     * cyclically in (i, j] */
+    bool stays = i <= j ? (h > i && h <= j) : (h > i || h <= j);
+    if (stays) continue;
+    t->map_keys[i] = t->map_keys[j];
+    t->map_vals[i] = t->map_vals[j];
+    i = j;
+  }
+  t->map_keys[i] = 0;
+  t->map_vals[i] = NULL;
+}
+
+/* --- per-GPU aggregates ---------------------------------------------- */
+
+static shared_tenant *tenant_entry(const gpu_slot *g, const char *name) {
+  for (uint32_t i = 0; i < g->ntenants; i++)
+    if (strcmp(g->tenants[i].name, name) == 0) return &g->tenants[i];
+  return NULL;
+}
+
+/* Makes sure a shared lease of `name` can join GPU g without allocating.
+ * 0, or -1 out of memory. */
+static int tenant_reserve(gpu_slot *g, const char *name) {
+  if (tenant_entry(g, name) || g->ntenants < g->captenants) return 0;
+  uint32_t ncap = g->captenants ? g->captenants * 2 : 2;
+  shared_tenant *n = realloc(g->tenants, ncap * sizeof *n);
+  if (!n) return -1;
+  g->tenants = n;
+  g->captenants = ncap;
+  return 0;
+}
+
+/* Lease l (live, on a present GPU) enters its GPU's aggregates. For a
+ * shared lease, tenant_reserve must have succeeded. */
+static void join(gl_lease_table *t, const gl_lease *l) {
+  gpu_slot *g = &t->gpus[l->gpu_index];
+  t->live++;
+  g->live++;
+  g->holds += gl_lease_holds(l);
+  if (l->lease_class == GPULEASE_CLASS_SHARED) {
+    g->shared++;
+    shared_tenant *e = tenant_entry(g, l->tenant);
+    if (!e) {
+      e = &g->tenants[g->ntenants++];
+      e->count = 0;
+      snprintf(e->name, sizeof e->name, "%s", l->tenant);
+    }
+    e->count++;
+  }
+  if (l->lease_class == GPULEASE_CLASS_DEVICE) {
+    g->devices++;
+    g->device_id = l->id;
+  }
+}
+
+/* Lease l (live until now) leaves its GPU's aggregates. */
+static void leave(gl_lease_table *t, const gl_lease *l) {
+  gpu_slot *g = &t->gpus[l->gpu_index];
+  t->live--;
+  g->live--;
+  g->holds -= gl_lease_holds(l);
+  if (l->lease_class == GPULEASE_CLASS_SHARED) {
+    g->shared--;
+    shared_tenant *e = tenant_entry(g, l->tenant);
+    if (e && --e->count == 0) *e = g->tenants[--g->ntenants];
+  }
+  if (l->lease_class == GPULEASE_CLASS_DEVICE) {
+    g->devices--;
+    g->device_id = 0;
+    /* Never more than one (class_fits); should there be, name another. */
+    for (size_t i = 0; g->devices && i < t->count; i++) {
+      const gl_lease *o = t->leases[i];
+      if (o != l && is_live(o) && o->gpu_index == l->gpu_index &&
+          o->lease_class == GPULEASE_CLASS_DEVICE)
+        g->device_id = o->id;
+    }
+  }
+}
+
+
+size_t gl_lease_table_live_count(const gl_lease_table *t) { return t->live; }
 
 void gl_lease_table_set_overhead(gl_lease_table *t, uint32_t index, uint64_t bytes) {
   if (index < GPULEASE_MAX_GPUS) t->gpus[index].overhead_bytes = bytes;
@@ -111,7 +275,19 @@ uint64_t gl_lease_holds(const gl_lease *l) {
   return n;
 }
 
+/* GPU index's use, from the aggregates: O(1). */
 static gpu_use usage(const gl_lease_table *t, uint32_t index) {
+  const gpu_slot *g = &t->gpus[index];
+  uint64_t ctx = g->overhead_bytes;
+  gpu_use u = {.vram = g->holds, .leases = g->live, .shared = g->shared,
+               .device_id = g->device_id};
+  /* the scan's sum, term for term (modulo 2^64 like it) */
+  u.bytes = g->holds + ctx * (uint64_t)(g->live - g->shared) + (g->shared ? ctx : 0);
+  return u;
+}
+
+/* GPU index's use, recomputed by scanning every lease (the self-check). */
+static gpu_use usage_scan(const gl_lease_table *t, uint32_t index) {
   gpu_use u = {0};
   uint64_t ctx = t->gpus[index].overhead_bytes;
   for (size_t i = 0; i < t->count; i++) {
@@ -303,6 +479,7 @@ gpulease_status gl_lease_table_alloc(gl_lease_table *t, uint64_t now_ns, uint32_
     t->leases = nl;
     t->cap = ncap;
   }
+  if (map_reserve(t) != 0) goto oom;
   gl_lease *l = calloc(1, sizeof *l);
   if (!l) goto oom;
   l->id = t->next_id++;
@@ -314,7 +491,14 @@ gpulease_status gl_lease_table_alloc(gl_lease_table *t, uint64_t now_ns, uint32_
   l->lease_class = lease_class;
   l->expires_ns = now_ns + (uint64_t)ttl_s * NS_PER_S;
   l->state = GL_LEASE_PENDING;
+  if (lease_class == GPULEASE_CLASS_SHARED && tenant_reserve(&t->gpus[gpu], l->tenant) != 0) {
+    free(l);
+    goto oom;
+  }
+  l->tab_slot = t->count;
   t->leases[t->count++] = l;
+  map_insert(t, l);
+  join(t, l);
   *out = l;
   return GPULEASE_OK;
 oom:
@@ -329,18 +513,41 @@ void gl_lease_table_activate(gl_lease_table *t, gl_lease *l, uint64_t now_ns) {
 }
 
 gpulease_status gl_lease_table_lookup(gl_lease_table *t, uint64_t id, gl_lease **out) {
-  for (size_t i = 0; i < t->count; i++) {
-    gl_lease *l = t->leases[i];
-    if (l->id != id) continue;
-    *out = l;
-    return is_live(l) ? GPULEASE_OK : GPULEASE_LEASE_EXPIRED;
-  }
-  return GPULEASE_NOT_FOUND;
+  gl_lease *l = map_get(t, id);
+  if (!l) return GPULEASE_NOT_FOUND;
+  *out = l;
+  return is_live(l) ? GPULEASE_OK : GPULEASE_LEASE_EXPIRED;
 }
 
 gl_lease *gl_lease_table_find(gl_lease_table *t, uint64_t id) {
-  for (size_t i = 0; i < t->count; i++)
-    if (t->leases[i]->id == id && is_live(t->leases[i])) return t->leases[i];
+  gl_lease *l = map_get(t, id);
+  return l && is_live(l) ? l : NULL;
+}
+
+void gl_lease_table_set_held(gl_lease_table *t, gl_lease *l, uint64_t limits_bytes,
+                             uint64_t module_bytes, uint64_t local_bytes) {
+  bool live = is_live(l);
+  if (live) t->gpus[l->gpu_index].holds -= gl_lease_holds(l);
+  l->held_limits_bytes = limits_bytes;
+  l->held_module_bytes = module_bytes;
+  l->held_local_bytes = local_bytes;
+  if (live) t->gpus[l->gpu_index].holds += gl_lease_holds(l);
+}
+
+const char *gl_lease_table_shared_owner(const gl_lease_table *t, uint32_t gpu,
+                                        const char *tenant, uint64_t self_id) {
+  if (gpu >= GPULEASE_MAX_GPUS) return NULL;
+  const gpu_slot *g = &t->gpus[gpu];
+  if (!g->ntenants) return NULL;
+  const gl_lease *self = map_get(t, self_id);
+  bool self_counts = self && is_live(self) && self->gpu_index == gpu &&
+                     self->lease_class == GPULEASE_CLASS_SHARED;
+  for (uint32_t i = 0; i < g->ntenants; i++) {
+    const shared_tenant *e = &g->tenants[i];
+    if (strcmp(e->name, tenant ? tenant : "") == 0) continue;
+    uint32_t n = e->count - (self_counts && strcmp(self->tenant, e->name) == 0);
+    if (n) return e->name;
+  }
   return NULL;
 }
 
@@ -358,21 +565,26 @@ gpulease_status gl_lease_table_renew_check(const gl_lease_table *t, uint32_t ttl
   return check_ttl(t, ttl_s, err, errlen);
 }
 
+/* Drops leases[i] (its aggregates already left, or a tombstone). */
 static void remove_at(gl_lease_table *t, size_t i) {
-  free(t->leases[i]);
-  t->leases[i] = t->leases[--t->count];
-}
-
-void gl_lease_table_remove(gl_lease_table *t, gl_lease *l) {
-  for (size_t i = 0; i < t->count; i++) {
-    if (t->leases[i] == l) {
-      remove_at(t, i);
-      return;
-    }
+  gl_lease *l = t->leases[i];
+  map_remove(t, l->id);
+  free(l);
+  if (i != --t->count) {
+    t->leases[i] = t->leases[t->count];
+    t->leases[i]->tab_slot = i;
   }
 }
 
+void gl_lease_table_remove(gl_lease_table *t, gl_lease *l) {
+  size_t i = l->tab_slot;
+  if (i >= t->count || t->leases[i] != l) return; /* not this table's */
+  if (is_live(l)) leave(t, l);
+  remove_at(t, i);
+}
+
 void gl_lease_table_bury(gl_lease_table *t, gl_lease *l, uint64_t now_ns) {
+  if (is_live(l)) leave(t, l);
   l->state = GL_LEASE_EXPIRED;
   l->owner = NULL;
   l->expires_ns = now_ns + t->cfg.tombstone_ns;
@@ -411,4 +623,61 @@ void gl_lease_table_foreach(gl_lease_table *t, void (*fn)(void *user, gl_lease *
 
 void gl_lease_table_set_max_ttl(gl_lease_table *t, uint32_t max_ttl_s) {
   if (max_ttl_s > 0) t->cfg.max_ttl_s = max_ttl_s;
+}
+
+/* gl_lease_table_check's verdict on a mismatch: described in err, -1. */
+#define CHECK_FAIL(...)                                   \
+  do {                                                    \
+    if (err && errlen) snprintf(err, errlen, __VA_ARGS__); \
+    return -1;                                            \
+  } while (0)
+
+int gl_lease_table_check(const gl_lease_table *t, char *err, size_t errlen) {
+  size_t live = 0, mapped = 0;
+  for (size_t i = 0; i < t->count; i++) {
+    const gl_lease *l = t->leases[i];
+    live += is_live(l);
+    if (l->tab_slot != i)
+      CHECK_FAIL("lease %" PRIu64 " is at index %zu but has tab_slot %zu", l->id, i, l->tab_slot);
+    if (map_get(t, l->id) != l) CHECK_FAIL("lease %" PRIu64 " is not in the id map", l->id);
+  }
+  for (size_t i = 0; i < t->map_cap; i++) mapped += t->map_keys[i] != 0;
+  if (mapped != t->count) CHECK_FAIL("the map holds %zu ids, the array %zu leases", mapped, t->count);
+  if (live != t->live) CHECK_FAIL("live count %zu, a scan finds %zu", t->live, live);
+  for (uint32_t g = 0; g < GPULEASE_MAX_GPUS; g++) {
+    const gpu_slot *s = &t->gpus[g];
+    gpu_use a = usage(t, g), b = usage_scan(t, g);
+    if (a.vram != b.vram)
+      CHECK_FAIL("GPU %" PRIu32 ": held %" PRIu64 ", a scan finds %" PRIu64, g, a.vram, b.vram);
+    if (a.bytes != b.bytes)
+      CHECK_FAIL("GPU %" PRIu32 ": bytes %" PRIu64 ", a scan finds %" PRIu64, g, a.bytes, b.bytes);
+    if (a.leases != b.leases || a.shared != b.shared)
+      CHECK_FAIL("GPU %" PRIu32 ": %" PRIu32 " leases (%" PRIu32 " shared), a scan finds %" PRIu32
+                 " (%" PRIu32 ")", g, a.leases, a.shared, b.leases, b.shared);
+    /* With more than one device lease (class_fits allows none) any may be named. */
+    if ((a.device_id != 0) != (b.device_id != 0) || (s->devices <= 1 && a.device_id != b.device_id))
+      CHECK_FAIL("GPU %" PRIu32 ": device lease %" PRIu64 ", a scan finds %" PRIu64, g,
+                 a.device_id, b.device_id);
+    uint32_t in_tenants = 0;
+    for (uint32_t k = 0; k < s->ntenants; k++) {
+      const shared_tenant *e = &s->tenants[k];
+      uint32_t n = 0;
+      for (size_t i = 0; i < t->count; i++) {
+        const gl_lease *l = t->leases[i];
+        n += is_live(l) && l->gpu_index == g && l->lease_class == GPULEASE_CLASS_SHARED &&
+             strcmp(l->tenant, e->name) == 0;
+      }
+      if (n != e->count || n == 0)
+        CHECK_FAIL("GPU %" PRIu32 ": tenant \"%s\" has %" PRIu32 " shared leases, a scan finds %"
+                   PRIu32, g, e->name, e->count, n);
+      for (uint32_t k2 = 0; k2 < k; k2++)
+        if (strcmp(s->tenants[k2].name, e->name) == 0)
+          CHECK_FAIL("GPU %" PRIu32 ": tenant \"%s\" listed twice", g, e->name);
+      in_tenants += n;
+    }
+    if (in_tenants != b.shared)
+      CHECK_FAIL("GPU %" PRIu32 ": its tenants count %" PRIu32 " shared leases, a scan finds %"
+                 PRIu32, g, in_tenants, b.shared);
+  }
+  return 0;
 }

@@ -10,6 +10,10 @@
  * VRAM is reserved on the device, then ACTIVE. When it expires it becomes a
  * tombstone for `tombstone_ns` so that late requests with the right secret
  * hear LEASE_EXPIRED instead of NOT_FOUND. A freed lease leaves no tombstone.
+ *
+ * Cost: lookup, find, remove, set_held, shared_owner and the capacity check
+ * of alloc on a named GPU are O(1) (amortised; alloc for any GPU is O(GPUs));
+ * expire and foreach walk every lease.
  */
 #ifndef GL_DAEMON_LEASE_TABLE_H
 #define GL_DAEMON_LEASE_TABLE_H
@@ -37,7 +41,10 @@ typedef struct gl_lease {
    * "Device memory outside the region"), counted with vram_bytes in the
    * GPU's leased figure: its context's heap and printf FIFO past the
    * defaults (set at LEASE_ALLOC), its modules and its kernels' local
-   * memory (as its worker last said, WORKER_HELD). */
+   * memory (as its worker last said, WORKER_HELD). Read-only outside the
+   * table: set them with gl_lease_table_set_held, which keeps the GPU's
+   * figure. The same holds for id, tenant, gpu_index, vram_bytes,
+   * lease_class and state, which only the table sets. */
   uint64_t held_limits_bytes, held_module_bytes, held_local_bytes;
   uint32_t ttl_s;
   uint64_t expires_ns; /* PENDING/ACTIVE: expiry; EXPIRED: tombstone end */
@@ -46,6 +53,7 @@ typedef struct gl_lease {
   uint8_t lease_class; /* gpulease_lease_class */
   uint8_t end_reason;  /* a tombstone's: GL_LEASE_END_* */
   void *owner; /* the daemon's per-lease data (lease_rt.h) */
+  size_t tab_slot; /* the table's own: the lease's index in its array */
 } gl_lease;
 
 /* Why a lease became a tombstone (what later requests with its secret
@@ -136,6 +144,24 @@ gpulease_status gl_lease_table_lookup(gl_lease_table *t, uint64_t id, gl_lease *
  * there is no live lease with that id. */
 gl_lease *gl_lease_table_find(gl_lease_table *t, uint64_t id);
 
+/* Sets what lease l (of table t, live or a tombstone) holds beyond its
+ * region, in bytes: its context's heap and printf FIFO past the defaults
+ * (limits_bytes), its modules (module_bytes) and its kernels' local memory
+ * (local_bytes); pass a field's current value to keep it. The only way to
+ * change held_*_bytes: a live lease's GPU's leased figure (capacity checks,
+ * gl_lease_table_gpu_usage) follows. Cannot fail. */
+void gl_lease_table_set_held(gl_lease_table *t, gl_lease *l, uint64_t limits_bytes,
+                             uint64_t module_bytes, uint64_t local_bytes);
+
+/* Whether GPU `gpu`'s shared CUDA context serves another tenant: returns the
+ * name of a tenant other than `tenant` (NUL-terminated; NULL is "") with a
+ * live shared lease on that GPU, not counting lease self_id (the one just
+ * allocated; 0 for none), or NULL when there is none (or gpu is out of
+ * range). Which one, should there be several, is unspecified. The string
+ * points into the table and stays valid until the table changes next. */
+const char *gl_lease_table_shared_owner(const gl_lease_table *t, uint32_t gpu,
+                                        const char *tenant, uint64_t self_id);
+
 /* Sets the lease to expire ttl_s after now_ns. INVALID_ARGUMENT for a TTL of
  * 0 or above the maximum. */
 gpulease_status gl_lease_table_renew(gl_lease_table *t, gl_lease *l, uint64_t now_ns,
@@ -145,8 +171,9 @@ gpulease_status gl_lease_table_renew(gl_lease_table *t, gl_lease *l, uint64_t no
 gpulease_status gl_lease_table_renew_check(const gl_lease_table *t, uint32_t ttl_s, char *err,
                                            size_t errlen);
 
-/* Removes a lease (free or failed alloc) without a tombstone. l is invalid
- * afterwards. */
+/* Removes lease l of table t (live or a tombstone: a free, a failed alloc)
+ * without a tombstone, in O(1); the lease is freed, l is invalid
+ * afterwards. A pointer the table does not hold is ignored. */
 void gl_lease_table_remove(gl_lease_table *t, gl_lease *l);
 
 /* Turns a live lease into a tombstone now (e.g. its worker died); its
@@ -163,14 +190,24 @@ size_t gl_lease_table_expire(gl_lease_table *t, uint64_t now_ns,
 /* Remaining milliseconds of a live lease at now_ns (0 when due). */
 uint64_t gl_lease_remaining_ms(const gl_lease *l, uint64_t now_ns);
 
-/* Per-GPU usage: VRAM of live leases and their number. */
+/* Per-GPU usage, O(1): in *leased_bytes the VRAM of GPU index's live leases
+ * (gl_lease_holds: regions and what they hold beyond them), in *count their
+ * number; 0 and 0 for an index out of range. Either pointer may be NULL. */
 void gl_lease_table_gpu_usage(const gl_lease_table *t, uint32_t index, uint64_t *leased_bytes,
                               uint32_t *count);
 
 /* Calls fn for every live lease (for shutdown). fn must not remove leases. */
 void gl_lease_table_foreach(gl_lease_table *t, void (*fn)(void *user, gl_lease *l), void *user);
 
-/* Live (pending + active) leases. */
+/* Live (pending + active) leases. O(1). */
 size_t gl_lease_table_live_count(const gl_lease_table *t);
+
+/* Self-check for tests and debugging, O(leases x GPUs): recomputes by
+ * scanning every lease what the table keeps incrementally (the id map,
+ * each lease's array index, the live count, each GPU's live, shared and
+ * device leases, held bytes and shared tenants) and compares. 0 when all
+ * agree; -1 with the first mismatch described in err (errlen bytes, may be
+ * NULL/0). */
+int gl_lease_table_check(const gl_lease_table *t, char *err, size_t errlen);
 
 #endif /* GL_DAEMON_LEASE_TABLE_H */

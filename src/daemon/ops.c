@@ -358,20 +358,6 @@ static int pick_instance(gl_daemon *d, gl_dreq *req, uint64_t vram_bytes, uint32
   return 0;
 }
 
-typedef struct shared_owner {
-  uint32_t gpu;
-  uint64_t self;
-  const char *tenant;
-  bool other; /* a live shared lease of another tenant on gpu */
-} shared_owner;
-
-static void find_shared_owner(void *user, gl_lease *l) {
-  shared_owner *so = user;
-  if (l->id != so->self && l->lease_class == GPULEASE_CLASS_SHARED && l->gpu_index == so->gpu &&
-      strcmp(l->tenant, so->tenant) != 0)
-    so->other = true;
-}
-
 /* A LEASE_ALLOC waiting for a CUDA context (lease_admit.h). */
 typedef struct alloc_waiter {
   gl_daemon *d;
@@ -484,15 +470,14 @@ static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req 
   /* A shared context is one tenant's: a kernel of one shared lease can
    * address the others' memory. */
   if (st == GPULEASE_OK && l->lease_class == GPULEASE_CLASS_SHARED) {
-    shared_owner so = {.gpu = l->gpu_index, .self = l->id, .tenant = tenant};
-    gl_lease_table_foreach(d->leases, find_shared_owner, &so);
-    if (so.other) {
+    uint32_t gpu = l->gpu_index;
+    if (gl_lease_table_shared_owner(d->leases, gpu, tenant, l->id)) {
       gl_lease_table_remove(d->leases, l);
       gl_ops_reply_error(req, GL_OP_LEASE_ALLOC, GPULEASE_BUSY,
                          "GPU %" PRIu32 "'s shared CUDA context serves another tenant's shared "
                          "leases; shared leases of different tenants never share a context "
                          "(ask for an isolated lease, or another GPU)",
-                         so.gpu);
+                         gpu);
       return;
     }
   }
@@ -521,7 +506,8 @@ static void op_lease_alloc(gl_daemon *d, gl_dreq *req, const gl_lease_alloc_req 
       }
     }
   }
-  l->held_limits_bytes = extra; /* the context holds them beyond the region */
+  /* the context holds them beyond the region */
+  gl_lease_table_set_held(d->leases, l, extra, l->held_module_bytes, l->held_local_bytes);
   /* NVML's figure, read off the main loop (vram_watch.h); a refusal on a
    * figure nobody asked for lately is confirmed with a reading now. */
   bool stale = false;
