@@ -2,8 +2,7 @@
  * lease_table.c - see lease_table.h.
  *
  * Leases live in a flat array of pointers (for the expiry walk and foreach)
- * and in an id -> lease hash map (open addressing, linear probing,
- * backward-shift deletion: no deleted markers), so that the per-request
+ * and in an id -> lease map (common/hmap.h), so that the per-request
  * paths are O(1): lookup and find by id, remove (each lease knows its array
  * index, tab_slot), and the capacity check of an alloc, which reads per-GPU
  * aggregates of the live leases kept up to date as leases join (alloc),
@@ -20,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hmap.h"
 #include "common/util.h"
 
 #define NS_PER_S 1000000000ull
@@ -54,10 +54,7 @@ struct gl_lease_table {
   gl_lease **leases; /* live leases and tombstones */
   size_t count, cap;
   size_t live; /* live (pending + active) leases */
-  /* id -> lease, every lease of leases[] (tombstones included); key 0 empty */
-  uint64_t *map_keys;
-  gl_lease **map_vals;
-  size_t map_cap; /* power of two, or 0 */
+  gl_hmap by_id; /* id -> lease, every lease of leases[] (tombstones included) */
   uint64_t next_id;
   gpu_slot gpus[GPULEASE_MAX_GPUS];
   uint32_t gpu_count;
@@ -80,6 +77,7 @@ const char *gl_lease_table_fenced(const gl_lease_table *t, uint32_t index) {
 gl_lease_table *gl_lease_table_new(const gl_lease_table_config *cfg) {
   gl_lease_table *t = calloc(1, sizeof *t);
   if (!t) return NULL;
+  gl_hmap_init(&t->by_id);
   t->cfg = *cfg;
   t->next_id = 1;
   return t;
@@ -89,8 +87,7 @@ void gl_lease_table_del(gl_lease_table *t) {
   if (!t) return;
   for (size_t i = 0; i < t->count; i++) free(t->leases[i]);
   free(t->leases);
-  free(t->map_keys);
-  free(t->map_vals);
+  gl_hmap_free(&t->by_id);
   for (size_t i = 0; i < GPULEASE_MAX_GPUS; i++) free(t->gpus[i].tenants);
   free(t);
 }
@@ -107,73 +104,9 @@ uint32_t gl_lease_table_gpu_count(const gl_lease_table *t) { return t->gpu_count
 
 static bool is_live(const gl_lease *l) { return l->state != GL_LEASE_EXPIRED; }
 
-/* --- the id map ------------------------------------------------------- */
-
-static size_t map_home(const gl_lease_table *t, uint64_t id) {
-  return (size_t)((id * 0x9E3779B97F4A7C15ull) >> 32) & (t->map_cap - 1);
-}
-
+/* The id map holds every lease of leases[] (tombstones included). */
 static gl_lease *map_get(const gl_lease_table *t, uint64_t id) {
-  if (!t->map_cap || id == 0) return NULL;
-  for (size_t i = map_home(t, id);; i = (i + 1) & (t->map_cap - 1)) {
-    if (t->map_keys[i] == id) return t->map_vals[i];
-    if (t->map_keys[i] == 0) return NULL;
-  }
-}
-
-/* Inserts without growing: the map has a free slot and id is absent. */
-static void map_insert(gl_lease_table *t, gl_lease *l) {
-  size_t i = map_home(t, l->id);
-  while (t->map_keys[i]) i = (i + 1) & (t->map_cap - 1);
-  t->map_keys[i] = l->id;
-  t->map_vals[i] = l;
-}
-
-/* Makes room for one more entry (load at most 1/2). 0, or -1 out of
- * memory (the map unchanged). */
-static int map_reserve(gl_lease_table *t) {
-  if ((t->count + 1) * 2 <= t->map_cap) return 0;
-  size_t ncap = t->map_cap ? t->map_cap * 2 : 64;
-  uint64_t *keys = calloc(ncap, sizeof *keys);
-  gl_lease **vals = calloc(ncap, sizeof *vals);
-  if (!keys || !vals) {
-    free(keys);
-    free(vals);
-    return -1;
-  }
-  uint64_t *okeys = t->map_keys;
-  gl_lease **ovals = t->map_vals;
-  size_t ocap = t->map_cap;
-  t->map_keys = keys;
-  t->map_vals = vals;
-  t->map_cap = ncap;
-  for (size_t i = 0; i < ocap; i++)
-    if (okeys[i]) map_insert(t, ovals[i]);
-  free(okeys);
-  free(ovals);
-  return 0;
-}
-
-/* Removes id (present): backward-shift deletion keeps every probe chain
- * unbroken without deleted markers. */
-static void map_remove(gl_lease_table *t, uint64_t id) {
-  size_t mask = t->map_cap - 1, i = map_home(t, id);
-  while (t->map_keys[i] != id) {
-    if (t->map_keys[i] == 0) return; /* absent: nothing to do */
-    i = (i + 1) & mask;
-  }
-  for (size_t j = (i + 1) & mask; t->map_keys[j]; j = (j + 1) & mask) {
-    size_t h = map_home(t, t->map_keys[j]);
-    /* the entry at j may move to the hole at i unless its home lies
-     * cyclically in (i, j] */
-    bool stays = i <= j ? (h > i && h <= j) : (h > i || h <= j);
-    if (stays) continue;
-    t->map_keys[i] = t->map_keys[j];
-    t->map_vals[i] = t->map_vals[j];
-    i = j;
-  }
-  t->map_keys[i] = 0;
-  t->map_vals[i] = NULL;
+  return id == 0 || id == UINT64_MAX ? NULL : gl_hmap_get(&t->by_id, id);
 }
 
 /* --- per-GPU aggregates ---------------------------------------------- */
@@ -479,7 +412,6 @@ gpulease_status gl_lease_table_alloc(gl_lease_table *t, uint64_t now_ns, uint32_
     t->leases = nl;
     t->cap = ncap;
   }
-  if (map_reserve(t) != 0) goto oom;
   gl_lease *l = calloc(1, sizeof *l);
   if (!l) goto oom;
   l->id = t->next_id++;
@@ -495,9 +427,12 @@ gpulease_status gl_lease_table_alloc(gl_lease_table *t, uint64_t now_ns, uint32_
     free(l);
     goto oom;
   }
+  if (gl_hmap_put(&t->by_id, l->id, l) != 0) {
+    free(l);
+    goto oom;
+  }
   l->tab_slot = t->count;
   t->leases[t->count++] = l;
-  map_insert(t, l);
   join(t, l);
   *out = l;
   return GPULEASE_OK;
@@ -568,7 +503,7 @@ gpulease_status gl_lease_table_renew_check(const gl_lease_table *t, uint32_t ttl
 /* Drops leases[i] (its aggregates already left, or a tombstone). */
 static void remove_at(gl_lease_table *t, size_t i) {
   gl_lease *l = t->leases[i];
-  map_remove(t, l->id);
+  gl_hmap_del(&t->by_id, l->id);
   free(l);
   if (i != --t->count) {
     t->leases[i] = t->leases[t->count];
@@ -641,7 +576,7 @@ int gl_lease_table_check(const gl_lease_table *t, char *err, size_t errlen) {
       CHECK_FAIL("lease %" PRIu64 " is at index %zu but has tab_slot %zu", l->id, i, l->tab_slot);
     if (map_get(t, l->id) != l) CHECK_FAIL("lease %" PRIu64 " is not in the id map", l->id);
   }
-  for (size_t i = 0; i < t->map_cap; i++) mapped += t->map_keys[i] != 0;
+  mapped = t->by_id.count;
   if (mapped != t->count) CHECK_FAIL("the map holds %zu ids, the array %zu leases", mapped, t->count);
   if (live != t->live) CHECK_FAIL("live count %zu, a scan finds %zu", t->live, live);
   for (uint32_t g = 0; g < GPULEASE_MAX_GPUS; g++) {

@@ -18,7 +18,7 @@
 #ifndef GL_WORKER_SESSION_H
 #define GL_WORKER_SESSION_H
 
-#include "worker/hmap.h"
+#include "common/hmap.h"
 #include "worker/module_cache.h"
 #include "worker/wk_types.h"
 

@@ -25,7 +25,7 @@
 
 #include "proto/wire.h"
 #include "backend/backend.h"
-#include "worker/hmap.h"
+#include "common/hmap.h"
 #include "worker/ipc.h"
 #include "worker/jit_cache.h"
 #include "worker/kout.h"

@@ -1,14 +1,14 @@
 /*
  * hmap.h - a map from 64-bit handles to pointers (open addressing).
  *
- * Each session keeps its buffers, modules and functions in maps keyed by
+ * Each session of a worker keeps its buffers, modules and functions in maps keyed by
  * the opaque handles the client sees, so every use of a handle is one
  * lookup and a handle that is not in the map (never issued, freed, another
  * session's) is simply not found. Key 0 is reserved (never a handle). Not
  * thread-safe: a session's maps are used by its own thread only.
  */
-#ifndef GL_WORKER_HMAP_H
-#define GL_WORKER_HMAP_H
+#ifndef GL_COMMON_HMAP_H
+#define GL_COMMON_HMAP_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -38,4 +38,4 @@ void *gl_hmap_del(gl_hmap *m, uint64_t key);
  * put while iterating; deleting the entry just returned is allowed. */
 bool gl_hmap_next(const gl_hmap *m, size_t *pos, uint64_t *key, void **val);
 
-#endif /* GL_WORKER_HMAP_H */
+#endif /* GL_COMMON_HMAP_H */

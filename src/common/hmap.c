@@ -1,5 +1,5 @@
 /* hmap.c - see hmap.h. Linear probing; grows at 50% occupancy. */
-#include "worker/hmap.h"
+#include "common/hmap.h"
 
 #include <stdlib.h>
 
