@@ -275,9 +275,7 @@ static void render(gl_metrics *m) {
      * device) what the leases leave. */
     uint64_t total = d->node.gpus[g].total_vram_bytes;
     uint64_t fallback = total > n->leased ? total - n->leased : 0;
-    bool stale = false; /* a scrape every few seconds mostly reads it now */
-    n->free_b = gl_vram_watch_free(d->vram_watch, g, fallback, &stale);
-    if (stale) n->free_b = gl_vram_watch_read_now(d->vram_watch, g, fallback);
+    n->free_b = gl_vram_watch_read_now(d->vram_watch, g, fallback);
     unsigned mem_pct = 0;
     n->activity = d->node.nvml ? gl_nvml_activity(d->node.nvml, d->node.gpus[g].uuid,
                                                   &n->util_pct, &mem_pct, &n->celsius)

@@ -204,9 +204,8 @@ static void op_inventory(gl_daemon *d, gl_dreq *req, const gl_request *q) {
     gl_lease_table_gpu_usage(d->leases, i, &e->leased_vram_bytes, &e->active_leases);
     uint64_t fallback =
         g->total_vram_bytes > e->leased_vram_bytes ? g->total_vram_bytes - e->leased_vram_bytes : 0;
-    bool stale = false; /* a figure nobody asked for lately: read it now */
-    e->free_vram_bytes = gl_vram_watch_free(d->vram_watch, i, fallback, &stale);
-    if (stale) e->free_vram_bytes = gl_vram_watch_read_now(d->vram_watch, i, fallback);
+    /* NVML's figure now: a client that just leased or freed sees it. */
+    e->free_vram_bytes = gl_vram_watch_read_now(d->vram_watch, i, fallback);
     e->flags = g->flags | (gl_lease_table_fenced(d->leases, i) ? GPULEASE_GPU_FENCED : 0);
     e->context_overhead_bytes = gl_lease_table_overhead(d->leases, i);
     memcpy(e->ptx_isa_driver, g->ptx_isa_driver, sizeof e->ptx_isa_driver);

@@ -5,13 +5,14 @@
  * NVML's memory query takes the driver's locks: measured on an H200 with
  * 36 isolated contexts churning (issue 34), it took 1.3 ms at the median
  * and 15 ms at p90, and the daemon made it on every LEASE_ALLOC, so the
- * main loop spent nearly all its time there. LEASE_ALLOC, GET_INVENTORY
- * and the metrics read the figure from here instead: at most `max_age_ms`
- * old when the thread keeps up (a read of an older one wakes the thread
- * and returns what it has). The figure is an early check only: a worker's
- * cuMemAlloc that finds less memory answers CAPACITY_EXCEEDED all the same.
- * Measurements that must be exact (the warm pool's context overhead) call
- * gl_node_free_vram themselves.
+ * main loop spent nearly all its time there. LEASE_ALLOC reads the figure
+ * from here instead: at most `max_age_ms` old when the thread keeps up (a
+ * read of an older one wakes the thread and returns what it has), and it
+ * may predate the latest leases' cuMemAlloc. So it is an early check only:
+ * a worker's cuMemAlloc that finds less memory answers CAPACITY_EXCEEDED
+ * all the same. What a client or an operator reads (GET_INVENTORY, the
+ * metrics) and what must be exact (the warm pool's context overhead) is
+ * read now (gl_vram_watch_read_now, gl_node_free_vram).
  */
 #ifndef GL_DAEMON_VRAM_WATCH_H
 #define GL_DAEMON_VRAM_WATCH_H
