@@ -1,0 +1,43 @@
+/*
+ * entry.h - the opening and closing of every entry point: the lock, then
+ * cuInit's and the sticky error's checks (GL_CU_ENTER), or also the
+ * session, the primary context (GL_CU_ENTER_CTX). Internal to src/cuda.
+ */
+#ifndef GL_CUDA_ENTRY_H
+#define GL_CUDA_ENTRY_H
+
+#include "cuda/cu.h"
+
+#define GL_CU_ENTER()                             \
+  gl_cu_lock();                                   \
+  do {                                            \
+    CUresult enter_st_ = gl_cu_ready();           \
+    if (enter_st_ != CUDA_SUCCESS) {              \
+      gl_cu_unlock();                             \
+      return enter_st_;                           \
+    }                                             \
+  } while (0)
+
+#define GL_CU_ENTER_CTX()                         \
+  gl_cu_lock();                                   \
+  do {                                            \
+    CUresult enter_st_ = gl_cu_need_session();    \
+    if (enter_st_ != CUDA_SUCCESS) {              \
+      gl_cu_unlock();                             \
+      return enter_st_;                           \
+    }                                             \
+  } while (0)
+
+/* Unlocks and returns r. */
+static inline CUresult gl_cu_leave(CUresult r) {
+  gl_cu_unlock();
+  return r;
+}
+
+/* A stream handle the shim knows: 0 (the legacy default), CU_STREAM_LEGACY
+ * (0x1), CU_STREAM_PER_THREAD (0x2), or one of cuStreamCreate's. */
+static inline bool gl_cu_stream_ok(CUstream s) {
+  return (uintptr_t)s <= 2 || s->magic == GL_CU_STREAM_MAGIC;
+}
+
+#endif /* GL_CUDA_ENTRY_H */

@@ -1,0 +1,282 @@
+/*
+ * state.c - the shim's process-wide state: cuInit reads the lease from the
+ * environment (docs/cuda-driver.md, "Without the wrapper"), connects to
+ * its daemon and reads its GPU; the primary context is a session on the
+ * lease, opened on first use and closed at exit. Also the error mapping
+ * from libgpulease's statuses to CUresult.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/cu.h"
+
+gl_cu_state gl_cu = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+void gl_cu_lock(void) { pthread_mutex_lock(&gl_cu.mu); }
+void gl_cu_unlock(void) { pthread_mutex_unlock(&gl_cu.mu); }
+
+/* Kernel printf reaches the program's stdout, as with the CUDA driver. */
+static void kernel_output(void *user, uint64_t lease_id, const char *text, size_t len,
+                          uint64_t dropped, uint32_t flags) {
+  (void)user;
+  (void)lease_id;
+  (void)flags;
+  fwrite(text, 1, len, stdout);
+  if (dropped)
+    fprintf(stderr, "gpulease: %" PRIu64 " bytes of kernel printf output were dropped\n",
+            dropped);
+  fflush(stdout);
+}
+
+static void at_exit(void) {
+  /* Under the lock: a thread still in a call finishes it first. */
+  gl_cu_lock();
+  gpulease_error err;
+  if (gl_cu.session) gpulease_session_close(gl_cu.session, &err);
+  gl_cu.session = NULL;
+  for (size_t i = 0; i < gl_cu.nhosts; i++) gpulease_host_free(gl_cu.client, gl_cu.hosts[i].ptr, &err);
+  gl_cu.nhosts = 0;
+  if (gl_cu.client) gpulease_client_close(gl_cu.client);
+  gl_cu.client = NULL;
+  gl_cu.init_status = CUDA_ERROR_DEINITIALIZED;
+  snprintf(gl_cu.init_message, sizeof gl_cu.init_message, "the program is exiting");
+  gl_cu_unlock();
+}
+
+static const char *env(const char *name) {
+  const char *v = getenv(name);
+  return v && *v ? v : NULL;
+}
+
+/* Sets the init failure: status and the one line the shim prints. */
+static CUresult init_fail(CUresult st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(gl_cu.init_message, sizeof gl_cu.init_message, fmt, ap);
+  va_end(ap);
+  gl_cu.init_status = st;
+  fprintf(stderr, "gpulease: cuInit: %s\n", gl_cu.init_message);
+  return st;
+}
+
+/* cuInit's work, once: the environment, the connection, the lease's GPU. */
+static CUresult do_init(void) {
+  const char *lease_id = env("GPULEASE_LEASE"), *secret = env("GPULEASE_SECRET");
+  if (!lease_id || !secret)
+    return init_fail(CUDA_ERROR_NO_DEVICE,
+                     "no lease: run the program under `gpulease exec`, or set GPULEASE_ADDR, "
+                     "GPULEASE_LEASE and GPULEASE_SECRET (docs/cuda-driver.md)");
+  char *end = NULL;
+  errno = 0;
+  unsigned long long id = strtoull(lease_id, &end, 10);
+  if (errno || !end || *end || id == 0)
+    return init_fail(CUDA_ERROR_INVALID_VALUE, "GPULEASE_LEASE is not a lease id: \"%s\"",
+                     lease_id);
+  memset(&gl_cu.lease, 0, sizeof gl_cu.lease);
+  gl_cu.lease.id = id;
+  if (gpulease_secret_from_hex(secret, gl_cu.lease.secret) != GPULEASE_OK)
+    return init_fail(CUDA_ERROR_INVALID_VALUE, "GPULEASE_SECRET is not %d hex digits",
+                     2 * GPULEASE_SECRET_BYTES);
+  gpulease_connect_options *o = &gl_cu.copts;
+  gpulease_connect_options_default(o);
+  if (env("GPULEASE_ADDR")) o->addr = env("GPULEASE_ADDR");
+  o->ca_file = env("GPULEASE_CA");
+  o->pin_sha256 = env("GPULEASE_PIN_SHA256");
+  o->insecure = env("GPULEASE_INSECURE") && strcmp(env("GPULEASE_INSECURE"), "0") != 0;
+  o->cert_file = env("GPULEASE_CERT");
+  o->key_file = env("GPULEASE_KEY");
+  o->bearer_token = env("GPULEASE_TOKEN");
+  if (env("GPULEASE_TIMEOUT_MS")) o->timeout_ms = (uint32_t)strtoul(env("GPULEASE_TIMEOUT_MS"), NULL, 10);
+  gpulease_error err;
+  if (gpulease_client_connect(o, &gl_cu.client, &err) != GPULEASE_OK)
+    return init_fail(CUDA_ERROR_NO_DEVICE, "cannot reach the daemon at %s: %s: %s",
+                     o->addr ? o->addr : "(default)", gpulease_status_name(err.status),
+                     err.message);
+  gpulease_client_set_kernel_output(gl_cu.client, kernel_output, NULL);
+  if (gpulease_lease_query(gl_cu.client, &gl_cu.lease, &err) != GPULEASE_OK)
+    return init_fail(CUDA_ERROR_NO_DEVICE, "lease %llu: %s: %s", id,
+                     gpulease_status_name(err.status), err.message);
+  if (gl_cu.lease.lease_class == GPULEASE_CLASS_SHARED ||
+      gl_cu.lease.lease_class == GPULEASE_CLASS_PARTITION)
+    return init_fail(CUDA_ERROR_NOT_SUPPORTED,
+                     "lease %llu is a %s lease; the CUDA driver needs an isolated or device "
+                     "lease (a context of its own)",
+                     id, gpulease_lease_class_name(gl_cu.lease.lease_class));
+  static gpulease_inventory inv; /* large: not on the caller's stack */
+  gpulease_inventory_init(&inv);
+  if (gpulease_inventory_get(gl_cu.client, &inv, &err) != GPULEASE_OK)
+    return init_fail(CUDA_ERROR_NO_DEVICE, "inventory: %s: %s",
+                     gpulease_status_name(err.status), err.message);
+  bool found = false;
+  for (size_t i = 0; i < inv.gpu_count; i++)
+    if (inv.gpus[i].index == gl_cu.lease.gpu_index) {
+      gl_cu.gpu = inv.gpus[i];
+      found = true;
+    }
+  if (!found)
+    return init_fail(CUDA_ERROR_NO_DEVICE, "the daemon lists no GPU %u (the lease's)",
+                     gl_cu.lease.gpu_index);
+  gl_cu.ctx.magic = GL_CU_CTX_MAGIC;
+  atexit(at_exit);
+  gl_cu.init_status = CUDA_SUCCESS;
+  return CUDA_SUCCESS;
+}
+
+GL_CU_API CUresult cuInit(unsigned int flags);
+CUresult cuInit(unsigned int flags) {
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  gl_cu_lock();
+  if (!gl_cu.init_done) {
+    gl_cu.init_done = true;
+    do_init();
+  }
+  CUresult st = gl_cu.init_status;
+  gl_cu_unlock();
+  return st;
+}
+
+CUresult gl_cu_ready(void) {
+  if (!gl_cu.init_done) return CUDA_ERROR_NOT_INITIALIZED;
+  if (gl_cu.init_status != CUDA_SUCCESS) return gl_cu.init_status;
+  return gl_cu.sticky;
+}
+
+CUresult gl_cu_need_session(void) {
+  CUresult st = gl_cu_ready();
+  if (st != CUDA_SUCCESS || gl_cu.session) return st;
+  gpulease_error err;
+  if (gpulease_session_open(gl_cu.client, &gl_cu.lease, &gl_cu.session, &err) != GPULEASE_OK) {
+    gl_cu.session = NULL;
+    return gl_cu_fail("cuDevicePrimaryCtxRetain", &err);
+  }
+  return CUDA_SUCCESS;
+}
+
+int gl_cu_error_in_message(const char *message) {
+  static const struct { const char *name; int code; } names[] = {
+      {"CUDA_ERROR_ILLEGAL_ADDRESS", CUDA_ERROR_ILLEGAL_ADDRESS},
+      {"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES},
+      {"CUDA_ERROR_LAUNCH_TIMEOUT", CUDA_ERROR_LAUNCH_TIMEOUT},
+      {"CUDA_ERROR_ASSERT", CUDA_ERROR_ASSERT},
+      {"CUDA_ERROR_HARDWARE_STACK_ERROR", CUDA_ERROR_HARDWARE_STACK_ERROR},
+      {"CUDA_ERROR_ILLEGAL_INSTRUCTION", CUDA_ERROR_ILLEGAL_INSTRUCTION},
+      {"CUDA_ERROR_MISALIGNED_ADDRESS", CUDA_ERROR_MISALIGNED_ADDRESS},
+      {"CUDA_ERROR_INVALID_ADDRESS_SPACE", CUDA_ERROR_INVALID_ADDRESS_SPACE},
+      {"CUDA_ERROR_INVALID_PC", CUDA_ERROR_INVALID_PC},
+      {"CUDA_ERROR_LAUNCH_FAILED", CUDA_ERROR_LAUNCH_FAILED},
+      {"CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE", CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE},
+      {"CUDA_ERROR_INVALID_CLUSTER_SIZE", CUDA_ERROR_INVALID_CLUSTER_SIZE},
+      {"CUDA_ERROR_NO_BINARY_FOR_GPU", CUDA_ERROR_NO_BINARY_FOR_GPU},
+      {"CUDA_ERROR_UNSUPPORTED_PTX_VERSION", CUDA_ERROR_UNSUPPORTED_PTX_VERSION},
+      {"CUDA_ERROR_INVALID_PTX", CUDA_ERROR_INVALID_PTX},
+      {"CUDA_ERROR_INVALID_IMAGE", CUDA_ERROR_INVALID_IMAGE},
+      {"CUDA_ERROR_INVALID_VALUE", CUDA_ERROR_INVALID_VALUE},
+      {"CUDA_ERROR_OUT_OF_MEMORY", CUDA_ERROR_OUT_OF_MEMORY},
+      {"CUDA_ERROR_NOT_FOUND", CUDA_ERROR_NOT_FOUND},
+  };
+  if (!message) return -1;
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    const char *p = strstr(message, names[i].name);
+    /* The whole name: CUDA_ERROR_LAUNCH_FAILED is not ..._LAUNCH_FAILED_X. */
+    size_t n = strlen(names[i].name);
+    while (p) {
+      char c = p[n];
+      if (!(c == '_' || (c >= 'A' && c <= 'Z'))) return names[i].code;
+      p = strstr(p + 1, names[i].name);
+    }
+  }
+  return -1;
+}
+
+/* Errors that end the context: CUDA's sticky ones, and the lease gone. */
+static bool lost_context(CUresult r) {
+  switch (r) {
+  case CUDA_ERROR_ILLEGAL_ADDRESS: case CUDA_ERROR_LAUNCH_TIMEOUT: case CUDA_ERROR_ASSERT:
+  case CUDA_ERROR_HARDWARE_STACK_ERROR: case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+  case CUDA_ERROR_MISALIGNED_ADDRESS: case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+  case CUDA_ERROR_INVALID_PC: case CUDA_ERROR_LAUNCH_FAILED: case CUDA_ERROR_DEVICE_UNAVAILABLE:
+    return true;
+  default:
+    return false;
+  }
+}
+
+CUresult gl_cu_fail(const char *call, const gpulease_error *err) {
+  CUresult r;
+  bool quiet = false; /* the caller's own argument errors are not printed */
+  int named = gl_cu_error_in_message(err->message);
+  switch (err->status) {
+  case GPULEASE_OK: return CUDA_SUCCESS;
+  case GPULEASE_INVALID_ARGUMENT:
+    r = named >= 0 ? named : CUDA_ERROR_INVALID_VALUE;
+    quiet = named < 0;
+    break;
+  case GPULEASE_INVALID_HANDLE: r = CUDA_ERROR_INVALID_HANDLE; break;
+  case GPULEASE_LOAD_FAILED: r = named >= 0 ? named : CUDA_ERROR_INVALID_IMAGE; break;
+  case GPULEASE_LAUNCH_FAILED: r = named >= 0 ? named : CUDA_ERROR_LAUNCH_FAILED; break;
+  case GPULEASE_CAPACITY_EXCEEDED: case GPULEASE_QUOTA_EXCEEDED: case GPULEASE_NO_MEMORY:
+    r = CUDA_ERROR_OUT_OF_MEMORY;
+    break;
+  case GPULEASE_UNSUPPORTED: r = CUDA_ERROR_NOT_SUPPORTED; break;
+  case GPULEASE_NOT_FOUND:
+    /* The lease (or its session) is gone, or a kernel name is unknown:
+     * FUNC_INFO's is the caller's (cuModuleGetFunction gives NOT_FOUND). */
+    if (strstr(err->message, "lease") || strstr(err->message, "session")) {
+      r = CUDA_ERROR_DEVICE_UNAVAILABLE;
+    } else {
+      r = CUDA_ERROR_NOT_FOUND;
+      quiet = true;
+    }
+    break;
+  case GPULEASE_LEASE_EXPIRED: case GPULEASE_UNAUTHORIZED:
+    r = CUDA_ERROR_DEVICE_UNAVAILABLE;
+    break;
+  case GPULEASE_READ_FAILED: case GPULEASE_WRITE_FAILED:
+    r = named >= 0 ? named : CUDA_ERROR_UNKNOWN;
+    break;
+  case GPULEASE_DISCONNECTED: case GPULEASE_TLS_FAILED: case GPULEASE_PROTOCOL_ERROR:
+  case GPULEASE_TIMEOUT:
+    r = CUDA_ERROR_DEVICE_UNAVAILABLE;
+    break;
+  default: r = CUDA_ERROR_UNKNOWN; break;
+  }
+  if (!quiet)
+    fprintf(stderr, "gpulease: %s: %s: %s\n", call, gpulease_status_name(err->status),
+            err->message);
+  if (lost_context(r) && gl_cu.sticky == CUDA_SUCCESS) gl_cu.sticky = r;
+  return r;
+}
+
+CUresult gl_cu_sync(const char *call) {
+  gpulease_op_failure f;
+  gpulease_op_failure_init(&f);
+  gpulease_error err;
+  if (gpulease_session_sync(gl_cu.session, &f, &err) == GPULEASE_OK) return CUDA_SUCCESS;
+  CUresult r = gl_cu_fail(call, &err);
+  /* A failure the context survives (a bad argument found on the node):
+   * acknowledged, so that later calls run, as CUDA's non-sticky errors. */
+  if (!lost_context(r) && f.seq) gpulease_session_acknowledge(gl_cu.session, f.seq, &err);
+  return r;
+}
+
+CUresult gl_cu_unsupported(const char *call, const char *why) {
+  /* Said once per entry point: a small table of names already said. */
+  static const char *said[256];
+  static size_t nsaid;
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_lock(&mu);
+  bool again = false;
+  for (size_t i = 0; i < nsaid; i++)
+    if (said[i] == call || strcmp(said[i], call) == 0) again = true;
+  if (!again) {
+    if (nsaid < sizeof said / sizeof said[0]) said[nsaid++] = call;
+    fprintf(stderr, "gpulease: %s is not supported by the gpulease CUDA driver (%s)\n", call,
+            why ? why : "not implemented; docs/cuda-driver.md lists what is");
+  }
+  pthread_mutex_unlock(&mu);
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
