@@ -5,15 +5,20 @@
 #   LD_LIBRARY_PATH=.carry/lib tests/gpu/check.sh .carry
 # Programs link ngtcp2, libev and json-c statically; GnuTLS is the
 # machine's; libcmocka (tests only) and ngtcp2's shared libraries (for the
-# Python wheel's libgpulease) travel in .carry/lib, the wheels in
-# .carry/wheels (tests/gpu/python_check.sh .carry .carry/wheels).
+# Python wheel's libgpulease and the shared one) travel in .carry/lib, the
+# wheels in .carry/wheels (tests/gpu/python_check.sh .carry .carry/wheels).
+# The CUDA driver shim (src/cuda/libcuda.so.1) and the shared libgpulease
+# it links (src/lib/, links kept) travel too: tests/gpu/cuda_bench.sh .carry
+# runs bench/gl_bench_cuda on the node's driver and on the shim.
 set -euo pipefail
 B=${1:-build}
 C=.carry
 rm -rf "$C"
-mkdir -p "$C/src/daemon" "$C/src/cli" "$C/tests" "$C/bench" "$C/lib"
+mkdir -p "$C/src/daemon" "$C/src/cli" "$C/src/cuda" "$C/src/lib" "$C/tests" "$C/bench" "$C/lib"
 cp "$B/src/daemon/gpuleased" "$C/src/daemon/"
 cp "$B/src/cli/gpulease" "$C/src/cli/"
+[ -e "$B/src/cuda/libcuda.so.1" ] && cp -L "$B/src/cuda/libcuda.so.1" "$C/src/cuda/"
+for so in "$B"/src/lib/libgpulease.so*; do [ -e "$so" ] && cp -P "$so" "$C/src/lib/"; done
 for t in "$B"/tests/test_e2e_* "$B"/tests/multigpu_check "$B"/tests/gl_backend_stream_smoke "$B"/tests/gl_corpus_gpu "$B"/tests/gl_syscall_census \
          "$B"/tests/test_backend_*; do
   [ -x "$t" ] && cp "$t" "$C/tests/"
