@@ -71,6 +71,9 @@ typedef struct gl_cli {
   /* positionals after the subcommand */
   char **words;
   int nwords;
+  /* -1, or the number of words before the first "--": every argument after
+   * it is a word, even one that looks like an option (exec's COMMAND) */
+  int dashdash;
   /* bit set of options given, for "does not apply" checks */
   uint64_t given;
 } gl_cli;
@@ -108,6 +111,9 @@ struct json_object;
 /* Adds n output bytes p to JSON object o in format f (enum
  * cli_out_format): "output_hex" for hex/raw, else "format" and "values". */
 void cli_json_add_output(struct json_object *o, const uint8_t *p, size_t n, int f);
+
+/* Fills *o with the global connection options (--addr ... --timeout). */
+void cli_connect_options(const gl_cli *cli, gpulease_connect_options *o);
 
 /* Connects with the global options; on failure reports and returns NULL. */
 gpulease_client *cli_connect(const gl_cli *cli);
@@ -173,6 +179,7 @@ int cmd_func(gl_cli *cli);    /* func info */
 int cmd_launch(gl_cli *cli);
 int cmd_top(gl_cli *cli);     /* a live view of one node (cmd_top.c) */
 int cmd_pool(gl_cli *cli);    /* pool map|inventory over many nodes (cmd_pool.c) */
+int cmd_exec(gl_cli *cli);    /* a program under a fresh lease, with the CUDA shim (cmd_exec.c) */
 
 /* help.c: the help texts. cli_help_all prints everything: usage, global
  * options, every command's section. */

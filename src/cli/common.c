@@ -15,17 +15,21 @@
 #include "cli/cli.h"
 #include "common/util.h"
 
+void cli_connect_options(const gl_cli *cli, gpulease_connect_options *o) {
+  gpulease_connect_options_default(o);
+  if (cli->addr) o->addr = cli->addr;
+  o->ca_file = cli->ca_file;
+  o->pin_sha256 = cli->pin_sha256;
+  o->insecure = cli->insecure;
+  o->cert_file = cli->cert_file;
+  o->key_file = cli->key_file;
+  o->bearer_token = cli->bearer_token;
+  if (cli->timeout_ms) o->timeout_ms = cli->timeout_ms;
+}
+
 gpulease_client *cli_connect(const gl_cli *cli) {
   gpulease_connect_options o;
-  gpulease_connect_options_default(&o);
-  if (cli->addr) o.addr = cli->addr;
-  o.ca_file = cli->ca_file;
-  o.pin_sha256 = cli->pin_sha256;
-  o.insecure = cli->insecure;
-  o.cert_file = cli->cert_file;
-  o.key_file = cli->key_file;
-  o.bearer_token = cli->bearer_token;
-  if (cli->timeout_ms) o.timeout_ms = cli->timeout_ms;
+  cli_connect_options(cli, &o);
   if (cli->insecure)
     fprintf(stderr, "gpulease: warning: --insecure: the daemon's certificate is NOT verified\n");
   gpulease_client *c = NULL;

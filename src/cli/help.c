@@ -20,7 +20,8 @@ static const char head_text[] =
     "usage: gpulease [global options] COMMAND [options]\n"
     "       gpulease help [COMMAND]    (or: gpulease COMMAND --help)\n"
     "\n"
-    "Commands: inventory, lease, admin, submit, session, mem, module, func, launch, top, pool\n";
+    "Commands: inventory, lease, admin, submit, session, mem, module, func, launch, top, pool,\n"
+    "          exec\n";
 
 static const char global_text[] =
     "Global options (they may stand before or after the command's words):\n"
@@ -176,6 +177,21 @@ static const char pool_text[] =
     "         every node's GPUs in one table (a node that cannot be reached is\n"
     "         listed down, with why); exit 1 when none is up\n";
 
+static const char exec_text[] =
+    "  exec --vram BYTES [--ttl SECONDS] [--gpu N|UUID]\n"
+    "         [--class isolated|shared|device|partition] [--printf-fifo BYTES]\n"
+    "         [--malloc-heap BYTES] [--quiet] -- COMMAND [ARGS...]\n"
+    "         leases a GPU (as lease alloc; --ttl default 300, renewed while COMMAND\n"
+    "         runs) and runs COMMAND with gpulease's CUDA driver shim as its\n"
+    "         libcuda.so.1 (LD_LIBRARY_PATH) and the lease in its environment\n"
+    "         (GPULEASE_ADDR, GPULEASE_LEASE, GPULEASE_SECRET, and the connection's\n"
+    "         options; docs/cuda-driver.md), so an unmodified CUDA program runs on\n"
+    "         the lease. Everything after '--' is COMMAND's. SIGINT, SIGTERM, SIGHUP\n"
+    "         and SIGQUIT go to COMMAND; when it ends the lease is freed. Exit\n"
+    "         status: COMMAND's (128+N: killed by signal N; 127: not found; 126: not\n"
+    "         runnable). --quiet: no line on stderr naming the lease. The shim's\n"
+    "         directory: $GPULEASE_CUDA_LIBDIR, else the installed one.\n";
+
 /* Notes that hold for every command: after all sections, and after one
  * section that needs them. */
 static const char bytes_note[] =
@@ -196,6 +212,7 @@ static const struct {
     {"launch", "launch --session SID --module HANDLE --kernel NAME [options]", launch_text},
     {"top", "top [--metrics URL|none] [--interval SECONDS] [--once]", top_text},
     {"pool", "pool map|inventory (--nodes LIST | --nodes-file FILE | --srv NAME) ...", pool_text},
+    {"exec", "exec --vram BYTES [options] -- COMMAND [ARGS...]", exec_text},
 };
 
 #define NSECTIONS (sizeof sections / sizeof sections[0])

@@ -20,10 +20,12 @@
  *   gpulease [global options] top [--metrics URL|none] [--interval SECONDS] [--once]
  *   gpulease [global options] pool map (--nodes LIST | --nodes-file FILE | --srv NAME) ...
  *   gpulease [global options] pool inventory (--nodes LIST | --nodes-file FILE | --srv NAME)
+ *   gpulease [global options] exec --vram BYTES [lease options] -- COMMAND [ARGS...]
  *   gpulease help [COMMAND], gpulease [COMMAND] --help
  *
- * Options may stand before or after the subcommand words. The help texts
- * are in help.c.
+ * Options may stand before or after the subcommand words, up to the first
+ * "--": every argument after it is a word (exec's COMMAND and its options).
+ * The help texts are in help.c.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -122,8 +124,18 @@ static int parse_options(int argc, char **argv, gl_cli *cli) {
   uint64_t v;
   char err[256];
   opterr = 0;
+  cli->dashdash = -1;
   /* "+": stop at words (kept below); ":": a missing value is ':', not '?' */
-  while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1 || optind < argc) {
+  for (;;) {
+    int at = optind;
+    c = getopt_long(argc, argv, "+:h", opts, NULL);
+    if (c == -1 && optind == at + 1 && strcmp(argv[at], "--") == 0) {
+      /* "--" ends the options: the rest are words, whatever they look like */
+      cli->dashdash = cli->nwords;
+      while (optind < argc) cli->words[cli->nwords++] = argv[optind++];
+      break;
+    }
+    if (c == -1 && optind >= argc) break;
     if (c == -1) { /* a word: keep it and go on past it */
       cli->words[cli->nwords++] = argv[optind++];
       continue;
@@ -385,6 +397,8 @@ int main(int argc, char **argv) {
     rc = cmd_top(&cli);
   } else if (strcmp(cli.words[0], "pool") == 0) {
     rc = cmd_pool(&cli);
+  } else if (strcmp(cli.words[0], "exec") == 0) {
+    rc = cmd_exec(&cli);
   } else {
     rc = cli_usage_error("unknown command '%s'", cli.words[0]);
   }

@@ -56,7 +56,9 @@ rc=$?
   ok "(e) an unknown option is refused" || bad "(e) --no-such-option: rc $rc, $(cat "$dir/err")"
 
 # (c) the commands
-commands=$(sed -n 's/^Commands: //p' "$dir/help" | tr -d ' ' | tr ',' ' ')
+# "Commands: a, b," and the indented lines that go on with it
+commands=$(awk '/^Commands: / { sub(/^Commands: /, ""); on = 1; print; next }
+                on && /^ / { print; next } { on = 0 }' "$dir/help" | tr -d ' \n' | tr ',' ' ')
 [ -n "$commands" ] && ok "--help names the commands: $commands" || bad "no 'Commands:' line in --help"
 for c in $commands; do
   if grep -qx "## $c" "$man"; then ok "(c) '$c' has its part in gpulease.1.scd"
