@@ -17,7 +17,10 @@
  *     LAUNCH list byte for byte;
  *   - gl_request_session() is non-NULL exactly for the session ops other
  *     than SESSION_OPEN, and their session_id is never 0; the ids and
- *     handles of decoded session results are never 0 either.
+ *     handles of decoded session results are never 0 either;
+ *   - gl_response_decode_for() a MEM_ALLOC request with and without the
+ *     device address flag takes a MEM_ALLOC result only of the layout the
+ *     request asked for, and anything else as gl_response_decode() does.
  *
  * Built two ways: with -fsanitize=fuzzer by fuzz/CMakeLists.txt (GL_FUZZ),
  * and with fuzz/replay_main.c as a plain program that replays the seed
@@ -90,7 +93,10 @@ static int session_req_equal(const gl_request *a, const gl_request *b) {
            a->u.mem_shm.segment == b->u.mem_shm.segment &&
            a->u.mem_shm.segment_offset == b->u.mem_shm.segment_offset &&
            a->u.mem_shm.size_bytes == b->u.mem_shm.size_bytes;
-  case GL_OP_MEM_ALLOC: return a->u.mem_alloc.size_bytes == b->u.mem_alloc.size_bytes;
+  case GL_OP_MEM_ALLOC:
+    return a->u.mem_alloc.size_bytes == b->u.mem_alloc.size_bytes &&
+           a->u.mem_alloc.has_flags == b->u.mem_alloc.has_flags &&
+           a->u.mem_alloc.flags == b->u.mem_alloc.flags;
   case GL_OP_MEM_FREE:
   case GL_OP_MODULE_UNLOAD: return a->u.handle.handle == b->u.handle.handle;
   case GL_OP_MEM_WRITE: {
@@ -242,7 +248,9 @@ static int response_equal(const gl_response *a, const gl_response *b) {
            same_bytes(a->u.batch.replies, b->u.batch.replies, a->u.batch.replies_len);
   case GL_OP_MEM_ALLOC:
     return a->u.mem_alloc.buffer == b->u.mem_alloc.buffer &&
-           a->u.mem_alloc.region_offset == b->u.mem_alloc.region_offset;
+           a->u.mem_alloc.region_offset == b->u.mem_alloc.region_offset &&
+           a->u.mem_alloc.has_device_address == b->u.mem_alloc.has_device_address &&
+           a->u.mem_alloc.device_address == b->u.mem_alloc.device_address;
   case GL_OP_SYNC:
     return a->u.sync.error_status == b->u.sync.error_status &&
            a->u.sync.error_op == b->u.sync.error_op && a->u.sync.error_seq == b->u.sync.error_seq;
@@ -396,6 +404,21 @@ static void fuzz_response(const uint8_t *data, size_t size) {
         "re-encoded response does not decode");
   check(response_equal(&resp, &again), "re-decoded response differs");
   gl_buf_free(&b);
+  /* Decoded for a MEM_ALLOC request, asked for the device address or not,
+   * an OK MEM_ALLOC result is taken exactly when it is the one asked for
+   * (MALFORMED otherwise); any other response as by the plain decoder. */
+  for (int ask = 0; ask < 2; ask++) {
+    gl_request q = {.op = GL_OP_MEM_ALLOC};
+    q.u.mem_alloc.has_flags = ask;
+    q.u.mem_alloc.flags = ask ? GL_MEM_ALLOC_F_ADDRESS : 0;
+    st = gl_response_decode_for(&q, data, size, MAX_BODY, &again, err, sizeof err);
+    bool fits = resp.op != GL_OP_MEM_ALLOC || resp.status != GPULEASE_OK ||
+                resp.u.mem_alloc.has_device_address == (ask != 0);
+    check(fits ? st == GPULEASE_OK : st == GPULEASE_MALFORMED,
+          "decode_for MEM_ALLOC disagrees with the result's layout");
+    if (st == GPULEASE_OK) check(response_equal(&resp, &again), "decode_for differs");
+    else check_err(st, err, sizeof err);
+  }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

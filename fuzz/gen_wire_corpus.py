@@ -147,6 +147,9 @@ def session_corpus():
     yield "req-sync", frame(REQ, o["SYNC"], sref(1, 9) + struct.pack(">Q", 0))
     yield "req-sync-ack", frame(REQ, o["SYNC"], sref(1, 11) + struct.pack(">Q", 7))
     yield "req-mem-alloc", frame(REQ, o["MEM_ALLOC"], sref(1, 1) + struct.pack(">Q", 1 << 20))
+    # 0.2: flags (u32) after size_bytes; bit 0 asks for the device address
+    yield "req-mem-alloc-address", frame(REQ, o["MEM_ALLOC"], sref(1, 1) + struct.pack(">QI", 1 << 20, 1))
+    yield "bad-mem-alloc-flags-2", frame(REQ, o["MEM_ALLOC"], sref(1, 1) + struct.pack(">QI", 1 << 20, 2))
     yield "req-mem-free", frame(REQ, o["MEM_FREE"], sref(1, 10) + struct.pack(">Q", BUF1))
     yield "req-mem-write", frame(REQ, o["MEM_WRITE"], sref(1, 2) + struct.pack(">QQI", BUF1, 0, 16) +
                                  bytes(range(16)))
@@ -166,6 +169,7 @@ def session_corpus():
     yield "resp-sync-failure", resp(o["SYNC"], struct.pack(">HHQ", 4, o["LAUNCH"], 7),
                                     msg=b"op 7 (LAUNCH) failed: CUDA_ERROR_ILLEGAL_ADDRESS")
     yield "resp-mem-alloc", resp(o["MEM_ALLOC"], struct.pack(">QQ", BUF1, 0x1200))
+    yield "resp-mem-alloc-address", resp(o["MEM_ALLOC"], struct.pack(">QQQ", BUF1, 0x1200, 0x7F0000201200))
     yield "resp-mem-free", resp(o["MEM_FREE"])
     yield "resp-mem-write", resp(o["MEM_WRITE"])
     yield "resp-mem-read", resp(o["MEM_READ"], struct.pack(">I", 16) + bytes(range(16, 32)))

@@ -963,11 +963,36 @@ GPULEASE_API gpulease_status gpulease_mem_alloc(gpulease_session *session, uint6
  * input_offset, output_offset and pointer params use, so that
  * gpulease_submit() can work on a session's buffers or keep clear of them
  * (docs/protocol.md, "Memory"). The offset stays valid until the buffer is
- * freed. Errors: as gpulease_mem_alloc(). */
+ * freed. Sends MEM_ALLOC's 72-byte body of 0.1 (no flags). Errors: as
+ * gpulease_mem_alloc() (which calls it); PROTOCOL_ERROR for a result with
+ * a device address, which the request did not ask for. */
 GPULEASE_API gpulease_status gpulease_mem_alloc_region(gpulease_session *session,
                                                        uint64_t size_bytes, gpulease_buffer *out,
                                                        uint64_t *region_offset,
                                                        gpulease_error *err);
+
+/* As gpulease_mem_alloc_region(), and also gives the buffer's device
+ * address (*device_address): the GPU's own virtual address of the
+ * buffer's first byte in the lease's CUDA context (on the emulated device,
+ * the emulated device's address), the lease region's base plus
+ * *region_offset. A kernel may take it, or it plus an offset into the
+ * buffer, as a raw 8-byte pointer argument (gpulease_arg_scalar(&addr, 8))
+ * and do pointer arithmetic on it. Valid until the buffer is freed
+ * (gpulease_mem_free()); for a shared lease it is an address in the
+ * context the GPU's shared leases share. region_offset may be NULL;
+ * device_address is required; all three are caller-owned, written on
+ * success only. Sends MEM_ALLOC with flags bit 0 (docs/protocol.md,
+ * "MEM_ALLOC (0x0311)"; the ops batched before it go first, on their own)
+ * and waits for the answer. Errors: as gpulease_mem_alloc(); UNSUPPORTED
+ * from a daemon older than the field (gpulease 0.2), with a message
+ * saying that the daemon does not give device addresses (the request used
+ * no seq there: the library fills it, so the session goes on);
+ * PROTOCOL_ERROR for a result without the address. */
+GPULEASE_API gpulease_status gpulease_mem_alloc_address(gpulease_session *session,
+                                                        uint64_t size_bytes, gpulease_buffer *out,
+                                                        uint64_t *region_offset,
+                                                        uint64_t *device_address,
+                                                        gpulease_error *err);
 
 /* Frees a buffer (MEM_FREE) once the earlier ops are done. Pipelined. */
 GPULEASE_API gpulease_status gpulease_mem_free(gpulease_session *session, gpulease_buffer buffer,

@@ -299,6 +299,12 @@ gpulease_status gl_session_send(gpulease_session *s, gl_request *req, uint64_t *
 gpulease_status gl_session_wait(gpulease_session *s, uint64_t token, uint16_t op,
                                 gl_response *resp, uint8_t **raw, gpulease_error *err);
 
+/* As gl_session_wait, the reply decoded for its request req (borrowed):
+ * gl_lib_decode_reply_for, so that a result that is not the layout req
+ * asked for (MEM_ALLOC's device_address) is PROTOCOL_ERROR. */
+gpulease_status gl_session_wait_for(gpulease_session *s, uint64_t token, const gl_request *req,
+                                    gl_response *resp, uint8_t **raw, gpulease_error *err);
+
 /* Sends a pipelined op (batched where the session batches; see session.c
  * "batching"), returning once sent. */
 gpulease_status gl_session_send_pipelined(gpulease_session *s, gl_request *req,

@@ -196,17 +196,23 @@ gpulease_status gl_session_send(gpulease_session *s, gl_request *req, uint64_t *
   return GPULEASE_OK;
 }
 
-gpulease_status gl_session_wait(gpulease_session *s, uint64_t token, uint16_t op,
-                                gl_response *resp, uint8_t **raw, gpulease_error *err) {
+gpulease_status gl_session_wait_for(gpulease_session *s, uint64_t token, const gl_request *req,
+                                    gl_response *resp, uint8_t **raw, gpulease_error *err) {
   *raw = NULL;
   size_t len;
   char why[sizeof err->message - 64];
   int rc = gl_qclient_wait(s->client->q, token, raw, &len, why, sizeof why);
   if (rc != GL_QC_OK) {
     *raw = NULL;
-    return set_err(err, gl_lib_map_qc(rc), "%s: %s", gl_op_name(op), why);
+    return set_err(err, gl_lib_map_qc(rc), "%s: %s", gl_op_name(req->op), why);
   }
-  return gl_lib_decode_reply(op, *raw, len, resp, err);
+  return gl_lib_decode_reply_for(req, *raw, len, resp, err);
+}
+
+gpulease_status gl_session_wait(gpulease_session *s, uint64_t token, uint16_t op,
+                                gl_response *resp, uint8_t **raw, gpulease_error *err) {
+  gl_request only_op = {.op = op};
+  return gl_session_wait_for(s, token, &only_op, resp, raw, err);
 }
 
 /* Notes the failures among the replies of a BATCH (first op's seq
@@ -292,6 +298,8 @@ typedef struct waiting {
   uint64_t first; /* the BATCH's first seq */
   uint16_t count; /* 1: the op went alone */
   uint16_t op;
+  const gl_request *req; /* the op's request (borrowed until wait_end): its
+                            reply is decoded for it (gl_response_decode_for) */
 } waiting;
 
 static gpulease_status wait_begin(gpulease_session *s, gl_request *req, waiting *w,
@@ -299,6 +307,7 @@ static gpulease_status wait_begin(gpulease_session *s, gl_request *req, waiting 
   gpulease_status st = gl_session_begin(s, err);
   if (st != GPULEASE_OK) return st;
   w->op = req->op;
+  w->req = req;
   if (s->batch_count == 0 || s->unordered) {
     w->count = 1;
     st = gl_session_send(s, req, &w->token, &w->seq, err);
@@ -317,7 +326,7 @@ static gpulease_status wait_end(gpulease_session *s, const waiting *w, gl_respon
                                 uint8_t **raw, gpulease_error *err) {
   *raw = NULL;
   if (w->count == 1) {
-    gpulease_status st = gl_session_wait(s, w->token, w->op, resp, raw, err);
+    gpulease_status st = gl_session_wait_for(s, w->token, w->req, resp, raw, err);
     if (st != GPULEASE_OK) {
       free(*raw);
       *raw = NULL;
@@ -337,7 +346,7 @@ static gpulease_status wait_end(gpulease_session *s, const waiting *w, gl_respon
   size_t len = 0;
   for (uint16_t i = 0; i < b.u.batch.count; i++)
     gl_batch_next(b.u.batch.replies, b.u.batch.replies_len, &pos, &m, &len);
-  st = gl_lib_decode_reply(w->op, m, len, resp, err);
+  st = gl_lib_decode_reply_for(w->req, m, len, resp, err);
   if (st != GPULEASE_OK) {
     free(*raw);
     *raw = NULL;
@@ -663,22 +672,92 @@ gpulease_status gpulease_mem_alloc(gpulease_session *s, uint64_t size_bytes, gpu
   return gpulease_mem_alloc_region(s, size_bytes, out, &region_offset, err);
 }
 
+/* Sends SYNC (ack_seq 0) at seq, which a request the daemon refused
+ * before its turn left unused (docs/protocol.md, "Which refusals use the
+ * seq"), so that the session's next ops do not wait for it until the seq
+ * timeout. Its answer (OK, or "already used") does not matter. */
+static void fill_seq(gpulease_session *s, uint64_t seq) {
+  if (s->unordered || seq == 0) return;
+  gl_request q = {.op = GL_OP_SYNC};
+  q.u.sync.s.auth = s->auth;
+  q.u.sync.s.session_id = s->id;
+  q.u.sync.s.seq = seq;
+  gl_response r;
+  uint8_t *raw = NULL;
+  gpulease_error e;
+  (void)gl_lib_exchange(s->client, &q, &r, &raw, &e);
+  free(raw);
+}
+
+/* MEM_ALLOC: the 72-byte body of 0.1 (flags 0) unless device_address is
+ * wanted, then flags with GL_MEM_ALLOC_F_ADDRESS. The reply is decoded for
+ * the request (gl_session_send_wait), so a result other than the one asked
+ * for (24 bytes to a request without the flag, 16 to one with it) is
+ * PROTOCOL_ERROR there. */
+static gpulease_status mem_alloc(gpulease_session *s, uint64_t size_bytes, gpulease_buffer *out,
+                                 uint64_t *region_offset, uint64_t *device_address,
+                                 gpulease_error *err) {
+  gl_request req = {.op = GL_OP_MEM_ALLOC};
+  req.u.mem_alloc.size_bytes = size_bytes;
+  gpulease_status st;
+  if (device_address) {
+    req.u.mem_alloc.has_flags = true;
+    req.u.mem_alloc.flags = GL_MEM_ALLOC_F_ADDRESS;
+    /* Alone, not in a BATCH with the ops before it: an older daemon's
+     * decoder would refuse the whole BATCH for this one entry. */
+    st = gl_session_begin(s, err);
+    if (st == GPULEASE_OK) st = gl_session_flush_batch(s, err);
+    if (st != GPULEASE_OK) return st;
+  }
+  gl_response resp;
+  uint8_t *raw;
+  uint64_t seq = 0;
+  gpulease_error e;
+  e.message[0] = '\0';
+  st = gl_session_send_wait(s, &req, &resp, &raw, &seq, &e);
+  if (st != GPULEASE_OK) {
+    /* A daemon that predates the flags: 0.2's decoder before them says
+     * UNSUPPORTED ("4 bytes after the last field this daemon knows
+     * (size_bytes)"), 0.1's MALFORMED ("4 trailing bytes"); either way the
+     * request used no seq. (An UNSUPPORTED failing fast behind an earlier
+     * op's failure says "failed earlier" instead, and is returned as is.) */
+    bool older = device_address &&
+                 (st == GPULEASE_MALFORMED ||
+                  (st == GPULEASE_UNSUPPORTED &&
+                   strstr(e.message, "after the last field this daemon knows")));
+    if (!older) {
+      if (err) *err = e;
+      return st;
+    }
+    fill_seq(s, seq);
+    return set_err(err, GPULEASE_UNSUPPORTED,
+                   "MEM_ALLOC: the daemon does not give device addresses (it predates "
+                   "MEM_ALLOC's flags, added in gpulease 0.2); it answered: %.900s",
+                   e.message);
+  }
+  *out = resp.u.mem_alloc.buffer;
+  if (region_offset) *region_offset = resp.u.mem_alloc.region_offset;
+  if (device_address) *device_address = resp.u.mem_alloc.device_address;
+  free(raw);
+  return gl_lib_ok(err);
+}
+
 gpulease_status gpulease_mem_alloc_region(gpulease_session *s, uint64_t size_bytes,
                                           gpulease_buffer *out, uint64_t *region_offset,
                                           gpulease_error *err) {
   if (!s || !out || !region_offset)
     return set_err(err, GPULEASE_INVALID_ARGUMENT, "session, out and region_offset are required");
   if (size_bytes == 0) return set_err(err, GPULEASE_INVALID_ARGUMENT, "size_bytes must be >= 1");
-  gl_request req = {.op = GL_OP_MEM_ALLOC};
-  req.u.mem_alloc.size_bytes = size_bytes;
-  gl_response resp;
-  uint8_t *raw;
-  gpulease_status st = gl_session_send_wait(s, &req, &resp, &raw, NULL, err);
-  if (st != GPULEASE_OK) return st;
-  *out = resp.u.mem_alloc.buffer;
-  *region_offset = resp.u.mem_alloc.region_offset;
-  free(raw);
-  return GPULEASE_OK;
+  return mem_alloc(s, size_bytes, out, region_offset, NULL, err);
+}
+
+gpulease_status gpulease_mem_alloc_address(gpulease_session *s, uint64_t size_bytes,
+                                           gpulease_buffer *out, uint64_t *region_offset,
+                                           uint64_t *device_address, gpulease_error *err) {
+  if (!s || !out || !device_address)
+    return set_err(err, GPULEASE_INVALID_ARGUMENT, "session, out and device_address are required");
+  if (size_bytes == 0) return set_err(err, GPULEASE_INVALID_ARGUMENT, "size_bytes must be >= 1");
+  return mem_alloc(s, size_bytes, out, region_offset, device_address, err);
 }
 
 gpulease_status gpulease_mem_free(gpulease_session *s, gpulease_buffer buffer,

@@ -469,9 +469,29 @@ gpulease_status gl_request_encode(const gl_request *req, gl_buf *out) {
  * Responses
  * ====================================================================== */
 
-/* kout: the reply's GPU_SUBMIT result carries the kernel output block. */
+/* The result fields a request asked for that its reply must hold, and
+ * none besides (docs/protocol.md section 2, "Result fields only when
+ * asked"): MEM_ALLOC's device_address. Runs after the result is read. */
+static void result_as_asked(gl_wire__rd *r, const gl_request *req, const gl_response *out) {
+  if (!req || req->op != GL_OP_MEM_ALLOC || out->op != GL_OP_MEM_ALLOC ||
+      out->status != GPULEASE_OK || !gl_wire__rd_ok(r))
+    return;
+  bool asked = (req->u.mem_alloc.flags & GL_MEM_ALLOC_F_ADDRESS) != 0;
+  if (out->u.mem_alloc.has_device_address && !asked)
+    gl_wire__rd_fail(r, GPULEASE_MALFORMED,
+                     "8 bytes (device_address) after region_offset, which the request did not "
+                     "ask for (flags bit 0 clear)");
+  else if (!out->u.mem_alloc.has_device_address && asked)
+    gl_wire__rd_fail(r, GPULEASE_MALFORMED,
+                     "no device_address after region_offset, which the request asked for "
+                     "(flags bit 0)");
+}
+
+/* kout: the reply's GPU_SUBMIT result carries the kernel output block.
+ * req (NULL: none) is the request the reply answers, for result_as_asked. */
 static gpulease_status response_decode(const uint8_t *msg, size_t len, size_t max_body,
-                                       bool kout, gl_response *out, char *err, size_t errlen) {
+                                       bool kout, const gl_request *req, gl_response *out,
+                                       char *err, size_t errlen) {
   uint16_t op = 0;
   gl_header h;
   err_clear(err, errlen);
@@ -495,20 +515,21 @@ static gpulease_status response_decode(const uint8_t *msg, size_t len, size_t ma
   out->u.submit.has_kout = kout && op == GL_OP_GPU_SUBMIT; /* read by its result_decode */
   if (h.status == GPULEASE_OK && c->result_decode) c->result_decode(&r, out);
   rd_end(&r, false);
+  result_as_asked(&r, req, out);
   if (r.st != GPULEASE_OK) memset(out, 0, sizeof *out);
   return r.st;
 }
 
 gpulease_status gl_response_decode(const uint8_t *msg, size_t len, size_t max_body,
                                    gl_response *out, char *err, size_t errlen) {
-  return response_decode(msg, len, max_body, false, out, err, errlen);
+  return response_decode(msg, len, max_body, false, NULL, out, err, errlen);
 }
 
 gpulease_status gl_response_decode_for(const gl_request *req, const uint8_t *msg, size_t len,
                                        size_t max_body, gl_response *out, char *err,
                                        size_t errlen) {
   bool kout = req && req->op == GL_OP_GPU_SUBMIT && (req->u.submit.flags & GL_SUBMIT_F_KOUT);
-  return response_decode(msg, len, max_body, kout, out, err, errlen);
+  return response_decode(msg, len, max_body, kout, req, out, err, errlen);
 }
 
 /* What gl_response_decode() would refuse, the encoder refuses too. */

@@ -126,8 +126,10 @@
  *                          u32 interleave, u32 swizzle, u32 l2_promotion,
  *                          u32 oob_fill (slots past rank, and strides past
  *                          rank - 1, are 0) -> 128 bytes: the tensor map
- *   MEM_ALLOC     (0x0311) req: session_ref, u64 size_bytes (>= 1)
- *                          -> u64 buffer, u64 region_offset
+ *   MEM_ALLOC     (0x0311) req: session_ref, u64 size_bytes (>= 1),
+ *                          [u32 flags (0.2; absent: 0): GL_MEM_ALLOC_F_*]
+ *                          -> u64 buffer, u64 region_offset,
+ *                             [flags bit 0: u64 device_address]
  *   MEM_FREE      (0x0312) req: session_ref, u64 buffer -> empty
  *   MEM_WRITE     (0x0313) req: session_ref, u64 buffer, u64 offset,
  *                          u32 data_len (1..GL_WIRE_MAX_CHUNK), data -> empty
@@ -534,9 +536,17 @@ typedef struct gl_sync_req {
   uint64_t ack_seq; /* 0 = acknowledge nothing */
 } gl_sync_req;
 
+/* MEM_ALLOC's request flags (u32 after size_bytes, added in 0.2; absent:
+ * 0, the previous release's 72-byte body). */
+#define GL_MEM_ALLOC_F_ADDRESS 0x1u /* append the buffer's device address to the result */
+
 typedef struct gl_mem_alloc_req {
   gl_session_ref s;
   uint64_t size_bytes;
+  /* flags, present or not (a 72-byte body: flags 0); has_flags makes the
+   * encoder write them, so a decoded request re-encodes to its bytes. */
+  bool has_flags;
+  uint32_t flags; /* GL_MEM_ALLOC_F_* */
 } gl_mem_alloc_req;
 
 /* MEM_FREE and MODULE_UNLOAD: one handle. */
@@ -985,6 +995,10 @@ typedef struct gl_batch_resp {
 typedef struct gl_mem_alloc_resp {
   uint64_t buffer;        /* the handle */
   uint64_t region_offset; /* where it starts in the lease's region */
+  /* Only for a request with GL_MEM_ALLOC_F_ADDRESS (has_device_address):
+   * the buffer's device address, the region's base + region_offset. */
+  bool has_device_address;
+  uint64_t device_address;
 } gl_mem_alloc_resp;
 
 /* WORKER_HELD: what a lease makes its context hold beyond its region. */
@@ -1125,7 +1139,11 @@ gpulease_status gl_response_decode(const uint8_t *msg, size_t len, size_t max_bo
  * can depend on the request: GPU_SUBMIT with GL_SUBMIT_F_KOUT has the
  * kernel output block after its output (gl_submit_resp.has_kout set), and
  * its absence is MALFORMED; plain gl_response_decode takes a GPU_SUBMIT
- * result without it. req NULL: as gl_response_decode. */
+ * result without it. MEM_ALLOC: a request with GL_MEM_ALLOC_F_ADDRESS
+ * needs the 24-byte result (device_address), one without it the 16-byte
+ * one, else MALFORMED (a result is never longer than its request asked
+ * for); plain gl_response_decode takes either. req NULL: as
+ * gl_response_decode. */
 gpulease_status gl_response_decode_for(const gl_request *req, const uint8_t *msg, size_t len,
                                        size_t max_body, gl_response *out, char *err,
                                        size_t errlen);

@@ -104,20 +104,38 @@ static void sync_put(gl_buf *b, const gl_request *q) {
   gl_wire__put_u64(b, q->u.sync.ack_seq);
 }
 
+/* MEM_ALLOC: session_ref, size_bytes, then flags (added in 0.2; a body
+ * that ends after size_bytes, the previous release's, is flags 0). */
+static void check_alloc_flags(gl_wire__rd *r, uint32_t flags) {
+  if (gl_wire__rd_ok(r) && (flags & ~GL_MEM_ALLOC_F_ADDRESS))
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+                     "flags 0x%08x: only bit 0 (the device address) is defined", flags);
+}
+
 static void mem_alloc_decode(gl_wire__rd *r, gl_request *q) {
   gl_wire__session_ref_decode(r, &q->u.mem_alloc.s);
   q->u.mem_alloc.size_bytes = gl_wire__rd_u64(r, "size_bytes");
   check_at_least_1(r, "size_bytes", q->u.mem_alloc.size_bytes, "byte");
+  q->u.mem_alloc.has_flags = gl_wire__rd_ok(r) && r->pos < r->len;
+  q->u.mem_alloc.flags = 0;
+  if (q->u.mem_alloc.has_flags) q->u.mem_alloc.flags = gl_wire__rd_u32(r, "flags");
+  check_alloc_flags(r, q->u.mem_alloc.flags);
 }
 
 static void mem_alloc_validate(gl_wire__rd *r, const gl_request *q) {
   check_id(r, "session_id", q->u.mem_alloc.s.session_id);
   check_at_least_1(r, "size_bytes", q->u.mem_alloc.size_bytes, "byte");
+  if (gl_wire__rd_ok(r) && !q->u.mem_alloc.has_flags && q->u.mem_alloc.flags != 0)
+    gl_wire__rd_fail(r, GPULEASE_INVALID_ARGUMENT,
+                     "flags 0x%08x without has_flags (the 72-byte body has none)",
+                     q->u.mem_alloc.flags);
+  check_alloc_flags(r, q->u.mem_alloc.flags);
 }
 
 static void mem_alloc_put(gl_buf *b, const gl_request *q) {
   gl_wire__session_ref_put(b, &q->u.mem_alloc.s);
   gl_wire__put_u64(b, q->u.mem_alloc.size_bytes);
+  if (q->u.mem_alloc.has_flags) gl_wire__put_u32(b, q->u.mem_alloc.flags);
 }
 
 /* MEM_FREE, MODULE_UNLOAD: the session_ref and a handle, named `field`. */
@@ -347,10 +365,16 @@ static void open_result_put(gl_buf *b, const gl_response *resp) {
   gl_wire__put_u64(b, resp->u.handle);
 }
 
+/* MEM_ALLOC's result: buffer, region_offset, and device_address for a
+ * request with GL_MEM_ALLOC_F_ADDRESS (16 or 24 bytes; which one the
+ * request asked for is gl_response_decode_for's check). */
 static void mem_alloc_result_decode(gl_wire__rd *r, gl_response *out) {
   out->u.mem_alloc.buffer = gl_wire__rd_u64(r, "buffer");
   check_id(r, "buffer", out->u.mem_alloc.buffer);
   out->u.mem_alloc.region_offset = gl_wire__rd_u64(r, "region_offset");
+  out->u.mem_alloc.has_device_address = gl_wire__rd_ok(r) && r->pos < r->len;
+  if (out->u.mem_alloc.has_device_address)
+    out->u.mem_alloc.device_address = gl_wire__rd_u64(r, "device_address");
 }
 
 static bool mem_alloc_result_valid(const gl_response *resp) {
@@ -360,6 +384,8 @@ static bool mem_alloc_result_valid(const gl_response *resp) {
 static void mem_alloc_result_put(gl_buf *b, const gl_response *resp) {
   gl_wire__put_u64(b, resp->u.mem_alloc.buffer);
   gl_wire__put_u64(b, resp->u.mem_alloc.region_offset);
+  if (resp->u.mem_alloc.has_device_address)
+    gl_wire__put_u64(b, resp->u.mem_alloc.device_address);
 }
 
 static void kout_result_decode(gl_wire__rd *r, gl_response *out) {
@@ -515,7 +541,7 @@ const gl_wire__codec gl_wire__op_KERNEL_OUTPUT = {
 };
 
 const gl_wire__codec gl_wire__op_MEM_ALLOC = {
-    .last_field = "size_bytes",
+    .last_field = "flags",
     .decode = mem_alloc_decode,
     .validate = mem_alloc_validate,
     .put = mem_alloc_put,

@@ -169,6 +169,11 @@ static gpulease_status op_alloc(gl_wsession *s, const gl_mem_alloc_req *r, gl_re
   }
   resp->u.mem_alloc.buffer = h;
   resp->u.mem_alloc.region_offset = b->offset;
+  /* The device address only when asked (docs/protocol.md, MEM_ALLOC): what
+   * a kernel given it as a raw pointer reaches, as BUFFER params are. */
+  resp->u.mem_alloc.has_device_address = (r->flags & GL_MEM_ALLOC_F_ADDRESS) != 0;
+  if (resp->u.mem_alloc.has_device_address)
+    resp->u.mem_alloc.device_address = w->region_base + b->offset;
   return GPULEASE_OK;
 }
 

@@ -378,12 +378,22 @@ static void test_client_0_1(void **state) {
   free(a.raw);
 
   /* A session op with bytes past its last field: UNSUPPORTED from the
-   * worker, its seq left unused (a refused request's, "Ordering"). */
-  m = golden("bad-mem-alloc-4-more-bytes");
+   * daemon's decoder, its seq left unused (a refused request's,
+   * "Ordering"). */
+  m = golden("bad-session-close-1-more-byte");
   patch_sref(&c, m.p + B, c.seq);
   a = send_expect(&c, m, GPULEASE_UNSUPPORTED, NULL, false);
-  assert_non_null(memmem(a.r.msg, a.r.msg_len, "MEM_ALLOC: 4 bytes after the last field",
-                         strlen("MEM_ALLOC: 4 bytes after the last field")));
+  assert_non_null(memmem(a.r.msg, a.r.msg_len, "SESSION_CLOSE: 1 bytes after the last field",
+                         strlen("SESSION_CLOSE: 1 bytes after the last field")));
+  free(a.raw);
+  /* MEM_ALLOC has a request field since 0.2 (flags, a u32 after
+   * size_bytes): the 4 bytes 00 00 00 04 are flags with an undefined bit,
+   * INVALID_ARGUMENT from the decoder, the seq again unused. */
+  m = golden("bad-mem-alloc-4-more-bytes");
+  patch_sref(&c, m.p + B, c.seq);
+  a = send_expect(&c, m, GPULEASE_INVALID_ARGUMENT, NULL, false);
+  assert_non_null(memmem(a.r.msg, a.r.msg_len, "MEM_ALLOC: flags 0x00000004: only bit 0",
+                         strlen("MEM_ALLOC: flags 0x00000004: only bit 0")));
   free(a.raw);
 
   /* SESSION_CLOSE. */

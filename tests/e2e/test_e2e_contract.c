@@ -18,7 +18,9 @@
  *   - a lost context ends every session of the lease; the daemon answers
  *     their ops as "Failures" says, and a new session works at once;
  *   - MEM_ALLOC gives each buffer's offset in the region, which GPU_SUBMIT
- *     addresses ("Memory");
+ *     addresses ("Memory"), and with flags bit 0 its device address (24
+ *     bytes; 16 without, as before), alone and in a BATCH; an unknown flag
+ *     bit or a byte past the flags leaves the seq unused;
  *   - the smaller rules: FUNC_INFO's ptx_version, a module loaded twice,
  *     ops after SESSION_CLOSE, the fail-fast message forms;
  *   - the messages the document quotes, word for word, and the statuses
@@ -1045,6 +1047,100 @@ static reply call_patched(const peer *p, const gl_request *good, size_t at, uint
   return wait_reply(p->q, tok);
 }
 
+/* "MEM_ALLOC (0x0311)": the 72-byte body's result is 16 bytes, as before
+ * the flags; flags bit 0 gives 24, device_address - region_offset the same
+ * region base for every buffer, in a BATCH too; an unknown flag bit and a
+ * byte past the flags are decoder refusals, which leave the seq unused. */
+static uint32_t result_len(const reply *x) {
+  gl_header h;
+  assert_int_equal(gl_header_decode(x->raw, GL_WIRE_HEADER_SIZE, &h), GPULEASE_OK);
+  return h.body_len - 2 - x->r.msg_len; /* after msg_len and msg */
+}
+
+static void test_mem_alloc_address_contract(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  start(&d, "10000");
+  peer p = open_peer(&d, 1 << 20);
+  gl_request q = r_alloc(&p, 1, 1000);
+  reply x = call(p.q, &q);
+  expect(&x, GPULEASE_OK, NULL);
+  assert_int_equal(result_len(&x), 16);
+  assert_false(x.r.u.mem_alloc.has_device_address);
+  reply_free(&x);
+  uint64_t base = 0;
+  for (uint64_t seq = 2; seq <= 3; seq++) {
+    q = r_alloc(&p, seq, 1000);
+    q.u.mem_alloc.has_flags = true;
+    q.u.mem_alloc.flags = GL_MEM_ALLOC_F_ADDRESS;
+    x = call(p.q, &q);
+    expect(&x, GPULEASE_OK, NULL);
+    assert_int_equal(result_len(&x), 24);
+    assert_true(x.r.u.mem_alloc.has_device_address);
+    uint64_t b = x.r.u.mem_alloc.device_address - x.r.u.mem_alloc.region_offset;
+    assert_true(x.r.u.mem_alloc.region_offset >= 1024 * (seq - 1)); /* after the 1000 bytes */
+    if (seq == 2) base = b;
+    assert_true(base != 0);
+    assert_int_equal(b, base);
+    reply_free(&x);
+  }
+  /* Flags 0 written out (76 bytes): the 16-byte result. */
+  q = r_alloc(&p, 4, 256);
+  q.u.mem_alloc.has_flags = true;
+  x = call(p.q, &q);
+  expect(&x, GPULEASE_OK, NULL);
+  assert_int_equal(result_len(&x), 16);
+  reply_free(&x);
+  /* Flags bit 1 (the u32 at body offset 72, its low byte at 75). */
+  q = r_alloc(&p, 5, 256);
+  q.u.mem_alloc.has_flags = true;
+  q.u.mem_alloc.flags = GL_MEM_ALLOC_F_ADDRESS;
+  x = call_patched(&p, &q, 75, 0x02);
+  expect(&x, GPULEASE_INVALID_ARGUMENT,
+         "MEM_ALLOC: flags 0x00000002: only bit 0 (the device address) is defined");
+  reply_free(&x);
+  /* A byte past the flags: a field of a newer release. */
+  gl_buf enc;
+  gl_buf_init(&enc);
+  assert_int_equal(gl_request_encode(&q, &enc), GPULEASE_OK);
+  assert_int_equal(enc.len, GL_WIRE_HEADER_SIZE + 76);
+  uint8_t longer[GL_WIRE_HEADER_SIZE + 77];
+  memcpy(longer, enc.data, enc.len);
+  gl_buf_free(&enc);
+  longer[sizeof longer - 1] = 0;
+  longer[11] = 77; /* body_len */
+  uint64_t tok;
+  char err[256];
+  assert_int_equal(gl_qclient_send(p.q, longer, sizeof longer, &tok, err, sizeof err), GL_QC_OK);
+  x = wait_reply(p.q, tok);
+  expect(&x, GPULEASE_UNSUPPORTED, "MEM_ALLOC: 1 bytes after the last field this daemon knows "
+                                   "(flags): a field of a newer release?");
+  reply_free(&x);
+  /* Neither used seq 5: a SYNC fills it at once. */
+  gl_request s5 = r_sync(&p, 5, 0);
+  x = call(p.q, &s5);
+  expect(&x, GPULEASE_OK, NULL);
+  assert_int_equal(x.r.u.sync.error_status, 0);
+  reply_free(&x);
+  /* In a BATCH: each MEM_ALLOC's result as its own request asked. */
+  gl_request ops[3] = {r_alloc(&p, 6, 512), r_alloc(&p, 7, 512), r_sync(&p, 8, 0)};
+  ops[0].u.mem_alloc.has_flags = true;
+  ops[0].u.mem_alloc.flags = GL_MEM_ALLOC_F_ADDRESS;
+  gl_buf list;
+  x = wait_reply(p.q, send_batch(&p, ops, 3, &list));
+  gl_buf_free(&list);
+  expect(&x, GPULEASE_OK, NULL);
+  gl_response r0 = batch_reply(&x, 0), r1 = batch_reply(&x, 1);
+  expect_r(&r0, GL_OP_MEM_ALLOC, GPULEASE_OK, NULL);
+  expect_r(&r1, GL_OP_MEM_ALLOC, GPULEASE_OK, NULL);
+  assert_true(r0.u.mem_alloc.has_device_address);
+  assert_int_equal(r0.u.mem_alloc.device_address - r0.u.mem_alloc.region_offset, base);
+  assert_false(r1.u.mem_alloc.has_device_address);
+  reply_free(&x);
+  close_peer(&p, 9);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
 /* Section 6's field limits, one row each, as the daemon's decoder applies
  * them (built by hand where the encoder would refuse them first). */
 static void test_decoder_limits_table(void **state) {
@@ -1674,6 +1770,7 @@ int main(void) {
       cmocka_unit_test(test_held_limit_is_busy),
       cmocka_unit_test(test_lost_context_ends_sessions),
       cmocka_unit_test(test_region_offsets),
+      cmocka_unit_test(test_mem_alloc_address_contract),
       cmocka_unit_test(test_smaller_rules),
       cmocka_unit_test(test_batch_rules),
       cmocka_unit_test(test_doc_messages),

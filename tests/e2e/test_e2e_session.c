@@ -13,8 +13,11 @@
  * SYNC; the order of ops after an injected failure (fail fast, report,
  * acknowledge); a kernel fault; capacity limits; freed, foreign and forged
  * handles; the module caches (context and disk, across a restart); a
- * large chunked transfer; concurrent sessions; gpulease_call (with a retry
- * across a daemon restart) and the renewal helper.
+ * large chunked transfer; concurrent sessions; buffers' device addresses
+ * (gpulease_mem_alloc_address) passed to kernels as raw pointers, with
+ * pointer arithmetic, in a lease of its own and in shared leases;
+ * gpulease_call (with a retry across a daemon restart) and the renewal
+ * helper.
  */
 #include <math.h>
 #include <pthread.h>
@@ -815,6 +818,108 @@ static void test_submit_beside_sessions(void **state) {
 }
 
 /* ======================================================================
+ * Device addresses (MEM_ALLOC flags bit 0): raw pointers into buffers
+ * ==================================================================== */
+
+/* Two buffers of lease l allocated with their device addresses: both give
+ * the same region base (address - region_offset, not 0); kernels given a
+ * raw address plus an offset as an 8-byte scalar (not a buffer argument)
+ * write exactly where the arithmetic says. Returns the region base. */
+static uint64_t raw_pointer_kernels(gpulease_client *c, const gpulease_lease *l) {
+  gpulease_session *s = open_session(c, l);
+  enum { N = 1024 }; /* floats a buffer */
+  gpulease_buffer a, b, x;
+  uint64_t off_a = 1, off_b = 1, addr_a = 0, addr_b = 0, addr_x = 0;
+  CHECK(gpulease_mem_alloc_address(s, N * 4, &a, &off_a, &addr_a, E));
+  CHECK(gpulease_mem_alloc_address(s, N * 4, &b, &off_b, &addr_b, E));
+  CHECK(gpulease_mem_alloc_address(s, 256, &x, NULL, &addr_x, E)); /* region_offset NULL */
+  const uint64_t base = addr_a - off_a;
+  printf("lease %llu: region base 0x%llx, buffers at +0x%llx and +0x%llx\n",
+         (unsigned long long)l->id, (unsigned long long)base, (unsigned long long)off_a,
+         (unsigned long long)off_b);
+  assert_true(addr_a != 0 && base != 0);
+  assert_true(addr_a > off_a); /* base = addr - offset does not wrap */
+  assert_true(off_a != off_b);
+  assert_int_equal(addr_b - off_b, base);
+  assert_int_equal(addr_x % 256, 0);
+  assert_true(addr_x - base < l->vram_bytes);
+  /* The offsets are the ones gpulease_mem_alloc_region gives too. */
+  gpulease_buffer y;
+  uint64_t off_y;
+  CHECK(gpulease_mem_alloc_region(s, 256, &y, &off_y, E));
+  assert_true(off_y % 256 == 0 && off_y != off_a && off_y != off_b && off_y != addr_x - base);
+
+  float ha[N], hb[N];
+  for (int i = 0; i < N; i++) ha[i] = (float)(i + 1), hb[i] = -1.0f;
+  CHECK(gpulease_mem_write(s, a, 0, ha, sizeof ha, E));
+  CHECK(gpulease_mem_write(s, b, 0, hb, sizeof hb, E));
+  const uint32_t g[3] = {1, 1, 1}, blk[3] = {32, 1, 1};
+  /* scale(x, alpha, n): x[i] *= alpha for i < n, x = a's address + 64 floats */
+  gpulease_function scale = kernel(s, "scale", "scale", NULL, NULL);
+  uint64_t pa = addr_a + 64 * sizeof(float);
+  float alpha = 3.0f;
+  int32_t n = 16;
+  gpulease_arg sa[] = {gpulease_arg_scalar(&pa, 8), gpulease_arg_scalar(&alpha, sizeof alpha),
+                       gpulease_arg_scalar(&n, sizeof n)};
+  CHECK(gpulease_launch(s, scale, g, blk, 0, sa, 3, E));
+  /* iota(out): out[i] = i + 1, out = b's address + 100 floats, reached from
+   * a's address: the buffers' addresses differ as their region offsets do. */
+  gpulease_function iota = kernel(s, "iota", "iota", NULL, NULL);
+  uint64_t pb = addr_a + (off_b - off_a) + 100 * sizeof(float);
+  assert_int_equal(pb, addr_b + 100 * sizeof(float));
+  gpulease_arg ia[] = {gpulease_arg_scalar(&pb, 8)};
+  CHECK(gpulease_launch(s, iota, g, blk, 0, ia, 1, E));
+  sync_ok(s);
+  float ra[N], rb[N];
+  CHECK(gpulease_mem_read(s, a, 0, ra, sizeof ra, E));
+  CHECK(gpulease_mem_read(s, b, 0, rb, sizeof rb, E));
+  for (int i = 0; i < N; i++) {
+    float want = i >= 64 && i < 64 + 16 ? 3.0f * (float)(i + 1) : (float)(i + 1);
+    if (ra[i] != want) fail_msg("a[%d] = %g, want %g", i, (double)ra[i], (double)want);
+    want = i >= 100 && i < 100 + 32 ? (float)(i - 100 + 1) : -1.0f;
+    if (rb[i] != want) fail_msg("b[%d] = %g, want %g", i, (double)rb[i], (double)want);
+  }
+  /* The library's own checks: nothing sent. */
+  gpulease_error err;
+  gpulease_buffer z;
+  uint64_t za;
+  assert_int_equal(gpulease_mem_alloc_address(s, 0, &z, NULL, &za, &err),
+                   GPULEASE_INVALID_ARGUMENT);
+  assert_int_equal(gpulease_mem_alloc_address(s, 64, &z, NULL, NULL, &err),
+                   GPULEASE_INVALID_ARGUMENT);
+  /* Freed, the range is handed out again: at the same address. */
+  CHECK(gpulease_mem_free(s, x, E));
+  uint64_t addr_x2 = 0;
+  CHECK(gpulease_mem_alloc_address(s, 256, &x, NULL, &addr_x2, E));
+  assert_int_equal(addr_x2, addr_x);
+  sync_ok(s);
+  CHECK(gpulease_session_close(s, E));
+  return base;
+}
+
+static void test_mem_alloc_address(void **state) {
+  (void)state;
+  gl_test_daemon d;
+  start(&d, "64M");
+  gpulease_client *c = gl_test_connect(&d, 30000);
+  gpulease_lease l = lease(c, 1 * MiB, 120);
+  (void)raw_pointer_kernels(c, &l);
+  CHECK(gpulease_lease_free(c, &l, E));
+  /* Shared leases: an address in the context they share, each lease's
+   * region apart from the other's. */
+  gpulease_lease_opts o = {.struct_version = GPULEASE_LEASE_OPTS_VERSION,
+                           .lease_class = GPULEASE_CLASS_SHARED};
+  gpulease_lease sh[2];
+  for (int i = 0; i < 2; i++)
+    CHECK(gpulease_lease_alloc_opts(c, GPULEASE_ANY_GPU, 1 * MiB, 120, &o, &sh[i], E));
+  uint64_t b0 = raw_pointer_kernels(c, &sh[0]), b1 = raw_pointer_kernels(c, &sh[1]);
+  assert_true(b0 + sh[0].vram_bytes <= b1 || b1 + sh[1].vram_bytes <= b0);
+  for (int i = 0; i < 2; i++) CHECK(gpulease_lease_free(c, &sh[i], E));
+  gpulease_client_close(c);
+  assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
+/* ======================================================================
  * gpulease_call and the renewal helper
  * ==================================================================== */
 
@@ -911,6 +1016,7 @@ int main(void) {
       cmocka_unit_test(test_large_transfer),
       cmocka_unit_test(test_concurrent_sessions),
       cmocka_unit_test(test_submit_beside_sessions),
+      cmocka_unit_test(test_mem_alloc_address),
       cmocka_unit_test(test_call),
       cmocka_unit_test(test_renewer),
   };

@@ -413,10 +413,15 @@ static void requests(const uint8_t *vadd_ptx, size_t vadd_len) {
                             .interleave = 0, .swizzle = 3, .l2_promotion = 2, .oob_fill = 1};
   req("req-tensormap-encode-rank5", q);
   q = rq(GL_OP_MEM_ALLOC);
-  q->u.mem_alloc = (gl_mem_alloc_req){sref(1), 1ull << 20};
+  q->u.mem_alloc = (gl_mem_alloc_req){sref(1), 1ull << 20, false, 0};
   req("req-mem-alloc", q);
-  q->u.mem_alloc = (gl_mem_alloc_req){sref(1), 4096};
+  q->u.mem_alloc = (gl_mem_alloc_req){sref(1), 4096, false, 0};
   req("req-mem-alloc-4k", q);
+  /* 0.2: flags, bit 0 asking for the device address; flags 0 written out */
+  q->u.mem_alloc = (gl_mem_alloc_req){sref(1), 4096, true, GL_MEM_ALLOC_F_ADDRESS};
+  req("req-mem-alloc-address", q);
+  q->u.mem_alloc = (gl_mem_alloc_req){sref(1), 4096, true, 0};
+  req("req-mem-alloc-flags-0", q);
   q = rq(GL_OP_MEM_FREE);
   q->u.handle = (gl_handle_req){sref(10), BUF1};
   req("req-mem-free", q);
@@ -843,8 +848,11 @@ static void responses(void) {
   for (int i = 0; i < GL_TMAP_BYTES; i++) r->u.tmap[i] = (uint8_t)i;
   resp("resp-tensormap-encode", r);
   r = ok(GL_OP_MEM_ALLOC, NULL);
-  r->u.mem_alloc = (gl_mem_alloc_resp){BUF1, 0x1200};
+  r->u.mem_alloc = (gl_mem_alloc_resp){BUF1, 0x1200, false, 0};
   resp("resp-mem-alloc", r);
+  /* 0.2: the device address, for a request with flags bit 0 */
+  r->u.mem_alloc = (gl_mem_alloc_resp){BUF1, 0x1200, true, 0x7f0000201200ull};
+  resp("resp-mem-alloc-address", r);
   static uint8_t d16[16];
   for (int i = 0; i < 16; i++) d16[i] = (uint8_t)(16 + i);
   r = ok(GL_OP_MEM_READ, NULL);
@@ -1041,15 +1049,20 @@ static void refused(void) {
   q->u.session = sref(12);
   altered("bad-session-close-1-more-byte", q, NULL, 1, false);
   q = rq(GL_OP_MEM_ALLOC);
-  q->u.mem_alloc = (gl_mem_alloc_req){sref(1), 4096};
+  q->u.mem_alloc = (gl_mem_alloc_req){sref(1), 4096, false, 0};
   altered("bad-mem-alloc-4-more-bytes", q, NULL, 4, false);
+  q->u.mem_alloc = (gl_mem_alloc_req){sref(1), 4096, true, GL_MEM_ALLOC_F_ADDRESS};
+  altered("bad-mem-alloc-flags-1-byte-short", q, NULL, -1, false);
+  altered("bad-mem-alloc-flags-4-more-bytes", q, NULL, 4, false);
   gl_response *r = ok(GL_OP_LEASE_QUERY, NULL);
   lease_info(&r->u.lease, 0, false);
   altered("bad-resp-lease-query-1-more-byte", NULL, r, 1, false);
   altered("bad-resp-lease-query-1-byte-short", NULL, r, -1, false);
   r = ok(GL_OP_MEM_ALLOC, NULL);
-  r->u.mem_alloc = (gl_mem_alloc_resp){BUF1, 0x1200};
+  r->u.mem_alloc = (gl_mem_alloc_resp){BUF1, 0x1200, false, 0};
   altered("bad-resp-mem-alloc-4-more-bytes", NULL, r, 4, false);
+  r->u.mem_alloc = (gl_mem_alloc_resp){BUF1, 0x1200, true, 0x7f0000201200ull};
+  altered("bad-resp-mem-alloc-address-1-byte-short", NULL, r, -1, false);
   /* a kout block to a request that did not ask for it: trailing bytes */
   static const uint8_t out8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
   r = ok(GL_OP_GPU_SUBMIT, NULL);

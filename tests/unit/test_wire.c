@@ -526,6 +526,8 @@ static void b_resp_lease(frame *f, long n) {
 typedef struct ses_spec {
   uint64_t session_id, seq;
   uint64_t size;         /* MEM_ALLOC, MEM_COPY size_bytes; MEM_READ size_bytes (u32) */
+  bool alloc_has_flags;  /* MEM_ALLOC: flags (0.2) written after size_bytes */
+  uint32_t alloc_flags;
   uint32_t data_len;     /* MEM_WRITE */
   uint8_t element_size;  /* MEMSET */
   uint32_t value;
@@ -563,6 +565,7 @@ static void fb_session(frame *f, uint16_t op, const ses_spec *s) {
     break;
   case GL_OP_MEM_ALLOC:
     fb_be(f, s->size, 8);
+    if (s->alloc_has_flags) fb_be(f, s->alloc_flags, 4);
     break;
   case GL_OP_MEM_FREE:
   case GL_OP_MODULE_UNLOAD:
@@ -674,6 +677,27 @@ static void b_alloc_size(frame *f, long n) {
   ses_spec s = ses_default();
   s.size = (uint64_t)n;
   fb_session(f, GL_OP_MEM_ALLOC, &s);
+}
+
+/* MEM_ALLOC with flags (0.2): arg is the u32's value. */
+static void b_alloc_flags(frame *f, long flags) {
+  ses_spec s = ses_default();
+  s.alloc_has_flags = true;
+  s.alloc_flags = (uint32_t)flags;
+  fb_session(f, GL_OP_MEM_ALLOC, &s);
+}
+
+/* MEM_ALLOC with flags 1 and arg bytes more (arg < 0: |arg| bytes cut). */
+static void b_alloc_flags_len(frame *f, long n) {
+  ses_spec s = ses_default();
+  s.alloc_has_flags = true;
+  s.alloc_flags = GL_MEM_ALLOC_F_ADDRESS;
+  if (n > 0) s.trailing = (unsigned)n;
+  fb_session(f, GL_OP_MEM_ALLOC, &s);
+  if (n < 0) {
+    f->n -= (size_t)-n;
+    fb_seal(f);
+  }
 }
 
 static void b_alloc_size_max(frame *f, long unused) {
@@ -803,6 +827,7 @@ typedef struct sres_spec {
   uint32_t data_len;     /* MEM_READ: the field */
   uint32_t data_written; /*   and the bytes after it */
   uint8_t cache;         /* MODULE_LOAD */
+  bool device_address;   /* MEM_ALLOC: the 0.2 field after region_offset */
   uint16_t param_count;  /* FUNC_INFO: the field */
   unsigned sizes_written;
   unsigned trailing;
@@ -824,6 +849,7 @@ static void fb_session_resp(frame *f, uint16_t op, const sres_spec *s) {
   case GL_OP_MEM_ALLOC:
     fb_be(f, s->handle, 8);
     fb_be(f, 0x0000000000012300ull, 8); /* region_offset */
+    if (s->device_address) fb_be(f, 0x00007f0000012300ull, 8);
     break;
   case GL_OP_SYNC:
     fb_be(f, s->error_status, 2);
@@ -860,6 +886,19 @@ static void b_sres_trailing(frame *f, long op) {
   sres_spec s = sres_default();
   s.trailing = 1;
   fb_session_resp(f, (uint16_t)op, &s);
+}
+
+/* MEM_ALLOC's result with device_address and arg trailing bytes (arg < 0:
+ * |arg| bytes of it cut). */
+static void b_sres_alloc_address(frame *f, long n) {
+  sres_spec s = sres_default();
+  s.device_address = true;
+  if (n > 0) s.trailing = (unsigned)n;
+  fb_session_resp(f, GL_OP_MEM_ALLOC, &s);
+  if (n < 0) {
+    f->n -= (size_t)-n;
+    fb_seal(f);
+  }
 }
 
 static void b_sres_handle0(frame *f, long op) {
@@ -1130,7 +1169,16 @@ static const bad_case bad_cases[] = {
      GPULEASE_UNSUPPORTED, "SESSION_OPEN: 1 bytes after the last field this daemon knows (secret)"},
     SES_REQ_CASES(GL_OP_SESSION_CLOSE, "SESSION_CLOSE"),
     SES_REQ_CASES(GL_OP_SYNC, "SYNC"),
-    SES_REQ_CASES(GL_OP_MEM_ALLOC, "MEM_ALLOC"),
+    /* MEM_ALLOC: SES_REQ_CASES but its trailing byte, which is a
+     * truncated flags (0.2) now */
+    {"MEM_ALLOC request", DEC_REQ, b_ses_default, GL_OP_MEM_ALLOC, 0, GPULEASE_OK, NULL},
+    {"MEM_ALLOC request trailing byte", DEC_REQ, b_ses_trailing, GL_OP_MEM_ALLOC, 0,
+     GPULEASE_MALFORMED, "MEM_ALLOC: truncated in flags: needs 4 bytes at body offset 72, 1 left"},
+    {"MEM_ALLOC session_id 0", DEC_REQ, b_ses_sid0, GL_OP_MEM_ALLOC, 0, GPULEASE_INVALID_ARGUMENT,
+     "MEM_ALLOC: session_id 0 is not valid"},
+    {"MEM_ALLOC seq 0", DEC_REQ, b_ses_seq0, GL_OP_MEM_ALLOC, 0, GPULEASE_OK, NULL},
+    {"MEM_ALLOC session_id and seq max", DEC_REQ, b_ses_max_ids, GL_OP_MEM_ALLOC, 0, GPULEASE_OK,
+     NULL},
     SES_REQ_CASES(GL_OP_MEM_FREE, "MEM_FREE"),
     SES_REQ_CASES(GL_OP_MEM_WRITE, "MEM_WRITE"),
     SES_REQ_CASES(GL_OP_MEM_READ, "MEM_READ"),
@@ -1147,6 +1195,18 @@ static const bad_case bad_cases[] = {
      "MEM_ALLOC: size_bytes 0: at least 1 byte is required"},
     {"MEM_ALLOC size 1", DEC_REQ, b_alloc_size, 1, 0, GPULEASE_OK, NULL},
     {"MEM_ALLOC size max", DEC_REQ, b_alloc_size_max, 0, 0, GPULEASE_OK, NULL},
+    {"MEM_ALLOC flags 0", DEC_REQ, b_alloc_flags, 0, 0, GPULEASE_OK, NULL},
+    {"MEM_ALLOC flags address", DEC_REQ, b_alloc_flags, 1, 0, GPULEASE_OK, NULL},
+    {"MEM_ALLOC flags bit 1", DEC_REQ, b_alloc_flags, 2, 0, GPULEASE_INVALID_ARGUMENT,
+     "MEM_ALLOC: flags 0x00000002: only bit 0 (the device address) is defined"},
+    {"MEM_ALLOC flags bit 31", DEC_REQ, b_alloc_flags, 0x80000001L, 0, GPULEASE_INVALID_ARGUMENT,
+     "MEM_ALLOC: flags 0x80000001: only bit 0"},
+    {"MEM_ALLOC flags cut", DEC_REQ, b_alloc_flags_len, -2, 0, GPULEASE_MALFORMED,
+     "MEM_ALLOC: truncated in flags: needs 4 bytes at body offset 72, 2 left"},
+    {"MEM_ALLOC byte past flags", DEC_REQ, b_alloc_flags_len, 1, 0, GPULEASE_UNSUPPORTED,
+     "MEM_ALLOC: 1 bytes after the last field this daemon knows (flags)"},
+    {"MEM_ALLOC flags address, nothing after", DEC_REQ, b_alloc_flags_len, 0, 0, GPULEASE_OK,
+     NULL},
     {"MEM_WRITE data_len 0", DEC_REQ, b_write_len, 0, 0, GPULEASE_INVALID_ARGUMENT,
      "MEM_WRITE: data_len 0 out of range 1..67108864"},
     {"MEM_WRITE data_len 1", DEC_REQ, b_write_len, 1, 0, GPULEASE_OK, NULL},
@@ -1234,7 +1294,18 @@ static const bad_case bad_cases[] = {
     SES_RESP_CASES(GL_OP_SESSION_OPEN, "SESSION_OPEN"),
     SES_RESP_CASES(GL_OP_SESSION_CLOSE, "SESSION_CLOSE"),
     SES_RESP_CASES(GL_OP_SYNC, "SYNC"),
-    SES_RESP_CASES(GL_OP_MEM_ALLOC, "MEM_ALLOC"),
+    /* MEM_ALLOC: 16 bytes, or 24 with device_address (0.2); a byte past
+     * region_offset starts a device_address cut short */
+    {"MEM_ALLOC result", DEC_RESP, b_sres_default, GL_OP_MEM_ALLOC, 0, GPULEASE_OK, NULL},
+    {"MEM_ALLOC result trailing byte", DEC_RESP, b_sres_trailing, GL_OP_MEM_ALLOC, 0,
+     GPULEASE_MALFORMED,
+     "MEM_ALLOC: truncated in device_address: needs 8 bytes at body offset 18, 1 left"},
+    {"MEM_ALLOC result with device_address", DEC_RESP, b_sres_alloc_address, 0, 0, GPULEASE_OK,
+     NULL},
+    {"MEM_ALLOC device_address cut", DEC_RESP, b_sres_alloc_address, -1, 0, GPULEASE_MALFORMED,
+     "MEM_ALLOC: truncated in device_address: needs 8 bytes at body offset 18, 7 left"},
+    {"MEM_ALLOC byte past device_address", DEC_RESP, b_sres_alloc_address, 1, 0,
+     GPULEASE_MALFORMED, "MEM_ALLOC: 1 trailing bytes after the last field"},
     SES_RESP_CASES(GL_OP_MEM_FREE, "MEM_FREE"),
     SES_RESP_CASES(GL_OP_MEM_WRITE, "MEM_WRITE"),
     SES_RESP_CASES(GL_OP_MEM_READ, "MEM_READ"),
@@ -3025,7 +3096,10 @@ static bool ses_req_equal(const gl_request *a, const gl_request *b) {
            memcmp(a->u.auth.secret, b->u.auth.secret, SECRET_LEN) == 0;
   case GL_OP_SESSION_CLOSE: return true;
   case GL_OP_SYNC: return a->u.sync.ack_seq == b->u.sync.ack_seq;
-  case GL_OP_MEM_ALLOC: return a->u.mem_alloc.size_bytes == b->u.mem_alloc.size_bytes;
+  case GL_OP_MEM_ALLOC:
+    return a->u.mem_alloc.size_bytes == b->u.mem_alloc.size_bytes &&
+           a->u.mem_alloc.has_flags == b->u.mem_alloc.has_flags &&
+           a->u.mem_alloc.flags == b->u.mem_alloc.flags;
   case GL_OP_MEM_FREE:
   case GL_OP_MODULE_UNLOAD: return a->u.handle.handle == b->u.handle.handle;
   case GL_OP_MEM_WRITE:
@@ -3244,7 +3318,9 @@ static bool ses_resp_equal(const gl_response *a, const gl_response *b) {
   case GL_OP_SESSION_OPEN: return a->u.handle == b->u.handle;
   case GL_OP_MEM_ALLOC:
     return a->u.mem_alloc.buffer == b->u.mem_alloc.buffer &&
-           a->u.mem_alloc.region_offset == b->u.mem_alloc.region_offset;
+           a->u.mem_alloc.region_offset == b->u.mem_alloc.region_offset &&
+           a->u.mem_alloc.has_device_address == b->u.mem_alloc.has_device_address &&
+           a->u.mem_alloc.device_address == b->u.mem_alloc.device_address;
   case GL_OP_SYNC:
     return a->u.sync.error_status == b->u.sync.error_status &&
            a->u.sync.error_op == b->u.sync.error_op && a->u.sync.error_seq == b->u.sync.error_seq;
@@ -4032,6 +4108,140 @@ static const uint8_t DOC_MEM_FREE_ERROR[] = {
     0x00, 0x22, 'n', 'o', ' ', 'b', 'u', 'f', 'f', 'e', 'r', ' ', '0', 'x', '1', '0', '0', '0',
     '0', '0', '0', '0', '5', ' ', 'i', 'n', ' ', 's', 'e', 's', 's', 'i', 'o', 'n', ' ', '1',
 };
+
+/* MEM_ALLOC's flags and device_address (0.2; docs/protocol.md "MEM_ALLOC
+ * (0x0311)"): the 76-byte request round trips with its flags at body
+ * offset 72, the previous release's 72-byte body still decodes (flags 0,
+ * re-encoded as 72 bytes), unknown bits are refused by the decoder and the
+ * encoder; the 24-byte result round trips with device_address at result
+ * offset 16, both results decode plainly, and decoded for their request a
+ * result must be the one it asked for. */
+static void test_mem_alloc_address(void **state) {
+  (void)state;
+  static gl_request req, out;
+  static gl_response resp, rout;
+  char err[256];
+  memset(&req, 0, sizeof req);
+  req.op = GL_OP_MEM_ALLOC;
+  req.u.mem_alloc.s.auth.lease_id = 42;
+  memcpy(req.u.mem_alloc.s.auth.secret, SECRET, SECRET_LEN);
+  req.u.mem_alloc.s.session_id = 1;
+  req.u.mem_alloc.s.seq = 3;
+  req.u.mem_alloc.size_bytes = 4096;
+  req.u.mem_alloc.has_flags = true;
+  req.u.mem_alloc.flags = GL_MEM_ALLOC_F_ADDRESS;
+  gl_buf b;
+  gl_buf_init(&b);
+  assert_status(gl_request_encode(&req, &b), GPULEASE_OK);
+  assert_int_equal(b.len, 12 + 76);
+  static const uint8_t body_len_76[4] = {0, 0, 0, 76}, flags_1[4] = {0, 0, 0, 1};
+  assert_memory_equal(b.data + 8, body_len_76, 4);
+  assert_memory_equal(b.data + 12 + 72, flags_1, 4);
+  assert_status(gl_request_decode(b.data, b.len, MAX_BODY, &out, NULL, err, sizeof err),
+                GPULEASE_OK);
+  assert_true(out.u.mem_alloc.has_flags);
+  assert_int_equal(out.u.mem_alloc.flags, GL_MEM_ALLOC_F_ADDRESS);
+  assert_int_equal(out.u.mem_alloc.size_bytes, 4096);
+  assert_int_equal(out.u.mem_alloc.s.seq, 3);
+  gl_buf re;
+  gl_buf_init(&re);
+  assert_status(gl_request_encode(&out, &re), GPULEASE_OK);
+  assert_int_equal(re.len, b.len);
+  assert_memory_equal(re.data, b.data, b.len);
+  gl_buf_free(&re);
+
+  /* The same request as the previous release sends it: 72 bytes. */
+  uint8_t old[12 + 72];
+  memcpy(old, b.data, sizeof old);
+  old[11] = 72;
+  assert_status(gl_request_decode(old, sizeof old, MAX_BODY, &out, NULL, err, sizeof err),
+                GPULEASE_OK);
+  assert_false(out.u.mem_alloc.has_flags);
+  assert_int_equal(out.u.mem_alloc.flags, 0);
+  assert_int_equal(out.u.mem_alloc.size_bytes, 4096);
+  gl_buf_init(&re);
+  assert_status(gl_request_encode(&out, &re), GPULEASE_OK);
+  assert_int_equal(re.len, sizeof old);
+  assert_memory_equal(re.data, old, sizeof old);
+  gl_buf_free(&re);
+
+  /* An unknown bit on the wire (and with bit 0), and in the encoder. */
+  b.data[12 + 75] = 0x03;
+  assert_status(gl_request_decode(b.data, b.len, MAX_BODY, &out, NULL, err, sizeof err),
+                GPULEASE_INVALID_ARGUMENT);
+  assert_non_null(strstr(err, "MEM_ALLOC: flags 0x00000003: only bit 0 (the device address) is "
+                              "defined"));
+  gl_buf_free(&b);
+  req.u.mem_alloc.flags = 0x4;
+  assert_status(gl_request_validate(&req, err, sizeof err), GPULEASE_INVALID_ARGUMENT);
+  assert_non_null(strstr(err, "flags 0x00000004: only bit 0"));
+  req.u.mem_alloc.has_flags = false; /* flags the 72-byte body cannot carry */
+  req.u.mem_alloc.flags = GL_MEM_ALLOC_F_ADDRESS;
+  assert_status(gl_request_validate(&req, err, sizeof err), GPULEASE_INVALID_ARGUMENT);
+  assert_non_null(strstr(err, "without has_flags"));
+
+  /* The 24-byte result. */
+  gl_request asked = {.op = GL_OP_MEM_ALLOC}, plain = {.op = GL_OP_MEM_ALLOC};
+  asked.u.mem_alloc.has_flags = true;
+  asked.u.mem_alloc.flags = GL_MEM_ALLOC_F_ADDRESS;
+  memset(&resp, 0, sizeof resp);
+  resp.op = GL_OP_MEM_ALLOC;
+  resp.u.mem_alloc.buffer = 0x0100000000000007ull;
+  resp.u.mem_alloc.region_offset = 0x2300;
+  resp.u.mem_alloc.has_device_address = true;
+  resp.u.mem_alloc.device_address = 0x00007f1234562300ull;
+  gl_buf_init(&b);
+  assert_status(gl_response_encode(&resp, &b), GPULEASE_OK);
+  assert_int_equal(b.len, 12 + 2 + 24);
+  static const uint8_t addr_be[8] = {0x00, 0x00, 0x7f, 0x12, 0x34, 0x56, 0x23, 0x00};
+  assert_memory_equal(b.data + 12 + 2 + 16, addr_be, 8);
+  assert_status(gl_response_decode(b.data, b.len, MAX_BODY, &rout, err, sizeof err), GPULEASE_OK);
+  assert_true(rout.u.mem_alloc.has_device_address);
+  assert_int_equal(rout.u.mem_alloc.buffer, 0x0100000000000007ull);
+  assert_int_equal(rout.u.mem_alloc.region_offset, 0x2300);
+  assert_int_equal(rout.u.mem_alloc.device_address, 0x00007f1234562300ull);
+  gl_buf_init(&re);
+  assert_status(gl_response_encode(&rout, &re), GPULEASE_OK);
+  assert_int_equal(re.len, b.len);
+  assert_memory_equal(re.data, b.data, b.len);
+  gl_buf_free(&re);
+  assert_status(gl_response_decode_for(&asked, b.data, b.len, MAX_BODY, &rout, err, sizeof err),
+                GPULEASE_OK);
+  assert_int_equal(rout.u.mem_alloc.device_address, 0x00007f1234562300ull);
+  assert_status(gl_response_decode_for(NULL, b.data, b.len, MAX_BODY, &rout, err, sizeof err),
+                GPULEASE_OK);
+  /* ... to a request that did not ask for it: refused, as unknown bytes */
+  assert_status(gl_response_decode_for(&plain, b.data, b.len, MAX_BODY, &rout, err, sizeof err),
+                GPULEASE_MALFORMED);
+  assert_non_null(strstr(err, "MEM_ALLOC: 8 bytes (device_address) after region_offset, which "
+                              "the request did not ask for"));
+  assert_int_equal(rout.u.mem_alloc.buffer, 0); /* nothing left behind */
+  gl_buf_free(&b);
+
+  /* The 16-byte result: what a request without the flag gets. */
+  resp.u.mem_alloc.has_device_address = false;
+  resp.u.mem_alloc.device_address = 0;
+  gl_buf_init(&b);
+  assert_status(gl_response_encode(&resp, &b), GPULEASE_OK);
+  assert_int_equal(b.len, 12 + 2 + 16);
+  assert_status(gl_response_decode(b.data, b.len, MAX_BODY, &rout, err, sizeof err), GPULEASE_OK);
+  assert_false(rout.u.mem_alloc.has_device_address);
+  assert_status(gl_response_decode_for(&plain, b.data, b.len, MAX_BODY, &rout, err, sizeof err),
+                GPULEASE_OK);
+  assert_status(gl_response_decode_for(&asked, b.data, b.len, MAX_BODY, &rout, err, sizeof err),
+                GPULEASE_MALFORMED);
+  assert_non_null(strstr(err, "no device_address after region_offset, which the request asked "
+                              "for"));
+  gl_buf_free(&b);
+  /* An error answer carries no result, asked or not. */
+  resp.status = GPULEASE_CAPACITY_EXCEEDED;
+  gl_buf_init(&b);
+  assert_status(gl_response_encode(&resp, &b), GPULEASE_OK);
+  assert_status(gl_response_decode_for(&asked, b.data, b.len, MAX_BODY, &rout, err, sizeof err),
+                GPULEASE_OK);
+  assert_int_equal(rout.status, GPULEASE_CAPACITY_EXCEEDED);
+  gl_buf_free(&b);
+}
 
 static void test_doc_session_example(void **state) {
   (void)state;
@@ -5435,7 +5645,10 @@ static void test_body_max(void **state) {
       memset(r.u.delegate.audience, 'a', 255);
       break;
     case GL_OP_LEASE_REVOKE: memset(r.u.revoke.reason, 'a', 255); break;
-    case GL_OP_MEM_ALLOC: r.u.mem_alloc.size_bytes = 1; break;
+    case GL_OP_MEM_ALLOC:
+      r.u.mem_alloc.size_bytes = 1;
+      r.u.mem_alloc.has_flags = true; /* 0.2's flags */
+      break;
     case GL_OP_MEM_READ: r.u.mem_read.size_bytes = 1; break;
     case GL_OP_MEM_COPY: r.u.mem_copy.size_bytes = 1; break;
     case GL_OP_MEMSET:
@@ -5487,6 +5700,8 @@ static void test_body_max(void **state) {
   assert_true(gl_request_body_max(GL_OP_BURST) == 66u + 4096u * (38u + 16384u));
   assert_true(gl_request_body_max(GL_OP_LAUNCH) - 16384u - 64u == 38u);
   assert_true(gl_request_body_max(GL_OP_TENSORMAP_ENCODE) == 216u);
+  assert_true(gl_request_body_max(GL_OP_MEM_ALLOC) == 76u); /* 72 and flags */
+  assert_true(gl_request_body_limit(GL_OP_MEM_ALLOC, 256u << 20) == 4172u);
   assert_true(gl_request_body_max(0x0999) == UINT64_MAX);
   assert_true(gl_request_body_limit(GL_OP_LEASE_QUERY, 256u << 20) == 48 + GL_WIRE_BODY_HEADROOM);
   assert_true(gl_request_body_limit(GL_OP_GPU_SUBMIT, 256u << 20) == (256u << 20) - 12);
@@ -5533,6 +5748,7 @@ int main(void) {
       cmocka_unit_test(test_burst_check),
       cmocka_unit_test(test_session_max_chunk),
       cmocka_unit_test(test_doc_session_example),
+      cmocka_unit_test(test_mem_alloc_address),
       cmocka_unit_test(test_doc_hex_dumps),
       cmocka_unit_test(test_worker_lost),
       cmocka_unit_test(test_batch),

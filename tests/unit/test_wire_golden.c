@@ -68,8 +68,11 @@ static const changed CHANGED[] = {
      "LEASE_QUERY: 8 bytes after the last field this daemon knows (secret)"},
     {"0.1", "bad-session-close-1-more-byte", GPULEASE_UNSUPPORTED,
      "SESSION_CLOSE: 1 bytes after the last field this daemon knows (seq)"},
-    {"0.1", "bad-mem-alloc-4-more-bytes", GPULEASE_UNSUPPORTED,
-     "MEM_ALLOC: 4 bytes after the last field this daemon knows (size_bytes)"},
+    /* 0.2 gave MEM_ALLOC a request field (flags, a u32, after size_bytes):
+     * the 4 bytes 00 00 00 04 are flags now, with bit 2, which is not
+     * defined. */
+    {"0.1", "bad-mem-alloc-4-more-bytes", GPULEASE_INVALID_ARGUMENT,
+     "MEM_ALLOC: flags 0x00000004: only bit 0 (the device address) is defined"},
 };
 #define N_CHANGED (sizeof CHANGED / sizeof CHANGED[0])
 

@@ -333,6 +333,11 @@ gpulease_status gpulease_mem_alloc_region(gpulease_session *session,
                                                        uint64_t size_bytes, gpulease_buffer *out,
                                                        uint64_t *region_offset,
                                                        gpulease_error *err);
+gpulease_status gpulease_mem_alloc_address(gpulease_session *session,
+                                                        uint64_t size_bytes, gpulease_buffer *out,
+                                                        uint64_t *region_offset,
+                                                        uint64_t *device_address,
+                                                        gpulease_error *err);
 gpulease_status gpulease_mem_free(gpulease_session *session, gpulease_buffer buffer,
                                                gpulease_error *err);
 gpulease_status gpulease_mem_write(gpulease_session *session, gpulease_buffer buffer,
