@@ -20,7 +20,7 @@ cp "$B/src/cli/gpulease" "$C/src/cli/"
 [ -e "$B/src/cuda/libcuda.so.1" ] && cp -L "$B/src/cuda/libcuda.so.1" "$C/src/cuda/"
 for so in "$B"/src/lib/libgpulease.so*; do [ -e "$so" ] && cp -P "$so" "$C/src/lib/"; done
 for t in "$B"/tests/test_e2e_* "$B"/tests/multigpu_check "$B"/tests/gl_backend_stream_smoke "$B"/tests/gl_corpus_gpu "$B"/tests/gl_syscall_census \
-         "$B"/tests/test_backend_*; do
+         "$B"/tests/test_backend_* "$B"/tests/test_cuda_shim; do
   [ -x "$t" ] && cp "$t" "$C/tests/"
 done
 for b in "$B"/bench/gl_bench_*; do [ -x "$b" ] && cp "$b" "$C/bench/"; done

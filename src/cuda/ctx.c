@@ -20,6 +20,8 @@ static bool ctx_ok(CUcontext c) { return c == &gl_cu.ctx; }
  * when its last retain goes. */
 static void close_session(void) {
   gpulease_error err;
+  if (gl_cu.session) gl_cu_flush_launch();
+  gl_cu_drop_launch();
   if (gl_cu.session) gpulease_session_close(gl_cu.session, &err);
   gl_cu.session = NULL;
   gl_cu.nallocs = 0;
@@ -180,7 +182,7 @@ CUresult cuCtxGetFlags(unsigned int *flags) {
 
 GL_CU_API CUresult cuCtxSynchronize(void);
 CUresult cuCtxSynchronize(void) {
-  GL_CU_ENTER_CTX();
+  GL_CU_ENTER_SYNC();
   return gl_cu_leave(gl_cu_sync("cuCtxSynchronize"));
 }
 

@@ -184,6 +184,7 @@ typedef struct gl_cu_state {
   gl_cu_host *hosts;
   size_t nhosts, cap_hosts;
   uint64_t event_slots[GPULEASE_MAX_EVENTS / 64]; /* bit set: slot taken */
+  bool kout_on;              /* kernel output asked for (gl_cu_kernel_output_on) */
   struct CUmod_st **mods; /* live modules, for cuModuleUnload's checks */
   size_t nmods, cap_mods;
 } gl_cu_state;
@@ -224,9 +225,27 @@ const gl_cu_alloc *gl_cu_find_alloc(CUdeviceptr ptr, uint64_t len);
 /* The host block of cuMemHostAlloc holding [p, p + len), or NULL. */
 const gl_cu_host *gl_cu_find_host(const void *p, size_t len);
 
-/* Waits for the session's work (SYNC) and reports its failure as a
- * CUresult (the context's sticky error when it is lost). */
+/* Asks for the lease's kernel output at every later synchronisation,
+ * written to stdout: from the first module that may print on. */
+void gl_cu_kernel_output_on(void);
+
+/* Waits for the session's work (SYNC; with the held-back launch, in one
+ * BATCH: LAUNCH then SYNC) and reports its failure as a CUresult (the
+ * context's sticky error when it is lost). */
 CUresult gl_cu_sync(const char *call);
+
+/* Sends the launch the shim holds back, if any (launch.c): each
+ * cuLaunchKernel keeps its launch until the next call, so that a launch
+ * followed by a synchronisation is one round trip. An error of the launch
+ * itself is reported by the call that sends it. */
+CUresult gl_cu_flush_launch(void);
+
+/* The held-back launch sent with a SYNC (gpulease_launch_sync): false when
+ * there is none (then *st is untouched). */
+bool gl_cu_sync_launch(gpulease_status *st, gpulease_op_failure *f, gpulease_error *err);
+
+/* Forgets the held-back launch (its session closed). */
+void gl_cu_drop_launch(void);
 
 /* The CUDA error a daemon message names ("... CUDA_ERROR_ILLEGAL_ADDRESS
  * ..."), or -1 when it names none. */

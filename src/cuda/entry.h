@@ -1,7 +1,10 @@
 /*
  * entry.h - the opening and closing of every entry point: the lock, then
  * cuInit's and the sticky error's checks (GL_CU_ENTER), or also the
- * session, the primary context (GL_CU_ENTER_CTX). Internal to src/cuda.
+ * session, the primary context (GL_CU_ENTER_CTX). Both first send the
+ * launch the shim holds back (launch.c), so that every op keeps its order;
+ * the synchronising calls (GL_CU_ENTER_SYNC) leave it to gl_cu_sync(),
+ * which sends it with the SYNC in one round trip. Internal to src/cuda.
  */
 #ifndef GL_CUDA_ENTRY_H
 #define GL_CUDA_ENTRY_H
@@ -12,6 +15,7 @@
   gl_cu_lock();                                   \
   do {                                            \
     CUresult enter_st_ = gl_cu_ready();           \
+    if (enter_st_ == CUDA_SUCCESS) enter_st_ = gl_cu_flush_launch(); \
     if (enter_st_ != CUDA_SUCCESS) {              \
       gl_cu_unlock();                             \
       return enter_st_;                           \
@@ -19,6 +23,17 @@
   } while (0)
 
 #define GL_CU_ENTER_CTX()                         \
+  gl_cu_lock();                                   \
+  do {                                            \
+    CUresult enter_st_ = gl_cu_need_session();    \
+    if (enter_st_ == CUDA_SUCCESS) enter_st_ = gl_cu_flush_launch(); \
+    if (enter_st_ != CUDA_SUCCESS) {              \
+      gl_cu_unlock();                             \
+      return enter_st_;                           \
+    }                                             \
+  } while (0)
+
+#define GL_CU_ENTER_SYNC()                        \
   gl_cu_lock();                                   \
   do {                                            \
     CUresult enter_st_ = gl_cu_need_session();    \

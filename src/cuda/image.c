@@ -5,6 +5,7 @@
  * wrapper nvcc puts around a fatbin (its data pointer). Internal to
  * src/cuda.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -72,4 +73,23 @@ const void *gl_cu_image_span(const void *image, size_t *size) {
   /* PTX: text, NUL-terminated. */
   *size = strlen((const char *)p) + 1;
   return image;
+}
+
+/* A fatbin entry's compression flags (LZ4, Zstandard). */
+#define FATBIN_FLAG_COMPRESSED (0x2000u | 0x8000u)
+
+bool gl_cu_image_may_print(const void *bytes, size_t size) {
+  if (memmem(bytes, size, "vprintf", 7)) return true;
+  const uint8_t *p = bytes;
+  if (size < 16 || (uint32_t)rd(p, 4) != FATBIN_MAGIC) return false;
+  /* A compressed entry hides its symbols: it may print. */
+  size_t off = (size_t)rd(p + 6, 2);
+  while (off + 64 <= size) {
+    const uint8_t *e = p + off;
+    uint64_t eh = rd(e + 4, 4), psize = rd(e + 8, 8);
+    if (rd(e + 40, 8) & FATBIN_FLAG_COMPRESSED) return true;
+    if (eh < 64 || psize > size || eh + psize > size - off) break;
+    off += (size_t)(eh + psize);
+  }
+  return false;
 }

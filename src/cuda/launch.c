@@ -38,21 +38,71 @@ static CUresult marshal(const char *call, CUfunction f, void **params, void **ex
   return CUDA_SUCCESS;
 }
 
+/* The launch held back until the next call (under gl_cu.mu): a launch
+ * then a synchronisation travel as one BATCH (gpulease_launch_sync). */
+static struct {
+  bool held;
+  const char *call;
+  gpulease_function function;
+  uint32_t grid[3], block[3];
+  unsigned smem;
+  bool has_attrs;
+  gpulease_launch_attrs attrs;
+  size_t nargs;
+  gpulease_arg args[GPULEASE_MAX_PARAMS];
+} pending;
+
+void gl_cu_drop_launch(void) { pending.held = false; }
+
+CUresult gl_cu_flush_launch(void) {
+  if (!pending.held) return CUDA_SUCCESS;
+  pending.held = false;
+  gpulease_error err;
+  gpulease_status st =
+      pending.has_attrs
+          ? gpulease_launch_ex(gl_cu.session, pending.function, pending.grid, pending.block,
+                               pending.smem, &pending.attrs, pending.args, pending.nargs, &err)
+          : gpulease_launch(gl_cu.session, pending.function, pending.grid, pending.block,
+                            pending.smem, pending.args, pending.nargs, &err);
+  return st == GPULEASE_OK ? CUDA_SUCCESS : gl_cu_fail(pending.call, &err);
+}
+
+bool gl_cu_sync_launch(gpulease_status *st, gpulease_op_failure *f, gpulease_error *err) {
+  if (!pending.held) return false;
+  pending.held = false;
+  if (pending.has_attrs) { /* no LAUNCH_EX+SYNC call: two requests */
+    *st = gpulease_launch_ex(gl_cu.session, pending.function, pending.grid, pending.block,
+                             pending.smem, &pending.attrs, pending.args, pending.nargs, err);
+    if (*st == GPULEASE_OK) *st = gpulease_session_sync(gl_cu.session, f, err);
+    return true;
+  }
+  *st = gpulease_launch_sync(gl_cu.session, pending.function, pending.grid, pending.block,
+                             pending.smem, pending.args, pending.nargs, f, err);
+  return true;
+}
+
 static CUresult launch(const char *call, CUfunction f, const uint32_t grid[3],
                        const uint32_t block[3], unsigned smem, CUstream s, void **params,
                        void **extra, const gpulease_launch_attrs *attrs) {
-  static gpulease_arg args[GPULEASE_MAX_PARAMS]; /* under gl_cu.mu */
   if (!f || f->magic != GL_CU_FUNC_MAGIC) return CUDA_ERROR_INVALID_HANDLE;
   if (!gl_cu_stream_ok(s)) return CUDA_ERROR_INVALID_HANDLE;
+  for (int i = 0; i < 3; i++)
+    if (grid[i] == 0 || block[i] == 0) return CUDA_ERROR_INVALID_VALUE;
+  /* The previous launch was sent by GL_CU_ENTER_CTX: this one is held. */
   size_t nargs = 0;
-  CUresult r = marshal(call, f, params, extra, args, &nargs);
+  CUresult r = marshal(call, f, params, extra, pending.args, &nargs);
   if (r != CUDA_SUCCESS) return r;
-  gpulease_error err;
-  gpulease_status st =
-      attrs ? gpulease_launch_ex(gl_cu.session, f->function, grid, block, smem, attrs, args,
-                                 nargs, &err)
-            : gpulease_launch(gl_cu.session, f->function, grid, block, smem, args, nargs, &err);
-  return st == GPULEASE_OK ? CUDA_SUCCESS : gl_cu_fail(call, &err);
+  pending.call = call;
+  pending.function = f->function;
+  memcpy(pending.grid, grid, sizeof pending.grid);
+  memcpy(pending.block, block, sizeof pending.block);
+  pending.smem = smem;
+  pending.has_attrs = attrs && (attrs->flags || attrs->cluster[0] || attrs->cluster[1] ||
+                                attrs->cluster[2]);
+  if (pending.has_attrs) pending.attrs = *attrs;
+  pending.nargs = nargs;
+  pending.held = true;
+  return CUDA_SUCCESS;
 }
 
 #define GL_CU_LAUNCH_KERNEL(NAME)                                                             \
@@ -165,7 +215,7 @@ CUresult cuStreamDestroy_v2(CUstream hStream) {
 
 static CUresult stream_sync(CUstream s, const char *call) {
   if (!gl_cu_stream_ok(s)) return CUDA_ERROR_INVALID_HANDLE;
-  GL_CU_ENTER_CTX();
+  GL_CU_ENTER_SYNC();
   return gl_cu_leave(gl_cu_sync(call));
 }
 

@@ -40,6 +40,7 @@ static CUresult load(const char *call, CUmodule *out, const void *image, size_t 
   }
   m->magic = GL_CU_MODULE_MAGIC;
   gl_cu.mods[gl_cu.nmods++] = m;
+  if (gl_cu_image_may_print(image, size)) gl_cu_kernel_output_on();
   *out = m;
   return CUDA_SUCCESS;
 }

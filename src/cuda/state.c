@@ -32,10 +32,18 @@ static void kernel_output(void *user, uint64_t lease_id, const char *text, size_
   fflush(stdout);
 }
 
+void gl_cu_kernel_output_on(void) {
+  if (gl_cu.kout_on || !gl_cu.client) return;
+  gpulease_client_set_kernel_output(gl_cu.client, kernel_output, NULL);
+  gl_cu.kout_on = true;
+}
+
 static void at_exit(void) {
   /* Under the lock: a thread still in a call finishes it first. */
   gl_cu_lock();
   gpulease_error err;
+  if (gl_cu.session) gl_cu_flush_launch();
+  gl_cu_drop_launch();
   if (gl_cu.session) gpulease_session_close(gl_cu.session, &err);
   gl_cu.session = NULL;
   for (size_t i = 0; i < gl_cu.nhosts; i++) gpulease_host_free(gl_cu.client, gl_cu.hosts[i].ptr, &err);
@@ -90,13 +98,14 @@ static CUresult do_init(void) {
   o->cert_file = env("GPULEASE_CERT");
   o->key_file = env("GPULEASE_KEY");
   o->bearer_token = env("GPULEASE_TOKEN");
+  /* GPULEASE_NO_LOCAL=1: QUIC even to a daemon on this machine. */
+  o->no_local = env("GPULEASE_NO_LOCAL") && strcmp(env("GPULEASE_NO_LOCAL"), "0") != 0;
   if (env("GPULEASE_TIMEOUT_MS")) o->timeout_ms = (uint32_t)strtoul(env("GPULEASE_TIMEOUT_MS"), NULL, 10);
   gpulease_error err;
   if (gpulease_client_connect(o, &gl_cu.client, &err) != GPULEASE_OK)
     return init_fail(CUDA_ERROR_NO_DEVICE, "cannot reach the daemon at %s: %s: %s",
                      o->addr ? o->addr : "(default)", gpulease_status_name(err.status),
                      err.message);
-  gpulease_client_set_kernel_output(gl_cu.client, kernel_output, NULL);
   if (gpulease_lease_query(gl_cu.client, &gl_cu.lease, &err) != GPULEASE_OK)
     return init_fail(CUDA_ERROR_NO_DEVICE, "lease %llu: %s: %s", id,
                      gpulease_status_name(err.status), err.message);
@@ -244,10 +253,19 @@ CUresult gl_cu_fail(const char *call, const gpulease_error *err) {
     break;
   default: r = CUDA_ERROR_UNKNOWN; break;
   }
-  if (!quiet)
+  if (!quiet || getenv("GPULEASE_CUDA_DEBUG"))
     fprintf(stderr, "gpulease: %s: %s: %s\n", call, gpulease_status_name(err->status),
             err->message);
-  if (lost_context(r) && gl_cu.sticky == CUDA_SUCCESS) gl_cu.sticky = r;
+  if (lost_context(r)) {
+    if (gl_cu.sticky == CUDA_SUCCESS) gl_cu.sticky = r;
+  } else if (gl_cu.session && err->status < GPULEASE_DISCONNECTED &&
+             r != CUDA_ERROR_DEVICE_UNAVAILABLE) {
+    /* A failure the context survives (a bad argument, a kernel name not in
+     * the module) is the session's until acknowledged: acknowledged here,
+     * so that later calls run, as after CUDA's non-sticky errors. */
+    gpulease_error e2;
+    gpulease_session_acknowledge(gl_cu.session, UINT64_MAX, &e2);
+  }
   return r;
 }
 
@@ -255,12 +273,10 @@ CUresult gl_cu_sync(const char *call) {
   gpulease_op_failure f;
   gpulease_op_failure_init(&f);
   gpulease_error err;
-  if (gpulease_session_sync(gl_cu.session, &f, &err) == GPULEASE_OK) return CUDA_SUCCESS;
-  CUresult r = gl_cu_fail(call, &err);
-  /* A failure the context survives (a bad argument found on the node):
-   * acknowledged, so that later calls run, as CUDA's non-sticky errors. */
-  if (!lost_context(r) && f.seq) gpulease_session_acknowledge(gl_cu.session, f.seq, &err);
-  return r;
+  gpulease_status st;
+  if (!gl_cu_sync_launch(&st, &f, &err)) st = gpulease_session_sync(gl_cu.session, &f, &err);
+  if (st == GPULEASE_OK) return CUDA_SUCCESS;
+  return gl_cu_fail(call, &err);
 }
 
 CUresult gl_cu_unsupported(const char *call, const char *why) {

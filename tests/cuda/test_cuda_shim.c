@@ -110,9 +110,21 @@ static void *sym(void *so, const char *name) {
 
 #define LOAD(d, name) *(void **)&(d)->name = sym((d)->so, #name)
 
+/* The shim: $GL_TEST_BIN_DIR/src/cuda/libcuda.so.1 where it is there (a
+ * build carried to a GPU machine), else the build's own. */
+static const char *shim_path(void) {
+  static char path[4096];
+  const char *bin = getenv("GL_TEST_BIN_DIR");
+  if (bin) {
+    snprintf(path, sizeof path, "%s/src/cuda/libcuda.so.1", bin);
+    if (access(path, R_OK) == 0) return path;
+  }
+  return GL_CUDA_SHIM_PATH;
+}
+
 static void load(drv *d) {
-  d->so = dlopen(GL_CUDA_SHIM_PATH, RTLD_NOW | RTLD_LOCAL);
-  if (!d->so) fail_msg("dlopen %s: %s", GL_CUDA_SHIM_PATH, dlerror());
+  d->so = dlopen(shim_path(), RTLD_NOW | RTLD_LOCAL);
+  if (!d->so) fail_msg("dlopen %s: %s", shim_path(), dlerror());
   LOAD(d, cuInit); LOAD(d, cuDriverGetVersion); LOAD(d, cuDeviceGetCount); LOAD(d, cuDeviceGet);
   LOAD(d, cuDeviceGetName); LOAD(d, cuDeviceTotalMem_v2); LOAD(d, cuDeviceGetAttribute);
   LOAD(d, cuDevicePrimaryCtxRetain); LOAD(d, cuCtxSetCurrent); LOAD(d, cuCtxGetCurrent);

@@ -16,7 +16,9 @@
 # BUILD_DIR/lib before the caller's (the shim, its libgpulease, the carried
 # ngtcp2), whatever exec adds itself; the run's "libcuda" line says which
 # file the loader took, and a gpulease run that took the local run's file
-# fails. GL_CUDA_BENCH_VRAM (2GiB) is the lease's size.
+# fails. GL_CUDA_BENCH_VRAM (2GiB) is the lease's size;
+# GL_CUDA_BENCH_DAEMON_ARGS, more gpuleased options ("--net-threads 4":
+# striped transfers).
 # A benchmark: exits non-zero only when a run failed (its exit status, a
 # timeout, no "check ok", the shim not loaded) or the daemon did not start.
 set -uo pipefail
@@ -44,7 +46,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# shellcheck disable=SC2086 # GL_CUDA_BENCH_DAEMON_ARGS: words, e.g. "--net-threads 4"
 "$C/src/daemon/gpuleased" --listen 127.0.0.1:0 --state-dir "$W" --ready-file "$W/ready" \
+  ${GL_CUDA_BENCH_DAEMON_ARGS:-} \
   2> "$W/daemon.log" &
 DAEMON=$!
 for _ in $(seq 1 300); do
@@ -71,7 +75,7 @@ run() { # KIND (local | gpulease) ROUND [gl_bench_cuda options...]
   if [ "$kind" = local ]; then
     timeout -k 10 "$T" "$BIN" --label local "$@" > "$out" 2> "$err"
   else
-    timeout -k 10 "$T" env LD_LIBRARY_PATH="$SHIM_PATH" \
+    timeout -k 10 "$T" env LD_LIBRARY_PATH="$SHIM_PATH" GPULEASE_CUDA_LIBDIR="$C/src/cuda" \
       "$CLI" exec --addr "$ADDR" --pin-sha256 "$FP" --vram "$VRAM" -- \
       "$BIN" --label gpulease "$@" > "$out" 2> "$err"
   fi
