@@ -8,6 +8,10 @@
 #   libgpulease-dev  component dev      header, .so link, pkg-config file,
 #                                       CMake package, libgpulease(3)
 #   gpulease-tools   component tools    the CLI, gpulease(1)
+#   gpulease-cuda    component cuda     the CUDA driver library,
+#                                       $libdir/gpulease/libcuda.so.1, that
+#                                       `gpulease exec` runs programs on
+#                                       (docs/cuda-driver.md, src/cuda)
 # Configure with -DCMAKE_INSTALL_PREFIX=/usr for packages (GNUInstallDirs
 # then puts the configuration in /etc).
 include(CMakePackageConfigHelpers)
@@ -38,7 +42,7 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT "gpulease developers <gpulease@users.noreply.github.com>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "lease remote NVIDIA GPUs and run CUDA kernels over QUIC")
 set(CPACK_PACKAGE_HOMEPAGE_URL "https://github.com/gpulease/gpulease")
-set(CPACK_COMPONENTS_ALL daemon runtime dev tools)
+set(CPACK_COMPONENTS_ALL daemon runtime dev tools cuda)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
@@ -73,6 +77,20 @@ set(CPACK_COMPONENT_DEV_DESCRIPTION
 
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME gpulease-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION net)
+set(CPACK_COMPONENT_TOOLS_DEPENDS cuda) # gpulease exec runs programs on the shim
 set(CPACK_COMPONENT_TOOLS_DESCRIPTION
-  "command-line tool of gpulease\n gpulease leases GPUs on gpuleased nodes, submits kernels, drives sessions\n and shows a node live (gpulease top).")
+  "command-line tool of gpulease\n gpulease leases GPUs on gpuleased nodes, submits kernels, drives sessions\n and shows a node live (gpulease top); gpulease exec runs a CUDA program on\n a leased GPU.")
+
+# Its own directory, never beside a real driver: only programs started by
+# gpulease exec (or pointed at it) load it.
+set(CPACK_DEBIAN_CUDA_PACKAGE_NAME gpulease-cuda)
+set(CPACK_DEBIAN_CUDA_PACKAGE_SECTION libs)
+set(CPACK_COMPONENT_CUDA_DEPENDS runtime) # it links libgpulease.so.1
+# dpkg-shlibdeps cannot see libgpulease1's shlibs while the packages are
+# being built, so the dependencies are given: libgpulease1 (above, the
+# same version) and glibc (the shim needs nothing else).
+set(CPACK_DEBIAN_CUDA_PACKAGE_SHLIBDEPS OFF)
+set(CPACK_DEBIAN_CUDA_PACKAGE_DEPENDS "libc6 (>= 2.34)")
+set(CPACK_COMPONENT_CUDA_DESCRIPTION
+  "CUDA driver library of gpulease\n A libcuda.so.1 in a directory of its own ($libdir/gpulease/) that\n carries the CUDA driver API to a leased GPU on a gpuleased node, so that\n unmodified CUDA driver-API programs run there under gpulease exec. It\n never loads a real NVIDIA driver.")
 include(CPack)

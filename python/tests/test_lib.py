@@ -195,3 +195,25 @@ def test_bundled_library_is_found(tmp_path: pathlib.Path) -> None:
                        capture_output=True, text=True, env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == [str(pkg / "_lib" / "libgpulease.so.1"), "INVALID_HANDLE"]
+
+
+def test_cuda_driver_comes_with_the_bundled_library() -> None:
+    """The wheel carries the gpulease CUDA driver, gpulease/_lib/gpulease/
+    libcuda.so.1: it loads with the bundled libgpulease (its RUNPATH is
+    $ORIGIN/..), answers cuDriverGetVersion, and without a lease in the
+    environment cuInit says CUDA_ERROR_NO_DEVICE (100), never a crash."""
+    if not _lib.BUNDLED.exists():
+        pytest.skip("not an installed wheel: no bundled libraries")
+    d = gpulease.cuda_driver_dir()
+    assert d is not None
+    shim = pathlib.Path(d) / "libcuda.so.1"
+    assert _elf_soname(shim) == "libcuda.so.1"
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("GPULEASE_") and k != "LD_LIBRARY_PATH"}
+    code = ("import ctypes, sys; l = ctypes.CDLL(sys.argv[1]); v = ctypes.c_int(0); "
+            "print(l.cuDriverGetVersion(ctypes.byref(v)), v.value, l.cuInit(0))")
+    r = subprocess.run([sys.executable, "-c", code, str(shim)], capture_output=True, text=True,
+                       env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0", "13000", "100"]
+    assert "gpulease exec" in r.stderr

@@ -98,6 +98,8 @@ static CUresult do_init(void) {
   o->cert_file = env("GPULEASE_CERT");
   o->key_file = env("GPULEASE_KEY");
   o->bearer_token = env("GPULEASE_TOKEN");
+  /* GPULEASE_STRIPES=N: connections a large copy takes (1: no striping). */
+  if (env("GPULEASE_STRIPES")) o->stripes = (unsigned)strtoul(env("GPULEASE_STRIPES"), NULL, 10);
   /* GPULEASE_NO_LOCAL=1: QUIC even to a daemon on this machine. */
   o->no_local = env("GPULEASE_NO_LOCAL") && strcmp(env("GPULEASE_NO_LOCAL"), "0") != 0;
   if (env("GPULEASE_TIMEOUT_MS")) o->timeout_ms = (uint32_t)strtoul(env("GPULEASE_TIMEOUT_MS"), NULL, 10);

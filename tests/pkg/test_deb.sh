@@ -15,23 +15,27 @@ work=$(mktemp -d /tmp/gl-deb.XXXXXX)
 daemon=
 cleanup() {
   [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
-  dpkg --purge gpulease-tools libgpulease-dev libgpulease1 gpuleased >/dev/null 2>&1 || true
+  dpkg --purge gpulease-tools gpulease-cuda libgpulease-dev libgpulease1 gpuleased >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
 fail() { echo "test_deb: FAIL: $*" >&2; [ -f "$work/daemon.log" ] && cat "$work/daemon.log" >&2; exit 1; }
 
 debs=("$build"/gpuleased_*.deb "$build"/libgpulease1_*.deb "$build"/libgpulease-dev_*.deb
-      "$build"/gpulease-tools_*.deb)
+      "$build"/gpulease-tools_*.deb "$build"/gpulease-cuda_*.deb)
 for d in "${debs[@]}"; do [ -f "$d" ] || fail "no package $d (make deb)"; done
 echo "== dpkg -i ${debs[*]##*/}"
 dpkg -i "${debs[@]}" || fail "dpkg -i"
-for p in gpuleased libgpulease1 libgpulease-dev gpulease-tools; do
+for p in gpuleased libgpulease1 libgpulease-dev gpulease-tools gpulease-cuda; do
   dpkg-query -W -f='${Package} ${Version} ${Status}\n' "$p" | grep -q "install ok installed" ||
     fail "$p not installed"
 done
 dpkg-query -W -f='${Depends}\n' libgpulease-dev | grep -q "libgpulease1 (= " ||
   fail "libgpulease-dev does not depend on its libgpulease1"
+dpkg-query -W -f='${Depends}\n' gpulease-cuda | grep -q "libgpulease1" ||
+  fail "gpulease-cuda does not depend on libgpulease1"
+dpkg-query -W -f='${Depends}\n' gpulease-tools | grep -q "gpulease-cuda" ||
+  fail "gpulease-tools does not depend on gpulease-cuda (gpulease exec runs on it)"
 grep -qx /etc/gpulease/gpuleased.conf /var/lib/dpkg/info/gpuleased.conffiles ||
   fail "/etc/gpulease/gpuleased.conf is not a conffile"
 
@@ -91,11 +95,18 @@ grep -q "256" "$work/out" || fail "iota's output lacks 256"
 "$work/iota-pc" "127.0.0.1:$port" "$fp" "$src/examples/kernels/ptx/iota.ptx" || fail "example (pkg-config)"
 "$work/cm/build/iota" "127.0.0.1:$port" "$fp" "$src/examples/kernels/ptx/iota.ptx" || fail "example (CMake)"
 man -w gpuleased >/dev/null 2>&1 || [ ! -x /usr/bin/man ] || fail "man gpuleased"
+echo "== gpulease exec and the CUDA driver shim it ships"
+shim=$(dpkg -L gpulease-cuda | grep '/gpulease/libcuda\.so\.1$') || fail "gpulease-cuda holds no gpulease/libcuda.so.1"
+case $shim in /usr/lib/*/gpulease/libcuda.so.1) ;; *) fail "the shim is at $shim" ;; esac
+objdump -p "$shim" | grep -Eq '^ +NEEDED +libgpulease\.so\.1$' || fail "the shim does not need libgpulease.so.1"
+"${cli[@]}" exec --vram 1MiB --ttl 30 -- sh -c 'test "$(realpath "$GPULEASE_CUDA_SHIM")" = "$1" &&
+    test "$(realpath "${LD_LIBRARY_PATH%%:*}")/libcuda.so.1" = "$1"' sh "$shim" ||
+  fail "gpulease exec does not hand the installed shim to its command"
 kill "$daemon"; wait "$daemon" || fail "the daemon's exit status"
 daemon=
 
 echo "== dpkg -r keeps the configuration, --purge removes it"
-dpkg -r gpulease-tools libgpulease-dev libgpulease1 gpuleased >/dev/null || fail "dpkg -r"
+dpkg -r gpulease-tools gpulease-cuda libgpulease-dev libgpulease1 gpuleased >/dev/null || fail "dpkg -r"
 [ ! -e /usr/bin/gpuleased ] || fail "/usr/bin/gpuleased left after dpkg -r"
 [ -e /etc/gpulease/gpuleased.conf ] || fail "dpkg -r removed the conffile"
 dpkg --purge gpuleased >/dev/null || fail "dpkg --purge"

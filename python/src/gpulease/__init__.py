@@ -18,10 +18,12 @@ libgpulease (no CUDA toolkit or driver on the client)::
 on many daemons (``pool.map(image, kernel, x, chunk, args=[gpulease.IN,
 gpulease.OUT, ...])``). Failures raise subclasses of
 :class:`GpuleaseError`, one per status of gpulease.h. The library is ``$GPULEASE_LIBRARY``, else the copy
-bundled in the wheel, else the system's ``libgpulease.so.1``.
+bundled in the wheel, else the system's ``libgpulease.so.1``. The wheel
+also carries the gpulease CUDA driver (``libcuda.so.1``, in
+:func:`cuda_driver_dir`), on which unmodified CUDA programs run on a lease.
 """
 
-from ._lib import LIBRARY_PATH
+from ._lib import LIBRARY_PATH, cuda_driver_dir
 from ._params import InOut, Out, inout, out
 from ._util import parse_size
 from .client import (AdmissionInfo, Client, GpuInfo, Inventory, PoolInfo, TenantInfo,
@@ -64,7 +66,7 @@ from .session import DeviceArray, FuncInfo, Kernel, Module, Session
 __version__ = "0.2.0"
 
 __all__ = [
-    "LIBRARY_PATH", "__version__", "library_version",
+    "LIBRARY_PATH", "__version__", "library_version", "cuda_driver_dir",
     "connect", "Client", "Lease", "Session", "DeviceArray", "Module", "Kernel",
     "Inventory", "GpuInfo", "TenantInfo", "WarmPoolInfo", "PoolInfo", "AdmissionInfo", "FuncInfo",
     "KernelOutput",

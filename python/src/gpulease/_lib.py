@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, List, Tuple
+from typing import Any, List, Optional, Tuple
 
 import cffi
 
@@ -60,3 +60,16 @@ def _load() -> Tuple[Any, str]:
 
 
 lib, LIBRARY_PATH = _load()
+
+#: The wheel's CUDA driver library (src/cuda, docs/cuda-driver.md).
+CUDA_DRIVER = Path(__file__).resolve().parent / "_lib" / "gpulease" / "libcuda.so.1"
+
+
+def cuda_driver_dir() -> Optional[str]:
+    """The directory holding the gpulease CUDA driver, ``libcuda.so.1``,
+    bundled in the wheel: put it first on ``LD_LIBRARY_PATH`` of a CUDA
+    program, with a lease in ``GPULEASE_ADDR``, ``GPULEASE_LEASE`` and
+    ``GPULEASE_SECRET``, to run the program on the leased GPU
+    (docs/cuda-driver.md, "Without the wrapper"). None when this copy of
+    the package has none."""
+    return str(CUDA_DRIVER.parent) if CUDA_DRIVER.exists() else None
