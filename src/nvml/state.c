@@ -27,6 +27,8 @@ static bool env_on(const char *name) {
 
 /* The init failure: its status, and one line on stderr, once a process
  * (a program that polls nvmlInit says nothing new the next time). */
+static nvmlReturn_t init_fail(nvmlReturn_t st, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static nvmlReturn_t init_fail(nvmlReturn_t st, const char *fmt, ...) {
   static atomic_bool said;
   if (!atomic_exchange(&said, true)) {

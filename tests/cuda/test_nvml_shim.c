@@ -163,10 +163,11 @@ static int count_of(const char *hay, const char *needle) {
 
 /* nvidia-ml-py (`import pynvml`) over the shim, where python3 has it: the
  * binding's own lookups and structs. Not under ASan (python3 is not). */
-static void check_pynvml(uint64_t vram, const char *name) {
+static void check_pynvml(uint64_t vram, const char *name, const char *uuid) {
 #ifdef GL_ASAN
   (void)vram;
   (void)name;
+  (void)uuid;
   fprintf(stderr, "pynvml: skipped under ASan\n");
 #else
   if (system("python3 -c 'import pynvml' >/dev/null 2>&1") != 0) {
@@ -187,6 +188,10 @@ static void check_pynvml(uint64_t vram, const char *name) {
            "n = pynvml.nvmlDeviceGetName(h)\n"
            "n = n.decode() if isinstance(n, bytes) else n\n"
            "assert n == \"%s\", n\n"
+           "u = pynvml.nvmlDeviceGetUUID(h)\n"
+           "u = u.decode() if isinstance(u, bytes) else u\n"
+           "assert u == \"%s\", u\n"
+           "assert pynvml.nvmlSystemGetDriverVersion()\n"
            "m = pynvml.nvmlDeviceGetMemoryInfo(h)\n"
            "assert m.total == %llu and m.free + m.used == m.total, (m.total, m.free, m.used)\n"
            "assert pynvml.nvmlDeviceGetComputeRunningProcesses(h) == []\n"
@@ -197,7 +202,7 @@ static void check_pynvml(uint64_t vram, const char *name) {
            "    pass\n"
            "pynvml.nvmlShutdown()\n"
            "print(\"pynvml ok\")\n'",
-           dir, name, (unsigned long long)vram);
+           dir, name, uuid, (unsigned long long)vram);
   assert_int_equal(system(cmd), 0);
 #endif
 }
@@ -338,7 +343,7 @@ static void test_nvml(void **state) {
   assert_int_equal(d.nvmlShutdown(), NVML_ERROR_UNINITIALIZED);
 
   /* pynvml over the shim, while the lease lives. */
-  check_pynvml(vram, g->name);
+  check_pynvml(vram, g->name, g->uuid);
 
   /* Again after a shutdown; then the lease ended under the program. */
   OK(&d, d.nvmlInit_v2());
