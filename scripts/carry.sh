@@ -9,7 +9,8 @@
 # wheels in .carry/wheels (tests/gpu/python_check.sh .carry .carry/wheels).
 # The CUDA driver shim (src/cuda/libcuda.so.1) and the shared libgpulease
 # it links (src/lib/, links kept) travel too: tests/gpu/cuda_bench.sh .carry
-# runs bench/gl_bench_cuda on the node's driver and on the shim.
+# runs bench/gl_bench_cuda on the node's driver and on the shim. The NVML
+# shim (src/cuda/libnvidia-ml.so.1, built beside it) travels with its test.
 set -euo pipefail
 B=${1:-build}
 C=.carry
@@ -18,9 +19,10 @@ mkdir -p "$C/src/daemon" "$C/src/cli" "$C/src/cuda" "$C/src/lib" "$C/tests" "$C/
 cp "$B/src/daemon/gpuleased" "$C/src/daemon/"
 cp "$B/src/cli/gpulease" "$C/src/cli/"
 [ -e "$B/src/cuda/libcuda.so.1" ] && cp -L "$B/src/cuda/libcuda.so.1" "$C/src/cuda/"
+[ -e "$B/src/cuda/libnvidia-ml.so.1" ] && cp -L "$B/src/cuda/libnvidia-ml.so.1" "$C/src/cuda/"
 for so in "$B"/src/lib/libgpulease.so*; do [ -e "$so" ] && cp -P "$so" "$C/src/lib/"; done
 for t in "$B"/tests/test_e2e_* "$B"/tests/multigpu_check "$B"/tests/gl_backend_stream_smoke "$B"/tests/gl_corpus_gpu "$B"/tests/gl_syscall_census \
-         "$B"/tests/test_backend_* "$B"/tests/test_cuda_shim; do
+         "$B"/tests/test_backend_* "$B"/tests/test_cuda_shim "$B"/tests/test_nvml_shim; do
   [ -x "$t" ] && cp "$t" "$C/tests/"
 done
 for b in "$B"/bench/gl_bench_*; do [ -x "$b" ] && cp "$b" "$C/bench/"; done
