@@ -8,10 +8,11 @@
 #   libgpulease-dev  component dev      header, .so link, pkg-config file,
 #                                       CMake package, libgpulease(3)
 #   gpulease-tools   component tools    the CLI, gpulease(1)
-#   gpulease-cuda    component cuda     the CUDA driver library,
-#                                       $libdir/gpulease/libcuda.so.1, that
-#                                       `gpulease exec` runs programs on
-#                                       (docs/cuda-driver.md, src/cuda)
+#   gpulease-cuda    component cuda     the CUDA driver and NVML libraries,
+#                                       $libdir/gpulease/libcuda.so.1 and
+#                                       libnvidia-ml.so.1, that `gpulease
+#                                       exec` runs programs on
+#                                       (docs/cuda-driver.md, src/cuda, src/nvml)
 # Configure with -DCMAKE_INSTALL_PREFIX=/usr for packages (GNUInstallDirs
 # then puts the configuration in /etc).
 include(CMakePackageConfigHelpers)
@@ -92,5 +93,5 @@ set(CPACK_COMPONENT_CUDA_DEPENDS runtime) # it links libgpulease.so.1
 set(CPACK_DEBIAN_CUDA_PACKAGE_SHLIBDEPS OFF)
 set(CPACK_DEBIAN_CUDA_PACKAGE_DEPENDS "libc6 (>= 2.34)")
 set(CPACK_COMPONENT_CUDA_DESCRIPTION
-  "CUDA driver library of gpulease\n A libcuda.so.1 in a directory of its own ($libdir/gpulease/) that\n carries the CUDA driver API to a leased GPU on a gpuleased node, so that\n unmodified CUDA driver-API programs run there under gpulease exec. It\n never loads a real NVIDIA driver.")
+  "CUDA driver library of gpulease\n A libcuda.so.1 in a directory of its own ($libdir/gpulease/) that\n carries the CUDA driver API to a leased GPU on a gpuleased node, so that\n unmodified CUDA driver-API programs run there under gpulease exec, and a\n libnvidia-ml.so.1 beside it that answers NVML's device queries for the\n lease. Neither loads a real NVIDIA driver.")
 include(CPack)

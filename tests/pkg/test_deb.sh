@@ -98,6 +98,7 @@ man -w gpuleased >/dev/null 2>&1 || [ ! -x /usr/bin/man ] || fail "man gpuleased
 echo "== gpulease exec and the CUDA driver shim it ships"
 shim=$(dpkg -L gpulease-cuda | grep '/gpulease/libcuda\.so\.1$') || fail "gpulease-cuda holds no gpulease/libcuda.so.1"
 case $shim in /usr/lib/*/gpulease/libcuda.so.1) ;; *) fail "the shim is at $shim" ;; esac
+[ -e "${shim%/libcuda.so.1}/libnvidia-ml.so.1" ] || fail "gpulease-cuda holds no libnvidia-ml.so.1 beside the shim"
 objdump -p "$shim" | grep -Eq '^ +NEEDED +libgpulease\.so\.1$' || fail "the shim does not need libgpulease.so.1"
 "${cli[@]}" exec --vram 1MiB --ttl 30 -- sh -c 'test "$(realpath "$GPULEASE_CUDA_SHIM")" = "$1" &&
     test "$(realpath "${LD_LIBRARY_PATH%%:*}")/libcuda.so.1" = "$1"' sh "$shim" ||
