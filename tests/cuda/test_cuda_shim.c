@@ -356,6 +356,9 @@ static void test_shim(void **state) {
   assert_int_equal(d.cuStreamSynchronize(s), CUDA_ERROR_ILLEGAL_ADDRESS);
   assert_int_equal(d.cuMemcpyDtoH_v2(g, a, 16), CUDA_ERROR_ILLEGAL_ADDRESS);
 
+  OK(&d, d.cuEventDestroy_v2(e0));
+  OK(&d, d.cuEventDestroy_v2(e1));
+  OK(&d, d.cuStreamDestroy_v2(s));
   /* A reset ends the lost context; the next call gets a fresh one. */
   OK(&d, d.cuDevicePrimaryCtxReset_v2(dev));
   CUdeviceptr z = 0;

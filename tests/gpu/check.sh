@@ -189,6 +189,9 @@ result "lease classes: shared contexts, a fault in one, device exclusivity, 1,00
 echo "== device memory beyond a lease's region (tests/gpu/budget_check.sh)"
 "$(dirname "$0")/budget_check.sh" "$B"
 result "modules, local memory and the heap charged to the lease; NVML's used VRAM within the leased figure and the contexts" $?
+echo "== the CUDA driver and NVML shims (tests/gpu/cuda_check.sh)"
+"$(dirname "$0")/cuda_check.sh" "$B" 2>&1 | tail -40
+result "libcuda.so.1 and libnvidia-ml.so.1 on the GPU: the driver API, nvidia-smi -L, pynvml" ${PIPESTATUS[0]}
 echo "== launch features on the GPU (tests/e2e/test_e2e_exec.c): bursts, events, cooperative, clusters"
 "$B/tests/test_e2e_exec" 2>&1 | grep -v "^\[ *RUN " | tail -20
 result "bursts (graphs built, replayed, updated), events, cooperative grid sync, clusters" ${PIPESTATUS[0]}
