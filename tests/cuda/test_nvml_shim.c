@@ -180,7 +180,7 @@ static void check_pynvml(uint64_t vram, const char *name, const char *uuid) {
   if (slash) *slash = 0;
   char cmd[8192];
   snprintf(cmd, sizeof cmd,
-           "LD_LIBRARY_PATH='%s' python3 -c '\n"
+           "LD_LIBRARY_PATH='%s'${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} python3 -c '\n"
            "import pynvml\n"
            "pynvml.nvmlInit()\n"
            "assert pynvml.nvmlDeviceGetCount() == 1\n"
