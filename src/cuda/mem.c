@@ -188,7 +188,7 @@ static CUresult unified(const char *call, CUdeviceptr dst, CUdeviceptr src, size
  * taken its source when it returns and a DtoH has filled its destination
  * (CUDA allows both; the source may be reused at once, as from pageable
  * memory). */
-#define GL_CU_COPY(NAME, CALLNAME, PARAMS, CHECK, DO)                                \
+#define GL_CU_COPY(NAME, PARAMS, CHECK, DO)                                \
   GL_CU_API CUresult NAME PARAMS;                                                     \
   CUresult NAME PARAMS {                                                              \
     CHECK;                                                                            \
@@ -200,45 +200,45 @@ static CUresult unified(const char *call, CUdeviceptr dst, CUdeviceptr src, size
 #define STREAMCHK \
   if (!gl_cu_stream_ok(hStream)) return CUDA_ERROR_INVALID_HANDLE
 
-GL_CU_COPY(cuMemcpyHtoD_v2, "cuMemcpyHtoD", (CUdeviceptr dst, const void *src, size_t n),
+GL_CU_COPY(cuMemcpyHtoD_v2, (CUdeviceptr dst, const void *src, size_t n),
            NOSTREAM, htod("cuMemcpyHtoD", dst, src, n))
-GL_CU_COPY(cuMemcpyDtoH_v2, "cuMemcpyDtoH", (void *dst, CUdeviceptr src, size_t n), NOSTREAM,
+GL_CU_COPY(cuMemcpyDtoH_v2, (void *dst, CUdeviceptr src, size_t n), NOSTREAM,
            dtoh("cuMemcpyDtoH", dst, src, n))
-GL_CU_COPY(cuMemcpyDtoD_v2, "cuMemcpyDtoD", (CUdeviceptr dst, CUdeviceptr src, size_t n),
+GL_CU_COPY(cuMemcpyDtoD_v2, (CUdeviceptr dst, CUdeviceptr src, size_t n),
            NOSTREAM, dtod("cuMemcpyDtoD", dst, src, n))
-GL_CU_COPY(cuMemcpy, "cuMemcpy", (CUdeviceptr dst, CUdeviceptr src, size_t n), NOSTREAM,
+GL_CU_COPY(cuMemcpy, (CUdeviceptr dst, CUdeviceptr src, size_t n), NOSTREAM,
            unified("cuMemcpy", dst, src, n))
-GL_CU_COPY(cuMemcpyHtoDAsync_v2, "cuMemcpyHtoDAsync",
+GL_CU_COPY(cuMemcpyHtoDAsync_v2,
            (CUdeviceptr dst, const void *src, size_t n, CUstream hStream), STREAMCHK,
            htod("cuMemcpyHtoDAsync", dst, src, n))
-GL_CU_COPY(cuMemcpyDtoHAsync_v2, "cuMemcpyDtoHAsync",
+GL_CU_COPY(cuMemcpyDtoHAsync_v2,
            (void *dst, CUdeviceptr src, size_t n, CUstream hStream), STREAMCHK,
            dtoh("cuMemcpyDtoHAsync", dst, src, n))
-GL_CU_COPY(cuMemcpyDtoDAsync_v2, "cuMemcpyDtoDAsync",
+GL_CU_COPY(cuMemcpyDtoDAsync_v2,
            (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream hStream), STREAMCHK,
            dtod("cuMemcpyDtoDAsync", dst, src, n))
-GL_CU_COPY(cuMemcpyAsync, "cuMemcpyAsync",
+GL_CU_COPY(cuMemcpyAsync,
            (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream hStream), STREAMCHK,
            unified("cuMemcpyAsync", dst, src, n))
 /* The per-thread default stream's variants: one stream order anyway. */
-GL_CU_COPY(cuMemcpyHtoD_v2_ptds, "cuMemcpyHtoD", (CUdeviceptr dst, const void *src, size_t n),
+GL_CU_COPY(cuMemcpyHtoD_v2_ptds, (CUdeviceptr dst, const void *src, size_t n),
            NOSTREAM, htod("cuMemcpyHtoD", dst, src, n))
-GL_CU_COPY(cuMemcpyDtoH_v2_ptds, "cuMemcpyDtoH", (void *dst, CUdeviceptr src, size_t n),
+GL_CU_COPY(cuMemcpyDtoH_v2_ptds, (void *dst, CUdeviceptr src, size_t n),
            NOSTREAM, dtoh("cuMemcpyDtoH", dst, src, n))
-GL_CU_COPY(cuMemcpyDtoD_v2_ptds, "cuMemcpyDtoD", (CUdeviceptr dst, CUdeviceptr src, size_t n),
+GL_CU_COPY(cuMemcpyDtoD_v2_ptds, (CUdeviceptr dst, CUdeviceptr src, size_t n),
            NOSTREAM, dtod("cuMemcpyDtoD", dst, src, n))
-GL_CU_COPY(cuMemcpy_ptds, "cuMemcpy", (CUdeviceptr dst, CUdeviceptr src, size_t n), NOSTREAM,
+GL_CU_COPY(cuMemcpy_ptds, (CUdeviceptr dst, CUdeviceptr src, size_t n), NOSTREAM,
            unified("cuMemcpy", dst, src, n))
-GL_CU_COPY(cuMemcpyHtoDAsync_v2_ptsz, "cuMemcpyHtoDAsync",
+GL_CU_COPY(cuMemcpyHtoDAsync_v2_ptsz,
            (CUdeviceptr dst, const void *src, size_t n, CUstream hStream), STREAMCHK,
            htod("cuMemcpyHtoDAsync", dst, src, n))
-GL_CU_COPY(cuMemcpyDtoHAsync_v2_ptsz, "cuMemcpyDtoHAsync",
+GL_CU_COPY(cuMemcpyDtoHAsync_v2_ptsz,
            (void *dst, CUdeviceptr src, size_t n, CUstream hStream), STREAMCHK,
            dtoh("cuMemcpyDtoHAsync", dst, src, n))
-GL_CU_COPY(cuMemcpyDtoDAsync_v2_ptsz, "cuMemcpyDtoDAsync",
+GL_CU_COPY(cuMemcpyDtoDAsync_v2_ptsz,
            (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream hStream), STREAMCHK,
            dtod("cuMemcpyDtoDAsync", dst, src, n))
-GL_CU_COPY(cuMemcpyAsync_ptsz, "cuMemcpyAsync",
+GL_CU_COPY(cuMemcpyAsync_ptsz,
            (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream hStream), STREAMCHK,
            unified("cuMemcpyAsync", dst, src, n))
 
@@ -257,34 +257,34 @@ static CUresult memset_n(const char *call, CUdeviceptr dst, uint32_t elem, uint3
   return CUDA_SUCCESS;
 }
 
-GL_CU_COPY(cuMemsetD8_v2, "cuMemsetD8", (CUdeviceptr dst, unsigned char v, size_t n), NOSTREAM,
+GL_CU_COPY(cuMemsetD8_v2, (CUdeviceptr dst, unsigned char v, size_t n), NOSTREAM,
            memset_n("cuMemsetD8", dst, 1, v, n))
-GL_CU_COPY(cuMemsetD16_v2, "cuMemsetD16", (CUdeviceptr dst, unsigned short v, size_t n),
+GL_CU_COPY(cuMemsetD16_v2, (CUdeviceptr dst, unsigned short v, size_t n),
            NOSTREAM, memset_n("cuMemsetD16", dst, 2, v, n))
-GL_CU_COPY(cuMemsetD32_v2, "cuMemsetD32", (CUdeviceptr dst, unsigned int v, size_t n),
+GL_CU_COPY(cuMemsetD32_v2, (CUdeviceptr dst, unsigned int v, size_t n),
            NOSTREAM, memset_n("cuMemsetD32", dst, 4, v, n))
-GL_CU_COPY(cuMemsetD8Async, "cuMemsetD8Async",
+GL_CU_COPY(cuMemsetD8Async,
            (CUdeviceptr dst, unsigned char v, size_t n, CUstream hStream), STREAMCHK,
            memset_n("cuMemsetD8Async", dst, 1, v, n))
-GL_CU_COPY(cuMemsetD16Async, "cuMemsetD16Async",
+GL_CU_COPY(cuMemsetD16Async,
            (CUdeviceptr dst, unsigned short v, size_t n, CUstream hStream), STREAMCHK,
            memset_n("cuMemsetD16Async", dst, 2, v, n))
-GL_CU_COPY(cuMemsetD32Async, "cuMemsetD32Async",
+GL_CU_COPY(cuMemsetD32Async,
            (CUdeviceptr dst, unsigned int v, size_t n, CUstream hStream), STREAMCHK,
            memset_n("cuMemsetD32Async", dst, 4, v, n))
-GL_CU_COPY(cuMemsetD8_v2_ptds, "cuMemsetD8", (CUdeviceptr dst, unsigned char v, size_t n),
+GL_CU_COPY(cuMemsetD8_v2_ptds, (CUdeviceptr dst, unsigned char v, size_t n),
            NOSTREAM, memset_n("cuMemsetD8", dst, 1, v, n))
-GL_CU_COPY(cuMemsetD16_v2_ptds, "cuMemsetD16", (CUdeviceptr dst, unsigned short v, size_t n),
+GL_CU_COPY(cuMemsetD16_v2_ptds, (CUdeviceptr dst, unsigned short v, size_t n),
            NOSTREAM, memset_n("cuMemsetD16", dst, 2, v, n))
-GL_CU_COPY(cuMemsetD32_v2_ptds, "cuMemsetD32", (CUdeviceptr dst, unsigned int v, size_t n),
+GL_CU_COPY(cuMemsetD32_v2_ptds, (CUdeviceptr dst, unsigned int v, size_t n),
            NOSTREAM, memset_n("cuMemsetD32", dst, 4, v, n))
-GL_CU_COPY(cuMemsetD8Async_ptsz, "cuMemsetD8Async",
+GL_CU_COPY(cuMemsetD8Async_ptsz,
            (CUdeviceptr dst, unsigned char v, size_t n, CUstream hStream), STREAMCHK,
            memset_n("cuMemsetD8Async", dst, 1, v, n))
-GL_CU_COPY(cuMemsetD16Async_ptsz, "cuMemsetD16Async",
+GL_CU_COPY(cuMemsetD16Async_ptsz,
            (CUdeviceptr dst, unsigned short v, size_t n, CUstream hStream), STREAMCHK,
            memset_n("cuMemsetD16Async", dst, 2, v, n))
-GL_CU_COPY(cuMemsetD32Async_ptsz, "cuMemsetD32Async",
+GL_CU_COPY(cuMemsetD32Async_ptsz,
            (CUdeviceptr dst, unsigned int v, size_t n, CUstream hStream), STREAMCHK,
            memset_n("cuMemsetD32Async", dst, 4, v, n))
 
