@@ -99,6 +99,42 @@ typedef enum CUmemorytype_enum {
   CU_MEMORYTYPE_ARRAY = 3,
   CU_MEMORYTYPE_UNIFIED = 4,
 } CUmemorytype;
+typedef struct CUarray_st *CUarray;
+/* cuMemcpy2D's and cuMemcpy3D's descriptions (cuda.h's layout). */
+typedef struct CUDA_MEMCPY2D_st {
+  size_t srcXInBytes, srcY;
+  CUmemorytype srcMemoryType;
+  const void *srcHost;
+  CUdeviceptr srcDevice;
+  CUarray srcArray;
+  size_t srcPitch;
+  size_t dstXInBytes, dstY;
+  CUmemorytype dstMemoryType;
+  void *dstHost;
+  CUdeviceptr dstDevice;
+  CUarray dstArray;
+  size_t dstPitch;
+  size_t WidthInBytes, Height;
+} CUDA_MEMCPY2D;
+typedef struct CUDA_MEMCPY3D_st {
+  size_t srcXInBytes, srcY, srcZ, srcLOD;
+  CUmemorytype srcMemoryType;
+  const void *srcHost;
+  CUdeviceptr srcDevice;
+  CUarray srcArray;
+  void *reserved0;
+  size_t srcPitch, srcHeight;
+  size_t dstXInBytes, dstY, dstZ, dstLOD;
+  CUmemorytype dstMemoryType;
+  void *dstHost;
+  CUdeviceptr dstDevice;
+  CUarray dstArray;
+  void *reserved1;
+  size_t dstPitch, dstHeight;
+  size_t WidthInBytes, Height, Depth;
+} CUDA_MEMCPY3D;
+typedef void (*CUhostFn)(void *userData);
+typedef void (*CUstreamCallback)(CUstream hStream, CUresult status, void *userData);
 #define CU_LAUNCH_PARAM_END ((void *)0x00)
 #define CU_LAUNCH_PARAM_BUFFER_POINTER ((void *)0x01)
 #define CU_LAUNCH_PARAM_BUFFER_SIZE ((void *)0x02)
@@ -112,6 +148,10 @@ typedef enum CUsharedconfig_enum {
   CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE = 0,
 } CUsharedconfig;
 #endif /* __cuda_cuda_h__ */
+
+/* The layouts the ABI build (cuda.h's own structs) checks as well. */
+_Static_assert(sizeof(CUDA_MEMCPY2D) == 128, "CUDA_MEMCPY2D is 128 bytes in cuda.h");
+_Static_assert(sizeof(CUDA_MEMCPY3D) == 200, "CUDA_MEMCPY3D is 200 bytes in cuda.h");
 
 /* The shim's own stream and event objects (CUstream, CUevent point at
  * them). Every stream is ordered on the session's one stream: what
@@ -221,6 +261,19 @@ CUresult gl_cu_unsupported(const char *call, const char *why);
 
 /* The allocation holding [ptr, ptr + len) (len >= 1), or NULL. */
 const gl_cu_alloc *gl_cu_find_alloc(CUdeviceptr ptr, uint64_t len);
+
+/* The copies and memsets of mem.c, under the lock with the session open:
+ * host to device, device to host, device to device, unified (either side
+ * a host pointer or one of an allocation), n elements of elem (1, 2, 4)
+ * bytes set to value. A range no allocation holds is
+ * CUDA_ERROR_INVALID_VALUE, nothing copied; call names the entry point in
+ * messages. */
+CUresult gl_cu_htod(const char *call, CUdeviceptr dst, const void *src, size_t n);
+CUresult gl_cu_dtoh(const char *call, void *dst, CUdeviceptr src, size_t n);
+CUresult gl_cu_dtod(const char *call, CUdeviceptr dst, CUdeviceptr src, size_t n);
+CUresult gl_cu_unified(const char *call, CUdeviceptr dst, CUdeviceptr src, size_t n);
+CUresult gl_cu_memset_n(const char *call, CUdeviceptr dst, uint32_t elem, uint32_t value,
+                        size_t n);
 
 /* The host block of cuMemHostAlloc holding [p, p + len), or NULL. */
 const gl_cu_host *gl_cu_find_host(const void *p, size_t len);

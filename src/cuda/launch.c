@@ -362,3 +362,45 @@ CUresult cuEventDestroy_v2(CUevent hEvent) {
   free(hEvent);
   return gl_cu_leave(CUDA_SUCCESS);
 }
+
+/* Host functions run on the client when the stream reaches them: the
+ * call waits for the session's earlier work, then calls fn on this thread,
+ * outside the shim's lock (fn may not call CUDA, as with the driver; what
+ * follows in the stream waits for it, since nothing is issued meanwhile). */
+static CUresult host_fn(const char *call, CUstream s, CUhostFn fn, CUstreamCallback cb,
+                        void *user, unsigned flags) {
+  if ((!fn && !cb) || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!gl_cu_stream_ok(s)) return CUDA_ERROR_INVALID_HANDLE;
+  GL_CU_ENTER_SYNC();
+  CUresult r = gl_cu_sync(call);
+  gl_cu_unlock();
+  if (fn) {
+    if (r == CUDA_SUCCESS) fn(user); /* a failed stream skips host functions */
+  } else {
+    cb(s, r, user); /* a callback is told the stream's error */
+  }
+  return r == CUDA_SUCCESS || cb ? CUDA_SUCCESS : r;
+}
+
+GL_CU_API CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData);
+CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData) {
+  if (!fn) return CUDA_ERROR_INVALID_VALUE;
+  return host_fn("cuLaunchHostFunc", hStream, fn, NULL, userData, 0);
+}
+GL_CU_API CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData);
+CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData) {
+  return cuLaunchHostFunc(hStream, fn, userData);
+}
+GL_CU_API CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback,
+                                       void *userData, unsigned int flags);
+CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void *userData,
+                             unsigned int flags) {
+  if (!callback) return CUDA_ERROR_INVALID_VALUE;
+  return host_fn("cuStreamAddCallback", hStream, NULL, callback, userData, flags);
+}
+GL_CU_API CUresult cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback callback,
+                                            void *userData, unsigned int flags);
+CUresult cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback callback, void *userData,
+                                  unsigned int flags) {
+  return cuStreamAddCallback(hStream, callback, userData, flags);
+}

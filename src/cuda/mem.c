@@ -138,7 +138,7 @@ CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr 
 }
 
 /* The copies, under the lock with the session open. */
-static CUresult htod(const char *call, CUdeviceptr dst, const void *src, size_t n) {
+CUresult gl_cu_htod(const char *call, CUdeviceptr dst, const void *src, size_t n) {
   if (n == 0) return CUDA_SUCCESS;
   if (!src) return CUDA_ERROR_INVALID_VALUE;
   const gl_cu_alloc *a = gl_cu_find_alloc(dst, n);
@@ -149,7 +149,7 @@ static CUresult htod(const char *call, CUdeviceptr dst, const void *src, size_t 
   return CUDA_SUCCESS;
 }
 
-static CUresult dtoh(const char *call, void *dst, CUdeviceptr src, size_t n) {
+CUresult gl_cu_dtoh(const char *call, void *dst, CUdeviceptr src, size_t n) {
   if (n == 0) return CUDA_SUCCESS;
   if (!dst) return CUDA_ERROR_INVALID_VALUE;
   const gl_cu_alloc *a = gl_cu_find_alloc(src, n);
@@ -160,7 +160,7 @@ static CUresult dtoh(const char *call, void *dst, CUdeviceptr src, size_t n) {
   return CUDA_SUCCESS;
 }
 
-static CUresult dtod(const char *call, CUdeviceptr dst, CUdeviceptr src, size_t n) {
+CUresult gl_cu_dtod(const char *call, CUdeviceptr dst, CUdeviceptr src, size_t n) {
   if (n == 0) return CUDA_SUCCESS;
   const gl_cu_alloc *d = gl_cu_find_alloc(dst, n), *s = gl_cu_find_alloc(src, n);
   if (!d) return bad_range(call, dst, n);
@@ -174,12 +174,12 @@ static CUresult dtod(const char *call, CUdeviceptr dst, CUdeviceptr src, size_t 
 
 /* Unified addressing (cuMemcpy): a pointer inside an allocation is the
  * device's, any other the host's. */
-static CUresult unified(const char *call, CUdeviceptr dst, CUdeviceptr src, size_t n) {
+CUresult gl_cu_unified(const char *call, CUdeviceptr dst, CUdeviceptr src, size_t n) {
   if (n == 0) return CUDA_SUCCESS;
   bool dd = gl_cu_find_alloc(dst, 1) != NULL, sd = gl_cu_find_alloc(src, 1) != NULL;
-  if (dd && sd) return dtod(call, dst, src, n);
-  if (dd) return htod(call, dst, (const void *)(uintptr_t)src, n);
-  if (sd) return dtoh(call, (void *)(uintptr_t)dst, src, n);
+  if (dd && sd) return gl_cu_dtod(call, dst, src, n);
+  if (dd) return gl_cu_htod(call, dst, (const void *)(uintptr_t)src, n);
+  if (sd) return gl_cu_dtoh(call, (void *)(uintptr_t)dst, src, n);
   memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
   return CUDA_SUCCESS;
 }
@@ -201,49 +201,49 @@ static CUresult unified(const char *call, CUdeviceptr dst, CUdeviceptr src, size
   if (!gl_cu_stream_ok(hStream)) return CUDA_ERROR_INVALID_HANDLE
 
 GL_CU_COPY(cuMemcpyHtoD_v2, (CUdeviceptr dst, const void *src, size_t n),
-           NOSTREAM, htod("cuMemcpyHtoD", dst, src, n))
+           NOSTREAM, gl_cu_htod("cuMemcpyHtoD", dst, src, n))
 GL_CU_COPY(cuMemcpyDtoH_v2, (void *dst, CUdeviceptr src, size_t n), NOSTREAM,
-           dtoh("cuMemcpyDtoH", dst, src, n))
+           gl_cu_dtoh("cuMemcpyDtoH", dst, src, n))
 GL_CU_COPY(cuMemcpyDtoD_v2, (CUdeviceptr dst, CUdeviceptr src, size_t n),
-           NOSTREAM, dtod("cuMemcpyDtoD", dst, src, n))
+           NOSTREAM, gl_cu_dtod("cuMemcpyDtoD", dst, src, n))
 GL_CU_COPY(cuMemcpy, (CUdeviceptr dst, CUdeviceptr src, size_t n), NOSTREAM,
-           unified("cuMemcpy", dst, src, n))
+           gl_cu_unified("cuMemcpy", dst, src, n))
 GL_CU_COPY(cuMemcpyHtoDAsync_v2,
            (CUdeviceptr dst, const void *src, size_t n, CUstream hStream), STREAMCHK,
-           htod("cuMemcpyHtoDAsync", dst, src, n))
+           gl_cu_htod("cuMemcpyHtoDAsync", dst, src, n))
 GL_CU_COPY(cuMemcpyDtoHAsync_v2,
            (void *dst, CUdeviceptr src, size_t n, CUstream hStream), STREAMCHK,
-           dtoh("cuMemcpyDtoHAsync", dst, src, n))
+           gl_cu_dtoh("cuMemcpyDtoHAsync", dst, src, n))
 GL_CU_COPY(cuMemcpyDtoDAsync_v2,
            (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream hStream), STREAMCHK,
-           dtod("cuMemcpyDtoDAsync", dst, src, n))
+           gl_cu_dtod("cuMemcpyDtoDAsync", dst, src, n))
 GL_CU_COPY(cuMemcpyAsync,
            (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream hStream), STREAMCHK,
-           unified("cuMemcpyAsync", dst, src, n))
+           gl_cu_unified("cuMemcpyAsync", dst, src, n))
 /* The per-thread default stream's variants: one stream order anyway. */
 GL_CU_COPY(cuMemcpyHtoD_v2_ptds, (CUdeviceptr dst, const void *src, size_t n),
-           NOSTREAM, htod("cuMemcpyHtoD", dst, src, n))
+           NOSTREAM, gl_cu_htod("cuMemcpyHtoD", dst, src, n))
 GL_CU_COPY(cuMemcpyDtoH_v2_ptds, (void *dst, CUdeviceptr src, size_t n),
-           NOSTREAM, dtoh("cuMemcpyDtoH", dst, src, n))
+           NOSTREAM, gl_cu_dtoh("cuMemcpyDtoH", dst, src, n))
 GL_CU_COPY(cuMemcpyDtoD_v2_ptds, (CUdeviceptr dst, CUdeviceptr src, size_t n),
-           NOSTREAM, dtod("cuMemcpyDtoD", dst, src, n))
+           NOSTREAM, gl_cu_dtod("cuMemcpyDtoD", dst, src, n))
 GL_CU_COPY(cuMemcpy_ptds, (CUdeviceptr dst, CUdeviceptr src, size_t n), NOSTREAM,
-           unified("cuMemcpy", dst, src, n))
+           gl_cu_unified("cuMemcpy", dst, src, n))
 GL_CU_COPY(cuMemcpyHtoDAsync_v2_ptsz,
            (CUdeviceptr dst, const void *src, size_t n, CUstream hStream), STREAMCHK,
-           htod("cuMemcpyHtoDAsync", dst, src, n))
+           gl_cu_htod("cuMemcpyHtoDAsync", dst, src, n))
 GL_CU_COPY(cuMemcpyDtoHAsync_v2_ptsz,
            (void *dst, CUdeviceptr src, size_t n, CUstream hStream), STREAMCHK,
-           dtoh("cuMemcpyDtoHAsync", dst, src, n))
+           gl_cu_dtoh("cuMemcpyDtoHAsync", dst, src, n))
 GL_CU_COPY(cuMemcpyDtoDAsync_v2_ptsz,
            (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream hStream), STREAMCHK,
-           dtod("cuMemcpyDtoDAsync", dst, src, n))
+           gl_cu_dtod("cuMemcpyDtoDAsync", dst, src, n))
 GL_CU_COPY(cuMemcpyAsync_ptsz,
            (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream hStream), STREAMCHK,
-           unified("cuMemcpyAsync", dst, src, n))
+           gl_cu_unified("cuMemcpyAsync", dst, src, n))
 
 /* Memsets of n elements of 1, 2 or 4 bytes (MEMSET, pipelined). */
-static CUresult memset_n(const char *call, CUdeviceptr dst, uint32_t elem, uint32_t value,
+CUresult gl_cu_memset_n(const char *call, CUdeviceptr dst, uint32_t elem, uint32_t value,
                          size_t n) {
   if (n == 0) return CUDA_SUCCESS;
   if (dst % elem) return CUDA_ERROR_INVALID_VALUE;
@@ -258,35 +258,35 @@ static CUresult memset_n(const char *call, CUdeviceptr dst, uint32_t elem, uint3
 }
 
 GL_CU_COPY(cuMemsetD8_v2, (CUdeviceptr dst, unsigned char v, size_t n), NOSTREAM,
-           memset_n("cuMemsetD8", dst, 1, v, n))
+           gl_cu_memset_n("cuMemsetD8", dst, 1, v, n))
 GL_CU_COPY(cuMemsetD16_v2, (CUdeviceptr dst, unsigned short v, size_t n),
-           NOSTREAM, memset_n("cuMemsetD16", dst, 2, v, n))
+           NOSTREAM, gl_cu_memset_n("cuMemsetD16", dst, 2, v, n))
 GL_CU_COPY(cuMemsetD32_v2, (CUdeviceptr dst, unsigned int v, size_t n),
-           NOSTREAM, memset_n("cuMemsetD32", dst, 4, v, n))
+           NOSTREAM, gl_cu_memset_n("cuMemsetD32", dst, 4, v, n))
 GL_CU_COPY(cuMemsetD8Async,
            (CUdeviceptr dst, unsigned char v, size_t n, CUstream hStream), STREAMCHK,
-           memset_n("cuMemsetD8Async", dst, 1, v, n))
+           gl_cu_memset_n("cuMemsetD8Async", dst, 1, v, n))
 GL_CU_COPY(cuMemsetD16Async,
            (CUdeviceptr dst, unsigned short v, size_t n, CUstream hStream), STREAMCHK,
-           memset_n("cuMemsetD16Async", dst, 2, v, n))
+           gl_cu_memset_n("cuMemsetD16Async", dst, 2, v, n))
 GL_CU_COPY(cuMemsetD32Async,
            (CUdeviceptr dst, unsigned int v, size_t n, CUstream hStream), STREAMCHK,
-           memset_n("cuMemsetD32Async", dst, 4, v, n))
+           gl_cu_memset_n("cuMemsetD32Async", dst, 4, v, n))
 GL_CU_COPY(cuMemsetD8_v2_ptds, (CUdeviceptr dst, unsigned char v, size_t n),
-           NOSTREAM, memset_n("cuMemsetD8", dst, 1, v, n))
+           NOSTREAM, gl_cu_memset_n("cuMemsetD8", dst, 1, v, n))
 GL_CU_COPY(cuMemsetD16_v2_ptds, (CUdeviceptr dst, unsigned short v, size_t n),
-           NOSTREAM, memset_n("cuMemsetD16", dst, 2, v, n))
+           NOSTREAM, gl_cu_memset_n("cuMemsetD16", dst, 2, v, n))
 GL_CU_COPY(cuMemsetD32_v2_ptds, (CUdeviceptr dst, unsigned int v, size_t n),
-           NOSTREAM, memset_n("cuMemsetD32", dst, 4, v, n))
+           NOSTREAM, gl_cu_memset_n("cuMemsetD32", dst, 4, v, n))
 GL_CU_COPY(cuMemsetD8Async_ptsz,
            (CUdeviceptr dst, unsigned char v, size_t n, CUstream hStream), STREAMCHK,
-           memset_n("cuMemsetD8Async", dst, 1, v, n))
+           gl_cu_memset_n("cuMemsetD8Async", dst, 1, v, n))
 GL_CU_COPY(cuMemsetD16Async_ptsz,
            (CUdeviceptr dst, unsigned short v, size_t n, CUstream hStream), STREAMCHK,
-           memset_n("cuMemsetD16Async", dst, 2, v, n))
+           gl_cu_memset_n("cuMemsetD16Async", dst, 2, v, n))
 GL_CU_COPY(cuMemsetD32Async_ptsz,
            (CUdeviceptr dst, unsigned int v, size_t n, CUstream hStream), STREAMCHK,
-           memset_n("cuMemsetD32Async", dst, 4, v, n))
+           gl_cu_memset_n("cuMemsetD32Async", dst, 4, v, n))
 
 /* Host memory. */
 GL_CU_API CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags);

@@ -100,6 +100,11 @@ typedef struct drv {
                                   CUdriverProcAddressQueryResult *);
   CUresult (*cuMemAllocManaged)(CUdeviceptr *, size_t, unsigned);
   CUresult (*cuDevicePrimaryCtxReset_v2)(CUdevice);
+  CUresult (*cuMemAllocPitch_v2)(CUdeviceptr *, size_t *, size_t, size_t, unsigned);
+  CUresult (*cuMemcpy2D_v2)(const CUDA_MEMCPY2D *);
+  CUresult (*cuMemcpy3D_v2)(const CUDA_MEMCPY3D *);
+  CUresult (*cuMemsetD2D8_v2)(CUdeviceptr, size_t, unsigned char, size_t, size_t);
+  CUresult (*cuLaunchHostFunc)(CUstream, CUhostFn, void *);
 } drv;
 
 static void *sym(void *so, const char *name) {
@@ -139,7 +144,11 @@ static void load(drv *d) {
   LOAD(d, cuEventSynchronize); LOAD(d, cuEventElapsedTime); LOAD(d, cuEventDestroy_v2);
   LOAD(d, cuGetErrorName); LOAD(d, cuGetErrorString); LOAD(d, cuGetProcAddress_v2);
   LOAD(d, cuMemAllocManaged); LOAD(d, cuDevicePrimaryCtxReset_v2);
+  LOAD(d, cuMemAllocPitch_v2); LOAD(d, cuMemcpy2D_v2); LOAD(d, cuMemcpy3D_v2);
+  LOAD(d, cuMemsetD2D8_v2); LOAD(d, cuLaunchHostFunc);
 }
+
+
 
 static const char *ename(const drv *d, CUresult r) {
   const char *s = NULL;
@@ -180,6 +189,77 @@ static void child_no_lease(void) {
   drv d;
   load(&d);
   _exit(d.cuInit(0) == CUDA_ERROR_NO_DEVICE && d.cuInit(0) == CUDA_ERROR_NO_DEVICE ? 0 : 1);
+}
+
+static void host_fn(void *user) { *(int *)user += 1; }
+
+/* Pitched copies: 12 rows of 40 bytes from a host matrix of pitch 64 into
+ * a pitched allocation, a memset of an inner rectangle, back into a
+ * contiguous host block (2D), and two slices of it (3D). */
+static void check_pitched(const drv *d) {
+  enum { W = 40, H = 12, HP = 64 };
+  CUdeviceptr dev = 0;
+  size_t pitch = 0;
+  OK(d, d->cuMemAllocPitch_v2(&dev, &pitch, W, H, 4));
+  assert_true(pitch >= W);
+  uint8_t src[H * HP], out[H * W];
+  for (int i = 0; i < H * HP; i++) src[i] = (uint8_t)(i * 7 + 1);
+  CUDA_MEMCPY2D c;
+  memset(&c, 0, sizeof c);
+  c.srcMemoryType = CU_MEMORYTYPE_HOST;
+  c.srcHost = src;
+  c.srcPitch = HP;
+  c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.dstDevice = dev;
+  c.dstPitch = pitch;
+  c.WidthInBytes = W;
+  c.Height = H;
+  OK(d, d->cuMemcpy2D_v2(&c));
+  /* Rows 2..5, bytes 8..15 of each, set to 0xab. */
+  OK(d, d->cuMemsetD2D8_v2(dev + 2 * pitch + 8, pitch, 0xab, 8, 4));
+  memset(&c, 0, sizeof c);
+  c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.srcDevice = dev;
+  c.srcPitch = pitch;
+  c.dstMemoryType = CU_MEMORYTYPE_HOST;
+  c.dstHost = out;
+  c.dstPitch = W;
+  c.WidthInBytes = W;
+  c.Height = H;
+  OK(d, d->cuMemcpy2D_v2(&c));
+  for (int y = 0; y < H; y++)
+    for (int x = 0; x < W; x++) {
+      bool set = y >= 2 && y < 6 && x >= 8 && x < 16;
+      assert_int_equal(out[y * W + x], set ? 0xab : src[y * HP + x]);
+    }
+  /* 3D: two slices of 3 rows (slice height 6) from row 1, x 4, width 20. */
+  CUDA_MEMCPY3D t;
+  memset(&t, 0, sizeof t);
+  uint8_t vol[2 * 3 * 20];
+  t.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  t.srcDevice = dev;
+  t.srcPitch = pitch;
+  t.srcHeight = 6;
+  t.srcXInBytes = 4;
+  t.srcY = 1;
+  t.dstMemoryType = CU_MEMORYTYPE_HOST;
+  t.dstHost = vol;
+  t.dstPitch = 20;
+  t.dstHeight = 3;
+  t.WidthInBytes = 20;
+  t.Height = 3;
+  t.Depth = 2;
+  OK(d, d->cuMemcpy3D_v2(&t));
+  for (int z = 0; z < 2; z++)
+    for (int y = 0; y < 3; y++)
+      for (int x = 0; x < 20; x++) {
+        int row = 1 + y + z * 6, col = 4 + x;
+        assert_int_equal(vol[(z * 3 + y) * 20 + x], out[row * W + col]);
+      }
+  /* A pitch smaller than the width: refused. */
+  c.dstPitch = W - 1;
+  assert_int_equal(d->cuMemcpy2D_v2(&c), CUDA_ERROR_INVALID_VALUE);
+  OK(d, d->cuMemFree_v2(dev));
 }
 
 static void test_shim(void **state) {
@@ -315,6 +395,14 @@ static void test_shim(void **state) {
   OK(&d, d.cuMemcpyDtoH_v2(pin, b, n * 4));
   for (size_t i = 0; i < n; i++) assert_int_equal(pin[i], (uint32_t)i ^ 0xabcdu);
   OK(&d, d.cuMemFreeHost(pin));
+
+  check_pitched(&d);
+  /* A host function runs once the stream's earlier work is done. */
+  int ran = 0;
+  OK(&d, d.cuLaunchKernel(fill, (cnt + 127) / 128, 1, 1, 128, 1, 1, 0, s, params, NULL));
+  OK(&d, d.cuLaunchHostFunc(s, host_fn, &ran));
+  OK(&d, d.cuStreamSynchronize(s));
+  assert_int_equal(ran, 1);
 
   /* cuGetProcAddress: the versioned symbol for the base name. */
   void *fn = NULL;
