@@ -362,8 +362,6 @@ _Static_assert(sizeof(integrity_device) == 28, "the device record's layout");
 static const uint8_t INTEGRITY_KEY[16] = {0x14, 0x6a, 0xdd, 0xae, 0x53, 0xa9, 0xa7, 0x52,
                                           0xaa, 0x08, 0x41, 0x36, 0x0b, 0xf5, 0x5a, 0x9f};
 
-static CUresult integrity_check(unsigned version, uint64_t unix_seconds, uint64_t out[2]);
-
 static CUresult integrity_check(unsigned version, uint64_t unix_seconds, uint64_t out[2]) {
   TRACE_SLOT(T_INTEGRITY, 1);
   if (!out) return CUDA_ERROR_INVALID_VALUE;

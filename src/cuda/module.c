@@ -390,3 +390,32 @@ GL_CU_API CUresult cuKernelGetName(const char **name, CUkernel hfunc);
 CUresult cuKernelGetName(const char **name, CUkernel hfunc) {
   return cuFuncGetName(name, (CUfunction)hfunc);
 }
+
+/* A module's globals (__device__, __constant__ variables): the protocol
+ * has no op that gives a global's device address, so the runtime's
+ * cudaMemcpyToSymbol, cudaGetSymbolAddress and their kin fail cleanly;
+ * the module's kernels run. */
+#define GL_CU_NO_GLOBALS                                                                  \
+  "no protocol op gives a module global's device address (cudaMemcpyToSymbol, "          \
+  "cudaGetSymbolAddress); the module's kernels run"
+GL_CU_API CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod,
+                                        const char *name);
+CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod,
+                              const char *name) {
+  (void)dptr;
+  (void)bytes;
+  (void)hmod;
+  (void)name;
+  return gl_cu_unsupported("cuModuleGetGlobal", GL_CU_NO_GLOBALS);
+}
+
+GL_CU_API CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
+                                      const char *name);
+CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
+                            const char *name) {
+  (void)dptr;
+  (void)bytes;
+  (void)library;
+  (void)name;
+  return gl_cu_unsupported("cuLibraryGetGlobal", GL_CU_NO_GLOBALS);
+}

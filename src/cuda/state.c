@@ -61,6 +61,7 @@ static const char *env(const char *name) {
 }
 
 /* Sets the init failure: status and the one line the shim prints. */
+static CUresult init_fail(CUresult st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static CUresult init_fail(CUresult st, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

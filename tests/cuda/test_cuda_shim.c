@@ -301,6 +301,8 @@ static void test_shim(void **state) {
   float ms = -1;
   OK(&d, d.cuEventElapsedTime(&ms, e0, e1));
   assert_true(ms >= 0);
+  OK(&d, d.cuEventDestroy_v2(e0));
+  OK(&d, d.cuEventDestroy_v2(e1));
   OK(&d, d.cuMemcpyDtoHAsync_v2(g, a, n * 4, s));
   OK(&d, d.cuStreamSynchronize(s));
   for (size_t i = 0; i < 64; i++) assert_int_equal(g[i], i < 16 ? 0x5a5a5a5a : h[i - 16]);
@@ -372,6 +374,7 @@ static void test_shim(void **state) {
   gpulease_lease l2;
   assert_int_equal(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, MiB, 60, &l2, &err), GPULEASE_OK);
   assert_int_equal(gpulease_lease_free(c, &l2, &err), GPULEASE_OK);
+  OK(&d, d.cuStreamDestroy_v2(s));
   free(h);
   free(g);
   gpulease_client_close(c);
