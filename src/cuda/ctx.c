@@ -39,6 +39,7 @@ static void close_session(void) {
   gl_cu.nmods = 0;
   memset(gl_cu.event_slots, 0, sizeof gl_cu.event_slots);
   gl_cu.sticky = CUDA_SUCCESS; /* a new context starts clean */
+  gl_cu_cls_detach();          /* the runtime's values of it: their destructors run unlocked */
 }
 
 GL_CU_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev);
@@ -59,7 +60,9 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   if (dev != 0) return gl_cu_leave(CUDA_ERROR_INVALID_DEVICE);
   if (gl_cu.primary_refs == 0) return gl_cu_leave(CUDA_ERROR_INVALID_CONTEXT);
   if (--gl_cu.primary_refs == 0) close_session();
-  return gl_cu_leave(CUDA_SUCCESS);
+  gl_cu_unlock();
+  gl_cu_cls_run_dtors();
+  return CUDA_SUCCESS;
 }
 CUresult cuDevicePrimaryCtxRelease(CUdevice dev) { return cuDevicePrimaryCtxRelease_v2(dev); }
 
@@ -71,7 +74,9 @@ CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   if (dev != 0) return gl_cu_leave(CUDA_ERROR_INVALID_DEVICE);
   close_session();
   gl_cu.primary_refs = 0;
-  return gl_cu_leave(CUDA_SUCCESS);
+  gl_cu_unlock();
+  gl_cu_cls_run_dtors();
+  return CUDA_SUCCESS;
 }
 CUresult cuDevicePrimaryCtxReset(CUdevice dev) { return cuDevicePrimaryCtxReset_v2(dev); }
 
@@ -222,4 +227,28 @@ CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
   return gl_cu_unsupported("cuCtxSetLimit",
                            "set the printf FIFO and malloc heap with the lease: gpulease exec "
                            "--printf-fifo, --malloc-heap");
+}
+
+/* CUDA 13's forms that name the context (NULL: the current one). */
+GL_CU_API CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx);
+CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx) {
+  if (ctx && !ctx_ok(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  return cuCtxGetDevice(device);
+}
+
+GL_CU_API CUresult cuCtxSynchronize_v2(CUcontext ctx);
+CUresult cuCtxSynchronize_v2(CUcontext ctx) {
+  if (ctx && !ctx_ok(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  return cuCtxSynchronize();
+}
+
+/* The context's id: the lease's one context, 1. */
+GL_CU_API CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId);
+CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId) {
+  if (!ctxId) return CUDA_ERROR_INVALID_VALUE;
+  GL_CU_ENTER();
+  if (!ctx) ctx = gl_cu.session ? current : NULL;
+  if (!ctx_ok(ctx)) return gl_cu_leave(CUDA_ERROR_INVALID_CONTEXT);
+  *ctxId = 1;
+  return gl_cu_leave(CUDA_SUCCESS);
 }

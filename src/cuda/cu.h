@@ -147,6 +147,15 @@ typedef enum CUfunc_cache_enum {
 typedef enum CUsharedconfig_enum {
   CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE = 0,
 } CUsharedconfig;
+typedef enum CUmoduleLoadingMode_enum {
+  CU_MODULE_EAGER_LOADING = 0x1,
+  CU_MODULE_LAZY_LOADING = 0x2,
+} CUmoduleLoadingMode;
+typedef struct CUlib_st *CUlibrary;
+typedef enum CUlibraryOption_enum {
+  CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE = 0,
+} CUlibraryOption;
+typedef size_t (*CUoccupancyB2DSize)(int blockSize);
 #endif /* __cuda_cuda_h__ */
 
 /* The layouts the ABI build (cuda.h's own structs) checks as well. */
@@ -183,11 +192,19 @@ struct CUfunc_st {
 struct CUctx_st {
   uint32_t magic;
 };
+/* A library (cuLibraryLoadData) is one module of the context (the lease
+ * has one); its kernels (CUkernel) are the module's functions, so a
+ * CUkernel passes as a CUfunction to the launches, as CUDA allows. */
+struct CUlib_st {
+  uint32_t magic;
+  struct CUmod_st *mod;
+};
 #define GL_CU_STREAM_MAGIC 0x53747265u
 #define GL_CU_EVENT_MAGIC 0x45766e74u
 #define GL_CU_MODULE_MAGIC 0x4d6f646cu
 #define GL_CU_FUNC_MAGIC 0x46756e63u
 #define GL_CU_CTX_MAGIC 0x43747820u
+#define GL_CU_LIB_MAGIC 0x4c696272u
 
 /* One device allocation (cuMemAlloc): a session buffer at its device
  * address. The table is sorted by address. */
@@ -305,7 +322,24 @@ void gl_cu_drop_launch(void);
 int gl_cu_error_in_message(const char *message);
 
 /* The proc-address table (proc.c): fn for a name as cuGetProcAddress
- * asks (base name, CUDA version, per-thread stream flag), or NULL. */
-void *gl_cu_proc_lookup(const char *symbol, int cuda_version, uint64_t flags);
+ * asks (base name, CUDA version, per-thread stream flag), or NULL; *stub
+ * (when not NULL) says whether fn is a NOT_SUPPORTED stub. */
+void *gl_cu_proc_lookup(const char *symbol, int cuda_version, uint64_t flags, bool *stub);
+
+/* GPULEASE_CUDA_TRACE=1: whether the shim traces what the CUDA runtime
+ * asks of it (export tables, their slots, entry points that are stubs),
+ * and one line "gpulease trace: ..." on stderr when it does. */
+bool gl_cu_tracing(void);
+void gl_cu_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The export tables (export_tables.c): the table of that UUID, or NULL. */
+const void *gl_cu_export_table(const unsigned char uuid[16]);
+
+/* Context-local storage (export_tables.c): the runtime's values of the
+ * primary context whose session is closing are taken off (under gl_cu.mu,
+ * from close_session), and their destructors run later, without the lock
+ * (gl_cu_cls_run_dtors, by the entry point that closed the session). */
+void gl_cu_cls_detach(void);
+void gl_cu_cls_run_dtors(void);
 
 #endif /* GL_CUDA_CU_H */

@@ -271,6 +271,37 @@ CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx) {
   return CUDA_SUCCESS;
 }
 
+/* A stream's id: unique while the process runs (the default streams 0,
+ * legacy 1, per-thread 2; the shim's streams their address). */
+static CUresult stream_id(CUstream s, unsigned long long *id) {
+  if (!id || !gl_cu_stream_ok(s)) return CUDA_ERROR_INVALID_HANDLE;
+  *id = (unsigned long long)(uintptr_t)s;
+  return CUDA_SUCCESS;
+}
+GL_CU_API CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId);
+CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId) {
+  return stream_id(hStream, streamId);
+}
+GL_CU_API CUresult cuStreamGetId_ptsz(CUstream hStream, unsigned long long *streamId);
+CUresult cuStreamGetId_ptsz(CUstream hStream, unsigned long long *streamId) {
+  return stream_id(hStream, streamId);
+}
+
+static CUresult stream_device(CUstream s, CUdevice *dev) {
+  if (!dev) return CUDA_ERROR_INVALID_VALUE;
+  if (!gl_cu_stream_ok(s)) return CUDA_ERROR_INVALID_HANDLE;
+  *dev = 0;
+  return CUDA_SUCCESS;
+}
+GL_CU_API CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device);
+CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device) {
+  return stream_device(hStream, device);
+}
+GL_CU_API CUresult cuStreamGetDevice_ptsz(CUstream hStream, CUdevice *device);
+CUresult cuStreamGetDevice_ptsz(CUstream hStream, CUdevice *device) {
+  return stream_device(hStream, device);
+}
+
 /* Events: each holds one of the session's event slots. */
 GL_CU_API CUresult cuEventCreate(CUevent *phEvent, unsigned int flags);
 CUresult cuEventCreate(CUevent *phEvent, unsigned int flags) {

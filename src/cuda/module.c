@@ -231,3 +231,191 @@ CUresult cuFuncGetName(const char **name, CUfunction hfunc) {
   *name = hfunc->name;
   return gl_cu_leave(CUDA_SUCCESS);
 }
+
+/* Modules load whole (MODULE_LOAD compiles every kernel): eager loading. */
+GL_CU_API CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode);
+CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode) {
+  if (!mode) return CUDA_ERROR_INVALID_VALUE;
+  *mode = CU_MODULE_EAGER_LOADING;
+  return CUDA_SUCCESS;
+}
+
+/* Libraries: a library is a module, loaded at once (the shim's context
+ * is the lease's only one), and its kernels are the module's functions. */
+static bool lib_ok(CUlibrary l) { return l && l->magic == GL_CU_LIB_MAGIC && mod_ok(l->mod); }
+
+/* Library options the shim takes: the host table of functions and data
+ * (it keeps none) and whether the caller keeps its image (the daemon has
+ * the module's own copy). */
+static CUresult lib_options(const char *call, const CUlibraryOption *opts, unsigned n) {
+  for (unsigned i = 0; opts && i < n; i++)
+    if ((int)opts[i] != 0 /* HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE */ &&
+        (int)opts[i] != 1 /* BINARY_IS_PRESERVED */) {
+      char why[64];
+      snprintf(why, sizeof why, "library option %d", (int)opts[i]);
+      return gl_cu_unsupported(call, why);
+    }
+  return CUDA_SUCCESS;
+}
+
+static CUresult lib_new(CUlibrary *library, CUmodule mod) {
+  struct CUlib_st *l = calloc(1, sizeof *l);
+  if (!l) {
+    cuModuleUnload(mod);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  l->magic = GL_CU_LIB_MAGIC;
+  l->mod = mod;
+  *library = l;
+  return CUDA_SUCCESS;
+}
+
+GL_CU_API CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
+                                     CUjit_option *jitOptions, void **jitOptionsValues,
+                                     unsigned int numJitOptions, CUlibraryOption *libraryOptions,
+                                     void **libraryOptionValues, unsigned int numLibraryOptions);
+CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
+                           void **jitOptionsValues, unsigned int numJitOptions,
+                           CUlibraryOption *libraryOptions, void **libraryOptionValues,
+                           unsigned int numLibraryOptions) {
+  (void)libraryOptionValues;
+  if (!library || !code) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = lib_options("cuLibraryLoadData", libraryOptions, numLibraryOptions);
+  if (r != CUDA_SUCCESS) return r;
+  CUmodule mod = NULL;
+  r = cuModuleLoadDataEx(&mod, code, numJitOptions, jitOptions, jitOptionsValues);
+  return r == CUDA_SUCCESS ? lib_new(library, mod) : r;
+}
+
+GL_CU_API CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName,
+                                         CUjit_option *jitOptions, void **jitOptionsValues,
+                                         unsigned int numJitOptions,
+                                         CUlibraryOption *libraryOptions,
+                                         void **libraryOptionValues,
+                                         unsigned int numLibraryOptions);
+CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, CUjit_option *jitOptions,
+                               void **jitOptionsValues, unsigned int numJitOptions,
+                               CUlibraryOption *libraryOptions, void **libraryOptionValues,
+                               unsigned int numLibraryOptions) {
+  (void)jitOptions;
+  (void)jitOptionsValues;
+  (void)numJitOptions;
+  (void)libraryOptionValues;
+  if (!library || !fileName) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = lib_options("cuLibraryLoadFromFile", libraryOptions, numLibraryOptions);
+  if (r != CUDA_SUCCESS) return r;
+  CUmodule mod = NULL;
+  r = cuModuleLoad(&mod, fileName);
+  return r == CUDA_SUCCESS ? lib_new(library, mod) : r;
+}
+
+GL_CU_API CUresult cuLibraryUnload(CUlibrary library);
+CUresult cuLibraryUnload(CUlibrary library) {
+  if (!library || library->magic != GL_CU_LIB_MAGIC) return CUDA_ERROR_INVALID_HANDLE;
+  gl_cu_lock();
+  bool live = mod_ok(library->mod);
+  gl_cu_unlock();
+  /* Its module went with a context that ended: nothing left to unload. */
+  CUresult r = live ? cuModuleUnload(library->mod) : CUDA_SUCCESS;
+  library->magic = 0;
+  free(library);
+  return r;
+}
+
+GL_CU_API CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library);
+CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library) {
+  if (!pMod) return CUDA_ERROR_INVALID_VALUE;
+  GL_CU_ENTER();
+  if (!lib_ok(library)) return gl_cu_leave(CUDA_ERROR_INVALID_HANDLE);
+  *pMod = library->mod;
+  return gl_cu_leave(CUDA_SUCCESS);
+}
+
+GL_CU_API CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name);
+CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name) {
+  if (!pKernel || !name) return CUDA_ERROR_INVALID_VALUE;
+  gl_cu_lock();
+  bool ok = lib_ok(library);
+  gl_cu_unlock();
+  if (!ok) return CUDA_ERROR_INVALID_HANDLE;
+  CUfunction f = NULL;
+  CUresult r = cuModuleGetFunction(&f, library->mod, name);
+  if (r == CUDA_SUCCESS) *pKernel = (CUkernel)f;
+  return r;
+}
+
+static bool kernel_ok(CUkernel k) {
+  return k && ((struct CUfunc_st *)k)->magic == GL_CU_FUNC_MAGIC;
+}
+
+GL_CU_API CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel);
+CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel) {
+  if (!pFunc) return CUDA_ERROR_INVALID_VALUE;
+  GL_CU_ENTER_CTX();
+  if (!kernel_ok(kernel)) return gl_cu_leave(CUDA_ERROR_INVALID_HANDLE);
+  *pFunc = (CUfunction)kernel;
+  return gl_cu_leave(CUDA_SUCCESS);
+}
+
+GL_CU_API CUresult cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel);
+CUresult cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel) {
+  (void)pLib;
+  (void)kernel;
+  return gl_cu_unsupported("cuKernelGetLibrary", "the shim keeps no kernel's library");
+}
+
+GL_CU_API CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel,
+                                        CUdevice dev);
+CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel,
+                              CUdevice dev) {
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  return cuFuncGetAttribute(pi, attrib, (CUfunction)kernel);
+}
+
+GL_CU_API CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel,
+                                        CUdevice dev);
+CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel,
+                              CUdevice dev) {
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  return cuFuncSetAttribute((CUfunction)kernel, attrib, val);
+}
+
+GL_CU_API CUresult cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice dev);
+CUresult cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice dev) {
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  return cuFuncSetCacheConfig((CUfunction)kernel, config);
+}
+
+GL_CU_API CUresult cuKernelGetName(const char **name, CUkernel hfunc);
+CUresult cuKernelGetName(const char **name, CUkernel hfunc) {
+  return cuFuncGetName(name, (CUfunction)hfunc);
+}
+
+/* A module's globals (__device__, __constant__ variables): the protocol
+ * has no op that gives a global's device address, so the runtime's
+ * cudaMemcpyToSymbol, cudaGetSymbolAddress and their kin fail cleanly;
+ * the module's kernels run. */
+#define GL_CU_NO_GLOBALS                                                                  \
+  "no protocol op gives a module global's device address (cudaMemcpyToSymbol, "          \
+  "cudaGetSymbolAddress); the module's kernels run"
+GL_CU_API CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod,
+                                        const char *name);
+CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod,
+                              const char *name) {
+  (void)dptr;
+  (void)bytes;
+  (void)hmod;
+  (void)name;
+  return gl_cu_unsupported("cuModuleGetGlobal", GL_CU_NO_GLOBALS);
+}
+
+GL_CU_API CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
+                                      const char *name);
+CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
+                            const char *name) {
+  (void)dptr;
+  (void)bytes;
+  (void)library;
+  (void)name;
+  return gl_cu_unsupported("cuLibraryGetGlobal", GL_CU_NO_GLOBALS);
+}

@@ -26,10 +26,11 @@
 typedef struct proc_entry {
   const char *name;
   void (*fn)(void);
+  bool stub;
 } proc_entry;
 
-#define GL_CU_IMPL(name) {#name, name},
-#define GL_CU_STUB(name) {#name, name},
+#define GL_CU_IMPL(name) {#name, name, false},
+#define GL_CU_STUB(name) {#name, name, true},
 static const proc_entry TABLE[] = {
 #include "cuda/implemented.def"
 #include "cuda/unsupported.def"
@@ -90,7 +91,7 @@ static void split(const char *sym, char *base, size_t baselen, int *v, bool *per
   }
 }
 
-void *gl_cu_proc_lookup(const char *symbol, int cuda_version, uint64_t flags) {
+void *gl_cu_proc_lookup(const char *symbol, int cuda_version, uint64_t flags, bool *stub) {
   bool want_pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
   const proc_entry *best = NULL;
   int best_v = -1;
@@ -111,6 +112,7 @@ void *gl_cu_proc_lookup(const char *symbol, int cuda_version, uint64_t flags) {
       best_pt = pt;
     }
   }
+  if (stub) *stub = best && best->stub;
   return best ? (void *)best->fn : NULL;
 }
 

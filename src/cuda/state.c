@@ -299,3 +299,22 @@ CUresult gl_cu_unsupported(const char *call, const char *why) {
   pthread_mutex_unlock(&mu);
   return CUDA_ERROR_NOT_SUPPORTED;
 }
+
+bool gl_cu_tracing(void) {
+  static int on = -1; /* read once; a race reads the same value twice */
+  if (on < 0) {
+    const char *v = getenv("GPULEASE_CUDA_TRACE");
+    on = v && *v && strcmp(v, "0") != 0;
+  }
+  return on == 1;
+}
+
+void gl_cu_trace(const char *fmt, ...) {
+  if (!gl_cu_tracing()) return;
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "gpulease trace: %s\n", line);
+}

@@ -381,6 +381,8 @@ static void test_shim(void **state) {
   float ms = -1;
   OK(&d, d.cuEventElapsedTime(&ms, e0, e1));
   assert_true(ms >= 0);
+  OK(&d, d.cuEventDestroy_v2(e0));
+  OK(&d, d.cuEventDestroy_v2(e1));
   OK(&d, d.cuMemcpyDtoHAsync_v2(g, a, n * 4, s));
   OK(&d, d.cuStreamSynchronize(s));
   for (size_t i = 0; i < 64; i++) assert_int_equal(g[i], i < 16 ? 0x5a5a5a5a : h[i - 16]);
@@ -444,9 +446,6 @@ static void test_shim(void **state) {
   assert_int_equal(d.cuStreamSynchronize(s), CUDA_ERROR_ILLEGAL_ADDRESS);
   assert_int_equal(d.cuMemcpyDtoH_v2(g, a, 16), CUDA_ERROR_ILLEGAL_ADDRESS);
 
-  OK(&d, d.cuEventDestroy_v2(e0));
-  OK(&d, d.cuEventDestroy_v2(e1));
-  OK(&d, d.cuStreamDestroy_v2(s));
   /* A reset ends the lost context; the next call gets a fresh one. */
   OK(&d, d.cuDevicePrimaryCtxReset_v2(dev));
   CUdeviceptr z = 0;
@@ -463,6 +462,7 @@ static void test_shim(void **state) {
   gpulease_lease l2;
   assert_int_equal(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, MiB, 60, &l2, &err), GPULEASE_OK);
   assert_int_equal(gpulease_lease_free(c, &l2, &err), GPULEASE_OK);
+  OK(&d, d.cuStreamDestroy_v2(s));
   free(h);
   free(g);
   gpulease_client_close(c);
