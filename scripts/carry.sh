@@ -25,6 +25,9 @@ for t in "$B"/tests/test_e2e_* "$B"/tests/multigpu_check "$B"/tests/gl_backend_s
          "$B"/tests/test_backend_* "$B"/tests/test_cuda_shim "$B"/tests/test_nvml_shim; do
   [ -x "$t" ] && cp "$t" "$C/tests/"
 done
+for t in "$B"/tests/test_cuda_runtime "$B"/tests/cuda/rt_*; do
+  [ -x "$t" ] && mkdir -p "$C/tests/cuda" && cp "$t" "$C/tests/cuda/"
+done
 for b in "$B"/bench/gl_bench_*; do [ -x "$b" ] && cp "$b" "$C/bench/"; done
 cp -r "$B/kernels" "$C/"
 [ -d "$B/emu-kernels" ] && cp -r "$B/emu-kernels" "$C/"

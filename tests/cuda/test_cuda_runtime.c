@@ -41,9 +41,16 @@ static const char *shim_dir(void) {
   return GL_CUDA_SHIM_DIR;
 }
 
+/* Where the nvcc-built programs are: $GL_TEST_RT_DIR (programs carried to
+ * a GPU machine), else the build's. */
+static const char *prog_dir(void) {
+  const char *d = getenv("GL_TEST_RT_DIR");
+  return d && *d ? d : GL_RT_PROG_DIR;
+}
+
 /* Runs PROG under gpulease exec; its output (stdout and stderr) in out. */
 static int run(const gl_test_daemon *dm, const char *prog, char *out, size_t len) {
-  return gl_test_cli(dm, out, len, "exec --quiet --vram 64M -- %s/%s", GL_RT_PROG_DIR, prog);
+  return gl_test_cli(dm, out, len, "exec --quiet --vram 64M -- %s/%s", prog_dir(), prog);
 }
 
 static void test_runtime_programs(void **state) {
@@ -54,7 +61,11 @@ static void test_runtime_programs(void **state) {
   setenv("GPULEASE_CUDA_LIBDIR", shim_dir(), 1);
   /* The shared cudart (libcudart.so.13) from the toolkit nvcc came with;
    * gpulease exec puts the shim's directory before it. */
-  setenv("LD_LIBRARY_PATH", GL_RT_CUDART_DIR, 1);
+  static char ldpath[8192];
+  const char *was = getenv("LD_LIBRARY_PATH");
+  snprintf(ldpath, sizeof ldpath, "%s%s%s", GL_RT_CUDART_DIR, was && *was ? ":" : "",
+           was ? was : "");
+  setenv("LD_LIBRARY_PATH", ldpath, 1);
   if (GL_RT_PRELOAD[0]) {
     setenv("LD_PRELOAD", GL_RT_PRELOAD, 1);
     setenv("ASAN_OPTIONS", "detect_leaks=0", 1); /* cudart's own, at exit */

@@ -19,6 +19,16 @@ for t in test_cuda_shim test_nvml_shim; do
   GL_TEST_DEVICE=cuda GL_TEST_BIN_DIR=$B timeout 180 "$B/tests/$t" 2>&1 | tail -15
   result "$t on the GPU" "${PIPESTATUS[0]}"
 done
+# The CUDA runtime programs (tests/cuda/rt_*.cu, built by nvcc with
+# compute_90 PTX), where the build has them: in BUILD_DIR/tests/cuda/.
+R=$B/tests/cuda
+if [ -x "$R/test_cuda_runtime" ] || [ -x "$B/tests/test_cuda_runtime" ]; then
+  t=$R/test_cuda_runtime
+  [ -x "$t" ] || t=$B/tests/test_cuda_runtime
+  echo "== test_cuda_runtime on the GPU (nvcc programs, static and shared cudart)"
+  GL_TEST_DEVICE=cuda GL_TEST_BIN_DIR=$B GL_TEST_RT_DIR=$R timeout 180 "$t" 2>&1 | tail -15
+  result "CUDA runtime programs under gpulease exec on the GPU" "${PIPESTATUS[0]}"
+fi
 W=$(mktemp -d /tmp/gl-cudacheck-XXXXXX)
 "$B/src/daemon/gpuleased" --listen 127.0.0.1:0 --state-dir "$W" --ready-file "$W/ready" \
   2> "$W/daemon.log" &
