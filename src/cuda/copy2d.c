@@ -89,7 +89,7 @@ static CUresult copy2d(const char *call, const CUDA_MEMCPY2D *p, CUstream stream
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   if (!gl_cu_stream_ok(stream)) return CUDA_ERROR_INVALID_HANDLE;
   GL_CU_ENTER_CTX();
-  side d, s;
+  side d = {0}, s = {0};
   CUresult r = resolve(call, (int)p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes,
                        p->dstY, p->dstPitch, &d);
   if (r == CUDA_SUCCESS)
@@ -104,7 +104,7 @@ static CUresult copy3d(const char *call, const CUDA_MEMCPY3D *p, CUstream stream
   if (!gl_cu_stream_ok(stream)) return CUDA_ERROR_INVALID_HANDLE;
   if (p->srcLOD || p->dstLOD) return gl_cu_unsupported(call, "mipmap levels (CUDA arrays)");
   GL_CU_ENTER_CTX();
-  side d, s;
+  side d = {0}, s = {0};
   /* A slice is pitch x height bytes; z moves by slices. */
   CUresult r = resolve(call, (int)p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes,
                        p->dstY + p->dstZ * p->dstHeight, p->dstPitch, &d);
