@@ -93,5 +93,5 @@ set(CPACK_COMPONENT_CUDA_DEPENDS runtime) # it links libgpulease.so.1
 set(CPACK_DEBIAN_CUDA_PACKAGE_SHLIBDEPS OFF)
 set(CPACK_DEBIAN_CUDA_PACKAGE_DEPENDS "libc6 (>= 2.34)")
 set(CPACK_COMPONENT_CUDA_DESCRIPTION
-  "CUDA driver library of gpulease\n A libcuda.so.1 in a directory of its own ($libdir/gpulease/) that\n carries the CUDA driver API to a leased GPU on a gpuleased node, so that\n unmodified CUDA driver-API programs run there under gpulease exec, and a\n libnvidia-ml.so.1 beside it that answers NVML's device queries for the\n lease. Neither loads a real NVIDIA driver.")
+  "CUDA driver library of gpulease\n A libcuda.so.1 in a directory of its own ($libdir/gpulease/) that\n carries the CUDA driver API to a leased GPU on a gpuleased node, so that\n unmodified CUDA programs (the driver API, nvcc's CUDA runtime) run there\n under gpulease exec, and a\n libnvidia-ml.so.1 beside it that answers NVML's device queries for the\n lease. Neither loads a real NVIDIA driver.")
 include(CPack)
