@@ -32,22 +32,28 @@ static size_t elf_size(const uint8_t *p) {
   uint64_t phoff = rd(p + 32, 8), shoff = rd(p + 40, 8);
   uint64_t phentsize = rd(p + 54, 2), phnum = rd(p + 56, 2);
   uint64_t shentsize = rd(p + 58, 2), shnum = rd(p + 60, 2);
+  /* Offsets past any real cubin are a bad header, not bytes to read. */
+  const uint64_t limit = 1ull << 34;
+  if (phoff > limit || shoff > limit) return 0;
   uint64_t end = 64;
   if (phnum && phoff + phnum * phentsize > end) end = phoff + phnum * phentsize;
   if (shnum && shoff + shnum * shentsize > end) end = shoff + shnum * shentsize;
   if (shentsize < 64) return shnum ? 0 : (size_t)end;
+  if (end > limit) return 0;
   for (uint64_t i = 0; i < shnum; i++) {
     const uint8_t *sh = p + shoff + i * shentsize;
     uint32_t type = (uint32_t)rd(sh + 4, 4);
     uint64_t off = rd(sh + 24, 8), size = rd(sh + 32, 8);
+    if (off > limit || size > limit) return 0;
     if (type != 8 /* SHT_NOBITS */ && off + size > end) end = off + size;
   }
   for (uint64_t i = 0; i < phnum && phentsize >= 56; i++) {
     const uint8_t *ph = p + phoff + i * phentsize;
     uint64_t off = rd(ph + 8, 8), filesz = rd(ph + 32, 8);
+    if (off > limit || filesz > limit) return 0;
     if (off + filesz > end) end = off + filesz;
   }
-  return end > (1ull << 34) ? 0 : (size_t)end;
+  return end > limit ? 0 : (size_t)end;
 }
 
 const void *gl_cu_image_span(const void *image, size_t *size) {
