@@ -226,7 +226,6 @@ typedef struct gl_cu_state {
   bool init_done;   /* cuInit ran (init_status is its answer) */
   CUresult init_status;
   char init_message[1200];
-  gpulease_connect_options copts;
   gpulease_client *client;
   gpulease_lease lease;
   gpulease_gpu_info gpu;

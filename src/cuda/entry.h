@@ -11,37 +11,29 @@
 
 #include "cuda/cu.h"
 
-#define GL_CU_ENTER()                             \
-  gl_cu_lock();                                   \
-  do {                                            \
-    CUresult enter_st_ = gl_cu_ready();           \
-    if (enter_st_ == CUDA_SUCCESS) enter_st_ = gl_cu_flush_launch(); \
-    if (enter_st_ != CUDA_SUCCESS) {              \
-      gl_cu_unlock();                             \
-      return enter_st_;                           \
-    }                                             \
+/* What an entry point needs before it runs (under the lock): cuInit done
+ * and no sticky error; with need_session, the primary context too; with
+ * flush, the held-back launch sent. */
+static inline CUresult gl_cu_enter(bool need_session, bool flush) {
+  CUresult r = need_session ? gl_cu_need_session() : gl_cu_ready();
+  return r == CUDA_SUCCESS && flush ? gl_cu_flush_launch() : r;
+}
+
+/* Takes the lock and checks; on failure unlocks and returns the error
+ * from the entry point. */
+#define GL_CU_ENTER_WITH(need_session, flush)                  \
+  gl_cu_lock();                                                \
+  do {                                                         \
+    CUresult enter_st_ = gl_cu_enter(need_session, flush);     \
+    if (enter_st_ != CUDA_SUCCESS) {                           \
+      gl_cu_unlock();                                          \
+      return enter_st_;                                        \
+    }                                                          \
   } while (0)
 
-#define GL_CU_ENTER_CTX()                         \
-  gl_cu_lock();                                   \
-  do {                                            \
-    CUresult enter_st_ = gl_cu_need_session();    \
-    if (enter_st_ == CUDA_SUCCESS) enter_st_ = gl_cu_flush_launch(); \
-    if (enter_st_ != CUDA_SUCCESS) {              \
-      gl_cu_unlock();                             \
-      return enter_st_;                           \
-    }                                             \
-  } while (0)
-
-#define GL_CU_ENTER_SYNC()                        \
-  gl_cu_lock();                                   \
-  do {                                            \
-    CUresult enter_st_ = gl_cu_need_session();    \
-    if (enter_st_ != CUDA_SUCCESS) {              \
-      gl_cu_unlock();                             \
-      return enter_st_;                           \
-    }                                             \
-  } while (0)
+#define GL_CU_ENTER() GL_CU_ENTER_WITH(false, true)
+#define GL_CU_ENTER_CTX() GL_CU_ENTER_WITH(true, true)
+#define GL_CU_ENTER_SYNC() GL_CU_ENTER_WITH(true, false)
 
 /* Unlocks and returns r. */
 static inline CUresult gl_cu_leave(CUresult r) {

@@ -5,7 +5,6 @@
  * lease, opened on first use and closed at exit. Also the error mapping
  * from libgpulease's statuses to CUresult.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,6 +12,7 @@
 #include <string.h>
 
 #include "cuda/cu.h"
+#include "cuda/lease_env.h"
 
 gl_cu_state gl_cu = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
@@ -55,83 +55,35 @@ static void at_exit(void) {
   gl_cu_unlock();
 }
 
-static const char *env(const char *name) {
-  const char *v = getenv(name);
-  return v && *v ? v : NULL;
-}
-
 /* Sets the init failure: status and the one line the shim prints. */
-static CUresult init_fail(CUresult st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static CUresult init_fail(CUresult st, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(gl_cu.init_message, sizeof gl_cu.init_message, fmt, ap);
-  va_end(ap);
+static CUresult init_fail(CUresult st, const char *msg) {
+  snprintf(gl_cu.init_message, sizeof gl_cu.init_message, "%s", msg);
   gl_cu.init_status = st;
   fprintf(stderr, "gpulease: cuInit: %s\n", gl_cu.init_message);
   return st;
 }
 
-/* cuInit's work, once: the environment, the connection, the lease's GPU. */
+/* cuInit's work, once: the lease in the environment, its connection and
+ * GPU (lease_env.c), and that the lease has a context of its own. */
 static CUresult do_init(void) {
-  const char *lease_id = env("GPULEASE_LEASE"), *secret = env("GPULEASE_SECRET");
-  if (!lease_id || !secret)
-    return init_fail(CUDA_ERROR_NO_DEVICE,
-                     "no lease: run the program under `gpulease exec`, or set GPULEASE_ADDR, "
-                     "GPULEASE_LEASE and GPULEASE_SECRET (docs/cuda-driver.md)");
-  char *end = NULL;
-  errno = 0;
-  unsigned long long id = strtoull(lease_id, &end, 10);
-  if (errno || !end || *end || id == 0)
-    return init_fail(CUDA_ERROR_INVALID_VALUE, "GPULEASE_LEASE is not a lease id: \"%s\"",
-                     lease_id);
-  memset(&gl_cu.lease, 0, sizeof gl_cu.lease);
-  gl_cu.lease.id = id;
-  if (gpulease_secret_from_hex(secret, gl_cu.lease.secret) != GPULEASE_OK)
-    return init_fail(CUDA_ERROR_INVALID_VALUE, "GPULEASE_SECRET is not %d hex digits",
-                     2 * GPULEASE_SECRET_BYTES);
-  gpulease_connect_options *o = &gl_cu.copts;
-  gpulease_connect_options_default(o);
-  if (env("GPULEASE_ADDR")) o->addr = env("GPULEASE_ADDR");
-  o->ca_file = env("GPULEASE_CA");
-  o->pin_sha256 = env("GPULEASE_PIN_SHA256");
-  o->insecure = env("GPULEASE_INSECURE") && strcmp(env("GPULEASE_INSECURE"), "0") != 0;
-  o->cert_file = env("GPULEASE_CERT");
-  o->key_file = env("GPULEASE_KEY");
-  o->bearer_token = env("GPULEASE_TOKEN");
-  /* GPULEASE_STRIPES=N: connections a large copy takes (1: no striping). */
-  if (env("GPULEASE_STRIPES")) o->stripes = (unsigned)strtoul(env("GPULEASE_STRIPES"), NULL, 10);
-  /* GPULEASE_NO_LOCAL=1: QUIC even to a daemon on this machine. */
-  o->no_local = env("GPULEASE_NO_LOCAL") && strcmp(env("GPULEASE_NO_LOCAL"), "0") != 0;
-  if (env("GPULEASE_TIMEOUT_MS")) o->timeout_ms = (uint32_t)strtoul(env("GPULEASE_TIMEOUT_MS"), NULL, 10);
-  gpulease_error err;
-  if (gpulease_client_connect(o, &gl_cu.client, &err) != GPULEASE_OK)
-    return init_fail(CUDA_ERROR_NO_DEVICE, "cannot reach the daemon at %s: %s: %s",
-                     o->addr ? o->addr : "(default)", gpulease_status_name(err.status),
-                     err.message);
-  if (gpulease_lease_query(gl_cu.client, &gl_cu.lease, &err) != GPULEASE_OK)
-    return init_fail(CUDA_ERROR_NO_DEVICE, "lease %llu: %s: %s", id,
-                     gpulease_status_name(err.status), err.message);
-  if (gl_cu.lease.lease_class == GPULEASE_CLASS_SHARED ||
-      gl_cu.lease.lease_class == GPULEASE_CLASS_PARTITION)
-    return init_fail(CUDA_ERROR_NOT_SUPPORTED,
-                     "lease %llu is a %s lease; the CUDA driver needs an isolated or device "
-                     "lease (a context of its own)",
-                     id, gpulease_lease_class_name(gl_cu.lease.lease_class));
-  static gpulease_inventory inv; /* large: not on the caller's stack */
-  gpulease_inventory_init(&inv);
-  if (gpulease_inventory_get(gl_cu.client, &inv, &err) != GPULEASE_OK)
-    return init_fail(CUDA_ERROR_NO_DEVICE, "inventory: %s: %s",
-                     gpulease_status_name(err.status), err.message);
-  bool found = false;
-  for (size_t i = 0; i < inv.gpu_count; i++)
-    if (inv.gpus[i].index == gl_cu.lease.gpu_index) {
-      gl_cu.gpu = inv.gpus[i];
-      found = true;
-    }
-  if (!found)
-    return init_fail(CUDA_ERROR_NO_DEVICE, "the daemon lists no GPU %u (the lease's)",
-                     gl_cu.lease.gpu_index);
+  static gl_lease_env e; /* its message is large: not on the caller's stack */
+  gl_lease_env_failure f = gl_lease_env_open(&e);
+  if (f != GL_LEASE_ENV_OK)
+    return init_fail(f == GL_LEASE_ENV_MALFORMED ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NO_DEVICE,
+                     e.message);
+  if (e.lease.lease_class == GPULEASE_CLASS_SHARED ||
+      e.lease.lease_class == GPULEASE_CLASS_PARTITION) {
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "lease %llu is a %s lease; the CUDA driver needs an isolated or device lease (a "
+             "context of its own)",
+             (unsigned long long)e.lease.id, gpulease_lease_class_name(e.lease.lease_class));
+    gpulease_client_close(e.client);
+    return init_fail(CUDA_ERROR_NOT_SUPPORTED, msg);
+  }
+  gl_cu.client = e.client;
+  gl_cu.lease = e.lease;
+  gl_cu.gpu = e.gpu;
   gl_cu.ctx.magic = GL_CU_CTX_MAGIC;
   atexit(at_exit);
   gl_cu.init_status = CUDA_SUCCESS;
@@ -256,7 +208,7 @@ CUresult gl_cu_fail(const char *call, const gpulease_error *err) {
     break;
   default: r = CUDA_ERROR_UNKNOWN; break;
   }
-  if (!quiet || getenv("GPULEASE_CUDA_DEBUG"))
+  if (!quiet)
     fprintf(stderr, "gpulease: %s: %s: %s\n", call, gpulease_status_name(err->status),
             err->message);
   if (lost_context(r)) {

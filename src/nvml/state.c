@@ -1,29 +1,19 @@
 /*
  * state.c - the NVML shim's process-wide state: nvmlInit reads the lease
- * from the environment (as the CUDA shim's cuInit does, docs/cuda-driver.md
- * "Without the wrapper"), connects to its daemon, reads the lease and its
- * GPU; nvmlShutdown closes the connection when the last nvmlInit is
+ * from the environment with the CUDA shim's src/cuda/lease_env.c
+ * (docs/cuda-driver.md "Without the wrapper"): its daemon, the lease and
+ * its GPU; nvmlShutdown closes the connection when the last nvmlInit is
  * matched. Also the error strings and the system queries.
  */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda/lease_env.h"
 #include "nvml/nv.h"
 
 gl_nv_state gl_nv = {.mu = PTHREAD_MUTEX_INITIALIZER, .device = {GL_NV_DEVICE_MAGIC}};
-
-static const char *env(const char *name) {
-  const char *v = getenv(name);
-  return v && *v ? v : NULL;
-}
-
-static bool env_on(const char *name) {
-  const char *v = env(name);
-  return v && strcmp(v, "0") != 0;
-}
 
 /* The init failure: its status, and one line on stderr, once a process
  * (a program that polls nvmlInit says nothing new the next time). */
@@ -54,90 +44,31 @@ static void at_exit(void) {
   pthread_mutex_unlock(&gl_nv.mu);
 }
 
-/* The first nvmlInit's work, under the lock: the environment, the
- * connection, the lease, its GPU. On failure nothing stays open. */
+/* The first nvmlInit's work, under the lock: the lease in the
+ * environment, its connection and GPU (src/cuda/lease_env.c). On failure
+ * nothing stays open. */
 static nvmlReturn_t do_init(void) {
-  const char *lease_id = env("GPULEASE_LEASE"), *secret = env("GPULEASE_SECRET");
-  if (!lease_id || !secret)
-    return init_fail(NVML_ERROR_DRIVER_NOT_LOADED,
-                     "no lease: run the program under `gpulease exec`, or set GPULEASE_ADDR, "
-                     "GPULEASE_LEASE and GPULEASE_SECRET (docs/cuda-driver.md)");
-  char *end = NULL;
-  errno = 0;
-  unsigned long long id = strtoull(lease_id, &end, 10);
-  if (errno || !end || *end || id == 0)
-    return init_fail(NVML_ERROR_DRIVER_NOT_LOADED, "GPULEASE_LEASE is not a lease id: \"%s\"",
-                     lease_id);
-  gpulease_lease lease;
-  memset(&lease, 0, sizeof lease);
-  lease.id = id;
-  if (gpulease_secret_from_hex(secret, lease.secret) != GPULEASE_OK)
-    return init_fail(NVML_ERROR_DRIVER_NOT_LOADED, "GPULEASE_SECRET is not %d hex digits",
-                     2 * GPULEASE_SECRET_BYTES);
-  gpulease_connect_options o;
-  gpulease_connect_options_default(&o);
-  if (env("GPULEASE_ADDR")) o.addr = env("GPULEASE_ADDR");
-  o.ca_file = env("GPULEASE_CA");
-  o.pin_sha256 = env("GPULEASE_PIN_SHA256");
-  o.insecure = env_on("GPULEASE_INSECURE");
-  o.cert_file = env("GPULEASE_CERT");
-  o.key_file = env("GPULEASE_KEY");
-  o.bearer_token = env("GPULEASE_TOKEN");
-  o.no_local = env_on("GPULEASE_NO_LOCAL"); /* QUIC even to a daemon on this machine */
-  if (env("GPULEASE_TIMEOUT_MS"))
-    o.timeout_ms = (uint32_t)strtoul(env("GPULEASE_TIMEOUT_MS"), NULL, 10);
-  gpulease_error err;
-  gpulease_client *client = NULL;
-  if (gpulease_client_connect(&o, &client, &err) != GPULEASE_OK)
-    return init_fail(NVML_ERROR_DRIVER_NOT_LOADED, "cannot reach the daemon at %s: %s: %s",
-                     o.addr ? o.addr : "(default)", gpulease_status_name(err.status),
-                     err.message);
-  nvmlReturn_t st = NVML_SUCCESS;
-  gpulease_inventory *inv = NULL;
-  if (gpulease_lease_query(client, &lease, &err) != GPULEASE_OK) {
-    st = init_fail(err.status == GPULEASE_UNAUTHORIZED ? NVML_ERROR_NO_PERMISSION
-                                                       : NVML_ERROR_DRIVER_NOT_LOADED,
-                   "lease %llu: %s: %s", id, gpulease_status_name(err.status), err.message);
-    goto out;
+  static gl_lease_env e; /* its message is large: not on the caller's stack */
+  gl_lease_env_failure f = gl_lease_env_open(&e);
+  if (f != GL_LEASE_ENV_OK) {
+    nvmlReturn_t st = NVML_ERROR_DRIVER_NOT_LOADED;
+    if (f == GL_LEASE_ENV_NO_MEMORY) st = NVML_ERROR_MEMORY;
+    if (f == GL_LEASE_ENV_LEASE && e.status == GPULEASE_UNAUTHORIZED) st = NVML_ERROR_NO_PERMISSION;
+    return init_fail(st, "%s", e.message);
   }
-  inv = malloc(sizeof *inv); /* large: not on the caller's stack */
-  if (!inv) {
-    st = init_fail(NVML_ERROR_MEMORY, "out of memory");
-    goto out;
-  }
-  gpulease_inventory_init(inv);
-  if (gpulease_inventory_get(client, inv, &err) != GPULEASE_OK) {
-    st = init_fail(NVML_ERROR_DRIVER_NOT_LOADED, "inventory: %s: %s",
-                   gpulease_status_name(err.status), err.message);
-    goto out;
-  }
-  bool found = false;
-  for (size_t i = 0; i < inv->gpu_count && i < GPULEASE_MAX_GPUS; i++)
-    if (inv->gpus[i].index == lease.gpu_index) {
-      gl_nv.gpu = inv->gpus[i];
-      found = true;
-    }
-  if (!found) {
-    st = init_fail(NVML_ERROR_DRIVER_NOT_LOADED, "the daemon lists no GPU %u (the lease's)",
-                   lease.gpu_index);
-    goto out;
-  }
-  if (inv->driver_version[0])
-    snprintf(gl_nv.driver_version, sizeof gl_nv.driver_version, "%.63s", inv->driver_version);
+  gl_nv.gpu = e.gpu;
+  if (e.driver_version[0])
+    snprintf(gl_nv.driver_version, sizeof gl_nv.driver_version, "%.63s", e.driver_version);
   else /* no NVIDIA driver on the node: the emulated device */
     snprintf(gl_nv.driver_version, sizeof gl_nv.driver_version, "gpulease-%s",
              gpulease_version(NULL, NULL, NULL));
-  gl_nv.lease = lease;
-  gl_nv.client = client;
-  client = NULL;
+  gl_nv.lease = e.lease;
+  gl_nv.client = e.client;
   if (!gl_nv.exit_hook) {
     atexit(at_exit);
     gl_nv.exit_hook = true;
   }
-out:
-  free(inv);
-  if (client) gpulease_client_close(client);
-  return st;
+  return NVML_SUCCESS;
 }
 
 GL_NV_API nvmlReturn_t nvmlInitWithFlags(unsigned int flags);

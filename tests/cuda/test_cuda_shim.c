@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "cuda/cu.h"
+#include "cuda/shim_harness.h"
 #include "e2e/daemon_harness.h"
 #include "gpulease/gpulease.h"
 
@@ -107,29 +108,10 @@ typedef struct drv {
   CUresult (*cuLaunchHostFunc)(CUstream, CUhostFn, void *);
 } drv;
 
-static void *sym(void *so, const char *name) {
-  void *p = dlsym(so, name);
-  if (!p) fail_msg("the shim does not export %s", name);
-  return p;
-}
-
-#define LOAD(d, name) *(void **)&(d)->name = sym((d)->so, #name)
-
-/* The shim: $GL_TEST_BIN_DIR/src/cuda/libcuda.so.1 where it is there (a
- * build carried to a GPU machine), else the build's own. */
-static const char *shim_path(void) {
-  static char path[4096];
-  const char *bin = getenv("GL_TEST_BIN_DIR");
-  if (bin) {
-    snprintf(path, sizeof path, "%s/src/cuda/libcuda.so.1", bin);
-    if (access(path, R_OK) == 0) return path;
-  }
-  return GL_CUDA_SHIM_PATH;
-}
+#define LOAD GL_SHIM_LOAD
 
 static void load(drv *d) {
-  d->so = dlopen(shim_path(), RTLD_NOW | RTLD_LOCAL);
-  if (!d->so) fail_msg("dlopen %s: %s", shim_path(), dlerror());
+  d->so = gl_shim_open("libcuda.so.1", GL_CUDA_SHIM_PATH);
   LOAD(d, cuInit); LOAD(d, cuDriverGetVersion); LOAD(d, cuDeviceGetCount); LOAD(d, cuDeviceGet);
   LOAD(d, cuDeviceGetName); LOAD(d, cuDeviceTotalMem_v2); LOAD(d, cuDeviceGetAttribute);
   LOAD(d, cuDevicePrimaryCtxRetain); LOAD(d, cuCtxSetCurrent); LOAD(d, cuCtxGetCurrent);
@@ -162,26 +144,6 @@ static const char *ename(const drv *d, CUresult r) {
     if (r_ != CUDA_SUCCESS) fail_msg("%s: %d %s", #call, (int)r_, ename((d), r_)); \
   } while (0)
 
-/* Runs fn in a child with stderr into a file; returns its exit status and
- * the file's text in buf. */
-static int in_child(void (*fn)(void), char *buf, size_t len) {
-  char path[] = "/tmp/gl_shim_XXXXXX";
-  int fd = mkstemp(path);
-  assert_true(fd >= 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fd, 2);
-    fn();
-    _exit(99);
-  }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  ssize_t n = pread(fd, buf, len - 1, 0);
-  buf[n > 0 ? n : 0] = 0;
-  close(fd);
-  unlink(path);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
 
 static void child_no_lease(void) {
   unsetenv("GPULEASE_LEASE");
@@ -267,7 +229,7 @@ static void test_shim(void **state) {
   bool gpu = gl_test_on_gpu();
   char out[4096];
   /* Without a lease: CUDA_ERROR_NO_DEVICE and one line that says how. */
-  assert_int_equal(in_child(child_no_lease, out, sizeof out), 0);
+  assert_int_equal(gl_shim_in_child(child_no_lease, out, sizeof out), 0);
   assert_non_null(strstr(out, "gpulease exec"));
 
   gl_test_daemon dm;
@@ -279,13 +241,7 @@ static void test_shim(void **state) {
   const uint64_t vram = 64 * MiB;
   assert_int_equal(gpulease_lease_alloc(c, GPULEASE_ANY_GPU, vram, 120, &lease, &err),
                    GPULEASE_OK);
-  char hex[2 * GPULEASE_SECRET_BYTES + 1], id[32];
-  gpulease_secret_to_hex(lease.secret, hex);
-  snprintf(id, sizeof id, "%llu", (unsigned long long)lease.id);
-  setenv("GPULEASE_ADDR", dm.addr, 1);
-  setenv("GPULEASE_PIN_SHA256", dm.fingerprint, 1);
-  setenv("GPULEASE_LEASE", id, 1);
-  setenv("GPULEASE_SECRET", hex, 1);
+  gl_shim_lease_env(&dm, &lease);
 
   drv d;
   load(&d);
@@ -354,6 +310,25 @@ static void test_shim(void **state) {
   assert_int_equal(d.cuMemcpyHtoD_v2(a + n * 4 - 8, h, 16), CUDA_ERROR_INVALID_VALUE);
   assert_int_equal(d.cuMemcpyDtoH_v2(g, 0x1000, 16), CUDA_ERROR_INVALID_VALUE);
   assert_int_equal(d.cuMemFree_v2(a + 4), CUDA_ERROR_INVALID_VALUE);
+
+  /* A freed pointer: refused, nothing copied; a second free too. */
+  CUdeviceptr freed = 0;
+  OK(&d, d.cuMemAlloc_v2(&freed, 4096));
+  OK(&d, d.cuMemFree_v2(freed));
+  assert_int_equal(d.cuMemcpyHtoD_v2(freed, h, 16), CUDA_ERROR_INVALID_VALUE);
+  assert_int_equal(d.cuMemFree_v2(freed), CUDA_ERROR_INVALID_VALUE);
+
+  /* Images that are not modules: refused, and the context goes on. */
+  CUmodule bad_mod = NULL;
+  static const char not_ptx[] = "this is not a module\n";
+  assert_int_equal(d.cuModuleLoadData(&bad_mod, not_ptx), CUDA_ERROR_INVALID_IMAGE);
+  uint8_t elf[64] = {0x7f, 'E', 'L', 'F', 2, 1};
+  elf[60] = 0xff; /* 255 section headers of size 0 */
+  assert_int_equal(d.cuModuleLoadData(&bad_mod, elf), CUDA_ERROR_INVALID_IMAGE);
+  const uint8_t fatbin[16] = {0x50, 0xed, 0x55, 0xba, 1, 0, 16, 0,
+                              0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f};
+  assert_int_equal(d.cuModuleLoadData(&bad_mod, fatbin), CUDA_ERROR_INVALID_IMAGE);
+  assert_null(bad_mod);
 
   /* A kernel with a raw device pointer, at an offset (pointer arithmetic). */
   CUmodule mod;

@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "cuda/shim_harness.h"
 #include "e2e/daemon_harness.h"
 #include "gpulease/gpulease.h"
 #include "nvml/nvml_types.h"
@@ -59,29 +60,10 @@ typedef struct nv {
   nvmlReturn_t (*nvmlDeviceGetTemperature)(nvmlDevice_t, int, unsigned *);
 } nv;
 
-static void *sym(void *so, const char *name) {
-  void *p = dlsym(so, name);
-  if (!p) fail_msg("the shim does not export %s", name);
-  return p;
-}
-
-#define LOAD(d, name) *(void **)&(d)->name = sym((d)->so, #name)
-
-/* The shim: $GL_TEST_BIN_DIR/src/cuda/libnvidia-ml.so.1 where it is there
- * (a build carried to a GPU machine), else the build's own. */
-static const char *shim_path(void) {
-  static char path[4096];
-  const char *bin = getenv("GL_TEST_BIN_DIR");
-  if (bin) {
-    snprintf(path, sizeof path, "%s/src/cuda/libnvidia-ml.so.1", bin);
-    if (access(path, R_OK) == 0) return path;
-  }
-  return GL_NVML_SHIM_PATH;
-}
+#define LOAD GL_SHIM_LOAD
 
 static void load(nv *d) {
-  d->so = dlopen(shim_path(), RTLD_NOW | RTLD_LOCAL);
-  if (!d->so) fail_msg("dlopen %s: %s", shim_path(), dlerror());
+  d->so = gl_shim_open("libnvidia-ml.so.1", GL_NVML_SHIM_PATH);
   LOAD(d, nvmlInit_v2); LOAD(d, nvmlInitWithFlags); LOAD(d, nvmlShutdown);
   LOAD(d, nvmlErrorString); LOAD(d, nvmlSystemGetDriverVersion);
   LOAD(d, nvmlSystemGetNVMLVersion); LOAD(d, nvmlSystemGetCudaDriverVersion_v2);
@@ -101,27 +83,6 @@ static void load(nv *d) {
     if (r_ != NVML_SUCCESS) fail_msg("%s: %d %s", #call, (int)r_, (d)->nvmlErrorString(r_)); \
   } while (0)
 
-/* Runs fn in a child with stderr into a file; returns its exit status and
- * the file's text in buf. Before the parent loads the shim: the child's
- * is its own. */
-static int in_child(void (*fn)(void), char *buf, size_t len) {
-  char path[] = "/tmp/gl_nvml_XXXXXX";
-  int fd = mkstemp(path);
-  assert_true(fd >= 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fd, 2);
-    fn();
-    _exit(99);
-  }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  ssize_t n = pread(fd, buf, len - 1, 0);
-  buf[n > 0 ? n : 0] = 0;
-  close(fd);
-  unlink(path);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
 
 /* Without a lease: DRIVER_NOT_LOADED, each time; nothing else works. */
 static void child_no_lease(void) {
@@ -175,7 +136,7 @@ static void check_pynvml(uint64_t vram, const char *name, const char *uuid) {
     return;
   }
   char dir[4096];
-  snprintf(dir, sizeof dir, "%s", shim_path());
+  snprintf(dir, sizeof dir, "%s", gl_shim_path("libnvidia-ml.so.1", GL_NVML_SHIM_PATH));
   char *slash = strrchr(dir, '/');
   if (slash) *slash = 0;
   char cmd[8192];
@@ -212,11 +173,11 @@ static void test_nvml(void **state) {
   bool gpu = gl_test_on_gpu();
   char out[8192];
   /* Without a lease: DRIVER_NOT_LOADED and one line that says how. */
-  assert_int_equal(in_child(child_no_lease, out, sizeof out), 0);
+  assert_int_equal(gl_shim_in_child(child_no_lease, out, sizeof out), 0);
   assert_non_null(strstr(out, "gpulease exec"));
   assert_int_equal(count_of(out, "gpulease: nvmlInit"), 1);
   /* An unsupported call: NOT_SUPPORTED, said once. */
-  assert_int_equal(in_child(child_unsupported, out, sizeof out), 0);
+  assert_int_equal(gl_shim_in_child(child_unsupported, out, sizeof out), 0);
   assert_int_equal(count_of(out, "gpulease: nvmlDeviceGetTemperature is not supported by the "
                                  "gpulease NVML library"),
                    1);
@@ -239,13 +200,7 @@ static void test_nvml(void **state) {
     if (inv->gpus[i].index == lease.gpu_index) g = &inv->gpus[i];
   assert_non_null(g);
 
-  char hex[2 * GPULEASE_SECRET_BYTES + 1], id[32];
-  gpulease_secret_to_hex(lease.secret, hex);
-  snprintf(id, sizeof id, "%llu", (unsigned long long)lease.id);
-  setenv("GPULEASE_ADDR", dm.addr, 1);
-  setenv("GPULEASE_PIN_SHA256", dm.fingerprint, 1);
-  setenv("GPULEASE_LEASE", id, 1);
-  setenv("GPULEASE_SECRET", hex, 1);
+  gl_shim_lease_env(&dm, &lease);
 
   nv d;
   load(&d);
